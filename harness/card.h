@@ -1,0 +1,110 @@
+/*
+ * card.h - skill cards: markdown files with YAML front matter (schema: DESIGN.md "The card schema").
+ *
+ * A card is split into front matter and body (a UTF-8 BOM before the opening "---" is allowed; the
+ * front matter closes at the next line that is exactly "---", CRLF line ends accepted), the front
+ * matter is parsed with libyaml into struct card (unknown keys kept in card.unknown, never dropped;
+ * duplicate keys are an error), and the schema is checked. Errors are one line:
+ *   "<file>:<line>:<col>: <key>: <what is wrong>"
+ * with 1-based line and column counted in characters of the file as written (BOM excluded).
+ */
+#ifndef VS_CARD_H
+#define VS_CARD_H
+
+#include <stddef.h>
+
+struct card_list {
+	char **items;
+	int count;
+};
+
+/** An unknown key kept verbatim: dotted path ("match.extra", "notes") and its value's source text. */
+struct card_unknown {
+	char *path;
+	char *text;
+};
+
+/** The `validation:` block. "" means unset for strings; has_* flags tell set numbers from "". */
+struct card_validation {
+	char *status;        /* "draft", "validated", "failed" ("" when unset) */
+	char *last_verified; /* YYYY-MM-DD or "" */
+	char *gpu;           /* "NVIDIA H200", ... or "" */
+	char *gen;           /* "sm_90", "gfx942", ... or "" */
+	char *model;
+	int has_isolated;
+	double measured_isolated;
+	int has_e2e_pct;
+	double measured_e2e_pct;
+	char *measured_parity; /* "pass", "fail" or "" */
+	char *artifact;        /* repo-relative eval dir or "" */
+};
+
+struct card {
+	char *path;          /* as given */
+	char *text;          /* whole file as read */
+	size_t text_len;
+	size_t fm_begin;     /* byte offset of the first front-matter line (after "---\n") */
+	size_t fm_end;       /* byte offset of the closing "---" line */
+	size_t body_begin;   /* byte offset of the body (after the closing fence's line end) */
+
+	char *id, *title, *kind, *role;
+	struct card_list authors, supersedes;
+	char *scope;         /* "kernel" or "e2e" */
+	struct {
+		char *operator_name;
+		struct card_list arch_class, gens, dtypes, regimes;
+		char *from_backend, *to_backend;
+	} match;
+	struct {
+		int has_isolated_speedup_min;
+		double isolated_speedup_min;
+		int has_e2e_delta_min_pct;
+		double e2e_delta_min_pct;
+		char *parity;    /* "required" (default when absent) or "advisory" */
+	} expects;
+	struct card_validation validation;
+
+	struct card_unknown *unknown;
+	int unknown_count;
+};
+
+/**
+ * Read and parse the card at path: split, YAML, types and enums (not the lint-only checks of
+ * card_lint()). On success fills *c (release with card_release()). Errors: VS_EIO, VS_EPARSE
+ * (front matter or YAML), VS_ESCHEMA (types, enums, duplicate keys, missing required keys).
+ */
+int card_load(struct card *c, const char *path);
+
+/** Same as card_load() on text already in memory (copied); path is used for messages and id. */
+int card_parse(struct card *c, const char *path, const char *text, size_t len);
+
+/**
+ * The checks of `--static` beyond card_load(): id equals the file name without ".md", body
+ * sections "When to use", "Mechanism", "Procedure", "Knobs & pitfalls", "Do-no-harm notes",
+ * "Sources" present and non-empty (HTML comments do not count), expects consistent with scope.
+ * Reports every problem (one line each) and returns VS_ESCHEMA if there was any, else 0.
+ */
+int card_lint(const struct card *c);
+
+/** Free everything c owns; c may be zeroed or partly filled. */
+void card_release(struct card *c);
+
+/**
+ * The card hash recorded as evidence: sha256 over the front matter with the `validation` block
+ * removed, followed by the body. Recording (which only changes `validation`) does not change it.
+ */
+int card_hash(const struct card *c, char hex[65]);
+
+/**
+ * Produce the text of the card with its validation block set to v: every scalar under
+ * `validation` (and `validation.measured`) is replaced in place at byte offsets derived from
+ * libyaml's marks (which count characters and skip the BOM: converted by walking the UTF-8 text);
+ * missing keys are inserted in the file's own indentation and line endings; every other byte stays
+ * as it was. Strings are written double-quoted when YAML needs it, numbers with %.6g-style
+ * shortest round-trip formatting, unset ("" / has_*=0) as "". Same v twice gives identical bytes.
+ * *out (malloc'd) and *out_len are set only on success. Errors: VS_EPARSE, VS_ESCHEMA.
+ */
+int card_set_validation(char **out, size_t *out_len, const struct card *c,
+			const struct card_validation *v);
+
+#endif /* VS_CARD_H */

@@ -1,0 +1,77 @@
+/*
+ * device.h - where implementations run: the CPU, or a GPU through the HIP runtime (CUDA on NVIDIA).
+ *
+ * The runner is written once against struct vs_device; each backend fills the ops table. Buffers
+ * are owned by the harness and allocated through the device. Every op returns 0 or a negative
+ * vs_error code (VS_EDEVICE for a GPU runtime error, whose message names the failing runtime call
+ * and its error string, e.g. "cudaMemcpy failed: an illegal memory access was encountered (700)").
+ * GPU errors are sticky for the process on CUDA: after one, the device is unusable.
+ */
+#ifndef VS_DEVICE_H
+#define VS_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Facts recorded into result.json. */
+struct vs_device_info {
+	char backend[8];      /* "cpu" or "hip" (HIP on AMD, HIP names mapped to CUDA on NVIDIA) */
+	char name[128];       /* as the runtime reports it: "NVIDIA H200", "AMD Instinct MI300X", CPU model */
+	char arch[32];        /* generation: "sm_90", "gfx942", "x86_64" */
+	char driver[64];      /* driver / runtime versions, or the kernel release on the CPU */
+	int compute_units;    /* SMs, CUs, or online CPU cores */
+	int clock_mhz;        /* max SM / CU clock (CPU: 0 when unknown) */
+	int mem_clock_mhz;    /* max memory clock (0 when unknown) */
+	uint64_t llc_bytes;   /* last-level cache: L2 on H200 (60 MB), Infinity Cache on MI300X, CPU LLC */
+	uint64_t mem_bytes;   /* device memory */
+};
+
+struct vs_device;
+
+struct vs_device_ops {
+	int (*alloc)(struct vs_device *d, void **ptr, size_t bytes);
+	void (*free)(struct vs_device *d, void *ptr); /* accepts NULL */
+	/* Synchronous copies between host memory and device memory. */
+	int (*upload)(struct vs_device *d, void *dst, const void *src, size_t bytes);
+	int (*download)(struct vs_device *d, void *dst, const void *src, size_t bytes);
+	/* Enqueue: set bytes of dst to byte (0xFF poisons bf16 and fp32 alike with NaN). */
+	int (*fill)(struct vs_device *d, void *dst, int byte, size_t bytes);
+	/* Enqueue: evict the last-level cache by writing a buffer of at least twice its size. */
+	int (*flush_llc)(struct vs_device *d);
+	/* Timed region: begin enqueues a start event; end enqueues a stop event, waits, returns ms. */
+	int (*timer_begin)(struct vs_device *d);
+	int (*timer_end)(struct vs_device *d, double *ms);
+	int (*synchronize)(struct vs_device *d);
+	/*
+	 * Graphs (NULL on the CPU): begin capturing the stream; end capture and instantiate into
+	 * *graph; replay; free. The capture-safety gate uses them.
+	 */
+	int (*graph_begin)(struct vs_device *d);
+	int (*graph_end)(struct vs_device *d, void **graph);
+	int (*graph_launch)(struct vs_device *d, void *graph);
+	void (*graph_free)(struct vs_device *d, void *graph);
+	/* Current SM and memory clocks in MHz, for throttling checks; optional (NULL or -1 values). */
+	int (*clocks)(struct vs_device *d, int *sm_mhz, int *mem_mhz);
+	void (*release)(struct vs_device *d);
+};
+
+struct vs_device {
+	struct vs_device_info info;
+	const struct vs_device_ops *ops;
+	void *stream; /* passed to launches as mla_decode_args.stream; NULL on the CPU */
+	void *priv;   /* backend state */
+};
+
+/** Open the host CPU as a device. Always succeeds unless out of memory. */
+int vs_device_open_cpu(struct vs_device *d);
+
+/**
+ * Open GPU number ordinal. Returns VS_EUNSUPPORTED with a clear message when this binary was built
+ * without a GPU toolchain, VS_EDEVICE when the runtime finds no such device.
+ */
+int vs_device_open_gpu(struct vs_device *d, int ordinal);
+
+/** Release a device opened by one of the above (accepts a zeroed struct). */
+void vs_device_release(struct vs_device *d);
+
+#endif /* VS_DEVICE_H */

@@ -1,0 +1,155 @@
+/*
+ * mla_decode.h - the one C ABI behind which every MLA decode implementation sits.
+ *
+ * Operator: multi-head latent attention (MLA) decode in the absorbed form of DeepSeek-V2/V3
+ * (DeepSeek-V2 paper, arXiv:2405.04434, section 2.1; weight absorption as in FlashMLA). Semantics
+ * and tensor layouts follow FlashMLA's decode API (flash_mla_with_kvcache), the de facto standard:
+ *
+ *   for each batch b, query position i < s_q, head h:
+ *     n      = seqlens[b] - s_q + 1 + i            (causal when s_q > 1; keys [0, n) are visible)
+ *     s_j    = softmax_scale * dot(q[b,i,h,0:576], K_j)            for j < n, K_j = cache row j
+ *     lse    = log(sum_j exp(s_j))                 (natural log; +inf when n <= 0)
+ *     out    = sum_j exp(s_j - lse) * V_j          (V_j = first 512 dims of row j; 0 when n <= 0)
+ *
+ * Row j of sequence b lives at cache page block_table[b][j / page_size], slot j % page_size.
+ * Implementations must never read a cache row at or past the visible length: the harness fills
+ * those slots with NaN, and unused block_table entries with a sentinel far outside the cache.
+ *
+ * Contract of launch(): a GPU launch enqueues on args->stream, allocates nothing and never
+ * synchronizes the host; a CPU launch (stream NULL) returns when done. Either writes only out, lse
+ * and its workspace, reads its inputs without modifying them, and is deterministic (same inputs,
+ * bit-identical outputs, wherever the output buffers are). The harness owns all memory; pointers
+ * are device pointers for a "hip" backend and host pointers for a "cpu" backend.
+ *
+ * Capture safety: launch() may read seqlens and block_table only on the device (a graph captured
+ * once is replayed after both change in place); host-side decisions may depend only on the shapes
+ * and scalars of mla_decode_args.
+ *
+ * The same descriptor can later be loaded from a shared library that exports
+ * `const struct mla_decode_impl *mla_decode_plugin(void)` (ABI version below).
+ */
+#ifndef MLA_DECODE_H
+#define MLA_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLA_DECODE_ABI_VERSION 1
+
+#define MLA_D_QK 576   /* 512 latent (kv_lora_rank) + 64 rope dims */
+#define MLA_D_V 512    /* V is the first 512 dims of the cache row */
+#define MLA_D_ROPE 64
+
+/** KV cache element type. */
+enum mla_kv_dtype {
+	MLA_KV_BF16 = 1,          /* bf16, kv_scale ignored (1.0) */
+	MLA_KV_FP8_E4M3_FNUZ = 2, /* fp8 e4m3 fnuz codes; real value = decoded code * kv_scale */
+};
+
+/** Return codes of launch() and configs(). */
+enum mla_status {
+	MLA_OK = 0,
+	MLA_EINVAL = -1,       /* arguments out of contract (null pointer, bad shape) */
+	MLA_EUNSUPPORTED = -2, /* this config cannot run these args (e.g. workspace too small) */
+	MLA_EDEVICE = -3,      /* GPU runtime error while enqueueing */
+	MLA_ENODEVICE = -4,    /* backend not built into this binary (e.g. no GPU toolchain) */
+};
+
+/**
+ * Arguments of one MLA decode launch. All tensors are dense, row-major, in the layouts below.
+ *   q           bf16  [batch, s_q, h_q, 576]
+ *   kv_cache    bf16 or fp8_e4m3_fnuz codes [num_pages, page_size, 1, 576]
+ *   block_table int32 [batch, max_pages]  page index of each sequence's j-th page
+ *   seqlens     int32 [batch]             keys per sequence, 0 <= seqlens[b] <= max_pages*page_size
+ *   out         bf16  [batch, s_q, h_q, 512]   (written)
+ *   lse         fp32  [batch, h_q, s_q]        (written, natural log)
+ *   workspace   workspace_size() bytes, or NULL when that is 0
+ */
+struct mla_decode_args {
+	const void *q;
+	const void *kv_cache;
+	const int32_t *block_table;
+	const int32_t *seqlens;
+	void *out;
+	float *lse;
+	void *workspace;
+	size_t workspace_bytes;
+
+	int32_t batch;
+	int32_t s_q;
+	int32_t h_q;
+	int32_t num_pages;
+	int32_t page_size;   /* 1, 16 or 64 (any positive value is legal) */
+	int32_t max_pages;   /* columns of block_table */
+	int32_t kv_dtype;    /* enum mla_kv_dtype */
+	float softmax_scale; /* explicit, e.g. 192^-0.5 * mscale^2 for DeepSeek-V3 */
+	float kv_scale;      /* fp8 per-tensor scale (1.0 for bf16) */
+
+	int32_t num_cus;     /* compute units (AMD) / SMs (NVIDIA) of the device; CPU: cores to use */
+	void *stream;        /* hipStream_t / cudaStream_t; NULL for the CPU */
+};
+
+/**
+ * One point of an implementation's config space. Fields an implementation does not use are 0.
+ * num_splits 0 means "auto": the implementation picks a split count from the shapes and num_cus
+ * (never from seqlens values, which may change under a captured graph).
+ */
+struct mla_decode_config {
+	char name[48];      /* canonical, unique within the implementation, e.g. "bn64-bh16-sp0-w4-st2" */
+	int32_t block_n;    /* keys per KV tile (BLOCK_N) */
+	int32_t block_h;    /* query heads sharing each KV tile load (BLOCK_H) */
+	int32_t num_splits; /* KV splits per sequence (split-KV / flash decoding); 0 = auto */
+	int32_t num_warps;  /* GPU: warps (NVIDIA) or waves (AMD) per block; CPU: threads (0 = num_cus) */
+	int32_t num_stages; /* GPU: pipelining depth of KV tile loads */
+};
+
+/**
+ * Descriptor of one implementation.
+ *   name     "cpu.naive", "cpu.splitkv", "hip.baseline", "hip.flash"
+ *   backend  "cpu" or "hip"; decides where the harness puts the buffers
+ *   configs  writes up to cap configs valid for arch ("x86_64", "aarch64", "sm_90", "gfx942", ...)
+ *            into out and returns how many exist (which may exceed cap), or MLA_EUNSUPPORTED for an
+ *            arch it has no code for. Callable without a device.
+ *   workspace_size  bytes of workspace a launch with these args and config needs (0 = none).
+ *   launch   runs (CPU) or enqueues (GPU) the computation; returns enum mla_status.
+ */
+struct mla_decode_impl {
+	uint32_t abi_version; /* MLA_DECODE_ABI_VERSION */
+	const char *name;
+	const char *backend;
+	const char *summary;
+	int (*configs)(const char *arch, struct mla_decode_config *out, int cap);
+	size_t (*workspace_size)(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
+	int (*launch)(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
+};
+
+/** Built-in implementations, in a fixed order; NULL past the end. */
+const struct mla_decode_impl *mla_decode_impl_at(int i);
+
+/** The built-in implementation with this name, or NULL. */
+const struct mla_decode_impl *mla_decode_impl_find(const char *name);
+
+/** Bytes per KV element of a dtype (2 for bf16, 1 for fp8), 0 for an unknown one. */
+static inline size_t mla_kv_elem_size(int32_t kv_dtype)
+{
+	return kv_dtype == MLA_KV_BF16 ? 2 : kv_dtype == MLA_KV_FP8_E4M3_FNUZ ? 1 : 0;
+}
+
+/** "bf16" / "fp8_e4m3_fnuz" (the card schema's names), or NULL. */
+const char *mla_kv_dtype_name(int32_t kv_dtype);
+
+/** Inverse of mla_kv_dtype_name(); 0 when unknown. */
+int32_t mla_kv_dtype_parse(const char *name);
+
+/** Fill cfg->name from its fields in the canonical form "bn%d-bh%d-sp%d-w%d-st%d". */
+void mla_decode_config_name(struct mla_decode_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLA_DECODE_H */

@@ -1,0 +1,53 @@
+/* The built-in implementations of kernels/mla_decode.h, and the ABI's small helpers. */
+#include "mla_decode.h"
+#include "cpu/cpu_impls.h"
+#include "hip/hip_impls.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct mla_decode_impl *const builtin[] = {
+	&mla_cpu_naive,
+	&mla_cpu_splitkv,
+	&mla_hip_baseline,
+	&mla_hip_flash,
+};
+
+const struct mla_decode_impl *mla_decode_impl_at(int i)
+{
+	if (i < 0 || i >= (int)(sizeof(builtin) / sizeof(builtin[0])))
+		return NULL;
+	return builtin[i];
+}
+
+const struct mla_decode_impl *mla_decode_impl_find(const char *name)
+{
+	for (int i = 0; mla_decode_impl_at(i); i++)
+		if (!strcmp(mla_decode_impl_at(i)->name, name))
+			return mla_decode_impl_at(i);
+	return NULL;
+}
+
+const char *mla_kv_dtype_name(int32_t kv_dtype)
+{
+	switch (kv_dtype) {
+	case MLA_KV_BF16: return "bf16";
+	case MLA_KV_FP8_E4M3_FNUZ: return "fp8_e4m3_fnuz";
+	}
+	return NULL;
+}
+
+int32_t mla_kv_dtype_parse(const char *name)
+{
+	if (!strcmp(name, "bf16"))
+		return MLA_KV_BF16;
+	if (!strcmp(name, "fp8_e4m3_fnuz"))
+		return MLA_KV_FP8_E4M3_FNUZ;
+	return 0;
+}
+
+void mla_decode_config_name(struct mla_decode_config *c)
+{
+	snprintf(c->name, sizeof(c->name), "bn%d-bh%d-sp%d-w%d-st%d", (int)c->block_n, (int)c->block_h,
+		 (int)c->num_splits, (int)c->num_warps, (int)c->num_stages);
+}

@@ -1,0 +1,130 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *tu_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	char *tmpl = NULL;
+
+	if (asprintf(&tmpl, "%s/vs_test_XXXXXX", base && *base ? base : "/tmp") < 0)
+		ck_abort_msg("asprintf failed");
+	if (!mkdtemp(tmpl))
+		ck_abort_msg("mkdtemp failed for %s", tmpl);
+	return tmpl;
+}
+
+char *tu_source(const char *rel)
+{
+	const char *root = getenv("VS_SOURCE_DIR");
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/%s", root && *root ? root : ".", rel) < 0)
+		ck_abort_msg("asprintf failed");
+	return p;
+}
+
+char *tu_resource(const char *name)
+{
+	char *rel = NULL, *p;
+
+	if (asprintf(&rel, "tests/resources/%s", name) < 0)
+		ck_abort_msg("asprintf failed");
+	p = tu_source(rel);
+	free(rel);
+	return p;
+}
+
+void tu_write(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_msg(f != NULL, "cannot write %s", path);
+	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+char *tu_read(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	ck_assert_msg(f != NULL, "cannot read %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+static char *slurp_fd_file(FILE *f)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+	char chunk[4096];
+	size_t got;
+
+	rewind(f);
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		fwrite(chunk, 1, got, m);
+	fclose(m);
+	return buf;
+}
+
+int tu_run_tool(const char *cwd, const char *args, char **out, char **err)
+{
+	const char *tool = getenv("VS_TOOL");
+	char *cmd = NULL;
+	FILE *fo = tmpfile(), *fe = tmpfile();
+	int status;
+	pid_t pid;
+
+	ck_assert_msg(tool != NULL, "VS_TOOL is not set (run through ctest)");
+	ck_assert_ptr_nonnull(fo);
+	ck_assert_ptr_nonnull(fe);
+	if (asprintf(&cmd, "%s %s", tool, args) < 0)
+		ck_abort_msg("asprintf failed");
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (cwd && chdir(cwd) != 0)
+			_exit(127);
+		dup2(fileno(fo), 1);
+		dup2(fileno(fe), 2);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	free(cmd);
+	if (out)
+		*out = slurp_fd_file(fo);
+	if (err)
+		*err = slurp_fd_file(fe);
+	fclose(fo);
+	fclose(fe);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int tu_count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; s && *s; s++)
+		if (*s == '\n')
+			n++;
+	if (s && s[-1] != '\n')
+		n++;
+	return n;
+}
