@@ -1,0 +1,783 @@
+#include "plan.h"
+#include "card.h"
+#include "fsutil.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
+
+/*
+ * The shape grid. Each row becomes one task per planned dtype. Lengths are explicit, or ragged:
+ * drawn in [1, ragged_max] from a generator seeded by the row's tag, with a 0 and the maximum
+ * included, so that every plan of the same tier has the same tasks and task dirs are shared.
+ */
+struct shape {
+	const char *tag;
+	int tiers;        /* bit 0 smoke, 1 standard, 2 full */
+	int batch, s_q, h_q, page_size;
+	int nlens;        /* explicit lengths (0 = ragged or uniform) */
+	int lens[8];
+	int ragged_max;   /* > 0: ragged lengths up to this */
+	int uniform;      /* > 0: every sequence has this length */
+	int64_t page_offset;
+	int bf16_only;
+	int gpu_only;
+};
+
+#define T_SMOKE 1
+#define T_STD 2
+#define T_FULL 4
+
+static const struct shape shapes[] = {
+	/* smoke: tiny, seconds on a CPU; still ragged, causal, empty, odd heads, page sizes 1/16/64 */
+	{"ragged-h16-ps64", T_SMOKE, 2, 1, 16, 64, 2, {300, 1000}, 0, 0, 0, 0, 0},
+	{"causal-h7-ps16", T_SMOKE | T_STD | T_FULL, 3, 2, 7, 16, 3, {0, 65, 513}, 0, 0, 0, 0, 0},
+	{"page1-h32", T_SMOKE, 2, 1, 32, 1, 2, {64, 127}, 0, 0, 0, 0, 0},
+	/* standard: the edge cases of the port and the head counts of tensor parallel 8..1 */
+	{"edge-lengths-h16", T_STD | T_FULL, 8, 1, 16, 64, 8, {0, 1, 63, 64, 65, 127, 1000, 4099}, 0, 0, 0, 0, 0},
+	{"edge-lengths-h16-sq2", T_STD | T_FULL, 8, 2, 16, 64, 8, {0, 1, 2, 63, 64, 65, 127, 4099}, 0, 0, 0, 0, 0},
+	{"h64-sq2-ps16", T_STD | T_FULL, 4, 2, 64, 16, 4, {1, 64, 1031, 2048}, 0, 0, 0, 0, 0},
+	{"h128-ragged", T_STD | T_FULL, 8, 1, 128, 64, 0, {0}, 8192, 0, 0, 0, 0},
+	{"h24-ragged", T_STD | T_FULL, 6, 1, 24, 64, 0, {0}, 4096, 0, 0, 0, 0},
+	{"h32-ps1", T_STD | T_FULL, 4, 1, 32, 1, 4, {1, 100, 333, 64}, 0, 0, 0, 0, 0},
+	{"h16-b64-ragged", T_STD | T_FULL, 64, 1, 16, 64, 0, {0}, 16384, 0, 0, 0, 0},
+	{"h128-b32-sq2-ragged", T_STD | T_FULL, 32, 2, 128, 64, 0, {0}, 4096, 0, 0, 0, 0},
+	{"page-offset-4g", T_STD | T_FULL, 2, 1, 16, 64, 2, {129, 64}, 0, 0, 60000, 1, 1},
+	/* full: the benchmark shapes of the port (compute-bound and memory-bound) */
+	{"perf-h128-b128-8k", T_FULL, 128, 1, 128, 64, 0, {0}, 0, 8192, 0, 0, 1},
+	{"perf-h16-b128-32k", T_FULL, 128, 1, 16, 64, 0, {0}, 0, 32768, 0, 0, 1},
+};
+
+/* DeepSeek-V3: softmax_scale = qk_head_dim^-0.5 * mscale^2, qk_head_dim 192, mscale = 0.1 ln(40) + 1. */
+static float deepseek_v3_softmax_scale(void)
+{
+	double mscale = 0.1 * log(40.0) + 1.0;
+
+	return (float)(pow(192.0, -0.5) * mscale * mscale);
+}
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static uint64_t mix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void tolerances(struct task_spec *s)
+{
+	/* FlashMLA's test tolerances for bf16 out; lse: atol 1e-5 (fp32 accumulation) or rtol 8.01/65536. */
+	s->tol_out.atol = 8e-4;
+	s->tol_out.rtol = 2.01 / 128.0;
+	s->tol_out.cos_tol = 5e-6;
+	s->tol_lse.atol = 1e-5;
+	s->tol_lse.rtol = 8.01 / 65536.0;
+	s->tol_lse.cos_tol = -1.0;
+}
+
+static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv_dtype)
+{
+	uint64_t state = fnv1a(sh->tag);
+	int64_t pages = 0;
+	int max_len = 0;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s-%s", mla_kv_dtype_name(kv_dtype), sh->tag);
+	s->kv_dtype = kv_dtype;
+	s->batch = sh->batch;
+	s->s_q = sh->s_q;
+	s->h_q = sh->h_q;
+	s->page_size = sh->page_size;
+	s->softmax_scale = deepseek_v3_softmax_scale();
+	s->seed = fnv1a(s->name);
+	s->input_sets = 2;
+	s->page_offset = sh->page_offset;
+	tolerances(s);
+	s->seqlens = calloc((size_t)sh->batch, sizeof(int32_t));
+	if (!s->seqlens)
+		return vs_error(VS_ENOMEM, "out of memory");
+	for (int b = 0; b < sh->batch; b++) {
+		int len;
+
+		if (sh->nlens)
+			len = sh->lens[b % sh->nlens];
+		else if (sh->uniform)
+			len = sh->uniform;
+		else if (b == 0)
+			len = sh->ragged_max;
+		else if (b == 1)
+			len = 0;
+		else
+			len = 1 + (int)(mix64(&state) % (uint64_t)sh->ragged_max);
+		s->seqlens[b] = len;
+		max_len = len > max_len ? len : max_len;
+		pages += (len + sh->page_size - 1) / sh->page_size;
+	}
+	s->max_pages = (max_len + sh->page_size - 1) / sh->page_size;
+	if (s->max_pages < 1)
+		s->max_pages = 1;
+	/* Spare pages (never referenced, NaN-filled) so that the permutation is not a bijection. */
+	s->num_pages = (int32_t)(sh->page_offset + pages + pages / 8 + 2);
+	return 0;
+}
+
+static int known_impls_error(const char *role, const char *name)
+{
+	char list[512] = "";
+
+	for (int i = 0; mla_decode_impl_at(i); i++) {
+		if (i)
+			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+		strncat(list, mla_decode_impl_at(i)->name, sizeof(list) - strlen(list) - 1);
+	}
+	return vs_error(VS_ENOTFOUND, "%s '%s' names no implementation; the implementations are: %s "
+			"(name one with --%s IMPL)", role, name, list, role);
+}
+
+static int is_cpu_gen(const char *gen)
+{
+	return strncmp(gen, "sm_", 3) && strncmp(gen, "gfx", 3);
+}
+
+static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *name, const char *gen)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find(name);
+	int n;
+
+	if (!impl)
+		return known_impls_error(role, name);
+	if ((strcmp(impl->backend, "cpu") == 0) != is_cpu_gen(gen))
+		return vs_error(VS_EUNSUPPORTED, "%s '%s' runs on the %s backend, which cannot run generation "
+				"'%s'", role, name, impl->backend, gen);
+	n = impl->configs(gen, NULL, 0);
+	if (n <= 0)
+		return vs_error(VS_EUNSUPPORTED, "%s '%s' has no configs for generation '%s'", role, name, gen);
+	pi->configs = calloc((size_t)n, sizeof(*pi->configs));
+	pi->name = strdup(impl->name);
+	pi->backend = strdup(impl->backend);
+	if (!pi->configs || !pi->name || !pi->backend)
+		return vs_error(VS_ENOMEM, "out of memory");
+	pi->nconfigs = impl->configs(gen, pi->configs, n);
+	if (pi->nconfigs > n)
+		pi->nconfigs = n;
+	return 0;
+}
+
+static int list_has(const struct card_list *l, const char *s)
+{
+	for (int i = 0; i < l->count; i++)
+		if (!strcmp(l->items[i], s))
+			return 1;
+	return 0;
+}
+
+/* Directory of the running binary + "/gfx942/resources.json" (the gate's output in the build dir). */
+static char *default_build_figures(void)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	return fs_printf("%s/gfx942/resources.json", exe);
+}
+
+/* The gfx942 build gate's figures for the candidate, as a JSON object (NULL when absent). */
+static cJSON *load_build_figures(const char *path_opt, const char *impl)
+{
+	char *path = path_opt ? strdup(path_opt) : default_build_figures();
+	char *text = NULL;
+	size_t len;
+	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine;
+	int quiet;
+
+	if (!path)
+		return NULL;
+	quiet = vs_error_set_quiet(!path_opt);
+	if (fs_read_file(&text, &len, path, 16u << 20) != 0)
+		goto done;
+	root = cJSON_Parse(text);
+	kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+	if (!cJSON_IsArray(kernels)) {
+		if (path_opt)
+			vs_warn("'%s' has no \"kernels\" array: build figures left out of the plan", path);
+		goto done;
+	}
+	out = cJSON_CreateObject();
+	cJSON_AddStringToObject(out, "target", cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
+				cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) : "gfx942");
+	if (cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")))
+		cJSON_AddStringToObject(out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
+	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass")))
+		cJSON_AddBoolToObject(out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
+	mine = cJSON_AddArrayToObject(out, "kernels");
+	cJSON_ArrayForEach(k, kernels) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
+
+		if (name && !strcmp(name, impl))
+			cJSON_AddItemToArray(mine, cJSON_Duplicate(k, 1));
+	}
+done:
+	vs_error_set_quiet(quiet);
+	cJSON_Delete(root);
+	free(text);
+	free(path);
+	return out;
+}
+
+static void protocol_defaults(struct plan_protocol *pr, int gpu, const char *tier)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->rel_halfwidth = 0.01;
+	pr->resamples = 2000;
+	pr->seed = 20261129;
+	pr->flush_factor = 2.0;
+	pr->review_bound = 10.0;
+	if (gpu) {
+		pr->warmup = 5;
+		pr->tuning_samples = 10;
+		pr->min_pairs = 20;
+		pr->max_pairs = 400;
+		pr->max_seconds = 5.0;
+		pr->check_every = 16;
+	} else {
+		pr->warmup = 1;
+		pr->tuning_samples = 3;
+		pr->min_pairs = 10;
+		pr->max_pairs = 200;
+		pr->max_seconds = strcmp(tier, "smoke") ? 30.0 : 8.0;
+		pr->check_every = 8;
+	}
+}
+
+int plan_build(struct plan *p, const struct card *c, const struct plan_options *o)
+{
+	struct plan np;
+	const char *tier = o && o->tier ? o->tier : "smoke";
+	const char *gen = o && o->gen ? o->gen : NULL;
+	const char *base = o && o->baseline ? o->baseline : c->match.from_backend;
+	const char *cand = o && o->candidate ? o->candidate : c->match.to_backend;
+	int tier_bit = 0, ndtypes = 0, err = 0, gpu;
+	int32_t dtypes[2];
+
+	memset(&np, 0, sizeof(np));
+	for (int i = 0; plan_tiers[i]; i++)
+		if (!strcmp(plan_tiers[i], tier))
+			tier_bit = 1 << i;
+	if (!tier_bit)
+		return vs_error(VS_EUSAGE, "unknown tier '%s' (smoke, standard, full)", tier);
+	if (!c->scope || strcmp(c->scope, "kernel"))
+		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned yet: only kernel-scope "
+				"cards get an isolated A/B plan", c->path, c->scope ? c->scope : "");
+	if (!c->match.operator_name || strcmp(c->match.operator_name, "mla_attention"))
+		return vs_error(VS_EUNSUPPORTED, "%s: match.operator '%s' is not an operator this tool plans "
+				"(mla_attention)", c->path, c->match.operator_name ? c->match.operator_name : "");
+	if (!list_has(&c->match.regimes, "decode"))
+		return vs_error(VS_EUNSUPPORTED, "%s: match.regimes has no 'decode': only MLA decode is planned",
+				c->path);
+	for (int i = 0; i < c->match.dtypes.count && ndtypes < 2; i++) {
+		int32_t d = mla_kv_dtype_parse(c->match.dtypes.items[i]);
+
+		if (d && (ndtypes == 0 || dtypes[0] != d))
+			dtypes[ndtypes++] = d;
+	}
+	if (!ndtypes)
+		return vs_error(VS_EUNSUPPORTED, "%s: match.dtypes has none of the planned dtypes (bf16, "
+				"fp8_e4m3_fnuz)", c->path);
+	if (!gen) {
+		if (c->match.gens.count < 1)
+			return vs_error(VS_ESCHEMA, "%s: match.gens is empty", c->path);
+		gen = c->match.gens.items[0];
+	} else if (!list_has(&c->match.gens, gen)) {
+		return vs_error(VS_EUSAGE, "generation '%s' is not in %s's match.gens", gen, c->path);
+	}
+	if (!base || !*base)
+		return vs_error(VS_EUSAGE, "%s: match.from_backend is unset: name a baseline with --baseline IMPL",
+				c->path);
+	if (!cand || !*cand)
+		return vs_error(VS_EUSAGE, "%s: match.to_backend is unset: name a candidate with --candidate IMPL",
+				c->path);
+	if (!mla_decode_impl_find(base))
+		return known_impls_error("baseline", base);
+	if (!mla_decode_impl_find(cand))
+		return known_impls_error("candidate", cand);
+
+	np.card_id = strdup(c->id);
+	np.card_path = strdup(c->path);
+	np.tier = strdup(tier);
+	np.gen = strdup(gen);
+	np.regime = strdup("decode");
+	np.model = strdup(c->validation.model && *c->validation.model ? c->validation.model :
+			  "DeepSeek-V3 MLA (d_qk 576, d_v 512), h_q 7-128");
+	if (!np.card_id || !np.card_path || !np.tier || !np.gen || !np.regime || !np.model) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	err = card_hash(c, np.card_hash);
+	if (!err)
+		err = plan_impl_fill(&np.baseline, "baseline", base, gen);
+	if (!err)
+		err = plan_impl_fill(&np.candidate, "candidate", cand, gen);
+	if (err)
+		goto done;
+	gpu = strcmp(np.candidate.backend, "cpu") != 0;
+
+	np.tasks = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.tasks));
+	np.task_hash = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.task_hash));
+	if (!np.tasks || !np.task_hash) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int d = 0; d < ndtypes; d++) {
+		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+			const struct shape *sh = &shapes[i];
+
+			if (!(sh->tiers & tier_bit) || (sh->gpu_only && !gpu) ||
+			    (sh->bf16_only && dtypes[d] != MLA_KV_BF16))
+				continue;
+			err = shape_to_spec(&np.tasks[np.ntasks], sh, dtypes[d]);
+			if (!err)
+				err = task_spec_hash(&np.tasks[np.ntasks], np.task_hash[np.ntasks]);
+			if (err)
+				goto done;
+			np.ntasks++;
+		}
+	}
+	protocol_defaults(&np.protocol, gpu, tier);
+	np.speedup_min = c->expects.isolated_speedup_min;
+	np.parity_required = !c->expects.parity || strcmp(c->expects.parity, "advisory") != 0;
+	np.capture_required = gpu;
+	if (!strncmp(gen, "gfx", 3))
+		np.build = load_build_figures(o ? o->build_figures : NULL, np.candidate.name);
+	*p = np;
+	return 0;
+done:
+	plan_release(&np);
+	return err;
+}
+
+static cJSON *config_to_json(const struct mla_decode_config *c)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "name", c->name);
+	cJSON_AddNumberToObject(j, "block_n", c->block_n);
+	cJSON_AddNumberToObject(j, "block_h", c->block_h);
+	cJSON_AddNumberToObject(j, "num_splits", c->num_splits);
+	cJSON_AddNumberToObject(j, "num_warps", c->num_warps);
+	cJSON_AddNumberToObject(j, "num_stages", c->num_stages);
+	return j;
+}
+
+static cJSON *impl_to_json(const struct plan_impl *pi)
+{
+	cJSON *j = cJSON_CreateObject(), *arr;
+
+	cJSON_AddStringToObject(j, "impl", pi->name);
+	cJSON_AddStringToObject(j, "backend", pi->backend);
+	arr = cJSON_AddArrayToObject(j, "configs");
+	for (int i = 0; i < pi->nconfigs; i++)
+		cJSON_AddItemToArray(arr, config_to_json(&pi->configs[i]));
+	return j;
+}
+
+/* Seeds above 2^53 do not survive a JSON number: they are written as decimal strings. */
+static void add_u64(cJSON *j, const char *key, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	cJSON_AddStringToObject(j, key, buf);
+}
+
+int plan_to_text(char **out, const struct plan *p)
+{
+	cJSON *root = cJSON_CreateObject(), *card, *tasks, *pr, *gates;
+	char *text, *withnl;
+
+	if (!root)
+		return vs_error(VS_ENOMEM, "out of memory");
+	cJSON_AddStringToObject(root, "schema", VS_PLAN_SCHEMA);
+	card = cJSON_AddObjectToObject(root, "card");
+	cJSON_AddStringToObject(card, "id", p->card_id);
+	cJSON_AddStringToObject(card, "path", p->card_path);
+	cJSON_AddStringToObject(card, "hash", p->card_hash);
+	cJSON_AddStringToObject(root, "operator", "mla_attention");
+	cJSON_AddStringToObject(root, "regime", p->regime);
+	cJSON_AddStringToObject(root, "tier", p->tier);
+	cJSON_AddStringToObject(root, "gen", p->gen);
+	cJSON_AddStringToObject(root, "model", p->model);
+	cJSON_AddItemToObject(root, "baseline", impl_to_json(&p->baseline));
+	cJSON_AddItemToObject(root, "candidate", impl_to_json(&p->candidate));
+	if (p->build)
+		cJSON_AddItemToObject(root, "build", cJSON_Duplicate(p->build, 1));
+	tasks = cJSON_AddArrayToObject(root, "tasks");
+	for (int i = 0; i < p->ntasks; i++) {
+		cJSON *t = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(t, "hash", p->task_hash[i]);
+		cJSON_AddNumberToObject(t, "bytes", task_bytes(&p->tasks[i]));
+		cJSON_AddNumberToObject(t, "flops", task_flops(&p->tasks[i]));
+		cJSON_AddItemToObject(t, "spec", task_spec_to_json(&p->tasks[i]));
+		cJSON_AddItemToArray(tasks, t);
+	}
+	pr = cJSON_AddObjectToObject(root, "protocol");
+	cJSON_AddNumberToObject(pr, "warmup", p->protocol.warmup);
+	cJSON_AddNumberToObject(pr, "tuning_samples", p->protocol.tuning_samples);
+	cJSON_AddNumberToObject(pr, "min_pairs", p->protocol.min_pairs);
+	cJSON_AddNumberToObject(pr, "max_pairs", p->protocol.max_pairs);
+	cJSON_AddNumberToObject(pr, "max_seconds", p->protocol.max_seconds);
+	cJSON_AddNumberToObject(pr, "rel_halfwidth", p->protocol.rel_halfwidth);
+	cJSON_AddNumberToObject(pr, "bootstrap_resamples", p->protocol.resamples);
+	add_u64(pr, "bootstrap_seed", p->protocol.seed);
+	cJSON_AddNumberToObject(pr, "check_every", p->protocol.check_every);
+	cJSON_AddNumberToObject(pr, "flush_factor", p->protocol.flush_factor);
+	cJSON_AddNumberToObject(pr, "review_bound", p->protocol.review_bound);
+	gates = cJSON_AddObjectToObject(root, "gates");
+	cJSON_AddStringToObject(gates, "parity", p->parity_required ? "required" : "advisory");
+	cJSON_AddNumberToObject(gates, "isolated_speedup_min", p->speedup_min);
+	cJSON_AddBoolToObject(gates, "capture", p->capture_required);
+	text = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!text)
+		return vs_error(VS_ENOMEM, "out of memory");
+	withnl = fs_printf("%s\n", text);
+	cJSON_free(text);
+	if (!withnl)
+		return vs_error(VS_ENOMEM, "out of memory");
+	*out = withnl;
+	return 0;
+}
+
+int plan_write(const struct plan *p, const char *path)
+{
+	char *text = NULL;
+	int err = plan_to_text(&text, p);
+
+	if (!err)
+		err = fs_write_atomic(path, text, strlen(text), 0644);
+	free(text);
+	return err;
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+static const char *get_str(const cJSON *o, const char *key)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+static int get_num(double *out, const cJSON *o, const char *key, const char *path)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsNumber(v))
+		return vs_error(VS_ESCHEMA, "%s: \"%s\" is missing or not a number", path, key);
+	*out = v->valuedouble;
+	return 0;
+}
+
+static int dup_str(char **out, const cJSON *o, const char *key, const char *path)
+{
+	const char *s = get_str(o, key);
+
+	if (!s)
+		return vs_error(VS_ESCHEMA, "%s: \"%s\" is missing or not a string", path, key);
+	*out = strdup(s);
+	return *out ? 0 : vs_error(VS_ENOMEM, "out of memory");
+}
+
+static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *path)
+{
+	const cJSON *arr, *c;
+	const struct mla_decode_impl *impl;
+	int err, i = 0;
+
+	if (!cJSON_IsObject(j))
+		return vs_error(VS_ESCHEMA, "%s: \"%s\" is missing", path, role);
+	err = dup_str(&pi->name, j, "impl", path);
+	if (!err)
+		err = dup_str(&pi->backend, j, "backend", path);
+	if (err)
+		return err;
+	impl = mla_decode_impl_find(pi->name);
+	if (!impl)
+		return known_impls_error(role, pi->name);
+	if (strcmp(impl->backend, pi->backend))
+		return vs_error(VS_ESCHEMA, "%s: %s '%s' has backend '%s', not '%s'", path, role, pi->name,
+				impl->backend, pi->backend);
+	arr = cJSON_GetObjectItemCaseSensitive(j, "configs");
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1)
+		return vs_error(VS_ESCHEMA, "%s: %s.configs must be a non-empty array", path, role);
+	pi->configs = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*pi->configs));
+	if (!pi->configs)
+		return vs_error(VS_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(c, arr) {
+		struct mla_decode_config *cf = &pi->configs[i++];
+		const char *name = get_str(c, "name");
+		double v[5];
+		static const char *const keys[] = {"block_n", "block_h", "num_splits", "num_warps", "num_stages"};
+
+		if (!name || strlen(name) >= sizeof(cf->name))
+			return vs_error(VS_ESCHEMA, "%s: %s.configs[%d].name is missing or too long", path, role, i - 1);
+		snprintf(cf->name, sizeof(cf->name), "%s", name);
+		for (int k = 0; k < 5; k++)
+			if ((err = get_num(&v[k], c, keys[k], path)))
+				return err;
+		cf->block_n = (int32_t)v[0];
+		cf->block_h = (int32_t)v[1];
+		cf->num_splits = (int32_t)v[2];
+		cf->num_warps = (int32_t)v[3];
+		cf->num_stages = (int32_t)v[4];
+	}
+	pi->nconfigs = i;
+	return 0;
+}
+
+int plan_read(struct plan *p, const char *path)
+{
+	struct plan np;
+	char *text = NULL;
+	size_t len;
+	cJSON *root = NULL, *card, *tasks, *t, *pr, *gates;
+	const char *schema, *parity, *seed;
+	double v;
+	int err, i = 0;
+
+	memset(&np, 0, sizeof(np));
+	err = fs_read_file(&text, &len, path, 64u << 20);
+	if (err)
+		return err;
+	root = cJSON_ParseWithLength(text, len);
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+		int line = 1;
+
+		for (const char *s = text; at && s < at; s++)
+			line += *s == '\n';
+		err = vs_error(VS_EPARSE, "%s:%d: not valid JSON", path, line);
+		goto done;
+	}
+	schema = get_str(root, "schema");
+	if (!schema || strcmp(schema, VS_PLAN_SCHEMA)) {
+		err = vs_error(VS_ESCHEMA, "%s: \"schema\" is '%s', expected '%s'", path, schema ? schema : "",
+			       VS_PLAN_SCHEMA);
+		goto done;
+	}
+	card = cJSON_GetObjectItemCaseSensitive(root, "card");
+	if ((err = dup_str(&np.card_id, card, "id", path)) || (err = dup_str(&np.card_path, card, "path", path)))
+		goto done;
+	if (!get_str(card, "hash") || strlen(get_str(card, "hash")) != 64) {
+		err = vs_error(VS_ESCHEMA, "%s: card.hash must be 64 hex digits", path);
+		goto done;
+	}
+	memcpy(np.card_hash, get_str(card, "hash"), 65);
+	if ((err = dup_str(&np.tier, root, "tier", path)) || (err = dup_str(&np.gen, root, "gen", path)) ||
+	    (err = dup_str(&np.model, root, "model", path)) || (err = dup_str(&np.regime, root, "regime", path)))
+		goto done;
+	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline", path)) ||
+	    (err = impl_from_json(&np.candidate, cJSON_GetObjectItemCaseSensitive(root, "candidate"), "candidate", path)))
+		goto done;
+	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "build")))
+		np.build = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "build"), 1);
+	tasks = cJSON_GetObjectItemCaseSensitive(root, "tasks");
+	if (!cJSON_IsArray(tasks) || cJSON_GetArraySize(tasks) < 1) {
+		err = vs_error(VS_ESCHEMA, "%s: \"tasks\" must be a non-empty array", path);
+		goto done;
+	}
+	np.tasks = calloc((size_t)cJSON_GetArraySize(tasks), sizeof(*np.tasks));
+	np.task_hash = calloc((size_t)cJSON_GetArraySize(tasks), sizeof(*np.task_hash));
+	if (!np.tasks || !np.task_hash) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	cJSON_ArrayForEach(t, tasks) {
+		char where[256], hash[65];
+		const char *want = get_str(t, "hash");
+
+		snprintf(where, sizeof(where), "%s: tasks[%d]", path, i);
+		err = task_spec_from_json(&np.tasks[i], cJSON_GetObjectItemCaseSensitive(t, "spec"), where);
+		if (err)
+			goto done;
+		np.ntasks = ++i;
+		err = task_spec_hash(&np.tasks[i - 1], hash);
+		if (err)
+			goto done;
+		if (!want || strcmp(want, hash)) {
+			err = vs_error(VS_EVERIFY, "%s: hash '%s' does not match its spec (which hashes to '%s'): "
+				       "the plan was edited; emit it again", where, want ? want : "", hash);
+			goto done;
+		}
+		memcpy(np.task_hash[i - 1], hash, 65);
+	}
+	pr = cJSON_GetObjectItemCaseSensitive(root, "protocol");
+	if (!cJSON_IsObject(pr)) {
+		err = vs_error(VS_ESCHEMA, "%s: \"protocol\" is missing", path);
+		goto done;
+	}
+#define PNUM(key, field, type)                                \
+	do {                                                  \
+		if ((err = get_num(&v, pr, key, path)))       \
+			goto done;                            \
+		np.protocol.field = (type)v;                  \
+	} while (0)
+	PNUM("warmup", warmup, int);
+	PNUM("tuning_samples", tuning_samples, int);
+	PNUM("min_pairs", min_pairs, int);
+	PNUM("max_pairs", max_pairs, int);
+	PNUM("max_seconds", max_seconds, double);
+	PNUM("rel_halfwidth", rel_halfwidth, double);
+	PNUM("bootstrap_resamples", resamples, int);
+	PNUM("check_every", check_every, int);
+	PNUM("flush_factor", flush_factor, double);
+	PNUM("review_bound", review_bound, double);
+#undef PNUM
+	seed = get_str(pr, "bootstrap_seed");
+	if (!seed) {
+		err = vs_error(VS_ESCHEMA, "%s: protocol.bootstrap_seed must be a decimal string", path);
+		goto done;
+	}
+	np.protocol.seed = strtoull(seed, NULL, 10);
+	if (np.protocol.min_pairs < 2 || np.protocol.max_pairs < np.protocol.min_pairs ||
+	    np.protocol.flush_factor < 2.0 || np.protocol.check_every < 1 || np.protocol.resamples < 100) {
+		err = vs_error(VS_ESCHEMA, "%s: protocol is out of range (min_pairs >= 2, max_pairs >= min_pairs, "
+			       "flush_factor >= 2, check_every >= 1, bootstrap_resamples >= 100)", path);
+		goto done;
+	}
+	gates = cJSON_GetObjectItemCaseSensitive(root, "gates");
+	parity = get_str(gates, "parity");
+	if (!parity || (strcmp(parity, "required") && strcmp(parity, "advisory"))) {
+		err = vs_error(VS_ESCHEMA, "%s: gates.parity must be 'required' or 'advisory'", path);
+		goto done;
+	}
+	np.parity_required = !strcmp(parity, "required");
+	if ((err = get_num(&np.speedup_min, gates, "isolated_speedup_min", path)))
+		goto done;
+	np.capture_required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gates, "capture"));
+	*p = np;
+	memset(&np, 0, sizeof(np));
+done:
+	plan_release(&np);
+	cJSON_Delete(root);
+	free(text);
+	return err;
+}
+
+static double sum_lens(const struct task_spec *s)
+{
+	double n = 0;
+
+	for (int b = 0; b < s->batch; b++)
+		n += s->seqlens[b];
+	return n;
+}
+
+void plan_print_summary(const struct plan *p, FILE *f)
+{
+	double bytes = 0, flops = 0;
+	const cJSON *k;
+
+	fprintf(f, "plan for %s (%s), tier %s, generation %s\n", p->card_id, p->card_path, p->tier, p->gen);
+	fprintf(f, "  baseline   %-14s %3d config%s (%s)\n", p->baseline.name, p->baseline.nconfigs,
+		p->baseline.nconfigs == 1 ? " " : "s", p->baseline.backend);
+	fprintf(f, "  candidate  %-14s %3d config%s (%s)\n", p->candidate.name, p->candidate.nconfigs,
+		p->candidate.nconfigs == 1 ? " " : "s", p->candidate.backend);
+	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
+		p->parity_required ? "required" : "advisory", p->speedup_min,
+		p->capture_required ? "required" : "n/a on the CPU");
+	fprintf(f, "  protocol   warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d\n",
+		p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs, p->protocol.max_seconds,
+		p->protocol.rel_halfwidth * 100, p->protocol.flush_factor, p->protocol.check_every);
+	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");
+	for (int i = 0; i < p->ntasks; i++) {
+		const struct task_spec *s = &p->tasks[i];
+
+		bytes += task_bytes(s);
+		flops += task_flops(s);
+		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f\n", s->name, s->batch, s->s_q, s->h_q,
+			s->page_size, sum_lens(s), task_bytes(s) / 1e6);
+	}
+	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
+		flops / 1e9);
+	if (!strncmp(p->gen, "gfx", 3)) {
+		const cJSON *ks = p->build ? cJSON_GetObjectItem(p->build, "kernels") : NULL;
+
+		if (!ks || !cJSON_GetArraySize(ks)) {
+			fprintf(f, "  build      no %s build figures for %s (run the gfx942 gate: "
+				"ctest -R gfx942_build_gate)\n", p->gen, p->candidate.name);
+		} else {
+			fprintf(f, "  build      %s figures for %s (%s):\n", p->gen, p->candidate.name,
+				cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "gate FAILED" : "gate passed");
+			fprintf(f, "    %-40s %5s %5s %5s %7s %7s %6s\n", "kernel/config", "vgpr", "agpr", "sgpr",
+				"lds", "scratch", "spills");
+			cJSON_ArrayForEach(k, ks) {
+				const char *cfg = get_str(k, "config");
+				const char *sym = get_str(k, "kernel");
+				char label[64];
+				double lds = cJSON_GetNumberValue(cJSON_GetObjectItem(k, "lds_static")) +
+					     cJSON_GetNumberValue(cJSON_GetObjectItem(k, "lds_dynamic"));
+
+				snprintf(label, sizeof(label), "%s%s%s", sym ? sym : "", sym && cfg ? " " : "",
+					 cfg ? cfg : "");
+#define NUM(key) (isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 : \
+		  cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
+				fprintf(f, "    %-40s %5.0f %5.0f %5.0f %7.0f %7.0f %6.0f\n", label, NUM("vgpr"),
+					NUM("agpr"), NUM("sgpr"), isnan(lds) ? 0 : lds, NUM("scratch"),
+					NUM("vgpr_spill") + NUM("sgpr_spill"));
+#undef NUM
+			}
+		}
+	}
+}
+
+static void impl_release(struct plan_impl *pi)
+{
+	free(pi->name);
+	free(pi->backend);
+	free(pi->configs);
+	memset(pi, 0, sizeof(*pi));
+}
+
+void plan_release(struct plan *p)
+{
+	if (!p)
+		return;
+	free(p->card_id);
+	free(p->card_path);
+	free(p->tier);
+	free(p->gen);
+	free(p->model);
+	free(p->regime);
+	impl_release(&p->baseline);
+	impl_release(&p->candidate);
+	for (int i = 0; i < p->ntasks; i++)
+		task_spec_release(&p->tasks[i]);
+	free(p->tasks);
+	free(p->task_hash);
+	cJSON_Delete(p->build);
+	memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,358 @@
+#include "report.h"
+#include "card.h"
+#include "fsutil.h"
+#include "plan.h"
+#include "record.h"
+#include "vs_build_info.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct row {
+	char *path;
+	char *id;
+	char *status;      /* draft / validated / failed / stale / invalid */
+	char *stale_why;
+	char *gens;        /* "gfx942:built sm_90:validated" */
+	char *last_verified;
+	char *device;
+	char *measured_gen;
+	int has_measured;
+	double measured;
+	int has_expected;
+	double expected;
+	char *parity;
+	char *evidence;    /* ok / missing / mismatch / none / invalid card */
+	char *evidence_why;
+};
+
+static char *dupz(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static void row_release(struct row *r)
+{
+	free(r->path);
+	free(r->id);
+	free(r->status);
+	free(r->stale_why);
+	free(r->gens);
+	free(r->last_verified);
+	free(r->device);
+	free(r->measured_gen);
+	free(r->parity);
+	free(r->evidence);
+	free(r->evidence_why);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the card's emitted plan for gen carries a passing build gate. */
+static int built_for(const char *plans_dir, const char *id, const char *gen)
+{
+	char *path = fs_printf("%s/%s.plan.json", plans_dir, id), *text = NULL;
+	size_t len;
+	cJSON *root = NULL;
+	int built = 0, quiet = vs_error_set_quiet(1);
+
+	if (path && fs_exists(path) && !fs_read_file(&text, &len, path, 64u << 20)) {
+		const cJSON *b;
+		const char *g;
+
+		root = cJSON_Parse(text);
+		b = cJSON_GetObjectItem(root, "build");
+		g = cJSON_GetStringValue(cJSON_GetObjectItem(root, "gen"));
+		built = root && g && !strcmp(g, gen) &&
+			cJSON_IsTrue(cJSON_GetObjectItem(b, "pass")) &&
+			cJSON_GetArraySize(cJSON_GetObjectItem(b, "kernels")) > 0;
+	}
+	vs_error_set_quiet(quiet);
+	cJSON_Delete(root);
+	free(text);
+	free(path);
+	return built;
+}
+
+static int days_since(const char *date)
+{
+	struct tm tm;
+	char today[11];
+	time_t a, b;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!date || sscanf(date, "%d-%d-%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday) != 3)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	a = timegm(&tm);
+	fs_today_utc(today);
+	memset(&tm, 0, sizeof(tm));
+	sscanf(today, "%d-%d-%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday);
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	b = timegm(&tm);
+	return (int)((b - a) / 86400);
+}
+
+static void fill_row(struct row *r, const char *path, const struct report_options *o, int *mismatches)
+{
+	struct card c;
+	struct evidence e;
+	const struct card_validation *v;
+	int quiet, status = EVIDENCE_OK, err;
+	char gens[512] = "";
+
+	memset(&c, 0, sizeof(c));
+	memset(&e, 0, sizeof(e));
+	r->path = strdup(path);
+	quiet = vs_error_set_quiet(1);
+	err = card_load(&c, path);
+	vs_error_set_quiet(quiet);
+	if (err) {
+		r->id = fs_stem(path, ".md");
+		r->status = strdup("invalid");
+		r->evidence = strdup("invalid card");
+		r->evidence_why = strdup(vs_last_error());
+		(*mismatches)++;
+		goto done;
+	}
+	v = &c.validation;
+	r->id = dupz(c.id);
+	r->status = dupz(v->status && *v->status ? v->status : "draft");
+	r->last_verified = dupz(v->last_verified);
+	r->device = dupz(v->gpu);
+	r->measured_gen = dupz(v->gen);
+	r->has_measured = v->has_isolated;
+	r->measured = v->measured_isolated;
+	r->has_expected = c.expects.has_isolated_speedup_min;
+	r->expected = c.expects.isolated_speedup_min;
+	r->parity = dupz(v->measured_parity);
+	if (!v->artifact || !*v->artifact) {
+		if (!strcmp(r->status, "validated") || !strcmp(r->status, "failed")) {
+			r->evidence = strdup("missing");
+			r->evidence_why = strdup("status claimed without validation.artifact");
+			(*mismatches)++;
+		} else {
+			r->evidence = strdup("none");
+		}
+	} else {
+		quiet = vs_error_set_quiet(1);
+		err = evidence_load(&e, &status, v->artifact, &c);
+		vs_error_set_quiet(quiet);
+		if (err && status == EVIDENCE_STALE_CARD) {
+			free(r->status);
+			r->status = strdup("stale");
+			r->stale_why = strdup("card content changed after validation");
+			r->evidence = strdup("ok");
+		} else if (err) {
+			r->evidence = strdup(status == EVIDENCE_MISSING ? "missing" : "mismatch");
+			r->evidence_why = strdup(vs_last_error());
+			(*mismatches)++;
+		} else {
+			struct card_validation want;
+			const char *bad = NULL;
+
+			evidence_validation(&want, &e, v->artifact);
+			if (strcmp(want.status, r->status))
+				bad = "status";
+			else if (strcmp(want.gen ? want.gen : "", v->gen ? v->gen : ""))
+				bad = "gen";
+			else if (strcmp(want.gpu ? want.gpu : "", v->gpu ? v->gpu : ""))
+				bad = "gpu";
+			else if (strcmp(want.last_verified, v->last_verified ? v->last_verified : ""))
+				bad = "last_verified";
+			else if (strcmp(want.measured_parity ? want.measured_parity : "",
+					v->measured_parity ? v->measured_parity : ""))
+				bad = "measured.parity";
+			else if (want.has_isolated != v->has_isolated ||
+				 fabs(want.measured_isolated - v->measured_isolated) > 0.0005)
+				bad = "measured.isolated";
+			if (bad) {
+				r->evidence = strdup("mismatch");
+				r->evidence_why = fs_printf("validation.%s differs from the evidence", bad);
+				(*mismatches)++;
+			} else {
+				r->evidence = strdup("ok");
+			}
+			if (!bad && strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
+				free(r->status);
+				r->status = strdup("stale");
+				r->stale_why = fs_printf("kernels/ changed since validation (tree %.12s, now %.12s)",
+							 e.kernels_tree, VS_KERNELS_TREE);
+			} else if (!bad && days_since(e.date) > o->max_age_days) {
+				free(r->status);
+				r->status = strdup("stale");
+				r->stale_why = fs_printf("evidence is %d days old (limit %d)", days_since(e.date),
+							 o->max_age_days);
+			}
+		}
+	}
+	for (int i = 0; i < c.match.gens.count; i++) {
+		const char *g = c.match.gens.items[i];
+		const char *st;
+
+		if (v->gen && !strcmp(v->gen, g) && strcmp(r->status, "draft"))
+			st = r->status;
+		else if (built_for(o->plans_dir ? o->plans_dir : "plans", c.id, g))
+			st = "built";
+		else
+			st = "untested";
+		snprintf(gens + strlen(gens), sizeof(gens) - strlen(gens), "%s%s:%s", i ? " " : "", g, st);
+	}
+	r->gens = strdup(gens);
+done:
+	evidence_release(&e);
+	card_release(&c);
+}
+
+static void num_or_dash(char *buf, size_t cap, int has, double v)
+{
+	if (has)
+		snprintf(buf, cap, "%.3f", v);
+	else
+		snprintf(buf, cap, "-");
+}
+
+static void print_text(FILE *f, struct row *rows, int n, int markdown)
+{
+	if (markdown) {
+		fprintf(f, "| card | status | gens | last verified | device | speedup (measured / min) | parity | "
+			"evidence |\n|---|---|---|---|---|---|---|---|\n");
+	} else {
+		fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", "card", "status", "gens",
+			"verified", "device", "speedup meas/min", "parity", "evidence");
+	}
+	for (int i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		char m[32], e[32], sp[80];
+
+		num_or_dash(m, sizeof(m), r->has_measured, r->measured);
+		num_or_dash(e, sizeof(e), r->has_expected, r->expected);
+		snprintf(sp, sizeof(sp), "%s / %s", m, e);
+		if (markdown)
+			fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s |\n", r->id, r->status,
+				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
+				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
+				r->evidence, r->evidence_why ? ": " : "", r->evidence_why ? r->evidence_why : "");
+		else
+			fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", r->id, r->status,
+				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
+				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
+				r->evidence);
+	}
+	for (int i = 0; i < n && !markdown; i++) {
+		if (rows[i].evidence_why)
+			fprintf(f, "  %s: evidence %s: %s\n", rows[i].id, rows[i].evidence, rows[i].evidence_why);
+		if (rows[i].stale_why)
+			fprintf(f, "  %s: stale: %s\n", rows[i].id, rows[i].stale_why);
+	}
+}
+
+static void print_json(FILE *f, struct row *rows, int n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	char *text;
+
+	for (int i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		cJSON *j = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(j, "id", r->id);
+		cJSON_AddStringToObject(j, "path", r->path);
+		cJSON_AddStringToObject(j, "status", r->status);
+		if (r->stale_why)
+			cJSON_AddStringToObject(j, "stale_reason", r->stale_why);
+		cJSON_AddStringToObject(j, "gens", r->gens ? r->gens : "");
+		cJSON_AddStringToObject(j, "last_verified", r->last_verified ? r->last_verified : "");
+		cJSON_AddStringToObject(j, "device", r->device ? r->device : "");
+		cJSON_AddStringToObject(j, "measured_gen", r->measured_gen ? r->measured_gen : "");
+		if (r->has_measured)
+			cJSON_AddNumberToObject(j, "measured_isolated", r->measured);
+		else
+			cJSON_AddNullToObject(j, "measured_isolated");
+		if (r->has_expected)
+			cJSON_AddNumberToObject(j, "isolated_speedup_min", r->expected);
+		else
+			cJSON_AddNullToObject(j, "isolated_speedup_min");
+		cJSON_AddStringToObject(j, "parity", r->parity ? r->parity : "");
+		cJSON_AddStringToObject(j, "evidence", r->evidence);
+		if (r->evidence_why)
+			cJSON_AddStringToObject(j, "evidence_detail", r->evidence_why);
+		cJSON_AddItemToArray(arr, j);
+	}
+	text = cJSON_Print(arr);
+	fprintf(f, "%s\n", text ? text : "[]");
+	cJSON_free(text);
+	cJSON_Delete(arr);
+}
+
+int report_run(const struct report_options *o)
+{
+	const char *dir = o->skills_dir ? o->skills_dir : "skills";
+	const char *format = o->format ? o->format : "text";
+	FILE *f = o->out ? o->out : stdout;
+	DIR *d;
+	struct dirent *de;
+	char **paths = NULL;
+	struct row *rows = NULL;
+	int n = 0, mismatches = 0, err = 0;
+
+	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json"))
+		return vs_error(VS_EUSAGE, "unknown report format '%s' (text, markdown, json)", format);
+	d = opendir(dir);
+	if (!d)
+		return vs_error(VS_EIO, "cannot open the skills directory '%s'", dir);
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char **np;
+
+		if (len < 4 || strcmp(de->d_name + len - 3, ".md") || de->d_name[0] == '.')
+			continue;
+		np = realloc(paths, (size_t)(n + 1) * sizeof(*paths));
+		if (!np) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			break;
+		}
+		paths = np;
+		paths[n++] = fs_join(dir, de->d_name);
+	}
+	closedir(d);
+	if (!err) {
+		qsort(paths, (size_t)n, sizeof(*paths), cmp_str);
+		rows = calloc((size_t)n + 1, sizeof(*rows));
+		if (!rows)
+			err = vs_error(VS_ENOMEM, "out of memory");
+	}
+	if (!err) {
+		struct report_options eff = *o;
+
+		if (eff.max_age_days <= 0)
+			eff.max_age_days = 90;
+		for (int i = 0; i < n; i++)
+			fill_row(&rows[i], paths[i], &eff, &mismatches);
+		if (!strcmp(format, "json"))
+			print_json(f, rows, n);
+		else
+			print_text(f, rows, n, !strcmp(format, "markdown"));
+		if (mismatches)
+			err = vs_error(VS_EVERIFY, "%d card%s claim%s what the evidence does not show (see above)",
+				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "");
+	}
+	for (int i = 0; i < n; i++) {
+		if (rows)
+			row_release(&rows[i]);
+		free(paths[i]);
+	}
+	free(rows);
+	free(paths);
+	return err;
+}

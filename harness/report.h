@@ -1,0 +1,30 @@
+/*
+ * report.h - `--report`: the status of every card in skills/, checked against its evidence.
+ *
+ * Per card: id, status (stale is computed here, never written: the card's content changed after
+ * validation, the kernels/ tree that ran differs from this build's, or the evidence is older than
+ * max_age_days), per-generation status (validated/failed/stale on the measured generation; built
+ * where only the gfx942 build gate passed, per the card's emitted plan; untested elsewhere), last
+ * verified, device, measured against expected speedup, parity, and evidence (ok, missing, mismatch,
+ * none). Formats: text (default), markdown, json.
+ */
+#ifndef VS_REPORT_H
+#define VS_REPORT_H
+
+#include <stdio.h>
+
+struct report_options {
+	const char *skills_dir;  /* default "skills" */
+	const char *plans_dir;   /* default "plans" */
+	const char *format;      /* "text", "markdown", "json" */
+	int max_age_days;        /* evidence older than this is stale (default 90) */
+	FILE *out;               /* default stdout */
+};
+
+/**
+ * Print the report. Returns 0, VS_EVERIFY when some card's claims do not match its evidence (the
+ * report is printed in full first), or VS_EUSAGE / VS_EIO.
+ */
+int report_run(const struct report_options *o);
+
+#endif /* VS_REPORT_H */

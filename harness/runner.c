@@ -1,0 +1,1226 @@
+#include "runner.h"
+#include "fsutil.h"
+#include "mla_numeric.h"
+#include "parity.h"
+#include "vs_build_info.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static void say(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One progress line on stdout, copied into the run log. */
+static void say(FILE *log, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	if (log) {
+		va_start(ap, fmt);
+		vfprintf(log, fmt, ap);
+		va_end(ap);
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Device buffers of one task: every input set, two output pairs at distinct addresses, workspace. */
+struct bufs {
+	int nsets;
+	void *q[VS_TASK_MAX_SETS], *kv[VS_TASK_MAX_SETS], *bt[VS_TASK_MAX_SETS], *sl[VS_TASK_MAX_SETS];
+	void *out[2];
+	void *lse[2];
+	void *ws;
+	size_t ws_bytes;
+	size_t out_bytes, lse_bytes;
+	/* host scratch */
+	uint16_t *h_out[2];
+	float *h_lse[2];
+	unsigned char *h_in;
+	size_t h_in_bytes;
+};
+
+static void bufs_release(struct vs_device *d, struct bufs *b)
+{
+	for (int s = 0; s < VS_TASK_MAX_SETS; s++) {
+		d->ops->free(d, b->q[s]);
+		d->ops->free(d, b->kv[s]);
+		d->ops->free(d, b->bt[s]);
+		d->ops->free(d, b->sl[s]);
+	}
+	for (int i = 0; i < 2; i++) {
+		d->ops->free(d, b->out[i]);
+		d->ops->free(d, b->lse[i]);
+		free(b->h_out[i]);
+		free(b->h_lse[i]);
+	}
+	d->ops->free(d, b->ws);
+	free(b->h_in);
+	memset(b, 0, sizeof(*b));
+}
+
+static void make_args(struct mla_decode_args *a, const struct vs_device *d, const struct task_data *t,
+		      const struct bufs *b, int set, int which)
+{
+	const struct task_spec *s = &t->spec;
+
+	memset(a, 0, sizeof(*a));
+	a->q = b->q[set];
+	a->kv_cache = b->kv[set];
+	a->block_table = b->bt[set];
+	a->seqlens = b->sl[set];
+	a->out = b->out[which];
+	a->lse = b->lse[which];
+	a->workspace = b->ws;
+	a->workspace_bytes = b->ws_bytes;
+	a->batch = s->batch;
+	a->s_q = s->s_q;
+	a->h_q = s->h_q;
+	a->num_pages = s->num_pages;
+	a->page_size = s->page_size;
+	a->max_pages = s->max_pages;
+	a->kv_dtype = s->kv_dtype;
+	a->softmax_scale = s->softmax_scale;
+	a->kv_scale = t->sets[set].kv_scale;
+	a->num_cus = d->info.compute_units;
+	a->stream = d->stream;
+}
+
+static int upload_set(struct vs_device *d, const struct task_data *t, struct bufs *b, int dst, int src)
+{
+	const struct task_set *ts = &t->sets[src];
+	int err;
+
+	if ((err = d->ops->upload(d, b->q[dst], ts->q, ts->q_bytes)) ||
+	    (err = d->ops->upload(d, b->kv[dst], ts->kv_cache, ts->kv_bytes)) ||
+	    (err = d->ops->upload(d, b->bt[dst], ts->block_table, ts->block_table_bytes)) ||
+	    (err = d->ops->upload(d, b->sl[dst], ts->seqlens, ts->seqlens_bytes)))
+		return err;
+	return 0;
+}
+
+static size_t max_workspace(const struct runner_task_ctx *ctx, const struct vs_device *d,
+			    const struct task_data *t, const struct bufs *b)
+{
+	struct mla_decode_args a;
+	size_t best = 0;
+
+	make_args(&a, d, t, b, 0, 0);
+	for (int i = 0; i < ctx->plan->baseline.nconfigs; i++) {
+		size_t w = ctx->base->workspace_size(&a, &ctx->plan->baseline.configs[i]);
+
+		best = w > best ? w : best;
+	}
+	for (int i = 0; i < ctx->plan->candidate.nconfigs; i++) {
+		size_t w = ctx->cand->workspace_size(&a, &ctx->plan->candidate.configs[i]);
+
+		best = w > best ? w : best;
+	}
+	return best;
+}
+
+static int bufs_alloc(struct vs_device *d, const struct runner_task_ctx *ctx, const struct task_data *t,
+		      struct bufs *b)
+{
+	const struct task_spec *s = &t->spec;
+	int err = 0;
+
+	memset(b, 0, sizeof(*b));
+	b->nsets = t->nsets;
+	b->out_bytes = t->sets[0].out_elems * sizeof(uint16_t);
+	b->lse_bytes = t->sets[0].lse_elems * sizeof(float);
+	for (int i = 0; i < t->nsets && !err; i++) {
+		const struct task_set *ts = &t->sets[i];
+
+		if ((err = d->ops->alloc(d, &b->q[i], ts->q_bytes)) ||
+		    (err = d->ops->alloc(d, &b->kv[i], ts->kv_bytes)) ||
+		    (err = d->ops->alloc(d, &b->bt[i], ts->block_table_bytes)) ||
+		    (err = d->ops->alloc(d, &b->sl[i], ts->seqlens_bytes)))
+			break;
+		err = upload_set(d, t, b, i, i);
+	}
+	for (int i = 0; i < 2 && !err; i++) {
+		if ((err = d->ops->alloc(d, &b->out[i], b->out_bytes)) ||
+		    (err = d->ops->alloc(d, &b->lse[i], b->lse_bytes)))
+			break;
+		b->h_out[i] = malloc(b->out_bytes ? b->out_bytes : 1);
+		b->h_lse[i] = malloc(b->lse_bytes ? b->lse_bytes : 1);
+		if (!b->h_out[i] || !b->h_lse[i])
+			err = vs_error(VS_ENOMEM, "out of memory for output scratch");
+	}
+	if (!err) {
+		b->ws_bytes = max_workspace(ctx, d, t, b);
+		if (b->ws_bytes)
+			err = d->ops->alloc(d, &b->ws, b->ws_bytes);
+	}
+	if (!err) {
+		/* Largest input buffer (for the no-mutation check). */
+		size_t m = t->sets[0].kv_bytes;
+
+		m = t->sets[0].q_bytes > m ? t->sets[0].q_bytes : m;
+		b->h_in = malloc(m ? m : 1);
+		b->h_in_bytes = m;
+		if (!b->h_in)
+			err = vs_error(VS_ENOMEM, "out of memory for the input check (%zu bytes)", m);
+	}
+	(void)s;
+	return err;
+}
+
+/* Poison out, lse and workspace (0xFF bytes: NaN in bf16 and fp32). */
+static int poison(struct vs_device *d, struct bufs *b, int which)
+{
+	int err;
+
+	if ((err = d->ops->fill(d, b->out[which], 0xff, b->out_bytes)) ||
+	    (err = d->ops->fill(d, b->lse[which], 0xff, b->lse_bytes)))
+		return err;
+	if (b->ws_bytes)
+		return d->ops->fill(d, b->ws, 0xff, b->ws_bytes);
+	return 0;
+}
+
+/* Map a launch status to a harness error: config-level failures return 1 with detail. */
+static int launch_status(int rc, const char *impl, const char *cfg, char **detail)
+{
+	switch (rc) {
+	case MLA_OK:
+		return 0;
+	case MLA_EINVAL:
+		*detail = fs_printf("launch of %s %s refused the arguments (MLA_EINVAL)", impl, cfg);
+		return 1;
+	case MLA_EUNSUPPORTED:
+		*detail = fs_printf("launch of %s %s: config does not support these arguments", impl, cfg);
+		return 1;
+	case MLA_ENODEVICE:
+		return vs_error(VS_EUNSUPPORTED, "%s is not built into this binary (no GPU toolchain at build "
+				"time)", impl);
+	default:
+		return vs_error(VS_EDEVICE, "launch of %s %s failed on the device (status %d)", impl, cfg, rc);
+	}
+}
+
+static const char *const out_dims_names[] = {"b", "s", "h", "d"};
+static const char *const lse_dims_names[] = {"b", "h", "s"};
+
+/*
+ * Download output pair `which` and compare with set `set`'s reference. Returns 1 pass, 0 fail
+ * (with *detail), or a negative error.
+ */
+static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set,
+			int which, char **detail)
+{
+	const struct task_spec *s = &t->spec;
+	const struct task_set *ts = &t->sets[set];
+	struct parity_report ro, rl;
+	int dims_out[4] = {s->batch, s->s_q, s->h_q, MLA_D_V};
+	int dims_lse[3] = {s->batch, s->h_q, s->s_q};
+	char line_o[512] = "", line_l[512] = "";
+	int err;
+
+	if ((err = d->ops->synchronize(d)) ||
+	    (err = d->ops->download(d, b->h_out[which], b->out[which], b->out_bytes)) ||
+	    (err = d->ops->download(d, b->h_lse[which], b->lse[which], b->lse_bytes)))
+		return err;
+	parity_compare_bf16(&ro, b->h_out[which], ts->ref_out, ts->out_elems, &s->tol_out, dims_out, 4);
+	parity_compare_f32(&rl, b->h_lse[which], ts->ref_lse, ts->lse_elems, &s->tol_lse, dims_lse, 3);
+	if (ro.pass && rl.pass)
+		return 1;
+	if (!ro.pass)
+		parity_describe(line_o, sizeof(line_o), "out", &ro, out_dims_names, 4);
+	if (!rl.pass)
+		parity_describe(line_l, sizeof(line_l), "lse", &rl, lse_dims_names, 3);
+	*detail = fs_printf("input set %d: %s%s%s", set, line_o, *line_o && *line_l ? "; " : "", line_l);
+	return 0;
+}
+
+/* 1 if every input buffer of every set still holds what was uploaded, 0 (with detail) if not. */
+static int inputs_unchanged(struct vs_device *d, const struct task_data *t, struct bufs *b, char **detail)
+{
+	for (int set = 0; set < t->nsets; set++) {
+		const struct task_set *ts = &t->sets[set];
+		const void *dev[4] = {b->q[set], b->kv[set], b->bt[set], b->sl[set]};
+		const void *host[4] = {ts->q, ts->kv_cache, ts->block_table, ts->seqlens};
+		size_t bytes[4] = {ts->q_bytes, ts->kv_bytes, ts->block_table_bytes, ts->seqlens_bytes};
+		static const char *const names[4] = {"q", "kv_cache", "block_table", "seqlens"};
+
+		for (int i = 0; i < 4; i++) {
+			int err = d->ops->download(d, b->h_in, dev[i], bytes[i]);
+
+			if (err)
+				return err;
+			if (memcmp(b->h_in, host[i], bytes[i])) {
+				*detail = fs_printf("input '%s' of set %d was modified by the launch", names[i], set);
+				/* Restore so that the next config starts from the real inputs. */
+				err = upload_set(d, t, b, set, set);
+				return err ? err : 0;
+			}
+		}
+	}
+	return 1;
+}
+
+static char *repro(const struct runner_task_ctx *ctx, const struct task_data *t, const char *impl,
+		   const char *cfg)
+{
+	return fs_printf("validate_skill --run %s --task %.16s --impl %s --config %s",
+			 ctx->plan_path ? ctx->plan_path : "PLAN", t->hash, impl, cfg);
+}
+
+/*
+ * Parity of one config (DESIGN.md "Parity"): every input set into poisoned outputs; set 0 again
+ * into the second output pair (another address) and bit-identical; inputs unchanged.
+ * Returns 1 pass, 0 fail (*detail set), negative on a device error.
+ */
+static int parity_config(const struct runner_task_ctx *ctx, const struct task_data *t, struct bufs *b,
+			 const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **detail)
+{
+	struct vs_device *d = ctx->device;
+	struct mla_decode_args a;
+	char *why = NULL, *cmd;
+	int ok = 1, err;
+
+	for (int set = 0; set < t->nsets && ok == 1; set++) {
+		if ((err = poison(d, b, 0)))
+			return err;
+		make_args(&a, d, t, b, set, 0);
+		err = launch_status(impl->launch(&a, cfg), impl->name, cfg->name, &why);
+		if (err < 0)
+			return err;
+		if (err > 0) {
+			ok = 0;
+			break;
+		}
+		ok = check_output(d, t, b, set, 0, &why);
+		if (ok < 0)
+			return ok;
+		if (ok == 1 && set == 0) {
+			if ((err = poison(d, b, 1)))
+				return err;
+			make_args(&a, d, t, b, 0, 1);
+			err = launch_status(impl->launch(&a, cfg), impl->name, cfg->name, &why);
+			if (err < 0)
+				return err;
+			if (err > 0) {
+				ok = 0;
+				break;
+			}
+			if ((err = d->ops->synchronize(d)) ||
+			    (err = d->ops->download(d, b->h_out[1], b->out[1], b->out_bytes)) ||
+			    (err = d->ops->download(d, b->h_lse[1], b->lse[1], b->lse_bytes)))
+				return err;
+			if (memcmp(b->h_out[0], b->h_out[1], b->out_bytes) ||
+			    memcmp(b->h_lse[0], b->h_lse[1], b->lse_bytes)) {
+				why = fs_printf("a second launch into another poisoned buffer gave different bits "
+						"(non-deterministic, or output depends on the buffer's address or "
+						"previous contents)");
+				ok = 0;
+			}
+		}
+	}
+	if (ok == 1) {
+		ok = inputs_unchanged(d, t, b, &why);
+		if (ok < 0)
+			return ok;
+	}
+	if (ok == 1)
+		return 1;
+	cmd = repro(ctx, t, impl->name, cfg->name);
+	*detail = fs_printf("%s; reproduce: %s", why ? why : "failed", cmd ? cmd : "");
+	free(cmd);
+	free(why);
+	return 0;
+}
+
+/* One timed launch: poison, flush the LLC, time the launch alone. */
+static int timed_launch(struct vs_device *d, struct bufs *b, const struct mla_decode_impl *impl,
+			const struct mla_decode_config *cfg, const struct mla_decode_args *a, double *ms)
+{
+	char *why = NULL;
+	int err, rc;
+
+	if ((err = poison(d, b, 0)) || (err = d->ops->flush_llc(d)) || (err = d->ops->timer_begin(d)))
+		return err;
+	rc = impl->launch(a, cfg);
+	if (rc != MLA_OK) {
+		d->ops->synchronize(d);
+		err = launch_status(rc, impl->name, cfg->name, &why);
+		if (err > 0) {
+			err = vs_error(VS_EFAIL, "%s", why);
+			free(why);
+		}
+		return err;
+	}
+	return d->ops->timer_end(d, ms);
+}
+
+static double median_of(double *x, int n)
+{
+	return stats_percentile(x, n, 50.0);
+}
+
+/* The capture-safety gate for one implementation's chosen config. */
+static int capture_gate(const struct runner_task_ctx *ctx, const struct task_data *t, struct bufs *b,
+			struct runner_impl_result *ir)
+{
+	struct vs_device *d = ctx->device;
+	const struct mla_decode_config *cfg = &ir->configs[ir->chosen];
+	struct mla_decode_args a;
+	void *graph = NULL;
+	char *why = NULL;
+	int err, ok, rc;
+
+	if (!d->ops->graph_begin || t->nsets < 2) {
+		ir->capture = -1;
+		return 0;
+	}
+	make_args(&a, d, t, b, 0, 0);
+	if ((err = d->ops->synchronize(d)) || (err = d->ops->graph_begin(d)))
+		return err;
+	rc = ir->impl->launch(&a, cfg);
+	err = d->ops->graph_end(d, &graph);
+	if (rc != MLA_OK || err) {
+		ir->capture = 0;
+		ir->capture_detail = fs_printf("the launch could not be captured in a graph (launch status %d%s%s)",
+					       rc, err ? ", " : "", err ? vs_last_error() : "");
+		if (graph)
+			d->ops->graph_free(d, graph);
+		return rc == MLA_EDEVICE ? VS_EDEVICE : 0;
+	}
+	/* Replay as captured. */
+	if ((err = poison(d, b, 0)) || (err = d->ops->graph_launch(d, graph)))
+		goto done;
+	ok = check_output(d, t, b, 0, 0, &why);
+	if (ok < 0) {
+		err = ok;
+		goto done;
+	}
+	if (ok) {
+		/* Change every input in place (set 1 into set 0's buffers: new seqlens and block_table). */
+		if ((err = upload_set(d, t, b, 0, 1)) || (err = poison(d, b, 0)) ||
+		    (err = d->ops->graph_launch(d, graph)))
+			goto done;
+		ok = check_output(d, t, b, 1, 0, &why);
+		if (ok < 0) {
+			err = ok;
+			goto done;
+		}
+		if ((err = upload_set(d, t, b, 0, 0)))
+			goto done;
+	}
+	ir->capture = ok;
+	if (!ok)
+		ir->capture_detail = fs_printf("graph replay after changing seqlens/block_table in place: %s",
+					       why ? why : "wrong output");
+done:
+	free(why);
+	d->ops->graph_free(d, graph);
+	return err;
+}
+
+static int impl_result_init(struct runner_impl_result *ir, const struct mla_decode_impl *impl,
+			    const struct plan_impl *pi)
+{
+	memset(ir, 0, sizeof(*ir));
+	ir->impl = impl;
+	ir->nconfigs = pi->nconfigs;
+	ir->configs = pi->configs;
+	ir->chosen = -1;
+	ir->capture = -1;
+	ir->config_pass = calloc((size_t)pi->nconfigs, sizeof(int));
+	ir->config_detail = calloc((size_t)pi->nconfigs, sizeof(char *));
+	ir->tune_ms = calloc((size_t)pi->nconfigs, sizeof(double));
+	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms)
+		return vs_error(VS_ENOMEM, "out of memory");
+	for (int i = 0; i < pi->nconfigs; i++)
+		ir->config_pass[i] = -1;
+	return 0;
+}
+
+static void impl_result_release(struct runner_impl_result *ir)
+{
+	if (ir->config_detail)
+		for (int i = 0; i < ir->nconfigs; i++)
+			free(ir->config_detail[i]);
+	free(ir->config_detail);
+	free(ir->config_pass);
+	free(ir->tune_ms);
+	free(ir->capture_detail);
+	memset(ir, 0, sizeof(*ir));
+}
+
+void runner_task_result_release(struct runner_task_result *r)
+{
+	if (!r)
+		return;
+	impl_result_release(&r->base);
+	impl_result_release(&r->cand);
+	free(r->t_base);
+	free(r->t_cand);
+	free(r->error);
+	memset(r, 0, sizeof(*r));
+}
+
+static int parity_all(const struct runner_task_ctx *ctx, const struct task_data *t, struct bufs *b,
+		      struct runner_impl_result *ir, const char *filter)
+{
+	for (int i = 0; i < ir->nconfigs; i++) {
+		char *detail = NULL;
+		int ok;
+
+		if (filter && strcmp(filter, ir->configs[i].name))
+			continue;
+		ok = parity_config(ctx, t, b, ir->impl, &ir->configs[i], &detail);
+		if (ok < 0)
+			return ok;
+		ir->config_pass[i] = ok;
+		ir->config_detail[i] = detail;
+		if (!ok)
+			say(ctx->log, "    %s %s: parity FAILED: %s\n", ir->impl->name, ir->configs[i].name,
+			    detail ? detail : "");
+	}
+	return 0;
+}
+
+/* Tuning pass: a few timed samples per passing config; the fastest median is chosen. */
+static int tune(const struct runner_task_ctx *ctx, const struct task_data *t, struct bufs *b,
+		struct runner_impl_result *ir)
+{
+	struct vs_device *d = ctx->device;
+	int n = ctx->plan->protocol.tuning_samples > 0 ? ctx->plan->protocol.tuning_samples : 1;
+	double *x = calloc((size_t)n, sizeof(double));
+	double best = INFINITY;
+	int err = 0, passing = 0;
+
+	if (!x)
+		return vs_error(VS_ENOMEM, "out of memory");
+	for (int i = 0; i < ir->nconfigs; i++)
+		passing += ir->config_pass[i] == 1;
+	for (int i = 0; i < ir->nconfigs && !err; i++) {
+		struct mla_decode_args a;
+		double ms;
+
+		if (ir->config_pass[i] != 1)
+			continue;
+		if (passing == 1) {
+			ir->chosen = i;
+			break;
+		}
+		make_args(&a, d, t, b, 0, 0);
+		if ((err = poison(d, b, 0)))
+			break;
+		if (ir->impl->launch(&a, &ir->configs[i]) != MLA_OK) /* warm-up */
+			continue;
+		for (int k = 0; k < n && !err; k++) {
+			make_args(&a, d, t, b, k % t->nsets, 0);
+			err = timed_launch(d, b, ir->impl, &ir->configs[i], &a, &ms);
+			x[k] = ms;
+		}
+		if (err)
+			break;
+		ir->tune_ms[i] = median_of(x, n);
+		if (ir->tune_ms[i] < best) {
+			best = ir->tune_ms[i];
+			ir->chosen = i;
+		}
+	}
+	free(x);
+	return err;
+}
+
+static int count_outliers(const double *x, int n)
+{
+	double q1 = stats_percentile(x, n, 25), q3 = stats_percentile(x, n, 75);
+	double hi = q3 + 3 * (q3 - q1), lo = q1 - 3 * (q3 - q1);
+	int c = 0;
+
+	for (int i = 0; i < n; i++)
+		c += x[i] > hi || x[i] < lo;
+	return c;
+}
+
+static int read_clock(struct vs_device *d)
+{
+	int sm = -1, mem = -1;
+
+	if (!d->ops->clocks || d->ops->clocks(d, &sm, &mem) != 0)
+		return -1;
+	return sm;
+}
+
+/* The A/B: alternating timed samples of the chosen configs until the stop rule says so. */
+static int ab(const struct runner_task_ctx *ctx, const struct task_data *t, struct bufs *b,
+	      struct runner_task_result *r)
+{
+	struct vs_device *d = ctx->device;
+	const struct plan_protocol *pr = &ctx->plan->protocol;
+	struct runner_impl_result *ir[2] = {&r->base, &r->cand};
+	struct stats_stop_rule rule = {pr->rel_halfwidth, pr->min_pairs, pr->max_pairs, pr->max_seconds,
+				       500, pr->seed};
+	double t0, ms;
+	int err = 0, sample = 0;
+
+	r->t_base = calloc((size_t)pr->max_pairs, sizeof(double));
+	r->t_cand = calloc((size_t)pr->max_pairs, sizeof(double));
+	if (!r->t_base || !r->t_cand)
+		return vs_error(VS_ENOMEM, "out of memory");
+	for (int k = 0; k < 2; k++) {
+		struct mla_decode_args a;
+
+		for (int w = 0; w < pr->warmup && !err; w++) {
+			make_args(&a, d, t, b, w % t->nsets, 0);
+			err = timed_launch(d, b, ir[k]->impl, &ir[k]->configs[ir[k]->chosen], &a, &ms);
+		}
+	}
+	if (err)
+		return err;
+	r->sm_mhz_begin = read_clock(d);
+	t0 = now_s();
+	for (int pair = 0; pair < pr->max_pairs; pair++) {
+		int set = pair % t->nsets;
+
+		for (int j = 0; j < 2; j++) {
+			int k = (pair & 1) ? 1 - j : j; /* AB, BA, AB, ... */
+			struct mla_decode_args a;
+			char *why = NULL;
+
+			make_args(&a, d, t, b, set, 0);
+			err = timed_launch(d, b, ir[k]->impl, &ir[k]->configs[ir[k]->chosen], &a, &ms);
+			if (err)
+				return err;
+			(k ? r->t_cand : r->t_base)[pair] = ms;
+			if (sample % pr->check_every == 0) {
+				int ok = check_output(d, t, b, set, 0, &why);
+
+				if (ok < 0)
+					return ok;
+				r->timed_checks++;
+				if (!ok) {
+					r->timed_check_failures++;
+					say(ctx->log, "    %s: timed output %d failed parity: %s\n", ir[k]->impl->name,
+					    sample, why ? why : "");
+				}
+				free(why);
+			}
+			if (ctx->samples)
+				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,%d\n", t->hash, set, pair, j,
+					k ? "candidate" : "baseline", ir[k]->configs[ir[k]->chosen].name, ms,
+					sample % pr->check_every == 0);
+			sample++;
+		}
+		r->npairs = pair + 1;
+		r->stop_reason = stats_should_stop(&rule, r->t_base, r->t_cand, r->npairs, now_s() - t0);
+		if (r->stop_reason != STATS_CONTINUE)
+			break;
+	}
+	if (r->stop_reason == STATS_CONTINUE)
+		r->stop_reason = STATS_STOP_MAX_PAIRS;
+	r->sm_mhz_end = read_clock(d);
+	stats_summarize(&r->base.timing, r->t_base, r->npairs);
+	stats_summarize(&r->cand.timing, r->t_cand, r->npairs);
+	r->base.outliers = count_outliers(r->t_base, r->npairs);
+	r->cand.outliers = count_outliers(r->t_cand, r->npairs);
+	return stats_speedup(&r->speedup, r->t_base, r->t_cand, r->npairs, pr->resamples, pr->seed);
+}
+
+int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *ctx,
+		    const struct task_data *t)
+{
+	struct vs_device *d = ctx->device;
+	struct bufs b;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	memset(&b, 0, sizeof(b));
+	snprintf(r->name, sizeof(r->name), "%s", t->spec.name);
+	memcpy(r->hash, t->hash, sizeof(r->hash));
+	r->bytes = task_bytes(&t->spec);
+	r->flops = task_flops(&t->spec);
+	r->sm_mhz_begin = r->sm_mhz_end = -1;
+	if ((err = impl_result_init(&r->base, ctx->base, &ctx->plan->baseline)) ||
+	    (err = impl_result_init(&r->cand, ctx->cand, &ctx->plan->candidate)))
+		goto done;
+	if ((err = bufs_alloc(d, ctx, t, &b)))
+		goto done;
+	if (ctx->check_base && (err = parity_all(ctx, t, &b, &r->base, NULL)))
+		goto done;
+	if (ctx->check_cand && (err = parity_all(ctx, t, &b, &r->cand, ctx->config_filter)))
+		goto done;
+	if (!ctx->timing)
+		goto done;
+	for (int i = 0; i < r->base.nconfigs && r->base.chosen < 0; i++)
+		if (r->base.config_pass[i] == 1)
+			r->base.chosen = i;
+	if ((err = tune(ctx, t, &b, &r->cand)))
+		goto done;
+	if (r->base.chosen < 0 || r->cand.chosen < 0) {
+		say(ctx->log, "    no passing config for %s: task not timed\n",
+		    r->base.chosen < 0 ? r->base.impl->name : r->cand.impl->name);
+		goto done;
+	}
+	if (ctx->plan->capture_required &&
+	    ((err = capture_gate(ctx, t, &b, &r->base)) || (err = capture_gate(ctx, t, &b, &r->cand))))
+		goto done;
+	if ((err = ab(ctx, t, &b, r)))
+		goto done;
+	r->complete = 1;
+done:
+	r->parity_pass = r->base.chosen >= 0 && r->cand.chosen >= 0 && r->timed_check_failures == 0;
+	if (err) {
+		r->error = strdup(vs_last_error());
+		r->complete = 0;
+		r->parity_pass = 0;
+	}
+	if (d->ops)
+		bufs_release(d, &b);
+	return err;
+}
+
+/* ---- result.json ------------------------------------------------------------------------ */
+
+static cJSON *impl_json(const struct runner_impl_result *ir, const struct runner_task_result *r, int timed)
+{
+	cJSON *j = cJSON_CreateObject(), *cfgs, *tm;
+
+	cJSON_AddStringToObject(j, "impl", ir->impl->name);
+	if (ir->chosen >= 0)
+		cJSON_AddStringToObject(j, "chosen", ir->configs[ir->chosen].name);
+	else
+		cJSON_AddNullToObject(j, "chosen");
+	cfgs = cJSON_AddArrayToObject(j, "configs");
+	for (int i = 0; i < ir->nconfigs; i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(c, "name", ir->configs[i].name);
+		cJSON_AddStringToObject(c, "parity", ir->config_pass[i] == 1 ? "pass" :
+					ir->config_pass[i] == 0 ? "fail" : "not run");
+		if (ir->config_detail[i])
+			cJSON_AddStringToObject(c, "detail", ir->config_detail[i]);
+		if (ir->tune_ms[i] > 0)
+			cJSON_AddNumberToObject(c, "tune_median_ms", ir->tune_ms[i]);
+		cJSON_AddItemToArray(cfgs, c);
+	}
+	cJSON_AddStringToObject(j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
+	if (ir->capture_detail)
+		cJSON_AddStringToObject(j, "capture_detail", ir->capture_detail);
+	if (timed) {
+		double sec = ir->timing.median * 1e-3;
+
+		tm = cJSON_AddObjectToObject(j, "timing");
+		cJSON_AddNumberToObject(tm, "n", ir->timing.n);
+		cJSON_AddNumberToObject(tm, "median_ms", ir->timing.median);
+		cJSON_AddNumberToObject(tm, "p10_ms", ir->timing.p10);
+		cJSON_AddNumberToObject(tm, "p90_ms", ir->timing.p90);
+		cJSON_AddNumberToObject(tm, "mean_ms", ir->timing.mean);
+		cJSON_AddNumberToObject(tm, "min_ms", ir->timing.min);
+		cJSON_AddNumberToObject(tm, "max_ms", ir->timing.max);
+		cJSON_AddNumberToObject(tm, "gbps", r->bytes / sec / 1e9);
+		cJSON_AddNumberToObject(tm, "tflops", r->flops / sec / 1e12);
+		cJSON_AddNumberToObject(tm, "outliers", ir->outliers);
+	}
+	return j;
+}
+
+static cJSON *ci_json(const struct stats_ci *ci)
+{
+	cJSON *j = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+
+	cJSON_AddNumberToObject(j, "estimate", ci->estimate);
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(ci->lo));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(ci->hi));
+	cJSON_AddItemToObject(j, "ci95", arr);
+	cJSON_AddNumberToObject(j, "n", ci->n);
+	return j;
+}
+
+static cJSON *task_json(const struct runner_task_result *r, const struct plan *p, cJSON *flags)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "name", r->name);
+	cJSON_AddStringToObject(j, "hash", r->hash);
+	cJSON_AddNumberToObject(j, "bytes", r->bytes);
+	cJSON_AddNumberToObject(j, "flops", r->flops);
+	cJSON_AddBoolToObject(j, "complete", r->complete);
+	cJSON_AddStringToObject(j, "parity", r->parity_pass ? "pass" : "fail");
+	if (r->error)
+		cJSON_AddStringToObject(j, "error", r->error);
+	cJSON_AddItemToObject(j, "baseline", impl_json(&r->base, r, r->complete));
+	cJSON_AddItemToObject(j, "candidate", impl_json(&r->cand, r, r->complete));
+	if (r->complete) {
+		cJSON_AddNumberToObject(j, "pairs", r->npairs);
+		cJSON_AddStringToObject(j, "stop", stats_stop_reason_name(r->stop_reason));
+		cJSON_AddItemToObject(j, "speedup", ci_json(&r->speedup));
+		if (r->speedup.estimate > p->protocol.review_bound) {
+			char *msg = fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check that "
+					      "the baseline is sound before trusting it", r->name,
+					      r->speedup.estimate, p->protocol.review_bound);
+
+			cJSON_AddItemToArray(flags, cJSON_CreateString(msg));
+			free(msg);
+		}
+		if (r->sm_mhz_begin > 0 && r->sm_mhz_end > 0 &&
+		    fabs((double)r->sm_mhz_end - r->sm_mhz_begin) > 0.05 * r->sm_mhz_begin) {
+			char *msg = fs_printf("task %s: SM clock moved from %d to %d MHz during sampling "
+					      "(throttling or boost change)", r->name, r->sm_mhz_begin, r->sm_mhz_end);
+
+			cJSON_AddItemToArray(flags, cJSON_CreateString(msg));
+			free(msg);
+		}
+	}
+	cJSON_AddNumberToObject(j, "timed_checks", r->timed_checks);
+	cJSON_AddNumberToObject(j, "timed_check_failures", r->timed_check_failures);
+	if (r->sm_mhz_begin > 0) {
+		cJSON *c = cJSON_AddObjectToObject(j, "sm_clock_mhz");
+
+		cJSON_AddNumberToObject(c, "begin", r->sm_mhz_begin);
+		cJSON_AddNumberToObject(c, "end", r->sm_mhz_end);
+	}
+	return j;
+}
+
+static cJSON *device_json(const struct vs_device_info *i)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(j, "backend", i->backend);
+	cJSON_AddStringToObject(j, "name", i->name);
+	cJSON_AddStringToObject(j, "gen", i->arch);
+	cJSON_AddStringToObject(j, "driver", i->driver);
+	cJSON_AddNumberToObject(j, "compute_units", i->compute_units);
+	cJSON_AddNumberToObject(j, "clock_mhz", i->clock_mhz);
+	cJSON_AddNumberToObject(j, "mem_clock_mhz", i->mem_clock_mhz);
+	cJSON_AddNumberToObject(j, "llc_bytes", (double)i->llc_bytes);
+	cJSON_AddNumberToObject(j, "mem_bytes", (double)i->mem_bytes);
+	return j;
+}
+
+static void utc_stamp(char *out, size_t cap, const char *fmt)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(out, cap, fmt, &tm);
+}
+
+static int task_matches(const struct task_spec *s, const char *hash, const char *filter)
+{
+	return !filter || strstr(s->name, filter) || !strncmp(hash, filter, strlen(filter));
+}
+
+/* Write a file of the eval dir atomically. */
+static int write_eval_file(const char *dir, const char *name, const char *data, size_t len, char hex[65])
+{
+	char *path = fs_join(dir, name);
+	int err;
+
+	if (!path)
+		return vs_error(VS_ENOMEM, "out of memory");
+	err = fs_write_atomic(path, data, len, 0644);
+	if (!err && hex)
+		fs_sha256_hex(hex, data, len);
+	free(path);
+	return err;
+}
+
+struct run_state {
+	char *eval_dir;
+	char *samples_buf;
+	size_t samples_len;
+	FILE *samples;
+	char *log_buf;
+	size_t log_len;
+	FILE *log;
+	cJSON *root, *tasks, *flags, *manifests;
+};
+
+static int make_eval_dir(char **out, const struct runner_options *o, const struct plan *p,
+			 const struct vs_device *d)
+{
+	char stamp[32], *dir = NULL, *base = NULL;
+	const char *root = o->results_root ? o->results_root : "results";
+	int err;
+
+	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
+	base = fs_printf("%s/%s", root, p->card_id);
+	if (!base)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if ((err = fs_mkdir_p(base)))
+		goto done;
+	for (int k = 1; k < 1000; k++) {
+		free(dir);
+		if (o->run_id)
+			dir = k == 1 ? fs_printf("%s/%s", base, o->run_id) : fs_printf("%s/%s-%d", base, o->run_id, k);
+		else
+			dir = k == 1 ? fs_printf("%s/%s-%s", base, stamp, d->info.arch) :
+				       fs_printf("%s/%s-%s-%d", base, stamp, d->info.arch, k);
+		if (!dir) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (!fs_exists(dir))
+			break;
+	}
+	err = fs_mkdir_p(dir);
+	if (!err) {
+		char *m = fs_join(dir, "manifests");
+
+		err = m ? fs_mkdir_p(m) : vs_error(VS_ENOMEM, "out of memory");
+		free(m);
+	}
+done:
+	free(base);
+	if (err) {
+		free(dir);
+		return err;
+	}
+	*out = dir;
+	return 0;
+}
+
+static void print_table_header(FILE *log)
+{
+	say(log, "\n%-34s %10s %10s  %-22s %8s %8s %7s\n", "task", "base ms", "cand ms", "speedup [95% CI]",
+	    "GB/s", "TFLOPS", "parity");
+}
+
+static void print_table_row(FILE *log, const struct runner_task_result *r)
+{
+	if (!r->complete) {
+		say(log, "%-34s %10s %10s  %-22s %8s %8s %7s%s%s\n", r->name, "-", "-", "-", "-", "-",
+		    r->parity_pass ? "pass" : "FAIL", r->error ? "  error: " : "", r->error ? r->error : "");
+		return;
+	}
+	{
+		char ci[64];
+		double sec = r->cand.timing.median * 1e-3;
+
+		snprintf(ci, sizeof(ci), "%.3f [%.3f, %.3f]", r->speedup.estimate, r->speedup.lo, r->speedup.hi);
+		say(log, "%-34s %10.4f %10.4f  %-22s %8.1f %8.2f %7s\n", r->name, r->base.timing.median,
+		    r->cand.timing.median, ci, r->bytes / sec / 1e9, r->flops / sec / 1e12,
+		    r->parity_pass ? "pass" : "FAIL");
+	}
+}
+
+int runner_run(char **eval_dir_out, const struct runner_options *o)
+{
+	struct plan p;
+	struct vs_device dev_own, *d = NULL;
+	struct run_state st;
+	struct runner_task_result *res = NULL;
+	const struct mla_decode_impl *base, *cand;
+	char *plan_text = NULL, plan_hex[65], started[32], finished[32], hex[65];
+	size_t plan_len = 0;
+	int err, nres = 0, parity_only, partial, fatal = 0, any_device_error = 0;
+	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0;
+	struct stats_ci overall = {0};
+	const char *tasks_root = o->tasks_root ? o->tasks_root : "tasks";
+
+	memset(&p, 0, sizeof(p));
+	memset(&st, 0, sizeof(st));
+	memset(&dev_own, 0, sizeof(dev_own));
+	if ((err = plan_read(&p, o->plan_path)))
+		return err;
+	if ((err = fs_read_file(&plan_text, &plan_len, o->plan_path, 64u << 20)))
+		goto done;
+	fs_sha256_hex(plan_hex, plan_text, plan_len);
+	base = mla_decode_impl_find(p.baseline.name);
+	cand = mla_decode_impl_find(p.candidate.name);
+	if (o->impl_filter && strcmp(o->impl_filter, p.baseline.name) && strcmp(o->impl_filter, p.candidate.name)) {
+		err = vs_error(VS_EUSAGE, "--impl '%s' is neither the plan's baseline '%s' nor its candidate '%s'",
+			       o->impl_filter, p.baseline.name, p.candidate.name);
+		goto done;
+	}
+	if (o->config_filter) {
+		int found = 0;
+
+		for (int i = 0; i < p.candidate.nconfigs; i++)
+			found |= !strcmp(p.candidate.configs[i].name, o->config_filter);
+		for (int i = 0; i < p.baseline.nconfigs && o->impl_filter && !strcmp(o->impl_filter, p.baseline.name); i++)
+			found |= !strcmp(p.baseline.configs[i].name, o->config_filter);
+		if (!found) {
+			err = vs_error(VS_EUSAGE, "--config '%s' is not a config of %s in this plan", o->config_filter,
+				       p.candidate.name);
+			goto done;
+		}
+	}
+	if (o->device) {
+		d = o->device;
+	} else {
+		d = &dev_own;
+		err = strcmp(p.candidate.backend, "cpu") ? vs_device_open_gpu(d, o->gpu_ordinal) :
+							   vs_device_open_cpu(d);
+		if (err)
+			goto done;
+	}
+	if (strcmp(d->info.arch, p.gen)) {
+		err = vs_error(VS_EUNSUPPORTED, "plan '%s' is for generation '%s' but this device (%s) is '%s': "
+			       "emit a plan with --gen %s (the card's match.gens must list it)", o->plan_path,
+			       p.gen, d->info.name, d->info.arch, d->info.arch);
+		goto done;
+	}
+	parity_only = o->impl_filter != NULL;
+	partial = parity_only || o->config_filter || o->task_filter;
+	if ((err = make_eval_dir(&st.eval_dir, o, &p, d)))
+		goto done;
+	st.samples = open_memstream(&st.samples_buf, &st.samples_len);
+	st.log = open_memstream(&st.log_buf, &st.log_len);
+	if (!st.samples || !st.log) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	fprintf(st.samples, "task,set,pair,order,role,config,ms,checked\n");
+	utc_stamp(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
+	say(st.log, "run %s on %s (%s, %s), plan %s: %s vs %s, %d tasks%s\n", st.eval_dir, d->info.name,
+	    d->info.arch, d->info.driver, o->plan_path, p.baseline.name, p.candidate.name, p.ntasks,
+	    partial ? " (partial: filtered)" : "");
+	res = calloc((size_t)p.ntasks, sizeof(*res));
+	st.root = cJSON_CreateObject();
+	st.flags = cJSON_CreateArray();
+	st.manifests = cJSON_CreateObject();
+	if (!res || !st.root || !st.flags || !st.manifests) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < p.ntasks; i++) {
+		struct task_data t;
+		struct runner_task_ctx ctx;
+		char *dir = NULL, *mpath = NULL, *mtext = NULL, *mname = NULL;
+		size_t mlen;
+		int terr;
+
+		if (!task_matches(&p.tasks[i], p.task_hash[i], o->task_filter))
+			continue;
+		memset(&t, 0, sizeof(t));
+		if (fatal) {
+			struct runner_task_result *r = &res[nres++];
+
+			memset(r, 0, sizeof(*r));
+			snprintf(r->name, sizeof(r->name), "%s", p.tasks[i].name);
+			memcpy(r->hash, p.task_hash[i], 65);
+			impl_result_init(&r->base, base, &p.baseline);
+			impl_result_init(&r->cand, cand, &p.candidate);
+			r->error = strdup("not run: an earlier GPU fault left the device unusable");
+			continue;
+		}
+		say(st.log, "[%d/%d] %s (%.16s)\n", i + 1, p.ntasks, p.tasks[i].name, p.task_hash[i]);
+		terr = task_materialize(&dir, tasks_root, &p.tasks[i], o->threads);
+		if (!terr)
+			terr = task_load(&t, dir);
+		if (!terr) {
+			mpath = fs_join(dir, "manifest.json");
+			terr = mpath ? fs_read_file(&mtext, &mlen, mpath, 16u << 20) : VS_ENOMEM;
+		}
+		if (!terr) {
+			mname = fs_printf("manifests/%s.json", p.task_hash[i]);
+			terr = write_eval_file(st.eval_dir, mname, mtext, mlen, hex);
+			if (!terr)
+				cJSON_AddStringToObject(st.manifests, p.task_hash[i], hex);
+		}
+		if (terr) {
+			struct runner_task_result *r = &res[nres++];
+
+			memset(r, 0, sizeof(*r));
+			snprintf(r->name, sizeof(r->name), "%s", p.tasks[i].name);
+			memcpy(r->hash, p.task_hash[i], 65);
+			impl_result_init(&r->base, base, &p.baseline);
+			impl_result_init(&r->cand, cand, &p.candidate);
+			r->error = strdup(vs_last_error());
+		} else {
+			memset(&ctx, 0, sizeof(ctx));
+			ctx.device = d;
+			ctx.plan = &p;
+			ctx.plan_path = o->plan_path;
+			ctx.base = base;
+			ctx.cand = cand;
+			ctx.config_filter = o->config_filter;
+			ctx.check_base = !o->impl_filter || !strcmp(o->impl_filter, base->name);
+			ctx.check_cand = !o->impl_filter || !strcmp(o->impl_filter, cand->name);
+			ctx.timing = !parity_only;
+			ctx.samples = st.samples;
+			ctx.log = st.log;
+			terr = runner_run_task(&res[nres], &ctx, &t);
+			if (terr == VS_EDEVICE) {
+				say(st.log, "    GPU fault in task %s: %s\n", p.tasks[i].name, vs_last_error());
+				fatal = 1;
+				any_device_error = 1;
+			}
+			nres++;
+		}
+		free(mname);
+		free(mtext);
+		free(mpath);
+		free(dir);
+		task_data_release(&t);
+	}
+
+	/* Overall numbers and gates over the tasks that ran. */
+	{
+		const double **tb = calloc((size_t)nres + 1, sizeof(double *));
+		const double **tc = calloc((size_t)nres + 1, sizeof(double *));
+		int *n = calloc((size_t)nres + 1, sizeof(int));
+
+		if (!tb || !tc || !n) {
+			free(tb);
+			free(tc);
+			free(n);
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (int i = 0; i < nres; i++) {
+			gate_parity &= res[i].parity_pass;
+			complete_all &= res[i].complete;
+			if (res[i].cand.capture == 0 || res[i].base.capture == 0)
+				gate_capture = 0;
+			if (p.capture_required && res[i].complete && res[i].cand.capture != 1)
+				gate_capture = 0;
+			if (res[i].complete && res[i].parity_pass) {
+				tb[nspeed] = res[i].t_base;
+				tc[nspeed] = res[i].t_cand;
+				n[nspeed++] = res[i].npairs;
+			}
+		}
+		if (nspeed > 0)
+			stats_geomean_speedup(&overall, tb, tc, n, nspeed, p.protocol.resamples, p.protocol.seed);
+		free(tb);
+		free(tc);
+		free(n);
+	}
+	print_table_header(st.log);
+	for (int i = 0; i < nres; i++)
+		print_table_row(st.log, &res[i]);
+
+	/* result.json */
+	{
+		cJSON *tool, *card, *plan, *gates, *g, *ov;
+		int pass_speed = nspeed > 0 && complete_all && overall.lo >= p.speedup_min;
+		int pass_parity = nres > 0 && gate_parity;
+		int verdict_ok = !partial && pass_speed && (pass_parity || !p.parity_required) &&
+				 (gate_capture || !p.capture_required) && complete_all && !any_device_error;
+		char *text;
+
+		utc_stamp(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
+		cJSON_AddStringToObject(st.root, "schema", VS_RESULT_SCHEMA);
+		tool = cJSON_AddObjectToObject(st.root, "tool");
+		cJSON_AddStringToObject(tool, "version", VS_TOOL_VERSION);
+		cJSON_AddStringToObject(tool, "git_head", VS_GIT_HEAD);
+		cJSON_AddStringToObject(tool, "kernels_tree", VS_KERNELS_TREE);
+		cJSON_AddBoolToObject(tool, "kernels_dirty", VS_KERNELS_DIRTY);
+		cJSON_AddStringToObject(tool, "gpu_build", VS_GPU_BUILD);
+		card = cJSON_AddObjectToObject(st.root, "card");
+		cJSON_AddStringToObject(card, "id", p.card_id);
+		cJSON_AddStringToObject(card, "path", p.card_path);
+		cJSON_AddStringToObject(card, "hash", p.card_hash);
+		plan = cJSON_AddObjectToObject(st.root, "plan");
+		cJSON_AddStringToObject(plan, "path", o->plan_path);
+		cJSON_AddStringToObject(plan, "sha256", plan_hex);
+		cJSON_AddStringToObject(plan, "tier", p.tier);
+		cJSON_AddStringToObject(plan, "model", p.model);
+		cJSON_AddItemToObject(st.root, "device", device_json(&d->info));
+		cJSON_AddStringToObject(st.root, "started", started);
+		cJSON_AddStringToObject(st.root, "finished", finished);
+		cJSON_AddStringToObject(st.root, "baseline", p.baseline.name);
+		cJSON_AddStringToObject(st.root, "candidate", p.candidate.name);
+		cJSON_AddBoolToObject(st.root, "partial", partial);
+		st.tasks = cJSON_AddArrayToObject(st.root, "tasks");
+		for (int i = 0; i < nres; i++)
+			cJSON_AddItemToArray(st.tasks, task_json(&res[i], &p, st.flags));
+		ov = cJSON_AddObjectToObject(st.root, "overall");
+		if (nspeed > 0)
+			cJSON_AddItemToObject(ov, "isolated", ci_json(&overall));
+		else
+			cJSON_AddNullToObject(ov, "isolated");
+		cJSON_AddNumberToObject(ov, "tasks_timed", nspeed);
+		cJSON_AddStringToObject(ov, "parity", pass_parity ? "pass" : "fail");
+		gates = cJSON_AddObjectToObject(st.root, "gates");
+		g = cJSON_AddObjectToObject(gates, "parity");
+		cJSON_AddStringToObject(g, "mode", p.parity_required ? "required" : "advisory");
+		cJSON_AddBoolToObject(g, "pass", pass_parity);
+		g = cJSON_AddObjectToObject(gates, "speedup");
+		cJSON_AddNumberToObject(g, "isolated_speedup_min", p.speedup_min);
+		cJSON_AddNumberToObject(g, "ci_lower", nspeed ? overall.lo : 0);
+		cJSON_AddBoolToObject(g, "pass", pass_speed);
+		g = cJSON_AddObjectToObject(gates, "capture");
+		cJSON_AddBoolToObject(g, "required", p.capture_required);
+		cJSON_AddBoolToObject(g, "pass", p.capture_required ? gate_capture && complete_all : 1);
+		g = cJSON_AddObjectToObject(gates, "complete");
+		cJSON_AddBoolToObject(g, "pass", complete_all && !partial && nres == p.ntasks);
+		cJSON_AddItemToObject(st.root, "flags", st.flags);
+		st.flags = NULL;
+		cJSON_AddStringToObject(st.root, "verdict", verdict_ok && nres == p.ntasks ? "validated" : "failed");
+
+		/* Copies that bind the evidence: plan, manifests (written above), samples, log. */
+		fclose(st.samples);
+		st.samples = NULL;
+		if ((err = write_eval_file(st.eval_dir, "plan.json", plan_text, plan_len, NULL)) ||
+		    (err = write_eval_file(st.eval_dir, "samples.csv", st.samples_buf, st.samples_len, hex)))
+			goto done;
+		cJSON_AddStringToObject(st.root, "samples_sha256", hex);
+		cJSON_AddItemToObject(st.root, "manifests", st.manifests);
+		st.manifests = NULL;
+		say(st.log, "\noverall isolated speedup (geomean of %d tasks): ", nspeed);
+		if (nspeed)
+			say(st.log, "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
+		else
+			say(st.log, "n/a");
+		say(st.log, "; gate >= %g: %s; parity %s; capture %s; verdict %s\n", p.speedup_min,
+		    pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
+		    p.capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a",
+		    cJSON_GetStringValue(cJSON_GetObjectItem(st.root, "verdict")));
+		say(st.log, "eval dir: %s\n", st.eval_dir);
+		fclose(st.log);
+		st.log = NULL;
+		if ((err = write_eval_file(st.eval_dir, "run.log", st.log_buf, st.log_len, hex)))
+			goto done;
+		cJSON_AddStringToObject(st.root, "log_sha256", hex);
+		text = cJSON_Print(st.root);
+		if (!text) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		err = write_eval_file(st.eval_dir, "result.json", text, strlen(text), NULL);
+		cJSON_free(text);
+		if (err)
+			goto done;
+	}
+	*eval_dir_out = st.eval_dir;
+	st.eval_dir = NULL;
+	err = any_device_error ? VS_EDEVICE : 0;
+done:
+	if (st.samples)
+		fclose(st.samples);
+	if (st.log)
+		fclose(st.log);
+	free(st.samples_buf);
+	free(st.log_buf);
+	free(st.eval_dir);
+	cJSON_Delete(st.root);
+	cJSON_Delete(st.flags);
+	cJSON_Delete(st.manifests);
+	for (int i = 0; i < nres; i++)
+		runner_task_result_release(&res[i]);
+	free(res);
+	free(plan_text);
+	if (d == &dev_own)
+		vs_device_release(d);
+	plan_release(&p);
+	return err;
+}
