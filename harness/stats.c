@@ -50,7 +50,7 @@ double stats_percentile(const double *x, int n, double pct)
 {
 	double *s, v;
 
-	if (!x || n < 1)
+	if (!x || n < 1 || isnan(pct))
 		return NAN;
 	s = malloc((size_t)n * sizeof(double));
 	if (!s)

@@ -557,7 +557,7 @@ enum mutation {
 	MUT_NULL_Q, MUT_NULL_KV, MUT_NULL_BT, MUT_NULL_SEQLENS, MUT_NULL_OUT, MUT_NULL_LSE,
 	MUT_SQ0, MUT_HQ0, MUT_PS0, MUT_BATCH_NEG, MUT_DTYPE, MUT_SEQLEN_NEG, MUT_SEQLEN_BIG,
 	MUT_PAGE_NEG, MUT_PAGE_BIG, MUT_LAST_PAGE_BIG, MUT_WS_SMALL, MUT_WS_NULL, MUT_CFG_BN0,
-	MUT_CFG_BH0, MUT_CFG_SPLITS_NEG, MUT_CFG_NULL,
+	MUT_CFG_BH0, MUT_CFG_SPLITS_NEG, MUT_CFG_SPLITS_HUGE, MUT_CFG_NULL,
 };
 
 static const struct {
@@ -586,6 +586,7 @@ static const struct {
 	{ "block_n 0", MUT_CFG_BN0, MLA_OK, MLA_EINVAL },
 	{ "block_h 0", MUT_CFG_BH0, MLA_OK, MLA_EINVAL },
 	{ "num_splits -1", MUT_CFG_SPLITS_NEG, MLA_OK, MLA_EINVAL },
+	{ "num_splits INT32_MAX, workspace sized for 4", MUT_CFG_SPLITS_HUGE, MLA_OK, MLA_EUNSUPPORTED },
 	{ "null config", MUT_CFG_NULL, MLA_OK, MLA_EINVAL },
 };
 
@@ -633,6 +634,7 @@ START_TEST(bad_arguments_are_refused_before_writing)
 		case MUT_CFG_BN0: cfg.block_n = 0; break;
 		case MUT_CFG_BH0: cfg.block_h = 0; break;
 		case MUT_CFG_SPLITS_NEG: cfg.num_splits = -1; break;
+		case MUT_CFG_SPLITS_HUGE: cfg.num_splits = INT32_MAX; break;
 		case MUT_CFG_NULL: cp = NULL; break;
 		}
 		rc = impl->launch(&p.args, cp);

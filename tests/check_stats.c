@@ -67,6 +67,7 @@ START_TEST(percentile_of_nothing_is_nan)
 
 	ck_assert(isnan(stats_percentile(&x, 0, 50)));
 	ck_assert(isnan(stats_percentile(NULL, 3, 50)));
+	ck_assert(isnan(stats_percentile(&x, 1, NAN)));
 }
 END_TEST
 

@@ -87,6 +87,10 @@ static int skv_plan_init(struct skv_plan *p, const struct mla_decode_args *a,
 			splits = 1;
 	}
 	p->splits = (int32_t)splits;
+	/* The workspace byte count must fit a size_t: (lse + 512 o) floats per (b, row, split). */
+	if ((uint64_t)(a->batch > 0 ? a->batch : 1) * (uint64_t)p->rows >
+	    SIZE_MAX / ((MLA_D_V + 1) * sizeof(float)) / (uint64_t)p->splits)
+		return MLA_EINVAL;
 	p->lse_floats = (size_t)a->batch * p->rows * p->splits;
 	p->o_floats = p->lse_floats * MLA_D_V;
 	p->scratch_floats = (size_t)p->block_n * MLA_D_QK + (size_t)p->block_h * MLA_D_QK +
