@@ -159,6 +159,54 @@ static inline void skv_axpy(float *restrict acc, float p, const float *restrict 
 		acc[d] += p * v[d];
 }
 
+#if defined(__GNUC__)
+/*
+ * acc[0:512] += sum_j p[j] * v_j over the n key rows of a tile (v_j = kt + j * 576): the
+ * accumulator is walked in 32-float chunks held in registers across the keys, so it is loaded and
+ * stored once per tile instead of once per key.
+ */
+static inline void skv_pv(float *restrict acc, const float *restrict p, const float *restrict kt,
+			  int32_t n)
+{
+	for (int d = 0; d < MLA_D_V; d += 32) {
+		skv_v4 a0 = skv_load4(acc + d), a1 = skv_load4(acc + d + 4);
+		skv_v4 a2 = skv_load4(acc + d + 8), a3 = skv_load4(acc + d + 12);
+		skv_v4 a4 = skv_load4(acc + d + 16), a5 = skv_load4(acc + d + 20);
+		skv_v4 a6 = skv_load4(acc + d + 24), a7 = skv_load4(acc + d + 28);
+
+		for (int32_t j = 0; j < n; j++) {
+			const float *v = kt + (size_t)j * MLA_D_QK + d;
+			skv_v4 w = { p[j], p[j], p[j], p[j] };
+
+			a0 += w * skv_load4(v);
+			a1 += w * skv_load4(v + 4);
+			a2 += w * skv_load4(v + 8);
+			a3 += w * skv_load4(v + 12);
+			a4 += w * skv_load4(v + 16);
+			a5 += w * skv_load4(v + 20);
+			a6 += w * skv_load4(v + 24);
+			a7 += w * skv_load4(v + 28);
+		}
+		memcpy(acc + d, &a0, sizeof(a0));
+		memcpy(acc + d + 4, &a1, sizeof(a1));
+		memcpy(acc + d + 8, &a2, sizeof(a2));
+		memcpy(acc + d + 12, &a3, sizeof(a3));
+		memcpy(acc + d + 16, &a4, sizeof(a4));
+		memcpy(acc + d + 20, &a5, sizeof(a5));
+		memcpy(acc + d + 24, &a6, sizeof(a6));
+		memcpy(acc + d + 28, &a7, sizeof(a7));
+	}
+}
+#else
+/* acc[0:512] += sum_j p[j] * v_j over the n key rows of a tile (v_j = kt + j * 576). */
+static inline void skv_pv(float *restrict acc, const float *restrict p, const float *restrict kt,
+			  int32_t n)
+{
+	for (int32_t j = 0; j < n; j++)
+		skv_axpy(acc, p[j], kt + (size_t)j * MLA_D_QK);
+}
+#endif /* __GNUC__ */
+
 /* Decode keys [t0, t1) of sequence b into kt (rows of 576 floats). */
 static void skv_load_tile(const struct skv_job *job, int32_t b, int32_t t0, int32_t t1, float *kt)
 {
@@ -245,11 +293,12 @@ static void skv_partial(const struct skv_job *job, int64_t item, float *scratch)
 			}
 			m[r] = mt;
 		}
-		for (int32_t j = 0; j < t1 - t0; j++)
-			for (int32_t r = 0; r < nr; r++)
-				if (t0 + j < vis[r])
-					skv_axpy(acc + (size_t)r * MLA_D_V, sc[(size_t)r * bn + j],
-						 kt + (size_t)j * MLA_D_QK);
+		for (int32_t r = 0; r < nr; r++) {
+			int32_t jn = (vis[r] < t1 ? vis[r] : t1) - t0;
+
+			if (jn > 0)
+				skv_pv(acc + (size_t)r * MLA_D_V, sc + (size_t)r * bn, kt, jn);
+		}
 	}
 	for (int32_t r = 0; r < nr; r++) {
 		size_t slot = ((size_t)b * p->rows + r0 + r) * p->splits + split;
