@@ -121,7 +121,8 @@ void parity_describe(char *buf, size_t cap, const char *what, const struct parit
 		snprintf(coords, sizeof(coords), "index %zu", r->worst_index);
 	snprintf(buf, cap,
 		 "%s: %zu of %zu elements over tolerance (%zu non-finite mismatches); worst at (%s): "
-		 "expected %.8g, got %.8g; max abs err %.3g; cos_diff %.3g",
+		 "expected %.8g, got %.8g; max abs err %.3g; cos_diff %.3g%s",
 		 what ? what : "output", r->n_bad, r->n_total, r->n_nonfinite_mismatch, coords,
-		 r->worst_expected, r->worst_actual, r->max_abs_err, r->cos_diff);
+		 r->worst_expected, r->worst_actual, r->max_abs_err, r->cos_diff,
+		 !r->pass && r->n_bad == 0 ? " over tolerance" : "");
 }

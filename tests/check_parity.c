@@ -217,6 +217,19 @@ START_TEST(describe_names_count_coordinates_and_values)
 	parity_describe(line, sizeof(line), "out", &r, names, 4);
 	ck_assert_msg(strstr(line, "got 0.25") && strstr(line, "expected 0.28125"), "describe: %s", line);
 
+	/* A failure by cos_diff alone says so. */
+	{
+		float a[3] = { -1e-4f, 1e-4f, -2e-4f }, e[3] = { 1e-4f, -1e-4f, 2e-4f };
+		struct task_tol tol = { 8e-4, 0, 5e-6 };
+		int dims[1] = { 3 };
+		struct parity_report c;
+
+		parity_compare_f32(&c, a, e, 3, &tol, dims, 1);
+		parity_describe(line, sizeof(line), "out", &c, names, 1);
+		ck_assert_msg(strstr(line, "0 of 3") && strstr(line, "cos_diff 2 over tolerance"), "describe: %s",
+			      line);
+	}
+
 	/* A small buffer truncates without overflowing. */
 	memset(line, 'x', sizeof(line));
 	parity_describe(line, 16, "out", &r, names, 4);
