@@ -1,15 +1,194 @@
-/* PLACEHOLDER: replaced by the real descriptors and config spaces of hip.baseline and hip.flash. */
+/*
+ * hip_impls.c - descriptors and config spaces of hip.baseline and hip.flash, and the host-side plan
+ * of a hip.flash launch (split count, workspace). Plain C, built in every configuration, so plans
+ * can be emitted and config spaces checked without a GPU; the launches live in baseline.hip and
+ * flash.hip (GPU build) or hip_stub.c (no GPU toolchain).
+ */
 #include "hip_impls.h"
+#include "hip_flash.h"
 
-static int stub_configs(const char *arch, struct mla_decode_config *out, int cap)
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- config spaces */
+
+#define MLA_CFG_NAME(bn, bh, sp, nw, st) "bn" #bn "-bh" #bh "-sp" #sp "-w" #nw "-st" #st
+#define MLA_SM90_ENTRY(bn, bh, sp, nw, st, kind) \
+	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st }, kind, 0 },
+#define MLA_GFX942_ENTRY(bn, bh, sp, nw, st, kind) \
+	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st }, kind, 1 },
+
+static const struct mla_flash_entry flash_sm90[] = { MLA_FLASH_SM90_CONFIGS(MLA_SM90_ENTRY) };
+static const struct mla_flash_entry flash_gfx942[] = { MLA_FLASH_GFX942_CONFIGS(MLA_GFX942_ENTRY) };
+
+#define MLA_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Exact arch match, or a generation prefix followed by a feature suffix ("gfx942:sramecc+:xnack-"). */
+static int arch_is(const char *arch, const char *gen)
 {
-	(void)arch;
-	(void)out;
-	(void)cap;
+	size_t n = strlen(gen);
+
+	return arch && !strncmp(arch, gen, n) && (arch[n] == '\0' || arch[n] == ':' || arch[n] == 'a');
+}
+
+static int copy_configs(const struct mla_flash_entry *e, int n, struct mla_decode_config *out, int cap)
+{
+	for (int i = 0; i < n && i < cap; i++)
+		out[i] = e[i].cfg;
+	return n;
+}
+
+static int flash_configs(const char *arch, struct mla_decode_config *out, int cap)
+{
+	if (arch_is(arch, "sm_90"))
+		return copy_configs(flash_sm90, MLA_COUNT(flash_sm90), out, cap);
+	if (arch_is(arch, "gfx942"))
+		return copy_configs(flash_gfx942, MLA_COUNT(flash_gfx942), out, cap);
 	return MLA_EUNSUPPORTED;
 }
 
-static size_t stub_ws(const struct mla_decode_args *a, const struct mla_decode_config *c)
+static int baseline_configs(const char *arch, struct mla_decode_config *out, int cap)
+{
+	int nw;
+
+	if (arch_is(arch, "sm_90"))
+		nw = MLA_BASELINE_SM90_WARPS;
+	else if (arch_is(arch, "gfx942"))
+		nw = MLA_BASELINE_GFX942_WARPS;
+	else
+		return MLA_EUNSUPPORTED;
+	if (cap >= 1) {
+		struct mla_decode_config c = { "", 1, 1, 1, nw, 1 };
+
+		snprintf(c.name, sizeof(c.name), "bn1-bh1-sp1-w%d-st1", nw);
+		out[0] = c;
+	}
+	return 1;
+}
+
+const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_config *cfg)
+{
+	const struct mla_flash_entry *tabs[2] = { flash_sm90, flash_gfx942 };
+	int counts[2] = { MLA_COUNT(flash_sm90), MLA_COUNT(flash_gfx942) };
+
+	if (!cfg || cfg->num_splits < 0)
+		return NULL;
+	for (int t = 0; t < 2; t++)
+		for (int i = 0; i < counts[t]; i++) {
+			const struct mla_decode_config *c = &tabs[t][i].cfg;
+
+			if (c->block_n == cfg->block_n && c->block_h == cfg->block_h &&
+			    c->num_warps == cfg->num_warps && c->num_stages == cfg->num_stages)
+				return &tabs[t][i];
+		}
+	return NULL;
+}
+
+size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
+{
+	const struct mla_decode_config *c = &e->cfg;
+	int fp8 = kv_dtype == MLA_KV_FP8_E4M3_FNUZ;
+
+	if (e->kind == MLA_FLASH_WGMMA)
+		return MLA_FLASH_WGMMA_SMEM;
+	return (size_t)MLA_FLASH_WARP_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages, fp8,
+					   e->amd);
+}
+
+/* ---------------------------------------------------------------- launch plan */
+
+static int shapes_valid(const struct mla_decode_args *a)
+{
+	return a && a->batch >= 0 && a->s_q >= 1 && a->h_q >= 1 && a->page_size >= 1 &&
+	       a->max_pages >= 0 && a->num_pages >= 0 && mla_kv_elem_size(a->kv_dtype) != 0 &&
+	       (int64_t)a->s_q * a->h_q <= (1 << 24);
+}
+
+/* Resident blocks per SM / CU for an entry: shared memory, then threads. */
+static int blocks_per_cu(const struct mla_flash_entry *e, int32_t kv_dtype)
+{
+	size_t smem = mla_flash_smem_bytes(e, kv_dtype);
+	int threads = e->cfg.num_warps * (e->amd ? 64 : 32);
+	int by_smem = e->amd ? (int)(MLA_LDS_MAX_GFX942 / smem) : (int)(233472 / (smem + 1024));
+	int by_threads = 2048 / threads;
+	int n = by_smem < by_threads ? by_smem : by_threads;
+
+	return n < 1 ? 1 : n > 8 ? 8 : n;
+}
+
+/*
+ * Auto split count: the smallest modelled time over s in [1, min(128, KV tiles of the longest
+ * possible sequence)], where a launch of B blocks per split costs ceil(B*s / slots) waves of
+ * (tiles/s + 1.5) tile times (the 1.5 is the prologue, epilogue and combine share of a block).
+ * Shapes only: seqlens may change under a captured graph.
+ */
+static int auto_splits(const struct mla_flash_entry *e, const struct mla_decode_args *a, int blocks)
+{
+	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
+	int64_t slots = (int64_t)num_cus * blocks_per_cu(e, a->kv_dtype);
+	int64_t keys = (int64_t)a->max_pages * a->page_size;
+	int64_t tiles = (keys + e->cfg.block_n - 1) / e->cfg.block_n;
+	int smax = tiles < 1 ? 1 : tiles > 128 ? 128 : (int)tiles;
+	int best = 1;
+	double best_cost = 0.0;
+
+	if (blocks <= 0)
+		return 1;
+	for (int s = 1; s <= smax; s++) {
+		int64_t waves = ((int64_t)blocks * s + slots - 1) / slots;
+		double cost = (double)waves * ((double)tiles / s + 1.5);
+
+		if (s == 1 || cost < best_cost * 0.999) {
+			best = s;
+			best_cost = cost;
+		}
+	}
+	return best;
+}
+
+int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_args *a,
+			const struct mla_decode_config *cfg)
+{
+	const struct mla_flash_entry *e = mla_flash_entry_find(cfg);
+	struct mla_flash_plan p;
+	size_t o_bytes, lse_bytes;
+
+	if (!shapes_valid(a))
+		return MLA_EINVAL;
+	if (!e)
+		return MLA_EUNSUPPORTED;
+	memset(&p, 0, sizeof(p));
+	p.m_total = a->s_q * a->h_q;
+	p.head_blocks = (p.m_total + e->cfg.block_h - 1) / e->cfg.block_h;
+	p.num_splits = cfg->num_splits > 0 ? cfg->num_splits
+					   : auto_splits(e, a, a->batch * p.head_blocks);
+	if (p.num_splits > 65535)
+		return MLA_EUNSUPPORTED;
+	if (p.num_splits > 1) {
+		size_t rows = (size_t)a->batch * (size_t)p.num_splits * (size_t)p.m_total;
+
+		o_bytes = rows * MLA_D_V * sizeof(float);
+		lse_bytes = rows * sizeof(float);
+		p.o_part_offset = 0;
+		p.lse_part_offset = (o_bytes + 255) & ~(size_t)255;
+		p.workspace_bytes = p.lse_part_offset + lse_bytes;
+	}
+	*plan = p;
+	return MLA_OK;
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+static size_t flash_workspace_size(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	struct mla_flash_plan p;
+
+	if (mla_flash_plan_make(&p, a, c) != MLA_OK)
+		return 0;
+	return p.workspace_bytes;
+}
+
+static size_t baseline_workspace_size(const struct mla_decode_args *a, const struct mla_decode_config *c)
 {
 	(void)a;
 	(void)c;
@@ -17,11 +196,24 @@ static size_t stub_ws(const struct mla_decode_args *a, const struct mla_decode_c
 }
 
 const struct mla_decode_impl mla_hip_baseline = {
-	MLA_DECODE_ABI_VERSION, "hip.baseline", "hip", "placeholder", stub_configs, stub_ws,
+	MLA_DECODE_ABI_VERSION,
+	"hip.baseline",
+	"hip",
+	"plain fused kernel: one block per (batch, query, head), one pass over the KV with an online "
+	"softmax in fp32, no matrix cores, no split",
+	baseline_configs,
+	baseline_workspace_size,
 	mla_hip_baseline_launch,
 };
 
 const struct mla_decode_impl mla_hip_flash = {
-	MLA_DECODE_ABI_VERSION, "hip.flash", "hip", "placeholder", stub_configs, stub_ws,
+	MLA_DECODE_ABI_VERSION,
+	"hip.flash",
+	"hip",
+	"split-KV flash decoding: BLOCK_H heads share each KV tile in shared memory, S = QK^T and "
+	"O += PV on matrix cores (wgmma / mma.sync on sm_90, MFMA on gfx942), online softmax in "
+	"registers, LSE-merge combine",
+	flash_configs,
+	flash_workspace_size,
 	mla_hip_flash_launch,
 };

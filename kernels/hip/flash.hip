@@ -1,0 +1,1163 @@
+/*
+ * flash.hip - hip.flash: split-KV flash decoding of MLA (FlashMLA's decode algorithm, ported).
+ *
+ * Grid (head blocks, splits, batch). A block owns BLOCK_H rows of the M dimension, where the rows
+ * of batch element b are its s_q x h_q (query position, head) pairs flattened as m = i * h_q + h
+ * (q and out are contiguous in that order), and one split of the KV tiles its rows can see. Every
+ * KV tile (BLOCK_N keys x 576) is loaded once into shared memory / LDS and shared by all BLOCK_H
+ * rows: S = Q K^T and O += P V run on matrix cores (mma.h), the softmax is online in registers in
+ * base 2 (log2(e) and, for fp8, kv_scale folded into the score scale; kv_scale folded into the
+ * output scale for V). A split writes O / l and lse2 = m + log2(l) to the workspace; the combine
+ * kernel merges splits by their LSE and writes bf16 out and fp32 lse (natural log). With one split
+ * the main kernel writes out and lse itself and no workspace is used.
+ *
+ * Capture safety: split ranges are computed on the device from seqlens; the host decides only the
+ * grid from shapes and num_cus (hip_impls.c, mla_flash_plan_make). Keys at or past a row's visible
+ * length are masked to -inf before the softmax; cache rows at or past the block's visible length,
+ * and block_table entries they would need, are never read: their shared-memory rows are zero-filled
+ * (cp.async with a source size of 0) so that 0-weights never meet NaN in a matrix product. Cache
+ * offsets are computed in 64 bits.
+ *
+ * Kernels (hip_flash.h lists the instances of each arch):
+ *   mla_flash_warp   warp-level tiles. Warp w owns row group w % (BLOCK_H/16) and column group
+ *                    w / (BLOCK_H/16): its share of the tile's keys for S and its share of the 512
+ *                    output columns for O; row maxima and sums are exchanged through shared memory,
+ *                    P goes through shared memory (bf16) to become the A operand of P V. NVIDIA:
+ *                    cp.async ring of num_stages tiles, Q tile in shared memory, fp8 decoded once
+ *                    per tile into a bf16 tile that ldmatrix reads. gfx942: Q as MFMA fragments in
+ *                    registers, one LDS tile, fp8 decoded while loading B fragments.
+ *   mla_flash_wgmma  sm_90a: BLOCK_H 64 x BLOCK_N 64, two warpgroups. Warpgroup 0: S (wgmma
+ *                    m64n64k16, Q and K from shared memory), softmax, P to registers (its own A
+ *                    operand) and shared memory; both warpgroups: O += P V on 256 columns each
+ *                    (m64n256k16, V MN-major from the same tile). Two-stage cp.async ring (fp8: two
+ *                    raw stages and one decoded tile).
+ *   mla_flash_combine  one warp per (batch, row): LSE-weighted sum of the splits.
+ */
+#include "hip_compat.h"
+#include "mma.h"
+#include "hip_flash.h"
+#include "hip_impls.h"
+#include "../mla_numeric.h"
+
+#include <math.h>
+
+namespace {
+
+constexpr int D_QK = MLA_D_QK;
+constexpr int D_V = MLA_D_V;
+constexpr int ROW_BF16 = MLA_FLASH_ROW_BF16;
+
+struct FlashParams {
+	const uint16_t *q;
+	const uint8_t *kv;
+	const int32_t *block_table;
+	const int32_t *seqlens;
+	uint16_t *out;
+	float *lse;
+	float *o_part;   /* [batch][num_splits][m_total][512], O / l of each split */
+	float *lse_part; /* [batch][num_splits][m_total], m + log2(l), -inf for an empty split */
+	int32_t s_q;
+	int32_t h_q;
+	int32_t m_total;
+	int32_t page_size;
+	int32_t max_pages;
+	int32_t num_splits;
+	float scale_log2; /* softmax_scale * log2(e) (* kv_scale for fp8) */
+	float out_scale;  /* 1 (bf16) or kv_scale (fp8) */
+};
+
+/* KV range of one block: tiles [t_begin, t_end) of the keys [0, kv_len) its rows can see. */
+struct BlockRange {
+	int seqlen;
+	int kv_len;
+	int t_begin;
+	int t_end;
+};
+
+VS_DEV BlockRange block_range(const FlashParams &p, int b, int split, int m0, int bh, int bn)
+{
+	BlockRange r;
+	int m_last = min(m0 + bh, p.m_total) - 1;
+	int kv_len, tiles, per;
+
+	r.seqlen = p.seqlens[b];
+	kv_len = r.seqlen - p.s_q + 1 + m_last / p.h_q;
+	kv_len = max(0, min(kv_len, r.seqlen));
+	tiles = (kv_len + bn - 1) / bn;
+	per = (tiles + p.num_splits - 1) / p.num_splits;
+	r.kv_len = kv_len;
+	r.t_begin = min(split * per, tiles);
+	r.t_end = min(r.t_begin + per, tiles);
+	return r;
+}
+
+/* Keys a row m can see (causal for s_q > 1); 0 for padding rows past m_total. */
+VS_DEV int row_limit(const FlashParams &p, int seqlen, int m)
+{
+	return m < p.m_total ? seqlen - p.s_q + 1 + m / p.h_q : 0;
+}
+
+/*
+ * Byte offsets of cache rows, computed once per row and tile (not once per 16-byte chunk) and kept
+ * in a small shared-memory ring one tile ahead of the copies that use them: -1 marks a row at or
+ * past kv_len, which is never read (its shared row is zero-filled).
+ */
+VS_DEV long long row_offset(const FlashParams &p, int b, int j, int kv_len, int row_bytes)
+{
+	if (j >= kv_len)
+		return -1;
+	int32_t page = p.block_table[(size_t)b * (size_t)p.max_pages + (size_t)(j / p.page_size)];
+
+	return ((long long)page * p.page_size + j % p.page_size) * row_bytes;
+}
+
+/* Two halves of row_offset: the block_table load early, the offset (and its store) late. */
+struct RowFetch {
+	int j;       /* -1: past kv_len */
+	int32_t page;
+};
+
+VS_DEV RowFetch row_fetch(const FlashParams &p, int b, int j, int kv_len)
+{
+	RowFetch f = { -1, 0 };
+
+	if (j < kv_len) {
+		f.j = j;
+		f.page = p.block_table[(size_t)b * (size_t)p.max_pages + (size_t)(j / p.page_size)];
+	}
+	return f;
+}
+
+VS_DEV long long row_fetch_offset(const FlashParams &p, RowFetch f, int row_bytes)
+{
+	return f.j < 0 ? -1 : ((long long)f.page * p.page_size + f.j % p.page_size) * row_bytes;
+}
+
+/* Final write of one (row, column pair) of a split: bf16 out, or fp32 partial. */
+VS_DEV void store_out2(const FlashParams &p, int b, int split, int m, int col, float v0, float v1)
+{
+	if (p.num_splits == 1) {
+		*(uint32_t *)(p.out + ((size_t)b * p.m_total + m) * D_V + col) = vs_pack_bf16x2(v0, v1);
+	} else {
+		float *o = p.o_part + (((size_t)b * p.num_splits + split) * p.m_total + m) * D_V + col;
+
+		o[0] = v0;
+		o[1] = v1;
+	}
+}
+
+#if defined(VS_PLATFORM_AMD)
+VS_DEV void store_out1(const FlashParams &p, int b, int split, int m, int col, float v)
+{
+	if (p.num_splits == 1)
+		p.out[((size_t)b * p.m_total + m) * D_V + col] = (uint16_t)(vs_pack_bf16x2(v, 0.f) & 0xffffu);
+	else
+		p.o_part[(((size_t)b * p.num_splits + split) * p.m_total + m) * D_V + col] = v;
+}
+#endif /* VS_PLATFORM_AMD */
+
+/* lse of row m for this split: l == 0 means no key seen. */
+VS_DEV void store_lse(const FlashParams &p, int b, int split, int m, float m_run, float l)
+{
+	if (p.num_splits == 1) {
+		int i = m / p.h_q, h = m % p.h_q;
+
+		p.lse[((size_t)b * p.h_q + h) * p.s_q + i] = l > 0.f ? (m_run + vs_log2f(l)) * VS_LN2 : INFINITY;
+	} else {
+		p.lse_part[((size_t)b * p.num_splits + split) * p.m_total + m] =
+			l > 0.f ? m_run + vs_log2f(l) : -INFINITY;
+	}
+}
+
+#if defined(VS_PLATFORM_NVIDIA)
+/* ------------------------------------------------------------ cp.async (NVIDIA) */
+
+/* 16 bytes global -> shared, asynchronously; src_bytes 0 zero-fills and reads nothing. */
+VS_DEV void cp_async16(void *smem, const void *gmem, bool valid)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(vs_smem_addr(smem)),
+		     "l"(gmem), "r"(valid ? 16 : 0)
+		     : "memory");
+}
+
+VS_DEV void cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+VS_DEV void cp_async_wait(void)
+{
+	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+#endif /* VS_PLATFORM_NVIDIA */
+
+/* Decode 16 fp8 codes into 16 bf16 (two 16-byte vectors). */
+VS_DEV void fp8x16_to_bf16x16(vs_u32x4 w, vs_u32x4 &o0, vs_u32x4 &o1)
+{
+	uint32_t r[8];
+
+	mma_fp8x4_to_bf16x4(w.x, r[0], r[1]);
+	mma_fp8x4_to_bf16x4(w.y, r[2], r[3]);
+	mma_fp8x4_to_bf16x4(w.z, r[4], r[5]);
+	mma_fp8x4_to_bf16x4(w.w, r[6], r[7]);
+	o0.x = r[0];
+	o0.y = r[1];
+	o0.z = r[2];
+	o0.w = r[3];
+	o1.x = r[4];
+	o1.y = r[5];
+	o1.z = r[6];
+	o1.w = r[7];
+}
+
+/* ================================================================ warp-level kernel */
+
+template <int BN, int BH, int NW, int ST, bool FP8>
+struct WarpTraits {
+#if defined(VS_PLATFORM_AMD)
+	static constexpr bool AMD = true;
+#else
+	static constexpr bool AMD = false;
+#endif
+	static constexpr int RG = BH / 16;      /* row groups of 16 */
+	static constexpr int CG = NW / RG;      /* column groups: keys of S, columns of O */
+	static constexpr int NKW = BN / CG;     /* keys per warp in S */
+	static constexpr int NCW = D_V / CG;    /* output columns per warp */
+	static constexpr int NT_S = NKW / 16;
+	static constexpr int NT_O = NCW / 16;
+	static constexpr int THREADS = NW * VS_WARP;
+	static constexpr int LDK = ROW_BF16 / 2; /* bf16 elements per shared row */
+	static constexpr int RAW_ROW = AMD ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV;
+	static constexpr int STAGE_ROW = FP8 ? RAW_ROW : ROW_BF16;
+	static constexpr int LDP = BN + 8;
+	static constexpr int KV_OFF = AMD ? 0 : BH * ROW_BF16;
+	static constexpr int CONV_OFF = KV_OFF + ST * BN * STAGE_ROW;
+	static constexpr int P_OFF = CONV_OFF + ((FP8 && !AMD) ? BN * ROW_BF16 : 0);
+	static constexpr int MAX_OFF = P_OFF + BH * LDP * 2;
+	static constexpr int SUM_OFF = MAX_OFF + CG * BH * 4;
+	static constexpr int RING = MLA_FLASH_RING(ST);
+	static constexpr int ROW_OFF = SUM_OFF + CG * BH * 4;
+	static constexpr int SMEM = ROW_OFF + RING * BN * 8;
+	static constexpr int SRC_ROW = FP8 ? D_QK : D_QK * 2; /* bytes of one cache row */
+	static constexpr int CHUNKS = SRC_ROW / 16;          /* 16-byte chunks per cache row */
+
+	static_assert(SMEM == MLA_FLASH_WARP_SMEM(BN, BH, NW, ST, FP8, AMD), "smem formula");
+	static_assert(BH % 16 == 0 && NW % RG == 0 && NKW % 16 == 0 && NKW >= 16, "tile shape");
+	static_assert(AMD ? ST == 1 : ST >= 2, "stages");
+};
+
+/* One KV tile into shared memory; rowoff = the tile's row offsets (row_offset()). */
+template <class T>
+VS_DEV void warp_load_tile(const FlashParams &p, unsigned char *dst, const long long *rowoff, int tid)
+{
+	constexpr int BN = T::NKW * T::CG;
+	constexpr int TOTAL = BN * T::CHUNKS;
+
+#pragma unroll 6
+	for (int i = 0; i < (TOTAL + T::THREADS - 1) / T::THREADS; i++) {
+		int c = tid + i * T::THREADS;
+
+		if (TOTAL % T::THREADS != 0 && c >= TOTAL)
+			break;
+		int row = c / T::CHUNKS, ch = c % T::CHUNKS;
+		long long off = rowoff[row];
+		bool valid = off >= 0;
+		const uint8_t *src = p.kv + (valid ? off : 0) + ch * 16;
+		unsigned char *d = dst + row * T::STAGE_ROW + ch * 16;
+
+#if defined(VS_PLATFORM_AMD)
+		vs_u32x4 v = { 0u, 0u, 0u, 0u };
+
+		if (valid)
+			v = *(const vs_u32x4 *)src;
+		*(vs_u32x4 *)d = v;
+#else
+		cp_async16(d, src, valid);
+#endif /* platform */
+	}
+}
+
+#if defined(VS_PLATFORM_NVIDIA)
+template <class T, int BH>
+VS_DEV void warp_load_q(const FlashParams &p, unsigned char *sQ, int b, int m0, int tid)
+{
+#pragma unroll 4
+	for (int i = 0; i < (BH * 72 + T::THREADS - 1) / T::THREADS; i++) {
+		int c = tid + i * T::THREADS;
+
+		if ((BH * 72) % T::THREADS != 0 && c >= BH * 72)
+			break;
+		int row = c / 72, ch = c % 72;
+		int m = m0 + row;
+		bool valid = m < p.m_total;
+		const uint16_t *src = p.q + (valid ? ((size_t)b * p.m_total + m) * D_QK + ch * 8 : 0);
+
+		cp_async16(sQ + row * ROW_BF16 + ch * 16, src, valid);
+	}
+}
+
+/* Raw fp8 tile (rows of 576 codes) -> bf16 tile (rows of ROW_BF16 bytes). */
+template <class T>
+VS_DEV void warp_convert_fp8(const unsigned char *raw, unsigned char *conv, int tid)
+{
+	constexpr int BN = T::NKW * T::CG;
+
+#pragma unroll 4
+	for (int i = 0; i < (BN * 36 + T::THREADS - 1) / T::THREADS; i++) {
+		int c = tid + i * T::THREADS;
+
+		if ((BN * 36) % T::THREADS != 0 && c >= BN * 36)
+			break;
+		int row = c / 36, ch = c % 36;
+		vs_u32x4 w = *(const vs_u32x4 *)(raw + row * T::RAW_ROW + ch * 16);
+		vs_u32x4 o0, o1;
+
+		fp8x16_to_bf16x16(w, o0, o1);
+		*(vs_u32x4 *)(conv + row * ROW_BF16 + ch * 32) = o0;
+		*(vs_u32x4 *)(conv + row * ROW_BF16 + ch * 32 + 16) = o1;
+	}
+}
+#endif /* VS_PLATFORM_NVIDIA */
+
+/* Per-warp state of the online softmax. */
+template <class T>
+struct WarpState {
+	int lim[MMA_C_ROWS];
+	float m_run[MMA_C_ROWS];
+	float l_run[MMA_C_ROWS];
+	mma_frag_c o[T::NT_O];
+};
+
+/*
+ * One KV tile: S for this warp's rows and keys, the online softmax update, P to shared memory,
+ * O += P V for this warp's rows and columns. kvb is the bf16 tile (NVIDIA, or gfx942 bf16), raw
+ * the fp8 tile (gfx942 fp8); qs the Q tile (NVIDIA) and qf the Q fragments (gfx942).
+ */
+template <class T>
+VS_DEV void warp_tile(const FlashParams &p, WarpState<T> &st, const mma_frag_a *qf, const uint16_t *qs,
+		      const uint16_t *kvb, const uint8_t *raw, uint16_t *sP, float *sMax, int t,
+		      int lane, int rg, int cg)
+{
+	constexpr int BN = T::NKW * T::CG;
+	constexpr int BH = T::RG * 16;
+	mma_frag_c s[2][T::NT_S];
+
+	(void)qf;
+	(void)qs;
+	(void)raw;
+
+#pragma unroll
+	for (int c = 0; c < 2; c++)
+#pragma unroll
+		for (int nt = 0; nt < T::NT_S; nt++)
+#pragma unroll
+			for (int e = 0; e < MMA_C_ELEMS; e++)
+				s[c][nt].x[e] = 0.f;
+
+	/*
+	 * S = Q K^T over 576 dims in two independent accumulation chains (even / odd k steps). gfx942
+	 * indexes the Q fragments in registers: fully unrolled; NVIDIA unrolls a little, so the
+	 * compiler does not hoist all 36 steps' ldmatrix loads into registers.
+	 */
+#if defined(VS_PLATFORM_AMD)
+#pragma unroll
+#else
+#pragma unroll 3
+#endif /* platform */
+	for (int k2 = 0; k2 < D_QK / 32; k2++) {
+#pragma unroll
+		for (int c = 0; c < 2; c++) {
+			const int kk = 2 * k2 + c;
+			mma_frag_a a;
+
+#if defined(VS_PLATFORM_AMD)
+			a = qf[kk];
+#else
+			mma_load_a(a, qs + rg * 16 * T::LDK + kk * 16, T::LDK);
+#endif /* platform */
+#pragma unroll
+			for (int nt = 0; nt < T::NT_S; nt++) {
+				mma_frag_b kb;
+				int key0 = cg * T::NKW + nt * 16;
+
+#if defined(VS_PLATFORM_AMD)
+				if (T::STAGE_ROW != ROW_BF16)
+					mma_load_b_nk_fp8(kb, raw + key0 * T::RAW_ROW + kk * 16, T::RAW_ROW);
+				else
+#endif /* VS_PLATFORM_AMD */
+					mma_load_b_nk(kb, kvb + key0 * T::LDK + kk * 16, T::LDK);
+				mma_tile16(s[c][nt], a, kb);
+			}
+		}
+#if defined(VS_PLATFORM_AMD)
+		/* Keep LDS loads from being hoisted across many k steps (VGPR pressure). */
+		__builtin_amdgcn_sched_barrier(0);
+#endif /* VS_PLATFORM_AMD */
+	}
+
+	/* Scale (base 2), mask, row maxima. */
+	float mx[MMA_C_ROWS];
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++)
+		mx[rs] = -INFINITY;
+#pragma unroll
+	for (int nt = 0; nt < T::NT_S; nt++)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++) {
+			int rs = mma_c_rowslot(e);
+			int j = t * BN + cg * T::NKW + nt * 16 + mma_c_col(lane, e);
+			float v = s[0][nt].x[e] + s[1][nt].x[e];
+
+			v = j < st.lim[rs] ? v * p.scale_log2 : -INFINITY;
+			s[0][nt].x[e] = v;
+			mx[rs] = vs_fmaxf(mx[rs], v);
+		}
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++)
+		mx[rs] = mma_row_max(mx[rs]);
+	if (T::CG > 1) {
+		if (mma_row_leader(lane))
+#pragma unroll
+			for (int rs = 0; rs < MMA_C_ROWS; rs++)
+				sMax[cg * BH + rg * 16 + mma_rowslot_row(lane, rs)] = mx[rs];
+		vs_syncthreads();
+#pragma unroll
+		for (int rs = 0; rs < MMA_C_ROWS; rs++) {
+			int row = rg * 16 + mma_rowslot_row(lane, rs);
+			float v = sMax[row];
+
+#pragma unroll
+			for (int c = 1; c < T::CG; c++)
+				v = vs_fmaxf(v, sMax[c * BH + row]);
+			mx[rs] = v;
+		}
+	}
+
+	/* Online softmax: new running max, rescale factor, probabilities, partial row sums. */
+	float alpha[MMA_C_ROWS], mu[MMA_C_ROWS];
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++) {
+		float m_new = vs_fmaxf(st.m_run[rs], mx[rs]);
+
+		mu[rs] = m_new == -INFINITY ? 0.f : m_new;
+		alpha[rs] = vs_exp2f(st.m_run[rs] - mu[rs]);
+		st.m_run[rs] = m_new;
+		st.l_run[rs] *= alpha[rs];
+	}
+#pragma unroll
+	for (int nt = 0; nt < T::NT_S; nt++)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++) {
+			int rs = mma_c_rowslot(e);
+			float pe = vs_exp2f(s[0][nt].x[e] - mu[rs]);
+
+			st.l_run[rs] += pe;
+			s[0][nt].x[e] = pe;
+		}
+
+	/* P (bf16) -> shared memory, rows of this warp, columns of its keys. */
+#pragma unroll
+	for (int nt = 0; nt < T::NT_S; nt++) {
+#if defined(VS_PLATFORM_NVIDIA)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e += 2) {
+			int row = rg * 16 + mma_c_row(lane, e);
+			int col = cg * T::NKW + nt * 16 + mma_c_col(lane, e);
+
+			*(uint32_t *)(sP + row * T::LDP + col) = vs_pack_bf16x2(s[0][nt].x[e], s[0][nt].x[e + 1]);
+		}
+#else
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++) {
+			int row = rg * 16 + mma_c_row(lane, e);
+			int col = cg * T::NKW + nt * 16 + mma_c_col(lane, e);
+
+			sP[row * T::LDP + col] = (uint16_t)vs_bf16_rne(s[0][nt].x[e]);
+		}
+#endif /* platform */
+	}
+#pragma unroll
+	for (int nt = 0; nt < T::NT_O; nt++)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++)
+			st.o[nt].x[e] *= alpha[mma_c_rowslot(e)];
+	vs_syncthreads();
+
+	/* O += P V: P rows of this warp (all BN keys), V columns of this warp. */
+#pragma unroll 1
+	for (int kk = 0; kk < BN / 16; kk++) {
+		mma_frag_a pa;
+
+		mma_load_a(pa, sP + rg * 16 * T::LDP + kk * 16, T::LDP);
+#pragma unroll
+		for (int nt = 0; nt < T::NT_O; nt++) {
+			mma_frag_b vb;
+			int col0 = cg * T::NCW + nt * 16;
+
+#if defined(VS_PLATFORM_AMD)
+			if (T::STAGE_ROW != ROW_BF16)
+				mma_load_b_kn_fp8(vb, raw + kk * 16 * T::RAW_ROW + col0, T::RAW_ROW);
+			else
+#endif /* VS_PLATFORM_AMD */
+				mma_load_b_kn(vb, kvb + kk * 16 * T::LDK + col0, T::LDK);
+			mma_tile16(st.o[nt], pa, vb);
+		}
+	}
+}
+
+template <int BN, int BH, int NW, int ST, bool FP8>
+__global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
+{
+	typedef WarpTraits<BN, BH, NW, ST, FP8> T;
+#if defined(VS_PLATFORM_AMD)
+	__shared__ __attribute__((aligned(16))) unsigned char smem[T::SMEM];
+#else
+	extern __shared__ __align__(128) unsigned char smem[];
+#endif /* platform */
+	const int tid = vs_tid(), lane = vs_lane(), warp = tid / VS_WARP;
+	const int rg = warp % T::RG, cg = warp / T::RG;
+	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * BH;
+	const BlockRange r = block_range(p, b, split, m0, BH, BN);
+	uint16_t *sP = (uint16_t *)(smem + T::P_OFF);
+	float *sMax = (float *)(smem + T::MAX_OFF);
+	float *sSum = (float *)(smem + T::SUM_OFF);
+	long long *sRow = (long long *)(smem + T::ROW_OFF);
+	WarpState<T> st;
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++) {
+		st.lim[rs] = row_limit(p, r.seqlen, m0 + rg * 16 + mma_rowslot_row(lane, rs));
+		st.m_run[rs] = -INFINITY;
+		st.l_run[rs] = 0.f;
+	}
+#pragma unroll
+	for (int nt = 0; nt < T::NT_O; nt++)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++)
+			st.o[nt].x[e] = 0.f;
+
+#if defined(VS_PLATFORM_AMD)
+	/* Q rows of this warp as MFMA A fragments, straight from global memory. */
+	mma_frag_a qf[D_QK / 16];
+	{
+		int m = m0 + rg * 16 + (lane & 15);
+		const uint16_t *qrow = p.q + ((size_t)b * p.m_total + (m < p.m_total ? m : 0)) * D_QK;
+
+#pragma unroll
+		for (int kk = 0; kk < D_QK / 16; kk++) {
+			mma_v4s v = { 0, 0, 0, 0 };
+
+			if (m < p.m_total)
+				v = mma_ld8(qrow + kk * 16 + 4 * (lane >> 4));
+			qf[kk].v = v;
+		}
+	}
+	if (r.t_begin < r.t_end) {
+		for (int x = tid; x < BN; x += T::THREADS)
+			sRow[(r.t_begin % T::RING) * BN + x] = row_offset(p, b, r.t_begin * BN + x, r.kv_len, T::SRC_ROW);
+	}
+	for (int t = r.t_begin; t < r.t_end; t++) {
+		const bool fetch = tid < BN && t + 1 < r.t_end;
+		RowFetch f = { -1, 0 };
+
+		vs_syncthreads(); /* everyone is done with the previous tile; row offsets visible */
+		warp_load_tile<T>(p, smem + T::KV_OFF, sRow + (t % T::RING) * BN, tid);
+		if (fetch)
+			f = row_fetch(p, b, (t + 1) * BN + tid, r.kv_len);
+		vs_syncthreads();
+		warp_tile<T>(p, st, qf, nullptr, (const uint16_t *)(smem + T::KV_OFF), smem + T::KV_OFF,
+			     sP, sMax, t, lane, rg, cg);
+		if (fetch)
+			sRow[((t + 1) % T::RING) * BN + tid] = row_fetch_offset(p, f, T::SRC_ROW);
+	}
+#else
+	const uint16_t *sQ = (const uint16_t *)smem;
+
+	if (r.t_begin < r.t_end) {
+		/* Prologue: Q, the row offsets of the first ST tiles, tiles 0 .. ST-2 (Q rides with 0). */
+		warp_load_q<T, BH>(p, smem, b, m0, tid);
+		for (int x = tid; x < ST * BN; x += T::THREADS) {
+			int u = r.t_begin + x / BN;
+
+			if (u < r.t_end)
+				sRow[(u % T::RING) * BN + x % BN] = row_offset(p, b, u * BN + x % BN, r.kv_len, T::SRC_ROW);
+		}
+		vs_syncthreads();
+#pragma unroll
+		for (int s = 0; s < ST - 1; s++) {
+			if (r.t_begin + s < r.t_end)
+				warp_load_tile<T>(p, smem + T::KV_OFF + s * BN * T::STAGE_ROW,
+						  sRow + ((r.t_begin + s) % T::RING) * BN, tid);
+			cp_async_commit();
+		}
+		for (int t = r.t_begin; t < r.t_end; t++) {
+			const int k = t - r.t_begin;
+			unsigned char *stage = smem + T::KV_OFF + (k % ST) * BN * T::STAGE_ROW;
+			const uint16_t *kvb = (const uint16_t *)stage;
+			const bool fetch = tid < BN && t + ST < r.t_end;
+			RowFetch f = { -1, 0 };
+
+			cp_async_wait<ST - 2>(); /* tile t has landed (this thread's part) */
+			vs_syncthreads();        /* ... everyone's part; the stage of tile t-1 is free */
+			if (t + ST - 1 < r.t_end)
+				warp_load_tile<T>(p, smem + T::KV_OFF + ((k + ST - 1) % ST) * BN * T::STAGE_ROW,
+						  sRow + ((t + ST - 1) % T::RING) * BN, tid);
+			cp_async_commit();
+			if (fetch) /* block_table entry of tile t+ST, stored as an offset after this tile */
+				f = row_fetch(p, b, (t + ST) * BN + tid, r.kv_len);
+			if (FP8) {
+				warp_convert_fp8<T>(stage, smem + T::CONV_OFF, tid);
+				vs_syncthreads();
+				kvb = (const uint16_t *)(smem + T::CONV_OFF);
+			}
+			warp_tile<T>(p, st, nullptr, sQ, kvb, nullptr, sP, sMax, t, lane, rg, cg);
+			if (fetch)
+				sRow[((t + ST) % T::RING) * BN + tid] = row_fetch_offset(p, f, T::SRC_ROW);
+		}
+		cp_async_wait<0>();
+	}
+#endif /* platform */
+
+	/* Finalize: full row sums, O / l, lse of this split. */
+	float l[MMA_C_ROWS];
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++)
+		l[rs] = mma_row_sum(st.l_run[rs]);
+	if (T::CG > 1) {
+		if (mma_row_leader(lane))
+#pragma unroll
+			for (int rs = 0; rs < MMA_C_ROWS; rs++)
+				sSum[cg * BH + rg * 16 + mma_rowslot_row(lane, rs)] = l[rs];
+		vs_syncthreads();
+#pragma unroll
+		for (int rs = 0; rs < MMA_C_ROWS; rs++) {
+			int row = rg * 16 + mma_rowslot_row(lane, rs);
+			float v = 0.f;
+
+#pragma unroll
+			for (int c = 0; c < T::CG; c++)
+				v += sSum[c * BH + row];
+			l[rs] = v;
+		}
+	}
+	float inv[MMA_C_ROWS];
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++)
+		inv[rs] = l[rs] > 0.f ? p.out_scale / l[rs] : 0.f;
+#pragma unroll
+	for (int nt = 0; nt < T::NT_O; nt++) {
+#if defined(VS_PLATFORM_NVIDIA)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e += 2) {
+			int m = m0 + rg * 16 + mma_c_row(lane, e);
+			int col = cg * T::NCW + nt * 16 + mma_c_col(lane, e);
+			float sc = inv[mma_c_rowslot(e)];
+
+			if (m < p.m_total)
+				store_out2(p, b, split, m, col, st.o[nt].x[e] * sc, st.o[nt].x[e + 1] * sc);
+		}
+#else
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++) {
+			int m = m0 + rg * 16 + mma_c_row(lane, e);
+			int col = cg * T::NCW + nt * 16 + mma_c_col(lane, e);
+
+			if (m < p.m_total)
+				store_out1(p, b, split, m, col, st.o[nt].x[e] * inv[mma_c_rowslot(e)]);
+		}
+#endif /* platform */
+	}
+	if (cg == 0 && mma_row_leader(lane))
+#pragma unroll
+		for (int rs = 0; rs < MMA_C_ROWS; rs++) {
+			int m = m0 + rg * 16 + mma_rowslot_row(lane, rs);
+
+			if (m < p.m_total)
+				store_lse(p, b, split, m, st.m_run[rs], l[rs]);
+		}
+}
+
+/* ================================================================ wgmma kernel (sm_90a) */
+
+#if defined(MLA_HAVE_WGMMA)
+/*
+ * Shared memory (bytes): Q [0, 73728), KV at 73728: two bf16 stages, or (fp8) one decoded bf16 tile
+ * and two raw stages of 36864; P at 221184 (8192); alpha, l, m at 229376 (3 x 256).
+ * 64 x 576 bf16 tiles use the no-swizzle core-matrix layout: element (row r, dim d) at
+ *   (r / 8) * 9216 + (d / 8) * 128 + (r % 8) * 16 + (d % 8) * 2,
+ * which is K-major for S (rows = keys, K = dims) and MN-major for P V (K = keys, N = dims).
+ * P (64 rows x 64 keys): (r / 8) * 1024 + (k / 8) * 128 + (r % 8) * 16 + (k % 8) * 2.
+ */
+constexpr int WG_Q_OFF = 0;
+constexpr int WG_KV_OFF = 73728;
+constexpr int WG_RAW_OFF = WG_KV_OFF + 73728;
+constexpr int WG_P_OFF = 3 * 73728;
+constexpr int WG_ALPHA_OFF = WG_P_OFF + 8192;
+constexpr int WG_L_OFF = WG_ALPHA_OFF + 256;
+constexpr int WG_M_OFF = WG_L_OFF + 256;
+constexpr int WG_ROW_OFF = WG_M_OFF + 256; /* ring of 3 x 64 row offsets */
+constexpr uint32_t WG_GRP = 9216; /* bytes between 8-row groups of a 64 x 576 tile */
+static_assert(WG_ROW_OFF + 3 * 64 * 8 == MLA_FLASH_WGMMA_SMEM, "wgmma smem formula");
+
+VS_DEV void named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+VS_DEV void named_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+
+/* 64 rows x 72 chunks of 16 bytes into the core-matrix layout; 8 consecutive threads, 8 rows. */
+VS_DEV void wg_load_q(const FlashParams &p, unsigned char *dst, int b, int m0, int tid)
+{
+#pragma unroll
+	for (int i = 0; i < 18; i++) {
+		int c = tid + i * 256;
+		int r8 = c & 7, grp = c >> 3, ch = grp % 72, rgp = grp / 72;
+		int m = m0 + rgp * 8 + r8;
+		bool valid = m < p.m_total;
+		const uint16_t *src = p.q + (valid ? ((size_t)b * p.m_total + m) * D_QK + ch * 8 : 0);
+
+		cp_async16(dst + rgp * WG_GRP + ch * 128 + r8 * 16, src, valid);
+	}
+}
+
+VS_DEV void wg_load_kv_bf16(const FlashParams &p, unsigned char *dst, const long long *rowoff, int tid)
+{
+#pragma unroll 6
+	for (int i = 0; i < 18; i++) {
+		int c = tid + i * 256;
+		int r8 = c & 7, grp = c >> 3, ch = grp % 72, rgp = grp / 72;
+		long long off = rowoff[rgp * 8 + r8];
+		bool valid = off >= 0;
+
+		cp_async16(dst + rgp * WG_GRP + ch * 128 + r8 * 16, p.kv + (valid ? off : 0) + ch * 16, valid);
+	}
+}
+
+/* Raw fp8 tile, row-major 64 x 576. */
+VS_DEV void wg_load_kv_fp8(const FlashParams &p, unsigned char *dst, const long long *rowoff, int tid)
+{
+#pragma unroll
+	for (int i = 0; i < 9; i++) {
+		int c = tid + i * 256;
+		int row = c / 36, ch = c % 36;
+		long long off = rowoff[row];
+		bool valid = off >= 0;
+
+		cp_async16(dst + row * D_QK + ch * 16, p.kv + (valid ? off : 0) + ch * 16, valid);
+	}
+}
+
+VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid)
+{
+#pragma unroll
+	for (int i = 0; i < 9; i++) {
+		int c = tid + i * 256;
+		int row = c / 36, ch = c % 36;
+		vs_u32x4 w = *(const vs_u32x4 *)(raw + row * D_QK + ch * 16);
+		vs_u32x4 o0, o1;
+		unsigned char *d = dst + (row >> 3) * WG_GRP + (2 * ch) * 128 + (row & 7) * 16;
+
+		fp8x16_to_bf16x16(w, o0, o1);
+		*(vs_u32x4 *)d = o0;
+		*(vs_u32x4 *)(d + 128) = o1;
+	}
+}
+#endif /* MLA_HAVE_WGMMA */
+
+template <bool FP8>
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
+{
+#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(128) unsigned char smem[];
+	const uint32_t sbase = vs_smem_addr(smem);
+	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
+	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 64;
+	const BlockRange r = block_range(p, b, split, m0, 64, 64);
+	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
+	float *sL = (float *)(smem + WG_L_OFF);
+	float *sM = (float *)(smem + WG_M_OFF);
+	int lim[2];
+	float m_run[2], l_run[2];
+	float o[128];
+
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		lim[h] = row_limit(p, r.seqlen, m0 + row0 + 8 * h);
+		m_run[h] = -INFINITY;
+		l_run[h] = 0.f;
+	}
+#pragma unroll
+	for (int i = 0; i < 128; i++)
+		o[i] = 0.f;
+
+	long long *sRow = (long long *)(smem + WG_ROW_OFF);
+	constexpr int LEAD = FP8 ? 2 : 1;  /* tile t + LEAD is issued during tile t */
+	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
+
+	if (r.t_begin < r.t_end) {
+		wg_load_q(p, smem + WG_Q_OFF, b, m0, tid);
+		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {
+			int u = r.t_begin + x / 64;
+
+			if (u < r.t_end)
+				sRow[(u % 3) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
+		}
+		vs_syncthreads();
+		if (FP8) {
+			wg_load_kv_fp8(p, smem + WG_RAW_OFF, sRow + (r.t_begin % 3) * 64, tid);
+			cp_async_commit();
+			if (r.t_begin + 1 < r.t_end)
+				wg_load_kv_fp8(p, smem + WG_RAW_OFF + 36864, sRow + ((r.t_begin + 1) % 3) * 64, tid);
+			cp_async_commit();
+		} else {
+			wg_load_kv_bf16(p, smem + WG_KV_OFF, sRow + (r.t_begin % 3) * 64, tid);
+			cp_async_commit();
+		}
+		for (int t = r.t_begin; t < r.t_end; t++) {
+			const int k = t - r.t_begin;
+			/* Warpgroup 1 (idle during S) fetches the block_table entries of tile t + LEAD + 1. */
+			const bool fetch = wg == 1 && tid < 192 && t + LEAD + 1 < r.t_end;
+			RowFetch f = { -1, 0 };
+			uint32_t kv_s;
+
+			if (FP8) {
+				unsigned char *raw = smem + WG_RAW_OFF + (k & 1) * 36864;
+
+				cp_async_wait<1>();
+				vs_syncthreads(); /* raw tile t complete; the decoded tile is free */
+				wg_convert_fp8(raw, smem + WG_KV_OFF, tid);
+				fence_proxy_async();
+				vs_syncthreads();
+				if (t + 2 < r.t_end)
+					wg_load_kv_fp8(p, raw, sRow + ((t + 2) % 3) * 64, tid);
+				cp_async_commit();
+				kv_s = sbase + WG_KV_OFF;
+			} else {
+				cp_async_wait<0>();
+				fence_proxy_async();
+				vs_syncthreads(); /* tile t complete; stage of tile t-1, P, alpha free */
+				if (t + 1 < r.t_end)
+					wg_load_kv_bf16(p, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+							sRow + ((t + 1) % 3) * 64, tid);
+				cp_async_commit();
+				kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
+			}
+			if (fetch)
+				f = row_fetch(p, b, (t + LEAD + 1) * 64 + (tid - 128), r.kv_len);
+
+			if (wg == 0) {
+				float s[32];
+				float mx[2], alpha[2], mu[2];
+				uint32_t pa[16];
+
+#pragma unroll
+				for (int i = 0; i < 32; i++)
+					s[i] = 0.f;
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < D_QK / 16; kk++)
+					wgmma_m64n64k16_ss(s, wgmma_desc(sbase + WG_Q_OFF + kk * 256, 128, WG_GRP),
+							   wgmma_desc(kv_s + kk * 256, 128, WG_GRP), 1);
+				wgmma_commit();
+				wgmma_wait<0>();
+				wgmma_fence_operands(s);
+
+				mx[0] = mx[1] = -INFINITY;
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						int h = e >> 1;
+						int key = t * 64 + 8 * j + 2 * t4 + (e & 1);
+						float v = key < lim[h] ? s[4 * j + e] * p.scale_log2 : -INFINITY;
+
+						s[4 * j + e] = v;
+						mx[h] = vs_fmaxf(mx[h], v);
+					}
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					float m_new = vs_fmaxf(m_run[h], mma_row_max(mx[h]));
+
+					mu[h] = m_new == -INFINITY ? 0.f : m_new;
+					alpha[h] = vs_exp2f(m_run[h] - mu[h]);
+					m_run[h] = m_new;
+					l_run[h] *= alpha[h];
+				}
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						float pe = vs_exp2f(s[4 * j + e] - mu[e >> 1]);
+
+						l_run[e >> 1] += pe;
+						s[4 * j + e] = pe;
+					}
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						int row = row0 + 8 * h;
+
+						pa[2 * j + h] = vs_pack_bf16x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]);
+						*(uint32_t *)(smem + WG_P_OFF + (row >> 3) * 1024 + j * 128 +
+							      (row & 7) * 16 + t4 * 4) = pa[2 * j + h];
+					}
+				if (t4 == 0) {
+					sAlpha[row0] = alpha[0];
+					sAlpha[row0 + 8] = alpha[1];
+				}
+				fence_proxy_async();
+				named_bar_arrive(1, 256); /* P and alpha ready for warpgroup 1 */
+
+#pragma unroll
+				for (int i = 0; i < 128; i++)
+					o[i] *= alpha[(i >> 1) & 1];
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++) {
+					const uint32_t a[4] = { pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3] };
+
+					wgmma_m64n256k16_rs(o, a, wgmma_desc(kv_s + kk * 2 * WG_GRP, WG_GRP, 128), 1);
+				}
+				wgmma_commit();
+				wgmma_wait<0>();
+				wgmma_fence_operands(o);
+			} else {
+				named_bar_sync(1, 256);
+				if (fetch)
+					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] = row_fetch_offset(p, f, ROWB);
+				const float a0 = sAlpha[row0], a1 = sAlpha[row0 + 8];
+
+#pragma unroll
+				for (int i = 0; i < 128; i++)
+					o[i] *= ((i >> 1) & 1) ? a1 : a0;
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++)
+					wgmma_m64n256k16_ss(o, wgmma_desc(sbase + WG_P_OFF + kk * 256, 128, 1024),
+							    wgmma_desc(kv_s + kk * 2 * WG_GRP + 32 * 128, WG_GRP, 128), 1);
+				wgmma_commit();
+				wgmma_wait<0>();
+				wgmma_fence_operands(o);
+			}
+		}
+		cp_async_wait<0>();
+	}
+
+	/* Finalize: warpgroup 0 owns m and l; both warpgroups write their 256 columns. */
+	if (wg == 0) {
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			float l = mma_row_sum(l_run[h]);
+
+			if (t4 == 0) {
+				sL[row0 + 8 * h] = l;
+				sM[row0 + 8 * h] = m_run[h];
+			}
+		}
+	}
+	vs_syncthreads();
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		int row = row0 + 8 * h, m = m0 + row;
+		float l = sL[row];
+		float sc = l > 0.f ? p.out_scale / l : 0.f;
+
+		if (m >= p.m_total)
+			continue;
+#pragma unroll
+		for (int j = 0; j < 32; j++)
+			store_out2(p, b, split, m, wg * 256 + 8 * j + 2 * t4, o[4 * j + 2 * h] * sc,
+				   o[4 * j + 2 * h + 1] * sc);
+		if (wg == 0 && t4 == 0)
+			store_lse(p, b, split, m, sM[row], l);
+	}
+#else
+	(void)p;
+#if defined(__CUDA_ARCH__)
+	__trap();
+#endif /* __CUDA_ARCH__ */
+#endif /* wgmma available */
+}
+
+/* ================================================================ combine */
+
+constexpr int COMBINE_THREADS = 128;
+constexpr int COMBINE_ROWS = COMBINE_THREADS / VS_WARP;
+
+__global__ void __launch_bounds__(COMBINE_THREADS) mla_flash_combine(FlashParams p)
+{
+	constexpr int V4 = D_V / (4 * VS_WARP); /* float4 groups per lane */
+	const int lane = vs_lane(), warp = vs_tid() / VS_WARP;
+	const int m = vs_bid_x() * COMBINE_ROWS + warp, b = vs_bid_y();
+	const int ns = p.num_splits;
+
+	if (m >= p.m_total)
+		return;
+	const float *lp = p.lse_part + (size_t)b * ns * p.m_total + m;
+	float mx = -INFINITY, sum = 0.f;
+	float acc[V4][4];
+
+	for (int s = lane; s < ns; s += VS_WARP)
+		mx = vs_fmaxf(mx, lp[(size_t)s * p.m_total]);
+	mx = vs_warp_max(mx);
+	if (mx != -INFINITY)
+		for (int s = lane; s < ns; s += VS_WARP)
+			sum += vs_exp2f(lp[(size_t)s * p.m_total] - mx);
+	sum = vs_warp_sum(sum);
+#pragma unroll
+	for (int v = 0; v < V4; v++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			acc[v][c] = 0.f;
+	if (mx != -INFINITY) {
+		const float inv = 1.f / sum;
+
+		for (int s = 0; s < ns; s++) {
+			const float w = vs_exp2f(lp[(size_t)s * p.m_total] - mx) * inv;
+			const float *op = p.o_part + (((size_t)b * ns + s) * p.m_total + m) * D_V;
+
+			if (w == 0.f)
+				continue; /* empty split (or negligible): never read */
+#pragma unroll
+			for (int v = 0; v < V4; v++) {
+				vs_f32x4 x = *(const vs_f32x4 *)(op + 4 * lane + 4 * VS_WARP * v);
+
+				acc[v][0] += w * x.x;
+				acc[v][1] += w * x.y;
+				acc[v][2] += w * x.z;
+				acc[v][3] += w * x.w;
+			}
+		}
+	}
+	uint16_t *out = p.out + ((size_t)b * p.m_total + m) * D_V;
+
+#pragma unroll
+	for (int v = 0; v < V4; v++) {
+		uint32_t *d = (uint32_t *)(out + 4 * lane + 4 * VS_WARP * v);
+
+		d[0] = vs_pack_bf16x2(acc[v][0], acc[v][1]);
+		d[1] = vs_pack_bf16x2(acc[v][2], acc[v][3]);
+	}
+	if (lane == 0) {
+		int i = m / p.h_q, h = m % p.h_q;
+
+		p.lse[((size_t)b * p.h_q + h) * p.s_q + i] =
+			mx == -INFINITY ? INFINITY : (mx + vs_log2f(sum)) * VS_LN2;
+	}
+}
+
+/* ================================================================ host: dispatch */
+
+typedef void (*FlashKernel)(FlashParams);
+
+struct FlashInstance {
+	int bn, bh, nw, st, kind;
+	FlashKernel kernel[2]; /* [0] bf16, [1] fp8 */
+	int threads;
+};
+
+#define MLA_INSTANCE_MLA_FLASH_WARP(bn, bh, nw, st)                                              \
+	{ bn, bh, nw, st, MLA_FLASH_WARP,                                                       \
+	  { mla_flash_warp<bn, bh, nw, st, false>, mla_flash_warp<bn, bh, nw, st, true> }, (nw) * VS_WARP },
+#if defined(MLA_HAVE_WGMMA)
+#define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st) \
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA, { mla_flash_wgmma<false>, mla_flash_wgmma<true> }, 256 },
+#else
+#define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)
+#endif /* MLA_HAVE_WGMMA */
+#define MLA_INSTANCE(bn, bh, nw, st, kind) MLA_INSTANCE_##kind(bn, bh, nw, st)
+
+const FlashInstance flash_instances[] = {
+#if defined(VS_PLATFORM_AMD)
+	MLA_FLASH_GFX942_KERNELS(MLA_INSTANCE)
+#else
+	MLA_FLASH_SM90_KERNELS(MLA_INSTANCE)
+#endif /* platform */
+};
+
+const FlashInstance *instance_find(const struct mla_decode_config *c)
+{
+	for (const FlashInstance &in : flash_instances)
+		if (in.bn == c->block_n && in.bh == c->block_h && in.nw == c->num_warps && in.st == c->num_stages)
+			return &in;
+	return nullptr;
+}
+
+} /* namespace */
+
+extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struct mla_decode_config *cfg)
+{
+	struct mla_flash_plan plan;
+	const struct mla_flash_entry *entry;
+	const FlashInstance *inst;
+	FlashParams fp;
+	hipStream_t stream;
+	int fp8, rc;
+	size_t smem;
+
+	if (!a || !cfg)
+		return MLA_EINVAL;
+	rc = mla_flash_plan_make(&plan, a, cfg);
+	if (rc != MLA_OK)
+		return rc;
+	entry = mla_flash_entry_find(cfg);
+	inst = instance_find(cfg);
+	if (!entry || !inst)
+		return MLA_EUNSUPPORTED;
+	if (a->workspace_bytes < plan.workspace_bytes || (plan.workspace_bytes && !a->workspace))
+		return MLA_EUNSUPPORTED;
+	if (a->batch == 0)
+		return MLA_OK;
+	if (!a->q || !a->kv_cache || !a->block_table || !a->seqlens || !a->out || !a->lse)
+		return MLA_EINVAL;
+	if (a->batch > 65535 || plan.head_blocks > 0x7fffffff / 2)
+		return MLA_EUNSUPPORTED;
+
+	fp8 = a->kv_dtype == MLA_KV_FP8_E4M3_FNUZ;
+	fp.q = (const uint16_t *)a->q;
+	fp.kv = (const uint8_t *)a->kv_cache;
+	fp.block_table = a->block_table;
+	fp.seqlens = a->seqlens;
+	fp.out = (uint16_t *)a->out;
+	fp.lse = a->lse;
+	fp.o_part = plan.workspace_bytes ? (float *)((char *)a->workspace + plan.o_part_offset) : nullptr;
+	fp.lse_part = plan.workspace_bytes ? (float *)((char *)a->workspace + plan.lse_part_offset) : nullptr;
+	fp.s_q = a->s_q;
+	fp.h_q = a->h_q;
+	fp.m_total = plan.m_total;
+	fp.page_size = a->page_size;
+	fp.max_pages = a->max_pages;
+	fp.num_splits = plan.num_splits;
+	fp.scale_log2 = a->softmax_scale * VS_LOG2E * (fp8 ? a->kv_scale : 1.f);
+	fp.out_scale = fp8 ? a->kv_scale : 1.f;
+	stream = (hipStream_t)a->stream;
+
+	smem = mla_flash_smem_bytes(entry, a->kv_dtype);
+	FlashKernel kernel = inst->kernel[fp8];
+#if defined(VS_PLATFORM_NVIDIA)
+	/*
+	 * Raise the dynamic shared-memory limit once per kernel (a host-side attribute, not stream
+	 * work; done at the first launch, which precedes any capture of the same kernel in practice).
+	 */
+	static size_t smem_set[sizeof(flash_instances) / sizeof(flash_instances[0])][2];
+	size_t *done = &smem_set[inst - flash_instances][fp8];
+
+	if (smem > 48 * 1024 && *done < smem) {
+		HIP_CHECK_RET(hipFuncSetAttribute((const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,
+						  (int)smem),
+			      MLA_EDEVICE);
+		*done = smem;
+	}
+#else
+	smem = 0; /* gfx942 kernels use static LDS */
+#endif /* platform */
+	kernel<<<dim3(plan.head_blocks, plan.num_splits, a->batch), dim3(inst->threads), smem, stream>>>(fp);
+	HIP_CHECK_RET(hipGetLastError(), MLA_EDEVICE);
+	if (plan.num_splits > 1) {
+		mla_flash_combine<<<dim3((plan.m_total + COMBINE_ROWS - 1) / COMBINE_ROWS, a->batch),
+				    dim3(COMBINE_THREADS), 0, stream>>>(fp);
+		HIP_CHECK_RET(hipGetLastError(), MLA_EDEVICE);
+	}
+	return MLA_OK;
+}

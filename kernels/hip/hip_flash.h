@@ -1,0 +1,158 @@
+/*
+ * hip_flash.h - internal to kernels/hip: the config spaces of hip.flash and hip.baseline, the
+ * shared-memory (LDS) budget of every kernel instance, and the host-side launch plan (split count
+ * and workspace), shared by the plain-C descriptors (hip_impls.c, built everywhere) and the GPU
+ * sources (flash.hip, baseline.hip). Plain C: the macros below are constant expressions in C and
+ * C++ alike, so the kernels size their shared memory with the same formula the config checks use.
+ *
+ * Kernels of hip.flash (see flash.hip for the design):
+ *   MLA_FLASH_WARP   warp-level matrix cores (mma.h tile16: mma.sync m16n8k16 on NVIDIA, MFMA
+ *                    16x16x16 on gfx942); BLOCK_H/16 row groups x (num_warps / (BLOCK_H/16)) key
+ *                    and output-column groups; cp.async ring of num_stages tiles on NVIDIA, one LDS
+ *                    tile and Q fragments in registers on gfx942.
+ *   MLA_FLASH_WGMMA  sm_90a only: BLOCK_H 64, BLOCK_N 64, two warpgroups (num_warps 8); warpgroup 0
+ *                    computes S = Q K^T and the softmax, both warpgroups compute O += P V on half
+ *                    of the 512 output columns each (wgmma m64n64k16 and m64n256k16).
+ * The sm_90 and gfx942 spaces never share a (block_n, block_h, num_warps, num_stages) point, so a
+ * config alone says which layout (and shared-memory formula) it uses.
+ */
+#ifndef MLA_HIP_FLASH_H
+#define MLA_HIP_FLASH_H
+
+#include "../mla_decode.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mla_flash_kind {
+	MLA_FLASH_WARP = 1,
+	MLA_FLASH_WGMMA = 2,
+};
+
+/*
+ * Config spaces: X(block_n, block_h, num_splits, num_warps, num_stages, kind). num_splits 0 = auto
+ * (from shapes and num_cus), 1 = no split (no combine kernel), a large value = more splits than KV
+ * blocks for short sequences (empty splits write lse = -inf and the combine skips them).
+ */
+#define MLA_FLASH_SM90_CONFIGS(X)                \
+	X(64, 64, 0, 8, 2, MLA_FLASH_WGMMA)      \
+	X(64, 64, 1, 8, 2, MLA_FLASH_WGMMA)      \
+	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)     \
+	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
+	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)     \
+	X(32, 16, 0, 2, 5, MLA_FLASH_WARP)       \
+	X(32, 32, 0, 4, 2, MLA_FLASH_WARP)       \
+	X(64, 32, 0, 4, 2, MLA_FLASH_WARP)
+
+/* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
+#define MLA_FLASH_SM90_KERNELS(X)        \
+	X(64, 64, 8, 2, MLA_FLASH_WGMMA) \
+	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
+	X(32, 16, 2, 5, MLA_FLASH_WARP)  \
+	X(32, 32, 4, 2, MLA_FLASH_WARP)  \
+	X(64, 32, 4, 2, MLA_FLASH_WARP)
+
+/*
+ * gfx942 (MI300X): wave64, 64 KiB of LDS per workgroup and per CU. Q lives in registers (MFMA A
+ * fragments), one KV tile in LDS (num_stages 1: latency is hidden by several workgroups per CU).
+ */
+#define MLA_FLASH_GFX942_CONFIGS(X)           \
+	X(16, 16, 0, 1, 1, MLA_FLASH_WARP)    \
+	X(32, 16, 0, 2, 1, MLA_FLASH_WARP)    \
+	X(16, 32, 0, 2, 1, MLA_FLASH_WARP)    \
+	X(32, 64, 0, 8, 1, MLA_FLASH_WARP)    \
+	X(32, 64, 1, 8, 1, MLA_FLASH_WARP)    \
+	X(32, 64, 64, 8, 1, MLA_FLASH_WARP)   \
+	X(32, 32, 0, 4, 1, MLA_FLASH_WARP)
+
+#define MLA_FLASH_GFX942_KERNELS(X)      \
+	X(16, 16, 1, 1, MLA_FLASH_WARP)  \
+	X(32, 16, 2, 1, MLA_FLASH_WARP)  \
+	X(16, 32, 2, 1, MLA_FLASH_WARP)  \
+	X(32, 64, 8, 1, MLA_FLASH_WARP)  \
+	X(32, 32, 4, 1, MLA_FLASH_WARP)
+
+/* hip.baseline: one config per arch, X(num_warps). */
+#define MLA_BASELINE_SM90_WARPS 4
+#define MLA_BASELINE_GFX942_WARPS 2
+
+/* ---------------------------------------------------------------- shared memory (bytes) */
+
+/* One bf16 row of 576 in shared memory, padded by 16 bytes (conflict-free ldmatrix / LDS reads). */
+#define MLA_FLASH_ROW_BF16 1168
+/* One fp8 row: 576 codes, padded by 16 bytes on gfx942 (LDS reads of 4 codes per lane). */
+#define MLA_FLASH_ROW_FP8_NV 576
+#define MLA_FLASH_ROW_FP8_AMD 592
+
+/*
+ * Warp kernel (MLA_FLASH_WARP), fp8 = 1 for fp8 KV, amd = 1 for the gfx942 layout:
+ *   Q tile        NVIDIA only      block_h x ROW_BF16
+ *   KV stages     num_stages x block_n rows (bf16 rows, or raw fp8 rows)
+ *   fp8 -> bf16   NVIDIA fp8 only  block_n x ROW_BF16 (decoded tile that ldmatrix reads)
+ *   P tile        block_h x (block_n + 8) bf16
+ *   row max/sum   2 x (column groups) x block_h floats
+ *   row offsets   RING x block_n int64: byte offsets of the cache rows of the next tiles, computed
+ *                 from block_table one tile ahead (RING = max(num_stages, 2))
+ */
+#define MLA_FLASH_CG(bh, nw) ((nw) / ((bh) / 16))
+#define MLA_FLASH_RING(st) ((st) < 2 ? 2 : (st))
+#define MLA_FLASH_WARP_SMEM(bn, bh, nw, st, fp8, amd)                                              \
+	(((amd) ? 0 : (bh) * MLA_FLASH_ROW_BF16) +                                                  \
+	 (st) * (bn) * ((fp8) ? ((amd) ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV) : MLA_FLASH_ROW_BF16) + \
+	 (((fp8) && !(amd)) ? (bn) * MLA_FLASH_ROW_BF16 : 0) + (bh) * ((bn) + 8) * 2 +               \
+	 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + MLA_FLASH_RING(st) * (bn) * 8)
+
+/*
+ * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8: one decoded bf16 tile and two raw
+ * fp8 stages, the same bytes), P 64x64 bf16, per-row alpha, l, m, and a ring of 3 x 64 row offsets.
+ */
+#define MLA_FLASH_WGMMA_SMEM (3 * 73728 + 8192 + 3 * 64 * 4 + 3 * 64 * 8)
+
+/* Largest dynamic shared memory a block may use: 227 KiB on sm_90, 64 KiB of LDS on gfx942. */
+#define MLA_SMEM_MAX_SM90 232448
+#define MLA_LDS_MAX_GFX942 65536
+
+/* ---------------------------------------------------------------- launch plan */
+
+/** One entry of a config space, with the kernel behind it. */
+struct mla_flash_entry {
+	struct mla_decode_config cfg;
+	int kind;      /* enum mla_flash_kind */
+	int amd;       /* 1: gfx942 layout (wave64, Q in registers) */
+};
+
+/**
+ * The entry of the sm_90 or gfx942 space whose block_n, block_h, num_warps and num_stages match
+ * cfg (num_splits may be anything >= 0), or NULL.
+ */
+const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_config *cfg);
+
+/** Shared memory (LDS) bytes of an entry's kernel for a KV dtype. */
+size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype);
+
+/** Host-side decisions of one hip.flash launch; a function of shapes, num_cus and config only. */
+struct mla_flash_plan {
+	int32_t m_total;       /* s_q * h_q: rows of the M dimension per batch element */
+	int32_t head_blocks;   /* ceil(m_total / block_h) */
+	int32_t num_splits;    /* >= 1 */
+	size_t o_part_offset;  /* workspace: fp32 [batch][num_splits][m_total][512] */
+	size_t lse_part_offset;/* workspace: fp32 [batch][num_splits][m_total], log2 domain */
+	size_t workspace_bytes;/* 0 when num_splits == 1 */
+};
+
+/**
+ * Plan a hip.flash launch. Returns MLA_OK, MLA_EINVAL for out-of-contract args (shape fields only:
+ * pointers are not looked at), MLA_EUNSUPPORTED for a config of no known space.
+ */
+int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_args *args,
+			const struct mla_decode_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLA_HIP_FLASH_H */

@@ -1,0 +1,79 @@
+/* hip_testutil.hip - GPU-side helpers for tests/gpu (see hip_testutil.h). */
+#include "hip_compat.h"
+#include "mma.h"
+#include "hip_testutil.h"
+
+namespace {
+
+VS_DEV uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+__global__ void fill_kernel(void *dst, size_t n, int kind, uint64_t seed, float amp)
+{
+	size_t i = (size_t)vs_bid_x() * 256 + vs_tid();
+	size_t stride = (size_t)256 * 65535;
+
+	for (; i < n; i += stride) {
+		uint64_t h = mix64(seed * 0x9e3779b97f4a7c15ull + i);
+
+		if (kind == MLA_HIP_FILL_FP8) {
+			uint8_t c = (uint8_t)(h & 0xff);
+
+			((uint8_t *)dst)[i] = c == 0x80 ? 0x00 : c;
+		} else {
+			float u = (float)(h >> 40) * (1.0f / 16777216.0f); /* [0, 1) */
+
+			((uint16_t *)dst)[i] = (uint16_t)(vs_pack_bf16x2((2.f * u - 1.f) * amp, 0.f) & 0xffffu);
+		}
+	}
+}
+
+__global__ void fp8_decode_kernel(uint16_t *out)
+{
+	int t = vs_tid(); /* 64 threads, 4 codes each */
+	uint32_t w = (uint32_t)(4 * t) | ((uint32_t)(4 * t + 1) << 8) | ((uint32_t)(4 * t + 2) << 16) |
+		     ((uint32_t)(4 * t + 3) << 24);
+	uint32_t lo, hi;
+
+	mma_fp8x4_to_bf16x4(w, lo, hi);
+	out[4 * t] = (uint16_t)(lo & 0xffffu);
+	out[4 * t + 1] = (uint16_t)(lo >> 16);
+	out[4 * t + 2] = (uint16_t)(hi & 0xffffu);
+	out[4 * t + 3] = (uint16_t)(hi >> 16);
+}
+
+} /* namespace */
+
+extern "C" int mla_hip_test_fill(void *dst, size_t n, int kind, uint64_t seed, float amp, void *stream)
+{
+	size_t blocks = (n + 255) / 256;
+
+	if (n == 0)
+		return 0;
+	fill_kernel<<<dim3((unsigned)(blocks < 65535 ? blocks : 65535)), dim3(256), 0, (hipStream_t)stream>>>(
+		dst, n, kind, seed, amp);
+	HIP_CHECK(hipGetLastError());
+	return 0;
+}
+
+extern "C" int mla_hip_test_fp8_decode(uint16_t out[256])
+{
+	uint16_t *d = nullptr;
+	hipError_t e;
+
+	HIP_CHECK(hipMalloc((void **)&d, 256 * sizeof(uint16_t)));
+	fp8_decode_kernel<<<1, 64>>>(d);
+	e = hipGetLastError();
+	if (e == hipSuccess)
+		e = hipMemcpy(out, d, 256 * sizeof(uint16_t), hipMemcpyDeviceToHost);
+	(void)hipFree(d);
+	if (e != hipSuccess)
+		return vs_error(VS_EDEVICE, "fp8 decode probe failed: %s (%d)", hipGetErrorString(e), (int)e);
+	return 0;
+}

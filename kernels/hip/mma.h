@@ -1,0 +1,402 @@
+/*
+ * mma.h - matrix-core primitives of the HIP kernels, one interface per level:
+ *
+ * 1. Warp-level 16x16x16 tiles ("tile16", both platforms): C[16x16] += A[16x16] B[16x16], bf16
+ *    inputs, fp32 accumulation. NVIDIA: two mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+ *    (warp32), operands loaded with ldmatrix. gfx942: one v_mfma_f32_16x16x16_bf16
+ *    (__builtin_amdgcn_mfma_f32_16x16x16bf16_1k, wave64), operands loaded with LDS reads.
+ *    Fragment layouts (lane = lane in the warp; g = lane / 4, t = lane % 4 on NVIDIA):
+ *      NVIDIA A  x[0]: (row g,   k 2t..2t+1)   x[1]: (row g+8, k 2t..)
+ *                x[2]: (row g,   k 2t+8..)     x[3]: (row g+8, k 2t+8..)        (PTX ISA 9.7.13.5.8)
+ *      NVIDIA B  x[0]: (k 2t..2t+1, n g)  x[1]: (k 2t+8.., n g)   x[2], x[3]: the same for n g+8
+ *      NVIDIA C  x[e]: row g + 8*((e/2)%2), col 8*(e/4) + 2t + e%2              (e = 0..7)
+ *      gfx942 A  4 bf16: row lane%16, k 4*(lane/16) + i                          (i = 0..3)
+ *      gfx942 B  4 bf16: n lane%16, k 4*(lane/16) + i
+ *      gfx942 C  x[e]: row 4*(lane/16) + e, col lane%16                          (e = 0..3)
+ *    (AMD Instinct MI300 ISA, "Matrix fused multiply-add"; AMD matrix instruction calculator.)
+ *    The kernels see only: mma_load_a / mma_load_b_nk / mma_load_b_kn, mma_tile16, and the
+ *    accumulator geometry MMA_C_ELEMS, MMA_C_ROWS, mma_c_row/col/rowslot, mma_row_max/sum.
+ *
+ * 2. Warpgroup-level wgmma (NVIDIA sm_90a only, MLA_HAVE_WGMMA): m64n64k16 with A and B from
+ *    shared memory, m64n256k16 with A from registers or shared memory and B MN-major. Shared
+ *    operands use the no-swizzle ("interleave") canonical layout: 8x8 bf16 core matrices of 128
+ *    contiguous bytes (8 rows of 16 bytes); wgmma_desc(address, LBO, SBO) with, per PTX ISA
+ *    9.7.15.5.1.2: K-major: LBO = byte distance between core matrices adjacent in K, SBO = between
+ *    core matrices adjacent in M/N; MN-major: LBO = adjacent in K, SBO = adjacent in M/N.
+ *    Accumulator layout of m64nN (warp w of the warpgroup, g, t as above):
+ *      d[4j + e]: row 16w + g + 8*(e/2), col 8j + 2t + e%2
+ *    Register A of m64nNk16: a[0] (row g, k 2t..), a[1] (row g+8), a[2] (row g, k 2t+8..),
+ *    a[3] (row g+8, k 2t+8..): the accumulator of S for keys 16kk..16kk+15 converts in place.
+ *
+ * 3. fp8_e4m3_fnuz decode (both platforms): mma_fp8x4_to_bf16x4, exact (see mla_numeric.h).
+ */
+#ifndef MLA_HIP_MMA_H
+#define MLA_HIP_MMA_H
+
+#include "hip_compat.h"
+
+#if defined(VS_PLATFORM_NVIDIA)
+/* ========================================================================================= NVIDIA */
+
+#define MMA_C_ELEMS 8
+#define MMA_C_ROWS 2
+
+struct mma_frag_a {
+	uint32_t x[4];
+};
+struct mma_frag_b {
+	uint32_t x[4];
+};
+struct mma_frag_c {
+	float x[8];
+};
+
+VS_DEV int mma_c_row(int lane, int e) { return (lane >> 2) + 8 * ((e >> 1) & 1); }
+VS_DEV int mma_c_col(int lane, int e) { return 8 * (e >> 2) + 2 * (lane & 3) + (e & 1); }
+VS_DEV int mma_c_rowslot(int e) { return (e >> 1) & 1; }
+VS_DEV int mma_rowslot_row(int lane, int rs) { return (lane >> 2) + 8 * rs; }
+/* The lane that speaks for its rows (one per row group of lanes). */
+VS_DEV bool mma_row_leader(int lane) { return (lane & 3) == 0; }
+/* Reduce over the lanes that hold parts of the same rows (the 4 lanes of a quad). */
+VS_DEV float mma_row_max(float v)
+{
+	v = vs_fmaxf(v, vs_shfl_xor(v, 1));
+	return vs_fmaxf(v, vs_shfl_xor(v, 2));
+}
+VS_DEV float mma_row_sum(float v)
+{
+	v += vs_shfl_xor(v, 1);
+	return v + vs_shfl_xor(v, 2);
+}
+
+VS_DEV uint32_t vs_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+VS_DEV void ldsm_x4(uint32_t (&r)[4], const void *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(vs_smem_addr(p)));
+}
+
+VS_DEV void ldsm_x4_trans(uint32_t (&r)[4], const void *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(vs_smem_addr(p)));
+}
+
+VS_DEV void mma_m16n8k16(float *c, const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+		     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* A[r][k] = base[r * ld + k] (bf16, shared memory; rows 16-byte aligned). */
+VS_DEV void mma_load_a(mma_frag_a &a, const uint16_t *base, int ld)
+{
+	int l = vs_lane();
+
+	ldsm_x4(a.x, base + (l & 15) * ld + (l >> 4) * 8);
+}
+
+/* B[k][n] = base[n * ld + k]: rows are n (a K-cache tile for S = Q K^T). */
+VS_DEV void mma_load_b_nk(mma_frag_b &b, const uint16_t *base, int ld)
+{
+	int l = vs_lane();
+
+	ldsm_x4(b.x, base + ((l >> 4) * 8 + (l & 7)) * ld + ((l >> 3) & 1) * 8);
+}
+
+/* B[k][n] = base[k * ld + n]: rows are k (V rows for O = P V). */
+VS_DEV void mma_load_b_kn(mma_frag_b &b, const uint16_t *base, int ld)
+{
+	int l = vs_lane();
+
+	ldsm_x4_trans(b.x, base + (((l >> 3) & 1) * 8 + (l & 7)) * ld + (l >> 4) * 8);
+}
+
+VS_DEV void mma_tile16(mma_frag_c &c, const mma_frag_a &a, const mma_frag_b &b)
+{
+	mma_m16n8k16(&c.x[0], a.x, b.x[0], b.x[1]);
+	mma_m16n8k16(&c.x[4], a.x, b.x[2], b.x[3]);
+}
+
+/* Two floats -> bf16x2 (round to nearest even; lo in the low half). */
+VS_DEV uint32_t vs_pack_bf16x2(float lo, float hi)
+{
+	uint32_t r;
+
+	asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+
+/*
+ * Two fp8 fnuz codes, each in the high byte of a half word (c << 8), to bf16x2, exactly: the 7
+ * magnitude bits go to bf16 bits 4..10 (a bf16 of value code * 2^-119, subnormal for exponent 0,
+ * as fnuz is), one bf16x2 multiply by 2^119 rescales, and 0x80 becomes NaN.
+ */
+VS_DEV uint32_t mma_fnuz_pair_to_bf16x2(uint32_t u)
+{
+	uint32_t bf = ((u >> 4) & 0x07F007F0u) | (u & 0x80008000u);
+	uint32_t r;
+
+	asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(bf), "r"(0x7B007B00u));
+	return r | (__vcmpeq2(u, 0x80008000u) & 0x7FC07FC0u);
+}
+
+/* Four fp8 fnuz codes (byte i = element i) -> bf16 elements 0,1 in lo and 2,3 in hi. */
+VS_DEV void mma_fp8x4_to_bf16x4(uint32_t w, uint32_t &lo, uint32_t &hi)
+{
+	lo = mma_fnuz_pair_to_bf16x2(__byte_perm(w, 0u, 0x1404u));
+	hi = mma_fnuz_pair_to_bf16x2(__byte_perm(w, 0u, 0x3424u));
+}
+
+#if defined(MLA_HAVE_WGMMA)
+/* -------------------------------------------------------------- wgmma (sm_90a) */
+
+/* No-swizzle shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2.2). */
+VS_DEV uint64_t wgmma_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
+{
+	return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
+	       ((uint64_t)(sbo >> 4) << 32);
+}
+
+VS_DEV void wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+VS_DEV void wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+VS_DEV void wgmma_wait(void)
+{
+	asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* Make this thread's generic-proxy shared-memory writes visible to wgmma (async proxy). */
+VS_DEV void fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+/* Pin accumulators after wgmma_wait so no use is scheduled before the wait completes. */
+template <int N>
+VS_DEV void wgmma_fence_operands(float (&d)[N])
+{
+#pragma unroll
+	for (int i = 0; i < N; i++)
+		asm volatile("" : "+f"(d[i])::"memory");
+}
+
+VS_DEV void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+	asm volatile("{\n"
+		     ".reg .pred p;\n"
+		     "setp.ne.b32 p, %34, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+		     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+		     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+		     "}, %32, %33, p, 1, 1, 0, 0;\n"
+		     "}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		     : "l"(desc_a), "l"(desc_b), "r"(accumulate)
+		     : "memory");
+}
+
+VS_DEV void wgmma_m64n256k16_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc_b,
+				 int accumulate)
+{
+	asm volatile("{\n"
+		     ".reg .pred p;\n"
+		     "setp.ne.b32 p, %133, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+		     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+		     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+		     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+		     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+		     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+		     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+		     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+		     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+		     "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n"
+		     "}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+		       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+		       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+		       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+		       "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+		       "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+		       "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+		       "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+		       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+		       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate)
+		     : "memory");
+}
+
+VS_DEV void wgmma_m64n256k16_ss(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+	asm volatile("{\n"
+		     ".reg .pred p;\n"
+		     "setp.ne.b32 p, %130, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+		     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+		     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+		     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+		     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+		     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+		     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+		     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+		     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+		     "}, %128, %129, p, 1, 1, 0, 1;\n"
+		     "}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+		       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+		       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+		       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+		       "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+		       "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+		       "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+		       "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+		       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+		       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+		     : "l"(desc_a), "l"(desc_b), "r"(accumulate)
+		     : "memory");
+}
+#endif /* MLA_HAVE_WGMMA */
+
+#elif defined(VS_PLATFORM_AMD)
+/* ========================================================================================= gfx942 */
+
+#define MMA_C_ELEMS 4
+#define MMA_C_ROWS 4
+
+typedef short mma_v4s __attribute__((ext_vector_type(4)));
+typedef float mma_v4f __attribute__((ext_vector_type(4)));
+
+struct mma_frag_a {
+	mma_v4s v;
+};
+struct mma_frag_b {
+	mma_v4s v;
+};
+struct mma_frag_c {
+	mma_v4f x;
+};
+
+VS_DEV int mma_c_row(int lane, int e) { return 4 * (lane >> 4) + e; }
+VS_DEV int mma_c_col(int lane, int e) { return (void)e, lane & 15; }
+VS_DEV int mma_c_rowslot(int e) { return e; }
+VS_DEV int mma_rowslot_row(int lane, int rs) { return 4 * (lane >> 4) + rs; }
+VS_DEV bool mma_row_leader(int lane) { return (lane & 15) == 0; }
+/* Lanes sharing rows: the 16 lanes of one lane / 16 group. */
+VS_DEV float mma_row_max(float v)
+{
+	v = vs_fmaxf(v, vs_shfl_xor(v, 1));
+	v = vs_fmaxf(v, vs_shfl_xor(v, 2));
+	v = vs_fmaxf(v, vs_shfl_xor(v, 4));
+	return vs_fmaxf(v, vs_shfl_xor(v, 8));
+}
+VS_DEV float mma_row_sum(float v)
+{
+	v += vs_shfl_xor(v, 1);
+	v += vs_shfl_xor(v, 2);
+	v += vs_shfl_xor(v, 4);
+	return v + vs_shfl_xor(v, 8);
+}
+
+VS_DEV mma_v4s mma_ld8(const uint16_t *p) { return *(const mma_v4s *)p; }
+
+/* A[r][k] = base[r * ld + k] (bf16, LDS or global; 8-byte aligned). */
+VS_DEV void mma_load_a(mma_frag_a &a, const uint16_t *base, int ld)
+{
+	int l = vs_lane();
+
+	a.v = mma_ld8(base + (l & 15) * ld + 4 * (l >> 4));
+}
+
+/* B[k][n] = base[n * ld + k]. */
+VS_DEV void mma_load_b_nk(mma_frag_b &b, const uint16_t *base, int ld)
+{
+	int l = vs_lane();
+
+	b.v = mma_ld8(base + (l & 15) * ld + 4 * (l >> 4));
+}
+
+/* B[k][n] = base[k * ld + n]. */
+VS_DEV void mma_load_b_kn(mma_frag_b &b, const uint16_t *base, int ld)
+{
+	int l = vs_lane();
+	const uint16_t *p = base + 4 * (l >> 4) * ld + (l & 15);
+
+	b.v = mma_v4s{ (short)p[0], (short)p[ld], (short)p[2 * ld], (short)p[3 * ld] };
+}
+
+VS_DEV void mma_tile16(mma_frag_c &c, const mma_frag_a &a, const mma_frag_b &b)
+{
+	c.x = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a.v, b.v, c.x, 0, 0, 0);
+}
+
+/* Float -> bf16 bits, round to nearest even (gfx942 has no packed bf16 convert). */
+VS_DEV uint32_t vs_bf16_rne(float f)
+{
+	uint32_t u = __builtin_bit_cast(uint32_t, f);
+
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (u >> 16) | 0x40u;
+	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+VS_DEV uint32_t vs_pack_bf16x2(float lo, float hi) { return vs_bf16_rne(lo) | (vs_bf16_rne(hi) << 16); }
+
+/*
+ * Four fp8 fnuz codes -> four bf16, exactly: gfx942's v_cvt_pk_f32_fp8 decodes the FNUZ format
+ * (bias 8, NaN 0x80); the results have at most 4 significant bits, so their top half is the bf16.
+ */
+VS_DEV void mma_fp8x4_to_bf16x4(uint32_t w, uint32_t &lo, uint32_t &hi)
+{
+	auto f01 = __builtin_amdgcn_cvt_pk_f32_fp8((int)w, false);
+	auto f23 = __builtin_amdgcn_cvt_pk_f32_fp8((int)w, true);
+
+	lo = (__builtin_bit_cast(uint32_t, f01[0]) >> 16) |
+	     (__builtin_bit_cast(uint32_t, f01[1]) & 0xFFFF0000u);
+	hi = (__builtin_bit_cast(uint32_t, f23[0]) >> 16) |
+	     (__builtin_bit_cast(uint32_t, f23[1]) & 0xFFFF0000u);
+}
+
+/* B[k][n] = decode(base[n * ld + k]), fp8 codes in LDS (ld in bytes, 4-byte aligned rows). */
+VS_DEV void mma_load_b_nk_fp8(mma_frag_b &b, const uint8_t *base, int ld)
+{
+	int l = vs_lane();
+	uint32_t w = *(const uint32_t *)(base + (l & 15) * ld + 4 * (l >> 4));
+	uint32_t lo, hi;
+
+	mma_fp8x4_to_bf16x4(w, lo, hi);
+	b.v = mma_v4s{ (short)(lo & 0xffffu), (short)(lo >> 16), (short)(hi & 0xffffu), (short)(hi >> 16) };
+}
+
+/* B[k][n] = decode(base[k * ld + n]). */
+VS_DEV void mma_load_b_kn_fp8(mma_frag_b &b, const uint8_t *base, int ld)
+{
+	int l = vs_lane();
+	const uint8_t *p = base + 4 * (l >> 4) * ld + (l & 15);
+	uint32_t w = (uint32_t)p[0] | ((uint32_t)p[ld] << 8) | ((uint32_t)p[2 * ld] << 16) |
+		     ((uint32_t)p[3 * ld] << 24);
+	uint32_t lo, hi;
+
+	mma_fp8x4_to_bf16x4(w, lo, hi);
+	b.v = mma_v4s{ (short)(lo & 0xffffu), (short)(lo >> 16), (short)(hi & 0xffffu), (short)(hi >> 16) };
+}
+
+#endif /* platform */
+
+#endif /* MLA_HIP_MMA_H */

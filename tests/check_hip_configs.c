@@ -1,0 +1,274 @@
+/*
+ * check_hip_configs.c - the CPU-side contract of hip.baseline and hip.flash (kernels/hip): config
+ * spaces per arch (non-empty, unique canonical names, shared memory within the arch's limit by
+ * hip_impls.c's formula: 64 KiB of LDS on gfx942, 227 KiB on sm_90), unknown arches refused,
+ * workspace monotone in the split count, the flash plan, the exactness of the fp8 fnuz -> bf16 bit
+ * trick the NVIDIA kernels use, and launch without a GPU build (MLA_ENODEVICE).
+ */
+#include "testutil.h"
+
+#include "mla_decode.h"
+#include "mla_numeric.h"
+#include "hip/hip_flash.h"
+#include "hip/hip_impls.h"
+#include "vs_build_info.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CAP 64
+
+static const char *const arches[] = { "sm_90", "gfx942" };
+static const char *const impl_names[] = { "hip.baseline", "hip.flash" };
+
+/* A small decode shape for plans and workspace sizes. */
+static struct mla_decode_args shape(int batch, int h_q, int s_q, int seqlen)
+{
+	struct mla_decode_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.batch = batch;
+	a.s_q = s_q;
+	a.h_q = h_q;
+	a.page_size = 64;
+	a.max_pages = (seqlen + 63) / 64;
+	a.num_pages = a.max_pages * batch;
+	a.kv_dtype = MLA_KV_BF16;
+	a.softmax_scale = 0.1352f;
+	a.kv_scale = 1.f;
+	a.num_cus = 132;
+	return a;
+}
+
+START_TEST(config_space_is_nonempty_with_unique_canonical_names)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find(impl_names[_i / 2]);
+	const char *arch = arches[_i % 2];
+	struct mla_decode_config cfg[CAP];
+	int n;
+
+	ck_assert_ptr_nonnull(impl);
+	n = impl->configs(arch, cfg, CAP);
+	ck_assert_msg(n >= 1 && n <= CAP, "%s on %s: %d configs", impl->name, arch, n);
+	for (int i = 0; i < n; i++) {
+		struct mla_decode_config c = cfg[i];
+
+		mla_decode_config_name(&c);
+		ck_assert_msg(!strcmp(c.name, cfg[i].name), "%s on %s: config %d named '%s', canonical '%s'",
+			      impl->name, arch, i, cfg[i].name, c.name);
+		for (int j = 0; j < i; j++)
+			ck_assert_msg(strcmp(cfg[i].name, cfg[j].name), "%s on %s: '%s' twice", impl->name, arch,
+				      cfg[i].name);
+	}
+}
+END_TEST
+
+START_TEST(configs_respect_cap)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+	struct mla_decode_config cfg[2];
+	int n;
+
+	memset(cfg, 0x5a, sizeof(cfg));
+	n = impl->configs(arches[_i], cfg, 1);
+	ck_assert_int_gt(n, 1);
+	ck_assert_int_eq(((unsigned char *)&cfg[1])[0], 0x5a); /* nothing written past cap */
+}
+END_TEST
+
+START_TEST(unknown_arch_is_unsupported)
+{
+	static const char *const unknown[] = { "sm_80", "sm_100", "gfx90a", "gfx950", "x86_64", "", "sm_9" };
+	struct mla_decode_config cfg[CAP];
+
+	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+		for (int k = 0; k < 2; k++) {
+			const struct mla_decode_impl *impl = mla_decode_impl_find(impl_names[k]);
+
+			ck_assert_msg(impl->configs(unknown[i], cfg, CAP) == MLA_EUNSUPPORTED, "%s on '%s': %d",
+				      impl->name, unknown[i], impl->configs(unknown[i], cfg, CAP));
+		}
+}
+END_TEST
+
+START_TEST(gfx942_configs_fit_lds_and_differ_from_sm90)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+	struct mla_decode_config g[CAP], s[CAP];
+	int ng = impl->configs("gfx942", g, CAP), ns = impl->configs("sm_90", s, CAP);
+
+	for (int i = 0; i < ng; i++) {
+		const struct mla_flash_entry *e = mla_flash_entry_find(&g[i]);
+
+		ck_assert_ptr_nonnull(e);
+		ck_assert_int_eq(e->amd, 1);
+		for (int dt = MLA_KV_BF16; dt <= MLA_KV_FP8_E4M3_FNUZ; dt++)
+			ck_assert_msg(mla_flash_smem_bytes(e, dt) <= MLA_LDS_MAX_GFX942, "gfx942 %s (%s): %zu bytes of LDS",
+				      g[i].name, mla_kv_dtype_name(dt), mla_flash_smem_bytes(e, dt));
+		/* wave64: each 16-row group of BLOCK_H has whole waves, and 16 keys per wave for S */
+		ck_assert_int_eq(g[i].block_h % 16, 0);
+		ck_assert_int_eq(g[i].num_warps % (g[i].block_h / 16), 0);
+		ck_assert_int_ge(g[i].block_n / MLA_FLASH_CG(g[i].block_h, g[i].num_warps), 16);
+		for (int j = 0; j < ns; j++)
+			ck_assert_msg(strcmp(g[i].name, s[j].name), "gfx942 and sm_90 share '%s'", g[i].name);
+	}
+	for (int j = 0; j < ns; j++) {
+		const struct mla_flash_entry *e = mla_flash_entry_find(&s[j]);
+
+		ck_assert_ptr_nonnull(e);
+		ck_assert_int_eq(e->amd, 0);
+		for (int dt = MLA_KV_BF16; dt <= MLA_KV_FP8_E4M3_FNUZ; dt++)
+			ck_assert_msg(mla_flash_smem_bytes(e, dt) <= MLA_SMEM_MAX_SM90, "sm_90 %s: %zu bytes",
+				      s[j].name, mla_flash_smem_bytes(e, dt));
+	}
+	/* The example from DESIGN.md: one 64-row bf16 tile of 576 alone is 72 KiB. */
+	ck_assert_int_gt(64 * 576 * 2, MLA_LDS_MAX_GFX942);
+}
+END_TEST
+
+START_TEST(workspace_is_monotone_in_splits)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+	const char *arch = arches[_i];
+	struct mla_decode_config cfg[CAP];
+	int n = impl->configs(arch, cfg, CAP);
+	struct mla_decode_args a = shape(3, 20, 2, 1000);
+
+	for (int i = 0; i < n; i++) {
+		size_t prev = 0;
+
+		for (int sp = 1; sp <= 200; sp++) {
+			struct mla_decode_config c = cfg[i];
+			size_t ws;
+
+			c.num_splits = sp;
+			ws = impl->workspace_size(&a, &c);
+			if (sp == 1)
+				ck_assert_msg(ws == 0, "%s: one split needs no workspace (%zu)", c.name, ws);
+			ck_assert_msg(ws >= prev, "%s: workspace %zu at %d splits < %zu at %d", c.name, ws, sp, prev,
+				      sp - 1);
+			/* at least the partial O and lse of every (batch, split, row) */
+			if (sp > 1)
+				ck_assert_uint_ge(ws, (size_t)3 * sp * 40 * (512 + 1) * 4);
+			prev = ws;
+		}
+	}
+}
+END_TEST
+
+START_TEST(flash_plan_picks_splits_from_shapes)
+{
+	struct mla_decode_config c = { "", 64, 16, 0, 4, 2 };
+	struct mla_flash_plan p;
+	struct mla_decode_args small = shape(1, 16, 1, 32768), big = shape(128, 16, 1, 32768);
+
+	/* one sequence, one head block: split across the machine */
+	ck_assert_int_eq(mla_flash_plan_make(&p, &small, &c), MLA_OK);
+	ck_assert_int_eq(p.m_total, 16);
+	ck_assert_int_eq(p.head_blocks, 1);
+	ck_assert_int_gt(p.num_splits, 32);
+	ck_assert_int_le(p.num_splits, 128);
+	ck_assert_uint_gt(p.workspace_bytes, 0);
+	/* 128 blocks already fill 132 SMs: no split */
+	ck_assert_int_eq(mla_flash_plan_make(&p, &big, &c), MLA_OK);
+	ck_assert_int_eq(p.num_splits, 1);
+	ck_assert_uint_eq(p.workspace_bytes, 0);
+	/* short sequences never get more auto splits than KV tiles */
+	small.max_pages = 1;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &small, &c), MLA_OK);
+	ck_assert_int_eq(p.num_splits, 1);
+	/* s_q x h_q rows, h_q not a multiple of BLOCK_H */
+	big = shape(2, 20, 2, 100);
+	ck_assert_int_eq(mla_flash_plan_make(&p, &big, &c), MLA_OK);
+	ck_assert_int_eq(p.m_total, 40);
+	ck_assert_int_eq(p.head_blocks, 3);
+	/* explicit splits are kept, even past the KV blocks */
+	c.num_splits = 64;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &big, &c), MLA_OK);
+	ck_assert_int_eq(p.num_splits, 64);
+	/* bad shapes and unknown configs */
+	big.h_q = 0;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &big, &c), MLA_EINVAL);
+	big.h_q = 20;
+	c.block_n = 48;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &big, &c), MLA_EUNSUPPORTED);
+}
+END_TEST
+
+/*
+ * The NVIDIA flash kernels decode fp8 fnuz codes as bf16 bits ((c & 0x7f) << 4 | sign << 15), a
+ * bf16 of value code * 2^-119 (subnormal where fnuz is), times 2^119, and 0x80 as NaN: exact for
+ * all 256 codes. Here the same arithmetic in float (x86 keeps subnormals).
+ */
+START_TEST(fp8_bit_trick_is_exact_on_all_codes)
+{
+	for (int c = 0; c < 256; c++) {
+		uint16_t bits = (uint16_t)(((c & 0x7f) << 4) | ((c & 0x80) << 8));
+		float v = mla_bf16_to_float(bits) * 0x1p119f;
+		uint16_t got = c == 0x80 ? 0x7fc0 : (uint16_t)(mla_float_to_bits(v) >> 16);
+		float want = mla_fp8_e4m3_fnuz_to_float((uint8_t)c);
+
+		ck_assert_msg((mla_float_to_bits(v) & 0xffffu) == 0, "code 0x%02x: not exact in bf16", c);
+		if (isnan(want))
+			ck_assert_msg(isnan(mla_bf16_to_float(got)), "code 0x%02x: want NaN", c);
+		else
+			ck_assert_msg(mla_bf16_to_float(got) == want, "code 0x%02x: got %g, want %g", c,
+				      mla_bf16_to_float(got), want);
+	}
+}
+END_TEST
+
+START_TEST(launch_without_gpu_build_or_with_bad_args)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find(impl_names[_i]);
+	struct mla_decode_config cfg[CAP];
+	struct mla_decode_args a = shape(1, 16, 1, 64);
+	int n = impl->configs("sm_90", cfg, CAP);
+	int rc;
+
+	ck_assert_int_ge(n, 1);
+	rc = impl->launch(&a, &cfg[0]); /* no pointers at all */
+	if (!strcmp(VS_GPU_BUILD, "OFF"))
+		ck_assert_msg(rc == MLA_ENODEVICE, "%s: launch in a CPU-only build returned %d", impl->name, rc);
+	else
+		ck_assert_msg(rc == MLA_EINVAL || rc == MLA_EUNSUPPORTED, "%s: launch without buffers returned %d",
+			      impl->name, rc);
+	ck_assert_str_eq(impl->backend, "hip");
+}
+END_TEST
+
+static Suite *hip_configs_suite(void)
+{
+	Suite *s = suite_create("hip_configs");
+	TCase *tc = tcase_create("configs");
+
+	tcase_add_loop_test(tc, config_space_is_nonempty_with_unique_canonical_names, 0, 4);
+	tcase_add_loop_test(tc, configs_respect_cap, 0, 2);
+	tcase_add_test(tc, unknown_arch_is_unsupported);
+	tcase_add_test(tc, gfx942_configs_fit_lds_and_differ_from_sm90);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("plan");
+	tcase_add_loop_test(tc, workspace_is_monotone_in_splits, 0, 2);
+	tcase_add_test(tc, flash_plan_picks_splits_from_shapes);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("numerics_and_launch");
+	tcase_add_test(tc, fp8_bit_trick_is_exact_on_all_codes);
+	tcase_add_loop_test(tc, launch_without_gpu_build_or_with_bad_args, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(hip_configs_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,145 @@
+#!/bin/bash
+# gfx942_gate.sh BUILD_DIR - the gfx942 (MI300X) build gate of the HIP kernels, for machines
+# without ROCm or a GPU (CI): clang-19 with Debian's HIP 5.2 headers.
+#
+# Each kernels/hip/*.hip source is compiled device-only for gfx942, assembled, and linked into a
+# code object with ld.lld-19 --no-undefined (a device-library call such as expf, or a HIP header
+# helper such as threadIdx that needs __ockl_*, is fatal: no device library is linked). The kernel
+# metadata of the code objects gives every kernel's registers, LDS, scratch and spills, written to
+# BUILD_DIR/gfx942/resources.json for every kernel and every config of the gfx942 config spaces
+# (kernels/hip/hip_flash.h). Fails (exit 1) on a compile or link error, an undefined symbol, a
+# config without its kernel, any VGPR/SGPR spill or scratch use, LDS (static + dynamic) over 65536
+# bytes, or LDS that differs from hip_impls.c's formula. Exits 77 (skip) without clang++-19,
+# ld.lld-19, llvm-readelf-19, llvm-cxxfilt-19 or /usr/include/hip.
+#
+# Env: CLANGXX (default clang++-19), CC (host C compiler for the config lister, default cc).
+set -u
+die() { echo "gfx942_gate: $*" >&2; exit 1; }
+
+[ $# -eq 1 ] || { echo "usage: gfx942_gate.sh BUILD_DIR" >&2; exit 2; }
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=$1/gfx942
+CXX=${CLANGXX:-clang++-19}
+HOSTCC=${CC:-cc}
+for tool in "$CXX" ld.lld-19 llvm-readelf-19 llvm-cxxfilt-19 "$HOSTCC"; do
+	command -v "$tool" >/dev/null 2>&1 || { echo "gfx942_gate: '$tool' not found: skipped"; exit 77; }
+done
+[ -d /usr/include/hip ] || { echo "gfx942_gate: /usr/include/hip not found (libamdhip64-dev): skipped"; exit 77; }
+
+rm -rf "$OUT" && mkdir -p "$OUT" || die "cannot create '$OUT'"
+RES=$("$CXX" -print-resource-dir) || die "'$CXX -print-resource-dir' failed"
+COMPILER=$("$CXX" --version | head -1)
+# Debian's HIP headers come from /usr/include (clang's default search path): no -isystem /usr/include,
+# which would break libstdc++'s #include_next.
+CFLAGS=(-x hip --offload-arch=gfx942 --cuda-device-only -nogpulib -nogpuinc -D__HIP_PLATFORM_AMD__
+	-isystem "$RES" -std=c++17 -O3 -Wall -Wextra -I"$SRC/kernels" -I"$SRC/kernels/hip" -I"$SRC/harness")
+
+# 1. Compile, assemble, link every source; collect the kernel metadata.
+: >"$OUT/kernels.tsv"
+for src in "$SRC"/kernels/hip/*.hip; do
+	name=$(basename "$src" .hip)
+	"$CXX" "${CFLAGS[@]}" -S "$src" -o "$OUT/$name.s" 2>"$OUT/$name.log" ||
+		{ cat "$OUT/$name.log" >&2; die "compiling '$src' for gfx942 failed"; }
+	"$CXX" --target=amdgcn-amd-amdhsa -mcpu=gfx942 -c "$OUT/$name.s" -o "$OUT/$name.o" 2>>"$OUT/$name.log" ||
+		{ cat "$OUT/$name.log" >&2; die "assembling '$name.s' failed"; }
+	ld.lld-19 -shared --no-undefined "$OUT/$name.o" -o "$OUT/$name.co" 2>>"$OUT/$name.log" ||
+		{ cat "$OUT/$name.log" >&2; die "linking '$name' failed (undefined symbol: a device-library call?)"; }
+	llvm-readelf-19 --notes "$OUT/$name.co" >"$OUT/$name.notes" || die "reading the notes of '$name.co' failed"
+	# One line per kernel: symbol vgpr agpr sgpr lds scratch vgpr_spill sgpr_spill
+	awk -v src="$name" '
+		function flush() { if (sym != "") print src, sym, v, a, s, lds, scr, vs, ss; sym = "" }
+		/^amdhsa\.target/ { flush() }
+		/^  - \./ { flush(); v = a = s = lds = scr = vs = ss = 0 }
+		/^(  - |    )\.[a-z_]+:/ {
+			key = $0; sub(/^ *(- )?\./, "", key); val = key; sub(/:.*/, "", key); sub(/^[a-z_]+: */, "", val)
+			if (key == "name") sym = val
+			else if (key == "vgpr_count") v = val
+			else if (key == "agpr_count") a = val
+			else if (key == "sgpr_count") s = val
+			else if (key == "group_segment_fixed_size") lds = val
+			else if (key == "private_segment_fixed_size") scr = val
+			else if (key == "vgpr_spill_count") vs = val
+			else if (key == "sgpr_spill_count") ss = val
+		}
+		END { flush() }' "$OUT/$name.notes" >>"$OUT/kernels.tsv"
+done
+[ -s "$OUT/kernels.tsv" ] || die "no kernels found in the code objects"
+
+# 2. The gfx942 config spaces, from hip_impls.c itself.
+"$HOSTCC" -std=c11 -O1 -o "$OUT/gfx942_configs" "$SRC/tools/gpu/gfx942_configs.c" "$SRC/kernels/hip/hip_impls.c" \
+	2>"$OUT/configs.log" || { cat "$OUT/configs.log" >&2; die "building the config lister failed"; }
+"$OUT/gfx942_configs" >"$OUT/configs.txt" || die "listing the gfx942 configs failed"
+
+# 3. Map kernels to configs (demangled template arguments), check, write resources.json.
+status=0
+entries=()
+emit() { # impl config dtype symbol demangled vgpr agpr sgpr lds scratch vspill sspill
+	entries+=("    {\"impl\":\"$1\",\"config\":\"$2\",\"kv_dtype\":\"$3\",\"symbol\":\"$4\",\"kernel\":\"$5\",\"vgpr\":$6,\"agpr\":$7,\"sgpr\":$8,\"lds_static\":$9,\"lds_dynamic\":0,\"scratch\":${10},\"vgpr_spill\":${11},\"sgpr_spill\":${12}}")
+}
+check() { # what lds scratch vspill sspill [formula]
+	local what=$1 lds=$2 scr=$3 vs=$4 ss=$5 formula=${6:-}
+	if [ "$vs" != 0 ] || [ "$ss" != 0 ]; then echo "gfx942_gate: $what spills ($vs VGPR, $ss SGPR)" >&2; status=1; fi
+	if [ "$scr" != 0 ]; then echo "gfx942_gate: $what uses $scr bytes of scratch" >&2; status=1; fi
+	if [ "$lds" -gt 65536 ]; then echo "gfx942_gate: $what uses $lds bytes of LDS > 65536" >&2; status=1; fi
+	if [ -n "$formula" ] && [ "$formula" != "$lds" ]; then
+		echo "gfx942_gate: $what uses $lds bytes of LDS, hip_impls.c's formula says $formula" >&2; status=1
+	fi
+}
+# find_kernel REGEX -> "symbol demangled v a s lds scr vs ss" of the first kernel whose demangled name matches
+find_kernel() {
+	while read -r src sym v a s lds scr vs ss; do
+		dm=$(llvm-cxxfilt-19 "$sym" | sed 's/(anonymous namespace):://g; s/^void //')
+		if printf '%s\n' "$dm" | grep -Eq "$1"; then
+			echo "$sym|${dm%%(*}|$v|$a|$s|$lds|$scr|$vs|$ss"
+			return 0
+		fi
+	done <"$OUT/kernels.tsv"
+	return 1
+}
+used=" "
+while read -r impl cfg bn bh sp nw st lds_bf16 lds_fp8; do
+	if [ "$impl" = hip.baseline ]; then
+		list=("false|bf16|^mla_baseline<$nw, false>" "true|fp8_e4m3_fnuz|^mla_baseline<$nw, true>")
+	else
+		list=("false|bf16|^mla_flash_warp<$bn, $bh, $nw, $st, false>" "true|fp8_e4m3_fnuz|^mla_flash_warp<$bn, $bh, $nw, $st, true>"
+		      "-|any|^mla_flash_combine\\(")
+	fi
+	for item in "${list[@]}"; do
+		IFS='|' read -r fp8 dtype re <<<"$item"
+		k=$(find_kernel "$re") || { echo "gfx942_gate: $impl $cfg: no kernel matching '$re'" >&2; status=1; continue; }
+		IFS='|' read -r sym dm v a s lds scr vs ss <<<"$k"
+		formula=""
+		[ "$fp8" = false ] && [ "$impl" = hip.flash ] && formula=$lds_bf16
+		[ "$fp8" = true ] && [ "$impl" = hip.flash ] && formula=$lds_fp8
+		check "$impl $cfg ($dm)" "$lds" "$scr" "$vs" "$ss" "$formula"
+		emit "$impl" "$cfg" "$dtype" "$sym" "$dm" "$v" "$a" "$s" "$lds" "$scr" "$vs" "$ss"
+		used="$used$sym "
+	done
+done <"$OUT/configs.txt"
+# Kernels no config uses (test helpers): checked and listed too.
+while read -r src sym v a s lds scr vs ss; do
+	case "$used" in *" $sym "*) continue ;; esac
+	dm=$(llvm-cxxfilt-19 "$sym" | sed 's/(anonymous namespace):://g; s/^void //')
+	check "$src: ${dm%%(*}" "$lds" "$scr" "$vs" "$ss"
+	emit "$src" "-" "-" "$sym" "${dm%%(*}" "$v" "$a" "$s" "$lds" "$scr" "$vs" "$ss"
+done <"$OUT/kernels.tsv"
+
+{
+	echo "{\"target\":\"gfx942\",\"compiler\":\"$COMPILER\",\"kernels\":["
+	for i in "${!entries[@]}"; do
+		[ "$i" -gt 0 ] && echo ","
+		printf '%s' "${entries[$i]}"
+	done
+	echo
+	echo "]}"
+} >"$OUT/resources.json.tmp" && mv "$OUT/resources.json.tmp" "$OUT/resources.json" || die "cannot write resources.json"
+
+printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' impl config kv_dtype vgpr agpr sgpr lds scratch spill
+while read -r impl cfg dtype v a s lds scr vs; do
+	printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' "$impl" "$cfg" "$dtype" "$v" "$a" "$s" "$lds" "$scr" "$vs"
+done < <(sed -n 's/.*"impl":"\([^"]*\)","config":"\([^"]*\)","kv_dtype":"\([^"]*\)".*"vgpr":\([0-9]*\),"agpr":\([0-9]*\),"sgpr":\([0-9]*\),"lds_static":\([0-9]*\),"lds_dynamic":0,"scratch":\([0-9]*\),"vgpr_spill":\([0-9]*\).*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$OUT/resources.json")
+if [ $status -ne 0 ]; then
+	echo "gfx942_gate: FAILED (see above); resources in $OUT/resources.json" >&2
+	exit 1
+fi
+echo "gfx942_gate: ok: ${#entries[@]} kernel entries in $OUT/resources.json"
