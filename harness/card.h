@@ -39,6 +39,13 @@ struct card_validation {
 	char *artifact;        /* repo-relative eval dir or "" */
 };
 
+/** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
+struct card_loc {
+	char *key;           /* dotted path, "match.gens" */
+	size_t offset;       /* byte offset in card.text */
+	int line, col;       /* 1-based, characters, BOM excluded */
+};
+
 struct card {
 	char *path;          /* as given */
 	char *text;          /* whole file as read */
@@ -66,6 +73,9 @@ struct card {
 
 	struct card_unknown *unknown;
 	int unknown_count;
+
+	struct card_loc *locs; /* every key present in the front matter, in file order */
+	int loc_count;
 };
 
 /**
@@ -85,6 +95,12 @@ int card_parse(struct card *c, const char *path, const char *text, size_t len);
  * Reports every problem (one line each) and returns VS_ESCHEMA if there was any, else 0.
  */
 int card_lint(const struct card *c);
+
+/**
+ * Line and column of the value of key (dotted path) as loaded; 0, or VS_ENOTFOUND (not printed)
+ * when the key is not in the card. *line and *col are set only on success.
+ */
+int card_locate(const struct card *c, const char *key, int *line, int *col);
 
 /** Free everything c owns; c may be zeroed or partly filled. */
 void card_release(struct card *c);
