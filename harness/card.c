@@ -402,9 +402,13 @@ static int doc_check_node_props(struct doc *d, const yaml_event_t *ev, size_t at
 	if (anchor)
 		return doc_err(d, VS_EPARSE, at, key, "anchors ('&%s') are not supported in cards",
 			       (const char *)anchor);
-	if (tag)
-		return doc_err(d, VS_EPARSE, at, key, "tags ('%s') are not supported in cards",
-			       (const char *)tag);
+	if (tag) {
+		const char *t = (const char *)tag, *std = "tag:yaml.org,2002:";
+		int is_std = !strncmp(t, std, strlen(std));
+
+		return doc_err(d, VS_EPARSE, at, key, "tags ('%s%s') are not supported in cards",
+			       is_std ? "!!" : "", is_std ? t + strlen(std) : t);
+	}
 	return 0;
 }
 
@@ -442,8 +446,8 @@ static int doc_build_children(struct doc *d, struct ynode *n, const char *key, i
 			continue;
 		}
 		if (sub.type != YAML_SCALAR_EVENT)
-			err = doc_err(d, VS_EPARSE, doc_mark(d, &sub.start_mark), key,
-				      "mapping keys must be plain strings");
+			err = doc_err(d, VS_EPARSE, doc_mark(d, &sub.start_mark),
+				      *key ? key : "front matter", "mapping keys must be plain strings");
 		else
 			err = doc_build(d, &sub, key, depth + 1, &k);
 		if (err)
@@ -1970,7 +1974,8 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 		goto done;
 	if (d.root->style == 1) {
 		err = doc_err(&d, VS_ESCHEMA, d.root->b, "front matter",
-			      "is one flow mapping {...}: write it as key: value lines to record");
+			      "the front matter is one flow mapping {...}; write it as key: value "
+			      "lines to record into it");
 		goto done;
 	}
 	vn = map_find(d.root, "validation", NULL);
