@@ -1585,7 +1585,7 @@ static int expect_tensor(void **data, const struct st_file *f, const char *name,
 static int load_set(struct task_data *t, const struct manifest *m, int k, char **bufs,
 		    size_t *lens, const char *dir)
 {
-	const struct task_spec *s = &m->spec;
+	const struct task_spec *s = &t->spec; /* m->spec has moved there */
 	struct task_set *ts = &t->sets[k];
 	struct shapes sh;
 	struct st_file in = { 0 }, ref = { 0 };
