@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -545,6 +546,134 @@ static inline float q_value(uint64_t seed, uint64_t e)
 	return (float)(x < -1.0 ? -1.0 : x > 1.0 ? 1.0 : x);
 }
 
+/*
+ * A parallel for over [0, n): worker w of nth runs fn on [n*w/nth, n*(w+1)/nth). Every element is
+ * computed from its own counter, so the result does not depend on the thread count.
+ */
+struct par_job {
+	void (*fn)(void *ctx, size_t lo, size_t hi, int worker);
+	void *ctx;
+	size_t n;
+	int nth, worker;
+};
+
+static void *par_run(void *arg)
+{
+	struct par_job *j = arg;
+
+	j->fn(j->ctx, j->n * (size_t)j->worker / (size_t)j->nth,
+	      j->n * (size_t)(j->worker + 1) / (size_t)j->nth, j->worker);
+	return NULL;
+}
+
+/* Threads for generation: the online CPUs (at most GEN_MAX_THREADS), one for small work. */
+#define GEN_MAX_THREADS 64
+
+static int gen_threads(size_t work)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (work < ((size_t)1 << 20) || n < 2)
+		return 1;
+	return n > GEN_MAX_THREADS ? GEN_MAX_THREADS : (int)n;
+}
+
+static void par_for(size_t n, int nth, void (*fn)(void *, size_t, size_t, int), void *ctx)
+{
+	struct par_job jobs[GEN_MAX_THREADS];
+	pthread_t tid[GEN_MAX_THREADS];
+	int started[GEN_MAX_THREADS] = { 0 };
+
+	if (nth < 1)
+		nth = 1;
+	if (nth > GEN_MAX_THREADS)
+		nth = GEN_MAX_THREADS;
+	for (int w = 0; w < nth; w++)
+		jobs[w] = (struct par_job){ fn, ctx, n, nth, w };
+	for (int w = 1; w < nth; w++)
+		started[w] = pthread_create(&tid[w], NULL, par_run, &jobs[w]) == 0;
+	par_run(&jobs[0]);
+	for (int w = 1; w < nth; w++) {
+		if (started[w])
+			pthread_join(tid[w], NULL);
+		else
+			par_run(&jobs[w]); /* no thread: run it here */
+	}
+}
+
+/* The largest and next largest |value| of the visible cache elements, first index on ties. */
+struct top2 {
+	float best, second;
+	int64_t best_at, second_at;
+};
+
+struct amax_ctx {
+	const struct task_spec *s;
+	const struct set_plan *p;
+	struct top2 part[GEN_MAX_THREADS];
+};
+
+static void top2_add(struct top2 *t, float a, int64_t at)
+{
+	if (a > t->best || (a == t->best && at < t->best_at)) {
+		t->second = t->best;
+		t->second_at = t->best_at;
+		t->best = a;
+		t->best_at = at;
+	} else if (at != t->best_at &&
+		   (a > t->second || (a == t->second && (t->second_at < 0 || at < t->second_at)))) {
+		t->second = a;
+		t->second_at = at;
+	}
+}
+
+static void amax_pages(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct amax_ctx *c = arg;
+	struct top2 *t = &c->part[worker];
+
+	*t = (struct top2){ -1.0f, -1.0f, -1, -1 };
+	for (size_t pg = lo; pg < hi; pg++) {
+		uint64_t e0 = (uint64_t)pg * c->s->page_size * MLA_D_QK;
+		uint64_t n = (uint64_t)c->p->valid[pg] * MLA_D_QK;
+
+		for (uint64_t e = e0; e < e0 + n; e++)
+			top2_add(t, fabsf(kv_value(c->p->seed, e)), (int64_t)e);
+	}
+}
+
+/*
+ * fp8: amax over the visible elements, the element set to +amax (the first of largest |value|)
+ * and the one set to -amax (the first of largest |value| among the others); kv_scale = amax / 240.
+ * Per-worker top two, merged: the same answer for any thread count.
+ */
+static int fp8_extremes(struct set_plan *p, const struct task_spec *s)
+{
+	struct amax_ctx *c = calloc(1, sizeof(*c));
+	struct top2 all = { -1.0f, -1.0f, -1, -1 };
+	int nth = gen_threads((size_t)s->num_pages * s->page_size * MLA_D_QK);
+
+	if (!c)
+		return vs_error(VS_ENOMEM, "out of memory generating task '%s'", s->name);
+	c->s = s;
+	c->p = p;
+	par_for((size_t)s->num_pages, nth, amax_pages, c);
+	for (int w = 0; w < nth; w++) {
+		if (c->part[w].best_at >= 0)
+			top2_add(&all, c->part[w].best, c->part[w].best_at);
+		if (c->part[w].second_at >= 0)
+			top2_add(&all, c->part[w].second, c->part[w].second_at);
+	}
+	free(c);
+	p->fp8_pos = all.best_at;
+	p->fp8_neg = all.second_at;
+	if (all.best > 0) {
+		p->amax = all.best;
+		p->kv_scale = all.best / 240.0f;
+	}
+	return 0;
+}
+
 static int set_plan_build(struct set_plan *p, const struct task_spec *s, int k)
 {
 	uint32_t *perm = NULL;
@@ -591,33 +720,8 @@ static int set_plan_build(struct set_plan *p, const struct task_spec *s, int k)
 			}
 		}
 	}
-	if (s->kv_dtype == MLA_KV_FP8_E4M3_FNUZ) {
-		/* pass 1: amax, its element, and the next largest magnitude's element */
-		float best = -1.0f, second = -1.0f;
-
-		for (int32_t pg = 0; pg < s->num_pages; pg++) {
-			uint64_t e0 = (uint64_t)pg * s->page_size * MLA_D_QK;
-			uint64_t n = (uint64_t)p->valid[pg] * MLA_D_QK;
-
-			for (uint64_t e = e0; e < e0 + n; e++) {
-				float a = fabsf(kv_value(p->seed, e));
-
-				if (a > best) {
-					second = best;
-					p->fp8_neg = p->fp8_pos;
-					best = a;
-					p->fp8_pos = (int64_t)e;
-				} else if (a > second) {
-					second = a;
-					p->fp8_neg = (int64_t)e;
-				}
-			}
-		}
-		if (best > 0) {
-			p->amax = best;
-			p->kv_scale = best / 240.0f;
-		}
-	}
+	if (s->kv_dtype == MLA_KV_FP8_E4M3_FNUZ)
+		err = fp8_extremes(p, s);
 done:
 	free(perm);
 	if (err)
@@ -625,42 +729,69 @@ done:
 	return err;
 }
 
+struct fill_ctx {
+	const struct task_spec *s;
+	const struct set_plan *p;
+	void *dst;
+};
+
+static void fill_q_range(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct fill_ctx *c = arg;
+	uint16_t *q = c->dst;
+
+	(void)worker;
+	for (size_t e = lo; e < hi; e++)
+		q[e] = mla_float_to_bf16(q_value(c->p->seed, e));
+}
+
+static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct fill_ctx *c = arg;
+	const struct task_spec *s = c->s;
+	const struct set_plan *p = c->p;
+	size_t row = MLA_D_QK;
+
+	(void)worker;
+	for (size_t pg = lo; pg < hi; pg++) {
+		for (int32_t slot = 0; slot < s->page_size; slot++) {
+			size_t e0 = (pg * (size_t)s->page_size + (size_t)slot) * row;
+			int visible = slot < p->valid[pg];
+
+			for (size_t e = e0; e < e0 + row; e++) {
+				float x;
+
+				if (s->kv_dtype == MLA_KV_BF16) {
+					((uint16_t *)c->dst)[e] = visible ?
+						mla_float_to_bf16(kv_value(p->seed, e)) : 0x7FC0;
+					continue;
+				}
+				if (!visible) {
+					((uint8_t *)c->dst)[e] = 0x80;
+					continue;
+				}
+				x = (int64_t)e == p->fp8_pos ? p->amax :
+				    (int64_t)e == p->fp8_neg ? -p->amax : kv_value(p->seed, e);
+				((uint8_t *)c->dst)[e] = vs_fp8_e4m3_fnuz_encode(x / p->kv_scale);
+			}
+		}
+	}
+}
+
 static void fill_q(uint16_t *q, const struct task_spec *s, const struct set_plan *p)
 {
+	struct fill_ctx c = { s, p, q };
 	size_t n = (size_t)s->batch * s->s_q * s->h_q * MLA_D_QK;
 
-	for (size_t e = 0; e < n; e++)
-		q[e] = mla_float_to_bf16(q_value(p->seed, e));
+	par_for(n, gen_threads(n), fill_q_range, &c);
 }
 
 static void fill_kv(void *kv, const struct task_spec *s, const struct set_plan *p)
 {
-	size_t row = MLA_D_QK;
+	struct fill_ctx c = { s, p, kv };
 
-	for (int32_t pg = 0; pg < s->num_pages; pg++) {
-		for (int32_t slot = 0; slot < s->page_size; slot++) {
-			size_t e0 = ((size_t)pg * s->page_size + (size_t)slot) * row;
-			int visible = slot < p->valid[pg];
-
-			for (size_t e = e0; e < e0 + row; e++) {
-				float x = visible ? kv_value(p->seed, e) : NAN;
-
-				if (s->kv_dtype == MLA_KV_BF16) {
-					((uint16_t *)kv)[e] = visible ? mla_float_to_bf16(x) : 0x7FC0;
-					continue;
-				}
-				if (!visible) {
-					((uint8_t *)kv)[e] = 0x80;
-					continue;
-				}
-				if ((int64_t)e == p->fp8_pos)
-					x = p->amax;
-				else if ((int64_t)e == p->fp8_neg)
-					x = -p->amax;
-				((uint8_t *)kv)[e] = vs_fp8_e4m3_fnuz_encode(x / p->kv_scale);
-			}
-		}
-	}
+	par_for((size_t)s->num_pages, gen_threads((size_t)s->num_pages * s->page_size * MLA_D_QK),
+		fill_kv_pages, &c);
 }
 
 /* Metadata of a file: up to 12 key/value pairs with their values formatted in place. */
