@@ -15,6 +15,20 @@
  * over the batch (same total work, different seqlens and block_table values: what the capture gate
  * replays with). Files are written atomically and made read-only; the hashes are the guard.
  *
+ * manifest.json (format "validate_skill task/1") is canonical: task_verify() rebuilds it from the
+ * values it holds and requires the same bytes, so no key can be edited unnoticed. Keys, in order:
+ *   format, operator ("mla_decode"), task (the hash = the dir name), generator, rng, oracle,
+ *   spec (task_spec_to_json), seed, shapes {q, kv_cache, block_table, seqlens, out, lse},
+ *   dtypes {q, kv_cache, kv_cache_storage, block_table, seqlens, out, lse}, page_offset,
+ *   block_table_sentinel, tolerances {out, lse},
+ *   sets: [{set, seed (of the set), kv_scale, seqlens (rotated), inputs {name, generated, bytes,
+ *          sha256}, reference (file name)}],
+ *   files: [{name, bytes, sha256}] for every stored file (inputs not "generated", references).
+ * The metadata of reference.<k>.safetensors repeats kv_scale and the inputs' sha256 (and the task
+ * hash and oracle version), so the values no file hash covers are checked through a hashed file.
+ * inputs.<k>.safetensors metadata: format, task, generator, set, seed, kv_dtype, kv_scale,
+ * softmax_scale, page_offset (all strings, as safetensors requires).
+ *
  * Input generation (deterministic, any element reproducible): counter-based generator
  * (VS_GENERATOR_VERSION); q and cache ~ N(0,1)/10 clamped to [-1,1]; pages randomly permuted;
  * every slot past a sequence's length is NaN (0x80 for fp8); unused block_table entries hold
@@ -178,13 +192,32 @@ int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct 
  * atomically, then the manifest last. *dir_out (malloc'd) is set on success. Errors: VS_EIO,
  * VS_ENOSPACE, VS_EVERIFY (an existing dir whose files do not match its manifest: never
  * overwritten silently).
+ * Details: the spec is validated first (VS_ESCHEMA); free disk under root is checked before any
+ * work (VS_ENOSPACE); the files are written into root/mla_decode/.<hash>.tmp.<pid> and that dir is
+ * renamed into place when complete (a crash leaves no half task dir; a concurrent materializer that
+ * wins the rename is used when its dir verifies). Files are 0444, the dir 0555. Inputs files over
+ * task_store_limit() are not written (the manifest marks them "generated"). The oracle runs with
+ * threads workers; input generation uses the online CPUs and gives the same bytes for any count.
+ * Progress lines go to stderr when it is a terminal and the task is large.
  */
 int task_materialize(char **dir_out, const char *root, const struct task_spec *s, int threads);
 
-/** Check every file of a task dir against its manifest. Errors: VS_EVERIFY naming the file. */
+/**
+ * Check every file of a task dir against its manifest: each listed file exists, is regular, has
+ * the listed size and sha256; no other entry is in the dir; the manifest is canonical, written by
+ * this generator and oracle version, and its spec hashes to the dir's name; kv_scale and the
+ * inputs' sha256 agree with the reference files' metadata. Errors: VS_EVERIFY with one line naming
+ * the file and what differs (e.g. "'<dir>/inputs.safetensors': sha256 is ..., the manifest says
+ * ..."), VS_ENOTFOUND when dir does not exist, VS_EIO.
+ */
 int task_verify(const char *dir);
 
-/** Verify and load a task dir into host memory (regenerating inputs not stored). */
+/**
+ * Verify and load a task dir into host memory (regenerating inputs not stored and checking their
+ * size and sha256 against the manifest). t->spec, t->hash, t->dir and t->sets[0 .. nsets) are set
+ * on success; the set pointers point into buffers held in t->owned. Release with
+ * task_data_release(). Errors: as task_verify(), VS_ENOMEM.
+ */
 int task_load(struct task_data *t, const char *dir);
 
 void task_data_release(struct task_data *t);
