@@ -12,6 +12,7 @@
 #include "mla_decode.h"
 #include "mla_decode_ref.h"
 #include "mla_numeric.h"
+#include "codec.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -568,6 +569,69 @@ START_TEST(load_returns_what_the_generator_produces)
 }
 END_TEST
 
+/* Large enough (over 2^20 cache elements) that generation runs on every CPU. */
+START_TEST(generated_cache_follows_the_documented_formula)
+{
+	struct task_spec s;
+	int32_t lens[4] = { 700, 64, 0, 1000 };
+	char *img = NULL;
+	size_t len = 0;
+	float kv_scale = 0;
+	struct st_file st;
+	const struct st_tensor *kv, *bt;
+	uint64_t seed;
+	int n7f = 0, nff = 0;
+
+	tiny_spec(&s, _i == 0 ? MLA_KV_BF16 : MLA_KV_FP8_E4M3_FNUZ);
+	s.batch = 4;
+	memcpy(s.seqlens = realloc(s.seqlens, sizeof(lens)), lens, sizeof(lens));
+	s.page_size = 64;
+	s.max_pages = 16;
+	s.num_pages = 32;
+	s.s_q = 1;
+	ck_assert_int_eq(task_spec_validate(&s, "big"), 0);
+	ck_assert_int_eq(task_generate_inputs(&img, &len, &kv_scale, &s, 1), 0);
+	ck_assert_int_eq(st_parse(&st, img, len, "generated"), 0);
+	kv = st_find(&st, "kv_cache");
+	bt = st_find(&st, "block_table");
+	seed = task_set_seed(&s, 1);
+	for (int b = 0; b < 4; b++) {
+		int blen = lens[(b + 1) % 4];
+
+		for (int j = 0; j < blen; j += 7) {
+			int32_t page = ((const int32_t *)bt->data)[b * 16 + j / 64];
+
+			for (int d = 0; d < 576; d += 5) {
+				size_t e = ((size_t)page * 64 + (size_t)(j % 64)) * 576 + (size_t)d;
+				double x = rng_normal(seed, VS_STREAM_KV, e) / 10;
+				float v = (float)(x < -1 ? -1 : x > 1 ? 1 : x);
+
+				if (s.kv_dtype == MLA_KV_BF16) {
+					ck_assert_msg(((const uint16_t *)kv->data)[e] == mla_float_to_bf16(v),
+						      "b=%d j=%d d=%d", b, j, d);
+				} else {
+					uint8_t c = ((const uint8_t *)kv->data)[e];
+
+					if (c == 0x7f || c == 0xff)
+						continue; /* possibly one of the two forced extremes */
+					ck_assert_msg(c == vs_fp8_e4m3_fnuz_encode(v / kv_scale),
+						      "b=%d j=%d d=%d: 0x%02x", b, j, d, c);
+				}
+			}
+		}
+	}
+	if (s.kv_dtype == MLA_KV_FP8_E4M3_FNUZ) {
+		for (size_t e = 0; e < kv->bytes; e++) {
+			n7f += ((const uint8_t *)kv->data)[e] == 0x7f;
+			nff += ((const uint8_t *)kv->data)[e] == 0xff;
+		}
+		ck_assert_msg(n7f >= 1 && nff >= 1, "0x7f x%d, 0xff x%d", n7f, nff);
+	}
+	st_release(&st);
+	task_spec_release(&s);
+}
+END_TEST
+
 /* ---- tampering ------------------------------------------------------------------------------ */
 
 enum tamper_op { FLIP, DELETE, ADD, TRUNCATE, EDIT };
@@ -847,6 +911,7 @@ static Suite *task_suite(void)
 	tcase_add_loop_test(dir, inputs_have_nan_tails_sentinels_and_rotated_sets, 0, 2);
 	tcase_add_test(dir, fp8_inputs_contain_both_extreme_codes_and_kv_scale_is_amax_over_240);
 	tcase_add_test(dir, load_returns_what_the_generator_produces);
+	tcase_add_loop_test(dir, generated_cache_follows_the_documented_formula, 0, 2);
 	tcase_add_loop_test(dir, tampering_is_detected_and_named, 0,
 			    (int)(sizeof(tampers) / sizeof(tampers[0])));
 	tcase_add_test(dir, verify_refuses_a_dir_not_named_by_its_spec);
