@@ -1452,7 +1452,7 @@ static int reference_image(char **buf, size_t *len, const struct task_spec *s, i
 	struct mla_decode_args a;
 	char sha[65], *img = NULL;
 	int32_t *bt = NULL;
-	size_t ilen = 0, off = 0, in_off = inputs_len;
+	size_t ilen = 0, off = 0, in_off;
 	int err, rc;
 
 	shapes_of(&sh, s);
