@@ -130,6 +130,7 @@ struct ynode {
 	enum ynode_kind kind;
 	int style;        /* scalar: yaml_scalar_style_t; collections: 1 for flow style */
 	int null_empty;   /* plain scalar with no text at all ("key:" with nothing after it) */
+	int colon;        /* null_empty map value: b is after its key's ':' (and one space) */
 	char *value;      /* scalar text (NUL-terminated) */
 	size_t len;
 	size_t b, e;      /* byte offsets in the file of the node's first char and its end */
@@ -316,6 +317,29 @@ static int doc_split(struct doc *d)
 	if (d->fm_end == d->fm_begin)
 		return doc_err(d, VS_EPARSE, d->bom, "front matter",
 			       "the front matter is empty (nothing between the '---' lines)");
+	/*
+	 * YAML also breaks lines at a lone CR, NEL, LS and PS (and libyaml skips a BOM at the start of
+	 * any line); lines here are LF or CRLF only, so that line numbers and the lines recording
+	 * edits are the ones an editor shows.
+	 */
+	for (p = d->fm_begin; p < d->fm_end; p++) {
+		const unsigned char *u = (const unsigned char *)t + p;
+		const char *what = NULL;
+
+		if (u[0] == '\r' && (p + 1 >= n || u[1] != '\n'))
+			what = "a lone CR";
+		else if (u[0] == 0xC2 && u[1] == 0x85)
+			what = "U+0085 (NEL)";
+		else if (u[0] == 0xE2 && u[1] == 0x80 && (u[2] == 0xA8 || u[2] == 0xA9))
+			what = u[2] == 0xA8 ? "U+2028 (line separator)" : "U+2029 (paragraph separator)";
+		else if (u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF)
+			return doc_err(d, VS_EPARSE, p, "front matter",
+				       "a BOM (U+FEFF) is allowed only at the start of the file");
+		if (what)
+			return doc_err(d, VS_EPARSE, p, "front matter",
+				       "%s is a line break in YAML; end front matter lines with LF or "
+				       "CRLF only", what);
+	}
 	return 0;
 }
 
@@ -473,8 +497,22 @@ static int doc_build_children(struct doc *d, struct ynode *n, const char *key, i
 			goto done;
 		yaml_event_delete(&sub);
 		have = 0;
-		if (v->null_empty)
-			v->b = v->e = v->ce = k->e; /* libyaml puts an empty value's mark elsewhere */
+		if (v->null_empty) {
+			/* libyaml puts an empty value's mark elsewhere: use the place after "key: " */
+			size_t p = k->e;
+
+			while (p < d->fm_end && (d->text[p] == ' ' || d->text[p] == '\t'))
+				p++;
+			if (p < d->fm_end && d->text[p] == ':') {
+				v->colon = 1;
+				p++;
+				if (p < d->fm_end && d->text[p] == ' ')
+					p++;
+			} else {
+				p = k->e;
+			}
+			v->b = v->e = v->ce = p;
+		}
 		err = ynode_push(n, k);
 		if (err)
 			goto done;
@@ -1708,23 +1746,25 @@ static int value_span(const struct doc *d, const struct ynode *k, const struct y
 	*b = v->b;
 	*e = v->e;
 	if (v->null_empty) {
-		size_t p = k->e;
-
-		while (p < d->fm_end && (d->text[p] == ' ' || d->text[p] == '\t'))
-			p++;
-		if (p >= d->fm_end || d->text[p] != ':')
+		if (!v->colon)
 			return doc_err(d, VS_ESCHEMA, k->b, key, "cannot find the ':' after the key");
-		p++;
-		if (p < d->fm_end && d->text[p] == ' ')
-			p++;
-		else
+		if (d->text[*b - 1] == ':')
 			sb_add(sb, " ", 1);
-		*b = *e = p;
 	} else if (v->style == YAML_LITERAL_SCALAR_STYLE || v->style == YAML_FOLDED_SCALAR_STYLE) {
 		while (*e > *b && (d->text[*e - 1] == '\n' || d->text[*e - 1] == '\r'))
 			(*e)--;
 	}
 	return 0;
+}
+
+/*
+ * A value written before p where a '#' follows directly ("key: #c", "key: ''#c") gets a space
+ * before it: a plain value would swallow the comment, and YAML wants one before any comment.
+ */
+static void space_before_comment(const struct doc *d, size_t p, struct sbuf *sb)
+{
+	if (p < d->fm_end && d->text[p] == '#')
+		sb_add(sb, " ", 1);
 }
 
 /* Replace the scalar value v of key k with the text of r. */
@@ -1740,6 +1780,7 @@ static int record_scalar(const struct doc *d, const struct ynode *k, const struc
 	err = value_span(d, k, v, key, &b, &e, &sb);
 	if (!err) {
 		fmt_value(&sb, r, style);
+		space_before_comment(d, e, &sb);
 		err = edits_add(ed, b, e, &sb);
 	}
 	sb_release(&sb);
@@ -1822,6 +1863,7 @@ static int record_map(const struct doc *d, const struct ynode *map, const char *
 
 			err = value_span(d, map->kid[ki], v, key, &b, &e, &sb);
 			fmt_flow_map(&sb, meas, nmeas);
+			space_before_comment(d, e, &sb);
 			if (!err)
 				err = edits_add(ed, b, e, &sb);
 		} else if (v->kind != YN_SCALAR || rv[i].kind == R_MAP) {

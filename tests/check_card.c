@@ -90,6 +90,14 @@ static const struct load_error_case load_errors[] = {
 	{"split_not_utf8.md", VS_EPARSE,
 	 ":4:13: encoding: invalid UTF-8 byte 0xff (a card is UTF-8 text)"},
 	{"split_nul_byte.md", VS_EPARSE, ":33:6: encoding: NUL byte in the file (a card is UTF-8 text)"},
+	{"split_lone_cr.md", VS_EPARSE,
+	 ":4:19: front matter: a lone CR is a line break in YAML; end front matter lines with LF or "
+	 "CRLF only"},
+	{"split_inner_bom.md", VS_EPARSE,
+	 ":25:1: front matter: a BOM (U+FEFF) is allowed only at the start of the file"},
+	{"split_line_separator.md", VS_EPARSE,
+	 ":3:18: front matter: U+2028 (line separator) is a line break in YAML; end front matter "
+	 "lines with LF or CRLF only"},
 	/* YAML */
 	{"yaml_syntax_error.md", VS_EPARSE,
 	 ":17:2: front matter: invalid yaml: did not find expected key"},
