@@ -39,6 +39,13 @@ struct card_validation {
 	char *artifact;        /* repo-relative eval dir or "" */
 };
 
+/** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
+struct card_loc {
+	char *key;           /* dotted path, "match.gens" */
+	size_t offset;       /* byte offset in card.text */
+	int line, col;       /* 1-based, characters, BOM excluded */
+};
+
 struct card {
 	char *path;          /* as given */
 	char *text;          /* whole file as read */
@@ -66,6 +73,9 @@ struct card {
 
 	struct card_unknown *unknown;
 	int unknown_count;
+
+	struct card_loc *locs; /* every key present in the front matter, in file order */
+	int loc_count;
 };
 
 /**
@@ -86,6 +96,12 @@ int card_parse(struct card *c, const char *path, const char *text, size_t len);
  */
 int card_lint(const struct card *c);
 
+/**
+ * Line and column of the value of key (dotted path) as loaded; 0, or VS_ENOTFOUND (not printed)
+ * when the key is not in the card. *line and *col are set only on success.
+ */
+int card_locate(const struct card *c, const char *key, int *line, int *col);
+
 /** Free everything c owns; c may be zeroed or partly filled. */
 void card_release(struct card *c);
 
@@ -99,10 +115,15 @@ int card_hash(const struct card *c, char hex[65]);
  * Produce the text of the card with its validation block set to v: every scalar under
  * `validation` (and `validation.measured`) is replaced in place at byte offsets derived from
  * libyaml's marks (which count characters and skip the BOM: converted by walking the UTF-8 text);
- * missing keys are inserted in the file's own indentation and line endings; every other byte stays
- * as it was. Strings are written double-quoted when YAML needs it, numbers with %.6g-style
- * shortest round-trip formatting, unset ("" / has_*=0) as "". Same v twice gives identical bytes.
- * *out (malloc'd) and *out_len are set only on success. Errors: VS_EPARSE, VS_ESCHEMA.
+ * missing keys are inserted in the file's own indentation and line endings, after the last key of
+ * the block (a card without `validation` gets one appended at the end of its front matter); every
+ * other byte stays as it was. Strings keep their quoting style where it can hold the value, else
+ * are written plain when YAML reads them back unchanged and double-quoted otherwise; numbers plain
+ * with the fewest significant digits that read back to the same double; dates plain; unset
+ * ("" / has_*=0) as "". Same v twice gives identical bytes. Only c->path, c->text and c->text_len
+ * are used. The result is re-parsed before it is returned: it must read back as v and keep
+ * card_hash(). *out (malloc'd) and *out_len are set only on success.
+ * Errors: VS_EPARSE, VS_ESCHEMA (a value that cannot be recorded, `validation` not a mapping).
  */
 int card_set_validation(char **out, size_t *out_len, const struct card *c,
 			const struct card_validation *v);

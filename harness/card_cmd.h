@@ -1,8 +1,14 @@
-/* card_cmd.h - `--static`: load and lint one card, printing one line per problem. */
+/*
+ * card_cmd.h - the card checks behind `validate_skill --static CARD...`: load and lint one card.
+ */
 #ifndef VS_CARD_CMD_H
 #define VS_CARD_CMD_H
 
-/** Load and lint the card at path; returns 0 or the first error code. */
+/**
+ * Load the card at path (card_load()) and, when it loads, lint it (card_lint()). Every problem
+ * is printed as one line "<path>:<line>:<col>: <key>: <what is wrong>" through vs_error().
+ * Returns 0 when the card is clean, else the first error code (VS_EIO, VS_EPARSE, VS_ESCHEMA).
+ */
 int card_check_file(const char *path);
 
 #endif /* VS_CARD_CMD_H */

@@ -107,7 +107,7 @@ static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv
 	s->h_q = sh->h_q;
 	s->page_size = sh->page_size;
 	s->softmax_scale = deepseek_v3_softmax_scale();
-	s->seed = fnv1a(s->name);
+	s->seed = fnv1a(s->name) & ((1ull << 53) - 1); /* exact in JSON */
 	s->input_sets = 2;
 	s->page_offset = sh->page_offset;
 	tolerances(s);

@@ -35,8 +35,10 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 		*status = EVIDENCE_MISMATCH;
 		return vs_error(VS_EVERIFY, "%s: result.json records no sha256 for '%s'", dir, name);
 	}
-	err = fs_sha256_file(hex, path);
-	if (err) {
+	if (!fs_exists(path)) {
+		*status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: '%s' is missing from the eval dir", dir, name);
+	} else if ((err = fs_sha256_file(hex, path))) {
 		*status = EVIDENCE_MISMATCH;
 	} else if (strcmp(hex, want)) {
 		*status = EVIDENCE_MISMATCH;

@@ -61,6 +61,17 @@ const char *st_meta(const struct st_file *f, const char *key);
 int st_serialize(char **out, size_t *out_len, const struct st_tensor *tensors, int count,
 		 const char *const *meta_keys, const char *const *meta_values, int meta_count);
 
+/**
+ * The first part of what st_serialize() writes: the 8-byte length and the padded JSON header, into
+ * a malloc'd buffer (*out, *out_len); *data_len is the size of the data section that follows (the
+ * tensors' bytes in the order given). Tensor data pointers are not used, so a caller can stream or
+ * hash a large file without assembling it. Errors: as st_serialize().
+ */
+int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const struct st_tensor *tensors,
+			int count, const char *const *meta_keys, const char *const *meta_values,
+			int meta_count);
+
+/** Free everything f owns (the file buffer included); accepts a zeroed struct. */
 void st_release(struct st_file *f);
 
 #endif /* VS_SAFETENSORS_H */

@@ -15,10 +15,46 @@
  * over the batch (same total work, different seqlens and block_table values: what the capture gate
  * replays with). Files are written atomically and made read-only; the hashes are the guard.
  *
+ * manifest.json (format "validate_skill task/1") is canonical: task_verify() rebuilds it from the
+ * values it holds and requires the same bytes, so no key can be edited unnoticed. Keys, in order:
+ *   format, operator ("mla_decode"), task (the hash = the dir name), generator, rng, oracle,
+ *   spec (task_spec_to_json), seed, shapes {q, kv_cache, block_table, seqlens, out, lse},
+ *   dtypes {q, kv_cache, kv_cache_storage, block_table, seqlens, out, lse}, page_offset,
+ *   block_table_sentinel, tolerances {out, lse},
+ *   sets: [{set, seed (of the set), kv_scale, seqlens (rotated), inputs {name, generated, bytes,
+ *          sha256}, reference (file name)}],
+ *   files: [{name, bytes, sha256}] for every stored file (inputs not "generated", references).
+ * The metadata of reference.<k>.safetensors repeats kv_scale and the inputs' sha256 (and the task
+ * hash and oracle version), so the values no file hash covers are checked through a hashed file.
+ * inputs.<k>.safetensors metadata: format, task, generator, set, seed, kv_dtype, kv_scale,
+ * softmax_scale, page_offset (all strings, as safetensors requires).
+ *
  * Input generation (deterministic, any element reproducible): counter-based generator
  * (VS_GENERATOR_VERSION); q and cache ~ N(0,1)/10 clamped to [-1,1]; pages randomly permuted;
  * every slot past a sequence's length is NaN (0x80 for fp8); unused block_table entries hold
  * VS_BLOCK_TABLE_SENTINEL; fp8 kv_scale = amax/240 of the set, and the codes include 0x7F and 0xFF.
+ *
+ * VS_GENERATOR_VERSION "vs_gen/1" is, exactly (harness/rng.h, harness/task.c):
+ *   set seed    s_k = rng_u64(seed, VS_STREAM_SET_SEED, k) for input set k
+ *   q[e]        bf16_rne((float)clamp(rng_normal(s_k, VS_STREAM_Q, e) / 10, -1, 1)), e the flat
+ *               index into [b, s_q, h_q, 576]
+ *   seqlens     set k: seqlens_k[b] = spec seqlens[(b + k) % batch]
+ *   pages       perm = Fisher-Yates over [0, num_pages): for i = num_pages-1 .. 1, swap perm[i] with
+ *               perm[rng_below(s_k, VS_STREAM_PERM, i, i + 1)]; sequence b's logical pages take
+ *               perm[] in order (b = 0, 1, ...); block_table[b][p] = page_offset + perm[...]
+ *   cache[e]    e the flat index into the stored [num_pages, page_size, 1, 576]: the value
+ *               (float)clamp(rng_normal(s_k, VS_STREAM_KV, e) / 10, -1, 1) in a slot before its
+ *               sequence's length, NaN elsewhere (bf16 0x7FC0, fp8 0x80), unused pages included
+ *   fp8         amax = max |value| over the visible slots (first index wins ties); that element is
+ *               set to +amax and the element of the next largest |value| to -amax; kv_scale =
+ *               amax / 240 (float), code = vs_fp8_e4m3_fnuz_encode(value / kv_scale)
+ *
+ * page_offset: the stored kv_cache tensor holds num_pages pages, and its page p is page
+ * page_offset + p of a larger virtual cache that nobody allocates: block_table entries are
+ * page_offset + (stored page). A runner that tests large byte offsets passes
+ * kv_cache = base - page_offset * task_page_bytes() (as an integer address) and
+ * num_pages = page_offset + num_pages; the reference is computed with page_offset subtracted, so it
+ * does not depend on page_offset. With page_offset 0 the files are a plain FlashMLA problem.
  */
 #ifndef VS_TASK_H
 #define VS_TASK_H
@@ -31,6 +67,24 @@ struct cJSON;
 #define VS_GENERATOR_VERSION "vs_gen/1"
 #define VS_BLOCK_TABLE_SENTINEL ((int32_t)0x40000000) /* far outside any cache */
 #define VS_TASK_MAX_SETS 4
+
+/*
+ * Inputs files larger than this are not stored: the manifest keeps their size and sha256, and
+ * task_load() regenerates and checks them. The environment variable VS_TASK_STORE_LIMIT_BYTES
+ * overrides it (tests lower it).
+ */
+#define VS_TASK_STORE_LIMIT ((size_t)256 << 20)
+
+/* Generator streams (see VS_GENERATOR_VERSION above). */
+enum vs_task_stream {
+	VS_STREAM_SET_SEED = 0,
+	VS_STREAM_Q = 1,
+	VS_STREAM_KV = 2,
+	VS_STREAM_PERM = 3,
+};
+
+/* Largest seed: JSON numbers are exact up to 2^53. */
+#define VS_TASK_SEED_MAX ((uint64_t)1 << 53)
 
 /** Parity tolerances of one output (DESIGN.md "Parity"). */
 struct task_tol {
@@ -78,11 +132,35 @@ struct task_data {
 int task_spec_copy(struct task_spec *dst, const struct task_spec *src);
 void task_spec_release(struct task_spec *s);
 
-/** Canonical JSON of a spec (stable key order); caller owns the result (cJSON_Delete). */
+/**
+ * Canonical JSON of a spec (stable key order); caller owns the result (cJSON_Delete), NULL when out
+ * of memory. Keys, in order: name, kv_dtype ("bf16" / "fp8_e4m3_fnuz"), batch, s_q, h_q,
+ * page_size, max_pages, num_pages, page_offset, seqlens, softmax_scale, seed, input_sets,
+ * tol_out {atol, rtol, cos_tol}, tol_lse {...}. Integers that fit an int are cJSON numbers; the
+ * others (seed, page_offset, softmax_scale and the tolerances) are cJSON raw items holding the
+ * shortest text that reads back to the same value, because cJSON 1.7's printer does not round-trip
+ * every double. softmax_scale is printed as its float value (e.g. 0.1352 for 0.1352f).
+ */
 struct cJSON *task_spec_to_json(const struct task_spec *s);
 
-/** Parse a spec from JSON (as written by task_spec_to_json). Errors: VS_ESCHEMA naming the key. */
+/**
+ * Parse a spec from JSON (as written by task_spec_to_json, after printing and parsing, or as the
+ * raw items it holds) and validate it (task_spec_validate()). page_offset may be left out (0);
+ * every other key is required and unknown keys are refused. *s is set only on success.
+ * Errors: VS_ESCHEMA naming the key, VS_ENOMEM.
+ */
 int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *where);
+
+/**
+ * Refuse a spec that cannot be materialized, with one line naming the field: unknown kv_dtype,
+ * non-positive batch, s_q, h_q, page_size, max_pages or num_pages; seqlens missing, negative or
+ * above max_pages x page_size; num_pages smaller than the pages the seqlens need; page_offset
+ * negative or so large that page indices reach VS_BLOCK_TABLE_SENTINEL (or leave int32); byte sizes
+ * that overflow; softmax_scale not finite and positive; seed above VS_TASK_SEED_MAX; input_sets
+ * outside [2, VS_TASK_MAX_SETS]; tolerances negative or not finite (cos_tol < 0 means unchecked).
+ * s_q > 1 is allowed (causal). where prefixes the message. Errors: VS_ESCHEMA.
+ */
+int task_spec_validate(const struct task_spec *s, const char *where);
 
 /** The task's identity: sha256 hex of canonical spec JSON + generator + oracle versions. */
 int task_spec_hash(const struct task_spec *s, char hex[65]);
@@ -91,19 +169,55 @@ int task_spec_hash(const struct task_spec *s, char hex[65]);
 double task_bytes(const struct task_spec *s);
 double task_flops(const struct task_spec *s);
 
+/** Bytes of one cache page: page_size x 576 x kv element size. */
+size_t task_page_bytes(const struct task_spec *s);
+
+/** The store limit in force: VS_TASK_STORE_LIMIT_BYTES from the environment, else the default. */
+size_t task_store_limit(void);
+
+/** The seed of input set k (VS_GENERATOR_VERSION). */
+uint64_t task_set_seed(const struct task_spec *s, int k);
+
+/**
+ * Generate input set k of a (valid) spec: the exact bytes of its inputs.safetensors (tensors q,
+ * kv_cache, block_table, seqlens; metadata format, task, generator, set, seed, kv_dtype, kv_scale,
+ * softmax_scale, page_offset) into a malloc'd *buf of *len bytes, and its kv_scale (1 for bf16).
+ * Errors: VS_ESCHEMA (invalid spec), VS_ENOMEM.
+ */
+int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct task_spec *s, int k);
+
 /**
  * Write the task dir for spec under root (root/mla_decode/<hash>/) unless a verified one exists
  * (idempotent). Generates every input set, runs the oracle with threads workers, writes files
  * atomically, then the manifest last. *dir_out (malloc'd) is set on success. Errors: VS_EIO,
  * VS_ENOSPACE, VS_EVERIFY (an existing dir whose files do not match its manifest: never
  * overwritten silently).
+ * Details: the spec is validated first (VS_ESCHEMA); free disk under root is checked before any
+ * work (VS_ENOSPACE); the files are written into root/mla_decode/.<hash>.tmp.<pid> and that dir is
+ * renamed into place when complete (a crash leaves no half task dir; a concurrent materializer that
+ * wins the rename is used when its dir verifies). Files are 0444, the dir 0555. Inputs files over
+ * task_store_limit() are not written (the manifest marks them "generated"). The oracle runs with
+ * threads workers; input generation uses the online CPUs and gives the same bytes for any count.
+ * Progress lines go to stderr when it is a terminal and the task is large.
  */
 int task_materialize(char **dir_out, const char *root, const struct task_spec *s, int threads);
 
-/** Check every file of a task dir against its manifest. Errors: VS_EVERIFY naming the file. */
+/**
+ * Check every file of a task dir against its manifest: each listed file exists, is regular, has
+ * the listed size and sha256; no other entry is in the dir; the manifest is canonical, written by
+ * this generator and oracle version, and its spec hashes to the dir's name; kv_scale and the
+ * inputs' sha256 agree with the reference files' metadata. Errors: VS_EVERIFY with one line naming
+ * the file and what differs (e.g. "'<dir>/inputs.safetensors': sha256 is ..., the manifest says
+ * ..."), VS_ENOTFOUND when dir does not exist, VS_EIO.
+ */
 int task_verify(const char *dir);
 
-/** Verify and load a task dir into host memory (regenerating inputs not stored). */
+/**
+ * Verify and load a task dir into host memory (regenerating inputs not stored and checking their
+ * size and sha256 against the manifest). t->spec, t->hash, t->dir and t->sets[0 .. nsets) are set
+ * on success; the set pointers point into buffers held in t->owned. Release with
+ * task_data_release(). Errors: as task_verify(), VS_ENOMEM.
+ */
 int task_load(struct task_data *t, const char *dir);
 
 void task_data_release(struct task_data *t);

@@ -1,0 +1,2068 @@
+/*
+ * card.c - skill cards: front matter split, YAML (libyaml events) into a small tree that keeps
+ * byte offsets, schema typing into struct card, lint, the card hash, and in-place recording of
+ * the validation block (DESIGN.md "The card schema", "Files" -> Recording).
+ *
+ * Offsets: libyaml marks count characters (code points; CRLF counts two) from the start of the
+ * input it was given, which is the front matter slice only (so the BOM and the opening fence are
+ * never seen by libyaml). doc_mark() converts a mark to a byte offset in the file through a
+ * table built by walking the UTF-8 text; every position after that is a byte offset in the file,
+ * and line:col for messages is computed from it (characters, BOM excluded).
+ */
+#include "card.h"
+#include "fsutil.h"
+#include "vs_error.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#define CARD_MAX_BYTES (4u << 20)
+#define CARD_MAX_DEPTH 64
+#define CARD_PATH_MAX 256
+
+/* ---- small growable buffer ----------------------------------------------------------------- */
+
+struct sbuf {
+	char *buf;
+	size_t len, cap;
+	int oom;
+};
+
+static void sb_add(struct sbuf *s, const void *p, size_t n)
+{
+	if (s->oom)
+		return;
+	if (s->len + n + 1 > s->cap) {
+		size_t ncap = s->cap ? s->cap : 256;
+		char *nb;
+
+		while (ncap < s->len + n + 1)
+			ncap *= 2;
+		nb = realloc(s->buf, ncap);
+		if (!nb) {
+			s->oom = 1;
+			return;
+		}
+		s->buf = nb;
+		s->cap = ncap;
+	}
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	s->buf[s->len] = '\0';
+}
+
+static void sb_adds(struct sbuf *s, const char *str)
+{
+	sb_add(s, str, strlen(str));
+}
+
+static void sb_release(struct sbuf *s)
+{
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- messages ------------------------------------------------------------------------------ */
+
+/* Line and column (1-based, characters, BOM excluded) of byte offset off in text. */
+static void text_linecol(const char *t, size_t n, size_t off, int *line, int *col)
+{
+	size_t i = (n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) ? 3 : 0;
+	int l = 1, c = 1;
+
+	if (off > n)
+		off = n;
+	for (; i < off; i++) {
+		unsigned char b = (unsigned char)t[i];
+
+		if (b == '\n') {
+			l++;
+			c = 1;
+		} else if ((b & 0xC0) != 0x80) {
+			c++;
+		}
+	}
+	*line = l;
+	*col = c;
+}
+
+/*
+ * The one error line: "<path>:<line>:<col>: <key>: <message>". Control characters in the
+ * message (from quoted values) are replaced so the error stays on one line.
+ */
+static int card_vmsg(int code, const char *path, int line, int col, const char *key,
+		     const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	return vs_error(code, "%s:%d:%d: %s: %s", path, line, col, key, msg);
+}
+
+static int card_msg(int code, const char *path, int line, int col, const char *key,
+		    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int card_msg(int code, const char *path, int line, int col, const char *key,
+		    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = card_vmsg(code, path, line, col, key, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* ---- the document: split, encoding, YAML tree ---------------------------------------------- */
+
+enum ynode_kind { YN_SCALAR, YN_SEQ, YN_MAP };
+
+struct ynode {
+	enum ynode_kind kind;
+	int style;        /* scalar: yaml_scalar_style_t; collections: 1 for flow style */
+	int null_empty;   /* plain scalar with no text at all ("key:" with nothing after it) */
+	int colon;        /* null_empty map value: b is after its key's ':' (and one space) */
+	char *value;      /* scalar text (NUL-terminated) */
+	size_t len;
+	size_t b, e;      /* byte offsets in the file of the node's first char and its end */
+	size_t ce;        /* end of the node's content (block collections: of their last child) */
+	struct ynode **kid; /* sequence items; mapping: key, value, key, value, ... */
+	int n, cap;
+};
+
+struct doc {
+	const char *path;
+	const char *text;
+	size_t len;
+	size_t bom;        /* 3 when the file starts with a UTF-8 BOM */
+	size_t fm_begin, fm_end, body_begin;
+	size_t *c2b;       /* character index in the front matter -> byte offset in the file */
+	size_t nchars;
+	struct ynode *root;
+	yaml_parser_t parser;
+	int parser_ready;
+};
+
+static void ynode_free(struct ynode *n)
+{
+	if (!n)
+		return;
+	for (int i = 0; i < n->n; i++)
+		ynode_free(n->kid[i]);
+	free(n->kid);
+	free(n->value);
+	free(n);
+}
+
+static int ynode_push(struct ynode *n, struct ynode *k)
+{
+	if (n->n == n->cap) {
+		int ncap = n->cap ? n->cap * 2 : 8;
+		struct ynode **nk = realloc(n->kid, (size_t)ncap * sizeof(*nk));
+
+		if (!nk)
+			return vs_error(VS_ENOMEM, "out of memory parsing a card");
+		n->kid = nk;
+		n->cap = ncap;
+	}
+	n->kid[n->n++] = k;
+	return 0;
+}
+
+static void doc_release(struct doc *d)
+{
+	ynode_free(d->root);
+	free(d->c2b);
+	if (d->parser_ready)
+		yaml_parser_delete(&d->parser);
+	memset(d, 0, sizeof(*d));
+}
+
+static int doc_err(const struct doc *d, int code, size_t off, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int doc_err(const struct doc *d, int code, size_t off, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	int line, col;
+
+	text_linecol(d->text, d->len, off, &line, &col);
+	va_start(ap, fmt);
+	code = card_vmsg(code, d->path, line, col, key, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t need;
+	unsigned char lo = 0x80, hi = 0xBF;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		need = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		need = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		need = 4;
+	else
+		return 0;
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F;
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F;
+	if (n < need || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < need; i++)
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+	return need;
+}
+
+static int utf8_valid(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+
+		if (!k || s[i] == '\0')
+			return 0;
+		i += k;
+	}
+	return 1;
+}
+
+static int doc_check_encoding(const struct doc *d)
+{
+	const unsigned char *t = (const unsigned char *)d->text;
+
+	for (size_t i = 0; i < d->len;) {
+		size_t k;
+
+		if (t[i] == '\0')
+			return doc_err(d, VS_EPARSE, i, "encoding",
+				       "NUL byte in the file (a card is UTF-8 text)");
+		k = utf8_seq(t + i, d->len - i);
+		if (!k)
+			return doc_err(d, VS_EPARSE, i, "encoding",
+				       "invalid UTF-8 byte 0x%02x (a card is UTF-8 text)", t[i]);
+		i += k;
+	}
+	return 0;
+}
+
+/* The line starting at p: *ce = end of its content (before "\r\n" / "\n"), *next = next line. */
+static void line_at(const char *t, size_t n, size_t p, size_t *ce, size_t *next)
+{
+	const char *nl = memchr(t + p, '\n', n - p);
+	size_t end = nl ? (size_t)(nl - t) : n;
+
+	*next = nl ? end + 1 : n;
+	if (end > p && t[end - 1] == '\r')
+		end--;
+	*ce = end;
+}
+
+static int is_fence(const char *t, size_t p, size_t ce)
+{
+	return ce - p == 3 && memcmp(t + p, "---", 3) == 0;
+}
+
+static int doc_split(struct doc *d)
+{
+	const char *t = d->text;
+	size_t n = d->len, p, ce, next;
+
+	d->bom = (n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) ? 3 : 0;
+	p = d->bom;
+	if (p == n)
+		return doc_err(d, VS_EPARSE, p, "front matter",
+			       "the file is empty; the first line must be '---'");
+	line_at(t, n, p, &ce, &next);
+	if (!is_fence(t, p, ce)) {
+		int shown = (int)(ce - p > 40 ? 40 : ce - p);
+
+		while (shown > 0 && ((unsigned char)t[p + shown] & 0xC0) == 0x80)
+			shown--;
+		return doc_err(d, VS_EPARSE, p, "front matter",
+			       "the first line must be '---' (found '%.*s%s')", shown, t + p,
+			       (size_t)shown < ce - p ? "..." : "");
+	}
+	d->fm_begin = next;
+	for (p = next; p < n; p = next) {
+		line_at(t, n, p, &ce, &next);
+		if (is_fence(t, p, ce)) {
+			d->fm_end = p;
+			d->body_begin = next;
+			break;
+		}
+	}
+	if (!d->fm_end)
+		return doc_err(d, VS_EPARSE, d->bom, "front matter",
+			       "no closing '---' line for the front matter opened here");
+	if (d->fm_end == d->fm_begin)
+		return doc_err(d, VS_EPARSE, d->bom, "front matter",
+			       "the front matter is empty (nothing between the '---' lines)");
+	/*
+	 * YAML also breaks lines at a lone CR, NEL, LS and PS (and libyaml skips a BOM at the start of
+	 * any line); lines here are LF or CRLF only, so that line numbers and the lines recording
+	 * edits are the ones an editor shows.
+	 */
+	for (p = d->fm_begin; p < d->fm_end; p++) {
+		const unsigned char *u = (const unsigned char *)t + p;
+		const char *what = NULL;
+
+		if (u[0] == '\r' && (p + 1 >= n || u[1] != '\n'))
+			what = "a lone CR";
+		else if (u[0] == 0xC2 && u[1] == 0x85)
+			what = "U+0085 (NEL)";
+		else if (u[0] == 0xE2 && u[1] == 0x80 && (u[2] == 0xA8 || u[2] == 0xA9))
+			what = u[2] == 0xA8 ? "U+2028 (line separator)" : "U+2029 (paragraph separator)";
+		else if (u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF)
+			return doc_err(d, VS_EPARSE, p, "front matter",
+				       "a BOM (U+FEFF) is allowed only at the start of the file");
+		if (what)
+			return doc_err(d, VS_EPARSE, p, "front matter",
+				       "%s is a line break in YAML; end front matter lines with LF or "
+				       "CRLF only", what);
+	}
+	return 0;
+}
+
+static int doc_chars(struct doc *d)
+{
+	size_t k = 0;
+
+	d->c2b = malloc((d->fm_end - d->fm_begin + 1) * sizeof(*d->c2b));
+	if (!d->c2b)
+		return vs_error(VS_ENOMEM, "out of memory reading '%s'", d->path);
+	for (size_t i = d->fm_begin; i < d->fm_end; i++)
+		if (((unsigned char)d->text[i] & 0xC0) != 0x80)
+			d->c2b[k++] = i;
+	d->c2b[k] = d->fm_end;
+	d->nchars = k;
+	return 0;
+}
+
+/* Byte offset in the file of a libyaml mark (character index into the front matter). */
+static size_t doc_mark(const struct doc *d, const yaml_mark_t *m)
+{
+	return d->c2b[m->index < d->nchars ? m->index : d->nchars];
+}
+
+static int doc_next(struct doc *d, yaml_event_t *ev)
+{
+	yaml_parser_t *p = &d->parser;
+	size_t off;
+	char ctx[160] = "";
+
+	if (yaml_parser_parse(p, ev))
+		return 0;
+	if (p->error == YAML_MEMORY_ERROR)
+		return vs_error(VS_ENOMEM, "out of memory parsing '%s'", d->path);
+	if (p->error == YAML_READER_ERROR) {
+		off = d->fm_begin + p->problem_offset;
+		if (off > d->fm_end)
+			off = d->fm_end;
+	} else {
+		off = doc_mark(d, &p->problem_mark);
+	}
+	if (p->context) {
+		int line, col;
+
+		text_linecol(d->text, d->len, doc_mark(d, &p->context_mark), &line, &col);
+		snprintf(ctx, sizeof(ctx), " (%s at line %d)", p->context, line);
+	}
+	return doc_err(d, VS_EPARSE, off, "front matter", "invalid yaml: %s%s",
+		       p->problem ? p->problem : "unknown error", ctx);
+}
+
+static int doc_line_of(const struct doc *d, size_t off)
+{
+	int line, col;
+
+	text_linecol(d->text, d->len, off, &line, &col);
+	return line;
+}
+
+/* Refuse anchors, aliases and tags: cards are plain data. */
+static int doc_check_node_props(struct doc *d, const yaml_event_t *ev, size_t at, const char *key)
+{
+	const yaml_char_t *anchor = NULL, *tag = NULL;
+
+	switch (ev->type) {
+	case YAML_ALIAS_EVENT:
+		return doc_err(d, VS_EPARSE, at, key, "aliases ('*%s') are not supported in cards",
+			       (const char *)ev->data.alias.anchor);
+	case YAML_SCALAR_EVENT:
+		anchor = ev->data.scalar.anchor;
+		tag = ev->data.scalar.tag;
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+		anchor = ev->data.sequence_start.anchor;
+		tag = ev->data.sequence_start.tag;
+		break;
+	case YAML_MAPPING_START_EVENT:
+		anchor = ev->data.mapping_start.anchor;
+		tag = ev->data.mapping_start.tag;
+		break;
+	default:
+		return doc_err(d, VS_EPARSE, at, key, "unexpected yaml event");
+	}
+	if (anchor)
+		return doc_err(d, VS_EPARSE, at, key, "anchors ('&%s') are not supported in cards",
+			       (const char *)anchor);
+	if (tag) {
+		const char *t = (const char *)tag, *std = "tag:yaml.org,2002:";
+		int is_std = !strncmp(t, std, strlen(std));
+
+		return doc_err(d, VS_EPARSE, at, key, "tags ('%s%s') are not supported in cards",
+			       is_std ? "!!" : "", is_std ? t + strlen(std) : t);
+	}
+	return 0;
+}
+
+static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int depth,
+		     struct ynode **out);
+
+static int doc_build_children(struct doc *d, struct ynode *n, const char *key, int depth)
+{
+	yaml_event_t sub;
+	int have = 0, err = 0;
+	yaml_event_type_t end = n->kind == YN_MAP ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+	struct ynode *k = NULL, *v = NULL;
+
+	for (;;) {
+		char child[CARD_PATH_MAX];
+
+		err = doc_next(d, &sub);
+		if (err)
+			goto done;
+		have = 1;
+		if (sub.type == end) {
+			n->e = doc_mark(d, &sub.end_mark);
+			break;
+		}
+		if (n->kind == YN_SEQ) {
+			err = doc_build(d, &sub, key, depth + 1, &v);
+			if (err)
+				goto done;
+			err = ynode_push(n, v);
+			if (err)
+				goto done;
+			v = NULL;
+			yaml_event_delete(&sub);
+			have = 0;
+			continue;
+		}
+		if (sub.type != YAML_SCALAR_EVENT)
+			err = doc_err(d, VS_EPARSE, doc_mark(d, &sub.start_mark),
+				      *key ? key : "front matter", "mapping keys must be plain strings");
+		else
+			err = doc_build(d, &sub, key, depth + 1, &k);
+		if (err)
+			goto done;
+		yaml_event_delete(&sub);
+		have = 0;
+		for (int i = 0; i < n->n; i += 2) {
+			if (n->kid[i]->len == k->len && !memcmp(n->kid[i]->value, k->value, k->len)) {
+				snprintf(child, sizeof(child), "%s%s%s", key, *key ? "." : "", k->value);
+				err = doc_err(d, VS_ESCHEMA, k->b, child,
+					      "duplicate key '%s' (first at line %d, again at line %d)",
+					      k->value, doc_line_of(d, n->kid[i]->b), doc_line_of(d, k->b));
+				goto done;
+			}
+		}
+		snprintf(child, sizeof(child), "%s%s%s", key, *key ? "." : "", k->value);
+		err = doc_next(d, &sub);
+		if (err)
+			goto done;
+		have = 1;
+		err = doc_build(d, &sub, child, depth + 1, &v);
+		if (err)
+			goto done;
+		yaml_event_delete(&sub);
+		have = 0;
+		if (v->null_empty) {
+			/* libyaml puts an empty value's mark elsewhere: use the place after "key: " */
+			size_t p = k->e;
+
+			while (p < d->fm_end && (d->text[p] == ' ' || d->text[p] == '\t'))
+				p++;
+			if (p < d->fm_end && d->text[p] == ':') {
+				v->colon = 1;
+				p++;
+				if (p < d->fm_end && d->text[p] == ' ')
+					p++;
+			} else {
+				p = k->e;
+			}
+			v->b = v->e = v->ce = p;
+		}
+		err = ynode_push(n, k);
+		if (err)
+			goto done;
+		k = NULL;
+		err = ynode_push(n, v);
+		if (err)
+			goto done;
+		v = NULL;
+	}
+	if (n->style == 1 || n->n == 0)
+		n->ce = n->e;
+	else
+		n->ce = n->kid[n->n - 1]->ce;
+done:
+	if (have)
+		yaml_event_delete(&sub);
+	ynode_free(k);
+	ynode_free(v);
+	return err;
+}
+
+/* Build the node that starts with event ev (not consumed); *out is set only on success. */
+static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int depth,
+		     struct ynode **out)
+{
+	struct ynode *n = NULL;
+	size_t at = doc_mark(d, &ev->start_mark);
+	int err;
+
+	if (depth > CARD_MAX_DEPTH)
+		return doc_err(d, VS_EPARSE, at, key, "nesting deeper than %d levels", CARD_MAX_DEPTH);
+	err = doc_check_node_props(d, ev, at, *key ? key : "front matter");
+	if (err)
+		return err;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return vs_error(VS_ENOMEM, "out of memory parsing '%s'", d->path);
+	n->b = at;
+	n->e = doc_mark(d, &ev->end_mark);
+	if (ev->type == YAML_SCALAR_EVENT) {
+		n->kind = YN_SCALAR;
+		n->style = ev->data.scalar.style;
+		n->len = ev->data.scalar.length;
+		n->value = malloc(n->len + 1);
+		if (!n->value) {
+			err = vs_error(VS_ENOMEM, "out of memory parsing '%s'", d->path);
+			goto done;
+		}
+		memcpy(n->value, ev->data.scalar.value, n->len);
+		n->value[n->len] = '\0';
+		n->null_empty = n->style == YAML_PLAIN_SCALAR_STYLE && n->len == 0;
+		n->ce = n->e;
+	} else {
+		n->kind = ev->type == YAML_MAPPING_START_EVENT ? YN_MAP : YN_SEQ;
+		n->style = ev->type == YAML_MAPPING_START_EVENT
+				   ? ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE
+				   : ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
+		err = doc_build_children(d, n, key, depth);
+		if (err)
+			goto done;
+	}
+	*out = n;
+	n = NULL;
+done:
+	ynode_free(n);
+	return err;
+}
+
+static int doc_parse_yaml(struct doc *d)
+{
+	yaml_event_t ev;
+	int have = 0, err = 0;
+
+	if (!yaml_parser_initialize(&d->parser))
+		return vs_error(VS_ENOMEM, "out of memory parsing '%s'", d->path);
+	d->parser_ready = 1;
+	yaml_parser_set_input_string(&d->parser, (const unsigned char *)d->text + d->fm_begin,
+				     d->fm_end - d->fm_begin);
+	yaml_parser_set_encoding(&d->parser, YAML_UTF8_ENCODING);
+	for (int step = 0;; step++) {
+		err = doc_next(d, &ev);
+		if (err)
+			goto done;
+		have = 1;
+		if (ev.type == YAML_STREAM_END_EVENT) {
+			if (!d->root)
+				err = doc_err(d, VS_EPARSE, d->bom, "front matter",
+					      "the front matter is empty (only blank lines and comments)");
+			goto done;
+		}
+		if (ev.type == YAML_DOCUMENT_START_EVENT && d->root) {
+			err = doc_err(d, VS_EPARSE, doc_mark(d, &ev.start_mark), "front matter",
+				      "a second yaml document in the front matter (only one is allowed)");
+			goto done;
+		}
+		if (ev.type == YAML_SCALAR_EVENT || ev.type == YAML_SEQUENCE_START_EVENT ||
+		    ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_ALIAS_EVENT) {
+			err = doc_build(d, &ev, "", 0, &d->root);
+			if (err)
+				goto done;
+		}
+		yaml_event_delete(&ev);
+		have = 0;
+	}
+done:
+	if (have)
+		yaml_event_delete(&ev);
+	return err;
+}
+
+/* Split, check and parse text into d (which borrows path and text). Errors are printed. */
+static int doc_open(struct doc *d, const char *path, const char *text, size_t len)
+{
+	int err;
+
+	memset(d, 0, sizeof(*d));
+	d->path = path;
+	d->text = text;
+	d->len = len;
+	err = doc_check_encoding(d);
+	if (!err)
+		err = doc_split(d);
+	if (!err)
+		err = doc_chars(d);
+	if (!err)
+		err = doc_parse_yaml(d);
+	if (!err && d->root->kind != YN_MAP)
+		err = doc_err(d, VS_EPARSE, d->root->b, "front matter",
+			      "the front matter must be a mapping of keys (key: value lines)");
+	return err;
+}
+
+static const struct ynode *map_find(const struct ynode *map, const char *key, int *index)
+{
+	for (int i = 0; map && i + 1 < map->n; i += 2) {
+		if (!strcmp(map->kid[i]->value, key) && strlen(key) == map->kid[i]->len) {
+			if (index)
+				*index = i;
+			return map->kid[i + 1];
+		}
+	}
+	return NULL;
+}
+
+/* Start of the line holding byte offset off. */
+static size_t line_start(const struct doc *d, size_t off)
+{
+	while (off > d->fm_begin && d->text[off - 1] != '\n')
+		off--;
+	return off;
+}
+
+/* off when it is a line start, else the start of the next line (within the front matter). */
+static size_t line_after(const struct doc *d, size_t off)
+{
+	if (off > 0 && d->text[off - 1] == '\n')
+		return off;
+	while (off < d->fm_end && d->text[off] != '\n')
+		off++;
+	return off < d->fm_end ? off + 1 : d->fm_end;
+}
+
+/* ---- scalar helpers ------------------------------------------------------------------------ */
+
+static int is_null_word(const char *s)
+{
+	return !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
+}
+
+/* "" (quoted or not), an empty value or a plain null: unset. */
+static int scalar_unset(const struct ynode *v)
+{
+	return v->kind == YN_SCALAR &&
+	       (v->len == 0 || (v->style == YAML_PLAIN_SCALAR_STYLE && is_null_word(v->value)));
+}
+
+/* A decimal YAML number (int or float, no hex/inf/nan); 0 and *out set when it is one. */
+static int parse_number(const char *s, double *out)
+{
+	const char *p = s;
+	char *end;
+	int digits = 0;
+	double v;
+
+	if (*p == '+' || *p == '-')
+		p++;
+	while (isdigit((unsigned char)*p)) {
+		p++;
+		digits++;
+	}
+	if (*p == '.') {
+		p++;
+		while (isdigit((unsigned char)*p)) {
+			p++;
+			digits++;
+		}
+	}
+	if (!digits)
+		return -1;
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	if (*p)
+		return -1;
+	v = strtod(s, &end);
+	if (end != p || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* YYYY-MM-DD naming a real day of the Gregorian calendar. */
+static int valid_date(const char *s)
+{
+	static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y, m, dd, leap;
+
+	if (strlen(s) != 10 || s[4] != '-' || s[7] != '-')
+		return 0;
+	for (int i = 0; i < 10; i++)
+		if (i != 4 && i != 7 && !isdigit((unsigned char)s[i]))
+			return 0;
+	y = atoi(s);
+	m = atoi(s + 5);
+	dd = atoi(s + 8);
+	leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	if (m < 1 || m > 12 || dd < 1)
+		return 0;
+	return dd <= mdays[m - 1] + (m == 2 && leap);
+}
+
+/* ---- schema -------------------------------------------------------------------------------- */
+
+enum ftype { F_MAP, F_STR, F_LIST, F_ENUM, F_NUM, F_NUM_POS, F_DATE };
+
+struct field {
+	const char *path;
+	enum ftype type;
+	size_t off;            /* char * / struct card_list / double in struct card */
+	size_t has_off;        /* int set flag of a number */
+	const char *const *values; /* enum values, NULL-terminated */
+};
+
+static const char *const scope_values[] = {"kernel", "e2e", NULL};
+static const char *const parity_values[] = {"required", "advisory", NULL};
+static const char *const status_values[] = {"draft", "validated", "failed", NULL};
+static const char *const measured_parity_values[] = {"pass", "fail", NULL};
+static const char *const known_operators[] = {"mla_attention", NULL};
+
+#define OFF(m) offsetof(struct card, m)
+static const struct field fields[] = {
+	{"id", F_STR, OFF(id), 0, NULL},
+	{"title", F_STR, OFF(title), 0, NULL},
+	{"kind", F_STR, OFF(kind), 0, NULL},
+	{"role", F_STR, OFF(role), 0, NULL},
+	{"authors", F_LIST, OFF(authors), 0, NULL},
+	{"supersedes", F_LIST, OFF(supersedes), 0, NULL},
+	{"scope", F_ENUM, OFF(scope), 0, scope_values},
+	{"match", F_MAP, 0, 0, NULL},
+	{"match.operator", F_STR, OFF(match.operator_name), 0, NULL},
+	{"match.arch_class", F_LIST, OFF(match.arch_class), 0, NULL},
+	{"match.gens", F_LIST, OFF(match.gens), 0, NULL},
+	{"match.dtypes", F_LIST, OFF(match.dtypes), 0, NULL},
+	{"match.regimes", F_LIST, OFF(match.regimes), 0, NULL},
+	{"match.from_backend", F_STR, OFF(match.from_backend), 0, NULL},
+	{"match.to_backend", F_STR, OFF(match.to_backend), 0, NULL},
+	{"expects", F_MAP, 0, 0, NULL},
+	{"expects.isolated_speedup_min", F_NUM_POS, OFF(expects.isolated_speedup_min),
+	 OFF(expects.has_isolated_speedup_min), NULL},
+	{"expects.e2e_delta_min_pct", F_NUM, OFF(expects.e2e_delta_min_pct),
+	 OFF(expects.has_e2e_delta_min_pct), NULL},
+	{"expects.parity", F_ENUM, OFF(expects.parity), 0, parity_values},
+	{"validation", F_MAP, 0, 0, NULL},
+	{"validation.status", F_ENUM, OFF(validation.status), 0, status_values},
+	{"validation.last_verified", F_DATE, OFF(validation.last_verified), 0, NULL},
+	{"validation.gpu", F_STR, OFF(validation.gpu), 0, NULL},
+	{"validation.gen", F_STR, OFF(validation.gen), 0, NULL},
+	{"validation.model", F_STR, OFF(validation.model), 0, NULL},
+	{"validation.measured", F_MAP, 0, 0, NULL},
+	{"validation.measured.isolated", F_NUM, OFF(validation.measured_isolated),
+	 OFF(validation.has_isolated), NULL},
+	{"validation.measured.e2e_pct", F_NUM, OFF(validation.measured_e2e_pct),
+	 OFF(validation.has_e2e_pct), NULL},
+	{"validation.measured.parity", F_ENUM, OFF(validation.measured_parity), 0,
+	 measured_parity_values},
+	{"validation.artifact", F_STR, OFF(validation.artifact), 0, NULL},
+};
+#undef OFF
+
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static const struct field *field_find(const char *path)
+{
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (!strcmp(fields[i].path, path))
+			return &fields[i];
+	return NULL;
+}
+
+static char **str_at(struct card *c, const struct field *f)
+{
+	return (char **)((char *)c + f->off);
+}
+
+static const char *enum_list(const char *const *values, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (int i = 0; values[i]; i++) {
+		if (i)
+			strncat(buf, ", ", size - strlen(buf) - 1);
+		strncat(buf, values[i], size - strlen(buf) - 1);
+	}
+	return buf;
+}
+
+static int enum_has(const char *const *values, const char *s)
+{
+	for (int i = 0; values[i]; i++)
+		if (!strcmp(values[i], s))
+			return 1;
+	return 0;
+}
+
+static const char *kind_name(const struct ynode *v)
+{
+	return v->kind == YN_MAP ? "a mapping" : v->kind == YN_SEQ ? "a list" : "a scalar";
+}
+
+static int loc_add(struct card *c, const struct doc *d, const char *key, size_t off)
+{
+	struct card_loc *nl = realloc(c->locs, (size_t)(c->loc_count + 1) * sizeof(*nl));
+
+	if (!nl)
+		return vs_error(VS_ENOMEM, "out of memory");
+	c->locs = nl;
+	nl += c->loc_count;
+	nl->key = strdup(key);
+	if (!nl->key)
+		return vs_error(VS_ENOMEM, "out of memory");
+	nl->offset = off;
+	text_linecol(d->text, d->len, off, &nl->line, &nl->col);
+	c->loc_count++;
+	return 0;
+}
+
+static int unknown_add(struct card *c, const struct doc *d, const char *key, const struct ynode *v)
+{
+	struct card_unknown *nu = realloc(c->unknown, (size_t)(c->unknown_count + 1) * sizeof(*nu));
+	size_t b = v->b, e = v->ce;
+
+	if (!nu)
+		return vs_error(VS_ENOMEM, "out of memory");
+	c->unknown = nu;
+	nu += c->unknown_count;
+	while (e > b && isspace((unsigned char)d->text[e - 1]))
+		e--;
+	nu->path = strdup(key);
+	nu->text = strndup(d->text + b, e - b);
+	if (!nu->path || !nu->text) {
+		free(nu->path);
+		free(nu->text);
+		return vs_error(VS_ENOMEM, "out of memory");
+	}
+	c->unknown_count++;
+	return 0;
+}
+
+static int set_str(char **dst, const char *s)
+{
+	char *n = strdup(s);
+
+	if (!n)
+		return vs_error(VS_ENOMEM, "out of memory");
+	free(*dst);
+	*dst = n;
+	return 0;
+}
+
+static void list_release(struct card_list *l)
+{
+	for (int i = 0; i < l->count; i++)
+		free(l->items[i]);
+	free(l->items);
+	l->items = NULL;
+	l->count = 0;
+}
+
+static int schema_list(const struct doc *d, struct card_list *l, const struct ynode *v,
+		       const char *key)
+{
+	list_release(l);
+	if (v->kind == YN_SCALAR && scalar_unset(v))
+		return 0;
+	if (v->kind != YN_SEQ)
+		return doc_err(d, VS_ESCHEMA, v->b, key,
+			       v->kind == YN_MAP ? "expected a list of strings like [a, b], found a mapping"
+						 : "expected a list of strings like [a, b], found '%s'",
+			       v->value);
+	if (v->n) {
+		l->items = calloc((size_t)v->n, sizeof(*l->items));
+		if (!l->items)
+			return vs_error(VS_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < v->n; i++) {
+		const struct ynode *it = v->kid[i];
+
+		if (it->kind != YN_SCALAR)
+			return doc_err(d, VS_ESCHEMA, it->b, key, "list items must be strings, found %s",
+				       kind_name(it));
+		if (scalar_unset(it))
+			return doc_err(d, VS_ESCHEMA, it->b, key, "empty list item");
+		l->items[i] = strdup(it->value);
+		if (!l->items[i])
+			return vs_error(VS_ENOMEM, "out of memory");
+		l->count = i + 1;
+	}
+	return 0;
+}
+
+static int schema_value(const struct doc *d, struct card *c, const struct field *f,
+			const struct ynode *v, const char *key)
+{
+	char buf[256];
+	double num;
+
+	if (f->type == F_LIST)
+		return schema_list(d, (struct card_list *)((char *)c + f->off), v, key);
+	if (v->kind != YN_SCALAR) {
+		if (f->type == F_ENUM)
+			return doc_err(d, VS_ESCHEMA, v->b, key, "expected one of: %s, found %s",
+				       enum_list(f->values, buf, sizeof(buf)), kind_name(v));
+		return doc_err(d, VS_ESCHEMA, v->b, key, "expected %s, found %s",
+			       f->type == F_STR ? "a string" : f->type == F_DATE ? "a date YYYY-MM-DD"
+			       : "a number", kind_name(v));
+	}
+	switch (f->type) {
+	case F_STR:
+		return set_str(str_at(c, f), scalar_unset(v) ? "" : v->value);
+	case F_ENUM:
+		if (scalar_unset(v))
+			return set_str(str_at(c, f), "");
+		if (!strcmp(f->path, "validation.status") && !strcmp(v->value, "stale"))
+			return doc_err(d, VS_ESCHEMA, v->b, key,
+				       "'stale' is computed by the report and never written; use one of: %s",
+				       enum_list(f->values, buf, sizeof(buf)));
+		if (!enum_has(f->values, v->value))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is not one of: %s", v->value,
+				       enum_list(f->values, buf, sizeof(buf)));
+		return set_str(str_at(c, f), v->value);
+	case F_DATE:
+		if (scalar_unset(v))
+			return set_str(str_at(c, f), "");
+		if (!valid_date(v->value))
+			return doc_err(d, VS_ESCHEMA, v->b, key,
+				       "'%s' is not a real date written YYYY-MM-DD", v->value);
+		return set_str(str_at(c, f), v->value);
+	case F_NUM:
+	case F_NUM_POS:
+		*(int *)((char *)c + f->has_off) = 0;
+		*(double *)((char *)c + f->off) = 0.0;
+		if (scalar_unset(v))
+			return 0;
+		if (v->style != YAML_PLAIN_SCALAR_STYLE)
+			return doc_err(d, VS_ESCHEMA, v->b, key,
+				       "expected a number, found the quoted string \"%s\" "
+				       "(write numbers without quotes)", v->value);
+		if (parse_number(v->value, &num))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found '%s'",
+				       v->value);
+		if (f->type == F_NUM_POS && !(num > 0))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "must be a number > 0, found '%s'",
+				       v->value);
+		*(int *)((char *)c + f->has_off) = 1;
+		*(double *)((char *)c + f->off) = num;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Type the mapping map (at dotted prefix) into c; unknown keys go to c->unknown. */
+static int schema_map(const struct doc *d, struct card *c, const struct ynode *map,
+		      const char *prefix)
+{
+	int err = 0;
+
+	for (int i = 0; !err && i + 1 < map->n; i += 2) {
+		const struct ynode *k = map->kid[i], *v = map->kid[i + 1];
+		char key[CARD_PATH_MAX];
+		const struct field *f;
+
+		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", k->value);
+		err = loc_add(c, d, key, v->null_empty ? k->b : v->b);
+		if (err)
+			break;
+		f = field_find(key);
+		if (!f)
+			err = unknown_add(c, d, key, v);
+		else if (f->type != F_MAP)
+			err = schema_value(d, c, f, v, key);
+		else if (v->kind == YN_MAP)
+			err = schema_map(d, c, v, key);
+		else if (!scalar_unset(v))
+			err = doc_err(d, VS_ESCHEMA, v->b, key, "expected a mapping of keys, found %s%s%s%s",
+				      kind_name(v), v->kind == YN_SCALAR ? " '" : "",
+				      v->kind == YN_SCALAR ? v->value : "",
+				      v->kind == YN_SCALAR ? "'" : "");
+	}
+	return err;
+}
+
+int card_locate(const struct card *c, const char *key, int *line, int *col)
+{
+	for (int i = 0; i < c->loc_count; i++) {
+		if (!strcmp(c->locs[i].key, key)) {
+			*line = c->locs[i].line;
+			*col = c->locs[i].col;
+			return 0;
+		}
+	}
+	return VS_ENOTFOUND;
+}
+
+/* Where to point a message about key: the key itself, else its nearest present parent, else 1:1. */
+static void locate_near(const struct card *c, const char *key, int *line, int *col)
+{
+	char buf[CARD_PATH_MAX];
+	char *dot;
+
+	snprintf(buf, sizeof(buf), "%s", key);
+	for (;;) {
+		if (!card_locate(c, buf, line, col))
+			return;
+		dot = strrchr(buf, '.');
+		if (!dot)
+			break;
+		*dot = '\0';
+	}
+	*line = 1;
+	*col = 1;
+}
+
+/* Missing or empty required keys, in schema order. */
+static int schema_required(const struct card *c)
+{
+	static const char *const required[] = {
+		"id", "title", "scope", "match", "match.operator", "match.gens", "match.dtypes",
+		"validation", "validation.status",
+	};
+	int line, col;
+
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		const char *key = required[i];
+		const struct field *f = field_find(key);
+		int empty = 0;
+
+		if (card_locate(c, key, &line, &col)) {
+			locate_near(c, key, &line, &col);
+			return card_msg(VS_ESCHEMA, c->path, line, col, key, "required key is missing");
+		}
+		if (f->type == F_LIST)
+			empty = ((const struct card_list *)((const char *)c + f->off))->count == 0;
+		else if (f->type != F_MAP)
+			empty = !**(char *const *)((const char *)c + f->off);
+		if (empty)
+			return card_msg(VS_ESCHEMA, c->path, line, col, key, "required value is empty");
+	}
+	if (!strcmp(c->scope, "kernel") && !c->expects.has_isolated_speedup_min) {
+		locate_near(c, "expects.isolated_speedup_min", &line, &col);
+		return card_msg(VS_ESCHEMA, c->path, line, col, "expects.isolated_speedup_min",
+				"required when scope is 'kernel' (a number > 0)");
+	}
+	return 0;
+}
+
+/* Every string field "" rather than NULL once a card is loaded; parity defaults to required. */
+static int schema_defaults(struct card *c)
+{
+	for (size_t i = 0; i < NFIELDS; i++) {
+		char **s;
+
+		if (fields[i].type != F_STR && fields[i].type != F_ENUM && fields[i].type != F_DATE)
+			continue;
+		s = str_at(c, &fields[i]);
+		if (!*s || (!**s && !strcmp(fields[i].path, "expects.parity"))) {
+			int err = set_str(s, !strcmp(fields[i].path, "expects.parity") ? "required" : "");
+
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+void card_release(struct card *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (fields[i].type == F_LIST)
+			list_release((struct card_list *)((char *)c + fields[i].off));
+		else if (fields[i].type != F_MAP && fields[i].type != F_NUM &&
+			 fields[i].type != F_NUM_POS)
+			free(*str_at(c, &fields[i]));
+	}
+	for (int i = 0; i < c->unknown_count; i++) {
+		free(c->unknown[i].path);
+		free(c->unknown[i].text);
+	}
+	free(c->unknown);
+	for (int i = 0; i < c->loc_count; i++)
+		free(c->locs[i].key);
+	free(c->locs);
+	free(c->path);
+	free(c->text);
+	memset(c, 0, sizeof(*c));
+}
+
+int card_parse(struct card *c, const char *path, const char *text, size_t len)
+{
+	struct card tmp;
+	struct doc d;
+	int err;
+
+	memset(&tmp, 0, sizeof(tmp));
+	memset(&d, 0, sizeof(d));
+	tmp.path = strdup(path);
+	tmp.text = malloc(len + 1);
+	if (!tmp.path || !tmp.text) {
+		err = vs_error(VS_ENOMEM, "out of memory reading '%s'", path);
+		goto done;
+	}
+	memcpy(tmp.text, text, len);
+	tmp.text[len] = '\0';
+	tmp.text_len = len;
+	err = doc_open(&d, tmp.path, tmp.text, len);
+	if (err)
+		goto done;
+	tmp.fm_begin = d.fm_begin;
+	tmp.fm_end = d.fm_end;
+	tmp.body_begin = d.body_begin;
+	err = schema_map(&d, &tmp, d.root, "");
+	if (!err)
+		err = schema_defaults(&tmp);
+	if (!err)
+		err = schema_required(&tmp);
+	if (err)
+		goto done;
+	*c = tmp;
+	memset(&tmp, 0, sizeof(tmp));
+done:
+	doc_release(&d);
+	card_release(&tmp);
+	return err;
+}
+
+int card_load(struct card *c, const char *path)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int err;
+
+	err = fs_read_file(&buf, &len, path, CARD_MAX_BYTES);
+	if (!err)
+		err = card_parse(c, path, buf, len);
+	free(buf);
+	return err;
+}
+
+/* ---- lint ---------------------------------------------------------------------------------- */
+
+static const char *const section_names[] = {
+	"When to use", "Mechanism", "Procedure", "Knobs & pitfalls", "Do-no-harm notes", "Sources",
+};
+#define NSECTIONS ((int)(sizeof(section_names) / sizeof(section_names[0])))
+
+static int lint_at(const struct card *c, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int lint_at(const struct card *c, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	int line, col;
+
+	locate_near(c, key, &line, &col);
+	va_start(ap, fmt);
+	card_vmsg(VS_ESCHEMA, c->path, line, col, key, fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+static const char *nz(const char *s)
+{
+	return s ? s : "";
+}
+
+/* ATX heading level (1-6) of line s[0..n), 0 if not a heading; text and tlen: its trimmed text. */
+static int md_heading(const char *s, size_t n, const char **text, size_t *tlen)
+{
+	size_t i = 0, e;
+	int level = 0;
+
+	while (i < n && i < 3 && s[i] == ' ')
+		i++;
+	while (i < n && s[i] == '#' && level < 7) {
+		i++;
+		level++;
+	}
+	if (level < 1 || level > 6 || (i < n && s[i] != ' ' && s[i] != '\t'))
+		return 0;
+	while (i < n && (s[i] == ' ' || s[i] == '\t'))
+		i++;
+	e = n;
+	while (e > i && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+		e--;
+	{
+		size_t h = e;
+
+		while (h > i && s[h - 1] == '#')
+			h--;
+		if (h == i || s[h - 1] == ' ' || s[h - 1] == '\t')
+			e = h;
+	}
+	while (e > i && (s[e - 1] == ' ' || s[e - 1] == '\t'))
+		e--;
+	*text = s + i;
+	*tlen = e - i;
+	return level;
+}
+
+/* Fence char and length of a ``` / ~~~ line, 0 if it is not one. */
+static size_t md_fence(const char *s, size_t n, char *ch)
+{
+	size_t i = 0, k = 0;
+
+	while (i < n && i < 3 && s[i] == ' ')
+		i++;
+	if (i >= n || (s[i] != '`' && s[i] != '~'))
+		return 0;
+	*ch = s[i];
+	while (i + k < n && s[i + k] == *ch)
+		k++;
+	return k >= 3 ? k : 0;
+}
+
+/* 1 if s[0..n) has visible text outside HTML comments; updates *in_comment across lines. */
+static int md_visible(const char *s, size_t n, int *in_comment)
+{
+	size_t i = 0;
+	int vis = 0;
+
+	while (i < n) {
+		if (*in_comment) {
+			const char *end = memmem(s + i, n - i, "-->", 3);
+
+			if (!end)
+				return vis;
+			i = (size_t)(end - s) + 3;
+			*in_comment = 0;
+		} else {
+			const char *open = memmem(s + i, n - i, "<!--", 4);
+			size_t stop = open ? (size_t)(open - s) : n;
+
+			for (size_t j = i; j < stop; j++)
+				if (!isspace((unsigned char)s[j]))
+					vis = 1;
+			if (!open)
+				return vis;
+			i = stop + 4;
+			*in_comment = 1;
+		}
+	}
+	return vis;
+}
+
+static int has_text(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!isspace((unsigned char)s[i]))
+			return 1;
+	return 0;
+}
+
+static int section_index(const char *t, size_t n)
+{
+	for (int i = 0; i < NSECTIONS; i++)
+		if (strlen(section_names[i]) == n && !strncasecmp(section_names[i], t, n))
+			return i;
+	return -1;
+}
+
+static int lint_body(const struct card *c)
+{
+	int found[NSECTIONS] = {0}, visible[NSECTIONS] = {0};
+	int cur = -1, in_comment = 0, problems = 0, line, col, body_line;
+	char fence_ch = 0;
+	size_t fence_len = 0, p, ce, next;
+	const char *t = c->text;
+
+	text_linecol(t, c->text_len, c->body_begin, &body_line, &col);
+	line = body_line;
+	for (p = c->body_begin; p < c->text_len; p = next, line++) {
+		const char *s = t + p, *h;
+		size_t n, hl;
+		int level, idx;
+		char ch;
+
+		line_at(t, c->text_len, p, &ce, &next);
+		n = ce - p;
+		if (fence_ch) {
+			size_t k = md_fence(s, n, &ch);
+
+			if (k >= fence_len && ch == fence_ch)
+				fence_ch = 0;
+			if (cur >= 0 && has_text(s, n))
+				visible[cur] = 1;
+			continue;
+		}
+		if (!in_comment && (level = md_heading(s, n, &h, &hl)) > 0 && level <= 2) {
+			idx = level == 2 ? section_index(h, hl) : -1;
+			if (idx >= 0 && found[idx]) {
+				problems += card_msg(VS_ESCHEMA, c->path, line, 1, "body",
+						     "section '## %s' appears twice (first at line %d, "
+						     "again at line %d)", section_names[idx], found[idx],
+						     line) != 0;
+				idx = -1;
+			} else if (idx >= 0) {
+				found[idx] = line;
+			}
+			cur = idx;
+			continue;
+		}
+		if (!in_comment && (fence_len = md_fence(s, n, &ch)) > 0) {
+			fence_ch = ch;
+			if (cur >= 0)
+				visible[cur] = 1;
+			continue;
+		}
+		if (md_visible(s, n, &in_comment) && cur >= 0)
+			visible[cur] = 1;
+	}
+	for (int i = 0; i < NSECTIONS; i++) {
+		if (!found[i])
+			problems += card_msg(VS_ESCHEMA, c->path, body_line, 1, "body",
+					     "missing section '## %s'", section_names[i]) != 0;
+		else if (!visible[i])
+			problems += card_msg(VS_ESCHEMA, c->path, found[i], 1, "body",
+					     "section '## %s' is empty (whitespace and HTML comments "
+					     "do not count)", section_names[i]) != 0;
+	}
+	return problems;
+}
+
+static int list_has(const struct card_list *l, const char *s)
+{
+	for (int i = 0; i < l->count; i++)
+		if (!strcmp(l->items[i], s))
+			return 1;
+	return 0;
+}
+
+static int lint_enum(const struct card *c, const char *key, const char *value,
+		     const char *const *values, int allow_empty)
+{
+	char buf[256];
+
+	if (!*value && allow_empty)
+		return 0;
+	if (!strcmp(key, "validation.status") && !strcmp(value, "stale"))
+		return lint_at(c, key, "'stale' is computed by the report and never written; "
+			       "use one of: %s", enum_list(values, buf, sizeof(buf)));
+	if (!enum_has(values, value))
+		return lint_at(c, key, "'%s' is not one of: %s", value,
+			       enum_list(values, buf, sizeof(buf)));
+	return 0;
+}
+
+static int lint_validated(const struct card *c)
+{
+	const struct card_validation *v = &c->validation;
+	int n = 0;
+	static const struct {
+		const char *key;
+		size_t off;
+	} needed[] = {
+		{"validation.gpu", offsetof(struct card_validation, gpu)},
+		{"validation.gen", offsetof(struct card_validation, gen)},
+		{"validation.last_verified", offsetof(struct card_validation, last_verified)},
+		{"validation.artifact", offsetof(struct card_validation, artifact)},
+	};
+
+	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++)
+		if (!*nz(*(char *const *)((const char *)v + needed[i].off)))
+			n += lint_at(c, needed[i].key, "status 'validated' needs a value here");
+	if (strcmp(nz(v->measured_parity), "pass"))
+		n += lint_at(c, "validation.measured.parity",
+			     "status 'validated' needs measured parity 'pass', found '%s'",
+			     nz(v->measured_parity));
+	if (!strcmp(nz(c->scope), "kernel") && !v->has_isolated)
+		n += lint_at(c, "validation.measured.isolated",
+			     "status 'validated' on a kernel card needs the measured isolated speedup");
+	if (!strcmp(nz(c->scope), "kernel") && v->has_isolated &&
+	    c->expects.has_isolated_speedup_min &&
+	    v->measured_isolated < c->expects.isolated_speedup_min)
+		n += lint_at(c, "validation.measured.isolated",
+			     "status 'validated' but the measured speedup %g is below "
+			     "expects.isolated_speedup_min %g", v->measured_isolated,
+			     c->expects.isolated_speedup_min);
+	if (!strcmp(nz(c->scope), "e2e") && !v->has_e2e_pct)
+		n += lint_at(c, "validation.measured.e2e_pct",
+			     "status 'validated' on an e2e card needs the measured e2e delta");
+	if (*nz(v->gen) && !list_has(&c->match.gens, v->gen))
+		n += lint_at(c, "validation.gen",
+			     "measured generation '%s' is not in match.gens (a card is validated "
+			     "only on a generation it lists)", v->gen);
+	return n;
+}
+
+int card_lint(const struct card *c)
+{
+	int n = 0;
+	char *stem = fs_stem(c->path, ".md");
+
+	if (!stem)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (strcmp(nz(c->id), stem))
+		n += lint_at(c, "id", "'%s' does not match the file name '%s.md' "
+			     "(id must equal the file name without .md)", nz(c->id), stem);
+	free(stem);
+	n += lint_enum(c, "scope", nz(c->scope), scope_values, 0);
+	n += lint_enum(c, "expects.parity", nz(c->expects.parity), parity_values, 1);
+	n += lint_enum(c, "validation.status", nz(c->validation.status), status_values, 0);
+	n += lint_enum(c, "validation.measured.parity", nz(c->validation.measured_parity),
+		       measured_parity_values, 1);
+	if (!enum_has(known_operators, nz(c->match.operator_name))) {
+		char buf[256];
+
+		n += lint_at(c, "match.operator", "'%s' is not an operator this tool plans (known: %s)",
+			     nz(c->match.operator_name), enum_list(known_operators, buf, sizeof(buf)));
+	}
+	if (*nz(c->validation.last_verified) && !valid_date(c->validation.last_verified))
+		n += lint_at(c, "validation.last_verified", "'%s' is not a real date written YYYY-MM-DD",
+			     c->validation.last_verified);
+	if (!strcmp(nz(c->scope), "kernel") &&
+	    !(c->expects.has_isolated_speedup_min && c->expects.isolated_speedup_min > 0))
+		n += lint_at(c, "expects.isolated_speedup_min",
+			     "scope 'kernel' needs a number > 0 here");
+	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
+		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
+	if (!strcmp(nz(c->validation.status), "validated"))
+		n += lint_validated(c);
+	if (c->text)
+		n += lint_body(c);
+	return n ? VS_ESCHEMA : 0;
+}
+
+/* ---- hash ---------------------------------------------------------------------------------- */
+
+/* Byte range of the whole `validation:` block (key line to end of its last content line). */
+static void doc_validation_range(const struct doc *d, size_t *b, size_t *e)
+{
+	int i;
+	const struct ynode *v = map_find(d->root, "validation", &i);
+
+	*b = *e = d->fm_end;
+	if (!v)
+		return;
+	*b = line_start(d, d->root->kid[i]->b);
+	*e = line_after(d, v->ce);
+}
+
+static int doc_hash(const struct doc *d, char hex[FS_SHA256_HEX])
+{
+	struct fs_sha256 h;
+	size_t vb, ve;
+	int err = fs_sha256_init(&h);
+
+	if (err)
+		return err;
+	doc_validation_range(d, &vb, &ve);
+	fs_sha256_update(&h, d->text + d->fm_begin, vb - d->fm_begin);
+	fs_sha256_update(&h, d->text + ve, d->fm_end - ve);
+	fs_sha256_update(&h, d->text + d->body_begin, d->len - d->body_begin);
+	fs_sha256_final(&h, hex);
+	return 0;
+}
+
+int card_hash(const struct card *c, char hex[65])
+{
+	struct doc d;
+	char tmp[FS_SHA256_HEX];
+	int err = doc_open(&d, c->path, c->text, c->text_len);
+
+	if (!err)
+		err = doc_hash(&d, tmp);
+	if (!err)
+		memcpy(hex, tmp, FS_SHA256_HEX);
+	doc_release(&d);
+	return err;
+}
+
+/* ---- recording ----------------------------------------------------------------------------- */
+
+/*
+ * Formatting rules (deterministic, so recording twice gives identical bytes):
+ *  - numbers: plain, the fewest significant digits (1..17) that read back to the same double,
+ *    positional for exponents -6..15, else d.ddde+XX (with a dot, so YAML 1.1 readers see a float);
+ *  - dates: plain YYYY-MM-DD;
+ *  - strings: kept in the original quoting style where it can hold the value (double stays
+ *    double; single stays single unless the value has control characters); a plain or new value
+ *    is written plain when YAML reads it back as the same string, else double-quoted;
+ *  - unset: "" ('' where the original was single-quoted).
+ */
+
+static void fmt_number(char out[48], double x)
+{
+	char e[32], *ep;
+	int p, x10;
+
+	for (p = 1; p <= 17; p++) {
+		snprintf(e, sizeof(e), "%.*e", p - 1, x);
+		if (strtod(e, NULL) == x)
+			break;
+	}
+	if (p > 17)
+		p = 17;
+	snprintf(e, sizeof(e), "%.*e", p - 1, x);
+	ep = strchr(e, 'e');
+	x10 = atoi(ep + 1);
+	if (x10 >= -6 && x10 <= 15) {
+		int dec = p - 1 - x10;
+
+		snprintf(out, 48, "%.*f", dec > 0 ? dec : 0, x);
+	} else if (p == 1) {
+		*ep = '\0';
+		snprintf(out, 48, "%s.0e%s", e, ep + 1);
+	} else {
+		snprintf(out, 48, "%s", e);
+	}
+}
+
+/* 1 if YAML reads s, written plain (also inside a flow mapping), back as the same string. */
+static int plain_safe(const char *s)
+{
+	static const char *const words[] = {
+		"null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", "=", "<<", NULL,
+	};
+	size_t n = strlen(s);
+
+	if (!n || strchr("-?:,[]{}#&*!|>'\"%@`+. \t", s[0]) || isdigit((unsigned char)s[0]))
+		return 0;
+	if (s[n - 1] == ' ' || s[n - 1] == ':')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = (unsigned char)s[i];
+
+		if (b < 0x20 || b == 0x7f || strchr("#,[]{}", b) || (b == ':' && s[i + 1] == ' '))
+			return 0;
+		if ((b == 0xC2 && (unsigned char)s[i + 1] == 0x85) ||
+		    (b == 0xE2 && (unsigned char)s[i + 1] == 0x80 &&
+		     ((unsigned char)s[i + 2] == 0xA8 || (unsigned char)s[i + 2] == 0xA9)) ||
+		    (b == 0xEF && (unsigned char)s[i + 1] == 0xBB && (unsigned char)s[i + 2] == 0xBF))
+			return 0;
+	}
+	for (int i = 0; words[i]; i++)
+		if (!strcasecmp(s, words[i]))
+			return 0;
+	return 1;
+}
+
+static int single_ok(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			return 0;
+		if ((p[0] == 0xC2 && p[1] == 0x85) ||
+		    (p[0] == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) ||
+		    (p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF))
+			return 0;
+	}
+	return 1;
+}
+
+static void put_single(struct sbuf *sb, const char *s)
+{
+	sb_add(sb, "'", 1);
+	for (; *s; s++) {
+		if (*s == '\'')
+			sb_add(sb, "''", 2);
+		else
+			sb_add(sb, s, 1);
+	}
+	sb_add(sb, "'", 1);
+}
+
+static void put_double(struct sbuf *sb, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char esc[8];
+
+	sb_add(sb, "\"", 1);
+	for (; *p; p++) {
+		switch (*p) {
+		case '"': sb_adds(sb, "\\\""); continue;
+		case '\\': sb_adds(sb, "\\\\"); continue;
+		case '\n': sb_adds(sb, "\\n"); continue;
+		case '\t': sb_adds(sb, "\\t"); continue;
+		case '\r': sb_adds(sb, "\\r"); continue;
+		default: break;
+		}
+		if (*p < 0x20 || *p == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\x%02x", *p);
+			sb_adds(sb, esc);
+		} else if (p[0] == 0xC2 && p[1] == 0x85) {
+			sb_adds(sb, "\\N");
+			p++;
+		} else if (p[0] == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) {
+			sb_adds(sb, p[2] == 0xA8 ? "\\L" : "\\P");
+			p += 2;
+		} else if (p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) {
+			sb_adds(sb, "\\uFEFF");
+			p += 2;
+		} else {
+			sb_add(sb, p, 1);
+		}
+	}
+	sb_add(sb, "\"", 1);
+}
+
+enum rkind { R_STR, R_DATE, R_NUM, R_MAP };
+
+struct rval {
+	const char *key;
+	enum rkind kind;
+	const char *s;
+	int has;
+	double num;
+};
+
+/* The text of value r, given the style of the scalar it replaces (plain for new keys). */
+static void fmt_value(struct sbuf *sb, const struct rval *r, int style)
+{
+	char num[48];
+
+	if (r->kind == R_NUM && r->has) {
+		fmt_number(num, r->num);
+		sb_adds(sb, num);
+	} else if (r->kind == R_NUM || !*r->s) {
+		sb_adds(sb, style == YAML_SINGLE_QUOTED_SCALAR_STYLE ? "''" : "\"\"");
+	} else if (r->kind == R_DATE) {
+		sb_adds(sb, r->s);
+	} else if (style == YAML_DOUBLE_QUOTED_SCALAR_STYLE) {
+		put_double(sb, r->s);
+	} else if (style == YAML_SINGLE_QUOTED_SCALAR_STYLE && single_ok(r->s)) {
+		put_single(sb, r->s);
+	} else if (plain_safe(r->s)) {
+		sb_adds(sb, r->s);
+	} else {
+		put_double(sb, r->s);
+	}
+}
+
+static void fmt_flow_map(struct sbuf *sb, const struct rval *rv, int n)
+{
+	sb_add(sb, "{", 1);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			sb_adds(sb, ", ");
+		sb_adds(sb, rv[i].key);
+		sb_adds(sb, ": ");
+		fmt_value(sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
+	}
+	sb_add(sb, "}", 1);
+}
+
+struct edit {
+	size_t b, e;
+	char *text;
+};
+
+struct edits {
+	struct edit *v;
+	int n, cap;
+};
+
+static void edits_release(struct edits *ed)
+{
+	for (int i = 0; i < ed->n; i++)
+		free(ed->v[i].text);
+	free(ed->v);
+	memset(ed, 0, sizeof(*ed));
+}
+
+/* Queue replacing bytes [b, e) with sb's text (taken over, sb is reset). */
+static int edits_add(struct edits *ed, size_t b, size_t e, struct sbuf *sb)
+{
+	if (sb->oom)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (ed->n == ed->cap) {
+		int ncap = ed->cap ? ed->cap * 2 : 16;
+		struct edit *nv = realloc(ed->v, (size_t)ncap * sizeof(*nv));
+
+		if (!nv)
+			return vs_error(VS_ENOMEM, "out of memory");
+		ed->v = nv;
+		ed->cap = ncap;
+	}
+	ed->v[ed->n].b = b;
+	ed->v[ed->n].e = e;
+	ed->v[ed->n].text = sb->buf ? sb->buf : strdup("");
+	memset(sb, 0, sizeof(*sb));
+	if (!ed->v[ed->n].text)
+		return vs_error(VS_ENOMEM, "out of memory");
+	ed->n++;
+	return 0;
+}
+
+/*
+ * The bytes [*b, *e) that the new text of scalar v (value of key k) replaces. "key:" with nothing
+ * after it gets the text after the colon (and a space, queued into sb, when there is none); a
+ * block scalar keeps its trailing line breaks.
+ */
+static int value_span(const struct doc *d, const struct ynode *k, const struct ynode *v,
+		      const char *key, size_t *b, size_t *e, struct sbuf *sb)
+{
+	*b = v->b;
+	*e = v->e;
+	if (v->null_empty) {
+		if (!v->colon)
+			return doc_err(d, VS_ESCHEMA, k->b, key, "cannot find the ':' after the key");
+		if (d->text[*b - 1] == ':')
+			sb_add(sb, " ", 1);
+	} else if (v->style == YAML_LITERAL_SCALAR_STYLE || v->style == YAML_FOLDED_SCALAR_STYLE) {
+		while (*e > *b && (d->text[*e - 1] == '\n' || d->text[*e - 1] == '\r'))
+			(*e)--;
+	}
+	return 0;
+}
+
+/*
+ * A value written before p where a '#' follows directly ("key: #c", "key: ''#c") gets a space
+ * before it: a plain value would swallow the comment, and YAML wants one before any comment.
+ */
+static void space_before_comment(const struct doc *d, size_t p, struct sbuf *sb)
+{
+	if (p < d->fm_end && d->text[p] == '#')
+		sb_add(sb, " ", 1);
+}
+
+/* Replace the scalar value v of key k with the text of r. */
+static int record_scalar(const struct doc *d, const struct ynode *k, const struct ynode *v,
+			 const struct rval *r, const char *key, struct edits *ed)
+{
+	struct sbuf sb = {0};
+	size_t b, e;
+	int style = v->style, err;
+
+	if (v->null_empty || style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE)
+		style = YAML_PLAIN_SCALAR_STYLE;
+	err = value_span(d, k, v, key, &b, &e, &sb);
+	if (!err) {
+		fmt_value(&sb, r, style);
+		space_before_comment(d, e, &sb);
+		err = edits_add(ed, b, e, &sb);
+	}
+	sb_release(&sb);
+	return err;
+}
+
+/* Indentation (in spaces) of the keys of block mapping map. */
+static size_t map_indent(const struct doc *d, const struct ynode *map)
+{
+	size_t k = map->kid[0]->b;
+
+	return k - line_start(d, k);
+}
+
+static const char *eol_before(const struct doc *d, size_t p)
+{
+	return p >= 2 && d->text[p - 1] == '\n' && d->text[p - 2] == '\r' ? "\r\n" : "\n";
+}
+
+/* Insert the keys rv[idx[0..np)] into mapping map, after its last key. */
+static int record_insert(const struct doc *d, const struct ynode *map, const struct rval *rv,
+			 const int *idx, int np, const struct rval *meas, int nmeas,
+			 struct edits *ed)
+{
+	struct sbuf sb = {0};
+	size_t pos;
+
+	if (map->style == 1) {
+		pos = map->n ? map->kid[map->n - 1]->ce : map->b + 1;
+		for (int i = 0; i < np; i++) {
+			if (i || map->n)
+				sb_adds(&sb, ", ");
+			sb_adds(&sb, rv[idx[i]].key);
+			sb_adds(&sb, ": ");
+			if (rv[idx[i]].kind == R_MAP)
+				fmt_flow_map(&sb, meas, nmeas);
+			else
+				fmt_value(&sb, &rv[idx[i]], YAML_PLAIN_SCALAR_STYLE);
+		}
+	} else {
+		size_t indent = map_indent(d, map);
+		const char *eol;
+
+		pos = line_after(d, map->kid[map->n - 1]->ce);
+		eol = eol_before(d, pos);
+		for (int i = 0; i < np; i++) {
+			for (size_t s = 0; s < indent; s++)
+				sb_add(&sb, " ", 1);
+			sb_adds(&sb, rv[idx[i]].key);
+			sb_adds(&sb, ": ");
+			if (rv[idx[i]].kind == R_MAP)
+				fmt_flow_map(&sb, meas, nmeas);
+			else
+				fmt_value(&sb, &rv[idx[i]], YAML_PLAIN_SCALAR_STYLE);
+			sb_adds(&sb, eol);
+		}
+	}
+	return edits_add(ed, pos, pos, &sb);
+}
+
+static int record_map(const struct doc *d, const struct ynode *map, const char *prefix,
+		      const struct rval *rv, int n, const struct rval *meas, int nmeas,
+		      struct edits *ed)
+{
+	int pending[16], np = 0, err = 0;
+
+	for (int i = 0; !err && i < n; i++) {
+		char key[CARD_PATH_MAX];
+		int ki;
+		const struct ynode *v = map_find(map, rv[i].key, &ki);
+		struct sbuf sb = {0};
+
+		snprintf(key, sizeof(key), "%s.%s", prefix, rv[i].key);
+		if (!v) {
+			pending[np++] = i;
+		} else if (rv[i].kind == R_MAP && v->kind == YN_MAP) {
+			err = record_map(d, v, key, meas, nmeas, NULL, 0, ed);
+		} else if (rv[i].kind == R_MAP && scalar_unset(v)) {
+			size_t b, e;
+
+			err = value_span(d, map->kid[ki], v, key, &b, &e, &sb);
+			fmt_flow_map(&sb, meas, nmeas);
+			space_before_comment(d, e, &sb);
+			if (!err)
+				err = edits_add(ed, b, e, &sb);
+		} else if (v->kind != YN_SCALAR || rv[i].kind == R_MAP) {
+			err = doc_err(d, VS_ESCHEMA, v->b, key, "expected %s, found %s",
+				      rv[i].kind == R_MAP ? "a mapping" : "a scalar", kind_name(v));
+		} else {
+			err = record_scalar(d, map->kid[ki], v, &rv[i], key, ed);
+		}
+		sb_release(&sb);
+	}
+	if (!err && np)
+		err = record_insert(d, map, rv, pending, np, meas, nmeas, ed);
+	return err;
+}
+
+/* The validation block for a card that has none, appended at the end of the front matter. */
+static int record_append(const struct doc *d, const struct rval *rv, int n, const struct rval *meas,
+			 int nmeas, struct edits *ed)
+{
+	struct sbuf sb = {0};
+	size_t indent = 2;
+	const char *eol = eol_before(d, d->fm_begin);
+
+	for (int i = 0; i + 1 < d->root->n; i += 2) {
+		const struct ynode *v = d->root->kid[i + 1];
+
+		if (v->kind == YN_MAP && v->style != 1 && v->n) {
+			indent = map_indent(d, v) - map_indent(d, d->root);
+			break;
+		}
+	}
+	sb_adds(&sb, "validation:");
+	sb_adds(&sb, eol);
+	for (int i = 0; i < n; i++) {
+		for (size_t s = 0; s < indent; s++)
+			sb_add(&sb, " ", 1);
+		sb_adds(&sb, rv[i].key);
+		sb_adds(&sb, ": ");
+		if (rv[i].kind == R_MAP)
+			fmt_flow_map(&sb, meas, nmeas);
+		else
+			fmt_value(&sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
+		sb_adds(&sb, eol);
+	}
+	return edits_add(ed, d->fm_end, d->fm_end, &sb);
+}
+
+static int record_check_values(const struct card *c, const struct card_validation *v)
+{
+	char buf[256];
+	const char *strs[] = {v->status, v->last_verified, v->gpu, v->gen, v->model,
+			      v->measured_parity, v->artifact};
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (strs[i] && !utf8_valid(strs[i], strlen(strs[i])))
+			return vs_error(VS_ESCHEMA, "%s: validation: a value to record is not UTF-8",
+					c->path);
+	if (!enum_has(status_values, nz(v->status)))
+		return vs_error(VS_ESCHEMA, "%s: validation.status: cannot record '%s' (one of: %s)",
+				c->path, nz(v->status), enum_list(status_values, buf, sizeof(buf)));
+	if (*nz(v->measured_parity) && !enum_has(measured_parity_values, v->measured_parity))
+		return vs_error(VS_ESCHEMA,
+				"%s: validation.measured.parity: cannot record '%s' (one of: %s)",
+				c->path, v->measured_parity,
+				enum_list(measured_parity_values, buf, sizeof(buf)));
+	if (*nz(v->last_verified) && !valid_date(v->last_verified))
+		return vs_error(VS_ESCHEMA, "%s: validation.last_verified: cannot record '%s' "
+				"(a real date written YYYY-MM-DD)", c->path, v->last_verified);
+	if ((v->has_isolated && !isfinite(v->measured_isolated)) ||
+	    (v->has_e2e_pct && !isfinite(v->measured_e2e_pct)))
+		return vs_error(VS_ESCHEMA, "%s: validation.measured: cannot record a number that "
+				"is not finite", c->path);
+	return 0;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return !strcmp(nz(a), nz(b));
+}
+
+/* Parse out and check that it holds v and the same card hash as the original. */
+static int record_verify(const struct card *c, const char *hash, const char *out, size_t len,
+			 const struct card_validation *v)
+{
+	struct doc d;
+	struct card tmp;
+	const struct ynode *vn;
+	char h2[FS_SHA256_HEX];
+	int quiet = vs_error_set_quiet(1), err, ok;
+	const struct card_validation *w = &tmp.validation;
+
+	memset(&tmp, 0, sizeof(tmp));
+	err = doc_open(&d, c->path, out, len);
+	vn = err ? NULL : map_find(d.root, "validation", NULL);
+	if (!err && vn && vn->kind == YN_MAP)
+		err = schema_map(&d, &tmp, vn, "validation");
+	if (!err)
+		err = doc_hash(&d, h2);
+	ok = !err && vn && vn->kind == YN_MAP && !strcmp(hash, h2) &&
+	     same_str(w->status, v->status) && same_str(w->last_verified, v->last_verified) &&
+	     same_str(w->gpu, v->gpu) && same_str(w->gen, v->gen) && same_str(w->model, v->model) &&
+	     same_str(w->measured_parity, v->measured_parity) &&
+	     same_str(w->artifact, v->artifact) && w->has_isolated == !!v->has_isolated &&
+	     (!v->has_isolated || w->measured_isolated == v->measured_isolated) &&
+	     w->has_e2e_pct == !!v->has_e2e_pct &&
+	     (!v->has_e2e_pct || w->measured_e2e_pct == v->measured_e2e_pct);
+	vs_error_set_quiet(quiet);
+	doc_release(&d);
+	card_release(&tmp);
+	if (!ok)
+		return vs_error(VS_EPARSE, "%s: validation: internal error: the recorded card does "
+				"not read back the values written (nothing was written)", c->path);
+	return 0;
+}
+
+int card_set_validation(char **out, size_t *out_len, const struct card *c,
+			const struct card_validation *v)
+{
+	struct doc d;
+	struct edits ed = {0};
+	struct sbuf res = {0};
+	const struct ynode *vn;
+	char hash[FS_SHA256_HEX];
+	size_t at = 0;
+	int err;
+	const struct rval meas[] = {
+		{"isolated", R_NUM, "", v->has_isolated, v->measured_isolated},
+		{"e2e_pct", R_NUM, "", v->has_e2e_pct, v->measured_e2e_pct},
+		{"parity", R_STR, nz(v->measured_parity), 0, 0},
+	};
+	const struct rval rv[] = {
+		{"status", R_STR, nz(v->status), 0, 0},
+		{"last_verified", R_DATE, nz(v->last_verified), 0, 0},
+		{"gpu", R_STR, nz(v->gpu), 0, 0},
+		{"gen", R_STR, nz(v->gen), 0, 0},
+		{"model", R_STR, nz(v->model), 0, 0},
+		{"measured", R_MAP, "", 0, 0},
+		{"artifact", R_STR, nz(v->artifact), 0, 0},
+	};
+	const int nrv = (int)(sizeof(rv) / sizeof(rv[0])), nmeas = (int)(sizeof(meas) / sizeof(meas[0]));
+
+	err = doc_open(&d, c->path, c->text, c->text_len);
+	if (err)
+		goto done;
+	err = record_check_values(c, v);
+	if (err)
+		goto done;
+	err = doc_hash(&d, hash);
+	if (err)
+		goto done;
+	if (d.root->style == 1) {
+		err = doc_err(&d, VS_ESCHEMA, d.root->b, "front matter",
+			      "the front matter is one flow mapping {...}; write it as key: value "
+			      "lines to record into it");
+		goto done;
+	}
+	vn = map_find(d.root, "validation", NULL);
+	if (!vn)
+		err = record_append(&d, rv, nrv, meas, nmeas, &ed);
+	else if (vn->kind != YN_MAP)
+		err = doc_err(&d, VS_ESCHEMA, vn->b, "validation", "expected a mapping of keys, found %s",
+			      kind_name(vn));
+	else
+		err = record_map(&d, vn, "validation", rv, nrv, meas, nmeas, &ed);
+	if (err)
+		goto done;
+	/* apply in order of position (stable: insertions at one point keep their order) */
+	for (int i = 1; i < ed.n; i++) {
+		struct edit x = ed.v[i];
+		int j = i;
+
+		for (; j > 0 && ed.v[j - 1].b > x.b; j--)
+			ed.v[j] = ed.v[j - 1];
+		ed.v[j] = x;
+	}
+	for (int i = 0; i < ed.n; i++) {
+		if (ed.v[i].b < at) {
+			err = vs_error(VS_EPARSE, "%s: validation: internal error: overlapping edits",
+				       c->path);
+			goto done;
+		}
+		sb_add(&res, c->text + at, ed.v[i].b - at);
+		sb_adds(&res, ed.v[i].text);
+		at = ed.v[i].e;
+	}
+	sb_add(&res, c->text + at, c->text_len - at);
+	if (res.oom) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	err = record_verify(c, hash, res.buf, res.len, v);
+	if (err)
+		goto done;
+	*out = res.buf;
+	*out_len = res.len;
+	memset(&res, 0, sizeof(res));
+done:
+	sb_release(&res);
+	edits_release(&ed);
+	doc_release(&d);
+	return err;
+}

@@ -1,0 +1,1846 @@
+/*
+ * task.c - task specs, input generation, and immutable task dirs (see task.h).
+ *
+ * A task dir is built in a temporary dir beside its final place and renamed into place when every
+ * file and the manifest are written, so a crash leaves no half dir. The manifest is canonical: it
+ * is rebuilt from the values it holds and must match its own bytes, its spec must hash to the dir
+ * name, and the values no file hash covers (kv_scale, the sha256 of inputs that are not stored) are
+ * repeated in the metadata of the reference files, which are hashed. So every byte of a task dir is
+ * checked by task_verify().
+ */
+#include "task.h"
+#include "codec.h"
+#include "fsutil.h"
+#include "rng.h"
+#include "safetensors.h"
+#include "vs_error.h"
+#include "mla_decode.h"
+#include "mla_decode_ref.h"
+#include "mla_numeric.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TASK_FORMAT "validate_skill task/1"
+#define TASK_OPERATOR "mla_decode"
+#define MANIFEST_NAME "manifest.json"
+#define HEADER_SLACK ((uint64_t)64 << 10)  /* disk estimate: per-file header allowance */
+#define MANIFEST_SLACK ((uint64_t)1 << 20)
+#define SIZE_LIMIT ((uint64_t)1 << 62)     /* largest byte size a spec may ask for */
+
+/* ---- numbers as text ------------------------------------------------------------------------ */
+
+/* Shortest %.Ng (N = 15..17) that strtod() reads back to v exactly. */
+static void fmt_double(char buf[40], double v)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, 40, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* Shortest %.Ng (N = 6..9) that strtof() reads back to v exactly. */
+static void fmt_float(char buf[40], float v)
+{
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(buf, 40, "%.*g", prec, (double)v);
+		if (strtof(buf, NULL) == v)
+			return;
+	}
+}
+
+static cJSON *raw_double(double v)
+{
+	char t[40];
+
+	fmt_double(t, v);
+	return cJSON_CreateRaw(t);
+}
+
+static cJSON *raw_float(float v)
+{
+	char t[40];
+
+	fmt_float(t, v);
+	return cJSON_CreateRaw(t);
+}
+
+static cJSON *raw_u64(uint64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
+	return cJSON_CreateRaw(t);
+}
+
+static cJSON *raw_i64(int64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "%lld", (long long)v);
+	return cJSON_CreateRaw(t);
+}
+
+/* Add item to obj under key; frees item and returns 0 if either is NULL or adding fails. */
+static int add(cJSON *obj, const char *key, cJSON *item)
+{
+	if (!obj || !item) {
+		cJSON_Delete(item);
+		return 0;
+	}
+	if (key ? !cJSON_AddItemToObject(obj, key, item) : !cJSON_AddItemToArray(obj, item)) {
+		cJSON_Delete(item);
+		return 0;
+	}
+	return 1;
+}
+
+/* The numeric value of a cJSON number or raw number item; 0 ok, -1 not a number. */
+static int json_number(double *out, const cJSON *j)
+{
+	char *end = NULL;
+	double v;
+
+	if (cJSON_IsNumber(j)) {
+		*out = j->valuedouble;
+		return 0;
+	}
+	if (!cJSON_IsRaw(j) || !j->valuestring || !*j->valuestring)
+		return -1;
+	errno = 0;
+	v = strtod(j->valuestring, &end);
+	if (*end || errno == ERANGE)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* ---- spec ----------------------------------------------------------------------------------- */
+
+int task_spec_copy(struct task_spec *dst, const struct task_spec *src)
+{
+	struct task_spec c = *src;
+
+	c.seqlens = NULL;
+	if (src->seqlens && src->batch > 0) {
+		c.seqlens = malloc((size_t)src->batch * sizeof(int32_t));
+		if (!c.seqlens)
+			return vs_error(VS_ENOMEM, "out of memory copying task spec '%s'", src->name);
+		memcpy(c.seqlens, src->seqlens, (size_t)src->batch * sizeof(int32_t));
+	}
+	*dst = c;
+	return 0;
+}
+
+void task_spec_release(struct task_spec *s)
+{
+	if (!s)
+		return;
+	free(s->seqlens);
+	memset(s, 0, sizeof(*s));
+}
+
+static cJSON *tol_to_json(const struct task_tol *t)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!add(o, "atol", raw_double(t->atol)) || !add(o, "rtol", raw_double(t->rtol)) ||
+	    !add(o, "cos_tol", raw_double(t->cos_tol))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+cJSON *task_spec_to_json(const struct task_spec *s)
+{
+	cJSON *j = cJSON_CreateObject(), *lens = NULL;
+	const char *dt = mla_kv_dtype_name(s->kv_dtype);
+	char name[sizeof(s->name) + 1];
+
+	memcpy(name, s->name, sizeof(s->name));
+	name[sizeof(s->name)] = '\0';
+	if (!add(j, "name", cJSON_CreateString(name)) ||
+	    !add(j, "kv_dtype", cJSON_CreateString(dt ? dt : "unknown")) ||
+	    !add(j, "batch", cJSON_CreateNumber(s->batch)) ||
+	    !add(j, "s_q", cJSON_CreateNumber(s->s_q)) ||
+	    !add(j, "h_q", cJSON_CreateNumber(s->h_q)) ||
+	    !add(j, "page_size", cJSON_CreateNumber(s->page_size)) ||
+	    !add(j, "max_pages", cJSON_CreateNumber(s->max_pages)) ||
+	    !add(j, "num_pages", cJSON_CreateNumber(s->num_pages)) ||
+	    !add(j, "page_offset", raw_i64(s->page_offset)) ||
+	    !add(j, "seqlens", lens = cJSON_CreateArray()))
+		goto fail;
+	for (int b = 0; s->seqlens && b < s->batch; b++)
+		if (!add(lens, NULL, cJSON_CreateNumber(s->seqlens[b])))
+			goto fail;
+	if (!add(j, "softmax_scale", raw_float(s->softmax_scale)) ||
+	    !add(j, "seed", raw_u64(s->seed)) ||
+	    !add(j, "input_sets", cJSON_CreateNumber(s->input_sets)) ||
+	    !add(j, "tol_out", tol_to_json(&s->tol_out)) ||
+	    !add(j, "tol_lse", tol_to_json(&s->tol_lse)))
+		goto fail;
+	return j;
+fail:
+	cJSON_Delete(j);
+	return NULL;
+}
+
+static const char *const spec_keys[] = {
+	"name", "kv_dtype", "batch", "s_q", "h_q", "page_size", "max_pages", "num_pages",
+	"page_offset", "seqlens", "softmax_scale", "seed", "input_sets", "tol_out", "tol_lse",
+};
+
+static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, int64_t hi,
+		   const char *where)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, key);
+	double v;
+
+	if (!it)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
+	if (json_number(&v, it) || v != floor(v) || v < (double)lo || v > (double)hi)
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an integer from %lld to %lld",
+				where, key, (long long)lo, (long long)hi);
+	*out = (int64_t)v;
+	return 0;
+}
+
+static int get_tol(struct task_tol *t, const cJSON *j, const char *key, const char *where)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, key), *it;
+	static const char *const names[] = { "atol", "rtol", "cos_tol" };
+	double *slots[] = { &t->atol, &t->rtol, &t->cos_tol };
+
+	if (!o)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
+	if (!cJSON_IsObject(o))
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an object {atol, rtol, cos_tol}",
+				where, key);
+	cJSON_ArrayForEach(it, o) {
+		int known = 0;
+
+		for (int i = 0; i < 3; i++)
+			known |= !strcmp(it->string, names[i]);
+		if (!known)
+			return vs_error(VS_ESCHEMA, "%s: task spec '%s' has unknown key '%s'", where, key,
+					it->string);
+	}
+	for (int i = 0; i < 3; i++) {
+		it = cJSON_GetObjectItemCaseSensitive(o, names[i]);
+		if (!it)
+			return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s.%s'", where, key, names[i]);
+		if (json_number(slots[i], it))
+			return vs_error(VS_ESCHEMA, "%s: task spec '%s.%s' is not a number", where, key,
+					names[i]);
+	}
+	return 0;
+}
+
+int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where)
+{
+	struct task_spec s;
+	const cJSON *it, *lens;
+	double v;
+	int64_t x;
+	int err = 0, b;
+
+	memset(&s, 0, sizeof(s));
+	if (!cJSON_IsObject(j))
+		return vs_error(VS_ESCHEMA, "%s: task spec is not an object", where);
+	cJSON_ArrayForEach(it, j) {
+		size_t k;
+
+		for (k = 0; k < sizeof(spec_keys) / sizeof(spec_keys[0]); k++)
+			if (!strcmp(it->string, spec_keys[k]))
+				break;
+		if (k == sizeof(spec_keys) / sizeof(spec_keys[0]))
+			return vs_error(VS_ESCHEMA, "%s: task spec has unknown key '%s'", where, it->string);
+	}
+	it = cJSON_GetObjectItemCaseSensitive(j, "name");
+	if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(s.name))
+		return vs_error(VS_ESCHEMA, "%s: task spec 'name' must be a string of at most %zu bytes",
+				where, sizeof(s.name) - 1);
+	memcpy(s.name, it->valuestring, strlen(it->valuestring) + 1);
+	it = cJSON_GetObjectItemCaseSensitive(j, "kv_dtype");
+	if (!cJSON_IsString(it) || !(s.kv_dtype = mla_kv_dtype_parse(it->valuestring)))
+		return vs_error(VS_ESCHEMA, "%s: task spec 'kv_dtype' must be \"bf16\" or "
+				"\"fp8_e4m3_fnuz\"", where);
+#define GET32(field) \
+	do { \
+		if ((err = get_int(&x, j, #field, INT32_MIN, INT32_MAX, where))) \
+			return err; \
+		s.field = (int32_t)x; \
+	} while (0)
+	GET32(batch);
+	GET32(s_q);
+	GET32(h_q);
+	GET32(page_size);
+	GET32(max_pages);
+	GET32(num_pages);
+	GET32(input_sets);
+#undef GET32
+	if (s.batch < 1)
+		return vs_error(VS_ESCHEMA, "%s: task spec 'batch' is %d, it must be at least 1", where,
+				s.batch);
+	if (cJSON_GetObjectItemCaseSensitive(j, "page_offset")) {
+		if ((err = get_int(&x, j, "page_offset", INT32_MIN, INT32_MAX, where)))
+			return err;
+		s.page_offset = x;
+	}
+	if ((err = get_int(&x, j, "seed", 0, (int64_t)VS_TASK_SEED_MAX, where)))
+		return err;
+	s.seed = (uint64_t)x;
+	it = cJSON_GetObjectItemCaseSensitive(j, "softmax_scale");
+	if (!it)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks 'softmax_scale'", where);
+	if (json_number(&v, it))
+		return vs_error(VS_ESCHEMA, "%s: task spec 'softmax_scale' is not a number", where);
+	s.softmax_scale = (float)v;
+	if ((err = get_tol(&s.tol_out, j, "tol_out", where)) ||
+	    (err = get_tol(&s.tol_lse, j, "tol_lse", where)))
+		return err;
+	lens = cJSON_GetObjectItemCaseSensitive(j, "seqlens");
+	if (!lens)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks 'seqlens'", where);
+	if (!cJSON_IsArray(lens) || cJSON_GetArraySize(lens) != s.batch)
+		return vs_error(VS_ESCHEMA, "%s: task spec 'seqlens' must be a list of 'batch' (%d) "
+				"integers", where, s.batch);
+	s.seqlens = malloc((size_t)s.batch * sizeof(int32_t));
+	if (!s.seqlens)
+		return vs_error(VS_ENOMEM, "out of memory reading task spec");
+	b = 0;
+	cJSON_ArrayForEach(it, lens) {
+		if (json_number(&v, it) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
+			err = vs_error(VS_ESCHEMA, "%s: task spec 'seqlens[%d]' is not an integer", where,
+				       b);
+			goto done;
+		}
+		s.seqlens[b++] = (int32_t)v;
+	}
+	if ((err = task_spec_validate(&s, where)))
+		goto done;
+	*out = s;
+	s.seqlens = NULL;
+done:
+	free(s.seqlens);
+	return err;
+}
+
+/* a * b into *out unless it exceeds SIZE_LIMIT; 0 ok, -1 too large. Operands are >= 0. */
+static int mul_ok(uint64_t *out, uint64_t a, uint64_t b)
+{
+	if (a != 0 && b > SIZE_LIMIT / a)
+		return -1;
+	*out = a * b;
+	return 0;
+}
+
+static int tol_ok(const struct task_tol *t)
+{
+	return isfinite(t->atol) && isfinite(t->rtol) && isfinite(t->cos_tol) && t->atol >= 0 &&
+	       t->rtol >= 0;
+}
+
+int task_spec_validate(const struct task_spec *s, const char *where)
+{
+	int64_t need = 0;
+	uint64_t n;
+
+	if (!memchr(s->name, '\0', sizeof(s->name)) || !s->name[0])
+		return vs_error(VS_ESCHEMA, "%s: task spec 'name' is empty or not terminated", where);
+	if (!mla_kv_dtype_name(s->kv_dtype))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': kv_dtype %d is neither bf16 nor "
+				"fp8_e4m3_fnuz", where, s->name, s->kv_dtype);
+#define POSITIVE(field) \
+	if (s->field < 1) \
+		return vs_error(VS_ESCHEMA, "%s: task '%s': " #field " is %d, it must be at least 1", \
+				where, s->name, s->field)
+	POSITIVE(batch);
+	POSITIVE(s_q);
+	POSITIVE(h_q);
+	POSITIVE(page_size);
+	POSITIVE(max_pages);
+	POSITIVE(num_pages);
+#undef POSITIVE
+	if (!s->seqlens)
+		return vs_error(VS_ESCHEMA, "%s: task '%s' has no seqlens", where, s->name);
+	for (int b = 0; b < s->batch; b++) {
+		if (s->seqlens[b] < 0 || (int64_t)s->seqlens[b] > (int64_t)s->max_pages * s->page_size)
+			return vs_error(VS_ESCHEMA, "%s: task '%s': seqlens[%d] is %d, outside [0, "
+					"max_pages x page_size = %lld]", where, s->name, b,
+					s->seqlens[b], (long long)s->max_pages * s->page_size);
+		need += ((int64_t)s->seqlens[b] + s->page_size - 1) / s->page_size;
+	}
+	if (need > s->num_pages)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': num_pages is %d, but the seqlens need %lld "
+				"pages of %d", where, s->name, s->num_pages, (long long)need,
+				s->page_size);
+	if (s->page_offset < 0 || s->page_offset > (int64_t)VS_BLOCK_TABLE_SENTINEL - s->num_pages)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': page_offset %lld puts page indices outside "
+				"[0, %d) (the block_table sentinel)", where, s->name,
+				(long long)s->page_offset, (int)VS_BLOCK_TABLE_SENTINEL);
+	if (mul_ok(&n, (uint64_t)s->num_pages, (uint64_t)s->page_size) ||
+	    mul_ok(&n, n, MLA_D_QK * 2) ||
+	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->h_q) ||
+	    mul_ok(&n, n, MLA_D_QK * 4) ||
+	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->max_pages) || mul_ok(&n, n, 4))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': its tensors' byte sizes overflow", where,
+				s->name);
+	if (!isfinite(s->softmax_scale) || !(s->softmax_scale > 0))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': softmax_scale %g must be finite and "
+				"positive", where, s->name, (double)s->softmax_scale);
+	if (s->seed > VS_TASK_SEED_MAX)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': seed %llu is above 2^53 (not exact in JSON)",
+				where, s->name, (unsigned long long)s->seed);
+	if (s->input_sets < 2 || s->input_sets > VS_TASK_MAX_SETS)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': input_sets is %d, outside [2, %d]", where,
+				s->name, s->input_sets, VS_TASK_MAX_SETS);
+	if (!tol_ok(&s->tol_out) || !tol_ok(&s->tol_lse))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': tol_%s must have finite atol >= 0, rtol >= 0 "
+				"and a finite cos_tol", where, s->name,
+				tol_ok(&s->tol_out) ? "lse" : "out");
+	return 0;
+}
+
+int task_spec_hash(const struct task_spec *s, char hex[65])
+{
+	cJSON *j = task_spec_to_json(s);
+	char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+	struct fs_sha256 h;
+	int err;
+
+	cJSON_Delete(j);
+	if (!text)
+		return vs_error(VS_ENOMEM, "out of memory hashing task spec");
+	err = fs_sha256_init(&h);
+	if (!err) {
+		fs_sha256_update(&h, text, strlen(text));
+		fs_sha256_update(&h, "\n" VS_GENERATOR_VERSION "\n" MLA_ORACLE_VERSION,
+				 strlen("\n" VS_GENERATOR_VERSION "\n" MLA_ORACLE_VERSION));
+		fs_sha256_final(&h, hex);
+	}
+	free(text);
+	return err;
+}
+
+static double seqlen_sum(const struct task_spec *s)
+{
+	double sum = 0;
+
+	for (int b = 0; s->seqlens && b < s->batch; b++)
+		sum += s->seqlens[b];
+	return sum;
+}
+
+double task_bytes(const struct task_spec *s)
+{
+	double q = (double)s->batch * s->s_q * s->h_q * MLA_D_QK * 2;
+	double out = (double)s->batch * s->s_q * s->h_q * MLA_D_V * 2;
+
+	return seqlen_sum(s) * MLA_D_QK * (double)mla_kv_elem_size(s->kv_dtype) + q + out;
+}
+
+double task_flops(const struct task_spec *s)
+{
+	return 2.0 * s->s_q * s->h_q * seqlen_sum(s) * (MLA_D_QK + MLA_D_V);
+}
+
+size_t task_page_bytes(const struct task_spec *s)
+{
+	return (size_t)s->page_size * MLA_D_QK * mla_kv_elem_size(s->kv_dtype);
+}
+
+size_t task_store_limit(void)
+{
+	const char *e = getenv("VS_TASK_STORE_LIMIT_BYTES");
+	char *end = NULL;
+	unsigned long long v;
+
+	if (!e || !*e)
+		return VS_TASK_STORE_LIMIT;
+	errno = 0;
+	v = strtoull(e, &end, 10);
+	if (*end || errno) {
+		vs_warn("ignoring VS_TASK_STORE_LIMIT_BYTES='%s': not a byte count", e);
+		return VS_TASK_STORE_LIMIT;
+	}
+	return (size_t)v;
+}
+
+uint64_t task_set_seed(const struct task_spec *s, int k)
+{
+	return rng_u64(s->seed, VS_STREAM_SET_SEED, (uint64_t)k);
+}
+
+/* ---- input generation ----------------------------------------------------------------------- */
+
+struct shapes {
+	int64_t q[4], kv[4], bt[2], sl[1], out[4], lse[3];
+	size_t q_bytes, kv_bytes, bt_bytes, sl_bytes, out_bytes, lse_bytes;
+};
+
+static void shapes_of(struct shapes *sh, const struct task_spec *s)
+{
+	int64_t q[4] = { s->batch, s->s_q, s->h_q, MLA_D_QK };
+	int64_t kv[4] = { s->num_pages, s->page_size, 1, MLA_D_QK };
+	int64_t out[4] = { s->batch, s->s_q, s->h_q, MLA_D_V };
+	int64_t lse[3] = { s->batch, s->h_q, s->s_q };
+
+	memcpy(sh->q, q, sizeof(q));
+	memcpy(sh->kv, kv, sizeof(kv));
+	memcpy(sh->out, out, sizeof(out));
+	memcpy(sh->lse, lse, sizeof(lse));
+	sh->bt[0] = s->batch;
+	sh->bt[1] = s->max_pages;
+	sh->sl[0] = s->batch;
+	sh->q_bytes = (size_t)s->batch * s->s_q * s->h_q * MLA_D_QK * 2;
+	sh->kv_bytes = (size_t)s->num_pages * s->page_size * MLA_D_QK * mla_kv_elem_size(s->kv_dtype);
+	sh->bt_bytes = (size_t)s->batch * s->max_pages * 4;
+	sh->sl_bytes = (size_t)s->batch * 4;
+	sh->out_bytes = (size_t)s->batch * s->s_q * s->h_q * MLA_D_V * 4;
+	sh->lse_bytes = (size_t)s->batch * s->h_q * s->s_q * 4;
+}
+
+/* What one input set is made of, before its tensors are filled. */
+struct set_plan {
+	uint64_t seed;
+	int32_t *seqlens;     /* [batch], rotated by k */
+	int32_t *block_table; /* [batch * max_pages], page_offset added, sentinel when unused */
+	int32_t *valid;       /* [num_pages]: visible slots of each stored page (0 = unused page) */
+	float kv_scale;
+	float amax;
+	int64_t fp8_pos, fp8_neg; /* elements forced to +amax / -amax; -1 when none */
+};
+
+static void set_plan_release(struct set_plan *p)
+{
+	free(p->seqlens);
+	free(p->block_table);
+	free(p->valid);
+	memset(p, 0, sizeof(*p));
+}
+
+static inline float kv_value(uint64_t seed, uint64_t e)
+{
+	double x = rng_normal(seed, VS_STREAM_KV, e) / 10.0;
+
+	return (float)(x < -1.0 ? -1.0 : x > 1.0 ? 1.0 : x);
+}
+
+static inline float q_value(uint64_t seed, uint64_t e)
+{
+	double x = rng_normal(seed, VS_STREAM_Q, e) / 10.0;
+
+	return (float)(x < -1.0 ? -1.0 : x > 1.0 ? 1.0 : x);
+}
+
+/*
+ * A parallel for over [0, n): worker w of nth runs fn on [n*w/nth, n*(w+1)/nth). Every element is
+ * computed from its own counter, so the result does not depend on the thread count.
+ */
+struct par_job {
+	void (*fn)(void *ctx, size_t lo, size_t hi, int worker);
+	void *ctx;
+	size_t n;
+	int nth, worker;
+};
+
+static void *par_run(void *arg)
+{
+	struct par_job *j = arg;
+
+	j->fn(j->ctx, j->n * (size_t)j->worker / (size_t)j->nth,
+	      j->n * (size_t)(j->worker + 1) / (size_t)j->nth, j->worker);
+	return NULL;
+}
+
+/* Threads for generation: the online CPUs (at most GEN_MAX_THREADS), one for small work. */
+#define GEN_MAX_THREADS 64
+
+static int gen_threads(size_t work)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (work < ((size_t)1 << 20) || n < 2)
+		return 1;
+	return n > GEN_MAX_THREADS ? GEN_MAX_THREADS : (int)n;
+}
+
+static void par_for(size_t n, int nth, void (*fn)(void *, size_t, size_t, int), void *ctx)
+{
+	struct par_job jobs[GEN_MAX_THREADS];
+	pthread_t tid[GEN_MAX_THREADS];
+	int started[GEN_MAX_THREADS] = { 0 };
+
+	if (nth < 1)
+		nth = 1;
+	if (nth > GEN_MAX_THREADS)
+		nth = GEN_MAX_THREADS;
+	for (int w = 0; w < nth; w++)
+		jobs[w] = (struct par_job){ fn, ctx, n, nth, w };
+	for (int w = 1; w < nth; w++)
+		started[w] = pthread_create(&tid[w], NULL, par_run, &jobs[w]) == 0;
+	par_run(&jobs[0]);
+	for (int w = 1; w < nth; w++) {
+		if (started[w])
+			pthread_join(tid[w], NULL);
+		else
+			par_run(&jobs[w]); /* no thread: run it here */
+	}
+}
+
+/* The largest and next largest |value| of the visible cache elements, first index on ties. */
+struct top2 {
+	float best, second;
+	int64_t best_at, second_at;
+};
+
+struct amax_ctx {
+	const struct task_spec *s;
+	const struct set_plan *p;
+	struct top2 part[GEN_MAX_THREADS];
+};
+
+static void top2_add(struct top2 *t, float a, int64_t at)
+{
+	if (a > t->best || (a == t->best && at < t->best_at)) {
+		t->second = t->best;
+		t->second_at = t->best_at;
+		t->best = a;
+		t->best_at = at;
+	} else if (at != t->best_at &&
+		   (a > t->second || (a == t->second && (t->second_at < 0 || at < t->second_at)))) {
+		t->second = a;
+		t->second_at = at;
+	}
+}
+
+static void amax_pages(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct amax_ctx *c = arg;
+	struct top2 *t = &c->part[worker];
+
+	*t = (struct top2){ -1.0f, -1.0f, -1, -1 };
+	for (size_t pg = lo; pg < hi; pg++) {
+		uint64_t e0 = (uint64_t)pg * c->s->page_size * MLA_D_QK;
+		uint64_t n = (uint64_t)c->p->valid[pg] * MLA_D_QK;
+
+		for (uint64_t e = e0; e < e0 + n; e++)
+			top2_add(t, fabsf(kv_value(c->p->seed, e)), (int64_t)e);
+	}
+}
+
+/*
+ * fp8: amax over the visible elements, the element set to +amax (the first of largest |value|)
+ * and the one set to -amax (the first of largest |value| among the others); kv_scale = amax / 240.
+ * Per-worker top two, merged: the same answer for any thread count.
+ */
+static int fp8_extremes(struct set_plan *p, const struct task_spec *s)
+{
+	struct amax_ctx *c = calloc(1, sizeof(*c));
+	struct top2 all = { -1.0f, -1.0f, -1, -1 };
+	int nth = gen_threads((size_t)s->num_pages * s->page_size * MLA_D_QK);
+
+	if (!c)
+		return vs_error(VS_ENOMEM, "out of memory generating task '%s'", s->name);
+	c->s = s;
+	c->p = p;
+	par_for((size_t)s->num_pages, nth, amax_pages, c);
+	for (int w = 0; w < nth; w++) {
+		if (c->part[w].best_at >= 0)
+			top2_add(&all, c->part[w].best, c->part[w].best_at);
+		if (c->part[w].second_at >= 0)
+			top2_add(&all, c->part[w].second, c->part[w].second_at);
+	}
+	free(c);
+	p->fp8_pos = all.best_at;
+	p->fp8_neg = all.second_at;
+	if (all.best > 0) {
+		p->amax = all.best;
+		p->kv_scale = all.best / 240.0f;
+	}
+	return 0;
+}
+
+static int set_plan_build(struct set_plan *p, const struct task_spec *s, int k)
+{
+	uint32_t *perm = NULL;
+	int64_t cursor = 0;
+	int err = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->seed = task_set_seed(s, k);
+	p->kv_scale = 1.0f;
+	p->fp8_pos = p->fp8_neg = -1;
+	p->seqlens = malloc((size_t)s->batch * sizeof(int32_t));
+	p->block_table = malloc((size_t)s->batch * s->max_pages * sizeof(int32_t));
+	p->valid = calloc((size_t)s->num_pages, sizeof(int32_t));
+	perm = malloc((size_t)s->num_pages * sizeof(uint32_t));
+	if (!p->seqlens || !p->block_table || !p->valid || !perm) {
+		err = vs_error(VS_ENOMEM, "out of memory generating task '%s'", s->name);
+		goto done;
+	}
+	for (int b = 0; b < s->batch; b++)
+		p->seqlens[b] = s->seqlens[(b + k) % s->batch];
+	for (int32_t i = 0; i < s->num_pages; i++)
+		perm[i] = (uint32_t)i;
+	for (int32_t i = s->num_pages - 1; i > 0; i--) {
+		uint64_t j = rng_below(p->seed, VS_STREAM_PERM, (uint64_t)i, (uint64_t)i + 1);
+		uint32_t t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (int b = 0; b < s->batch; b++) {
+		int32_t len = p->seqlens[b];
+
+		for (int32_t pg = 0; pg < s->max_pages; pg++) {
+			int32_t *bt = &p->block_table[(size_t)b * s->max_pages + pg];
+
+			if ((int64_t)pg * s->page_size < len) {
+				uint32_t page = perm[cursor++];
+				int64_t left = len - (int64_t)pg * s->page_size;
+
+				*bt = (int32_t)(s->page_offset + page);
+				p->valid[page] = (int32_t)(left < s->page_size ? left : s->page_size);
+			} else {
+				*bt = VS_BLOCK_TABLE_SENTINEL;
+			}
+		}
+	}
+	if (s->kv_dtype == MLA_KV_FP8_E4M3_FNUZ)
+		err = fp8_extremes(p, s);
+done:
+	free(perm);
+	if (err)
+		set_plan_release(p);
+	return err;
+}
+
+struct fill_ctx {
+	const struct task_spec *s;
+	const struct set_plan *p;
+	void *dst;
+};
+
+static void fill_q_range(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct fill_ctx *c = arg;
+	uint16_t *q = c->dst;
+
+	(void)worker;
+	for (size_t e = lo; e < hi; e++)
+		q[e] = mla_float_to_bf16(q_value(c->p->seed, e));
+}
+
+static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct fill_ctx *c = arg;
+	const struct task_spec *s = c->s;
+	const struct set_plan *p = c->p;
+	size_t row = MLA_D_QK;
+
+	(void)worker;
+	for (size_t pg = lo; pg < hi; pg++) {
+		for (int32_t slot = 0; slot < s->page_size; slot++) {
+			size_t e0 = (pg * (size_t)s->page_size + (size_t)slot) * row;
+			int visible = slot < p->valid[pg];
+
+			for (size_t e = e0; e < e0 + row; e++) {
+				float x;
+
+				if (s->kv_dtype == MLA_KV_BF16) {
+					((uint16_t *)c->dst)[e] = visible ?
+						mla_float_to_bf16(kv_value(p->seed, e)) : 0x7FC0;
+					continue;
+				}
+				if (!visible) {
+					((uint8_t *)c->dst)[e] = 0x80;
+					continue;
+				}
+				x = (int64_t)e == p->fp8_pos ? p->amax :
+				    (int64_t)e == p->fp8_neg ? -p->amax : kv_value(p->seed, e);
+				((uint8_t *)c->dst)[e] = vs_fp8_e4m3_fnuz_encode(x / p->kv_scale);
+			}
+		}
+	}
+}
+
+static void fill_q(uint16_t *q, const struct task_spec *s, const struct set_plan *p)
+{
+	struct fill_ctx c = { s, p, q };
+	size_t n = (size_t)s->batch * s->s_q * s->h_q * MLA_D_QK;
+
+	par_for(n, gen_threads(n), fill_q_range, &c);
+}
+
+static void fill_kv(void *kv, const struct task_spec *s, const struct set_plan *p)
+{
+	struct fill_ctx c = { s, p, kv };
+
+	par_for((size_t)s->num_pages, gen_threads((size_t)s->num_pages * s->page_size * MLA_D_QK),
+		fill_kv_pages, &c);
+}
+
+/* Metadata of a file: up to 12 key/value pairs with their values formatted in place. */
+struct meta {
+	const char *keys[12];
+	const char *values[12];
+	char text[12][72];
+	int count;
+};
+
+static void meta_add(struct meta *m, const char *key, const char *value)
+{
+	m->keys[m->count] = key;
+	snprintf(m->text[m->count], sizeof(m->text[0]), "%s", value);
+	m->values[m->count] = m->text[m->count];
+	m->count++;
+}
+
+static void meta_add_u64(struct meta *m, const char *key, uint64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
+	meta_add(m, key, t);
+}
+
+static void meta_add_float(struct meta *m, const char *key, float v)
+{
+	char t[40];
+
+	fmt_float(t, v);
+	meta_add(m, key, t);
+}
+
+/* Build a file image: header for tensors t[0..n) and metadata, then room for the data. */
+static int image_alloc(char **buf, size_t *len, size_t *data_off, const struct st_tensor *t, int n,
+		       const struct meta *m)
+{
+	char *head = NULL, *img;
+	size_t hlen = 0, dlen = 0;
+	int err = st_serialize_header(&head, &hlen, &dlen, t, n, m->keys, m->values, m->count);
+
+	if (err)
+		return err;
+	img = realloc(head, hlen + dlen);
+	if (!img) {
+		free(head);
+		return vs_error(VS_ENOMEM, "out of memory for a %zu-byte task file", hlen + dlen);
+	}
+	*buf = img;
+	*len = hlen + dlen;
+	*data_off = hlen;
+	return 0;
+}
+
+static void tensor_set(struct st_tensor *t, const char *name, int dtype, const int64_t *shape,
+		       int ndim, size_t bytes)
+{
+	memset(t, 0, sizeof(*t));
+	t->name = (char *)name;
+	t->dtype = dtype;
+	t->ndim = ndim;
+	memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+	t->bytes = bytes;
+}
+
+static void inputs_tensors(struct st_tensor t[4], const struct task_spec *s, const struct shapes *sh)
+{
+	tensor_set(&t[0], "q", ST_BF16, sh->q, 4, sh->q_bytes);
+	tensor_set(&t[1], "kv_cache", s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh->kv, 4,
+		   sh->kv_bytes);
+	tensor_set(&t[2], "block_table", ST_I32, sh->bt, 2, sh->bt_bytes);
+	tensor_set(&t[3], "seqlens", ST_I32, sh->sl, 1, sh->sl_bytes);
+}
+
+static void reference_tensors(struct st_tensor t[2], const struct shapes *sh)
+{
+	tensor_set(&t[0], "out", ST_F32, sh->out, 4, sh->out_bytes);
+	tensor_set(&t[1], "lse", ST_F32, sh->lse, 3, sh->lse_bytes);
+}
+
+int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct task_spec *s, int k)
+{
+	struct set_plan p;
+	struct shapes sh;
+	struct st_tensor t[4];
+	struct meta m = { .count = 0 };
+	char hash[65], *img = NULL;
+	size_t ilen = 0, off = 0;
+	int err;
+
+	if ((err = task_spec_validate(s, "generate")))
+		return err;
+	if (k < 0 || k >= s->input_sets)
+		return vs_error(VS_EUSAGE, "task '%s' has no input set %d", s->name, k);
+	if ((err = task_spec_hash(s, hash)))
+		return err;
+	if ((err = set_plan_build(&p, s, k)))
+		return err;
+	shapes_of(&sh, s);
+	inputs_tensors(t, s, &sh);
+	meta_add(&m, "format", "validate_skill mla_decode inputs");
+	meta_add(&m, "task", hash);
+	meta_add(&m, "generator", VS_GENERATOR_VERSION);
+	meta_add_u64(&m, "set", (uint64_t)k);
+	meta_add_u64(&m, "seed", p.seed);
+	meta_add(&m, "kv_dtype", mla_kv_dtype_name(s->kv_dtype));
+	meta_add_float(&m, "kv_scale", p.kv_scale);
+	meta_add_float(&m, "softmax_scale", s->softmax_scale);
+	meta_add_u64(&m, "page_offset", (uint64_t)s->page_offset);
+	err = image_alloc(&img, &ilen, &off, t, 4, &m);
+	if (err)
+		goto done;
+	fill_q((uint16_t *)(img + off), s, &p);
+	off += sh.q_bytes;
+	fill_kv(img + off, s, &p);
+	off += sh.kv_bytes;
+	memcpy(img + off, p.block_table, sh.bt_bytes);
+	off += sh.bt_bytes;
+	memcpy(img + off, p.seqlens, sh.sl_bytes);
+	*buf = img;
+	*len = ilen;
+	*kv_scale = p.kv_scale;
+	img = NULL;
+done:
+	free(img);
+	set_plan_release(&p);
+	return err;
+}
+
+/* ---- manifest ------------------------------------------------------------------------------- */
+
+struct manifest_set {
+	float kv_scale;
+	int generated;               /* inputs not stored: regenerated on load */
+	uint64_t inputs_bytes;
+	char inputs_sha[65];
+	uint64_t reference_bytes;
+	char reference_sha[65];
+};
+
+struct manifest {
+	struct task_spec spec;
+	char hash[65];
+	struct manifest_set sets[VS_TASK_MAX_SETS];
+};
+
+static void manifest_release(struct manifest *m)
+{
+	task_spec_release(&m->spec);
+}
+
+static void file_name(char out[64], const char *stem, int k)
+{
+	if (k == 0)
+		snprintf(out, 64, "%s.safetensors", stem);
+	else
+		snprintf(out, 64, "%s.%d.safetensors", stem, k);
+}
+
+static cJSON *shape_json(const int64_t *shape, int ndim)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (int d = 0; d < ndim; d++)
+		if (!add(a, NULL, raw_i64(shape[d]))) {
+			cJSON_Delete(a);
+			return NULL;
+		}
+	return a;
+}
+
+static cJSON *file_json(const char *name, uint64_t bytes, const char *sha)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!add(o, "name", cJSON_CreateString(name)) || !add(o, "bytes", raw_u64(bytes)) ||
+	    !add(o, "sha256", cJSON_CreateString(sha))) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* The manifest's canonical text (malloc'd, ends with a newline); NULL when out of memory. */
+static char *manifest_text(const struct manifest *m)
+{
+	const struct task_spec *s = &m->spec;
+	cJSON *j = cJSON_CreateObject(), *o, *sets, *files;
+	struct shapes sh;
+	char *text = NULL, *out = NULL;
+	const char *kvd = mla_kv_dtype_name(s->kv_dtype);
+
+	shapes_of(&sh, s);
+	if (!add(j, "format", cJSON_CreateString(TASK_FORMAT)) ||
+	    !add(j, "operator", cJSON_CreateString(TASK_OPERATOR)) ||
+	    !add(j, "task", cJSON_CreateString(m->hash)) ||
+	    !add(j, "generator", cJSON_CreateString(VS_GENERATOR_VERSION)) ||
+	    !add(j, "rng", cJSON_CreateString(RNG_NAME)) ||
+	    !add(j, "oracle", cJSON_CreateString(MLA_ORACLE_VERSION)) ||
+	    !add(j, "spec", task_spec_to_json(s)) ||
+	    !add(j, "seed", raw_u64(s->seed)) ||
+	    !add(j, "shapes", o = cJSON_CreateObject()) ||
+	    !add(o, "q", shape_json(sh.q, 4)) || !add(o, "kv_cache", shape_json(sh.kv, 4)) ||
+	    !add(o, "block_table", shape_json(sh.bt, 2)) || !add(o, "seqlens", shape_json(sh.sl, 1)) ||
+	    !add(o, "out", shape_json(sh.out, 4)) || !add(o, "lse", shape_json(sh.lse, 3)) ||
+	    !add(j, "dtypes", o = cJSON_CreateObject()) ||
+	    !add(o, "q", cJSON_CreateString("bf16")) || !add(o, "kv_cache", cJSON_CreateString(kvd)) ||
+	    !add(o, "kv_cache_storage", cJSON_CreateString(s->kv_dtype == MLA_KV_BF16 ? "BF16" : "U8")) ||
+	    !add(o, "block_table", cJSON_CreateString("int32")) ||
+	    !add(o, "seqlens", cJSON_CreateString("int32")) ||
+	    !add(o, "out", cJSON_CreateString("float32")) ||
+	    !add(o, "lse", cJSON_CreateString("float32")) ||
+	    !add(j, "page_offset", raw_i64(s->page_offset)) ||
+	    !add(j, "block_table_sentinel", cJSON_CreateNumber(VS_BLOCK_TABLE_SENTINEL)) ||
+	    !add(j, "tolerances", o = cJSON_CreateObject()) ||
+	    !add(o, "out", tol_to_json(&s->tol_out)) || !add(o, "lse", tol_to_json(&s->tol_lse)) ||
+	    !add(j, "sets", sets = cJSON_CreateArray()))
+		goto done;
+	for (int k = 0; k < s->input_sets; k++) {
+		const struct manifest_set *ms = &m->sets[k];
+		cJSON *set = cJSON_CreateObject(), *lens, *in;
+		char name[64];
+
+		if (!add(sets, NULL, set) || !add(set, "set", cJSON_CreateNumber(k)) ||
+		    !add(set, "seed", raw_u64(task_set_seed(s, k))) ||
+		    !add(set, "kv_scale", raw_float(ms->kv_scale)) ||
+		    !add(set, "seqlens", lens = cJSON_CreateArray()))
+			goto done;
+		for (int b = 0; b < s->batch; b++)
+			if (!add(lens, NULL, cJSON_CreateNumber(s->seqlens[(b + k) % s->batch])))
+				goto done;
+		file_name(name, "inputs", k);
+		if (!add(set, "inputs", in = cJSON_CreateObject()) ||
+		    !add(in, "name", cJSON_CreateString(name)) ||
+		    !add(in, "generated", cJSON_CreateBool(ms->generated)) ||
+		    !add(in, "bytes", raw_u64(ms->inputs_bytes)) ||
+		    !add(in, "sha256", cJSON_CreateString(ms->inputs_sha)))
+			goto done;
+		file_name(name, "reference", k);
+		if (!add(set, "reference", cJSON_CreateString(name)))
+			goto done;
+	}
+	if (!add(j, "files", files = cJSON_CreateArray()))
+		goto done;
+	for (int k = 0; k < s->input_sets; k++) {
+		const struct manifest_set *ms = &m->sets[k];
+		char name[64];
+
+		file_name(name, "inputs", k);
+		if (!ms->generated && !add(files, NULL, file_json(name, ms->inputs_bytes, ms->inputs_sha)))
+			goto done;
+		file_name(name, "reference", k);
+		if (!add(files, NULL, file_json(name, ms->reference_bytes, ms->reference_sha)))
+			goto done;
+	}
+	text = cJSON_Print(j);
+	if (text)
+		out = fs_printf("%s\n", text);
+done:
+	free(text);
+	cJSON_Delete(j);
+	return out;
+}
+
+static int is_sha_hex(const char *s)
+{
+	if (!s || strlen(s) != 64)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return 0;
+	return 1;
+}
+
+static int json_u64(uint64_t *out, const cJSON *j)
+{
+	double v;
+
+	if (json_number(&v, j) || v < 0 || v != floor(v) || v > 9007199254740992.0)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/*
+ * Read the values a manifest holds (the rest is derived from them and checked by comparing the
+ * canonical text with the file). Errors: VS_EVERIFY with one line naming the manifest.
+ */
+static int manifest_parse(struct manifest *m, const char *text, const char *path)
+{
+	cJSON *j = cJSON_Parse(text), *sets, *files, *it;
+	const char *str;
+	int err = 0, quiet, k;
+
+	memset(m, 0, sizeof(*m));
+	if (!j)
+		return vs_error(VS_EVERIFY, "'%s' is not valid JSON", path);
+	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "format"));
+	if (!str || strcmp(str, TASK_FORMAT)) {
+		err = vs_error(VS_EVERIFY, "'%s': format is not \"%s\"", path, TASK_FORMAT);
+		goto done;
+	}
+	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "generator"));
+	if (!str || strcmp(str, VS_GENERATOR_VERSION)) {
+		err = vs_error(VS_EVERIFY, "'%s': generator is '%s', this build generates '%s'", path,
+			       str ? str : "(missing)", VS_GENERATOR_VERSION);
+		goto done;
+	}
+	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "oracle"));
+	if (!str || strcmp(str, MLA_ORACLE_VERSION)) {
+		err = vs_error(VS_EVERIFY, "'%s': oracle is '%s', this build's is '%s'", path,
+			       str ? str : "(missing)", MLA_ORACLE_VERSION);
+		goto done;
+	}
+	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "task"));
+	if (!str || !is_sha_hex(str)) {
+		err = vs_error(VS_EVERIFY, "'%s': 'task' is not a sha256", path);
+		goto done;
+	}
+	memcpy(m->hash, str, 65);
+	quiet = vs_error_set_quiet(1);
+	err = task_spec_from_json(&m->spec, cJSON_GetObjectItemCaseSensitive(j, "spec"), path);
+	vs_error_set_quiet(quiet);
+	if (err) {
+		err = vs_error(VS_EVERIFY, "%s", vs_last_error());
+		goto done;
+	}
+	sets = cJSON_GetObjectItemCaseSensitive(j, "sets");
+	if (!cJSON_IsArray(sets) || cJSON_GetArraySize(sets) != m->spec.input_sets) {
+		err = vs_error(VS_EVERIFY, "'%s': 'sets' is not a list of %d input sets", path,
+			       m->spec.input_sets);
+		goto done;
+	}
+	k = 0;
+	cJSON_ArrayForEach(it, sets) {
+		struct manifest_set *ms = &m->sets[k];
+		const cJSON *in = cJSON_GetObjectItemCaseSensitive(it, "inputs");
+		const cJSON *gen = cJSON_GetObjectItemCaseSensitive(in, "generated");
+		double v;
+
+		str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "sha256"));
+		if (json_number(&v, cJSON_GetObjectItemCaseSensitive(it, "kv_scale")) ||
+		    !cJSON_IsBool(gen) || !is_sha_hex(str) ||
+		    json_u64(&ms->inputs_bytes, cJSON_GetObjectItemCaseSensitive(in, "bytes"))) {
+			err = vs_error(VS_EVERIFY, "'%s': input set %d lacks kv_scale or inputs "
+				       "{generated, bytes, sha256}", path, k);
+			goto done;
+		}
+		ms->kv_scale = (float)v;
+		ms->generated = cJSON_IsTrue(gen);
+		memcpy(ms->inputs_sha, str, 65);
+		k++;
+	}
+	/* sizes and hashes of the reference files (and stored inputs) come from "files" */
+	files = cJSON_GetObjectItemCaseSensitive(j, "files");
+	if (!cJSON_IsArray(files)) {
+		err = vs_error(VS_EVERIFY, "'%s': 'files' is not a list", path);
+		goto done;
+	}
+	cJSON_ArrayForEach(it, files) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+		uint64_t bytes;
+		int found = 0;
+
+		str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "sha256"));
+		if (!name || !is_sha_hex(str) ||
+		    json_u64(&bytes, cJSON_GetObjectItemCaseSensitive(it, "bytes"))) {
+			err = vs_error(VS_EVERIFY, "'%s': an entry of 'files' lacks name, bytes or sha256",
+				       path);
+			goto done;
+		}
+		for (k = 0; k < m->spec.input_sets; k++) {
+			char in[64], ref[64];
+
+			file_name(in, "inputs", k);
+			file_name(ref, "reference", k);
+			if (!strcmp(name, ref)) {
+				m->sets[k].reference_bytes = bytes;
+				memcpy(m->sets[k].reference_sha, str, 65);
+				found = 1;
+			} else if (!strcmp(name, in)) {
+				found = 1; /* its size and hash are the set's; the text comparison checks */
+			}
+		}
+		if (!found) {
+			err = vs_error(VS_EVERIFY, "'%s': 'files' lists '%s', which is no file of this "
+				       "task", path, name);
+			goto done;
+		}
+	}
+done:
+	cJSON_Delete(j);
+	if (err)
+		manifest_release(m);
+	return err;
+}
+
+/* ---- verification --------------------------------------------------------------------------- */
+
+static const char *base_name(const char *path)
+{
+	size_t n = strlen(path);
+	const char *p;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	p = path + n;
+	while (p > path && p[-1] != '/')
+		p--;
+	return p;
+}
+
+/* The dir's name, without trailing slashes, into out[65]; "" if it does not fit. */
+static void dir_name(char out[65], const char *dir)
+{
+	const char *b = base_name(dir);
+	size_t n = strcspn(b, "/");
+
+	out[0] = '\0';
+	if (n == 64) {
+		memcpy(out, b, 64);
+		out[64] = '\0';
+	}
+}
+
+/* A file of the task: its name, and whether and where to keep its bytes. */
+struct vfile {
+	char name[64];
+	uint64_t bytes;
+	const char *sha;
+	int set;
+	int is_reference;
+};
+
+/*
+ * Verify dir. On success *m holds the manifest; when keep is non-NULL, keep[2k] and keep[2k+1]
+ * receive the bytes of set k's inputs (NULL when generated) and reference files (caller frees).
+ */
+static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *keep_len)
+{
+	char *mpath = NULL, *text = NULL, *canon = NULL, *path = NULL, *buf = NULL;
+	char name[65];
+	size_t tlen = 0, blen = 0;
+	struct vfile files[2 * VS_TASK_MAX_SETS];
+	int nfiles = 0, err = 0, have = 0, quiet;
+	DIR *d = NULL;
+	struct dirent *e;
+	struct st_file st = { 0 };
+
+	memset(m, 0, sizeof(*m));
+	if (!fs_is_dir(dir))
+		return vs_error(VS_ENOTFOUND, "task dir '%s' does not exist", dir);
+	mpath = fs_join(dir, MANIFEST_NAME);
+	if (!mpath)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (!fs_exists(mpath)) {
+		err = vs_error(VS_EVERIFY, "'%s' is missing", mpath);
+		goto done;
+	}
+	if ((err = fs_read_file(&text, &tlen, mpath, 64u << 20)))
+		goto done;
+	if ((err = manifest_parse(m, text, mpath)))
+		goto done;
+	have = 1;
+	if ((err = task_spec_hash(&m->spec, name)))
+		goto done;
+	if (strcmp(name, m->hash)) {
+		err = vs_error(VS_EVERIFY, "'%s': its spec hashes to %s, not to its 'task' %s", mpath,
+			       name, m->hash);
+		goto done;
+	}
+	{
+		char dn[65];
+
+		dir_name(dn, dir);
+		if (strcmp(dn, m->hash)) {
+			err = vs_error(VS_EVERIFY, "'%s': the spec's hash %s is not the dir's name '%s'",
+				       mpath, m->hash, base_name(dir));
+			goto done;
+		}
+	}
+	canon = manifest_text(m);
+	if (!canon) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (strlen(canon) != tlen || memcmp(canon, text, tlen)) {
+		size_t at = 0;
+
+		while (at < tlen && canon[at] == text[at])
+			at++;
+		err = vs_error(VS_EVERIFY, "'%s' differs from the canonical manifest of its own values "
+			       "at byte %zu (edited?)", mpath, at);
+		goto done;
+	}
+	for (int k = 0; k < m->spec.input_sets; k++) {
+		struct manifest_set *ms = &m->sets[k];
+
+		if (!ms->generated) {
+			file_name(files[nfiles].name, "inputs", k);
+			files[nfiles].bytes = ms->inputs_bytes;
+			files[nfiles].sha = ms->inputs_sha;
+			files[nfiles].set = k;
+			files[nfiles++].is_reference = 0;
+		}
+		file_name(files[nfiles].name, "reference", k);
+		files[nfiles].bytes = ms->reference_bytes;
+		files[nfiles].sha = ms->reference_sha;
+		files[nfiles].set = k;
+		files[nfiles++].is_reference = 1;
+	}
+	d = opendir(dir);
+	if (!d) {
+		err = vs_error(VS_EIO, "cannot list task dir '%s': %s", dir, strerror(errno));
+		goto done;
+	}
+	while ((e = readdir(d))) {
+		int known = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+			    !strcmp(e->d_name, MANIFEST_NAME);
+
+		for (int i = 0; i < nfiles && !known; i++)
+			known = !strcmp(e->d_name, files[i].name);
+		if (!known) {
+			err = vs_error(VS_EVERIFY, "'%s/%s' is not listed in the manifest", dir,
+				       e->d_name);
+			goto done;
+		}
+	}
+	for (int i = 0; i < nfiles; i++) {
+		const struct vfile *f = &files[i];
+		struct stat sb;
+		char sha[65];
+		const char *meta;
+		char want[40];
+
+		free(path);
+		path = fs_join(dir, f->name);
+		if (!path) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (lstat(path, &sb) != 0) {
+			err = vs_error(VS_EVERIFY, "'%s' is missing", path);
+			goto done;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			err = vs_error(VS_EVERIFY, "'%s' is not a regular file", path);
+			goto done;
+		}
+		if ((uint64_t)sb.st_size != f->bytes) {
+			err = vs_error(VS_EVERIFY, "'%s' has %llu bytes, the manifest says %llu", path,
+				       (unsigned long long)sb.st_size, (unsigned long long)f->bytes);
+			goto done;
+		}
+		if ((err = fs_read_file(&buf, &blen, path, 0)))
+			goto done;
+		fs_sha256_hex(sha, buf, blen);
+		if (strcmp(sha, f->sha)) {
+			err = vs_error(VS_EVERIFY, "'%s': sha256 is %s, the manifest says %s", path, sha,
+				       f->sha);
+			goto done;
+		}
+		if (f->is_reference) {
+			/* the reference repeats what no other hash covers: kv_scale and the inputs' sha256 */
+			const struct manifest_set *ms = &m->sets[f->set];
+
+			quiet = vs_error_set_quiet(1);
+			err = st_parse(&st, buf, blen, path);
+			vs_error_set_quiet(quiet);
+			if (err) {
+				err = vs_error(VS_EVERIFY, "'%s' matches its sha256 but is not a readable "
+					       "reference file", path);
+				goto done;
+			}
+			buf = NULL; /* owned by st */
+			fmt_float(want, ms->kv_scale);
+			meta = st_meta(&st, "kv_scale");
+			if (!meta || strcmp(meta, want)) {
+				err = vs_error(VS_EVERIFY, "'%s': manifest kv_scale of set %d is %s, the "
+					       "reference was computed with %s", mpath, f->set, want,
+					       meta ? meta : "(none)");
+				goto done;
+			}
+			meta = st_meta(&st, "inputs_sha256");
+			if (!meta || strcmp(meta, ms->inputs_sha)) {
+				err = vs_error(VS_EVERIFY, "'%s': manifest inputs sha256 of set %d is %s, the "
+					       "reference was computed from %s", mpath, f->set,
+					       ms->inputs_sha, meta ? meta : "(none)");
+				goto done;
+			}
+			if (keep) {
+				buf = st.buf;
+				st.buf = NULL;
+			}
+			st_release(&st);
+		}
+		if (keep) {
+			keep[2 * f->set + f->is_reference] = buf;
+			keep_len[2 * f->set + f->is_reference] = blen;
+			buf = NULL;
+		}
+		free(buf);
+		buf = NULL;
+	}
+done:
+	if (d)
+		closedir(d);
+	st_release(&st);
+	free(buf);
+	free(path);
+	free(canon);
+	free(text);
+	free(mpath);
+	if (err && have)
+		manifest_release(m);
+	return err;
+}
+
+int task_verify(const char *dir)
+{
+	struct manifest m;
+	int err = verify_dir(dir, &m, NULL, NULL);
+
+	if (!err)
+		manifest_release(&m);
+	return err;
+}
+
+/* ---- materialize ---------------------------------------------------------------------------- */
+
+static int progress_wanted(const struct task_spec *s)
+{
+	struct shapes sh;
+
+	if (!isatty(STDERR_FILENO))
+		return 0;
+	shapes_of(&sh, s);
+	return task_flops(s) * s->input_sets > 2e10 || sh.kv_bytes > ((size_t)64 << 20);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Compute the reference of one generated input set into a reference file image. */
+static int reference_image(char **buf, size_t *len, const struct task_spec *s, int k,
+			   const char *hash, const char *inputs, size_t inputs_len, float kv_scale,
+			   int threads)
+{
+	struct shapes sh;
+	struct st_tensor t[2];
+	struct meta m = { .count = 0 };
+	struct mla_decode_args a;
+	char sha[65], *img = NULL;
+	int32_t *bt = NULL;
+	size_t ilen = 0, off = 0, in_off;
+	int err, rc;
+
+	shapes_of(&sh, s);
+	in_off = inputs_len - sh.q_bytes - sh.kv_bytes - sh.bt_bytes - sh.sl_bytes;
+	fs_sha256_hex(sha, inputs, inputs_len);
+	reference_tensors(t, &sh);
+	meta_add(&m, "format", "validate_skill mla_decode reference");
+	meta_add(&m, "task", hash);
+	meta_add(&m, "oracle", MLA_ORACLE_VERSION);
+	meta_add_u64(&m, "set", (uint64_t)k);
+	meta_add(&m, "inputs_sha256", sha);
+	meta_add_float(&m, "kv_scale", kv_scale);
+	if ((err = image_alloc(&img, &ilen, &off, t, 2, &m)))
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.q = inputs + in_off;
+	a.kv_cache = inputs + in_off + sh.q_bytes;
+	a.block_table = (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes);
+	a.seqlens = (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes + sh.bt_bytes);
+	if (s->page_offset) {
+		size_t n = (size_t)s->batch * s->max_pages;
+
+		bt = malloc(sh.bt_bytes);
+		if (!bt) {
+			err = vs_error(VS_ENOMEM, "out of memory computing the reference of '%s'", s->name);
+			goto done;
+		}
+		memcpy(bt, a.block_table, sh.bt_bytes);
+		for (size_t i = 0; i < n; i++)
+			if (bt[i] != VS_BLOCK_TABLE_SENTINEL)
+				bt[i] -= (int32_t)s->page_offset;
+		a.block_table = bt;
+	}
+	a.batch = s->batch;
+	a.s_q = s->s_q;
+	a.h_q = s->h_q;
+	a.num_pages = s->num_pages;
+	a.page_size = s->page_size;
+	a.max_pages = s->max_pages;
+	a.kv_dtype = s->kv_dtype;
+	a.softmax_scale = s->softmax_scale;
+	a.kv_scale = kv_scale;
+	rc = mla_decode_reference(&a, (float *)(img + off), (float *)(img + off + sh.out_bytes),
+				  threads);
+	if (rc != MLA_OK) {
+		err = vs_error(VS_EFAIL, "the reference of task '%s' set %d failed (code %d)", s->name,
+			       k, rc);
+		goto done;
+	}
+	*buf = img;
+	*len = ilen;
+	img = NULL;
+done:
+	free(bt);
+	free(img);
+	return err;
+}
+
+/* Bytes the stored files of a task will take (headers estimated generously). */
+static uint64_t disk_estimate(const struct task_spec *s, size_t limit)
+{
+	struct shapes sh;
+	uint64_t in, total = MANIFEST_SLACK;
+
+	shapes_of(&sh, s);
+	in = sh.q_bytes + sh.kv_bytes + sh.bt_bytes + sh.sl_bytes + HEADER_SLACK;
+	for (int k = 0; k < s->input_sets; k++) {
+		if (in <= limit)
+			total += in;
+		total += sh.out_bytes + sh.lse_bytes + HEADER_SLACK;
+	}
+	return total;
+}
+
+/* Write every file of the task into tmp; the manifest last. */
+static int materialize_into(const char *tmp, const struct task_spec *s, const char *hash, int threads)
+{
+	struct manifest m;
+	size_t limit = task_store_limit();
+	char *inputs = NULL, *ref = NULL, *path = NULL, *text = NULL;
+	size_t ilen = 0, rlen = 0;
+	int err = 0, progress = progress_wanted(s);
+	double t0 = now_s();
+
+	memset(&m, 0, sizeof(m));
+	m.spec = *s; /* borrowed: never released here */
+	memcpy(m.hash, hash, 65);
+	for (int k = 0; k < s->input_sets; k++) {
+		struct manifest_set *ms = &m.sets[k];
+		char name[64];
+
+		if (progress)
+			fprintf(stderr, "materializing %.12s '%s': set %d of %d: inputs (%.0fs)\n", hash,
+				s->name, k + 1, s->input_sets, now_s() - t0);
+		if ((err = task_generate_inputs(&inputs, &ilen, &ms->kv_scale, s, k)))
+			goto done;
+		ms->inputs_bytes = ilen;
+		fs_sha256_hex(ms->inputs_sha, inputs, ilen);
+		ms->generated = ilen > limit;
+		if (!ms->generated) {
+			file_name(name, "inputs", k);
+			free(path);
+			if (!(path = fs_join(tmp, name))) {
+				err = vs_error(VS_ENOMEM, "out of memory");
+				goto done;
+			}
+			if ((err = fs_write_atomic(path, inputs, ilen, 0444)))
+				goto done;
+		}
+		if (progress)
+			fprintf(stderr, "materializing %.12s '%s': set %d of %d: reference, %d threads "
+				"(%.0fs)\n", hash, s->name, k + 1, s->input_sets, threads, now_s() - t0);
+		if ((err = reference_image(&ref, &rlen, s, k, hash, inputs, ilen, ms->kv_scale,
+					   threads)))
+			goto done;
+		ms->reference_bytes = rlen;
+		fs_sha256_hex(ms->reference_sha, ref, rlen);
+		file_name(name, "reference", k);
+		free(path);
+		if (!(path = fs_join(tmp, name))) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		if ((err = fs_write_atomic(path, ref, rlen, 0444)))
+			goto done;
+		free(inputs);
+		free(ref);
+		inputs = ref = NULL;
+	}
+	text = manifest_text(&m);
+	free(path);
+	path = fs_join(tmp, MANIFEST_NAME);
+	if (!text || !path) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	err = fs_write_atomic(path, text, strlen(text), 0444);
+done:
+	free(text);
+	free(path);
+	free(inputs);
+	free(ref);
+	return err;
+}
+
+static void sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* Verify an existing task dir quietly; on failure report one line about refusing it. */
+static int reuse_existing(const char *dir)
+{
+	int quiet = vs_error_set_quiet(1);
+	int err = task_verify(dir);
+	char why[1024];
+
+	vs_error_set_quiet(quiet);
+	if (!err)
+		return 0;
+	snprintf(why, sizeof(why), "%s", vs_last_error());
+	return vs_error(VS_EVERIFY, "existing task dir '%s' fails verification, refusing to overwrite "
+			"it (remove it to rebuild): %s", dir, why);
+}
+
+int task_materialize(char **dir_out, const char *root, const struct task_spec *s, int threads)
+{
+	char hash[65];
+	char *parent = NULL, *dir = NULL, *tmp = NULL, *tmpname = NULL;
+	uint64_t need, avail;
+	int err;
+
+	if ((err = task_spec_validate(s, "materialize")))
+		return err;
+	if ((err = task_spec_hash(s, hash)))
+		return err;
+	parent = fs_join(root, TASK_OPERATOR);
+	dir = parent ? fs_join(parent, hash) : NULL;
+	tmpname = fs_printf(".%s.tmp.%ld", hash, (long)getpid());
+	tmp = parent && tmpname ? fs_join(parent, tmpname) : NULL;
+	if (!tmp || !dir) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (fs_exists(dir)) {
+		err = reuse_existing(dir);
+		goto done;
+	}
+	if ((err = fs_mkdir_p(parent)))
+		goto done;
+	need = disk_estimate(s, task_store_limit());
+	avail = fs_free_bytes(parent);
+	if (avail < need) {
+		err = vs_error(VS_ENOSPACE, "not enough free disk for task '%s' under '%s': it needs "
+			       "about %llu bytes, %llu are free", s->name, parent,
+			       (unsigned long long)need, (unsigned long long)avail);
+		goto done;
+	}
+	if (fs_exists(tmp) && (err = fs_remove_tree(tmp)))
+		goto done;
+	if (mkdir(tmp, 0755) != 0) {
+		err = vs_error(VS_EIO, "cannot create '%s': %s", tmp, strerror(errno));
+		goto done;
+	}
+	if ((err = materialize_into(tmp, s, hash, threads)))
+		goto done;
+	if (chmod(tmp, 0555) != 0) {
+		err = vs_error(VS_EIO, "cannot make '%s' read-only: %s", tmp, strerror(errno));
+		goto done;
+	}
+	if (rename(tmp, dir) != 0) {
+		if (errno == EEXIST || errno == ENOTEMPTY) {
+			/* another process materialized it first: use theirs if it verifies */
+			err = reuse_existing(dir);
+			goto done;
+		}
+		err = vs_error(VS_EIO, "cannot move '%s' to '%s': %s", tmp, dir, strerror(errno));
+		goto done;
+	}
+	sync_dir(parent);
+done:
+	if (tmp && fs_exists(tmp)) {
+		int quiet = vs_error_set_quiet(1);
+
+		fs_remove_tree(tmp);
+		vs_error_set_quiet(quiet);
+	}
+	if (!err) {
+		*dir_out = dir;
+		dir = NULL;
+	}
+	free(parent);
+	free(dir);
+	free(tmp);
+	free(tmpname);
+	return err;
+}
+
+/* ---- load ----------------------------------------------------------------------------------- */
+
+/* Check that a parsed file holds tensor name with dtype and shape; VS_EVERIFY naming the file. */
+static int expect_tensor(void **data, const struct st_file *f, const char *name, int dtype,
+			 const int64_t *shape, int ndim, const char *path)
+{
+	const struct st_tensor *t = st_find(f, name);
+
+	if (!t)
+		return vs_error(VS_EVERIFY, "'%s' has no tensor '%s'", path, name);
+	if (t->dtype != dtype || t->ndim != ndim || memcmp(t->shape, shape, (size_t)ndim * 8))
+		return vs_error(VS_EVERIFY, "'%s': tensor '%s' is not %s of the task's shape", path, name,
+				st_dtype_name(dtype));
+	*data = t->data;
+	return 0;
+}
+
+static int load_set(struct task_data *t, const struct manifest *m, int k, char **bufs,
+		    size_t *lens, const char *dir)
+{
+	const struct task_spec *s = &t->spec; /* m->spec has moved there */
+	struct task_set *ts = &t->sets[k];
+	struct shapes sh;
+	struct st_file in = { 0 }, ref = { 0 };
+	char name[64], sha[65], want[40], *path = NULL, *ibuf = bufs[2 * k];
+	size_t ilen = lens[2 * k];
+	float kv_scale = 0;
+	const char *meta;
+	void *p;
+	int err = 0;
+
+	shapes_of(&sh, s);
+	file_name(name, "inputs", k);
+	path = fs_join(dir, name);
+	if (!path)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (!ibuf) {
+		if ((err = task_generate_inputs(&ibuf, &ilen, &kv_scale, s, k)))
+			goto done;
+		fs_sha256_hex(sha, ibuf, ilen);
+		if (ilen != m->sets[k].inputs_bytes || strcmp(sha, m->sets[k].inputs_sha)) {
+			err = vs_error(VS_EVERIFY, "'%s' (not stored) regenerates to %zu bytes with sha256 "
+				       "%s, the manifest says %llu bytes with %s", path, ilen, sha,
+				       (unsigned long long)m->sets[k].inputs_bytes, m->sets[k].inputs_sha);
+			free(ibuf);
+			goto done;
+		}
+	}
+	bufs[2 * k] = NULL;
+	if ((err = st_parse(&in, ibuf, ilen, path))) {
+		free(ibuf);
+		goto done;
+	}
+	fmt_float(want, m->sets[k].kv_scale);
+	meta = st_meta(&in, "kv_scale");
+	if (!meta || strcmp(meta, want)) {
+		err = vs_error(VS_EVERIFY, "'%s': kv_scale %s, the manifest says %s", path,
+			       meta ? meta : "(none)", want);
+		goto done;
+	}
+	if ((err = expect_tensor(&ts->q, &in, "q", ST_BF16, sh.q, 4, path)) ||
+	    (err = expect_tensor(&ts->kv_cache, &in, "kv_cache",
+				 s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh.kv, 4, path)) ||
+	    (err = expect_tensor(&p, &in, "block_table", ST_I32, sh.bt, 2, path)))
+		goto done;
+	ts->block_table = p;
+	if ((err = expect_tensor(&p, &in, "seqlens", ST_I32, sh.sl, 1, path)))
+		goto done;
+	ts->seqlens = p;
+	file_name(name, "reference", k);
+	free(path);
+	path = fs_join(dir, name);
+	if (!path) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((err = st_parse(&ref, bufs[2 * k + 1], lens[2 * k + 1], path)))
+		goto done;
+	bufs[2 * k + 1] = NULL;
+	if ((err = expect_tensor(&p, &ref, "out", ST_F32, sh.out, 4, path)))
+		goto done;
+	ts->ref_out = p;
+	if ((err = expect_tensor(&p, &ref, "lse", ST_F32, sh.lse, 3, path)))
+		goto done;
+	ts->ref_lse = p;
+	ts->kv_scale = m->sets[k].kv_scale;
+	ts->q_bytes = sh.q_bytes;
+	ts->kv_bytes = sh.kv_bytes;
+	ts->block_table_bytes = sh.bt_bytes;
+	ts->seqlens_bytes = sh.sl_bytes;
+	ts->out_elems = sh.out_bytes / 4;
+	ts->lse_elems = sh.lse_bytes / 4;
+	t->owned[2 * k] = in.buf;
+	t->owned[2 * k + 1] = ref.buf;
+	in.buf = ref.buf = NULL;
+done:
+	if (err)
+		memset(ts, 0, sizeof(*ts));
+	st_release(&in);
+	st_release(&ref);
+	free(path);
+	return err;
+}
+
+int task_load(struct task_data *out, const char *dir)
+{
+	struct task_data t;
+	struct manifest m;
+	char *bufs[2 * VS_TASK_MAX_SETS] = { 0 };
+	size_t lens[2 * VS_TASK_MAX_SETS] = { 0 };
+	int err;
+
+	memset(&t, 0, sizeof(t));
+	if ((err = verify_dir(dir, &m, bufs, lens)))
+		goto done; /* m is zeroed */
+	t.dir = strdup(dir);
+	if (!t.dir) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	memcpy(t.hash, m.hash, 65);
+	t.spec = m.spec;
+	memset(&m.spec, 0, sizeof(m.spec));
+	for (int k = 0; k < t.spec.input_sets; k++) {
+		if ((err = load_set(&t, &m, k, bufs, lens, dir)))
+			goto done;
+		t.nsets = k + 1;
+	}
+	*out = t;
+	memset(&t, 0, sizeof(t));
+done:
+	for (int i = 0; i < 2 * VS_TASK_MAX_SETS; i++)
+		free(bufs[i]);
+	manifest_release(&m);
+	task_data_release(&t);
+	return err;
+}
+
+void task_data_release(struct task_data *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < sizeof(t->owned) / sizeof(t->owned[0]); i++)
+		free(t->owned[i]);
+	free(t->dir);
+	task_spec_release(&t->spec);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,198 @@
+/*
+ * check_cli.c - the validate_skill binary as a user meets it: every mode's bad input gives one
+ * clear line on stderr and the right exit status (1 failure, 2 usage), and the main job of the
+ * README takes a copy of the CPU card from draft to a recorded status in a scratch repository.
+ */
+#include "testutil.h"
+
+#include "fsutil.h"
+#include "vs_build_info.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static char *tmp;
+
+static void setup(void)
+{
+	char *skills;
+
+	tmp = tu_tmpdir();
+	skills = fs_join(tmp, "skills");
+	fs_mkdir_p(skills);
+	free(skills);
+}
+
+static void teardown(void)
+{
+	fs_remove_tree(tmp);
+	free(tmp);
+}
+
+static void put(const char *rel, const char *text)
+{
+	char *path = fs_join(tmp, rel);
+
+	tu_write(path, text, strlen(text));
+	free(path);
+}
+
+static void copy_source(const char *rel, const char *dst_rel)
+{
+	char *src = tu_source(rel);
+	size_t len;
+	char *text = tu_read(src, &len), *dst = fs_join(tmp, dst_rel);
+
+	tu_write(dst, text, len);
+	free(src);
+	free(text);
+	free(dst);
+}
+
+struct bad_case {
+	const char *args;      /* run in the scratch root */
+	int status;
+	const char *message;   /* substring of the one stderr line */
+	int one_line;          /* stderr must be exactly one line */
+};
+
+static const struct bad_case bad[] = {
+	{"", 2, "no mode given", 0},
+	{"--frobnicate", 2, "unknown option '--frobnicate'", 0},
+	{"--static --run x", 2, "only one mode at a time", 0},
+	{"--static", 2, "--static takes CARD...", 0},
+	{"--emit-plan a.md b.md", 2, "--emit-plan takes CARD", 0},
+	{"--run plans/x.plan.json --threads -3", 2, "non-negative integer", 0},
+	{"--static skills/missing.md", 1, "cannot open 'skills/missing.md'", 1},
+	{"--static skills/titled.md", 1, "skills/titled.md:1:1:", 1},
+	{"--emit-plan skills/titled.md", 1, "skills/titled.md:1:1:", 1},
+	{"--emit-plan skills/mla_decode_cpu_splitkv.md --tier huge", 2, "unknown tier 'huge'", 1},
+	{"--emit-plan skills/mla_decode_cpu_splitkv.md --candidate nope", 1,
+	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash", 1},
+	{"--materialize plans/none.plan.json", 1, "cannot open 'plans/none.plan.json'", 1},
+	{"--materialize plans/broken.plan.json", 1, "plans/broken.plan.json:1: not valid JSON", 1},
+	{"--run plans/foreign.plan.json", 1, "\"schema\" is 'something/else', expected 'validate_skill.plan/1'", 1},
+	{"--run plans/broken.plan.json", 1, "not valid JSON", 1},
+	{"--record skills/mla_decode_cpu_splitkv.md", 1, "no eval dir under 'results/mla_decode_cpu_splitkv'", 1},
+	{"--record skills/mla_decode_cpu_splitkv.md --eval-dir results/nothing", 1, "no eval dir with a result.json", 1},
+	{"--report --format yaml", 2, "unknown report format 'yaml'", 1},
+	{"--verify skills/missing.md", 1, "cannot open", 1},
+};
+
+START_TEST(bad_input_gives_one_clear_line)
+{
+	const struct bad_case *c = &bad[_i];
+	char *out = NULL, *err = NULL, *first_nl;
+	int status;
+
+	copy_source("../shared/examples/bad/mla_tilelang_to_triton.md", "skills/titled.md");
+	copy_source("skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
+	fs_mkdir_p(fs_join(tmp, "plans"));
+	put("plans/broken.plan.json", "{\"schema\": \n");
+	put("plans/foreign.plan.json", "{\"schema\": \"something/else\"}\n");
+	status = tu_run_tool(tmp, c->args, &out, &err);
+	ck_assert_msg(status == c->status, "'%s': exit %d, want %d; stderr: %s", c->args, status, c->status, err);
+	ck_assert_msg(strstr(err, c->message), "'%s': stderr lacks '%s':\n%s", c->args, c->message, err);
+	first_nl = strchr(err, '\n');
+	ck_assert_msg(!strncmp(err, "validate_skill: error: ", 23), "'%s': stderr does not start with the error "
+		      "prefix: %s", c->args, err);
+	if (c->one_line)
+		ck_assert_msg(first_nl && first_nl[1] == '\0', "'%s': more than one line on stderr:\n%s", c->args, err);
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(static_passes_the_field_examples_and_our_cards)
+{
+	char *out = NULL, *err = NULL;
+	char *args = fs_printf("--static %s/../shared/examples/mla_tilelang_to_triton.md %s/skills/*.md",
+			       getenv("VS_SOURCE_DIR"), getenv("VS_SOURCE_DIR"));
+	int status = tu_run_tool(tmp, args, &out, &err);
+
+	ck_assert_msg(status == 0, "exit %d: %s", status, err);
+	ck_assert_int_eq(tu_count_lines(out), 4);
+	free(args);
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(emit_plan_is_byte_identical_twice)
+{
+	char *a, *b, *path = fs_join(tmp, "plans/mla_decode_cpu_splitkv.plan.json");
+
+	copy_source("skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
+	ck_assert_int_eq(tu_run_tool(tmp, "--emit-plan skills/mla_decode_cpu_splitkv.md", NULL, NULL), 0);
+	a = tu_read(path, NULL);
+	ck_assert_int_eq(tu_run_tool(tmp, "--emit-plan skills/mla_decode_cpu_splitkv.md", NULL, NULL), 0);
+	b = tu_read(path, NULL);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	free(path);
+}
+END_TEST
+
+/* The README's main job, in a scratch repository: --validate then --report. */
+START_TEST(main_job_records_the_cpu_card)
+{
+	char *out = NULL, *err = NULL, *card_after, *card_path = fs_join(tmp, "skills/mla_decode_cpu_splitkv.md");
+	int status;
+
+	copy_source("skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
+	status = tu_run_tool(tmp, "--validate skills/mla_decode_cpu_splitkv.md --threads 2", &out, &err);
+	card_after = tu_read(card_path, NULL);
+	ck_assert_msg(strstr(out, "overall isolated speedup"), "no summary line:\n%s", out);
+	if (VS_KERNELS_DIRTY) {
+		/* A build from uncommitted kernels never records: the run is done, the card untouched. */
+		ck_assert_msg(status == 1 && strstr(err, "uncommitted kernels/"), "exit %d: %s", status, err);
+		ck_assert_ptr_nonnull(strstr(card_after, "status: draft"));
+	} else {
+		ck_assert_msg(status == 0, "exit %d: %s\n%s", status, err, out);
+		ck_assert_msg(strstr(card_after, "status: validated") || strstr(card_after, "status: failed"),
+			      "card not recorded:\n%s", card_after);
+		ck_assert_msg(strstr(card_after, "gen: x86_64") || strstr(card_after, "gen: \"x86_64\""), "%s", card_after);
+		ck_assert_ptr_nonnull(strstr(card_after, "results/mla_decode_cpu_splitkv/"));
+		free(out);
+		free(err);
+		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+		ck_assert_msg(status == 0, "verify: %s", err);
+	}
+	free(out);
+	free(err);
+	status = tu_run_tool(tmp, "--report", &out, &err);
+	ck_assert_msg(status == 0, "report exit %d: %s", status, err);
+	ck_assert_ptr_nonnull(strstr(out, "mla_decode_cpu_splitkv"));
+	free(out);
+	free(err);
+	free(card_after);
+	free(card_path);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, bad_input_gives_one_clear_line, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+	tcase_add_test(tc, static_passes_the_field_examples_and_our_cards);
+	tcase_add_test(tc, emit_plan_is_byte_identical_twice);
+	tcase_add_test(tc, main_job_records_the_cpu_card);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,286 @@
+/* check_plan.c - plans: built from cards, deterministic, round trip, refusals, tiers, build figures. */
+#include "testutil.h"
+
+#include "card.h"
+#include "fsutil.h"
+#include "plan.h"
+#include "task.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *tmp;
+
+static void setup(void)
+{
+	vs_error_set_quiet(1);
+	tmp = tu_tmpdir();
+}
+
+static void teardown(void)
+{
+	free(tmp);
+	vs_error_set_quiet(0);
+}
+
+/* The shipped card `id`, with each `from` replaced by `to`, written as tmp/<id>.md and loaded. */
+static void load_variant(struct card *c, const char *id, const char *from, const char *to)
+{
+	char *src = fs_printf("skills/%s.md", id), *path = tu_source(src), *text = tu_read(path, NULL);
+	char *dst = fs_printf("%s/%s.md", tmp, id), *out;
+
+	if (from) {
+		char *at = strstr(text, from);
+
+		ck_assert_msg(at != NULL, "'%s' not found in %s", from, path);
+		out = fs_printf("%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	} else {
+		out = strdup(text);
+	}
+	tu_write(dst, out, strlen(out));
+	ck_assert_msg(card_load(c, dst) == 0, "card_load(%s): %s", dst, vs_last_error());
+	free(src);
+	free(path);
+	free(text);
+	free(dst);
+	free(out);
+}
+
+static char *plan_text(const struct card *c, const struct plan_options *o)
+{
+	struct plan p;
+	char *text = NULL;
+
+	ck_assert_msg(plan_build(&p, c, o) == 0, "plan_build: %s", vs_last_error());
+	ck_assert_int_eq(plan_to_text(&text, &p), 0);
+	plan_release(&p);
+	return text;
+}
+
+START_TEST(plan_is_deterministic)
+{
+	struct card c;
+	struct plan_options o = {"smoke", NULL, NULL, NULL, NULL};
+	char *a, *b;
+
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	a = plan_text(&c, &o);
+	b = plan_text(&c, &o);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_nonnull(strstr(a, "\"impl\":\t\"cpu.naive\""));
+	ck_assert_ptr_nonnull(strstr(a, "\"impl\":\t\"cpu.splitkv\""));
+	free(a);
+	free(b);
+	card_release(&c);
+}
+END_TEST
+
+START_TEST(plan_round_trips_through_its_file)
+{
+	struct card c;
+	struct plan p, q;
+	char *path = fs_printf("%s/x.plan.json", tmp), *a = NULL, *b = NULL;
+
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	ck_assert_int_eq(plan_build(&p, &c, NULL), 0);
+	ck_assert_int_eq(plan_write(&p, path), 0);
+	ck_assert_msg(plan_read(&q, path) == 0, "plan_read: %s", vs_last_error());
+	ck_assert_int_eq(plan_to_text(&a, &p), 0);
+	ck_assert_int_eq(plan_to_text(&b, &q), 0);
+	ck_assert_str_eq(a, b);
+	ck_assert_int_eq(q.ntasks, p.ntasks);
+	ck_assert_double_eq(q.speedup_min, c.expects.isolated_speedup_min);
+	plan_release(&p);
+	plan_release(&q);
+	card_release(&c);
+	free(a);
+	free(b);
+	free(path);
+}
+END_TEST
+
+START_TEST(edited_plan_is_refused)
+{
+	struct card c;
+	struct plan p, q;
+	char *path = fs_printf("%s/x.plan.json", tmp), *text, *at;
+
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	ck_assert_int_eq(plan_build(&p, &c, NULL), 0);
+	ck_assert_int_eq(plan_write(&p, path), 0);
+	text = tu_read(path, NULL);
+	at = strstr(text, "bf16-ragged");
+	ck_assert_ptr_nonnull(at);
+	at[5] = 'R'; /* a task renamed by hand */
+	tu_write(path, text, strlen(text));
+	ck_assert_int_eq(plan_read(&q, path), VS_EVERIFY);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "does not match its spec"));
+	tu_write(path, "{\"schema\": ", 11);
+	ck_assert_int_eq(plan_read(&q, path), VS_EPARSE);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "not valid JSON"));
+	plan_release(&p);
+	card_release(&c);
+	free(text);
+	free(path);
+}
+END_TEST
+
+struct refusal {
+	const char *from, *to;
+	const char *tier, *gen, *candidate;
+	int code;
+	const char *message;
+};
+
+static const struct refusal refusals[] = {
+	{"to_backend: cpu.splitkv", "to_backend: triton", NULL, NULL, NULL, VS_ENOTFOUND,
+	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash"},
+	{NULL, NULL, NULL, NULL, "tilelang", VS_ENOTFOUND, "candidate 'tilelang' names no implementation"},
+	{"scope: kernel", "scope: e2e", NULL, NULL, NULL, VS_EUNSUPPORTED, "scope 'e2e' cannot be planned"},
+	{"operator: mla_attention", "operator: gemm", NULL, NULL, NULL, VS_EUNSUPPORTED, "'gemm' is not an operator"},
+	{"regimes: [decode]", "regimes: [prefill]", NULL, NULL, NULL, VS_EUNSUPPORTED, "no 'decode'"},
+	{"dtypes: [bf16, fp8_e4m3_fnuz]", "dtypes: [fp16]", NULL, NULL, NULL, VS_EUNSUPPORTED, "none of the planned dtypes"},
+	{NULL, NULL, "huge", NULL, NULL, VS_EUSAGE, "unknown tier 'huge'"},
+	{NULL, NULL, NULL, "sm_90", NULL, VS_EUSAGE, "'sm_90' is not in"},
+	{"gens: [x86_64]", "gens: [gfx942]", NULL, NULL, NULL, VS_EUNSUPPORTED, "cannot run generation 'gfx942'"},
+};
+
+START_TEST(plan_refuses_what_it_cannot_plan)
+{
+	const struct refusal *r = &refusals[_i];
+	struct card c;
+	struct plan p;
+	struct plan_options o = {r->tier, r->gen, NULL, r->candidate, NULL};
+	int err;
+
+	load_variant(&c, "mla_decode_cpu_splitkv", r->from, r->to);
+	err = plan_build(&p, &c, &o);
+	ck_assert_msg(err == r->code, "case %d: got %d (%s), want %d", _i, err, vs_last_error(), r->code);
+	ck_assert_msg(strstr(vs_last_error(), r->message), "case %d: '%s' lacks '%s'", _i, vs_last_error(), r->message);
+	card_release(&c);
+}
+END_TEST
+
+static int count_tasks(const struct card *c, const char *tier, const char *gen, const char *needle)
+{
+	struct plan p;
+	struct plan_options o = {tier, gen, NULL, NULL, NULL};
+	int n = 0;
+
+	ck_assert_msg(plan_build(&p, c, &o) == 0, "%s", vs_last_error());
+	for (int i = 0; i < p.ntasks; i++)
+		n += !needle || strstr(p.tasks[i].name, needle) != NULL;
+	plan_release(&p);
+	return n;
+}
+
+START_TEST(tiers_cover_the_edge_cases)
+{
+	struct card cpu, gpu;
+
+	load_variant(&cpu, "mla_decode_cpu_splitkv", NULL, NULL);
+	load_variant(&gpu, "mla_decode_hip_port_sm90", NULL, NULL);
+	ck_assert_int_gt(count_tasks(&cpu, "smoke", NULL, NULL), 0);
+	ck_assert_int_gt(count_tasks(&cpu, "standard", NULL, NULL), count_tasks(&cpu, "smoke", NULL, NULL));
+	/* GPU-only tasks (4 GiB page offsets, benchmark shapes) are planned for GPU backends only. */
+	ck_assert_int_eq(count_tasks(&cpu, "standard", NULL, "page-offset"), 0);
+	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "page-offset"), 1);
+	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "fp8"), count_tasks(&gpu, "standard", NULL, "bf16") - 1);
+	ck_assert_int_eq(count_tasks(&gpu, "full", NULL, "perf-"), 4);
+	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "perf-"), 0);
+	card_release(&cpu);
+	card_release(&gpu);
+}
+END_TEST
+
+START_TEST(standard_tier_has_the_required_shapes)
+{
+	struct card c;
+	struct plan p;
+	struct plan_options o = {"standard", NULL, NULL, NULL, NULL};
+	int seen_len[6] = {0}, seen_h[4] = {0}, seen_ps[3] = {0}, seen_sq2 = 0, seen_odd_h = 0, seen_big_offset = 0;
+	static const int lens[6] = {0, 1, 63, 64, 65, 127};
+	static const int hs[4] = {16, 64, 128, 24};
+	static const int ps[3] = {1, 16, 64};
+
+	load_variant(&c, "mla_decode_hip_port_sm90", NULL, NULL);
+	ck_assert_int_eq(plan_build(&p, &c, &o), 0);
+	for (int i = 0; i < p.ntasks; i++) {
+		const struct task_spec *s = &p.tasks[i];
+
+		for (int b = 0; b < s->batch; b++)
+			for (int k = 0; k < 6; k++)
+				seen_len[k] |= s->seqlens[b] == lens[k];
+		for (int k = 0; k < 4; k++)
+			seen_h[k] |= s->h_q == hs[k];
+		for (int k = 0; k < 3; k++)
+			seen_ps[k] |= s->page_size == ps[k];
+		seen_sq2 |= s->s_q == 2;
+		seen_odd_h |= s->h_q % 16 != 0;
+		seen_big_offset |= (double)s->page_offset * s->page_size * 576 * 2 > 4294967296.0;
+	}
+	for (int k = 0; k < 6; k++)
+		ck_assert_msg(seen_len[k], "no task with seqlen %d", lens[k]);
+	for (int k = 0; k < 4; k++)
+		ck_assert_msg(seen_h[k], "no task with h_q %d", hs[k]);
+	for (int k = 0; k < 3; k++)
+		ck_assert_msg(seen_ps[k], "no task with page_size %d", ps[k]);
+	ck_assert(seen_sq2 && seen_odd_h && seen_big_offset);
+	plan_release(&p);
+	card_release(&c);
+}
+END_TEST
+
+START_TEST(gfx942_plan_carries_build_figures)
+{
+	struct card c;
+	struct plan_options o = {"smoke", NULL, NULL, NULL, NULL};
+	char *fig = fs_printf("%s/resources.json", tmp), *text;
+	const char *json = "{\"target\": \"gfx942\", \"compiler\": \"clang 19\", \"pass\": true, \"kernels\": ["
+			   "{\"impl\": \"hip.flash\", \"config\": \"bn32-bh16-sp0-w4-st1\", \"vgpr\": 128, \"agpr\": 0, "
+			   "\"sgpr\": 40, \"lds_static\": 40000, \"lds_dynamic\": 0, \"scratch\": 0, \"vgpr_spill\": 0, "
+			   "\"sgpr_spill\": 0},"
+			   "{\"impl\": \"hip.baseline\", \"config\": \"x\", \"vgpr\": 32}]}";
+
+	tu_write(fig, json, strlen(json));
+	o.build_figures = fig;
+	load_variant(&c, "mla_decode_hip_port", NULL, NULL);
+	text = plan_text(&c, &o);
+	ck_assert_ptr_nonnull(strstr(text, "\"build\""));
+	ck_assert_ptr_nonnull(strstr(text, "bn32-bh16-sp0-w4-st1"));
+	ck_assert_ptr_null(strstr(text, "\"config\":\t\"x\"")); /* only the candidate's kernels */
+	free(text);
+	free(fig);
+	card_release(&c);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("plan");
+	TCase *tc = tcase_create("plan");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, plan_is_deterministic);
+	tcase_add_test(tc, plan_round_trips_through_its_file);
+	tcase_add_test(tc, edited_plan_is_refused);
+	tcase_add_loop_test(tc, plan_refuses_what_it_cannot_plan, 0, (int)(sizeof(refusals) / sizeof(refusals[0])));
+	tcase_add_test(tc, tiers_cover_the_edge_cases);
+	tcase_add_test(tc, standard_tier_has_the_required_shapes);
+	tcase_add_test(tc, gfx942_plan_carries_build_figures);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

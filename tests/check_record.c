@@ -1,0 +1,390 @@
+/*
+ * check_record.c - evidence: a real (tiny) CPU run produces an eval dir; recording writes what it
+ * proves; every way of tampering with it, or of using it for the wrong card, is refused; --verify
+ * and the report catch a number edited by hand.
+ */
+#include "testutil.h"
+
+#include "card.h"
+#include "fsutil.h"
+#include "plan.h"
+#include "record.h"
+#include "report.h"
+#include "runner.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char *tmp, *card_path, *eval_dir, *plan_path;
+
+/* Replace the first `from` in file path by `to`. */
+static void edit_file(const char *path, const char *from, const char *to)
+{
+	char *text = tu_read(path, NULL), *at = strstr(text, from), *out;
+
+	ck_assert_msg(at != NULL, "'%s' not found in %s", from, path);
+	out = fs_printf("%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	chmod(path, 0644);
+	tu_write(path, out, strlen(out));
+	free(text);
+	free(out);
+}
+
+/* Edit a JSON value of dir/result.json via cJSON (key path of two levels at most). */
+static void edit_result_in(const char *dir, const char *k1, const char *k2, cJSON *value)
+{
+	char *path = fs_join(dir, "result.json"), *text = tu_read(path, NULL), *out;
+	cJSON *root = cJSON_Parse(text), *parent = k2 ? cJSON_GetObjectItem(root, k1) : root;
+
+	ck_assert_ptr_nonnull(parent);
+	cJSON_ReplaceItemInObject(parent, k2 ? k2 : k1, value);
+	out = cJSON_Print(root);
+	tu_write(path, out, strlen(out));
+	cJSON_free(out);
+	cJSON_Delete(root);
+	free(text);
+	free(path);
+}
+
+static void edit_result(const char *k1, const char *k2, cJSON *value)
+{
+	edit_result_in(eval_dir, k1, k2, value);
+}
+
+/* A clean build's evidence: the test binary may be built from a work tree with local changes. */
+static void mark_clean(void)
+{
+	edit_result("tool", "kernels_dirty", cJSON_CreateFalse());
+}
+
+static void setup(void)
+{
+	struct card c;
+	struct plan p;
+	struct runner_options ro;
+	char *src = tu_source("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL);
+	char *skills, *plans;
+
+	vs_error_set_quiet(1);
+	tmp = tu_tmpdir();
+	skills = fs_join(tmp, "skills");
+	plans = fs_join(tmp, "plans");
+	fs_mkdir_p(skills);
+	fs_mkdir_p(plans);
+	card_path = fs_join(skills, "mla_decode_cpu_splitkv.md");
+	tu_write(card_path, text, strlen(text));
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_msg(plan_build(&p, &c, NULL) == 0, "%s", vs_last_error());
+	/* One task, few pairs: evidence in seconds. */
+	for (int i = 1; i < p.ntasks; i++)
+		task_spec_release(&p.tasks[i]);
+	p.ntasks = 1;
+	p.protocol.min_pairs = 4;
+	p.protocol.max_pairs = 8;
+	p.protocol.max_seconds = 3;
+	p.protocol.resamples = 200;
+	plan_path = fs_join(plans, "mla_decode_cpu_splitkv.plan.json");
+	ck_assert_int_eq(plan_write(&p, plan_path), 0);
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = fs_join(tmp, "results");
+	ro.threads = 2;
+	ro.run_id = "run1";
+	eval_dir = NULL;
+	ck_assert_msg(runner_run(&eval_dir, &ro) == 0, "runner_run: %s", vs_last_error());
+	free((char *)ro.tasks_root);
+	free((char *)ro.results_root);
+	plan_release(&p);
+	card_release(&c);
+	free(src);
+	free(text);
+	free(skills);
+	free(plans);
+}
+
+static void teardown(void)
+{
+	fs_remove_tree(tmp);
+	free(tmp);
+	free(card_path);
+	free(eval_dir);
+	free(plan_path);
+	vs_error_set_quiet(0);
+}
+
+START_TEST(fresh_evidence_verifies)
+{
+	struct card c;
+	struct evidence e;
+	int status = -1;
+
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_msg(evidence_load(&e, &status, eval_dir, &c) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(status, EVIDENCE_OK);
+	ck_assert_str_eq(e.gen, "x86_64");
+	ck_assert_int_eq(e.has_isolated, 1);
+	ck_assert(e.isolated_lo <= e.isolated && e.isolated <= e.isolated_hi);
+	evidence_release(&e);
+	card_release(&c);
+}
+END_TEST
+
+START_TEST(record_writes_what_the_evidence_proves_and_is_idempotent)
+{
+	struct card c, after;
+	struct evidence e;
+	char *first, *second;
+
+	mark_clean();
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	first = tu_read(card_path, NULL);
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	second = tu_read(card_path, NULL);
+	ck_assert_str_eq(first, second);
+	ck_assert_int_eq(card_load(&after, card_path), 0);
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_int_eq(evidence_load(&e, NULL, eval_dir, &c), 0);
+	ck_assert_str_eq(after.validation.status, strcmp(e.verdict, "validated") ? "failed" : "validated");
+	ck_assert_str_eq(after.validation.gen, "x86_64");
+	ck_assert_str_eq(after.validation.last_verified, e.date);
+	ck_assert_str_eq(after.validation.measured_parity, e.parity);
+	ck_assert_int_eq(after.validation.has_isolated, 1);
+	ck_assert_double_eq_tol(after.validation.measured_isolated, e.isolated, 0.0005);
+	ck_assert_msg(strstr(after.validation.artifact, "results/mla_decode_cpu_splitkv/run1") != NULL, "artifact %s",
+		      after.validation.artifact);
+	ck_assert_int_eq(record_verify(card_path), 0);
+	evidence_release(&e);
+	card_release(&c);
+	card_release(&after);
+	free(first);
+	free(second);
+}
+END_TEST
+
+START_TEST(dirty_build_is_not_recorded)
+{
+	char *before = tu_read(card_path, NULL), *after;
+
+	edit_result("tool", "kernels_dirty", cJSON_CreateTrue());
+	ck_assert_int_eq(record_card(card_path, eval_dir), VS_EVERIFY);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "uncommitted kernels/"));
+	after = tu_read(card_path, NULL);
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
+}
+END_TEST
+
+START_TEST(foreign_generation_is_not_recorded)
+{
+	cJSON *dev;
+	char *path = fs_join(eval_dir, "result.json"), *text;
+
+	mark_clean();
+	text = tu_read(path, NULL);
+	dev = cJSON_Parse(text);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(dev, "device"), "gen", cJSON_CreateString("sm_90"));
+	free(text);
+	text = cJSON_Print(dev);
+	tu_write(path, text, strlen(text));
+	ck_assert_int_eq(record_card(card_path, eval_dir), VS_EVERIFY);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "not in"));
+	cJSON_free(text);
+	cJSON_Delete(dev);
+	free(path);
+}
+END_TEST
+
+struct tamper {
+	const char *file;   /* relative to the eval dir, or "card" */
+	const char *from, *to;
+	const char *message;
+};
+
+static const struct tamper tampers[] = {
+	{"samples.csv", ",baseline,", ",candidate,", "samples.csv"},
+	{"run.log", "run ", "ran ", "run.log"},
+	{"plan.json", "\"warmup\":", "\"warmup\": 1, \"x\":", "plan.json"},
+	{"result.json", "\"estimate\":\t", "\"estimate\":\t1", "does not recompute"},
+	{"result.json", "\"id\":\t\"mla_decode_cpu_splitkv\"", "\"id\":\t\"other_card\"", "is for card 'other_card'"},
+	{"card", "## Mechanism\n", "## Mechanism\nEdited after the run.\n", "card changed since"},
+};
+
+START_TEST(tampered_evidence_is_refused)
+{
+	const struct tamper *t = &tampers[_i];
+	char *path = strcmp(t->file, "card") ? fs_join(eval_dir, t->file) : strdup(card_path);
+	char *before = tu_read(card_path, NULL), *after;
+
+	mark_clean();
+	edit_file(path, t->from, t->to);
+	ck_assert_msg(record_card(card_path, eval_dir) == VS_EVERIFY, "case %d (%s) was accepted", _i, t->file);
+	ck_assert_msg(strstr(vs_last_error(), t->message), "case %d: '%s' lacks '%s'", _i, vs_last_error(), t->message);
+	after = tu_read(card_path, NULL);
+	if (strcmp(t->file, "card"))
+		ck_assert_str_eq(before, after); /* nothing written */
+	free(path);
+	free(before);
+	free(after);
+}
+END_TEST
+
+START_TEST(missing_manifest_copy_is_refused)
+{
+	char *dir = fs_join(eval_dir, "manifests");
+
+	mark_clean();
+	ck_assert_int_eq(fs_remove_tree(dir), 0);
+	ck_assert_int_eq(record_card(card_path, eval_dir), VS_EVERIFY);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "manifests/"));
+	free(dir);
+}
+END_TEST
+
+START_TEST(hand_edited_number_is_caught_by_verify_and_report)
+{
+	struct report_options ro;
+	char *skills = fs_join(tmp, "skills"), *out_path = fs_join(tmp, "report.txt"), *report;
+	struct card c;
+	char num[32];
+	FILE *f;
+
+	mark_clean();
+	ck_assert_int_eq(record_card(card_path, eval_dir), 0);
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	snprintf(num, sizeof(num), "isolated: %g", c.validation.measured_isolated);
+	card_release(&c);
+	edit_file(card_path, num, "isolated: 9.99");
+	ck_assert_int_eq(record_verify(card_path), VS_EVERIFY);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "measured.isolated"));
+	memset(&ro, 0, sizeof(ro));
+	ro.skills_dir = skills;
+	f = fopen(out_path, "w");
+	ro.out = f;
+	ck_assert_int_eq(report_run(&ro), VS_EVERIFY);
+	fclose(f);
+	report = tu_read(out_path, NULL);
+	ck_assert_msg(strstr(report, "mismatch"), "report does not say mismatch:\n%s", report);
+	free(report);
+	free(skills);
+	free(out_path);
+}
+END_TEST
+
+START_TEST(partial_run_is_not_recorded)
+{
+	struct runner_options ro;
+	char *dir = NULL;
+
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = fs_join(tmp, "results");
+	ro.impl_filter = "cpu.splitkv";
+	ro.run_id = "partial";
+	ck_assert_int_eq(runner_run(&dir, &ro), 0);
+	edit_result_in(dir, "tool", "kernels_dirty", cJSON_CreateFalse());
+	ck_assert_int_eq(record_card(card_path, dir), VS_EVERIFY);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "partial"));
+	free((char *)ro.tasks_root);
+	free((char *)ro.results_root);
+	free(dir);
+}
+END_TEST
+
+static char *report_text(int *status, const char *format)
+{
+	struct report_options ro;
+	char *skills = fs_join(tmp, "skills"), *plans = fs_join(tmp, "plans"), *out_path = fs_join(tmp, "r.txt");
+	char *text;
+	FILE *f = fopen(out_path, "w");
+
+	memset(&ro, 0, sizeof(ro));
+	ro.skills_dir = skills;
+	ro.plans_dir = plans;
+	ro.format = format;
+	ro.out = f;
+	*status = report_run(&ro);
+	fclose(f);
+	text = tu_read(out_path, NULL);
+	free(skills);
+	free(plans);
+	free(out_path);
+	return text;
+}
+
+START_TEST(report_shows_recorded_card_and_staleness)
+{
+	char *text;
+	int status;
+
+	mark_clean();
+	ck_assert_int_eq(record_card(card_path, eval_dir), 0);
+	text = report_text(&status, "json");
+	ck_assert_msg(status == 0, "%s", vs_last_error());
+	ck_assert_ptr_nonnull(strstr(text, "\"evidence\":\t\"ok\""));
+	ck_assert_ptr_nonnull(strstr(text, "x86_64:"));
+	free(text);
+	/* Evidence older than the age limit is stale. */
+	setenv("VS_TODAY", "2099-01-01", 1);
+	text = report_text(&status, "text");
+	unsetenv("VS_TODAY");
+	ck_assert_msg(strstr(text, "stale") && strstr(text, "days old"), "%s", text);
+	free(text);
+	/* A card whose content changed after validation is stale, not a mismatch. */
+	edit_file(card_path, "## Procedure\n", "## Procedure\nChanged after validation.\n");
+	text = report_text(&status, "markdown");
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(strstr(text, "| stale |"), "%s", text);
+	free(text);
+}
+END_TEST
+
+START_TEST(report_marks_claims_without_evidence)
+{
+	char *text;
+	int status;
+
+	edit_file(card_path, "status: draft", "status: validated");
+	text = report_text(&status, "text");
+	ck_assert_int_eq(status, VS_EVERIFY);
+	ck_assert_msg(strstr(text, "missing"), "%s", text);
+	free(text);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("record");
+	TCase *tc = tcase_create("evidence");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, fresh_evidence_verifies);
+	tcase_add_test(tc, record_writes_what_the_evidence_proves_and_is_idempotent);
+	tcase_add_test(tc, dirty_build_is_not_recorded);
+	tcase_add_test(tc, foreign_generation_is_not_recorded);
+	tcase_add_loop_test(tc, tampered_evidence_is_refused, 0, (int)(sizeof(tampers) / sizeof(tampers[0])));
+	tcase_add_test(tc, missing_manifest_copy_is_refused);
+	tcase_add_test(tc, hand_edited_number_is_caught_by_verify_and_report);
+	tcase_add_test(tc, partial_run_is_not_recorded);
+	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
+	tcase_add_test(tc, report_marks_claims_without_evidence);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,535 @@
+/*
+ * check_runner.c - the runner's protocol on the CPU with an injected device whose clock is
+ * deterministic: every launch of a test implementation advances a virtual clock by a cost drawn
+ * from a seeded generator, and the device's timer reads that clock. The A/B statistics, the stop
+ * rule, config tuning, parity failure details, and the anti-cheat checks (stale buffers, writing
+ * inputs, skipping repeated work, non-determinism, capture-unsafe launches) are checked against
+ * implementations written to cheat in exactly those ways.
+ */
+#include "testutil.h"
+
+#include "cpu/cpu_impls.h"
+#include "device.h"
+#include "mla_decode.h"
+#include "mla_numeric.h"
+#include "plan.h"
+#include "runner.h"
+#include "stats.h"
+#include "task.h"
+#include "vs_error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the injected device: CPU memory, virtual clock, recorded "graphs" ---------------------- */
+
+struct fake_stream {
+	int capturing;
+	/* the captured launch */
+	const struct mla_decode_impl *impl;
+	struct mla_decode_args args;
+	struct mla_decode_config cfg;
+	int32_t snapshot_seqlens[64]; /* what a capture-unsafe launch baked in */
+	int32_t snapshot_block_table[1024];
+};
+
+static double virtual_ms;
+static uint64_t noise_state;
+static struct fake_stream stream;
+static const struct vs_device_ops *cpu_ops;
+
+static double noise(double rel)
+{
+	/* uniform in [-rel, rel] */
+	uint64_t z = stats_splitmix64(&noise_state);
+
+	return rel * (2.0 * ((double)(z >> 11) / 9007199254740992.0) - 1.0);
+}
+
+static double t0;
+
+static int fake_timer_begin(struct vs_device *d)
+{
+	(void)d;
+	t0 = virtual_ms;
+	return 0;
+}
+
+static int fake_timer_end(struct vs_device *d, double *ms)
+{
+	(void)d;
+	*ms = virtual_ms - t0;
+	return 0;
+}
+
+static int fake_graph_begin(struct vs_device *d)
+{
+	(void)d;
+	stream.capturing = 1;
+	stream.impl = NULL;
+	return 0;
+}
+
+static int fake_graph_end(struct vs_device *d, void **graph)
+{
+	(void)d;
+	stream.capturing = 0;
+	*graph = stream.impl ? &stream : NULL;
+	return stream.impl ? 0 : VS_EDEVICE;
+}
+
+static int fake_graph_launch(struct vs_device *d, void *graph)
+{
+	struct fake_stream *s = graph;
+
+	(void)d;
+	return s->impl->launch(&s->args, &s->cfg) == MLA_OK ? 0 : VS_EDEVICE;
+}
+
+static void fake_graph_free(struct vs_device *d, void *graph)
+{
+	(void)d;
+	(void)graph;
+}
+
+static struct vs_device_ops fake_ops;
+
+static void open_fake_device(struct vs_device *d, int with_graphs)
+{
+	ck_assert_int_eq(vs_device_open_cpu(d), 0);
+	cpu_ops = d->ops;
+	fake_ops = *d->ops;
+	fake_ops.timer_begin = fake_timer_begin;
+	fake_ops.timer_end = fake_timer_end;
+	if (with_graphs) {
+		fake_ops.graph_begin = fake_graph_begin;
+		fake_ops.graph_end = fake_graph_end;
+		fake_ops.graph_launch = fake_graph_launch;
+		fake_ops.graph_free = fake_graph_free;
+	}
+	d->ops = &fake_ops;
+	d->stream = &stream;
+	d->info.compute_units = 2;
+	memset(&stream, 0, sizeof(stream));
+	virtual_ms = 0;
+}
+
+/* ---- test implementations ------------------------------------------------------------------ */
+
+static const struct mla_decode_config naive_cfg = {"default", 0, 0, 0, 0, 0};
+
+static int no_configs(const char *arch, struct mla_decode_config *out, int cap)
+{
+	(void)arch;
+	(void)out;
+	(void)cap;
+	return 0;
+}
+
+static size_t no_ws(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	return 0;
+}
+
+/* A launch during capture is recorded instead of run (the fake graph replays it). */
+static int captured(const struct mla_decode_impl *impl, const struct mla_decode_args *a,
+		    const struct mla_decode_config *c)
+{
+	struct fake_stream *s = a->stream;
+
+	if (!s || !s->capturing)
+		return 0;
+	s->impl = impl;
+	s->args = *a;
+	s->cfg = *c;
+	return 1;
+}
+
+/* Honest implementation whose cost is cfg->block_n ms (+-1% noise): block_n 0 costs 2 ms. */
+static int honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static const struct mla_decode_impl honest = {MLA_DECODE_ABI_VERSION, "test.honest", "cpu", "", no_configs, no_ws,
+					      honest_launch};
+
+static int honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	if (captured(&honest, a, c))
+		return MLA_OK;
+	virtual_ms += (c->block_n ? c->block_n : 2.0) * (1.0 + noise(0.01));
+	return mla_cpu_naive.launch(a, &naive_cfg);
+}
+
+/* Returns the output of the first call forever (a cached/static buffer). */
+static uint16_t *stale_out;
+static float *stale_lse;
+static int stale_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	size_t no = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V, nl = (size_t)a->batch * a->h_q * a->s_q;
+	int rc;
+
+	(void)c;
+	virtual_ms += 1.0;
+	if (stale_out) {
+		memcpy(a->out, stale_out, no * 2);
+		memcpy(a->lse, stale_lse, nl * 4);
+		return MLA_OK;
+	}
+	rc = mla_cpu_naive.launch(a, &naive_cfg);
+	stale_out = malloc(no * 2);
+	stale_lse = malloc(nl * 4);
+	memcpy(stale_out, a->out, no * 2);
+	memcpy(stale_lse, a->lse, nl * 4);
+	return rc;
+}
+static const struct mla_decode_impl stale = {MLA_DECODE_ABI_VERSION, "test.stale", "cpu", "", no_configs, no_ws,
+					     stale_launch};
+
+/* Writes into its input (q) after computing a correct answer. */
+static int writes_input_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	int rc = mla_cpu_naive.launch(a, &naive_cfg);
+
+	(void)c;
+	virtual_ms += 1.0;
+	((uint16_t *)a->q)[3] ^= 0x0100;
+	return rc;
+}
+static const struct mla_decode_impl writes_input = {MLA_DECODE_ABI_VERSION, "test.writes_input", "cpu", "",
+						    no_configs, no_ws, writes_input_launch};
+
+/* Skips the work when called again on the same inputs (trusting the output buffer to hold it). */
+static const void *last_q, *last_kv;
+static int skip_repeat_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)c;
+	virtual_ms += 0.5;
+	if (a->q == last_q && a->kv_cache == last_kv)
+		return MLA_OK;
+	last_q = a->q;
+	last_kv = a->kv_cache;
+	return mla_cpu_naive.launch(a, &naive_cfg);
+}
+static const struct mla_decode_impl skip_repeat = {MLA_DECODE_ABI_VERSION, "test.skip_repeat", "cpu", "",
+						   no_configs, no_ws, skip_repeat_launch};
+
+/* Adds one bf16 ulp to a different element on every call: right within tolerance, not deterministic. */
+static int calls;
+static int nondet_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	int rc = mla_cpu_naive.launch(a, &naive_cfg);
+
+	(void)c;
+	virtual_ms += 1.0;
+	((uint16_t *)a->out)[calls++ % 64] += 1;
+	return rc;
+}
+static const struct mla_decode_impl nondet = {MLA_DECODE_ABI_VERSION, "test.nondet", "cpu", "", no_configs, no_ws,
+					      nondet_launch};
+
+/* Wrong in exactly one element: out[b=1, s=0, h=2, d=7] += 0.5. */
+static int one_wrong_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	int rc = mla_cpu_naive.launch(a, &naive_cfg);
+	uint16_t *o = a->out;
+	size_t i = (((size_t)1 * a->s_q + 0) * a->h_q + 2) * MLA_D_V + 7;
+
+	(void)c;
+	virtual_ms += 1.0;
+	o[i] = mla_float_to_bf16(mla_bf16_to_float(o[i]) + 0.5f);
+	return rc;
+}
+static const struct mla_decode_impl one_wrong = {MLA_DECODE_ABI_VERSION, "test.one_wrong", "cpu", "", no_configs,
+						 no_ws, one_wrong_launch};
+
+/* Capture-unsafe: bakes the host-side seqlens and block_table values in at capture time. */
+static int unsafe_capture_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static const struct mla_decode_impl unsafe_capture = {MLA_DECODE_ABI_VERSION, "test.unsafe_capture", "cpu", "",
+						      no_configs, no_ws, unsafe_capture_launch};
+static int replaying;
+static int unsafe_capture_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	struct fake_stream *s = a->stream;
+	struct mla_decode_args baked = *a;
+
+	if (s && s->capturing) {
+		memcpy(s->snapshot_seqlens, a->seqlens, (size_t)a->batch * 4);
+		memcpy(s->snapshot_block_table, a->block_table, (size_t)a->batch * a->max_pages * 4);
+		captured(&unsafe_capture, a, c);
+		replaying = 1;
+		return MLA_OK;
+	}
+	if (replaying && s && a->seqlens == s->args.seqlens && s->impl == &unsafe_capture) {
+		baked.seqlens = s->snapshot_seqlens;
+		baked.block_table = s->snapshot_block_table;
+	}
+	virtual_ms += 1.0;
+	return mla_cpu_naive.launch(&baked, &naive_cfg);
+}
+
+/* ---- fixtures -------------------------------------------------------------------------------- */
+
+static char *root;
+static struct task_data task;
+
+static void make_task(void)
+{
+	struct task_spec s;
+	static int32_t lens[3] = {37, 0, 20};
+	char *dir = NULL;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.name, sizeof(s.name), "bf16-runner-test");
+	s.kv_dtype = MLA_KV_BF16;
+	s.batch = 3;
+	s.s_q = 1;
+	s.h_q = 4;
+	s.page_size = 16;
+	s.max_pages = 3;
+	s.num_pages = 8;
+	s.seqlens = lens;
+	s.softmax_scale = 0.1352f;
+	s.seed = 7;
+	s.input_sets = 2;
+	s.tol_out.atol = 8e-4;
+	s.tol_out.rtol = 2.01 / 128;
+	s.tol_out.cos_tol = 5e-6;
+	s.tol_lse.atol = 1e-5;
+	s.tol_lse.rtol = 8.01 / 65536;
+	s.tol_lse.cos_tol = -1;
+	root = tu_tmpdir();
+	ck_assert_int_eq(task_materialize(&dir, root, &s, 1), 0);
+	ck_assert_int_eq(task_load(&task, dir), 0);
+	free(dir);
+}
+
+static void setup(void)
+{
+	vs_error_set_quiet(1);
+	make_task();
+	noise_state = 12345;
+	calls = 0;
+	last_q = last_kv = NULL;
+	replaying = 0;
+	free(stale_out);
+	free(stale_lse);
+	stale_out = NULL;
+	stale_lse = NULL;
+}
+
+static void teardown(void)
+{
+	task_data_release(&task);
+	free(root);
+	vs_error_set_quiet(0);
+}
+
+static struct mla_decode_config cfgs2[2];
+
+static void make_plan(struct plan *p, const struct mla_decode_impl *base, const struct mla_decode_impl *cand,
+		      int ncand_cfgs, int capture)
+{
+	static struct mla_decode_config base_cfg = {"default", 0, 0, 0, 0, 0};
+
+	memset(p, 0, sizeof(*p));
+	p->baseline.name = (char *)base->name;
+	p->baseline.backend = "cpu";
+	p->baseline.configs = &base_cfg;
+	p->baseline.nconfigs = 1;
+	p->candidate.name = (char *)cand->name;
+	p->candidate.backend = "cpu";
+	p->candidate.configs = cfgs2;
+	p->candidate.nconfigs = ncand_cfgs;
+	p->protocol.warmup = 1;
+	p->protocol.tuning_samples = 3;
+	p->protocol.min_pairs = 10;
+	p->protocol.max_pairs = 300;
+	p->protocol.max_seconds = 60;
+	p->protocol.rel_halfwidth = 0.01;
+	p->protocol.resamples = 1000;
+	p->protocol.seed = 99;
+	p->protocol.check_every = 4;
+	p->protocol.flush_factor = 2;
+	p->protocol.review_bound = 10;
+	p->capture_required = capture;
+}
+
+static int run(struct runner_task_result *r, const struct mla_decode_impl *base, const struct mla_decode_impl *cand,
+	       int ncfg, int capture)
+{
+	struct vs_device d;
+	struct plan p;
+	struct runner_task_ctx ctx;
+	int err;
+
+	open_fake_device(&d, capture);
+	make_plan(&p, base, cand, ncfg, capture);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.device = &d;
+	ctx.plan = &p;
+	ctx.plan_path = "plans/test.plan.json";
+	ctx.base = base;
+	ctx.cand = cand;
+	ctx.check_base = ctx.check_cand = 1;
+	ctx.timing = 1;
+	err = runner_run_task(r, &ctx, &task);
+	d.ops = cpu_ops;
+	vs_device_release(&d);
+	return err;
+}
+
+/* ---- statistics through the runner ---------------------------------------------------------- */
+
+START_TEST(ab_speedup_two_is_measured_with_tight_ci)
+{
+	struct runner_task_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &honest, 1, 0), 0);
+	ck_assert_msg(r.complete && r.parity_pass, "complete %d parity %d error %s", r.complete, r.parity_pass,
+		      r.error ? r.error : "");
+	ck_assert_msg(r.speedup.lo <= 2.0 && 2.0 <= r.speedup.hi, "CI [%g, %g] should contain 2", r.speedup.lo,
+		      r.speedup.hi);
+	ck_assert_msg(fabs(r.speedup.estimate - 2.0) < 0.02, "estimate %g", r.speedup.estimate);
+	ck_assert_int_eq(r.stop_reason, STATS_STOP_CI);
+	ck_assert_msg(r.npairs < 300, "stopped by CI after %d pairs", r.npairs);
+	ck_assert_msg(fabs(r.base.timing.median - 2.0) < 0.03, "baseline median %g", r.base.timing.median);
+	runner_task_result_release(&r);
+}
+END_TEST
+
+START_TEST(aa_run_has_ci_containing_one)
+{
+	struct runner_task_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &honest, 1, 0), 0);
+	ck_assert_msg(r.speedup.lo <= 1.0 && 1.0 <= r.speedup.hi, "A/A CI [%g, %g] must contain 1", r.speedup.lo,
+		      r.speedup.hi);
+	ck_assert_msg(fabs(r.speedup.estimate - 1.0) < 0.01, "A/A median ratio %g not within 1%% of 1",
+		      r.speedup.estimate);
+	runner_task_result_release(&r);
+}
+END_TEST
+
+START_TEST(tuning_chooses_the_fastest_passing_config)
+{
+	struct runner_task_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"slow3", 3, 0, 0, 0, 0};
+	cfgs2[1] = (struct mla_decode_config){"fast1", 1, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &honest, 2, 0), 0);
+	ck_assert_int_eq(r.cand.chosen, 1);
+	ck_assert_msg(r.cand.tune_ms[0] > 2.5 && r.cand.tune_ms[1] < 1.5, "tuning medians %g %g", r.cand.tune_ms[0],
+		      r.cand.tune_ms[1]);
+	/* Reported numbers come from the A/B samples, not the tuning samples. */
+	ck_assert_int_ge(r.npairs, 10);
+	runner_task_result_release(&r);
+}
+END_TEST
+
+/* ---- parity failures and cheats ---------------------------------------------------------------- */
+
+START_TEST(parity_failure_names_worst_element)
+{
+	struct runner_task_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &one_wrong, 1, 0), 0);
+	ck_assert_int_eq(r.cand.config_pass[0], 0);
+	ck_assert_int_eq(r.parity_pass, 0);
+	ck_assert_int_eq(r.complete, 0);
+	ck_assert_ptr_nonnull(r.cand.config_detail[0]);
+	ck_assert_msg(strstr(r.cand.config_detail[0], "b=1") && strstr(r.cand.config_detail[0], "h=2") &&
+			      strstr(r.cand.config_detail[0], "d=7"),
+		      "detail should name (b=1, s=0, h=2, d=7): %s", r.cand.config_detail[0]);
+	ck_assert_msg(strstr(r.cand.config_detail[0], "reproduce: validate_skill --run"), "no repro command: %s",
+		      r.cand.config_detail[0]);
+	runner_task_result_release(&r);
+}
+END_TEST
+
+struct cheat_case {
+	const struct mla_decode_impl *impl;
+	const char *expect; /* substring of the failure detail */
+};
+
+static const struct cheat_case cheats[] = {
+	{&stale, "input set 1"},                    /* right for set 0 only: a cached result */
+	{&writes_input, "input 'q' of set 0 was modified"},
+	{&skip_repeat, "second launch"},            /* the repeat into a fresh buffer stays poisoned */
+	{&nondet, "second launch"},
+};
+
+START_TEST(cheats_are_caught_in_parity)
+{
+	struct runner_task_result r;
+	const struct cheat_case *cc = &cheats[_i];
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, cc->impl, 1, 0), 0);
+	ck_assert_msg(r.cand.config_pass[0] == 0, "%s passed parity", cc->impl->name);
+	ck_assert_msg(r.cand.config_detail[0] && strstr(r.cand.config_detail[0], cc->expect),
+		      "%s: detail '%s' lacks '%s'", cc->impl->name,
+		      r.cand.config_detail[0] ? r.cand.config_detail[0] : "(none)", cc->expect);
+	ck_assert_int_eq(r.parity_pass, 0);
+	runner_task_result_release(&r);
+}
+END_TEST
+
+START_TEST(capture_unsafe_launch_fails_the_capture_gate)
+{
+	struct runner_task_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &unsafe_capture, 1, 1), 0);
+	ck_assert_int_eq(r.cand.config_pass[0], 1); /* plain launches are right */
+	ck_assert_int_eq(r.base.capture, 1);
+	ck_assert_int_eq(r.cand.capture, 0);
+	ck_assert_ptr_nonnull(r.cand.capture_detail);
+	ck_assert_msg(strstr(r.cand.capture_detail, "in place"), "%s", r.cand.capture_detail);
+	runner_task_result_release(&r);
+}
+END_TEST
+
+START_TEST(honest_launch_passes_the_capture_gate)
+{
+	struct runner_task_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &honest, 1, 1), 0);
+	ck_assert_int_eq(r.cand.capture, 1);
+	ck_assert_int_eq(r.complete, 1);
+	runner_task_result_release(&r);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("runner");
+	TCase *tc = tcase_create("protocol");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, ab_speedup_two_is_measured_with_tight_ci);
+	tcase_add_test(tc, aa_run_has_ci_containing_one);
+	tcase_add_test(tc, tuning_chooses_the_fastest_passing_config);
+	tcase_add_test(tc, parity_failure_names_worst_element);
+	tcase_add_loop_test(tc, cheats_are_caught_in_parity, 0, (int)(sizeof(cheats) / sizeof(cheats[0])));
+	tcase_add_test(tc, capture_unsafe_launch_fails_the_capture_gate);
+	tcase_add_test(tc, honest_launch_passes_the_capture_gate);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
