@@ -512,7 +512,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 #if defined(VS_PLATFORM_AMD)
 	__shared__ __attribute__((aligned(16))) unsigned char smem[T::SMEM];
 #else
-	extern __shared__ __align__(128) unsigned char smem[];
+	extern __shared__ __align__(1024) unsigned char smem[];
 #endif /* platform */
 	const int tid = vs_tid(), lane = vs_lane(), warp = tid / VS_WARP;
 	const int rg = warp % T::RG, cg = warp / T::RG;
@@ -684,11 +684,15 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 #if defined(MLA_HAVE_WGMMA)
 /*
  * Shared memory (bytes): Q [0, 73728), KV at 73728: two bf16 stages, or (fp8) one decoded bf16 tile
- * and two raw stages of 36864; P at 221184 (8192); alpha, l, m at 229376 (3 x 256).
- * 64 x 576 bf16 tiles use the no-swizzle core-matrix layout: element (row r, dim d) at
- *   (r / 8) * 9216 + (d / 8) * 128 + (r % 8) * 16 + (d % 8) * 2,
- * which is K-major for S (rows = keys, K = dims) and MN-major for P V (K = keys, N = dims).
- * P (64 rows x 64 keys): (r / 8) * 1024 + (k / 8) * 128 + (r % 8) * 16 + (k % 8) * 2.
+ * and two raw stages of 36864; P at 221184 (8192); alpha, l, m at 229376 (3 x 256); row offsets.
+ * 64 x 576 bf16 tiles use wgmma's 128-byte swizzle, K-major atoms of 8 rows x 64 dims (1 KiB):
+ *   element (row r, dim d) at (d / 64) * 8192 + (r / 8) * 1024 + (r % 8) * 128
+ *                              + (((d % 64) / 8) ^ (r % 8)) * 16 + (d % 8) * 2,
+ * which is K-major for S (rows = keys, K = dims; SBO 1024 between 8-row groups) and MN-major for
+ * P V (K = keys, N = dims; LBO 8192 between 64-dim atoms, SBO 1024 between 8-key groups). A cache
+ * row's 128-byte line lands in one 128-byte shared line (conflict-free), so 8 consecutive threads
+ * copy one whole line. P (64 rows x 64 keys) is one atom column: (r / 8) * 1024 + (r % 8) * 128 +
+ * ((k / 8) ^ (r % 8)) * 16 + (k % 8) * 2. Atoms start on 1 KiB boundaries (base offset 0).
  */
 constexpr int WG_Q_OFF = 0;
 constexpr int WG_KV_OFF = 73728;
@@ -698,24 +702,32 @@ constexpr int WG_ALPHA_OFF = WG_P_OFF + 8192;
 constexpr int WG_L_OFF = WG_ALPHA_OFF + 256;
 constexpr int WG_M_OFF = WG_L_OFF + 256;
 constexpr int WG_ROW_OFF = WG_M_OFF + 256; /* ring of 3 x 64 row offsets */
-constexpr uint32_t WG_GRP = 9216; /* bytes between 8-row groups of a 64 x 576 tile */
+constexpr uint32_t WG_ATOM_K = 8192;     /* bytes between 64-dim atoms of a 64 x 576 tile */
+constexpr uint32_t WG_GRP = 1024;        /* bytes between 8-row groups within an atom column */
 static_assert(WG_ROW_OFF + 3 * 64 * 8 == MLA_FLASH_WGMMA_SMEM, "wgmma smem formula");
+static_assert(WG_KV_OFF % 1024 == 0 && WG_RAW_OFF % 1024 == 0 && WG_P_OFF % 1024 == 0, "atom alignment");
+
+/* Byte offset of 16-byte chunk ch (dims 8ch .. 8ch+7) of row r in a swizzled 64 x 576 tile. */
+VS_DEV int sw128_off(int r, int ch)
+{
+	return (ch >> 3) * (int)WG_ATOM_K + (r >> 3) * (int)WG_GRP + (r & 7) * 128 + (((ch & 7) ^ (r & 7)) << 4);
+}
 
 VS_DEV void named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 VS_DEV void named_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 
-/* 64 rows x 72 chunks of 16 bytes into the core-matrix layout; 8 consecutive threads, 8 rows. */
+/* 64 rows x 72 chunks of 16 bytes; consecutive threads copy consecutive chunks of a row. */
 VS_DEV void wg_load_q(const FlashParams &p, unsigned char *dst, int b, int m0, int tid)
 {
-#pragma unroll
+#pragma unroll 6
 	for (int i = 0; i < 18; i++) {
 		int c = tid + i * 256;
-		int r8 = c & 7, grp = c >> 3, ch = grp % 72, rgp = grp / 72;
-		int m = m0 + rgp * 8 + r8;
+		int row = c / 72, ch = c % 72;
+		int m = m0 + row;
 		bool valid = m < p.m_total;
 		const uint16_t *src = p.q + (valid ? ((size_t)b * p.m_total + m) * D_QK + ch * 8 : 0);
 
-		cp_async16(dst + rgp * WG_GRP + ch * 128 + r8 * 16, src, valid);
+		cp_async16(dst + sw128_off(row, ch), src, valid);
 	}
 }
 
@@ -724,11 +736,11 @@ VS_DEV void wg_load_kv_bf16(const FlashParams &p, unsigned char *dst, const long
 #pragma unroll 6
 	for (int i = 0; i < 18; i++) {
 		int c = tid + i * 256;
-		int r8 = c & 7, grp = c >> 3, ch = grp % 72, rgp = grp / 72;
-		long long off = rowoff[rgp * 8 + r8];
+		int row = c / 72, ch = c % 72;
+		long long off = rowoff[row];
 		bool valid = off >= 0;
 
-		cp_async16(dst + rgp * WG_GRP + ch * 128 + r8 * 16, p.kv + (valid ? off : 0) + ch * 16, valid);
+		cp_async16(dst + sw128_off(row, ch), p.kv + (valid ? off : 0) + ch * 16, valid);
 	}
 }
 
@@ -754,11 +766,10 @@ VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid
 		int row = c / 36, ch = c % 36;
 		vs_u32x4 w = *(const vs_u32x4 *)(raw + row * D_QK + ch * 16);
 		vs_u32x4 o0, o1;
-		unsigned char *d = dst + (row >> 3) * WG_GRP + (2 * ch) * 128 + (row & 7) * 16;
 
 		fp8x16_to_bf16x16(w, o0, o1);
-		*(vs_u32x4 *)d = o0;
-		*(vs_u32x4 *)(d + 128) = o1;
+		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch)) = o0;
+		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
 	}
 }
 #endif /* MLA_HAVE_WGMMA */
@@ -767,8 +778,11 @@ template <bool FP8>
 __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 {
 #if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	extern __shared__ __align__(128) unsigned char smem[];
+	extern __shared__ __align__(1024) unsigned char smem[];
 	const uint32_t sbase = vs_smem_addr(smem);
+
+	if (sbase & 1023u)
+		__trap(); /* swizzle atoms need 1 KiB alignment */
 	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
 	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 64;
@@ -856,8 +870,9 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				wgmma_fence();
 #pragma unroll
 				for (int kk = 0; kk < D_QK / 16; kk++)
-					wgmma_m64n64k16_ss(s, wgmma_desc(sbase + WG_Q_OFF + kk * 256, 128, WG_GRP),
-							   wgmma_desc(kv_s + kk * 256, 128, WG_GRP), 1);
+					wgmma_m64n64k16_ss(
+						s, wgmma_desc_sw128(sbase + WG_Q_OFF + (kk >> 2) * WG_ATOM_K + (kk & 3) * 32, 16, WG_GRP),
+						wgmma_desc_sw128(kv_s + (kk >> 2) * WG_ATOM_K + (kk & 3) * 32, 16, WG_GRP), 1);
 				wgmma_commit();
 				wgmma_wait<0>();
 				wgmma_fence_operands(s);
@@ -899,8 +914,8 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 						int row = row0 + 8 * h;
 
 						pa[2 * j + h] = vs_pack_bf16x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]);
-						*(uint32_t *)(smem + WG_P_OFF + (row >> 3) * 1024 + j * 128 +
-							      (row & 7) * 16 + t4 * 4) = pa[2 * j + h];
+						*(uint32_t *)(smem + WG_P_OFF + (row >> 3) * 1024 + (row & 7) * 128 +
+							      ((j ^ (row & 7)) << 4) + t4 * 4) = pa[2 * j + h];
 					}
 				if (t4 == 0) {
 					sAlpha[row0] = alpha[0];
@@ -917,7 +932,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				for (int kk = 0; kk < 4; kk++) {
 					const uint32_t a[4] = { pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3] };
 
-					wgmma_m64n256k16_rs(o, a, wgmma_desc(kv_s + kk * 2 * WG_GRP, WG_GRP, 128), 1);
+					wgmma_m64n256k16_rs(o, a, wgmma_desc_sw128(kv_s + kk * 2 * WG_GRP, WG_ATOM_K, WG_GRP), 1);
 				}
 				wgmma_commit();
 				wgmma_wait<0>();
@@ -934,8 +949,10 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				wgmma_fence();
 #pragma unroll
 				for (int kk = 0; kk < 4; kk++)
-					wgmma_m64n256k16_ss(o, wgmma_desc(sbase + WG_P_OFF + kk * 256, 128, 1024),
-							    wgmma_desc(kv_s + kk * 2 * WG_GRP + 32 * 128, WG_GRP, 128), 1);
+					wgmma_m64n256k16_ss(o, wgmma_desc_sw128(sbase + WG_P_OFF + kk * 32, 16, WG_GRP),
+							    wgmma_desc_sw128(kv_s + 4 * WG_ATOM_K + kk * 2 * WG_GRP, WG_ATOM_K,
+									     WG_GRP),
+							    1);
 				wgmma_commit();
 				wgmma_wait<0>();
 				wgmma_fence_operands(o);

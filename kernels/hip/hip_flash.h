@@ -44,17 +44,16 @@ enum mla_flash_kind {
 	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)     \
 	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
 	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)     \
-	X(32, 16, 0, 2, 5, MLA_FLASH_WARP)       \
 	X(32, 32, 0, 4, 2, MLA_FLASH_WARP)       \
-	X(64, 32, 0, 4, 2, MLA_FLASH_WARP)
+	X(32, 32, 0, 4, 4, MLA_FLASH_WARP)       \
+	X(32, 32, 1, 4, 4, MLA_FLASH_WARP)
 
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
 #define MLA_FLASH_SM90_KERNELS(X)        \
 	X(64, 64, 8, 2, MLA_FLASH_WGMMA) \
 	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
-	X(32, 16, 2, 5, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 2, MLA_FLASH_WARP)  \
-	X(64, 32, 4, 2, MLA_FLASH_WARP)
+	X(32, 32, 4, 4, MLA_FLASH_WARP)
 
 /*
  * gfx942 (MI300X): wave64, 64 KiB of LDS per workgroup and per CU. Q lives in registers (MFMA A

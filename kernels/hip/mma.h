@@ -19,10 +19,13 @@
  *
  * 2. Warpgroup-level wgmma (NVIDIA sm_90a only, MLA_HAVE_WGMMA): m64n64k16 with A and B from
  *    shared memory, m64n256k16 with A from registers or shared memory and B MN-major. Shared
- *    operands use the no-swizzle ("interleave") canonical layout: 8x8 bf16 core matrices of 128
- *    contiguous bytes (8 rows of 16 bytes); wgmma_desc(address, LBO, SBO) with, per PTX ISA
- *    9.7.15.5.1.2: K-major: LBO = byte distance between core matrices adjacent in K, SBO = between
- *    core matrices adjacent in M/N; MN-major: LBO = adjacent in K, SBO = adjacent in M/N.
+ *    operands use a canonical layout of PTX ISA 9.7.15.5.1.2: no swizzle (wgmma_desc: 8x8 bf16
+ *    core matrices of 128 contiguous bytes; K-major: LBO = bytes between core matrices adjacent in
+ *    K, SBO = adjacent in M/N; MN-major: LBO = adjacent in K, SBO = adjacent in M/N) or the
+ *    128-byte swizzle (wgmma_desc_sw128: atoms of 8 rows x 128 bytes, 16-byte chunk c of row r
+ *    stored at chunk c ^ (r % 8), atoms 1 KiB aligned; K-major: LBO unused (16), SBO = bytes
+ *    between 8-row groups, a k16 step inside an atom advances the start by 32 bytes; MN-major:
+ *    LBO = bytes between 64-element atoms along M/N, SBO = between 8-row groups along K).
  *    Accumulator layout of m64nN (warp w of the warpgroup, g, t as above):
  *      d[4j + e]: row 16w + g + 8*(e/2), col 8j + 2t + e%2
  *    Register A of m64nNk16: a[0] (row g, k 2t..), a[1] (row g+8), a[2] (row g, k 2t+8..),
@@ -161,6 +164,12 @@ VS_DEV uint64_t wgmma_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
 {
 	return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
 	       ((uint64_t)(sbo >> 4) << 32);
+}
+
+/* 128-byte-swizzle descriptor (layout type 1); atoms of 8 rows x 128 bytes, 1 KiB aligned. */
+VS_DEV uint64_t wgmma_desc_sw128(uint32_t saddr, uint32_t lbo, uint32_t sbo)
+{
+	return wgmma_desc(saddr, lbo, sbo) | (1ull << 62);
 }
 
 VS_DEV void wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
