@@ -134,8 +134,11 @@ static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv
 	s->max_pages = (max_len + sh->page_size - 1) / sh->page_size;
 	if (s->max_pages < 1)
 		s->max_pages = 1;
-	/* Spare pages (never referenced, NaN-filled) so that the permutation is not a bijection. */
-	s->num_pages = (int32_t)(sh->page_offset + pages + pages / 8 + 2);
+	/*
+	 * Spare pages (never referenced, NaN-filled) so that the permutation is not a bijection. The
+	 * stored cache holds num_pages pages; page_offset shifts them up a larger virtual cache.
+	 */
+	s->num_pages = (int32_t)(pages + pages / 8 + 2);
 	return 0;
 }
 

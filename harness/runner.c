@@ -83,7 +83,13 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 
 	memset(a, 0, sizeof(*a));
 	a->q = b->q[set];
-	a->kv_cache = b->kv[set];
+	/*
+	 * A task with page_offset places its stored pages at page_offset.. of a larger virtual cache
+	 * (task.h): block_table entries count from the virtual base, which lies page_offset pages
+	 * below the buffer and is never dereferenced below it. Byte offsets past 2^32 test 64-bit
+	 * index math without allocating the pages in between.
+	 */
+	a->kv_cache = (const void *)((uintptr_t)b->kv[set] - (uintptr_t)s->page_offset * task_page_bytes(s));
 	a->block_table = b->bt[set];
 	a->seqlens = b->sl[set];
 	a->out = b->out[which];
@@ -93,7 +99,7 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 	a->batch = s->batch;
 	a->s_q = s->s_q;
 	a->h_q = s->h_q;
-	a->num_pages = s->num_pages;
+	a->num_pages = (int32_t)(s->num_pages + s->page_offset);
 	a->page_size = s->page_size;
 	a->max_pages = s->max_pages;
 	a->kv_dtype = s->kv_dtype;

@@ -505,6 +505,56 @@ START_TEST(honest_launch_passes_the_capture_gate)
 }
 END_TEST
 
+/* Pages placed past 2^32 bytes of a (virtual) cache: the CPU kernels index in 64 bits. */
+START_TEST(page_offset_past_4gib_passes_parity)
+{
+	struct task_spec s;
+	struct task_data t;
+	struct runner_task_result r;
+	struct runner_task_ctx ctx;
+	struct vs_device d;
+	struct plan p;
+	static int32_t lens[2] = {129, 64};
+	char *dir = NULL;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.name, sizeof(s.name), "bf16-page-offset-test");
+	s.kv_dtype = MLA_KV_BF16;
+	s.batch = 2;
+	s.s_q = 1;
+	s.h_q = 16;
+	s.page_size = 64;
+	s.max_pages = 3;
+	s.num_pages = 6;
+	s.page_offset = 60000; /* 60000 * 64 * 576 * 2 bytes = 4.4e9 > 2^32 */
+	s.seqlens = lens;
+	s.softmax_scale = 0.1352f;
+	s.seed = 11;
+	s.input_sets = 2;
+	s.tol_out = (struct task_tol){8e-4, 2.01 / 128, 5e-6};
+	s.tol_lse = (struct task_tol){1e-5, 8.01 / 65536, -1};
+	ck_assert_msg(task_materialize(&dir, root, &s, 1) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(task_load(&t, dir), 0);
+	open_fake_device(&d, 0);
+	cfgs2[0] = (struct mla_decode_config){"bn16-bh8-sp4-w2-st0", 16, 8, 4, 2, 0};
+	make_plan(&p, &mla_cpu_naive, &mla_cpu_splitkv, 1, 0);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.device = &d;
+	ctx.plan = &p;
+	ctx.base = &mla_cpu_naive;
+	ctx.cand = &mla_cpu_splitkv;
+	ctx.check_base = ctx.check_cand = 1;
+	ck_assert_int_eq(runner_run_task(&r, &ctx, &t), 0);
+	ck_assert_msg(r.base.config_pass[0] == 1, "naive: %s", r.base.config_detail[0] ? r.base.config_detail[0] : "");
+	ck_assert_msg(r.cand.config_pass[0] == 1, "splitkv: %s", r.cand.config_detail[0] ? r.cand.config_detail[0] : "");
+	runner_task_result_release(&r);
+	d.ops = cpu_ops;
+	vs_device_release(&d);
+	task_data_release(&t);
+	free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("runner");
@@ -519,6 +569,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, cheats_are_caught_in_parity, 0, (int)(sizeof(cheats) / sizeof(cheats[0])));
 	tcase_add_test(tc, capture_unsafe_launch_fails_the_capture_gate);
 	tcase_add_test(tc, honest_launch_passes_the_capture_gate);
+	tcase_add_test(tc, page_offset_past_4gib_passes_parity);
 	suite_add_tcase(s, tc);
 	return s;
 }
