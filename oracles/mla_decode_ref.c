@@ -58,19 +58,28 @@ static int ref_item(const struct mla_decode_args *a, int b, int i, float *out, f
 		const uint16_t *q = (const uint16_t *)a->q + (((size_t)b * a->s_q + i) * h_q + h) * MLA_D_QK;
 
 		for (int d = 0; d < MLA_D_QK; d++)
-			qd[(size_t)h * MLA_D_QK + d] = mla_bf16_to_float(q[d]);
+			qd[(size_t)d * h_q + h] = mla_bf16_to_float(q[d]); /* [576][h_q]: heads innermost */
 	}
+	double *dot = acc; /* scratch for the scores; acc is cleared before the PV pass */
+
 	for (int j = 0; j < n; j++) {
 		if (load_row(a, b, j, MLA_D_QK, row))
 			return MLA_EINVAL;
-		for (int h = 0; h < h_q; h++) {
-			const double *qh = qd + (size_t)h * MLA_D_QK;
-			double s = 0.0;
+		/*
+		 * Each head's dot product is summed over d = 0..575 in order, as a plain loop would;
+		 * running the heads side by side only lets the compiler vectorize across them.
+		 */
+		for (int h = 0; h < h_q; h++)
+			dot[h] = 0.0;
+		for (int d = 0; d < MLA_D_QK; d++) {
+			const double *qdh = qd + (size_t)d * h_q;
+			double r = row[d];
 
-			for (int d = 0; d < MLA_D_QK; d++)
-				s += qh[d] * row[d];
-			scores[(size_t)h * n + j] = s * (double)a->softmax_scale;
+			for (int h = 0; h < h_q; h++)
+				dot[h] += qdh[h] * r;
 		}
+		for (int h = 0; h < h_q; h++)
+			scores[(size_t)h * n + j] = dot[h] * (double)a->softmax_scale;
 	}
 	for (int h = 0; h < h_q; h++) {
 		double *sh = scores + (size_t)h * n;
