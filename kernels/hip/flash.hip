@@ -731,25 +731,35 @@ VS_DEV void wg_load_q(const FlashParams &p, unsigned char *dst, int b, int m0, i
 	}
 }
 
-VS_DEV void wg_load_kv_bf16(const FlashParams &p, unsigned char *dst, const long long *rowoff, int tid)
+/*
+ * A KV tile copied by the 128 threads of warpgroup 1 alone (it is idle while warpgroup 0
+ * computes S): thread q = x % 8, L = x / 8 copies chunk q of every 128-byte line of rows L,
+ * L + 16, L + 32, L + 48; the shared offsets differ by constants (rows 16 apart keep r % 8),
+ * so each copy is one instruction with immediate offsets.
+ */
+VS_DEV void wg1_load_kv_bf16(const FlashParams &p, unsigned char *dst, const long long *rowoff, int x)
 {
-#pragma unroll 6
-	for (int i = 0; i < 18; i++) {
-		int c = tid + i * 256;
-		int row = c / 72, ch = c % 72;
-		long long off = rowoff[row];
-		bool valid = off >= 0;
+	const int q = x & 7, L = x >> 3;
+	unsigned char *d = dst + (L >> 3) * (int)WG_GRP + (L & 7) * 128 + ((q ^ (L & 7)) << 4);
 
-		cp_async16(dst + sw128_off(row, ch), p.kv + (valid ? off : 0) + ch * 16, valid);
+#pragma unroll
+	for (int k = 0; k < 4; k++) {
+		long long off = rowoff[L + 16 * k];
+		bool valid = off >= 0;
+		const uint8_t *src = p.kv + (valid ? off : 0) + q * 16;
+
+#pragma unroll
+		for (int a = 0; a < 9; a++)
+			cp_async16(d + a * (int)WG_ATOM_K + k * 2 * (int)WG_GRP, src + a * 128, valid);
 	}
 }
 
-/* Raw fp8 tile, row-major 64 x 576. */
-VS_DEV void wg_load_kv_fp8(const FlashParams &p, unsigned char *dst, const long long *rowoff, int tid)
+/* Raw fp8 tile, row-major 64 x 576, by the 128 threads of warpgroup 1. */
+VS_DEV void wg1_load_kv_fp8(const FlashParams &p, unsigned char *dst, const long long *rowoff, int x)
 {
-#pragma unroll
-	for (int i = 0; i < 9; i++) {
-		int c = tid + i * 256;
+#pragma unroll 6
+	for (int i = 0; i < 18; i++) {
+		int c = x + i * 128;
 		int row = c / 36, ch = c % 36;
 		long long off = rowoff[row];
 		bool valid = off >= 0;
@@ -817,14 +827,20 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				sRow[(u % 3) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
 		}
 		vs_syncthreads();
+		/*
+		 * KV tiles are copied by warpgroup 1 alone; every thread commits a group per step (empty
+		 * ones in warpgroup 0) so that the wait counts agree.
+		 */
 		if (FP8) {
-			wg_load_kv_fp8(p, smem + WG_RAW_OFF, sRow + (r.t_begin % 3) * 64, tid);
+			if (wg == 1)
+				wg1_load_kv_fp8(p, smem + WG_RAW_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
 			cp_async_commit();
-			if (r.t_begin + 1 < r.t_end)
-				wg_load_kv_fp8(p, smem + WG_RAW_OFF + 36864, sRow + ((r.t_begin + 1) % 3) * 64, tid);
+			if (wg == 1 && r.t_begin + 1 < r.t_end)
+				wg1_load_kv_fp8(p, smem + WG_RAW_OFF + 36864, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
 			cp_async_commit();
 		} else {
-			wg_load_kv_bf16(p, smem + WG_KV_OFF, sRow + (r.t_begin % 3) * 64, tid);
+			if (wg == 1)
+				wg1_load_kv_bf16(p, smem + WG_KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
 			cp_async_commit();
 		}
 		for (int t = r.t_begin; t < r.t_end; t++) {
@@ -842,17 +858,17 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				wg_convert_fp8(raw, smem + WG_KV_OFF, tid);
 				fence_proxy_async();
 				vs_syncthreads();
-				if (t + 2 < r.t_end)
-					wg_load_kv_fp8(p, raw, sRow + ((t + 2) % 3) * 64, tid);
+				if (wg == 1 && t + 2 < r.t_end)
+					wg1_load_kv_fp8(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
 				cp_async_commit();
 				kv_s = sbase + WG_KV_OFF;
 			} else {
 				cp_async_wait<0>();
 				fence_proxy_async();
 				vs_syncthreads(); /* tile t complete; stage of tile t-1, P, alpha free */
-				if (t + 1 < r.t_end)
-					wg_load_kv_bf16(p, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
-							sRow + ((t + 1) % 3) * 64, tid);
+				if (wg == 1 && t + 1 < r.t_end)
+					wg1_load_kv_bf16(p, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+							 sRow + ((t + 1) % 3) * 64, tid - 128);
 				cp_async_commit();
 				kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
 			}
@@ -864,31 +880,45 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				float mx[2], alpha[2], mu[2];
 				uint32_t pa[16];
 
+				/* Descriptors: a base per operand plus a constant per k step (start field only). */
+				const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
+				const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
+
 #pragma unroll
 				for (int i = 0; i < 32; i++)
 					s[i] = 0.f;
 				wgmma_fence();
 #pragma unroll
-				for (int kk = 0; kk < D_QK / 16; kk++)
-					wgmma_m64n64k16_ss(
-						s, wgmma_desc_sw128(sbase + WG_Q_OFF + (kk >> 2) * WG_ATOM_K + (kk & 3) * 32, 16, WG_GRP),
-						wgmma_desc_sw128(kv_s + (kk >> 2) * WG_ATOM_K + (kk & 3) * 32, 16, WG_GRP), 1);
+				for (int kk = 0; kk < D_QK / 16; kk++) {
+					const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+
+					wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+				}
 				wgmma_commit();
 				wgmma_wait<0>();
 				wgmma_fence_operands(s);
 
 				mx[0] = mx[1] = -INFINITY;
+				if ((t + 1) * 64 <= min(lim[0], lim[1])) {
+					/* every key of the tile visible to both rows: no mask */
 #pragma unroll
-				for (int j = 0; j < 8; j++)
-#pragma unroll
-					for (int e = 0; e < 4; e++) {
-						int h = e >> 1;
-						int key = t * 64 + 8 * j + 2 * t4 + (e & 1);
-						float v = key < lim[h] ? s[4 * j + e] * p.scale_log2 : -INFINITY;
-
-						s[4 * j + e] = v;
-						mx[h] = vs_fmaxf(mx[h], v);
+					for (int j = 0; j < 32; j++) {
+						s[j] *= p.scale_log2;
+						mx[(j >> 1) & 1] = vs_fmaxf(mx[(j >> 1) & 1], s[j]);
 					}
+				} else {
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+#pragma unroll
+						for (int e = 0; e < 4; e++) {
+							int h = e >> 1;
+							int key = t * 64 + 8 * j + 2 * t4 + (e & 1);
+							float v = key < lim[h] ? s[4 * j + e] * p.scale_log2 : -INFINITY;
+
+							s[4 * j + e] = v;
+							mx[h] = vs_fmaxf(mx[h], v);
+						}
+				}
 #pragma unroll
 				for (int h = 0; h < 2; h++) {
 					float m_new = vs_fmaxf(m_run[h], mma_row_max(mx[h]));
@@ -924,15 +954,18 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				fence_proxy_async();
 				named_bar_arrive(1, 256); /* P and alpha ready for warpgroup 1 */
 
+				if (alpha[0] != 1.f || alpha[1] != 1.f) /* the running max moved */
 #pragma unroll
-				for (int i = 0; i < 128; i++)
-					o[i] *= alpha[(i >> 1) & 1];
+					for (int i = 0; i < 128; i++)
+						o[i] *= alpha[(i >> 1) & 1];
+				const uint64_t dv = wgmma_desc_sw128(kv_s, WG_ATOM_K, WG_GRP);
+
 				wgmma_fence();
 #pragma unroll
 				for (int kk = 0; kk < 4; kk++) {
 					const uint32_t a[4] = { pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3] };
 
-					wgmma_m64n256k16_rs(o, a, wgmma_desc_sw128(kv_s + kk * 2 * WG_GRP, WG_ATOM_K, WG_GRP), 1);
+					wgmma_m64n256k16_rs(o, a, dv + ((kk * 2 * WG_GRP) >> 4), 1);
 				}
 				wgmma_commit();
 				wgmma_wait<0>();
@@ -943,16 +976,17 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] = row_fetch_offset(p, f, ROWB);
 				const float a0 = sAlpha[row0], a1 = sAlpha[row0 + 8];
 
+				if (a0 != 1.f || a1 != 1.f)
 #pragma unroll
-				for (int i = 0; i < 128; i++)
-					o[i] *= ((i >> 1) & 1) ? a1 : a0;
+					for (int i = 0; i < 128; i++)
+						o[i] *= ((i >> 1) & 1) ? a1 : a0;
+				const uint64_t dp = wgmma_desc_sw128(sbase + WG_P_OFF, 16, WG_GRP);
+				const uint64_t dv = wgmma_desc_sw128(kv_s + 4 * WG_ATOM_K, WG_ATOM_K, WG_GRP);
+
 				wgmma_fence();
 #pragma unroll
 				for (int kk = 0; kk < 4; kk++)
-					wgmma_m64n256k16_ss(o, wgmma_desc_sw128(sbase + WG_P_OFF + kk * 32, 16, WG_GRP),
-							    wgmma_desc_sw128(kv_s + 4 * WG_ATOM_K + kk * 2 * WG_GRP, WG_ATOM_K,
-									     WG_GRP),
-							    1);
+					wgmma_m64n256k16_ss(o, dp + ((kk * 32) >> 4), dv + ((kk * 2 * WG_GRP) >> 4), 1);
 				wgmma_commit();
 				wgmma_wait<0>();
 				wgmma_fence_operands(o);

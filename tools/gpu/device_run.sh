@@ -37,8 +37,8 @@ for step in "$@"; do
 		"$NCU" --clock-control none --kernel-name regex:mla_flash_wgmma --launch-skip 2 --launch-count 1 \
 			"${SECTIONS[@]}" devbundle/bin/gpu_parity --bench --case memory-bound --impl hip.flash \
 			--config bn64-bh64-sp1-w8-st2 --samples 1 >"$OUT/ncu_wgmma_mem.txt" 2>&1
-		grep -E "Duration|Throughput|Issued|Eligible|L2 Hit|Mem Busy|Max Bandwidth" \
-			"$OUT/ncu_wgmma.txt" "$OUT/ncu_wgmma_mem.txt" | sed 's/  */ /g; s/^[^:]*ncu_//' | head -40
+		grep -E "Duration|Compute \(SM\) Throughput|DRAM Throughput|L2 Cache Throughput|Issued Warp" \
+			"$OUT/ncu_wgmma.txt" "$OUT/ncu_wgmma_mem.txt" | sed 's/  */ /g; s/^[^:]*ncu_//' | head -20
 		;;
 	esac
 done
