@@ -4,6 +4,7 @@
 #include "parity.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
+#include "worker.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -653,11 +654,36 @@ static int ab(const struct runner_task_ctx *ctx, const struct task_data *t, stru
 	if (r->stop_reason == STATS_CONTINUE)
 		r->stop_reason = STATS_STOP_MAX_PAIRS;
 	r->sm_mhz_end = read_clock(d);
+	return runner_task_finish(r, ctx->plan);
+}
+
+int runner_task_finish(struct runner_task_result *r, const struct plan *p)
+{
+	if (r->npairs < 1 || !r->t_base || !r->t_cand)
+		return 0;
 	stats_summarize(&r->base.timing, r->t_base, r->npairs);
 	stats_summarize(&r->cand.timing, r->t_cand, r->npairs);
 	r->base.outliers = count_outliers(r->t_base, r->npairs);
 	r->cand.outliers = count_outliers(r->t_cand, r->npairs);
-	return stats_speedup(&r->speedup, r->t_base, r->t_cand, r->npairs, pr->resamples, pr->seed);
+	r->parity_pass = r->base.chosen >= 0 && r->cand.chosen >= 0 && r->timed_check_failures == 0 && !r->error;
+	return stats_speedup(&r->speedup, r->t_base, r->t_cand, r->npairs, p->protocol.resamples, p->protocol.seed);
+}
+
+int runner_task_result_init(struct runner_task_result *r, const struct runner_task_ctx *ctx,
+			    const struct task_spec *spec, const char *hash)
+{
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", spec->name);
+	snprintf(r->hash, sizeof(r->hash), "%s", hash);
+	r->bytes = task_bytes(spec);
+	r->flops = task_flops(spec);
+	r->sm_mhz_begin = r->sm_mhz_end = -1;
+	if ((err = impl_result_init(&r->base, ctx->base, &ctx->plan->baseline)) ||
+	    (err = impl_result_init(&r->cand, ctx->cand, &ctx->plan->candidate)))
+		return err;
+	return 0;
 }
 
 int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *ctx,
@@ -667,15 +693,8 @@ int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *
 	struct bufs b;
 	int err;
 
-	memset(r, 0, sizeof(*r));
 	memset(&b, 0, sizeof(b));
-	snprintf(r->name, sizeof(r->name), "%s", t->spec.name);
-	memcpy(r->hash, t->hash, sizeof(r->hash));
-	r->bytes = task_bytes(&t->spec);
-	r->flops = task_flops(&t->spec);
-	r->sm_mhz_begin = r->sm_mhz_end = -1;
-	if ((err = impl_result_init(&r->base, ctx->base, &ctx->plan->baseline)) ||
-	    (err = impl_result_init(&r->cand, ctx->cand, &ctx->plan->candidate)))
+	if ((err = runner_task_result_init(r, ctx, &t->spec, t->hash)))
 		goto done;
 	if ((err = bufs_alloc(d, ctx, t, &b)))
 		goto done;
@@ -873,7 +892,7 @@ struct run_state {
 };
 
 static int make_eval_dir(char **out, const struct runner_options *o, const struct plan *p,
-			 const struct vs_device *d)
+			 const struct vs_device_info *info)
 {
 	char stamp[32], *dir = NULL, *base = NULL;
 	const char *root = o->results_root ? o->results_root : "results";
@@ -890,8 +909,8 @@ static int make_eval_dir(char **out, const struct runner_options *o, const struc
 		if (o->run_id)
 			dir = k == 1 ? fs_printf("%s/%s", base, o->run_id) : fs_printf("%s/%s-%d", base, o->run_id, k);
 		else
-			dir = k == 1 ? fs_printf("%s/%s-%s", base, stamp, d->info.arch) :
-				       fs_printf("%s/%s-%s-%d", base, stamp, d->info.arch, k);
+			dir = k == 1 ? fs_printf("%s/%s-%s", base, stamp, info->arch) :
+				       fs_printf("%s/%s-%s-%d", base, stamp, info->arch, k);
 		if (!dir) {
 			err = vs_error(VS_ENOMEM, "out of memory");
 			goto done;
@@ -943,20 +962,20 @@ static void print_table_row(FILE *log, const struct runner_task_result *r)
 int runner_run(char **eval_dir_out, const struct runner_options *o)
 {
 	struct plan p;
-	struct vs_device dev_own, *d = NULL;
+	struct vs_device_info info;
 	struct run_state st;
 	struct runner_task_result *res = NULL;
 	const struct mla_decode_impl *base, *cand;
 	char *plan_text = NULL, plan_hex[65], started[32], finished[32], hex[65];
 	size_t plan_len = 0;
-	int err, nres = 0, parity_only, partial, fatal = 0, any_device_error = 0;
+	int err, nres = 0, parity_only, partial;
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0;
 	struct stats_ci overall = {0};
 	const char *tasks_root = o->tasks_root ? o->tasks_root : "tasks";
 
 	memset(&p, 0, sizeof(p));
 	memset(&st, 0, sizeof(st));
-	memset(&dev_own, 0, sizeof(dev_own));
+	memset(&info, 0, sizeof(info));
 	if ((err = plan_read(&p, o->plan_path)))
 		return err;
 	if ((err = fs_read_file(&plan_text, &plan_len, o->plan_path, 64u << 20)))
@@ -982,24 +1001,19 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			goto done;
 		}
 	}
-	if (o->device) {
-		d = o->device;
-	} else {
-		d = &dev_own;
-		err = strcmp(p.candidate.backend, "cpu") ? vs_device_open_gpu(d, o->gpu_ordinal) :
-							   vs_device_open_cpu(d);
-		if (err)
-			goto done;
-	}
-	if (strcmp(d->info.arch, p.gen)) {
+	if (o->device)
+		info = o->device->info;
+	else if ((err = worker_probe_device(&info, p.candidate.backend, o->gpu_ordinal)))
+		goto done;
+	if (strcmp(info.arch, p.gen)) {
 		err = vs_error(VS_EUNSUPPORTED, "plan '%s' is for generation '%s' but this device (%s) is '%s': "
 			       "emit a plan with --gen %s (the card's match.gens must list it)", o->plan_path,
-			       p.gen, d->info.name, d->info.arch, d->info.arch);
+			       p.gen, info.name, info.arch, info.arch);
 		goto done;
 	}
 	parity_only = o->impl_filter != NULL;
 	partial = parity_only || o->config_filter || o->task_filter;
-	if ((err = make_eval_dir(&st.eval_dir, o, &p, d)))
+	if ((err = make_eval_dir(&st.eval_dir, o, &p, &info)))
 		goto done;
 	st.samples = open_memstream(&st.samples_buf, &st.samples_len);
 	st.log = open_memstream(&st.log_buf, &st.log_len);
@@ -1009,8 +1023,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	}
 	fprintf(st.samples, "task,set,pair,order,role,config,ms,checked\n");
 	utc_stamp(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
-	say(st.log, "run %s on %s (%s, %s), plan %s: %s vs %s, %d tasks%s\n", st.eval_dir, d->info.name,
-	    d->info.arch, d->info.driver, o->plan_path, p.baseline.name, p.candidate.name, p.ntasks,
+	say(st.log, "run %s on %s (%s, %s), plan %s: %s vs %s, %d tasks%s\n", st.eval_dir, info.name,
+	    info.arch, info.driver, o->plan_path, p.baseline.name, p.candidate.name, p.ntasks,
 	    partial ? " (partial: filtered)" : "");
 	res = calloc((size_t)p.ntasks, sizeof(*res));
 	st.root = cJSON_CreateObject();
@@ -1021,30 +1035,26 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		goto done;
 	}
 	for (int i = 0; i < p.ntasks; i++) {
-		struct task_data t;
 		struct runner_task_ctx ctx;
-		char *dir = NULL, *mpath = NULL, *mtext = NULL, *mname = NULL;
+		struct worker_spec w;
+		char *dir = NULL, *mpath = NULL, *mtext = NULL, *mname = NULL, *wsamples = NULL, *wlog = NULL;
 		size_t mlen;
 		int terr;
 
 		if (!task_matches(&p.tasks[i], p.task_hash[i], o->task_filter))
 			continue;
-		memset(&t, 0, sizeof(t));
-		if (fatal) {
-			struct runner_task_result *r = &res[nres++];
-
-			memset(r, 0, sizeof(*r));
-			snprintf(r->name, sizeof(r->name), "%s", p.tasks[i].name);
-			memcpy(r->hash, p.task_hash[i], 65);
-			impl_result_init(&r->base, base, &p.baseline);
-			impl_result_init(&r->cand, cand, &p.candidate);
-			r->error = strdup("not run: an earlier GPU fault left the device unusable");
-			continue;
-		}
 		say(st.log, "[%d/%d] %s (%.16s)\n", i + 1, p.ntasks, p.tasks[i].name, p.task_hash[i]);
+		memset(&ctx, 0, sizeof(ctx));
+		ctx.device = o->device;
+		ctx.plan = &p;
+		ctx.plan_path = o->plan_path;
+		ctx.base = base;
+		ctx.cand = cand;
+		ctx.config_filter = o->config_filter;
+		ctx.check_base = !o->impl_filter || !strcmp(o->impl_filter, base->name);
+		ctx.check_cand = !o->impl_filter || !strcmp(o->impl_filter, cand->name);
+		ctx.timing = !parity_only;
 		terr = task_materialize(&dir, tasks_root, &p.tasks[i], o->threads);
-		if (!terr)
-			terr = task_load(&t, dir);
 		if (!terr) {
 			mpath = fs_join(dir, "manifest.json");
 			terr = mpath ? fs_read_file(&mtext, &mlen, mpath, 16u << 20) : VS_ENOMEM;
@@ -1056,40 +1066,37 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 				cJSON_AddStringToObject(st.manifests, p.task_hash[i], hex);
 		}
 		if (terr) {
-			struct runner_task_result *r = &res[nres++];
-
-			memset(r, 0, sizeof(*r));
-			snprintf(r->name, sizeof(r->name), "%s", p.tasks[i].name);
-			memcpy(r->hash, p.task_hash[i], 65);
-			impl_result_init(&r->base, base, &p.baseline);
-			impl_result_init(&r->cand, cand, &p.candidate);
-			r->error = strdup(vs_last_error());
+			runner_task_result_init(&res[nres], &ctx, &p.tasks[i], p.task_hash[i]);
+			res[nres].error = strdup(vs_last_error());
 		} else {
-			memset(&ctx, 0, sizeof(ctx));
-			ctx.device = d;
-			ctx.plan = &p;
-			ctx.plan_path = o->plan_path;
-			ctx.base = base;
-			ctx.cand = cand;
-			ctx.config_filter = o->config_filter;
-			ctx.check_base = !o->impl_filter || !strcmp(o->impl_filter, base->name);
-			ctx.check_cand = !o->impl_filter || !strcmp(o->impl_filter, cand->name);
-			ctx.timing = !parity_only;
-			ctx.samples = st.samples;
-			ctx.log = st.log;
-			terr = runner_run_task(&res[nres], &ctx, &t);
-			if (terr == VS_EDEVICE) {
-				say(st.log, "    GPU fault in task %s: %s\n", p.tasks[i].name, vs_last_error());
-				fatal = 1;
-				any_device_error = 1;
+			memset(&w, 0, sizeof(w));
+			w.ctx = &ctx;
+			w.backend = p.candidate.backend;
+			w.gpu_ordinal = o->gpu_ordinal;
+			w.task_dir = dir;
+			w.spec = &p.tasks[i];
+			w.task_hash = p.task_hash[i];
+			w.timeout_s = o->task_timeout_s > 0 ? o->task_timeout_s : 900;
+			w.in_process = o->in_process || (getenv("VS_NO_FORK") && *getenv("VS_NO_FORK") == '1');
+			terr = worker_run_task(&res[nres], &w, &wsamples, &wlog);
+			if (terr && terr != VS_EFAIL) {
+				err = terr;
+				goto done;
 			}
-			nres++;
+			if (wsamples)
+				fputs(wsamples, st.samples);
+			if (wlog)
+				fputs(wlog, st.log);
 		}
+		if (res[nres].error)
+			say(st.log, "    task %s failed: %s\n", p.tasks[i].name, res[nres].error);
+		nres++;
+		free(wsamples);
+		free(wlog);
 		free(mname);
 		free(mtext);
 		free(mpath);
 		free(dir);
-		task_data_release(&t);
 	}
 
 	/* Overall numbers and gates over the tasks that ran. */
@@ -1134,7 +1141,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		int pass_speed = nspeed > 0 && complete_all && overall.lo >= p.speedup_min;
 		int pass_parity = nres > 0 && gate_parity;
 		int verdict_ok = !partial && pass_speed && (pass_parity || !p.parity_required) &&
-				 (gate_capture || !p.capture_required) && complete_all && !any_device_error;
+				 (gate_capture || !p.capture_required) && complete_all;
 		char *text;
 
 		utc_stamp(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
@@ -1154,7 +1161,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		cJSON_AddStringToObject(plan, "sha256", plan_hex);
 		cJSON_AddStringToObject(plan, "tier", p.tier);
 		cJSON_AddStringToObject(plan, "model", p.model);
-		cJSON_AddItemToObject(st.root, "device", device_json(&d->info));
+		cJSON_AddItemToObject(st.root, "device", device_json(&info));
 		cJSON_AddStringToObject(st.root, "started", started);
 		cJSON_AddStringToObject(st.root, "finished", finished);
 		cJSON_AddStringToObject(st.root, "baseline", p.baseline.name);
@@ -1223,7 +1230,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	}
 	*eval_dir_out = st.eval_dir;
 	st.eval_dir = NULL;
-	err = any_device_error ? VS_EDEVICE : 0;
+	err = 0;
 done:
 	if (st.samples)
 		fclose(st.samples);
@@ -1239,8 +1246,6 @@ done:
 		runner_task_result_release(&res[i]);
 	free(res);
 	free(plan_text);
-	if (d == &dev_own)
-		vs_device_release(d);
 	plan_release(&p);
 	return err;
 }

@@ -39,6 +39,8 @@ struct runner_options {
 	const char *run_id;        /* default: UTC timestamp + generation */
 	int gpu_ordinal;           /* GPU to use for "hip" plans */
 	int threads;               /* oracle / generator threads (0 = online cores) */
+	double task_timeout_s;     /* a worker running longer is killed (0 = 900 s) */
+	int in_process;            /* run tasks without worker processes (also VS_NO_FORK=1) */
 	struct vs_device *device;  /* tests: an injected device (e.g. with a deterministic clock) */
 };
 
@@ -93,6 +95,13 @@ struct runner_task_ctx {
 
 int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *ctx,
 		    const struct task_data *t);
+
+/** Set up r for a task (names, counts, per-config slots) before anything ran. */
+int runner_task_result_init(struct runner_task_result *r, const struct runner_task_ctx *ctx,
+			    const struct task_spec *spec, const char *hash);
+
+/** Compute r's summaries, outliers and speedup CI from its samples (t_base, t_cand, npairs). */
+int runner_task_finish(struct runner_task_result *r, const struct plan *p);
 
 void runner_task_result_release(struct runner_task_result *r);
 

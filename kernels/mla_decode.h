@@ -127,11 +127,18 @@ struct mla_decode_impl {
 	int (*launch)(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
 };
 
-/** Built-in implementations, in a fixed order; NULL past the end. */
+/** Built-in implementations in a fixed order, then registered ones; NULL past the end. */
 const struct mla_decode_impl *mla_decode_impl_at(int i);
 
-/** The built-in implementation with this name, or NULL. */
+/** The implementation with this name (built-in or registered), or NULL. */
 const struct mla_decode_impl *mla_decode_impl_find(const char *name);
+
+/**
+ * Add an implementation to the registry for this process (a loaded plugin, a test
+ * implementation). Returns MLA_OK; MLA_EINVAL for a wrong abi_version, a missing field or a name
+ * already taken; MLA_EUNSUPPORTED when the registry is full.
+ */
+int mla_decode_impl_register(const struct mla_decode_impl *impl);
 
 /** Bytes per KV element of a dtype (2 for bf16, 1 for fp8), 0 for an unknown one. */
 static inline size_t mla_kv_elem_size(int32_t kv_dtype)

@@ -13,11 +13,29 @@ static const struct mla_decode_impl *const builtin[] = {
 	&mla_hip_flash,
 };
 
+#define NBUILTIN ((int)(sizeof(builtin) / sizeof(builtin[0])))
+#define MAX_REGISTERED 32
+
+/* Implementations added at run time (plugins, test implementations), after the built-in ones. */
+static const struct mla_decode_impl *registered[MAX_REGISTERED];
+static int nregistered;
+
 const struct mla_decode_impl *mla_decode_impl_at(int i)
 {
-	if (i < 0 || i >= (int)(sizeof(builtin) / sizeof(builtin[0])))
+	if (i < 0 || i >= NBUILTIN + nregistered)
 		return NULL;
-	return builtin[i];
+	return i < NBUILTIN ? builtin[i] : registered[i - NBUILTIN];
+}
+
+int mla_decode_impl_register(const struct mla_decode_impl *impl)
+{
+	if (!impl || impl->abi_version != MLA_DECODE_ABI_VERSION || !impl->name || !impl->backend ||
+	    !impl->configs || !impl->workspace_size || !impl->launch || mla_decode_impl_find(impl->name))
+		return MLA_EINVAL;
+	if (nregistered >= MAX_REGISTERED)
+		return MLA_EUNSUPPORTED;
+	registered[nregistered++] = impl;
+	return MLA_OK;
 }
 
 const struct mla_decode_impl *mla_decode_impl_find(const char *name)

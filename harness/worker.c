@@ -1,0 +1,374 @@
+#include "worker.h"
+#include "fsutil.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- result <-> JSON (the pipe's message) ----------------------------------------------------- */
+
+/* Times travel as text in %.17g so that the parent's numbers are the worker's, bit for bit. */
+static cJSON *doubles_json(const double *x, int n)
+{
+	char *buf = malloc((size_t)n * 26 + 1), *p = buf;
+	cJSON *j;
+
+	if (!buf)
+		return NULL;
+	*p = '\0';
+	for (int i = 0; i < n; i++)
+		p += sprintf(p, "%s%.17g", i ? " " : "", x[i]);
+	j = cJSON_CreateString(buf);
+	free(buf);
+	return j;
+}
+
+static double *doubles_parse(const char *s, int n)
+{
+	double *x = calloc((size_t)n + 1, sizeof(double));
+	char *end;
+
+	for (int i = 0; x && s && i < n; i++) {
+		x[i] = strtod(s, &end);
+		s = end;
+	}
+	return x;
+}
+
+static cJSON *impl_msg(const struct runner_impl_result *ir)
+{
+	cJSON *j = cJSON_CreateObject(), *pass = cJSON_AddArrayToObject(j, "pass");
+	cJSON *det = cJSON_AddArrayToObject(j, "detail");
+
+	cJSON_AddItemToObject(j, "tune", doubles_json(ir->tune_ms, ir->nconfigs));
+	for (int i = 0; i < ir->nconfigs; i++) {
+		cJSON_AddItemToArray(pass, cJSON_CreateNumber(ir->config_pass[i]));
+		cJSON_AddItemToArray(det, ir->config_detail[i] ? cJSON_CreateString(ir->config_detail[i]) : cJSON_CreateNull());
+	}
+	cJSON_AddNumberToObject(j, "chosen", ir->chosen);
+	cJSON_AddNumberToObject(j, "capture", ir->capture);
+	if (ir->capture_detail)
+		cJSON_AddStringToObject(j, "capture_detail", ir->capture_detail);
+	return j;
+}
+
+static char *dup_or_null(const cJSON *s)
+{
+	return cJSON_IsString(s) ? strdup(s->valuestring) : NULL;
+}
+
+static void impl_unmsg(struct runner_impl_result *ir, const cJSON *j)
+{
+	const cJSON *pass = cJSON_GetObjectItem(j, "pass"), *det = cJSON_GetObjectItem(j, "detail");
+	double *tune = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "tune")), ir->nconfigs);
+
+	for (int i = 0; i < ir->nconfigs; i++) {
+		ir->config_pass[i] = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(pass, i));
+		ir->config_detail[i] = dup_or_null(cJSON_GetArrayItem(det, i));
+		ir->tune_ms[i] = tune ? tune[i] : 0;
+	}
+	free(tune);
+	ir->chosen = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "chosen"));
+	ir->capture = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "capture"));
+	ir->capture_detail = dup_or_null(cJSON_GetObjectItem(j, "capture_detail"));
+}
+
+static char *result_msg(const struct runner_task_result *r, int code, const char *samples, const char *log)
+{
+	cJSON *j = cJSON_CreateObject();
+	char *text;
+
+	cJSON_AddNumberToObject(j, "code", code);
+	cJSON_AddBoolToObject(j, "complete", r->complete);
+	if (r->error)
+		cJSON_AddStringToObject(j, "error", r->error);
+	cJSON_AddItemToObject(j, "baseline", impl_msg(&r->base));
+	cJSON_AddItemToObject(j, "candidate", impl_msg(&r->cand));
+	cJSON_AddNumberToObject(j, "npairs", r->npairs);
+	cJSON_AddItemToObject(j, "t_base", doubles_json(r->t_base, r->npairs));
+	cJSON_AddItemToObject(j, "t_cand", doubles_json(r->t_cand, r->npairs));
+	cJSON_AddNumberToObject(j, "stop_reason", r->stop_reason);
+	cJSON_AddNumberToObject(j, "timed_checks", r->timed_checks);
+	cJSON_AddNumberToObject(j, "timed_check_failures", r->timed_check_failures);
+	cJSON_AddNumberToObject(j, "sm_mhz_begin", r->sm_mhz_begin);
+	cJSON_AddNumberToObject(j, "sm_mhz_end", r->sm_mhz_end);
+	cJSON_AddStringToObject(j, "samples", samples ? samples : "");
+	cJSON_AddStringToObject(j, "log", log ? log : "");
+	text = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return text;
+}
+
+/* Rebuild the result from a worker's message; returns the worker's own status code. */
+static int result_unmsg(struct runner_task_result *r, const cJSON *j, const struct plan *p, char **samples,
+			char **log)
+{
+	r->complete = cJSON_IsTrue(cJSON_GetObjectItem(j, "complete"));
+	r->error = dup_or_null(cJSON_GetObjectItem(j, "error"));
+	impl_unmsg(&r->base, cJSON_GetObjectItem(j, "baseline"));
+	impl_unmsg(&r->cand, cJSON_GetObjectItem(j, "candidate"));
+	r->npairs = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "npairs"));
+	if (r->npairs > 0) {
+		r->t_base = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_base")), r->npairs);
+		r->t_cand = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_cand")), r->npairs);
+	}
+	r->stop_reason = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "stop_reason"));
+	r->timed_checks = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_checks"));
+	r->timed_check_failures = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_check_failures"));
+	r->sm_mhz_begin = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "sm_mhz_begin"));
+	r->sm_mhz_end = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "sm_mhz_end"));
+	*samples = dup_or_null(cJSON_GetObjectItem(j, "samples"));
+	*log = dup_or_null(cJSON_GetObjectItem(j, "log"));
+	runner_task_finish(r, p);
+	return (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "code"));
+}
+
+/* ---- the worker --------------------------------------------------------------------------- */
+
+static int open_device(struct vs_device *d, const char *backend, int ordinal)
+{
+	return strcmp(backend, "cpu") ? vs_device_open_gpu(d, ordinal) : vs_device_open_cpu(d);
+}
+
+/* The body of a worker: everything a task needs, in this process. Returns the message text. */
+static char *work(const struct worker_spec *w, int *code_out)
+{
+	struct runner_task_result r;
+	struct runner_task_ctx ctx = *w->ctx;
+	struct vs_device dev;
+	struct task_data t;
+	char *samples = NULL, *log = NULL, *msg;
+	size_t slen = 0, llen = 0;
+	FILE *fs = open_memstream(&samples, &slen), *fl = open_memstream(&log, &llen);
+	int code = 0;
+
+	memset(&r, 0, sizeof(r));
+	memset(&dev, 0, sizeof(dev));
+	memset(&t, 0, sizeof(t));
+	ctx.samples = fs;
+	ctx.log = fl;
+	if (!ctx.device) {
+		code = open_device(&dev, w->backend, w->gpu_ordinal);
+		ctx.device = &dev;
+	}
+	if (!code)
+		code = task_load(&t, w->task_dir);
+	if (!code) {
+		code = runner_run_task(&r, &ctx, &t);
+	} else {
+		runner_task_result_init(&r, &ctx, w->spec, w->task_hash);
+		r.error = strdup(vs_last_error());
+	}
+	fclose(fs);
+	fclose(fl);
+	msg = result_msg(&r, code, samples, log);
+	runner_task_result_release(&r);
+	task_data_release(&t);
+	if (!w->ctx->device)
+		vs_device_release(&dev);
+	free(samples);
+	free(log);
+	*code_out = code;
+	return msg;
+}
+
+static void write_all(int fd, const char *s, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, s, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		s += k;
+		n -= (size_t)k;
+	}
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Read the worker's message until EOF or the deadline. Returns 1 at EOF, 0 on timeout. */
+static int read_until(int fd, char **buf, size_t *len, double deadline)
+{
+	size_t cap = 0;
+
+	for (;;) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		double left = deadline > 0 ? deadline - mono() : 1e9;
+		int rc;
+
+		if (left <= 0)
+			return 0;
+		rc = poll(&pfd, 1, left > 1e6 ? -1 : (int)(left * 1000) + 1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc == 0)
+			continue;
+		if (*len + 65536 + 1 > cap) {
+			char *nb = realloc(*buf, cap = (*len + 65536) * 2);
+
+			if (!nb)
+				return 1;
+			*buf = nb;
+		}
+		ssize_t k = read(fd, *buf + *len, cap - *len - 1);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return 1;
+		*len += (size_t)k;
+		(*buf)[*len] = '\0';
+	}
+}
+
+int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, char **samples, char **log)
+{
+	int fds[2], status = 0, finished, err = 0, code;
+	char *buf = NULL;
+	size_t len = 0;
+	pid_t pid;
+	cJSON *j;
+
+	*samples = NULL;
+	*log = NULL;
+	memset(r, 0, sizeof(*r));
+	if (w->in_process) {
+		char *msg = work(w, &code);
+
+		j = msg ? cJSON_Parse(msg) : NULL;
+		free(msg);
+		if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
+			return err;
+		if (!j)
+			return vs_error(VS_ENOMEM, "out of memory");
+		result_unmsg(r, j, w->ctx->plan, samples, log);
+		cJSON_Delete(j);
+		return 0;
+	}
+	if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
+		return err;
+	if (pipe(fds) != 0)
+		return vs_error(VS_EIO, "cannot create a pipe for the worker: %s", strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return vs_error(VS_EIO, "cannot start a worker process: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		char *msg;
+
+		close(fds[0]);
+		msg = work(w, &code);
+		if (msg)
+			write_all(fds[1], msg, strlen(msg));
+		close(fds[1]);
+		fflush(stdout);
+		_exit(msg ? 0 : 3);
+	}
+	close(fds[1]);
+	finished = read_until(fds[0], &buf, &len, w->timeout_s > 0 ? mono() + w->timeout_s : 0);
+	close(fds[0]);
+	if (!finished)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	j = finished && buf ? cJSON_Parse(buf) : NULL;
+	free(buf);
+	if (j) {
+		result_unmsg(r, j, w->ctx->plan, samples, log);
+		cJSON_Delete(j);
+		return 0;
+	}
+	if (!finished)
+		r->error = fs_printf("worker timed out after %.0f s and was killed (a hang, or a limit too low "
+				     "for this task)", w->timeout_s);
+	else if (WIFSIGNALED(status))
+		r->error = fs_printf("worker killed by signal %d (%s) while running the task", WTERMSIG(status),
+				     strsignal(WTERMSIG(status)));
+	else
+		r->error = fs_printf("worker exited with status %d without a result",
+				     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	return VS_EFAIL;
+}
+
+int worker_probe_device(struct vs_device_info *info, const char *backend, int gpu_ordinal)
+{
+	int fds[2], status = 0;
+	pid_t pid;
+	char buf[sizeof(*info) + 2048];
+	size_t got = 0;
+
+	if (pipe(fds) != 0)
+		return vs_error(VS_EIO, "cannot create a pipe: %s", strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		return vs_error(VS_EIO, "cannot start a worker process: %s", strerror(errno));
+	if (pid == 0) {
+		struct vs_device d;
+		int err;
+
+		close(fds[0]);
+		vs_error_set_quiet(1);
+		err = open_device(&d, backend, gpu_ordinal);
+		if (!err) {
+			write_all(fds[1], "I", 1);
+			write_all(fds[1], (const char *)&d.info, sizeof(d.info));
+			vs_device_release(&d);
+		} else {
+			int32_t code = err;
+
+			write_all(fds[1], "E", 1);
+			write_all(fds[1], (const char *)&code, sizeof(code));
+			write_all(fds[1], vs_last_error(), strlen(vs_last_error()) + 1);
+		}
+		close(fds[1]);
+		_exit(err ? 1 : 0);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t k = read(fds[0], buf + got, sizeof(buf) - 1 - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	close(fds[0]);
+	buf[got] = '\0';
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got == 1 + sizeof(*info) && buf[0] == 'I') {
+		memcpy(info, buf + 1, sizeof(*info));
+		return 0;
+	}
+	if (got > 1 + sizeof(int32_t) && buf[0] == 'E') {
+		int32_t code;
+
+		memcpy(&code, buf + 1, sizeof(code));
+		return vs_error(code, "%s", buf + 1 + sizeof(code));
+	}
+	return vs_error(VS_EDEVICE, "the device probe died (%s)", WIFSIGNALED(status) ?
+			strsignal(WTERMSIG(status)) : "no answer");
+}

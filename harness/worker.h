@@ -1,0 +1,39 @@
+/*
+ * worker.h - crash isolation for the runner (DESIGN.md "Process model").
+ *
+ * Each task runs in a worker process (fork) that opens the device itself, loads and verifies the
+ * task dir, runs both implementations (parity, capture, tuning, A/B: runner_run_task) and sends its
+ * result back over a pipe as JSON. A worker that faults (illegal address, abort), hangs past its
+ * time limit, or dies without a result gives a FAILED task with the reason; the next task gets a
+ * fresh worker (and, on a GPU, a fresh context: CUDA errors are sticky for a process). The parent
+ * never touches the GPU runtime, which does not survive fork().
+ */
+#ifndef VS_WORKER_H
+#define VS_WORKER_H
+
+#include "device.h"
+#include "runner.h"
+
+struct worker_spec {
+	const struct runner_task_ctx *ctx; /* ctx->device NULL: the worker opens backend/gpu_ordinal */
+	const char *backend;               /* "cpu" or "hip" */
+	int gpu_ordinal;
+	const char *task_dir;
+	const struct task_spec *spec;      /* the plan's spec of the task */
+	const char *task_hash;
+	double timeout_s;                  /* the worker is killed after this long (<= 0: no limit) */
+	int in_process;                    /* no fork (VS_NO_FORK=1; debugging under a debugger) */
+};
+
+/**
+ * Run one task in a worker. *r is always filled (r->error says why a task did not complete);
+ * *samples and *log (malloc'd, possibly empty) receive the worker's CSV rows and log lines.
+ * Returns 0 when the worker reported back (whatever the task's outcome), VS_EFAIL when it died,
+ * hung or reported nothing, VS_ENOMEM / VS_EIO for harness failures.
+ */
+int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, char **samples, char **log);
+
+/** Open the device in a short-lived worker and report its facts (the parent stays GPU-free). */
+int worker_probe_device(struct vs_device_info *info, const char *backend, int gpu_ordinal);
+
+#endif /* VS_WORKER_H */

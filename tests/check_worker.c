@@ -1,0 +1,298 @@
+/*
+ * check_worker.c - crash isolation: a candidate that segfaults, aborts, hangs or floods its output
+ * with NaN yields a FAILED task with the reason, and the run goes on to the other tasks and still
+ * writes its eval dir.
+ */
+#include "testutil.h"
+
+#include "card.h"
+#include "cpu/cpu_impls.h"
+#include "fsutil.h"
+#include "mla_decode.h"
+#include "plan.h"
+#include "runner.h"
+#include "task.h"
+#include "vs_error.h"
+#include "worker.h"
+
+#include <cjson/cJSON.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const struct mla_decode_config one_cfg = {"default", 0, 0, 0, 0, 0};
+
+static int one_config(const char *arch, struct mla_decode_config *out, int cap)
+{
+	(void)arch;
+	if (cap > 0)
+		out[0] = one_cfg;
+	return 1;
+}
+
+static size_t no_ws(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	return 0;
+}
+
+static int segv_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)c;
+	if (a->h_q == 7)
+		raise(SIGSEGV); /* an illegal address, as a faulting kernel would give */
+	return mla_cpu_naive.launch(a, &one_cfg);
+}
+
+static int abort_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	abort();
+}
+
+static int hang_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	for (;;)
+		pause();
+	return MLA_OK; /* not reached */
+}
+
+static int nan_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	size_t n = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V;
+
+	(void)c;
+	for (size_t i = 0; i < n; i++)
+		((uint16_t *)a->out)[i] = 0x7fc0;
+	for (size_t i = 0; i < (size_t)a->batch * a->h_q * a->s_q; i++)
+		a->lse[i] = 0.0f / 0.0f;
+	return MLA_OK;
+}
+
+static const struct mla_decode_impl segv = {MLA_DECODE_ABI_VERSION, "test.segv_h7", "cpu", "", one_config, no_ws,
+					    segv_launch};
+static const struct mla_decode_impl aborts = {MLA_DECODE_ABI_VERSION, "test.abort", "cpu", "", one_config, no_ws,
+					      abort_launch};
+static const struct mla_decode_impl hangs = {MLA_DECODE_ABI_VERSION, "test.hang", "cpu", "", one_config, no_ws,
+					     hang_launch};
+static const struct mla_decode_impl nans = {MLA_DECODE_ABI_VERSION, "test.nan", "cpu", "", one_config, no_ws,
+					    nan_launch};
+
+static char *tmp;
+static struct plan plan;
+
+/* A plan from the shipped CPU card with the given candidate, cut to its first two bf16 tasks. */
+static void make_plan(const char *candidate)
+{
+	struct card c;
+	struct plan_options o = {"smoke", NULL, NULL, candidate, NULL};
+	char *src = tu_source("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL);
+	char *dir = fs_join(tmp, "skills"), *path = fs_join(dir, "mla_decode_cpu_splitkv.md");
+
+	fs_mkdir_p(dir);
+	tu_write(path, text, strlen(text));
+	ck_assert_int_eq(card_load(&c, path), 0);
+	ck_assert_msg(plan_build(&plan, &c, &o) == 0, "%s", vs_last_error());
+	for (int i = 2; i < plan.ntasks; i++)
+		task_spec_release(&plan.tasks[i]);
+	plan.ntasks = 2; /* bf16-ragged-h16-ps64, bf16-causal-h7-ps16 */
+	plan.protocol.min_pairs = 4;
+	plan.protocol.max_pairs = 6;
+	plan.protocol.resamples = 200;
+	card_release(&c);
+	free(src);
+	free(text);
+	free(dir);
+	free(path);
+}
+
+static void setup(void)
+{
+	static int registered;
+
+	vs_error_set_quiet(1);
+	tmp = tu_tmpdir();
+	if (!registered) {
+		ck_assert_int_eq(mla_decode_impl_register(&segv), MLA_OK);
+		ck_assert_int_eq(mla_decode_impl_register(&aborts), MLA_OK);
+		ck_assert_int_eq(mla_decode_impl_register(&hangs), MLA_OK);
+		ck_assert_int_eq(mla_decode_impl_register(&nans), MLA_OK);
+		registered = 1;
+	}
+}
+
+static void teardown(void)
+{
+	plan_release(&plan);
+	fs_remove_tree(tmp);
+	free(tmp);
+	vs_error_set_quiet(0);
+}
+
+struct crash_case {
+	const struct mla_decode_impl *impl;
+	int task;             /* plan task to run */
+	double timeout_s;
+	const char *reason;   /* substring of r.error */
+};
+
+static const struct crash_case crashes[] = {
+	{&segv, 1, 60, "signal 11"},
+	{&aborts, 0, 60, "signal 6"},
+	{&hangs, 0, 2, "timed out after 2 s"},
+};
+
+START_TEST(faulting_worker_gives_a_failed_task_with_the_reason)
+{
+	const struct crash_case *cc = &crashes[_i];
+	struct runner_task_ctx ctx;
+	struct worker_spec w;
+	struct runner_task_result r;
+	char *dir = NULL, *samples = NULL, *log = NULL, *root = fs_join(tmp, "tasks");
+	int err;
+
+	make_plan(cc->impl->name);
+	ck_assert_int_eq(task_materialize(&dir, root, &plan.tasks[cc->task], 2), 0);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.plan = &plan;
+	ctx.base = &mla_cpu_naive;
+	ctx.cand = cc->impl;
+	ctx.check_base = ctx.check_cand = 1;
+	ctx.timing = 1;
+	memset(&w, 0, sizeof(w));
+	w.ctx = &ctx;
+	w.backend = "cpu";
+	w.task_dir = dir;
+	w.spec = &plan.tasks[cc->task];
+	w.task_hash = plan.task_hash[cc->task];
+	w.timeout_s = cc->timeout_s;
+	err = worker_run_task(&r, &w, &samples, &log);
+	ck_assert_int_eq(err, VS_EFAIL);
+	ck_assert_msg(r.error && strstr(r.error, cc->reason), "%s: error '%s' lacks '%s'", cc->impl->name,
+		      r.error ? r.error : "(none)", cc->reason);
+	ck_assert_int_eq(r.complete, 0);
+	ck_assert_int_eq(r.parity_pass, 0);
+	ck_assert_str_eq(r.name, plan.tasks[cc->task].name);
+	runner_task_result_release(&r);
+	free(samples);
+	free(log);
+	free(dir);
+	free(root);
+}
+END_TEST
+
+START_TEST(nan_storm_fails_parity_without_a_crash)
+{
+	struct runner_task_ctx ctx;
+	struct worker_spec w;
+	struct runner_task_result r;
+	char *dir = NULL, *samples = NULL, *log = NULL, *root = fs_join(tmp, "tasks");
+
+	make_plan(nans.name);
+	ck_assert_int_eq(task_materialize(&dir, root, &plan.tasks[0], 2), 0);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.plan = &plan;
+	ctx.base = &mla_cpu_naive;
+	ctx.cand = &nans;
+	ctx.check_base = ctx.check_cand = 1;
+	ctx.timing = 1;
+	memset(&w, 0, sizeof(w));
+	w.ctx = &ctx;
+	w.backend = "cpu";
+	w.task_dir = dir;
+	w.spec = &plan.tasks[0];
+	w.task_hash = plan.task_hash[0];
+	w.timeout_s = 60;
+	ck_assert_int_eq(worker_run_task(&r, &w, &samples, &log), 0);
+	ck_assert_int_eq(r.cand.config_pass[0], 0);
+	ck_assert_msg(strstr(r.cand.config_detail[0], "nan"), "%s", r.cand.config_detail[0]);
+	ck_assert_int_eq(r.base.config_pass[0], 1);
+	runner_task_result_release(&r);
+	free(samples);
+	free(log);
+	free(dir);
+	free(root);
+}
+END_TEST
+
+/* The whole run: task 1 faults, task 0 completes, the eval dir is written with both. */
+START_TEST(run_goes_on_after_a_fault_and_writes_the_eval_dir)
+{
+	struct runner_options ro;
+	char *plan_path = fs_join(tmp, "p.plan.json"), *eval = NULL, *rpath, *text;
+	cJSON *res, *tasks;
+
+	make_plan(segv.name);
+	ck_assert_int_eq(plan_write(&plan, plan_path), 0);
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = fs_join(tmp, "results");
+	ro.threads = 2;
+	ck_assert_msg(runner_run(&eval, &ro) == 0, "%s", vs_last_error());
+	rpath = fs_join(eval, "result.json");
+	text = tu_read(rpath, NULL);
+	res = cJSON_Parse(text);
+	tasks = cJSON_GetObjectItem(res, "tasks");
+	ck_assert_int_eq(cJSON_GetArraySize(tasks), 2);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, 0), "complete")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, 1), "complete")));
+	ck_assert_ptr_nonnull(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, 1), "error")),
+				     "signal 11"));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(res, "verdict")), "failed");
+	cJSON_Delete(res);
+	free(text);
+	free(rpath);
+	free(eval);
+	free(plan_path);
+	free((char *)ro.tasks_root);
+	free((char *)ro.results_root);
+}
+END_TEST
+
+START_TEST(registry_refuses_bad_descriptors)
+{
+	struct mla_decode_impl wrong_abi = segv, dup = segv, no_launch = segv;
+
+	wrong_abi.abi_version = MLA_DECODE_ABI_VERSION + 1;
+	wrong_abi.name = "test.other";
+	no_launch.name = "test.other2";
+	no_launch.launch = NULL;
+	ck_assert_int_eq(mla_decode_impl_register(&wrong_abi), MLA_EINVAL);
+	ck_assert_int_eq(mla_decode_impl_register(&dup), MLA_EINVAL); /* name taken */
+	ck_assert_int_eq(mla_decode_impl_register(&no_launch), MLA_EINVAL);
+	ck_assert_ptr_eq(mla_decode_impl_find("test.segv_h7"), &segv);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("worker");
+	TCase *tc = tcase_create("isolation");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, faulting_worker_gives_a_failed_task_with_the_reason, 0,
+			    (int)(sizeof(crashes) / sizeof(crashes[0])));
+	tcase_add_test(tc, nan_storm_fails_parity_without_a_crash);
+	tcase_add_test(tc, run_goes_on_after_a_fault_and_writes_the_eval_dir);
+	tcase_add_test(tc, registry_refuses_bad_descriptors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
