@@ -704,10 +704,15 @@ int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *
 		goto done;
 	if (!ctx->timing)
 		goto done;
-	for (int i = 0; i < r->base.nconfigs && r->base.chosen < 0; i++)
-		if (r->base.config_pass[i] == 1)
-			r->base.chosen = i;
+	/*
+	 * Both sides get the tuning pass. An A/A run (the same implementation on both sides) measures
+	 * one config twice: the baseline takes the candidate's choice.
+	 */
 	if ((err = tune(ctx, t, &b, &r->cand)))
+		goto done;
+	if (ctx->base == ctx->cand && r->cand.chosen >= 0 && r->base.config_pass[r->cand.chosen] == 1)
+		r->base.chosen = r->cand.chosen;
+	else if ((err = tune(ctx, t, &b, &r->base)))
 		goto done;
 	if (r->base.chosen < 0 || r->cand.chosen < 0) {
 		say(ctx->log, "    no passing config for %s: task not timed\n",
