@@ -29,6 +29,8 @@ struct row {
 	char *parity;
 	char *evidence;    /* ok / missing / mismatch / none / invalid card */
 	char *evidence_why;
+	char *flags;       /* the run's review flags (speedup above the review bound, clock changes) */
+	int nflags;
 };
 
 static char *dupz(const char *s)
@@ -49,6 +51,7 @@ static void row_release(struct row *r)
 	free(r->parity);
 	free(r->evidence);
 	free(r->evidence_why);
+	free(r->flags);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -181,7 +184,23 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				r->evidence_why = fs_printf("validation.%s differs from the evidence", bad);
 				(*mismatches)++;
 			} else {
+				const cJSON *flags = cJSON_GetObjectItem(e.result, "flags"), *fl;
+
 				r->evidence = strdup("ok");
+				r->nflags = cJSON_GetArraySize(flags);
+				if (r->nflags) {
+					size_t cap = 1;
+
+					cJSON_ArrayForEach(fl, flags)
+						cap += strlen(cJSON_GetStringValue(fl) ? cJSON_GetStringValue(fl) : "") + 2;
+					r->flags = calloc(cap, 1);
+					cJSON_ArrayForEach(fl, flags)
+						if (r->flags && cJSON_GetStringValue(fl)) {
+							if (*r->flags)
+								strcat(r->flags, "; ");
+							strcat(r->flags, cJSON_GetStringValue(fl));
+						}
+				}
 			}
 			if (!bad && strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
 				free(r->status);
@@ -239,21 +258,24 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 		num_or_dash(e, sizeof(e), r->has_expected, r->expected);
 		snprintf(sp, sizeof(sp), "%s / %s", m, e);
 		if (markdown)
-			fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s |\n", r->id, r->status,
+			fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s%s%s |\n", r->id, r->status,
 				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
 				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
-				r->evidence, r->evidence_why ? ": " : "", r->evidence_why ? r->evidence_why : "");
+				r->evidence, r->evidence_why ? ": " : "", r->evidence_why ? r->evidence_why : "",
+				r->flags ? "; flagged for review: " : "", r->flags ? r->flags : "");
 		else
 			fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", r->id, r->status,
 				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
 				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
-				r->evidence);
+				r->nflags ? "ok, flagged for review" : r->evidence);
 	}
 	for (int i = 0; i < n && !markdown; i++) {
 		if (rows[i].evidence_why)
 			fprintf(f, "  %s: evidence %s: %s\n", rows[i].id, rows[i].evidence, rows[i].evidence_why);
 		if (rows[i].stale_why)
 			fprintf(f, "  %s: stale: %s\n", rows[i].id, rows[i].stale_why);
+		if (rows[i].flags)
+			fprintf(f, "  %s: flagged for review: %s\n", rows[i].id, rows[i].flags);
 	}
 }
 
@@ -287,6 +309,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 		cJSON_AddStringToObject(j, "evidence", r->evidence);
 		if (r->evidence_why)
 			cJSON_AddStringToObject(j, "evidence_detail", r->evidence_why);
+		if (r->flags)
+			cJSON_AddStringToObject(j, "review_flags", r->flags);
 		cJSON_AddItemToArray(arr, j);
 	}
 	text = cJSON_Print(arr);

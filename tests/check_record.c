@@ -86,6 +86,7 @@ static void setup(void)
 	p.protocol.max_pairs = 8;
 	p.protocol.max_seconds = 3;
 	p.protocol.resamples = 200;
+	p.protocol.review_bound = 1.2; /* the CPU pair is several times faster: flagged for review */
 	plan_path = fs_join(plans, "mla_decode_cpu_splitkv.plan.json");
 	ck_assert_int_eq(plan_write(&p, plan_path), 0);
 	memset(&ro, 0, sizeof(ro));
@@ -328,6 +329,8 @@ START_TEST(report_shows_recorded_card_and_staleness)
 	ck_assert_msg(status == 0, "%s", vs_last_error());
 	ck_assert_ptr_nonnull(strstr(text, "\"evidence\":\t\"ok\""));
 	ck_assert_ptr_nonnull(strstr(text, "x86_64:"));
+	ck_assert_msg(strstr(text, "\"review_flags\":\t\"task bf16-ragged-h16-ps64: speedup") != NULL,
+		      "a speedup above the review bound is not shown:\n%s", text);
 	free(text);
 	/* Evidence older than the age limit is stale. */
 	setenv("VS_TODAY", "2099-01-01", 1);
