@@ -30,7 +30,8 @@
  *                    m64n64k16, Q and K from shared memory), softmax, P to registers (its own A
  *                    operand) and shared memory; both warpgroups: O += P V on 256 columns each
  *                    (m64n256k16, V MN-major from the same tile). Two-stage cp.async ring (fp8: two
- *                    raw stages and one decoded tile).
+ *                    raw stages and one decoded tile, decoded 64 dims at a time by all threads
+ *                    while warpgroup 0's S runs on the atoms already decoded).
  *   mla_flash_combine  one warp per (batch, row): LSE-weighted sum of the splits.
  */
 #include "hip_compat.h"
@@ -156,16 +157,19 @@ VS_DEV void store_out1(const FlashParams &p, int b, int split, int m, int col, f
 }
 #endif /* VS_PLATFORM_AMD */
 
-/* lse of row m for this split: l == 0 means no key seen. */
+/*
+ * lse of row m for this split: l == 0 means no key seen; a NaN l (a visible NaN code in the KV)
+ * gives a NaN lse and, through O / l, a NaN output, as in the reference.
+ */
 VS_DEV void store_lse(const FlashParams &p, int b, int split, int m, float m_run, float l)
 {
 	if (p.num_splits == 1) {
 		int i = m / p.h_q, h = m % p.h_q;
 
-		p.lse[((size_t)b * p.h_q + h) * p.s_q + i] = l > 0.f ? (m_run + vs_log2f(l)) * VS_LN2 : INFINITY;
+		p.lse[((size_t)b * p.h_q + h) * p.s_q + i] = l != 0.f ? (m_run + vs_log2f(l)) * VS_LN2 : INFINITY;
 	} else {
 		p.lse_part[((size_t)b * p.num_splits + split) * p.m_total + m] =
-			l > 0.f ? m_run + vs_log2f(l) : -INFINITY;
+			l != 0.f ? m_run + vs_log2f(l) : -INFINITY;
 	}
 }
 
@@ -645,7 +649,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 
 #pragma unroll
 	for (int rs = 0; rs < MMA_C_ROWS; rs++)
-		inv[rs] = l[rs] > 0.f ? p.out_scale / l[rs] : 0.f;
+		inv[rs] = l[rs] != 0.f ? p.out_scale / l[rs] : 0.f;
 #pragma unroll
 	for (int nt = 0; nt < T::NT_O; nt++) {
 #if defined(VS_PLATFORM_NVIDIA)
@@ -768,6 +772,39 @@ VS_DEV void wg1_load_kv_fp8(const FlashParams &p, unsigned char *dst, const long
 	}
 }
 
+/*
+ * fp8 decode, one 64-dim atom at a time, by all 256 threads: thread tid decodes 8 codes of rows
+ * tid / 8 and tid / 8 + 32 (dims 64a + 8 (tid % 8) ..), so 8 consecutive threads write the 8
+ * distinct 16-byte slots of one swizzled 128-byte line (no bank conflicts), and the raw words of
+ * the next atom can be loaded before the barrier that ends this one. The decode is exact except
+ * that 0x80 gives -0: the returned bits (nonzero under 0x80808080) say a 0x80 was seen.
+ */
+VS_DEV void wg_load_atom_fp8(const unsigned char *raw, int tid, int a, uint2 (&w)[2])
+{
+#pragma unroll
+	for (int j = 0; j < 2; j++)
+		w[j] = *(const uint2 *)(raw + ((tid >> 3) + 32 * j) * D_QK + a * 64 + (tid & 7) * 8);
+}
+
+VS_DEV uint32_t wg_decode_atom_fp8(const uint2 (&w)[2], unsigned char *dst, int tid, int a)
+{
+	uint32_t nan = 0;
+
+#pragma unroll
+	for (int j = 0; j < 2; j++) {
+		const int row = (tid >> 3) + 32 * j, q = tid & 7;
+		vs_u32x4 o;
+
+		nan |= mma_fp8x4_nan_bits(w[j].x) | mma_fp8x4_nan_bits(w[j].y);
+		mma_fp8x4_to_bf16x4_nonan(w[j].x, o.x, o.y);
+		mma_fp8x4_to_bf16x4_nonan(w[j].y, o.z, o.w);
+		*(vs_u32x4 *)(dst + a * (int)WG_ATOM_K + (row >> 3) * (int)WG_GRP + (row & 7) * 128 +
+			      ((q ^ (row & 7)) << 4)) = o;
+	}
+	return nan;
+}
+
+/* The whole tile with the NaN-exact decoder (the rare tile that holds a visible 0x80). */
 VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid)
 {
 #pragma unroll
@@ -850,14 +887,74 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 			RowFetch f = { -1, 0 };
 			uint32_t kv_s;
 
+			float s[32];
+
 			if (FP8) {
+				/*
+				 * Decode atom by atom (64 dims of the 64 keys); after each atom's barrier
+				 * warpgroup 0 issues that atom's 4 k steps of S, which run on the tensor
+				 * cores while the next atom is decoded. A tile that holds 0x80 (a visible
+				 * NaN code, legal and rare) is decoded again with the NaN-exact decoder and
+				 * its S recomputed.
+				 */
 				unsigned char *raw = smem + WG_RAW_OFF + (k & 1) * 36864;
+				const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
+				const uint64_t dk = wgmma_desc_sw128(sbase + WG_KV_OFF, 16, WG_GRP);
+				uint32_t nan = 0;
+				uint2 w[2], wn[2];
 
 				cp_async_wait<1>();
 				vs_syncthreads(); /* raw tile t complete; the decoded tile is free */
-				wg_convert_fp8(raw, smem + WG_KV_OFF, tid);
-				fence_proxy_async();
-				vs_syncthreads();
+				if (wg == 0)
+#pragma unroll
+					for (int i = 0; i < 32; i++)
+						s[i] = 0.f;
+				wg_load_atom_fp8(raw, tid, 0, w);
+#pragma unroll
+				for (int a = 0; a < D_QK / 64; a++) {
+					if (a + 1 < D_QK / 64)
+						wg_load_atom_fp8(raw, tid, a + 1, wn);
+					nan |= wg_decode_atom_fp8(w, smem + WG_KV_OFF, tid, a);
+					fence_proxy_async();
+					vs_syncthreads(); /* atom a decoded */
+					if (wg == 0) {
+						wgmma_fence();
+#pragma unroll
+						for (int kk = 4 * a; kk < 4 * a + 4; kk++) {
+							const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+
+							wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+						}
+					}
+					if (a + 1 < D_QK / 64) {
+						w[0] = wn[0];
+						w[1] = wn[1];
+					}
+				}
+				if (wg == 0)
+					wgmma_commit();
+				if (__syncthreads_or((int)(nan & 0x80808080u))) {
+					if (wg == 0)
+						wgmma_wait<0>(); /* S done reading the decoded tile */
+					vs_syncthreads();
+					wg_convert_fp8(raw, smem + WG_KV_OFF, tid);
+					fence_proxy_async();
+					vs_syncthreads();
+					if (wg == 0) {
+#pragma unroll
+						for (int i = 0; i < 32; i++)
+							s[i] = 0.f;
+						wgmma_fence();
+#pragma unroll
+						for (int kk = 0; kk < D_QK / 16; kk++) {
+							const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+
+							wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+						}
+						wgmma_commit();
+					}
+				}
+				/* every thread is done with the raw tile: refill it */
 				if (wg == 1 && t + 2 < r.t_end)
 					wg1_load_kv_fp8(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
 				cp_async_commit();
@@ -876,25 +973,26 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				f = row_fetch(p, b, (t + LEAD + 1) * 64 + (tid - 128), r.kv_len);
 
 			if (wg == 0) {
-				float s[32];
 				float mx[2], alpha[2], mu[2];
 				uint32_t pa[16];
 
-				/* Descriptors: a base per operand plus a constant per k step (start field only). */
-				const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
-				const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
+				if (!FP8) { /* fp8: S was issued with the decode */
+					/* Descriptors: a base per operand plus a constant per k step (start field only). */
+					const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
+					const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
 
 #pragma unroll
-				for (int i = 0; i < 32; i++)
-					s[i] = 0.f;
-				wgmma_fence();
+					for (int i = 0; i < 32; i++)
+						s[i] = 0.f;
+					wgmma_fence();
 #pragma unroll
-				for (int kk = 0; kk < D_QK / 16; kk++) {
-					const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+					for (int kk = 0; kk < D_QK / 16; kk++) {
+						const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
 
-					wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+						wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+					}
+					wgmma_commit();
 				}
-				wgmma_commit();
 				wgmma_wait<0>();
 				wgmma_fence_operands(s);
 
@@ -1012,7 +1110,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 	for (int h = 0; h < 2; h++) {
 		int row = row0 + 8 * h, m = m0 + row;
 		float l = sL[row];
-		float sc = l > 0.f ? p.out_scale / l : 0.f;
+		float sc = l != 0.f ? p.out_scale / l : 0.f;
 
 		if (m >= p.m_total)
 			continue;
@@ -1046,12 +1144,18 @@ __global__ void __launch_bounds__(COMBINE_THREADS) mla_flash_combine(FlashParams
 	if (m >= p.m_total)
 		return;
 	const float *lp = p.lse_part + (size_t)b * ns * p.m_total + m;
-	float mx = -INFINITY, sum = 0.f;
+	float mx = -INFINITY, sum = 0.f, nan = 0.f;
 	float acc[V4][4];
 
-	for (int s = lane; s < ns; s += VS_WARP)
-		mx = vs_fmaxf(mx, lp[(size_t)s * p.m_total]);
+	for (int s = lane; s < ns; s += VS_WARP) {
+		float v = lp[(size_t)s * p.m_total];
+
+		mx = vs_fmaxf(mx, v);
+		nan = v != v ? 1.f : nan;
+	}
 	mx = vs_warp_max(mx);
+	if (vs_warp_max(nan) != 0.f)
+		mx = NAN; /* a split saw a NaN code: NaN out and lse, as in the reference */
 	if (mx != -INFINITY)
 		for (int s = lane; s < ns; s += VS_WARP)
 			sum += vs_exp2f(lp[(size_t)s * p.m_total] - mx);

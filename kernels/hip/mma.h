@@ -31,7 +31,8 @@
  *    Register A of m64nNk16: a[0] (row g, k 2t..), a[1] (row g+8), a[2] (row g, k 2t+8..),
  *    a[3] (row g+8, k 2t+8..): the accumulator of S for keys 16kk..16kk+15 converts in place.
  *
- * 3. fp8_e4m3_fnuz decode (both platforms): mma_fp8x4_to_bf16x4, exact (see mla_numeric.h).
+ * 3. fp8_e4m3_fnuz decode (both platforms): mma_fp8x4_to_bf16x4, exact (see mla_numeric.h);
+ *    NVIDIA also mma_fp8x4_to_bf16x4_nonan (0x80 -> -0) with mma_fp8x4_nan_bits to find 0x80.
  */
 #ifndef MLA_HIP_MMA_H
 #define MLA_HIP_MMA_H
@@ -154,6 +155,33 @@ VS_DEV void mma_fp8x4_to_bf16x4(uint32_t w, uint32_t &lo, uint32_t &hi)
 {
 	lo = mma_fnuz_pair_to_bf16x2(__byte_perm(w, 0u, 0x1404u));
 	hi = mma_fnuz_pair_to_bf16x2(__byte_perm(w, 0u, 0x3424u));
+}
+
+/*
+ * The same without the NaN code: exact for every code but 0x80, which gives -0. For callers that
+ * find 0x80 separately (mma_fp8x4_nan_bits) and then decode again with mma_fp8x4_to_bf16x4.
+ */
+VS_DEV uint32_t mma_fnuz_pair_to_bf16x2_nonan(uint32_t u)
+{
+	uint32_t bf = ((u >> 4) & 0x07F007F0u) | (u & 0x80008000u);
+	uint32_t r;
+
+	asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(bf), "r"(0x7B007B00u));
+	return r;
+}
+
+VS_DEV void mma_fp8x4_to_bf16x4_nonan(uint32_t w, uint32_t &lo, uint32_t &hi)
+{
+	lo = mma_fnuz_pair_to_bf16x2_nonan(__byte_perm(w, 0u, 0x1404u));
+	hi = mma_fnuz_pair_to_bf16x2_nonan(__byte_perm(w, 0u, 0x3424u));
+}
+
+/* Nonzero bits under 0x80808080 when some byte of w is 0x80 (the fnuz NaN); OR-accumulable. */
+VS_DEV uint32_t mma_fp8x4_nan_bits(uint32_t w)
+{
+	uint32_t v = w ^ 0x80808080u;
+
+	return (v - 0x01010101u) & ~v;
 }
 
 #if defined(MLA_HAVE_WGMMA)

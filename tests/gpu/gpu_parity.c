@@ -77,6 +77,7 @@ struct pcase {
 	int batch, s_q, h_q, page_size, kv_dtype;
 	int lens[8];
 	int big; /* cache larger than 2^32 bytes, visible pages at byte offsets past 2^32 */
+	int nan80; /* fp8: visible 0x80 (NaN) codes, in rows of sequences 1 (V dims) and 2 (rope dims) */
 };
 
 struct inputs {
@@ -183,6 +184,21 @@ static int inputs_make(struct inputs *in, const struct pcase *c, uint64_t seed)
 					in->cache[row * MLA_D_QK + 7 * e] = extremes[e];
 				break;
 			}
+		/* A visible NaN code makes every row that sees its key NaN (out and lse), as in the oracle. */
+		if (c->nan80) {
+			static const int where[][3] = { { 1, 150, 5 }, { 2, 0, 570 } }; /* sequence, key, dim */
+
+			for (int w = 0; w < 2; w++) {
+				int b = where[w][0], j = where[w][1];
+
+				if (b < c->batch && j < c->lens[b]) {
+					size_t row = (size_t)in->bt_host[(size_t)b * max_pages + j / c->page_size] *
+						     c->page_size + (size_t)(j % c->page_size);
+
+					in->cache[row * MLA_D_QK + where[w][2]] = 0x80;
+				}
+			}
+		}
 	}
 	/* Device placement: big caches put every page past the 2^32-byte mark. */
 	in->num_pages_dev = used + spare;
@@ -245,7 +261,7 @@ static void compare(struct verdict *v, const struct mla_decode_args *a, const ui
 
 	for (size_t i = 0; i < n_out; i++) {
 		double x = mla_bf16_to_float(out[i]), r = ref_out[i], err = fabs(x - r);
-		int pass = isfinite(x) && (err <= OUT_ATOL || err <= OUT_RTOL * fabs(r));
+		int pass = isnan(r) ? isnan(x) : isfinite(x) && (err <= OUT_ATOL || err <= OUT_RTOL * fabs(r));
 
 		if (!pass) {
 			bad++;
@@ -254,6 +270,8 @@ static void compare(struct verdict *v, const struct mla_decode_args *a, const ui
 				worst_i = i;
 			}
 		}
+		if (isnan(r))
+			continue; /* a NaN expected (visible NaN code) and got: outside the cosine */
 		sxy += x * r;
 		sxx += x * x + r * r;
 	}
@@ -269,7 +287,8 @@ static void compare(struct verdict *v, const struct mla_decode_args *a, const ui
 	bad = 0;
 	for (size_t i = 0; i < n_lse; i++) {
 		double x = lse[i], r = ref_lse[i];
-		int pass = isinf(r) ? (isinf(x) && (x > 0) == (r > 0))
+		int pass = isnan(r) ? isnan(x)
+			 : isinf(r) ? (isinf(x) && (x > 0) == (r > 0))
 				    : isfinite(x) && (fabs(x - r) <= LSE_ATOL || fabs(x - r) <= LSE_RTOL * fabs(r));
 
 		if (!pass && bad++ == 0) {
@@ -538,18 +557,19 @@ done:
 /* ---------------------------------------------------------------- parity driver */
 
 static const struct pcase cases[] = {
-	{ "lens-edge-h16-p64", 6, 1, 16, 64, MLA_KV_BF16, { 0, 1, 63, 64, 65, 257 }, 0 },
-	{ "lens-edge-h16-p64-fp8", 6, 1, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 63, 64, 65, 257 }, 0 },
-	{ "h64-sq2-p16", 5, 2, 64, 16, MLA_KV_BF16, { 1, 2, 65, 131, 200 }, 0 },
-	{ "h128-sq1-p1", 4, 1, 128, 1, MLA_KV_BF16, { 0, 5, 129, 300 }, 0 },
-	{ "h128-sq2-p64-fp8", 3, 2, 128, 64, MLA_KV_FP8_E4M3_FNUZ, { 1, 127, 389 }, 0 },
-	{ "h20-sq2-p64-fp8", 4, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 70, 1000 }, 0 },
-	{ "h20-sq1-p16", 3, 1, 20, 16, MLA_KV_BF16, { 2, 33, 97 }, 0 },
-	{ "h16-long-b1", 1, 1, 16, 64, MLA_KV_BF16, { 4099 }, 0 },
-	{ "h128-long-b2-sq2", 2, 2, 128, 64, MLA_KV_BF16, { 2053, 600 }, 0 },
-	{ "h32-sq1-p16-fp8", 3, 1, 32, 16, MLA_KV_FP8_E4M3_FNUZ, { 17, 64, 511 }, 0 },
-	{ "big-offset-bf16", 2, 1, 64, 64, MLA_KV_BF16, { 300, 77 }, 1 },
-	{ "big-offset-fp8", 2, 2, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 130, 64 }, 1 },
+	{ "lens-edge-h16-p64", 6, 1, 16, 64, MLA_KV_BF16, { 0, 1, 63, 64, 65, 257 }, 0, 0 },
+	{ "lens-edge-h16-p64-fp8", 6, 1, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 63, 64, 65, 257 }, 0, 0 },
+	{ "h64-sq2-p16", 5, 2, 64, 16, MLA_KV_BF16, { 1, 2, 65, 131, 200 }, 0, 0 },
+	{ "h128-sq1-p1", 4, 1, 128, 1, MLA_KV_BF16, { 0, 5, 129, 300 }, 0, 0 },
+	{ "h128-sq2-p64-fp8", 3, 2, 128, 64, MLA_KV_FP8_E4M3_FNUZ, { 1, 127, 389 }, 0, 0 },
+	{ "h20-sq2-p64-fp8", 4, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 70, 1000 }, 0, 0 },
+	{ "h20-sq1-p16", 3, 1, 20, 16, MLA_KV_BF16, { 2, 33, 97 }, 0, 0 },
+	{ "h16-long-b1", 1, 1, 16, 64, MLA_KV_BF16, { 4099 }, 0, 0 },
+	{ "h128-long-b2-sq2", 2, 2, 128, 64, MLA_KV_BF16, { 2053, 600 }, 0, 0 },
+	{ "h32-sq1-p16-fp8", 3, 1, 32, 16, MLA_KV_FP8_E4M3_FNUZ, { 17, 64, 511 }, 0, 0 },
+	{ "big-offset-bf16", 2, 1, 64, 64, MLA_KV_BF16, { 300, 77 }, 1, 0 },
+	{ "big-offset-fp8", 2, 2, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 130, 64 }, 1, 0 },
+	{ "nan-code-h20-sq2-fp8", 3, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 100, 300, 70 }, 0, 1 },
 };
 
 static int fp8_probe(void)
