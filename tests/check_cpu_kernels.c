@@ -83,6 +83,7 @@ struct kcase {
 	int32_t seqlens[6];
 	float softmax_scale; /* 0: SOFTMAX_SCALE */
 	uint64_t seed;
+	int visible_nan;     /* fp8: put the NaN code 0x80 in visible rows (a V dim and a rope dim) */
 };
 
 /* One generated problem: inputs (owned), args pointing at them, and the oracle's outputs. */
@@ -207,6 +208,14 @@ static void problem_build(struct problem *p, const struct kcase *c)
 				p->kv[off + 1] = 0xff;
 				break;
 			}
+		/* Legal input that must come out NaN wherever a query sees it, as in the reference. */
+		if (c->visible_nan) {
+			size_t row0 = (size_t)p->block_table[0] * c->page_size + 2; /* sequence 0, key 2 */
+			size_t row1 = (size_t)p->block_table[p->args.max_pages] * c->page_size + 1; /* seq 1, key 1 */
+
+			p->kv[row0 * MLA_D_QK + 5] = FP8_NAN;    /* a V dim */
+			p->kv[row1 * MLA_D_QK + 540] = FP8_NAN;  /* a rope dim: scores only */
+		}
 	}
 	free(vals);
 
@@ -359,18 +368,19 @@ static void check_launch(struct problem *p, const char *case_name, const struct 
 /* ---- the grid ----------------------------------------------------------------------------- */
 
 static const struct kcase grid[] = {
-	{ "bf16-b1-sq1-h1-ps1-len1", MLA_KV_BF16, 1, 1, 1, 1, { 1 }, 0, 11 },
-	{ "bf16-b3-sq1-h3-ps16-0-63-65", MLA_KV_BF16, 3, 1, 3, 16, { 0, 63, 65 }, 0, 12 },
-	{ "bf16-b4-sq2-h16-ps64-64-1-0-131", MLA_KV_BF16, 4, 2, 16, 64, { 64, 1, 0, 131 }, 0, 13 },
-	{ "bf16-b2-sq2-h1-ps16-2-97", MLA_KV_BF16, 2, 2, 1, 16, { 2, 97 }, 0, 14 },
-	{ "bf16-b2-sq1-h16-ps64-1000-613", MLA_KV_BF16, 2, 1, 16, 64, { 1000, 613 }, 0, 15 },
-	{ "bf16-b2-sq2-h3-ps1-peaky-257-64", MLA_KV_BF16, 2, 2, 3, 1, { 257, 64 }, 20.0f, 16 },
-	{ "bf16-b2-sq1-h16-ps16-all-empty", MLA_KV_BF16, 2, 1, 16, 16, { 0, 0 }, 0, 17 },
-	{ "fp8-b3-sq1-h16-ps64-65-0-127", MLA_KV_FP8_E4M3_FNUZ, 3, 1, 16, 64, { 65, 0, 127 }, 0, 21 },
-	{ "fp8-b2-sq2-h3-ps1-1-63", MLA_KV_FP8_E4M3_FNUZ, 2, 2, 3, 1, { 1, 63 }, 0, 22 },
-	{ "fp8-b2-sq1-h16-ps16-64-257", MLA_KV_FP8_E4M3_FNUZ, 2, 1, 16, 16, { 64, 257 }, 0, 23 },
-	{ "fp8-b3-sq2-h16-ps64-peaky-0-5-311", MLA_KV_FP8_E4M3_FNUZ, 3, 2, 16, 64, { 0, 5, 311 }, 12.0f, 24 },
-	{ "fp8-b1-sq1-h3-ps16-len1", MLA_KV_FP8_E4M3_FNUZ, 1, 1, 3, 16, { 1 }, 0, 25 },
+	{ "bf16-b1-sq1-h1-ps1-len1", MLA_KV_BF16, 1, 1, 1, 1, { 1 }, 0, 11, 0 },
+	{ "bf16-b3-sq1-h3-ps16-0-63-65", MLA_KV_BF16, 3, 1, 3, 16, { 0, 63, 65 }, 0, 12, 0 },
+	{ "bf16-b4-sq2-h16-ps64-64-1-0-131", MLA_KV_BF16, 4, 2, 16, 64, { 64, 1, 0, 131 }, 0, 13, 0 },
+	{ "bf16-b2-sq2-h1-ps16-2-97", MLA_KV_BF16, 2, 2, 1, 16, { 2, 97 }, 0, 14, 0 },
+	{ "bf16-b2-sq1-h16-ps64-1000-613", MLA_KV_BF16, 2, 1, 16, 64, { 1000, 613 }, 0, 15, 0 },
+	{ "bf16-b2-sq2-h3-ps1-peaky-257-64", MLA_KV_BF16, 2, 2, 3, 1, { 257, 64 }, 20.0f, 16, 0 },
+	{ "bf16-b2-sq1-h16-ps16-all-empty", MLA_KV_BF16, 2, 1, 16, 16, { 0, 0 }, 0, 17, 0 },
+	{ "fp8-b3-sq1-h16-ps64-65-0-127", MLA_KV_FP8_E4M3_FNUZ, 3, 1, 16, 64, { 65, 0, 127 }, 0, 21, 0 },
+	{ "fp8-b2-sq2-h3-ps1-1-63", MLA_KV_FP8_E4M3_FNUZ, 2, 2, 3, 1, { 1, 63 }, 0, 22, 0 },
+	{ "fp8-b2-sq1-h16-ps16-64-257", MLA_KV_FP8_E4M3_FNUZ, 2, 1, 16, 16, { 64, 257 }, 0, 23, 0 },
+	{ "fp8-b3-sq2-h16-ps64-peaky-0-5-311", MLA_KV_FP8_E4M3_FNUZ, 3, 2, 16, 64, { 0, 5, 311 }, 12.0f, 24, 0 },
+	{ "fp8-b1-sq1-h3-ps16-len1", MLA_KV_FP8_E4M3_FNUZ, 1, 1, 3, 16, { 1 }, 0, 25, 0 },
+	{ "fp8-b2-sq2-h3-ps16-visible-nan-40-70", MLA_KV_FP8_E4M3_FNUZ, 2, 2, 3, 16, { 40, 70 }, 0, 26, 1 },
 };
 #define NGRID ((int)(sizeof(grid) / sizeof(grid[0])))
 

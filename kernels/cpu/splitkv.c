@@ -328,9 +328,19 @@ static void skv_combine(const struct skv_job *job, int64_t item)
 	float *lse = a->lse + ((size_t)b * a->h_q + h) * a->s_q + i;
 	float acc[MLA_D_V];
 	float mx = -INFINITY, sum = 0.0f, total;
+	int nan_split = 0;
 
-	for (int32_t s = 0; s < p->splits; s++)
+	for (int32_t s = 0; s < p->splits; s++) {
+		nan_split |= isnan(lp[s]) != 0;
 		mx = lp[s] > mx ? lp[s] : mx;
+	}
+	if (nan_split) {
+		/* A NaN score (a visible 0x80 code) poisons the whole softmax, as in the reference. */
+		for (int d = 0; d < MLA_D_V; d++)
+			out[d] = 0x7fc0;
+		*lse = NAN;
+		return;
+	}
 	if (mx == -INFINITY) {
 		memset(out, 0, MLA_D_V * sizeof(uint16_t));
 		*lse = INFINITY;
