@@ -744,7 +744,7 @@ static double bench_one(struct problem *p, const struct mla_decode_impl *impl,
 START_TEST(bench)
 {
 	static const struct kcase c = {
-		"bf16-b4-sq1-h16-ps64-4096", MLA_KV_BF16, 4, 1, 16, 64, { 4096, 4096, 4096, 4096 }, 0, 99,
+		"bf16-b4-sq1-h16-ps64-4096", MLA_KV_BF16, 4, 1, 16, 64, { 4096, 4096, 4096, 4096 }, 0, 99, 0,
 	};
 	const struct mla_decode_impl *skv = mla_decode_impl_find("cpu.splitkv");
 	struct mla_decode_config cfgs[32];
