@@ -643,8 +643,9 @@ static void amax_pages(void *arg, size_t lo, size_t hi, int worker)
 }
 
 /*
- * fp8: amax over the visible elements, the element set to +amax (the first of largest |value|)
- * and the one set to -amax (the first of largest |value| among the others); kv_scale = amax / 240.
+ * fp8: the element set to +amax (the first of largest |value| over the visible elements) and the
+ * one set to -amax (the first of largest |value| among the others); amax = VS_FP8_AMAX, so the
+ * set's max |value| is amax and kv_scale = amax / 240.
  * Per-worker top two, merged: the same answer for any thread count.
  */
 static int fp8_extremes(struct set_plan *p, const struct task_spec *s)
@@ -667,10 +668,13 @@ static int fp8_extremes(struct set_plan *p, const struct task_spec *s)
 	free(c);
 	p->fp8_pos = all.best_at;
 	p->fp8_neg = all.second_at;
-	if (all.best > 0) {
-		p->amax = all.best;
-		p->kv_scale = all.best / 240.0f;
-	}
+	/*
+	 * amax is the generator's clamp bound, the same for every input set: kv_scale is a per-tensor
+	 * constant of the model, so the sets of a task share it (a graph captured on one set bakes
+	 * the scale in and is replayed on another by the capture gate).
+	 */
+	p->amax = VS_FP8_AMAX;
+	p->kv_scale = VS_FP8_AMAX / 240.0f;
 	return 0;
 }
 

@@ -32,9 +32,11 @@
  * Input generation (deterministic, any element reproducible): counter-based generator
  * (VS_GENERATOR_VERSION); q and cache ~ N(0,1)/10 clamped to [-1,1]; pages randomly permuted;
  * every slot past a sequence's length is NaN (0x80 for fp8); unused block_table entries hold
- * VS_BLOCK_TABLE_SENTINEL; fp8 kv_scale = amax/240 of the set, and the codes include 0x7F and 0xFF.
+ * VS_BLOCK_TABLE_SENTINEL; fp8 kv_scale = amax/240 with amax = 1 in every set (two visible
+ * elements are set to +1 and -1), so the codes include 0x7F and 0xFF and the input sets of a task
+ * share one kv_scale, as a model's per-tensor scale is shared by every batch.
  *
- * VS_GENERATOR_VERSION "vs_gen/1" is, exactly (harness/rng.h, harness/task.c):
+ * VS_GENERATOR_VERSION "vs_gen/2" is, exactly (harness/rng.h, harness/task.c):
  *   set seed    s_k = rng_u64(seed, VS_STREAM_SET_SEED, k) for input set k
  *   q[e]        bf16_rne((float)clamp(rng_normal(s_k, VS_STREAM_Q, e) / 10, -1, 1)), e the flat
  *               index into [b, s_q, h_q, 576]
@@ -45,9 +47,10 @@
  *   cache[e]    e the flat index into the stored [num_pages, page_size, 1, 576]: the value
  *               (float)clamp(rng_normal(s_k, VS_STREAM_KV, e) / 10, -1, 1) in a slot before its
  *               sequence's length, NaN elsewhere (bf16 0x7FC0, fp8 0x80), unused pages included
- *   fp8         amax = max |value| over the visible slots (first index wins ties); that element is
- *               set to +amax and the element of the next largest |value| to -amax; kv_scale =
- *               amax / 240 (float), code = vs_fp8_e4m3_fnuz_encode(value / kv_scale)
+ *   fp8         amax = VS_FP8_AMAX (1, the clamp bound); the visible element of largest |value|
+ *               (first index wins ties) is set to +amax and the one of the next largest |value|
+ *               to -amax; kv_scale = amax / 240 (float), the same for every input set;
+ *               code = vs_fp8_e4m3_fnuz_encode(value / kv_scale)
  *
  * page_offset: the stored kv_cache tensor holds num_pages pages, and its page p is page
  * page_offset + p of a larger virtual cache that nobody allocates: block_table entries are
@@ -64,7 +67,8 @@
 
 struct cJSON;
 
-#define VS_GENERATOR_VERSION "vs_gen/1"
+#define VS_GENERATOR_VERSION "vs_gen/2" /* /2: one kv_scale per task (amax 1), not per set */
+#define VS_FP8_AMAX 1.0f
 #define VS_BLOCK_TABLE_SENTINEL ((int32_t)0x40000000) /* far outside any cache */
 #define VS_TASK_MAX_SETS 4
 

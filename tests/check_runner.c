@@ -273,6 +273,8 @@ static int unsafe_capture_launch(const struct mla_decode_args *a, const struct m
 static char *root;
 static struct task_data task;
 
+static int32_t task_dtype = MLA_KV_BF16;
+
 static void make_task(void)
 {
 	struct task_spec s;
@@ -280,8 +282,8 @@ static void make_task(void)
 	char *dir = NULL;
 
 	memset(&s, 0, sizeof(s));
-	snprintf(s.name, sizeof(s.name), "bf16-runner-test");
-	s.kv_dtype = MLA_KV_BF16;
+	snprintf(s.name, sizeof(s.name), "%s-runner-test", mla_kv_dtype_name(task_dtype));
+	s.kv_dtype = task_dtype;
 	s.batch = 3;
 	s.s_q = 1;
 	s.h_q = 4;
@@ -493,6 +495,24 @@ START_TEST(capture_unsafe_launch_fails_the_capture_gate)
 }
 END_TEST
 
+/* fp8: the graph bakes kv_scale in; the input sets of a task share it, so the replay is right. */
+START_TEST(honest_fp8_launch_passes_the_capture_gate)
+{
+	struct runner_task_result r;
+
+	task_data_release(&task);
+	free(root);
+	task_dtype = MLA_KV_FP8_E4M3_FNUZ;
+	make_task();
+	task_dtype = MLA_KV_BF16;
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &honest, 1, 1), 0);
+	ck_assert_msg(r.cand.capture == 1, "capture: %s", r.cand.capture_detail ? r.cand.capture_detail : "");
+	ck_assert_int_eq(r.complete, 1);
+	runner_task_result_release(&r);
+}
+END_TEST
+
 START_TEST(honest_launch_passes_the_capture_gate)
 {
 	struct runner_task_result r;
@@ -569,6 +589,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, cheats_are_caught_in_parity, 0, (int)(sizeof(cheats) / sizeof(cheats[0])));
 	tcase_add_test(tc, capture_unsafe_launch_fails_the_capture_gate);
 	tcase_add_test(tc, honest_launch_passes_the_capture_gate);
+	tcase_add_test(tc, honest_fp8_launch_passes_the_capture_gate);
 	tcase_add_test(tc, page_offset_past_4gib_passes_parity);
 	suite_add_tcase(s, tc);
 	return s;
