@@ -274,8 +274,14 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 			fprintf(f, "  %s: evidence %s: %s\n", rows[i].id, rows[i].evidence, rows[i].evidence_why);
 		if (rows[i].stale_why)
 			fprintf(f, "  %s: stale: %s\n", rows[i].id, rows[i].stale_why);
-		if (rows[i].flags)
-			fprintf(f, "  %s: flagged for review: %s\n", rows[i].id, rows[i].flags);
+		if (rows[i].flags) {
+			const char *sep = strstr(rows[i].flags, "; ");
+
+			/* The first flag in full; the rest are in the JSON report and in result.json. */
+			fprintf(f, "  %s: flagged for review (%d): %.*s%s\n", rows[i].id, rows[i].nflags,
+				sep ? (int)(sep - rows[i].flags) : (int)strlen(rows[i].flags), rows[i].flags,
+				rows[i].nflags > 1 ? "; ..." : "");
+		}
 	}
 }
 

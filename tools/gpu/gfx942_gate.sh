@@ -125,7 +125,8 @@ while read -r src sym v a s lds scr vs ss; do
 done <"$OUT/kernels.tsv"
 
 {
-	echo "{\"target\":\"gfx942\",\"compiler\":\"$COMPILER\",\"kernels\":["
+	# "pass": every check above held (no undefined symbol, no spill, no scratch, LDS within 64 KiB).
+	echo "{\"target\":\"gfx942\",\"compiler\":\"$COMPILER\",\"pass\":$([ $status -eq 0 ] && echo true || echo false),\"kernels\":["
 	for i in "${!entries[@]}"; do
 		[ "$i" -gt 0 ] && echo ","
 		printf '%s' "${entries[$i]}"
