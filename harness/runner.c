@@ -1185,7 +1185,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	char *plan_text = NULL, plan_hex[65], started[32], finished[32], hex[65], line[512];
 	size_t plan_len = 0;
 	int err, nsel = 0, parity_only, partial, nslots, next = 0, running = 0, in_process;
-	int single = 0, *sel = NULL;
+	int *sel = NULL;
 	const int *ordinals;
 
 	memset(&p, 0, sizeof(p));
@@ -1276,7 +1276,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		 partial ? " (partial: filtered)" : "");
 	say(st.log, "%s\n", line);
 	progress_init(&pg, stdout, nsel);
-	progress_line(&pg, "%s%s", line, nslots > 1 ? "" : "");
+	progress_line(&pg, "%s", line);
 	if (nslots > 1) {
 		char list[256] = "";
 
@@ -1498,9 +1498,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	*eval_dir_out = st.eval_dir;
 	st.eval_dir = NULL;
 	err = 0;
-	single = 1;
 done:
-	(void)single;
 	progress_end(&pg);
 	for (int s = 0; slots && s < nslots; s++)
 		if (slots[s].task >= 0)

@@ -217,6 +217,7 @@ static int read_some(struct worker_proc *wp)
 				return 1;
 			wp->buf = nb;
 			wp->cap = ncap;
+			wp->buf[wp->len] = '\0';
 		}
 		k = read(wp->fd, wp->buf + wp->len, wp->cap - wp->len - 1);
 		if (k < 0 && errno == EINTR)
@@ -315,7 +316,7 @@ int worker_finish(struct runner_task_result *r, struct worker_proc *wp, const st
 	wp->fd = -1;
 	if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
 		goto done;
-	j = !wp->timed_out && wp->buf ? cJSON_Parse(wp->buf) : NULL;
+	j = !wp->timed_out && wp->len > 0 ? cJSON_ParseWithLength(wp->buf, wp->len) : NULL;
 	if (j) {
 		result_unmsg(r, j, w->ctx->plan, samples, log);
 		cJSON_Delete(j);
