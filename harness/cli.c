@@ -679,11 +679,49 @@ done:
 	return err;
 }
 
+/* Options that only some modes read: given to another mode, they would be silently ignored. */
+static const struct {
+	const char *name;
+	size_t offset;
+	int is_int;       /* int field: set when >= 1 (or >= 0 for --part) */
+	const char *modes;
+} scoped[] = {
+	{"--baseline-lib", F(baseline_lib), 0, " --emit-plan --validate "},
+	{"--candidate-lib", F(candidate_lib), 0, " --emit-plan --validate "},
+	{"--slurm", F(slurm), 1, " --emit-plan --validate "},
+	{"--gpus", F(gpus), 1, " --run --validate "},
+	{"--part", F(part), 2, " --run "},
+	{"--publish", F(publish), 0, " --record --validate --flush "},
+	{"--force", F(force), 1, " --fetch "},
+};
+
+static int check_scoped(const struct cli_args *a)
+{
+	for (size_t k = 0; k < sizeof(scoped) / sizeof(scoped[0]); k++) {
+		const void *field = (const char *)a + scoped[k].offset;
+		int set = scoped[k].is_int == 2 ? *(const int *)field >= 0 :
+			  scoped[k].is_int ? *(const int *)field > 0 : *(const char *const *)field != NULL;
+		char mode[32];
+
+		snprintf(mode, sizeof(mode), " %s ", options[a->mode].name);
+		if (set && !strstr(scoped[k].modes, mode)) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "%s applies to%.*s only, not to %s", scoped[k].name,
+				 (int)strlen(scoped[k].modes) - 1, scoped[k].modes, options[a->mode].name);
+			return usage_error("%s", msg);
+		}
+	}
+	return 0;
+}
+
 int cli_main(int argc, char **argv)
 {
 	struct cli_args a;
 	int err = parse(&a, argc, argv);
 
+	if (!err)
+		err = check_scoped(&a);
 	if (err)
 		return exit_status(err);
 	return exit_status(options[a.mode].run(&a));
