@@ -7,16 +7,23 @@
 #include "card.h"
 #include "card_cmd.h"
 #include "fsutil.h"
+#include "merge.h"
 #include "plan.h"
+#include "plugin.h"
+#include "progress.h"
+#include "publish.h"
 #include "record.h"
 #include "report.h"
 #include "runner.h"
+#include "slurm.h"
 #include "task.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +36,8 @@ struct cli_args {
 	int npositional;
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
-	int threads, gpu, max_age_days;
+	const char *baseline_lib, *candidate_lib, *gpus, *publish;
+	int threads, gpu, max_age_days, part, timeout, slurm, force;
 };
 
 enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG };
@@ -53,6 +61,9 @@ static int mode_report(const struct cli_args *a);
 static int mode_verify(const struct cli_args *a);
 static int mode_validate(const struct cli_args *a);
 static int mode_gc(const struct cli_args *a);
+static int mode_merge(const struct cli_args *a);
+static int mode_flush(const struct cli_args *a);
+static int mode_fetch(const struct cli_args *a);
 static int mode_help(const struct cli_args *a);
 static int mode_version(const struct cli_args *a);
 
@@ -73,18 +84,30 @@ static const struct cli_option options[] = {
 	{"--verify", OPT_MODE, "CARD...", 0, mode_verify, 1, 256, "re-check recorded cards against their evidence"},
 	{"--validate", OPT_MODE, "CARD", 0, mode_validate, 1, 1,
 	 "the main job: --emit-plan, --run (materializing tasks), --record, in one go"},
-	{"--gc", OPT_MODE, "", 0, mode_gc, 0, 0, "remove task dirs that no plan in plans/ uses"},
+	{"--merge", OPT_MODE, "DIR...", 0, mode_merge, 1, 256,
+	 "join the parts of a run (--part, Slurm) into one eval dir that --record accepts"},
+	{"--flush", OPT_MODE, "", 0, mode_flush, 0, 0, "send the payloads waiting in the outbox to --publish URL"},
+	{"--fetch", OPT_MODE, "URL", 0, mode_fetch, 1, 1,
+	 "import a card from URL into skills/ (linted first; an existing card that differs needs --force)"},
+	{"--gc", OPT_MODE, "", 0, mode_gc, 0, 0,
+	 "remove task dirs that no plan in plans/ uses, and stale temporary dirs of interrupted writes"},
 	{"--help", OPT_MODE, "", 0, mode_help, 0, 0, "this text"},
 	{"--version", OPT_MODE, "", 0, mode_version, 0, 0, "tool version and kernel identity"},
 	{"--tier", OPT_STR, "smoke|standard|full", F(tier), NULL, 0, 0, "task grid of --emit-plan (default smoke)"},
 	{"--gen", OPT_STR, "GEN", F(gen), NULL, 0, 0, "target generation (default: the card's first gens entry)"},
 	{"--baseline", OPT_STR, "IMPL", F(baseline), NULL, 0, 0, "baseline implementation (default match.from_backend)"},
 	{"--candidate", OPT_STR, "IMPL", F(candidate), NULL, 0, 0, "candidate implementation (default match.to_backend)"},
+	{"--baseline-lib", OPT_STR, "FILE.so", F(baseline_lib), NULL, 0, 0,
+	 "plugin providing the baseline (kernels/mla_decode.h ABI; the plan records it and its sha256)"},
+	{"--candidate-lib", OPT_STR, "FILE.so", F(candidate_lib), NULL, 0, 0, "plugin providing the candidate"},
+	{"--slurm", OPT_FLAG, "", F(slurm), NULL, 0, 0,
+	 "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"},
 	{"--task", OPT_STR, "NAME|HASH", F(task), NULL, 0, 0, "only tasks whose name contains this or hash starts with it"},
 	{"--impl", OPT_STR, "IMPL", F(impl), NULL, 0, 0, "parity of this implementation only (no timing)"},
 	{"--config", OPT_STR, "CONFIG", F(config), NULL, 0, 0, "only this candidate config"},
 	{"--eval-dir", OPT_STR, "DIR", F(eval_dir), NULL, 0, 0, "eval dir for --record"},
-	{"--format", OPT_STR, "text|markdown|json", F(format), NULL, 0, 0, "report format (default text)"},
+	{"--format", OPT_STR, "text|markdown|json|html", F(format), NULL, 0, 0,
+	 "report format (default text; html: one self-contained page with a chart)"},
 	{"--out", OPT_STR, "FILE", F(out), NULL, 0, 0, "output file of --emit-plan / --report"},
 	{"--tasks-dir", OPT_STR, "DIR", F(tasks_dir), NULL, 0, 0, "task dirs root (default tasks)"},
 	{"--results-dir", OPT_STR, "DIR", F(results_dir), NULL, 0, 0, "eval dirs root (default results)"},
@@ -95,6 +118,15 @@ static const struct cli_option options[] = {
 	{"--run-id", OPT_STR, "ID", F(run_id), NULL, 0, 0, "name of the eval dir (default UTC time + generation)"},
 	{"--threads", OPT_INT, "N", F(threads), NULL, 0, 0, "threads for the oracle and generator (default: all cores)"},
 	{"--gpu", OPT_INT, "N", F(gpu), NULL, 0, 0, "GPU ordinal (default 0)"},
+	{"--gpus", OPT_STR, "N,N,...", F(gpus), NULL, 0, 0,
+	 "--run: one worker per listed GPU, tasks dealt as they free up (a CPU plan: that many CPU workers)"},
+	{"--part", OPT_INT, "I", F(part), NULL, 0, 0,
+	 "--run only plan task I into results/<id>/.parts/<run id>/I (needs --run-id; what Slurm array tasks do)"},
+	{"--publish", OPT_STR, "URL", F(publish), NULL, 0, 0,
+	 "--record/--validate: POST the record and result.json (token: $VS_PUBLISH_TOKEN); undelivered ones wait "
+	 "in results/.outbox"},
+	{"--timeout", OPT_INT, "S", F(timeout), NULL, 0, 0, "total seconds of one HTTP attempt (default 60)"},
+	{"--force", OPT_FLAG, "", F(force), NULL, 0, 0, "--fetch: replace an existing card that differs"},
 	{"--max-age-days", OPT_INT, "N", F(max_age_days), NULL, 0, 0, "evidence older than this is stale (default 90)"},
 };
 
@@ -118,6 +150,7 @@ static int parse(struct cli_args *a, int argc, char **argv)
 {
 	memset(a, 0, sizeof(*a));
 	a->mode = -1;
+	a->part = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i], *val = NULL, *eq;
 		int k;
@@ -136,6 +169,12 @@ static int parse(struct cli_args *a, int argc, char **argv)
 				break;
 		if (k == NOPTIONS)
 			return usage_error("unknown option '%s'", arg);
+		if (options[k].kind == OPT_FLAG) {
+			if (eq)
+				return usage_error("option '%s' takes no value", arg);
+			*(int *)((char *)a + options[k].offset) = 1;
+			continue;
+		}
 		if (options[k].kind == OPT_MODE) {
 			if (a->mode >= 0 && a->mode != k)
 				return usage_error("only one mode at a time ('%s' and another)", arg);
@@ -185,7 +224,7 @@ static int mode_help(const struct cli_args *a)
 	printf("\noptions:\n");
 	for (int k = 0; k < NOPTIONS; k++)
 		if (options[k].kind != OPT_MODE)
-			printf("  %-14s %-20s %s\n", options[k].name, options[k].arg, options[k].help);
+			printf("  %-15s %-20s %s\n", options[k].name, options[k].arg, options[k].help);
 	printf("\nexit status: 0 ok, 1 failure (bad input, failed check), 2 usage error\n");
 	return 0;
 }
@@ -224,8 +263,9 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 {
 	struct card c;
 	struct plan p;
-	struct plan_options po = {a->tier, a->gen, a->baseline, a->candidate, a->build_figures};
-	char *path = NULL;
+	struct plan_options po = {a->tier, a->gen, a->baseline, a->candidate, a->build_figures, a->baseline_lib,
+				  a->candidate_lib};
+	char *path = NULL, *script = NULL;
 	int err;
 
 	memset(&c, 0, sizeof(c));
@@ -245,12 +285,29 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		goto done;
 	plan_print_summary(&p, stdout);
 	printf("wrote %s\n", path);
+	if (a->slurm) {
+		struct slurm_options so = {path, NULL, NULL, a->results_dir, a->tasks_dir};
+		size_t n = strlen(path);
+
+		script = n > 10 && !strcmp(path + n - 10, ".plan.json") ? fs_printf("%.*s.sbatch", (int)(n - 10), path) :
+									    fs_printf("%s.sbatch", path);
+		if (!script) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		if ((err = slurm_write_script(&p, script, &so)))
+			goto done;
+		printf("wrote %s (Slurm array of %d tasks: sbatch %s, then validate_skill --merge "
+		       "%s/%s/.parts/<run id>)\n", script, p.ntasks, script, a->results_dir ? a->results_dir : "results",
+		       p.card_id);
+	}
 	if (path_out) {
 		*path_out = path;
 		path = NULL;
 	}
 done:
 	free(path);
+	free(script);
 	plan_release(&p);
 	card_release(&c);
 	return err;
@@ -271,36 +328,67 @@ static int online_cores(void)
 static int mode_materialize(const struct cli_args *a)
 {
 	struct plan p;
-	int err, done = 0;
+	struct progress pg;
+	int err, done = 0, n = 0;
 	const char *root = a->tasks_dir ? a->tasks_dir : "tasks";
 
 	if ((err = plan_read(&p, a->positional[0])))
 		return err;
+	for (int i = 0; i < p.ntasks; i++)
+		n += !a->task || strstr(p.tasks[i].name, a->task) || !strncmp(p.task_hash[i], a->task, strlen(a->task));
+	progress_init(&pg, stdout, n);
 	for (int i = 0; i < p.ntasks && !err; i++) {
 		char *dir = NULL;
 
 		if (a->task && !strstr(p.tasks[i].name, a->task) && strncmp(p.task_hash[i], a->task, strlen(a->task)))
 			continue;
-		printf("[%d/%d] %s ... ", i + 1, p.ntasks, p.tasks[i].name);
-		fflush(stdout);
+		progress_status(&pg, "%s: generating inputs and oracle outputs", p.tasks[i].name);
 		err = task_materialize(&dir, root, &p.tasks[i], a->threads ? a->threads : online_cores());
+		progress_step(&pg);
 		if (!err) {
-			printf("%s\n", dir);
+			progress_line(&pg, "[%d/%d] %s: %s", i + 1, p.ntasks, p.tasks[i].name, dir);
 			done++;
 		} else {
-			printf("failed\n");
+			progress_line(&pg, "[%d/%d] %s: failed", i + 1, p.ntasks, p.tasks[i].name);
 		}
 		free(dir);
 	}
+	progress_end(&pg);
 	if (!err)
 		printf("%d task dir%s ready under %s/\n", done, done == 1 ? "" : "s", root);
 	plan_release(&p);
 	return err;
 }
 
+/* "0,1,3" into ordinals; at most cap, each listed once. */
+static int parse_gpus(int *out, int cap, int *n, const char *list)
+{
+	const char *s = list;
+
+	*n = 0;
+	while (*s) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 0 || v > 1023 || (*end && *end != ','))
+			return usage_error("--gpus takes GPU ordinals separated by commas (0,1,2), got '%s'", list);
+		for (int k = 0; k < *n; k++)
+			if (out[k] == v)
+				return usage_error("--gpus lists a GPU twice ('%s')", list);
+		if (*n >= cap)
+			return usage_error("--gpus: at most 64 GPUs ('%s')", list);
+		out[(*n)++] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	if (!*n)
+		return usage_error("--gpus needs at least one ordinal%s", "");
+	return 0;
+}
+
 static int run_plan(const struct cli_args *a, const char *plan_path, char **eval_dir)
 {
 	struct runner_options ro;
+	int gpus[64], err;
 
 	memset(&ro, 0, sizeof(ro));
 	ro.plan_path = plan_path;
@@ -312,6 +400,18 @@ static int run_plan(const struct cli_args *a, const char *plan_path, char **eval
 	ro.run_id = a->run_id;
 	ro.gpu_ordinal = a->gpu;
 	ro.threads = a->threads ? a->threads : online_cores();
+	if (a->gpus) {
+		if ((err = parse_gpus(gpus, 64, &ro.ngpus, a->gpus)))
+			return err;
+		ro.gpus = gpus;
+	}
+	if (a->part >= 0) {
+		if (a->task || a->impl || a->config)
+			return usage_error("--part runs one whole plan task: it does not combine with --task, --impl or "
+					   "--config%s", "");
+		ro.has_part = 1;
+		ro.part_index = a->part;
+	}
 	return runner_run(eval_dir, &ro);
 }
 
@@ -319,6 +419,77 @@ static int mode_run(const struct cli_args *a)
 {
 	char *eval_dir = NULL;
 	int err = run_plan(a, a->positional[0], &eval_dir);
+
+	free(eval_dir);
+	return err;
+}
+
+static void publish_opts(struct publish_options *po, const struct cli_args *a)
+{
+	memset(po, 0, sizeof(*po));
+	po->url = a->publish;
+	po->timeout_s = a->timeout;
+	po->outbox = NULL;
+	if (a->results_dir) {
+		static char *outbox;
+
+		free(outbox);
+		outbox = fs_join(a->results_dir, ".outbox");
+		po->outbox = outbox;
+	}
+}
+
+/*
+ * After a record: POST it with result.json. A server that cannot be reached leaves the payload in
+ * the outbox and is a warning (the record is done and nothing is lost); a refusal is an error.
+ */
+static int publish_record(const struct cli_args *a, const char *card, const char *eval_dir)
+{
+	struct publish_options po;
+	char *payload = NULL;
+	int err;
+
+	if (!a->publish)
+		return 0;
+	publish_opts(&po, a);
+	if ((err = publish_payload(&payload, card, eval_dir)))
+		return err;
+	err = publish_send(&po, payload);
+	free(payload);
+	return err == 1 ? 0 : err;
+}
+
+static int mode_flush(const struct cli_args *a)
+{
+	struct publish_options po;
+	int sent, left, err;
+
+	if (!a->publish)
+		return usage_error("--flush sends the outbox to a server: give it with --publish URL%s", "");
+	publish_opts(&po, a);
+	err = publish_flush(&po, &sent, &left);
+	if (err >= 0)
+		printf("%d payload%s sent, %d waiting in the outbox\n", sent, sent == 1 ? "" : "s", left);
+	return err == 1 ? VS_EFAIL : err;
+}
+
+static int mode_fetch(const struct cli_args *a)
+{
+	struct publish_options po;
+	char *path = NULL;
+	int err;
+
+	publish_opts(&po, a);
+	err = publish_fetch(&path, a->positional[0], a->skills_dir, a->force, &po);
+	free(path);
+	return err;
+}
+
+static int mode_merge(const struct cli_args *a)
+{
+	struct merge_options mo = {a->results_dir, a->run_id};
+	char *eval_dir = NULL;
+	int err = merge_parts(&eval_dir, a->positional, a->npositional, &mo);
 
 	free(eval_dir);
 	return err;
@@ -366,6 +537,8 @@ static int mode_record(const struct cli_args *a)
 	if (!dir)
 		return VS_ENOTFOUND;
 	err = record_card(a->positional[0], dir);
+	if (!err)
+		err = publish_record(a, a->positional[0], dir);
 	free(dir);
 	return err;
 }
@@ -373,18 +546,28 @@ static int mode_record(const struct cli_args *a)
 static int mode_report(const struct cli_args *a)
 {
 	struct report_options ro = {a->skills_dir, a->plans_dir, a->format, a->max_age_days, NULL};
+	char *buf = NULL;
+	size_t len = 0;
 	FILE *f = NULL;
-	int err;
+	int err, werr;
 
 	if (a->out) {
-		f = fopen(a->out, "w");
+		/* The whole report in memory, then one atomic write: never a half-written page. */
+		f = open_memstream(&buf, &len);
 		if (!f)
-			return vs_error(VS_EIO, "cannot write '%s'", a->out);
+			return vs_error(VS_ENOMEM, "out of memory");
 		ro.out = f;
 	}
 	err = report_run(&ro);
-	if (f)
+	if (f) {
 		fclose(f);
+		werr = err == VS_EUSAGE ? 0 : fs_write_atomic(a->out, buf, len, 0644);
+		if (werr)
+			err = werr;
+		else if (err != VS_EUSAGE)
+			printf("wrote %s\n", a->out);
+		free(buf);
+	}
 	return err;
 }
 
@@ -411,6 +594,8 @@ static int mode_validate(const struct cli_args *a)
 	err = run_plan(a, plan, &eval_dir);
 	if (!err)
 		err = record_card(a->positional[0], eval_dir);
+	if (!err)
+		err = publish_record(a, a->positional[0], eval_dir);
 	free(plan);
 	free(eval_dir);
 	return err;
@@ -459,12 +644,20 @@ static int mode_gc(const struct cli_args *a)
 		int used = 0;
 		char *victim;
 
-		if (de->d_name[0] == '.' && strncmp(de->d_name, ".tmp", 4))
-			continue;
-		for (int i = 0; i < nkeep; i++)
-			used |= !strcmp(keep[i], de->d_name);
-		if (used)
-			continue;
+		if (de->d_name[0] == '.') {
+			/* ".<hash>.tmp.<pid>": a task dir being written; stale when that process is gone. */
+			const char *t = strstr(de->d_name, ".tmp.");
+			char *end;
+			long pid = t ? strtol(t + 5, &end, 10) : 0;
+
+			if (!t || pid <= 0 || *end || (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+				continue;
+		} else {
+			for (int i = 0; i < nkeep; i++)
+				used |= !strcmp(keep[i], de->d_name);
+			if (used)
+				continue;
+		}
 		victim = fs_join(opdir, de->d_name);
 		err = victim ? fs_remove_tree(victim) : VS_ENOMEM;
 		if (!err) {
@@ -486,11 +679,49 @@ done:
 	return err;
 }
 
+/* Options that only some modes read: given to another mode, they would be silently ignored. */
+static const struct {
+	const char *name;
+	size_t offset;
+	int is_int;       /* int field: set when >= 1 (or >= 0 for --part) */
+	const char *modes;
+} scoped[] = {
+	{"--baseline-lib", F(baseline_lib), 0, " --emit-plan --validate "},
+	{"--candidate-lib", F(candidate_lib), 0, " --emit-plan --validate "},
+	{"--slurm", F(slurm), 1, " --emit-plan --validate "},
+	{"--gpus", F(gpus), 1, " --run --validate "},
+	{"--part", F(part), 2, " --run "},
+	{"--publish", F(publish), 0, " --record --validate --flush "},
+	{"--force", F(force), 1, " --fetch "},
+};
+
+static int check_scoped(const struct cli_args *a)
+{
+	for (size_t k = 0; k < sizeof(scoped) / sizeof(scoped[0]); k++) {
+		const void *field = (const char *)a + scoped[k].offset;
+		int set = scoped[k].is_int == 2 ? *(const int *)field >= 0 :
+			  scoped[k].is_int ? *(const int *)field > 0 : *(const char *const *)field != NULL;
+		char mode[32];
+
+		snprintf(mode, sizeof(mode), " %s ", options[a->mode].name);
+		if (set && !strstr(scoped[k].modes, mode)) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "%s applies to%.*s only, not to %s", scoped[k].name,
+				 (int)strlen(scoped[k].modes) - 1, scoped[k].modes, options[a->mode].name);
+			return usage_error("%s", msg);
+		}
+	}
+	return 0;
+}
+
 int cli_main(int argc, char **argv)
 {
 	struct cli_args a;
 	int err = parse(&a, argc, argv);
 
+	if (!err)
+		err = check_scoped(&a);
 	if (err)
 		return exit_status(err);
 	return exit_status(options[a.mode].run(&a));

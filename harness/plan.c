@@ -1,6 +1,7 @@
 #include "plan.h"
 #include "card.h"
 #include "fsutil.h"
+#include "plugin.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -181,6 +182,31 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 	pi->nconfigs = impl->configs(gen, pi->configs, n);
 	if (pi->nconfigs > n)
 		pi->nconfigs = n;
+	if (plugin_for_impl(impl->name)) {
+		const struct plugin *pl = plugin_for_impl(impl->name);
+
+		pi->plugin_path = strdup(pl->path);
+		memcpy(pi->plugin_sha256, pl->sha256, sizeof(pi->plugin_sha256));
+		if (!pi->plugin_path)
+			return vs_error(VS_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* Load a --baseline-lib/--candidate-lib plugin; its implementation fills *name unless one was named. */
+static int plan_lib(const char **name, const char *lib, const char *role)
+{
+	const struct plugin *pl;
+	int err;
+
+	if (!lib)
+		return 0;
+	if ((err = plugin_load(&pl, lib)))
+		return err;
+	if (*name && strcmp(*name, pl->impl->name))
+		return vs_error(VS_EUSAGE, "--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
+				"provides", role, *name, pl->impl->name, role, lib);
+	*name = pl->impl->name;
 	return 0;
 }
 
@@ -282,12 +308,19 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	struct plan np;
 	const char *tier = o && o->tier ? o->tier : "smoke";
 	const char *gen = o && o->gen ? o->gen : NULL;
-	const char *base = o && o->baseline ? o->baseline : c->match.from_backend;
-	const char *cand = o && o->candidate ? o->candidate : c->match.to_backend;
+	const char *base = o && o->baseline ? o->baseline : NULL;
+	const char *cand = o && o->candidate ? o->candidate : NULL;
 	int tier_bit = 0, ndtypes = 0, err = 0, gpu;
 	int32_t dtypes[2];
 
 	memset(&np, 0, sizeof(np));
+	if (o && ((err = plan_lib(&base, o->baseline_lib, "baseline")) ||
+		  (err = plan_lib(&cand, o->candidate_lib, "candidate"))))
+		return err;
+	if (!base)
+		base = c->match.from_backend;
+	if (!cand)
+		cand = c->match.to_backend;
 	for (int i = 0; plan_tiers[i]; i++)
 		if (!strcmp(plan_tiers[i], tier))
 			tier_bit = 1 << i;
@@ -402,6 +435,12 @@ static cJSON *impl_to_json(const struct plan_impl *pi)
 
 	cJSON_AddStringToObject(j, "impl", pi->name);
 	cJSON_AddStringToObject(j, "backend", pi->backend);
+	if (pi->plugin_path) {
+		cJSON *pl = cJSON_AddObjectToObject(j, "plugin");
+
+		cJSON_AddStringToObject(pl, "path", pi->plugin_path);
+		cJSON_AddStringToObject(pl, "sha256", pi->plugin_sha256);
+	}
 	arr = cJSON_AddArrayToObject(j, "configs");
 	for (int i = 0; i < pi->nconfigs; i++)
 		cJSON_AddItemToArray(arr, config_to_json(&pi->configs[i]));
@@ -514,6 +553,30 @@ static int dup_str(char **out, const cJSON *o, const char *key, const char *path
 	return *out ? 0 : vs_error(VS_ENOMEM, "out of memory");
 }
 
+/* A plan's "plugin": {"path", "sha256"}: load the file, which must still be the one planned. */
+static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const char *role, const char *path)
+{
+	const struct plugin *pl;
+	const char *lib = get_str(pj, "path"), *sha = get_str(pj, "sha256");
+	int err;
+
+	if (!pj)
+		return 0;
+	if (!lib || !sha || strlen(sha) != 64)
+		return vs_error(VS_ESCHEMA, "%s: %s.plugin needs \"path\" and a 64-digit \"sha256\"", path, role);
+	if ((err = plugin_load(&pl, lib)))
+		return err;
+	if (strcmp(pl->sha256, sha))
+		return vs_error(VS_EVERIFY, "%s: %s plugin '%s' changed since the plan was made (sha256 %.12s..., "
+				"plan %.12s...): emit the plan again", path, role, lib, pl->sha256, sha);
+	if (strcmp(pl->impl->name, pi->name))
+		return vs_error(VS_ESCHEMA, "%s: %s plugin '%s' provides '%s', not '%s'", path, role, lib,
+				pl->impl->name, pi->name);
+	pi->plugin_path = strdup(lib);
+	memcpy(pi->plugin_sha256, sha, 65);
+	return pi->plugin_path ? 0 : vs_error(VS_ENOMEM, "out of memory");
+}
+
 static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *path)
 {
 	const cJSON *arr, *c;
@@ -526,6 +589,8 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 	if (!err)
 		err = dup_str(&pi->backend, j, "backend", path);
 	if (err)
+		return err;
+	if ((err = impl_plugin_from_json(pi, cJSON_GetObjectItemCaseSensitive(j, "plugin"), role, path)))
 		return err;
 	impl = mla_decode_impl_find(pi->name);
 	if (!impl)
@@ -709,6 +774,13 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		p->baseline.nconfigs == 1 ? " " : "s", p->baseline.backend);
 	fprintf(f, "  candidate  %-14s %3d config%s (%s)\n", p->candidate.name, p->candidate.nconfigs,
 		p->candidate.nconfigs == 1 ? " " : "s", p->candidate.backend);
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+
+		if (pi->plugin_path)
+			fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", k ? "candidate" : "baseline", pi->plugin_path,
+				pi->plugin_sha256);
+	}
 	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory", p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
@@ -762,6 +834,7 @@ static void impl_release(struct plan_impl *pi)
 	free(pi->name);
 	free(pi->backend);
 	free(pi->configs);
+	free(pi->plugin_path);
 	memset(pi, 0, sizeof(*pi));
 }
 

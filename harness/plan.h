@@ -41,6 +41,8 @@ struct plan_impl {
 	char *backend;         /* "cpu" or "hip" */
 	struct mla_decode_config *configs;
 	int nconfigs;
+	char *plugin_path;     /* the shared object that provides it (plugin.h), or NULL for a built-in */
+	char plugin_sha256[65];/* sha256 of that file when the plan was made */
 };
 
 struct plan {
@@ -69,6 +71,9 @@ struct plan_options {
 	const char *candidate; /* override of match.to_backend */
 	const char *build_figures; /* path of the gfx942 gate's resources.json, or NULL to look beside
 	                            * the binary (build/gfx942/resources.json) */
+	const char *baseline_lib;  /* plugin (.so) providing the baseline: loaded, and its implementation
+	                            * is the baseline unless `baseline` names another (an error) */
+	const char *candidate_lib; /* the same for the candidate */
 };
 
 /** The tier names, NULL-terminated. */
@@ -87,7 +92,11 @@ int plan_to_text(char **out, const struct plan *p);
 /** Write atomically to path. */
 int plan_write(const struct plan *p, const char *path);
 
-/** Read and check a plan file (schema, implementations exist, task specs valid). */
+/**
+ * Read and check a plan file (schema, implementations exist, task specs valid). A plan whose
+ * baseline or candidate names a plugin loads it (plugin_load) and refuses it with VS_EVERIFY when
+ * the file's sha256 differs from the one the plan recorded.
+ */
 int plan_read(struct plan *p, const char *path);
 
 /** Print the one-screen summary of a plan. */

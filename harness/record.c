@@ -49,14 +49,8 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 	return err;
 }
 
-/* Paired samples of one task, parsed from samples.csv. */
-struct task_pairs {
-	char hash[65];
-	double *base, *cand;
-	int n, cap;
-};
 
-static int pairs_put(struct task_pairs *tp, int pair, int cand, double ms)
+static int pairs_put(struct sample_pairs *tp, int pair, int cand, double ms)
 {
 	if (pair < 0 || pair > 10000000)
 		return -1;
@@ -82,10 +76,19 @@ static int pairs_put(struct task_pairs *tp, int pair, int cand, double ms)
 	return 0;
 }
 
-/* Parse samples.csv into per-task pairs (in order of first appearance). */
-static int parse_samples(struct task_pairs **out, int *count, const char *text, const char *path)
+void samples_free(struct sample_pairs *tp, int n)
 {
-	struct task_pairs *tp = NULL;
+	for (int k = 0; tp && k < n; k++) {
+		free(tp[k].base);
+		free(tp[k].cand);
+	}
+	free(tp);
+}
+
+/* Parse samples.csv into per-task pairs (in order of first appearance). */
+int samples_parse(struct sample_pairs **out, int *count, const char *text, const char *path)
+{
+	struct sample_pairs *tp = NULL;
 	int n = 0, line = 1, err = 0;
 	const char *s = strchr(text, '\n');
 
@@ -107,7 +110,7 @@ static int parse_samples(struct task_pairs **out, int *count, const char *text, 
 		for (k = 0; k < n && strcmp(tp[k].hash, hash); k++)
 			;
 		if (k == n) {
-			struct task_pairs *ntp = realloc(tp, (size_t)(n + 1) * sizeof(*tp));
+			struct sample_pairs *ntp = realloc(tp, (size_t)(n + 1) * sizeof(*tp));
 
 			if (!ntp) {
 				err = vs_error(VS_ENOMEM, "out of memory");
@@ -151,13 +154,13 @@ static int same(double a, double b)
 static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text,
 		     const char *samples_path, int *status)
 {
-	struct task_pairs *tp = NULL;
+	struct sample_pairs *tp = NULL;
 	int ntp = 0, err, nspeed = 0;
 	const cJSON *tasks = jget(e->result, "tasks"), *t;
 	const double **tb = NULL, **tc = NULL;
 	int *n = NULL;
 
-	err = parse_samples(&tp, &ntp, samples_text, samples_path);
+	err = samples_parse(&tp, &ntp, samples_text, samples_path);
 	if (err) {
 		*status = EVIDENCE_MISMATCH;
 		return err;
@@ -325,6 +328,30 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		free(name);
 		if (err)
 			goto done;
+	}
+	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
+	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
+		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
+		char hex[65];
+
+		status = EVIDENCE_MISMATCH;
+		if (!lib || !want) {
+			err = vs_error(VS_EVERIFY, "%s: a plugin entry lacks its path or sha256", path);
+			goto done;
+		}
+		if (!fs_exists(lib)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
+				       "checked against it", dir, role ? role : "", lib);
+			goto done;
+		}
+		if ((err = fs_sha256_file(hex, lib)))
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
+				       "evidence binds %.12s...): run the plan again with this build of it", dir,
+				       role ? role : "", lib, hex, want);
+			goto done;
+		}
 	}
 	/* The plan copy: same card, same tasks. */
 	plan_path = fs_join(dir, "plan.json");

@@ -71,4 +71,19 @@ int record_card(const char *card_path, const char *eval_dir);
  */
 int record_verify(const char *card_path);
 
+/** The paired samples of one task, as samples.csv holds them. */
+struct sample_pairs {
+	char hash[65];
+	double *base, *cand;    /* [n] ms, pair by pair */
+	int n, cap;
+};
+
+/**
+ * Parse samples.csv text into per-task pairs, tasks in order of first appearance; *out (free with
+ * samples_free) and *count set only on success. Errors: VS_EVERIFY naming path:line.
+ */
+int samples_parse(struct sample_pairs **out, int *count, const char *text, const char *path);
+
+void samples_free(struct sample_pairs *tp, int n);
+
 #endif /* VS_RECORD_H */

@@ -31,6 +31,17 @@ struct row {
 	char *evidence_why;
 	char *flags;       /* the run's review flags (speedup above the review bound, clock changes) */
 	int nflags;
+	int has_ci;        /* overall CI from the evidence */
+	double ci_lo, ci_hi;
+	struct shape_speedup *shapes; /* per task shape, from the evidence (html chart) */
+	int nshapes;
+};
+
+/* One task shape's measured speedup, from result.json. */
+struct shape_speedup {
+	char *name;
+	int timed;
+	double est, lo, hi;
 };
 
 static char *dupz(const char *s)
@@ -52,6 +63,39 @@ static void row_release(struct row *r)
 	free(r->evidence);
 	free(r->evidence_why);
 	free(r->flags);
+	for (int i = 0; i < r->nshapes; i++)
+		free(r->shapes[i].name);
+	free(r->shapes);
+}
+
+/* The per-task speedups and overall CI of a verified evidence, for the chart. */
+static void fill_shapes(struct row *r, const struct evidence *e)
+{
+	const cJSON *tasks = cJSON_GetObjectItem(e->result, "tasks"), *t;
+	int n = cJSON_GetArraySize(tasks);
+
+	r->has_ci = e->has_isolated;
+	r->ci_lo = e->isolated_lo;
+	r->ci_hi = e->isolated_hi;
+	r->shapes = calloc((size_t)n + 1, sizeof(*r->shapes));
+	if (!r->shapes)
+		return;
+	cJSON_ArrayForEach(t, tasks) {
+		struct shape_speedup *sh = &r->shapes[r->nshapes];
+		const cJSON *sp = cJSON_GetObjectItem(t, "speedup");
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
+
+		sh->name = strdup(name ? name : "?");
+		if (!sh->name)
+			break;
+		if (cJSON_IsObject(sp)) {
+			sh->timed = 1;
+			sh->est = cJSON_GetNumberValue(cJSON_GetObjectItem(sp, "estimate"));
+			sh->lo = cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "ci95"), 0));
+			sh->hi = cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "ci95"), 1));
+		}
+		r->nshapes++;
+	}
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -187,6 +231,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				const cJSON *flags = cJSON_GetObjectItem(e.result, "flags"), *fl;
 
 				r->evidence = strdup("ok");
+				fill_shapes(r, &e);
 				r->nflags = cJSON_GetArraySize(flags);
 				if (r->nflags) {
 					size_t cap = 1;
@@ -325,6 +370,198 @@ static void print_json(FILE *f, struct row *rows, int n)
 	cJSON_Delete(arr);
 }
 
+/* ---- html ----------------------------------------------------------------------------------- */
+
+static void esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+static void cell(FILE *f, const char *s)
+{
+	fputs("<td>", f);
+	esc(f, s && *s ? s : "-");
+	fputs("</td>", f);
+}
+
+#define CH_W 960
+#define CH_LABEL 300      /* x where the plot starts */
+#define CH_RIGHT 930      /* x where it ends */
+#define CH_ROW 22
+
+static double xpos(double v, double vmax)
+{
+	return CH_LABEL + (CH_RIGHT - CH_LABEL) * (v < 0 ? 0 : v > vmax ? vmax : v) / vmax;
+}
+
+/* One bar: value with its CI whisker; class "overall" or "shape". */
+static void bar(FILE *f, double y, double v, double lo, double hi, double vmax, const char *cls, const char *label)
+{
+	double x0 = xpos(0, vmax), x = xpos(v, vmax);
+
+	fprintf(f, "<g class=\"bar %s\"><title>", cls);
+	esc(f, label);
+	fprintf(f, ": %.3fx [%.3f, %.3f]</title>", v, lo, hi);
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"/>", x0, y + 4, x - x0 > 1 ? x - x0 : 1,
+		CH_ROW - 8);
+	fprintf(f, "<line class=\"ci\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", xpos(lo, vmax),
+		xpos(hi, vmax), y + CH_ROW / 2.0, y + CH_ROW / 2.0);
+	fprintf(f, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%.2fx</text></g>\n", xpos(hi, vmax) + 4,
+		y + CH_ROW / 2.0 + 4, v);
+}
+
+static void print_chart(FILE *f, struct row *rows, int n)
+{
+	double vmax = 1.0, y;
+	int nrows = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+
+		nrows += 2 + (r->nshapes > 0 ? r->nshapes : 0);
+		if (r->has_measured && r->measured > vmax)
+			vmax = r->measured;
+		if (r->has_ci && r->ci_hi > vmax)
+			vmax = r->ci_hi;
+		if (r->has_expected && r->expected > vmax)
+			vmax = r->expected;
+		for (int k = 0; k < r->nshapes; k++)
+			if (r->shapes[k].timed && r->shapes[k].hi > vmax)
+				vmax = r->shapes[k].hi;
+	}
+	vmax = ceil(vmax * 1.15);
+	fprintf(f, "<svg id=\"speedup-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"measured against expected speedup per card and "
+		"task shape\">\n", CH_W, nrows * CH_ROW + 60, CH_W, nrows * CH_ROW + 60);
+	/* Axis with integer ticks; 1x (no change) drawn stronger. */
+	y = 30;
+	for (int t = 0; t <= (int)vmax; t += vmax > 12 ? (int)(vmax / 8) : 1) {
+		double x = xpos(t, vmax);
+
+		fprintf(f, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%.1f\"/>"
+			"<text class=\"tick\" x=\"%.1f\" y=\"18\">%dx</text>\n", t == 1 ? "grid one" : "grid", x, x,
+			nrows * CH_ROW + 30.0, x - 6, t);
+	}
+	for (int i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		double top = y;
+
+		fprintf(f, "<g class=\"card\" data-card=\"");
+		esc(f, r->id);
+		fprintf(f, "\"><text class=\"card-title\" x=\"4\" y=\"%.1f\">", y + 15);
+		esc(f, r->id);
+		fprintf(f, " (");
+		esc(f, r->status);
+		fprintf(f, ")</text>\n");
+		y += CH_ROW;
+		fprintf(f, "<text class=\"label\" x=\"16\" y=\"%.1f\">overall (geomean)</text>\n", y + 15);
+		if (r->has_measured)
+			bar(f, y, r->measured, r->has_ci ? r->ci_lo : r->measured, r->has_ci ? r->ci_hi : r->measured,
+			    vmax, "overall", r->id);
+		else
+			fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not measured</text>\n", CH_LABEL + 6, y + 15);
+		y += CH_ROW;
+		for (int k = 0; k < r->nshapes; k++) {
+			const struct shape_speedup *sh = &r->shapes[k];
+
+			fprintf(f, "<text class=\"label\" x=\"16\" y=\"%.1f\">", y + 15);
+			esc(f, sh->name);
+			fprintf(f, "</text>\n");
+			if (sh->timed)
+				bar(f, y, sh->est, sh->lo, sh->hi, vmax, "shape", sh->name);
+			else
+				fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not timed (parity or fault)</text>\n",
+					CH_LABEL + 6, y + 15);
+			y += CH_ROW;
+		}
+		if (r->has_expected) {
+			double x = xpos(r->expected, vmax);
+
+			fprintf(f, "<g class=\"expected\"><title>expected isolated_speedup_min %.3fx</title>"
+				"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">min %.2fx"
+				"</text></g>\n", r->expected, x, x, top + CH_ROW, y, x + 3, top + 15, r->expected);
+		}
+		fprintf(f, "</g>\n");
+	}
+	fprintf(f, "</svg>\n");
+}
+
+static void print_html(FILE *f, struct row *rows, int n)
+{
+	char today[11];
+
+	fs_today_utc(today);
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<title>validate_skill report</title>\n<style>\n"
+	      "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
+	      "table{border-collapse:collapse;margin-bottom:2em}\n"
+	      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}\n"
+	      "th{background:#f0f0f0}\n"
+	      ".status-validated{background:#d9f2d9}.status-failed{background:#f8d7d7}"
+	      ".status-stale{background:#fff3cd}.status-draft{background:#eee}.status-invalid{background:#f8d7d7}\n"
+	      "svg text{font-size:12px;fill:#222}svg .card-title{font-weight:bold;font-size:13px}\n"
+	      "svg .grid{stroke:#ddd}svg .one{stroke:#888}svg .tick{fill:#666}\n"
+	      "svg .overall rect{fill:#2b6cb0}svg .shape rect{fill:#90cdf4}\n"
+	      "svg .ci{stroke:#111;stroke-width:2}svg .expected line{stroke:#c53030;stroke-width:2;"
+	      "stroke-dasharray:5 3}svg .expected text{fill:#c53030}svg .none{fill:#888;font-style:italic}\n"
+	      "</style>\n</head>\n<body>\n<h1>Skill cards: status</h1>\n", f);
+	fprintf(f, "<p>validate_skill %s, kernels tree %.12s%s, %s (UTC)</p>\n", VS_TOOL_VERSION, VS_KERNELS_TREE,
+		VS_KERNELS_DIRTY ? " (dirty)" : "", today);
+	fputs("<table id=\"status\">\n<thead><tr><th>card</th><th>status</th><th>gens</th><th>last verified</th>"
+	      "<th>device</th><th>measured speedup</th><th>expected min</th><th>parity</th><th>evidence</th>"
+	      "</tr></thead>\n<tbody>\n", f);
+	for (int i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		char m[32], e[32];
+
+		num_or_dash(m, sizeof(m), r->has_measured, r->measured);
+		num_or_dash(e, sizeof(e), r->has_expected, r->expected);
+		fputs("<tr>", f);
+		cell(f, r->id);
+		fputs("<td class=\"status-", f);
+		esc(f, r->status);
+		fputs("\">", f);
+		esc(f, r->status);
+		if (r->stale_why) {
+			fputs(" <small>(", f);
+			esc(f, r->stale_why);
+			fputs(")</small>", f);
+		}
+		fputs("</td>", f);
+		cell(f, r->gens);
+		cell(f, r->last_verified);
+		cell(f, r->device);
+		cell(f, m);
+		cell(f, e);
+		cell(f, r->parity);
+		fputs("<td>", f);
+		esc(f, r->evidence);
+		if (r->evidence_why) {
+			fputs(": ", f);
+			esc(f, r->evidence_why);
+		}
+		if (r->flags) {
+			fputs("; flagged for review: ", f);
+			esc(f, r->flags);
+		}
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</tbody>\n</table>\n<h2>Measured against expected speedup</h2>\n"
+	      "<p>Bars: measured isolated speedup (baseline time / candidate time) with its 95% CI, overall and per "
+	      "task shape; dashed line: the card's expects.isolated_speedup_min.</p>\n", f);
+	print_chart(f, rows, n);
+	fputs("</body>\n</html>\n", f);
+}
+
 int report_run(const struct report_options *o)
 {
 	const char *dir = o->skills_dir ? o->skills_dir : "skills";
@@ -336,8 +573,8 @@ int report_run(const struct report_options *o)
 	struct row *rows = NULL;
 	int n = 0, mismatches = 0, err = 0;
 
-	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json"))
-		return vs_error(VS_EUSAGE, "unknown report format '%s' (text, markdown, json)", format);
+	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json") && strcmp(format, "html"))
+		return vs_error(VS_EUSAGE, "unknown report format '%s' (text, markdown, json, html)", format);
 	d = opendir(dir);
 	if (!d)
 		return vs_error(VS_EIO, "cannot open the skills directory '%s'", dir);
@@ -371,6 +608,8 @@ int report_run(const struct report_options *o)
 			fill_row(&rows[i], paths[i], &eff, &mismatches);
 		if (!strcmp(format, "json"))
 			print_json(f, rows, n);
+		else if (!strcmp(format, "html"))
+			print_html(f, rows, n);
 		else
 			print_text(f, rows, n, !strcmp(format, "markdown"));
 		if (mismatches)

@@ -6,7 +6,9 @@
  * max_age_days), per-generation status (validated/failed/stale on the measured generation; built
  * where only the gfx942 build gate passed, per the card's emitted plan; untested elsewhere), last
  * verified, device, measured against expected speedup, parity, and evidence (ok, missing, mismatch,
- * none). Formats: text (default), markdown, json.
+ * none). Formats: text (default), markdown, json, and html: one self-contained page (no external
+ * resources) with the status table and an inline SVG chart of measured against expected speedup per
+ * card and per task shape (from each card's verified evidence).
  */
 #ifndef VS_REPORT_H
 #define VS_REPORT_H
@@ -16,7 +18,7 @@
 struct report_options {
 	const char *skills_dir;  /* default "skills" */
 	const char *plans_dir;   /* default "plans" */
-	const char *format;      /* "text", "markdown", "json" */
+	const char *format;      /* "text", "markdown", "json", "html" */
 	int max_age_days;        /* evidence older than this is stale (default 90) */
 	FILE *out;               /* default stdout */
 };

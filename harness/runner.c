@@ -2,12 +2,16 @@
 #include "fsutil.h"
 #include "mla_numeric.h"
 #include "parity.h"
+#include "plugin.h"
+#include "progress.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 #include "worker.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +22,19 @@
 
 static void say(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* One progress line on stdout, copied into the run log. */
+/*
+ * One line for the run log. Inside a task this is the worker's log, which the parent copies into
+ * run.log in plan order (and echoes on a terminal); what reaches stdout is the parent's business.
+ */
 static void say(FILE *log, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (!log)
+		return;
 	va_start(ap, fmt);
-	vfprintf(stdout, fmt, ap);
+	vfprintf(log, fmt, ap);
 	va_end(ap);
-	fflush(stdout);
-	if (log) {
-		va_start(ap, fmt);
-		vfprintf(log, fmt, ap);
-		va_end(ap);
-	}
 }
 
 static double now_s(void)
@@ -904,6 +907,19 @@ static int make_eval_dir(char **out, const struct runner_options *o, const struc
 	int err;
 
 	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
+	if (o->has_part) {
+		/* A part of a run spread over a cluster: results/<card>/.parts/<run id>/<task index>. */
+		base = fs_printf("%s/%s/.parts/%s", root, p->card_id, o->run_id);
+		dir = base ? fs_printf("%s/%04d", base, o->part_index) : NULL;
+		if (!base || !dir) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (fs_exists(dir) && (err = fs_remove_tree(dir))) /* a requeued array task runs again */
+			goto done;
+		err = fs_mkdir_p(dir);
+		goto manifests;
+	}
 	base = fs_printf("%s/%s", root, p->card_id);
 	if (!base)
 		return vs_error(VS_ENOMEM, "out of memory");
@@ -924,6 +940,7 @@ static int make_eval_dir(char **out, const struct runner_options *o, const struc
 			break;
 	}
 	err = fs_mkdir_p(dir);
+manifests:
 	if (!err) {
 		char *m = fs_join(dir, "manifests");
 
@@ -964,23 +981,218 @@ static void print_table_row(FILE *log, const struct runner_task_result *r)
 	}
 }
 
+/* The one line a finished task gets on stdout. */
+static void task_line(struct progress *pg, int i, int n, const struct runner_task_result *r)
+{
+	if (r->error)
+		progress_line(pg, "[%d/%d] %s: FAILED: %s", i + 1, n, r->name, r->error);
+	else if (!r->complete)
+		progress_line(pg, "[%d/%d] %s: parity %s, not timed", i + 1, n, r->name, r->parity_pass ? "pass" :
+			      "FAIL (details in run.log)");
+	else
+		progress_line(pg, "[%d/%d] %s: speedup %.3f [%.3f, %.3f], base %.4f ms, cand %.4f ms, parity %s",
+			      i + 1, n, r->name, r->speedup.estimate, r->speedup.lo, r->speedup.hi,
+			      r->base.timing.median, r->cand.timing.median, r->parity_pass ? "pass" : "FAIL");
+}
+
+int runner_verdict(cJSON *root, const struct plan *p, const struct runner_task_summary *t, int n, int partial,
+		   cJSON *flags, char *line, size_t cap)
+{
+	const double **tb = calloc((size_t)n + 1, sizeof(double *));
+	const double **tc = calloc((size_t)n + 1, sizeof(double *));
+	int *np = calloc((size_t)n + 1, sizeof(int));
+	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0;
+	int pass_speed, pass_parity, verdict_ok;
+	struct stats_ci overall = {0};
+	cJSON *ov, *gates, *g;
+	const char *verdict;
+
+	if (!tb || !tc || !np) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		cJSON_Delete(flags);
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		gate_parity &= t[i].parity_pass;
+		complete_all &= t[i].complete;
+		if (t[i].cand_capture == 0 || t[i].base_capture == 0)
+			gate_capture = 0;
+		if (p->capture_required && t[i].complete && t[i].cand_capture != 1)
+			gate_capture = 0;
+		if (t[i].complete && t[i].parity_pass && t[i].npairs > 0) {
+			tb[nspeed] = t[i].t_base;
+			tc[nspeed] = t[i].t_cand;
+			np[nspeed++] = t[i].npairs;
+		}
+	}
+	if (nspeed > 0 && (err = stats_geomean_speedup(&overall, tb, tc, np, nspeed, p->protocol.resamples,
+						       p->protocol.seed))) {
+		cJSON_Delete(flags);
+		goto done;
+	}
+	pass_speed = nspeed > 0 && complete_all && overall.lo >= p->speedup_min;
+	pass_parity = n > 0 && gate_parity;
+	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
+		     (gate_capture || !p->capture_required) && complete_all;
+	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
+	ov = cJSON_AddObjectToObject(root, "overall");
+	if (nspeed > 0)
+		cJSON_AddItemToObject(ov, "isolated", ci_json(&overall));
+	else
+		cJSON_AddNullToObject(ov, "isolated");
+	cJSON_AddNumberToObject(ov, "tasks_timed", nspeed);
+	cJSON_AddStringToObject(ov, "parity", pass_parity ? "pass" : "fail");
+	gates = cJSON_AddObjectToObject(root, "gates");
+	g = cJSON_AddObjectToObject(gates, "parity");
+	cJSON_AddStringToObject(g, "mode", p->parity_required ? "required" : "advisory");
+	cJSON_AddBoolToObject(g, "pass", pass_parity);
+	g = cJSON_AddObjectToObject(gates, "speedup");
+	cJSON_AddNumberToObject(g, "isolated_speedup_min", p->speedup_min);
+	cJSON_AddNumberToObject(g, "ci_lower", nspeed ? overall.lo : 0);
+	cJSON_AddBoolToObject(g, "pass", pass_speed);
+	g = cJSON_AddObjectToObject(gates, "capture");
+	cJSON_AddBoolToObject(g, "required", p->capture_required);
+	cJSON_AddBoolToObject(g, "pass", p->capture_required ? gate_capture && complete_all : 1);
+	g = cJSON_AddObjectToObject(gates, "complete");
+	cJSON_AddBoolToObject(g, "pass", complete_all && !partial && n == p->ntasks);
+	cJSON_AddItemToObject(root, "flags", flags ? flags : cJSON_CreateArray());
+	cJSON_AddStringToObject(root, "verdict", verdict);
+	if (line) {
+		char iso[96] = "n/a";
+
+		if (nspeed)
+			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
+		snprintf(line, cap, "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
+			 "capture %s; verdict %s", nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL",
+			 pass_parity ? "pass" : "FAIL",
+			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a", verdict);
+	}
+done:
+	free(tb);
+	free(tc);
+	free(np);
+	return err;
+}
+
+cJSON *runner_tool_json(void)
+{
+	cJSON *tool = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(tool, "version", VS_TOOL_VERSION);
+	cJSON_AddStringToObject(tool, "git_head", VS_GIT_HEAD);
+	cJSON_AddStringToObject(tool, "kernels_tree", VS_KERNELS_TREE);
+	cJSON_AddBoolToObject(tool, "kernels_dirty", VS_KERNELS_DIRTY);
+	cJSON_AddStringToObject(tool, "gpu_build", VS_GPU_BUILD);
+	return tool;
+}
+
+cJSON *runner_plugins_json(const struct plan *p)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		cJSON *j;
+
+		if (!pi->plugin_path)
+			continue;
+		j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "role", k ? "candidate" : "baseline");
+		cJSON_AddStringToObject(j, "impl", pi->name);
+		cJSON_AddStringToObject(j, "path", pi->plugin_path);
+		cJSON_AddStringToObject(j, "sha256", pi->plugin_sha256);
+		cJSON_AddItemToArray(arr, j);
+	}
+	return arr;
+}
+
+/* What one selected task gave back. */
+struct task_out {
+	int plan_index;
+	struct runner_task_result r;
+	char *samples, *log;
+	char *dir;             /* its task dir, while its worker runs */
+	struct worker_spec w;
+};
+
+/* One worker slot: a GPU ordinal (or, on the CPU, one more parallel worker). */
+struct slot {
+	int ordinal;
+	int task;              /* index into the selection, -1 when free */
+	struct worker_proc wp;
+};
+
+/* Materialize task i and copy its manifest into the eval dir; *dir is its task dir. */
+static int prepare_task(char **dir, struct run_state *st, const struct runner_options *o, const struct plan *p,
+			int i)
+{
+	char *mpath = NULL, *mtext = NULL, *mname = NULL, hex[65];
+	size_t mlen;
+	int err;
+
+	*dir = NULL;
+	err = task_materialize(dir, o->tasks_root ? o->tasks_root : "tasks", &p->tasks[i], o->threads);
+	if (!err) {
+		mpath = fs_join(*dir, "manifest.json");
+		err = mpath ? fs_read_file(&mtext, &mlen, mpath, 16u << 20) : VS_ENOMEM;
+	}
+	if (!err) {
+		mname = fs_printf("manifests/%s.json", p->task_hash[i]);
+		err = mname ? write_eval_file(st->eval_dir, mname, mtext, mlen, hex) : VS_ENOMEM;
+		if (!err && !cJSON_GetObjectItemCaseSensitive(st->manifests, p->task_hash[i]))
+			cJSON_AddStringToObject(st->manifests, p->task_hash[i], hex);
+	}
+	free(mname);
+	free(mtext);
+	free(mpath);
+	return err;
+}
+
+/* The devices a run uses: one per --gpus ordinal, all of the same kind (their facts end up in info). */
+static int probe_devices(struct vs_device_info *info, const struct runner_options *o, const struct plan *p,
+			 const int *ordinals, int n)
+{
+	int err;
+
+	if (o->device) {
+		*info = o->device->info;
+		return 0;
+	}
+	for (int k = 0; k < n; k++) {
+		struct vs_device_info other;
+
+		if ((err = worker_probe_device(k ? &other : info, p->candidate.backend, ordinals[k])))
+			return err;
+		if (k && (strcmp(other.name, info->name) || strcmp(other.arch, info->arch)))
+			return vs_error(VS_EUNSUPPORTED, "--gpus: GPU %d is '%s' (%s) but GPU %d is '%s' (%s): one "
+					"eval dir speaks for one kind of device; list GPUs of one kind",
+					ordinals[k], other.name, other.arch, ordinals[0], info->name, info->arch);
+	}
+	return 0;
+}
+
 int runner_run(char **eval_dir_out, const struct runner_options *o)
 {
 	struct plan p;
 	struct vs_device_info info;
 	struct run_state st;
-	struct runner_task_result *res = NULL;
+	struct runner_task_ctx ctx;
+	struct progress pg;
+	struct task_out *out = NULL;
+	struct slot *slots = NULL;
+	struct runner_task_summary *sum = NULL;
 	const struct mla_decode_impl *base, *cand;
-	char *plan_text = NULL, plan_hex[65], started[32], finished[32], hex[65];
+	char *plan_text = NULL, plan_hex[65], started[32], finished[32], hex[65], line[512];
 	size_t plan_len = 0;
-	int err, nres = 0, parity_only, partial;
-	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0;
-	struct stats_ci overall = {0};
-	const char *tasks_root = o->tasks_root ? o->tasks_root : "tasks";
+	int err, nsel = 0, parity_only, partial, nslots, next = 0, running = 0, in_process;
+	int *sel = NULL;
+	const int *ordinals;
 
 	memset(&p, 0, sizeof(p));
 	memset(&st, 0, sizeof(st));
 	memset(&info, 0, sizeof(info));
+	memset(&ctx, 0, sizeof(ctx));
+	progress_init(&pg, stdout, 0);
 	if ((err = plan_read(&p, o->plan_path)))
 		return err;
 	if ((err = fs_read_file(&plan_text, &plan_len, o->plan_path, 64u << 20)))
@@ -1006,10 +1218,37 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			goto done;
 		}
 	}
-	if (o->device)
-		info = o->device->info;
-	else if ((err = worker_probe_device(&info, p.candidate.backend, o->gpu_ordinal)))
+	if (o->has_part && (o->part_index < 0 || o->part_index >= p.ntasks)) {
+		err = vs_error(VS_EUSAGE, "--part %d: the plan '%s' has tasks 0..%d", o->part_index, o->plan_path,
+			       p.ntasks - 1);
 		goto done;
+	}
+	if (o->has_part && (!o->run_id || !*o->run_id || strchr(o->run_id, '/'))) {
+		err = vs_error(VS_EUSAGE, "--part needs --run-id ID (the run the part belongs to, without '/')");
+		goto done;
+	}
+	/* The tasks to run, in plan order. */
+	sel = calloc((size_t)p.ntasks, sizeof(int));
+	out = calloc((size_t)p.ntasks, sizeof(*out));
+	sum = calloc((size_t)p.ntasks + 1, sizeof(*sum));
+	if (!sel || !out || !sum) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < p.ntasks; i++)
+		if (o->has_part ? i == o->part_index : task_matches(&p.tasks[i], p.task_hash[i], o->task_filter))
+			sel[nsel++] = i;
+	if (nsel == 0) {
+		err = vs_error(VS_ENOTFOUND, "--task '%s' matches no task of '%s'", o->task_filter, o->plan_path);
+		goto done;
+	}
+	in_process = o->in_process || (getenv("VS_NO_FORK") && *getenv("VS_NO_FORK") == '1');
+	ordinals = o->ngpus > 0 ? o->gpus : &o->gpu_ordinal;
+	nslots = o->ngpus > 0 ? o->ngpus : 1;
+	if ((err = probe_devices(&info, o, &p, ordinals, nslots)))
+		goto done;
+	if (in_process)
+		nslots = 1;
 	if (strcmp(info.arch, p.gen)) {
 		err = vs_error(VS_EUNSUPPORTED, "plan '%s' is for generation '%s' but this device (%s) is '%s': "
 			       "emit a plan with --gen %s (the card's match.gens must list it)", o->plan_path,
@@ -1017,146 +1256,177 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		goto done;
 	}
 	parity_only = o->impl_filter != NULL;
-	partial = parity_only || o->config_filter || o->task_filter;
+	partial = parity_only || o->config_filter || o->task_filter || o->has_part;
 	if ((err = make_eval_dir(&st.eval_dir, o, &p, &info)))
 		goto done;
 	st.samples = open_memstream(&st.samples_buf, &st.samples_len);
 	st.log = open_memstream(&st.log_buf, &st.log_len);
-	if (!st.samples || !st.log) {
+	st.root = cJSON_CreateObject();
+	st.flags = cJSON_CreateArray();
+	st.manifests = cJSON_CreateObject();
+	slots = calloc((size_t)nslots, sizeof(*slots));
+	if (!st.samples || !st.log || !st.root || !st.flags || !st.manifests || !slots) {
 		err = vs_error(VS_ENOMEM, "out of memory");
 		goto done;
 	}
 	fprintf(st.samples, "task,set,pair,order,role,config,ms,checked\n");
 	utc_stamp(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
-	say(st.log, "run %s on %s (%s, %s), plan %s: %s vs %s, %d tasks%s\n", st.eval_dir, info.name,
-	    info.arch, info.driver, o->plan_path, p.baseline.name, p.candidate.name, p.ntasks,
-	    partial ? " (partial: filtered)" : "");
-	res = calloc((size_t)p.ntasks, sizeof(*res));
-	st.root = cJSON_CreateObject();
-	st.flags = cJSON_CreateArray();
-	st.manifests = cJSON_CreateObject();
-	if (!res || !st.root || !st.flags || !st.manifests) {
-		err = vs_error(VS_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (int i = 0; i < p.ntasks; i++) {
-		struct runner_task_ctx ctx;
-		struct worker_spec w;
-		char *dir = NULL, *mpath = NULL, *mtext = NULL, *mname = NULL, *wsamples = NULL, *wlog = NULL;
-		size_t mlen;
-		int terr;
+	snprintf(line, sizeof(line), "run %s on %s (%s, %s), plan %s: %s vs %s, %d tasks%s", st.eval_dir, info.name,
+		 info.arch, info.driver, o->plan_path, p.baseline.name, p.candidate.name, p.ntasks,
+		 partial ? " (partial: filtered)" : "");
+	say(st.log, "%s\n", line);
+	progress_init(&pg, stdout, nsel);
+	progress_line(&pg, "%s", line);
+	if (nslots > 1) {
+		char list[256] = "";
 
-		if (!task_matches(&p.tasks[i], p.task_hash[i], o->task_filter))
+		for (int k = 0; k < nslots; k++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", k ? "," : "", ordinals[k]);
+		progress_line(&pg, "%d workers in parallel (%s %s)", nslots,
+			      strcmp(p.candidate.backend, "cpu") ? "GPUs" : "CPU workers", list);
+	}
+
+	ctx.device = o->device;
+	ctx.plan = &p;
+	ctx.plan_path = o->plan_path;
+	ctx.base = base;
+	ctx.cand = cand;
+	ctx.config_filter = o->config_filter;
+	ctx.check_base = !o->impl_filter || !strcmp(o->impl_filter, base->name);
+	ctx.check_cand = !o->impl_filter || !strcmp(o->impl_filter, cand->name);
+	ctx.timing = !parity_only;
+	for (int k = 0; k < nslots; k++) {
+		slots[k].ordinal = ordinals[k];
+		slots[k].task = -1;
+		slots[k].wp.fd = -1;
+	}
+
+	/* Deal the tasks to the slots as they free up; each task's outcome lands at its plan position. */
+	while (next < nsel || running > 0) {
+		for (int s = 0; s < nslots && next < nsel; s++) {
+			struct task_out *to;
+			int i, terr;
+
+			if (slots[s].task >= 0)
+				continue;
+			to = &out[next];
+			i = to->plan_index = sel[next];
+			progress_status(&pg, "materializing %s", p.tasks[i].name);
+			terr = prepare_task(&to->dir, &st, o, &p, i);
+			if (terr) {
+				runner_task_result_init(&to->r, &ctx, &p.tasks[i], p.task_hash[i]);
+				to->r.error = strdup(vs_last_error());
+				progress_step(&pg);
+				task_line(&pg, i, p.ntasks, &to->r);
+				next++;
+				s--; /* the slot is still free */
+				continue;
+			}
+			to->w.ctx = &ctx;
+			to->w.backend = p.candidate.backend;
+			to->w.gpu_ordinal = slots[s].ordinal;
+			to->w.task_dir = to->dir;
+			to->w.spec = &p.tasks[i];
+			to->w.task_hash = p.task_hash[i];
+			to->w.timeout_s = o->task_timeout_s > 0 ? o->task_timeout_s : 900;
+			to->w.in_process = in_process;
+			progress_status(&pg, "%s", p.tasks[i].name);
+			if (in_process) {
+				terr = worker_run_task(&to->r, &to->w, &to->samples, &to->log);
+				if (terr && terr != VS_EFAIL) {
+					err = terr;
+					goto done;
+				}
+				progress_step(&pg);
+				task_line(&pg, i, p.ntasks, &to->r);
+				if (pg.tty && to->log && *to->log)
+					progress_line(&pg, "%.*s", (int)strlen(to->log) - 1, to->log);
+				next++;
+				s--;
+				continue;
+			}
+			if ((err = worker_start(&slots[s].wp, &to->w)))
+				goto done;
+			slots[s].task = next++;
+			running++;
+		}
+		if (running == 0)
 			continue;
-		say(st.log, "[%d/%d] %s (%.16s)\n", i + 1, p.ntasks, p.tasks[i].name, p.task_hash[i]);
-		memset(&ctx, 0, sizeof(ctx));
-		ctx.device = o->device;
-		ctx.plan = &p;
-		ctx.plan_path = o->plan_path;
-		ctx.base = base;
-		ctx.cand = cand;
-		ctx.config_filter = o->config_filter;
-		ctx.check_base = !o->impl_filter || !strcmp(o->impl_filter, base->name);
-		ctx.check_cand = !o->impl_filter || !strcmp(o->impl_filter, cand->name);
-		ctx.timing = !parity_only;
-		terr = task_materialize(&dir, tasks_root, &p.tasks[i], o->threads);
-		if (!terr) {
-			mpath = fs_join(dir, "manifest.json");
-			terr = mpath ? fs_read_file(&mtext, &mlen, mpath, 16u << 20) : VS_ENOMEM;
+		{
+			struct pollfd pfd[64];
+			int np = 0;
+
+			for (int s = 0; s < nslots && np < 64; s++)
+				if (slots[s].task >= 0)
+					pfd[np++] = (struct pollfd){slots[s].wp.fd, POLLIN, 0};
+			if (poll(pfd, (nfds_t)np, 500) < 0 && errno != EINTR) {
+				err = vs_error(VS_EIO, "poll on the workers failed: %s", strerror(errno));
+				goto done;
+			}
 		}
-		if (!terr) {
-			mname = fs_printf("manifests/%s.json", p.task_hash[i]);
-			terr = write_eval_file(st.eval_dir, mname, mtext, mlen, hex);
-			if (!terr)
-				cJSON_AddStringToObject(st.manifests, p.task_hash[i], hex);
-		}
-		if (terr) {
-			runner_task_result_init(&res[nres], &ctx, &p.tasks[i], p.task_hash[i]);
-			res[nres].error = strdup(vs_last_error());
-		} else {
-			memset(&w, 0, sizeof(w));
-			w.ctx = &ctx;
-			w.backend = p.candidate.backend;
-			w.gpu_ordinal = o->gpu_ordinal;
-			w.task_dir = dir;
-			w.spec = &p.tasks[i];
-			w.task_hash = p.task_hash[i];
-			w.timeout_s = o->task_timeout_s > 0 ? o->task_timeout_s : 900;
-			w.in_process = o->in_process || (getenv("VS_NO_FORK") && *getenv("VS_NO_FORK") == '1');
-			terr = worker_run_task(&res[nres], &w, &wsamples, &wlog);
+		for (int s = 0; s < nslots; s++) {
+			struct task_out *to;
+			int terr;
+
+			if (slots[s].task < 0 || !worker_pump(&slots[s].wp))
+				continue;
+			to = &out[slots[s].task];
+			terr = worker_finish(&to->r, &slots[s].wp, &to->w, &to->samples, &to->log);
+			slots[s].task = -1;
+			running--;
 			if (terr && terr != VS_EFAIL) {
 				err = terr;
 				goto done;
 			}
-			if (wsamples)
-				fputs(wsamples, st.samples);
-			if (wlog)
-				fputs(wlog, st.log);
+			progress_step(&pg);
+			task_line(&pg, to->plan_index, p.ntasks, &to->r);
+			if (pg.tty && to->log && *to->log)
+				progress_line(&pg, "%.*s", (int)strlen(to->log) - 1, to->log);
 		}
-		if (res[nres].error)
-			say(st.log, "    task %s failed: %s\n", p.tasks[i].name, res[nres].error);
-		nres++;
-		free(wsamples);
-		free(wlog);
-		free(mname);
-		free(mtext);
-		free(mpath);
-		free(dir);
+		if (pg.tty) {
+			char names[160] = "";
+
+			for (int s = 0; s < nslots; s++)
+				if (slots[s].task >= 0)
+					snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+						 *names ? ", " : "", p.tasks[out[slots[s].task].plan_index].name);
+			progress_status(&pg, "running %s", names);
+		}
 	}
+	progress_end(&pg);
 
-	/* Overall numbers and gates over the tasks that ran. */
-	{
-		const double **tb = calloc((size_t)nres + 1, sizeof(double *));
-		const double **tc = calloc((size_t)nres + 1, sizeof(double *));
-		int *n = calloc((size_t)nres + 1, sizeof(int));
+	/* The log and samples in plan order, whatever order the workers finished in. */
+	for (int k = 0; k < nsel; k++) {
+		struct task_out *to = &out[k];
+		int i = to->plan_index;
 
-		if (!tb || !tc || !n) {
-			free(tb);
-			free(tc);
-			free(n);
-			err = vs_error(VS_ENOMEM, "out of memory");
-			goto done;
-		}
-		for (int i = 0; i < nres; i++) {
-			gate_parity &= res[i].parity_pass;
-			complete_all &= res[i].complete;
-			if (res[i].cand.capture == 0 || res[i].base.capture == 0)
-				gate_capture = 0;
-			if (p.capture_required && res[i].complete && res[i].cand.capture != 1)
-				gate_capture = 0;
-			if (res[i].complete && res[i].parity_pass) {
-				tb[nspeed] = res[i].t_base;
-				tc[nspeed] = res[i].t_cand;
-				n[nspeed++] = res[i].npairs;
-			}
-		}
-		if (nspeed > 0)
-			stats_geomean_speedup(&overall, tb, tc, n, nspeed, p.protocol.resamples, p.protocol.seed);
-		free(tb);
-		free(tc);
-		free(n);
+		say(st.log, "[%d/%d] %s (%.16s)\n", i + 1, p.ntasks, p.tasks[i].name, p.task_hash[i]);
+		if (to->log)
+			fputs(to->log, st.log);
+		if (to->samples)
+			fputs(to->samples, st.samples);
+		if (to->r.error)
+			say(st.log, "    task %s failed: %s\n", p.tasks[i].name, to->r.error);
+		sum[k].complete = to->r.complete;
+		sum[k].parity_pass = to->r.parity_pass;
+		sum[k].base_capture = to->r.base.capture;
+		sum[k].cand_capture = to->r.cand.capture;
+		sum[k].t_base = to->r.t_base;
+		sum[k].t_cand = to->r.t_cand;
+		sum[k].npairs = to->r.npairs;
 	}
 	print_table_header(st.log);
-	for (int i = 0; i < nres; i++)
-		print_table_row(st.log, &res[i]);
+	for (int k = 0; k < nsel; k++)
+		print_table_row(st.log, &out[k].r);
 
 	/* result.json */
 	{
-		cJSON *tool, *card, *plan, *gates, *g, *ov;
-		int pass_speed = nspeed > 0 && complete_all && overall.lo >= p.speedup_min;
-		int pass_parity = nres > 0 && gate_parity;
-		int verdict_ok = !partial && pass_speed && (pass_parity || !p.parity_required) &&
-				 (gate_capture || !p.capture_required) && complete_all;
+		cJSON *card, *plan;
 		char *text;
 
 		utc_stamp(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
 		cJSON_AddStringToObject(st.root, "schema", VS_RESULT_SCHEMA);
-		tool = cJSON_AddObjectToObject(st.root, "tool");
-		cJSON_AddStringToObject(tool, "version", VS_TOOL_VERSION);
-		cJSON_AddStringToObject(tool, "git_head", VS_GIT_HEAD);
-		cJSON_AddStringToObject(tool, "kernels_tree", VS_KERNELS_TREE);
-		cJSON_AddBoolToObject(tool, "kernels_dirty", VS_KERNELS_DIRTY);
-		cJSON_AddStringToObject(tool, "gpu_build", VS_GPU_BUILD);
+		cJSON_AddItemToObject(st.root, "tool", runner_tool_json());
 		card = cJSON_AddObjectToObject(st.root, "card");
 		cJSON_AddStringToObject(card, "id", p.card_id);
 		cJSON_AddStringToObject(card, "path", p.card_path);
@@ -1171,33 +1441,32 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		cJSON_AddStringToObject(st.root, "finished", finished);
 		cJSON_AddStringToObject(st.root, "baseline", p.baseline.name);
 		cJSON_AddStringToObject(st.root, "candidate", p.candidate.name);
+		cJSON_AddItemToObject(st.root, "plugins", runner_plugins_json(&p));
 		cJSON_AddBoolToObject(st.root, "partial", partial);
+		if (partial) {
+			cJSON *f = cJSON_AddObjectToObject(st.root, "filters");
+
+			if (o->task_filter)
+				cJSON_AddStringToObject(f, "task", o->task_filter);
+			if (o->impl_filter)
+				cJSON_AddStringToObject(f, "impl", o->impl_filter);
+			if (o->config_filter)
+				cJSON_AddStringToObject(f, "config", o->config_filter);
+			if (o->has_part) {
+				cJSON *pt = cJSON_AddObjectToObject(st.root, "part");
+
+				cJSON_AddStringToObject(pt, "run_id", o->run_id);
+				cJSON_AddNumberToObject(pt, "index", o->part_index);
+				cJSON_AddNumberToObject(pt, "of", p.ntasks);
+			}
+		}
 		st.tasks = cJSON_AddArrayToObject(st.root, "tasks");
-		for (int i = 0; i < nres; i++)
-			cJSON_AddItemToArray(st.tasks, task_json(&res[i], &p, st.flags));
-		ov = cJSON_AddObjectToObject(st.root, "overall");
-		if (nspeed > 0)
-			cJSON_AddItemToObject(ov, "isolated", ci_json(&overall));
-		else
-			cJSON_AddNullToObject(ov, "isolated");
-		cJSON_AddNumberToObject(ov, "tasks_timed", nspeed);
-		cJSON_AddStringToObject(ov, "parity", pass_parity ? "pass" : "fail");
-		gates = cJSON_AddObjectToObject(st.root, "gates");
-		g = cJSON_AddObjectToObject(gates, "parity");
-		cJSON_AddStringToObject(g, "mode", p.parity_required ? "required" : "advisory");
-		cJSON_AddBoolToObject(g, "pass", pass_parity);
-		g = cJSON_AddObjectToObject(gates, "speedup");
-		cJSON_AddNumberToObject(g, "isolated_speedup_min", p.speedup_min);
-		cJSON_AddNumberToObject(g, "ci_lower", nspeed ? overall.lo : 0);
-		cJSON_AddBoolToObject(g, "pass", pass_speed);
-		g = cJSON_AddObjectToObject(gates, "capture");
-		cJSON_AddBoolToObject(g, "required", p.capture_required);
-		cJSON_AddBoolToObject(g, "pass", p.capture_required ? gate_capture && complete_all : 1);
-		g = cJSON_AddObjectToObject(gates, "complete");
-		cJSON_AddBoolToObject(g, "pass", complete_all && !partial && nres == p.ntasks);
-		cJSON_AddItemToObject(st.root, "flags", st.flags);
+		for (int k = 0; k < nsel; k++)
+			cJSON_AddItemToArray(st.tasks, task_json(&out[k].r, &p, st.flags));
+		err = runner_verdict(st.root, &p, sum, nsel, partial, st.flags, line, sizeof(line));
 		st.flags = NULL;
-		cJSON_AddStringToObject(st.root, "verdict", verdict_ok && nres == p.ntasks ? "validated" : "failed");
+		if (err)
+			goto done;
 
 		/* Copies that bind the evidence: plan, manifests (written above), samples, log. */
 		fclose(st.samples);
@@ -1208,16 +1477,9 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		cJSON_AddStringToObject(st.root, "samples_sha256", hex);
 		cJSON_AddItemToObject(st.root, "manifests", st.manifests);
 		st.manifests = NULL;
-		say(st.log, "\noverall isolated speedup (geomean of %d tasks): ", nspeed);
-		if (nspeed)
-			say(st.log, "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
-		else
-			say(st.log, "n/a");
-		say(st.log, "; gate >= %g: %s; parity %s; capture %s; verdict %s\n", p.speedup_min,
-		    pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
-		    p.capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a",
-		    cJSON_GetStringValue(cJSON_GetObjectItem(st.root, "verdict")));
-		say(st.log, "eval dir: %s\n", st.eval_dir);
+		say(st.log, "\n%s\neval dir: %s\n", line, st.eval_dir);
+		progress_line(&pg, "%s", line);
+		progress_line(&pg, "eval dir: %s", st.eval_dir);
 		fclose(st.log);
 		st.log = NULL;
 		if ((err = write_eval_file(st.eval_dir, "run.log", st.log_buf, st.log_len, hex)))
@@ -1237,6 +1499,10 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	st.eval_dir = NULL;
 	err = 0;
 done:
+	progress_end(&pg);
+	for (int s = 0; slots && s < nslots; s++)
+		if (slots[s].task >= 0)
+			worker_kill(&slots[s].wp);
 	if (st.samples)
 		fclose(st.samples);
 	if (st.log)
@@ -1247,9 +1513,16 @@ done:
 	cJSON_Delete(st.root);
 	cJSON_Delete(st.flags);
 	cJSON_Delete(st.manifests);
-	for (int i = 0; i < nres; i++)
-		runner_task_result_release(&res[i]);
-	free(res);
+	for (int k = 0; out && k < p.ntasks; k++) {
+		runner_task_result_release(&out[k].r);
+		free(out[k].samples);
+		free(out[k].log);
+		free(out[k].dir);
+	}
+	free(out);
+	free(slots);
+	free(sum);
+	free(sel);
 	free(plan_text);
 	plan_release(&p);
 	return err;

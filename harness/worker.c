@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -202,67 +203,41 @@ static double mono(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Read the worker's message until EOF or the deadline. Returns 1 at EOF, 0 on timeout. */
-static int read_until(int fd, char **buf, size_t *len, double deadline)
+/* Read what the worker has sent so far. Returns 1 at EOF (or on a read error), 0 otherwise. */
+static int read_some(struct worker_proc *wp)
 {
-	size_t cap = 0;
-
 	for (;;) {
-		struct pollfd pfd = {fd, POLLIN, 0};
-		double left = deadline > 0 ? deadline - mono() : 1e9;
-		int rc;
+		ssize_t k;
 
-		if (left <= 0)
-			return 0;
-		rc = poll(&pfd, 1, left > 1e6 ? -1 : (int)(left * 1000) + 1);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc == 0)
-			continue;
-		if (*len + 65536 + 1 > cap) {
-			char *nb = realloc(*buf, cap = (*len + 65536) * 2);
+		if (wp->len + 65536 + 1 > wp->cap) {
+			size_t ncap = (wp->len + 65536) * 2;
+			char *nb = realloc(wp->buf, ncap);
 
 			if (!nb)
 				return 1;
-			*buf = nb;
+			wp->buf = nb;
+			wp->cap = ncap;
+			wp->buf[wp->len] = '\0';
 		}
-		ssize_t k = read(fd, *buf + *len, cap - *len - 1);
-
+		k = read(wp->fd, wp->buf + wp->len, wp->cap - wp->len - 1);
 		if (k < 0 && errno == EINTR)
 			continue;
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
 		if (k <= 0)
 			return 1;
-		*len += (size_t)k;
-		(*buf)[*len] = '\0';
+		wp->len += (size_t)k;
+		wp->buf[wp->len] = '\0';
 	}
 }
 
-int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, char **samples, char **log)
+int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 {
-	int fds[2], status = 0, finished, err = 0, code;
-	char *buf = NULL;
-	size_t len = 0;
+	int fds[2], code;
 	pid_t pid;
-	cJSON *j;
 
-	*samples = NULL;
-	*log = NULL;
-	memset(r, 0, sizeof(*r));
-	if (w->in_process) {
-		char *msg = work(w, &code);
-
-		j = msg ? cJSON_Parse(msg) : NULL;
-		free(msg);
-		if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
-			return err;
-		if (!j)
-			return vs_error(VS_ENOMEM, "out of memory");
-		result_unmsg(r, j, w->ctx->plan, samples, log);
-		cJSON_Delete(j);
-		return 0;
-	}
-	if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
-		return err;
+	memset(wp, 0, sizeof(*wp));
+	wp->fd = -1;
 	if (pipe(fds) != 0)
 		return vs_error(VS_EIO, "cannot create a pipe for the worker: %s", strerror(errno));
 	fflush(stdout);
@@ -285,20 +260,69 @@ int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, c
 		_exit(msg ? 0 : 3);
 	}
 	close(fds[1]);
-	finished = read_until(fds[0], &buf, &len, w->timeout_s > 0 ? mono() + w->timeout_s : 0);
-	close(fds[0]);
-	if (!finished)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+	fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+	wp->pid = pid;
+	wp->fd = fds[0];
+	wp->started = mono();
+	wp->deadline = w->timeout_s > 0 ? wp->started + w->timeout_s : 0;
+	return 0;
+}
+
+int worker_pump(struct worker_proc *wp)
+{
+	if (wp->eof || wp->timed_out)
+		return 1;
+	if (read_some(wp)) {
+		wp->eof = 1;
+		return 1;
+	}
+	if (wp->deadline > 0 && mono() >= wp->deadline) {
+		wp->timed_out = 1;
+		kill(wp->pid, SIGKILL);
+		return 1;
+	}
+	return 0;
+}
+
+void worker_kill(struct worker_proc *wp)
+{
+	int status;
+
+	if (wp->pid > 0) {
+		kill(wp->pid, SIGKILL);
+		while (waitpid(wp->pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (wp->fd >= 0)
+		close(wp->fd);
+	free(wp->buf);
+	memset(wp, 0, sizeof(*wp));
+	wp->fd = -1;
+}
+
+int worker_finish(struct runner_task_result *r, struct worker_proc *wp, const struct worker_spec *w,
+		  char **samples, char **log)
+{
+	int status = 0, err;
+	cJSON *j;
+
+	*samples = NULL;
+	*log = NULL;
+	while (waitpid(wp->pid, &status, 0) < 0 && errno == EINTR)
 		;
-	j = finished && buf ? cJSON_Parse(buf) : NULL;
-	free(buf);
+	wp->pid = 0;
+	close(wp->fd);
+	wp->fd = -1;
+	if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
+		goto done;
+	j = !wp->timed_out && wp->len > 0 ? cJSON_ParseWithLength(wp->buf, wp->len) : NULL;
 	if (j) {
 		result_unmsg(r, j, w->ctx->plan, samples, log);
 		cJSON_Delete(j);
-		return 0;
+		goto done;
 	}
-	if (!finished)
+	if (wp->timed_out)
 		r->error = fs_printf("worker timed out after %.0f s and was killed (a hang, or a limit too low "
 				     "for this task)", w->timeout_s);
 	else if (WIFSIGNALED(status))
@@ -307,7 +331,46 @@ int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, c
 	else
 		r->error = fs_printf("worker exited with status %d without a result",
 				     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	return VS_EFAIL;
+	err = VS_EFAIL;
+done:
+	free(wp->buf);
+	wp->buf = NULL;
+	return err;
+}
+
+int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, char **samples, char **log)
+{
+	struct worker_proc wp;
+	int err, code;
+	cJSON *j;
+
+	*samples = NULL;
+	*log = NULL;
+	memset(r, 0, sizeof(*r));
+	if (w->in_process) {
+		char *msg = work(w, &code);
+
+		j = msg ? cJSON_Parse(msg) : NULL;
+		free(msg);
+		if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
+			return err;
+		if (!j)
+			return vs_error(VS_ENOMEM, "out of memory");
+		result_unmsg(r, j, w->ctx->plan, samples, log);
+		cJSON_Delete(j);
+		return 0;
+	}
+	if ((err = worker_start(&wp, w))) {
+		runner_task_result_init(r, w->ctx, w->spec, w->task_hash);
+		return err;
+	}
+	while (!worker_pump(&wp)) {
+		struct pollfd pfd = {wp.fd, POLLIN, 0};
+		double left = wp.deadline > 0 ? wp.deadline - mono() : 1.0;
+
+		poll(&pfd, 1, left > 1.0 ? 1000 : (int)(left * 1000) + 1);
+	}
+	return worker_finish(r, &wp, w, samples, log);
 }
 
 int worker_probe_device(struct vs_device_info *info, const char *backend, int gpu_ordinal)

@@ -33,6 +33,35 @@ struct worker_spec {
  */
 int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, char **samples, char **log);
 
+/** A worker process started by worker_start(), collected by worker_finish(). */
+struct worker_proc {
+	int pid;             /* 0 once collected */
+	int fd;              /* read end of the result pipe (non-blocking), -1 when closed */
+	char *buf;           /* what the worker sent so far */
+	size_t len, cap;
+	double started, deadline; /* monotonic seconds; deadline 0 = no limit */
+	int eof, timed_out;
+};
+
+/**
+ * Start a worker for w without waiting for it (several may run at once: `--gpus`). w and what it
+ * points to must stay valid until worker_finish(). Errors: VS_EIO (pipe, fork).
+ */
+int worker_start(struct worker_proc *wp, const struct worker_spec *w);
+
+/**
+ * Read what wp->fd has (call when poll() says it is readable, or periodically); kills the worker
+ * when its deadline has passed. Returns 1 when the worker is done (EOF or killed), else 0.
+ */
+int worker_pump(struct worker_proc *wp);
+
+/** Reap a done worker and rebuild its result, as worker_run_task() returns it. */
+int worker_finish(struct runner_task_result *r, struct worker_proc *wp, const struct worker_spec *w,
+		  char **samples, char **log);
+
+/** Kill and reap a running worker (a run that stops on a harness error). */
+void worker_kill(struct worker_proc *wp);
+
 /** Open the device in a short-lived worker and report its facts (the parent stays GPU-free). */
 int worker_probe_device(struct vs_device_info *info, const char *backend, int gpu_ordinal);
 

@@ -25,8 +25,32 @@
  * once is replayed after both change in place); host-side decisions may depend only on the shapes
  * and scalars of mla_decode_args.
  *
- * The same descriptor can later be loaded from a shared library that exports
- * `const struct mla_decode_impl *mla_decode_plugin(void)` (ABI version below).
+ * Plugins (loaded with dlopen by `--baseline-lib/--candidate-lib FILE.so`, or named by a plan):
+ * an implementation built elsewhere, with any toolchain, is a shared object that includes only this
+ * header and exports one C symbol,
+ *
+ *   const struct mla_decode_impl *mla_decode_plugin(void);      (MLA_DECODE_PLUGIN_SYMBOL)
+ *
+ * returning a descriptor that lives as long as the library is loaded (static storage). The harness
+ * reads descriptor->abi_version first and refuses the library unless it equals the harness's
+ * MLA_DECODE_ABI_VERSION; only then does it look at the other fields. Rules of the ABI:
+ *   - C calling convention and the platform's C data layout (x86_64/aarch64 SysV LP64): the
+ *     structs below are plain C, natural alignment, no packing. From C++ wrap the symbol and the
+ *     callbacks in extern "C" and never let an exception cross them.
+ *   - abi_version is the first member of struct mla_decode_impl in every version, so that any
+ *     harness can read it. Any change to a struct, an enum value or the contract in this file
+ *     increments MLA_DECODE_ABI_VERSION; a plugin is accepted only for the exact version it was
+ *     compiled against (no partial compatibility: a mismatch is refused with both numbers).
+ *   - name is unique (it must not name a built-in implementation; "<team>.<kernel>" is the
+ *     convention), backend is "cpu" (host pointers) or "hip" (device pointers of the harness's
+ *     GPU runtime; the plugin must use the same runtime and device as the harness). configs(),
+ *     workspace_size() and launch() follow the contract above and are called from one thread at
+ *     a time, possibly in a forked worker process: a plugin keeps no state across fork that would
+ *     break there (no GPU context created in a constructor).
+ *   - mla_decode_plugin() is called once per load; it may not fail partially: NULL means "no
+ *     implementation" and is reported as an error.
+ * The evidence binds a plugin by the sha256 of its file: result.json records it, and --record /
+ * --verify refuse evidence whose plugin file changed since the run.
  */
 #ifndef MLA_DECODE_H
 #define MLA_DECODE_H
@@ -38,7 +62,13 @@
 extern "C" {
 #endif
 
+/** Version of this ABI (structs, enums, contract). A plugin's descriptor must carry exactly this. */
 #define MLA_DECODE_ABI_VERSION 1
+
+/** The one symbol a plugin exports, and its type. */
+#define MLA_DECODE_PLUGIN_SYMBOL "mla_decode_plugin"
+struct mla_decode_impl;
+typedef const struct mla_decode_impl *(*mla_decode_plugin_fn)(void);
 
 #define MLA_D_QK 576   /* 512 latent (kv_lora_rank) + 64 rope dims */
 #define MLA_D_V 512    /* V is the first 512 dims of the cache row */
@@ -118,7 +148,7 @@ struct mla_decode_config {
  *   launch   runs (CPU) or enqueues (GPU) the computation; returns enum mla_status.
  */
 struct mla_decode_impl {
-	uint32_t abi_version; /* MLA_DECODE_ABI_VERSION */
+	uint32_t abi_version; /* MLA_DECODE_ABI_VERSION; always the first member, in every version */
 	const char *name;
 	const char *backend;
 	const char *summary;

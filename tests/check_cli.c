@@ -77,6 +77,14 @@ static const struct bad_case bad[] = {
 	{"--record skills/mla_decode_cpu_splitkv.md --eval-dir results/nothing", 1, "no eval dir with a result.json", 1},
 	{"--report --format yaml", 2, "unknown report format 'yaml'", 1},
 	{"--verify skills/missing.md", 1, "cannot open", 1},
+	{"--run plans/x.plan.json --publish http://127.0.0.1:9/r", 2, "--publish applies to --record --validate --flush only", 0},
+	{"--report --part 1", 2, "--part applies to --run only", 0},
+	{"--run plans/x.plan.json --gpus 0,0", 2, "--gpus lists a GPU twice", 0},
+	{"--flush", 2, "--flush sends the outbox to a server: give it with --publish URL", 0},
+	{"--merge results/nothing", 1, "'results/nothing' is neither an eval dir part nor a directory of parts", 1},
+	{"--fetch ftp://127.0.0.1/card.md", 2, "only http and https URLs are supported", 1},
+	{"--emit-plan skills/mla_decode_cpu_splitkv.md --candidate-lib nothere.so", 1, "plugin 'nothere.so' does not exist", 1},
+	{"--static skills/titled.md --slurm=1", 2, "option '--slurm=1' takes no value", 0},
 };
 
 START_TEST(bad_input_gives_one_clear_line)

@@ -1,5 +1,8 @@
 #include "testutil.h"
 
+#include "fsutil.h"
+
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,4 +130,89 @@ int tu_count_lines(const char *s)
 	if (s && s[-1] != '\n')
 		n++;
 	return n;
+}
+
+char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int ncfg)
+{
+	char *src = tu_source("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
+	char *dst = fs_join(dir, "mla_decode_cpu_splitkv.md"), *card = tu_read(src, NULL), *args = NULL;
+	char *out = NULL, *err = NULL, *plan_rel = strdup("plans/mla_decode_cpu_splitkv.plan.json");
+	char *plan = fs_join(root, plan_rel), *text;
+	cJSON *j, *tasks, *pr;
+	int status;
+
+	fs_mkdir_p(dir);
+	{
+		/* A gate far below the CPU pair's speedup (about 5x): short runs on a busy machine agree on it. */
+		char *g = strstr(card, "isolated_speedup_min: 1.3");
+
+		if (g)
+			memcpy(g, "isolated_speedup_min: 1.1", 25);
+	}
+	tu_write(dst, card, strlen(card));
+	if (asprintf(&args, "--emit-plan skills/mla_decode_cpu_splitkv.md %s", extra_args ? extra_args : "") < 0)
+		ck_abort_msg("asprintf failed");
+	status = tu_run_tool(root, args, &out, &err);
+	ck_assert_msg(status == 0, "%s: exit %d: %s", args, status, err);
+	text = tu_read(plan, NULL);
+	j = cJSON_Parse(text);
+	ck_assert_ptr_nonnull(j);
+	tasks = cJSON_GetObjectItem(j, "tasks");
+	while (cJSON_GetArraySize(tasks) > ntasks)
+		cJSON_DeleteItemFromArray(tasks, cJSON_GetArraySize(tasks) - 1);
+	for (int k = 0; k < 2; k++) {
+		cJSON *cfgs = cJSON_GetObjectItem(cJSON_GetObjectItem(j, k ? "candidate" : "baseline"), "configs");
+
+		while (cJSON_GetArraySize(cfgs) > ncfg)
+			cJSON_DeleteItemFromArray(cfgs, cJSON_GetArraySize(cfgs) - 1);
+	}
+	pr = cJSON_GetObjectItem(j, "protocol");
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "min_pairs"), 8);
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "max_pairs"), 30);
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "max_seconds"), 2);
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "bootstrap_resamples"), 400);
+	free(text);
+	text = cJSON_Print(j);
+	tu_write(plan, text, strlen(text));
+	cJSON_free(text);
+	cJSON_Delete(j);
+	free(src);
+	free(dir);
+	free(dst);
+	free(card);
+	free(args);
+	free(out);
+	free(err);
+	free(plan);
+	return plan_rel;
+}
+
+char *tu_eval_dir_of(const char *out)
+{
+	const char *s = out ? strstr(out, "eval dir: ") : NULL;
+	size_t n;
+
+	if (s)
+		s += 10;
+	else if (out && (s = strstr(out, " into ")))
+		s += 6;
+	if (!s)
+		return NULL;
+	n = strcspn(s, "\n");
+	return strndup(s, n);
+}
+
+char *tu_json_str(const char *path, const char *dotted)
+{
+	char *text = tu_read(path, NULL), *key = strdup(dotted), *save = NULL, *res = NULL;
+	cJSON *j = cJSON_Parse(text), *cur = j;
+
+	for (char *k = strtok_r(key, ".", &save); k && cur; k = strtok_r(NULL, ".", &save))
+		cur = cJSON_GetObjectItem(cur, k);
+	if (cJSON_IsString(cur))
+		res = strdup(cur->valuestring);
+	cJSON_Delete(j);
+	free(text);
+	free(key);
+	return res;
 }

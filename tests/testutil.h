@@ -27,6 +27,21 @@ char *tu_read(const char *path, size_t *len);
  */
 int tu_run_tool(const char *cwd, const char *args, char **out, char **err);
 
+/**
+ * A scratch repository for runs: copies skills/mla_decode_cpu_splitkv.md into root/skills/ (its
+ * speedup gate lowered from 1.3 to 1.1, so that short noisy runs agree on the verdict), emits
+ * its plan with extra_args (e.g. "--candidate-lib x.so"), then shrinks the plan so that a run takes
+ * seconds: its first ntasks tasks, the first ncfg configs of each implementation, few pairs.
+ * Returns the plan path relative to root (malloc'd).
+ */
+char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int ncfg);
+
+/** The eval dir a `--run`/`--merge` printed ("eval dir: X" or "merged ... into X"), malloc'd, or NULL. */
+char *tu_eval_dir_of(const char *out);
+
+/** A string member of a JSON file (dotted path "a.b"), malloc'd, or NULL. */
+char *tu_json_str(const char *path, const char *dotted);
+
 /** Count lines in s (a trailing line without newline counts). */
 int tu_count_lines(const char *s);
 

@@ -1,0 +1,380 @@
+/*
+ * check_merge.c - scale-out on one machine and across a cluster, without Slurm: `--run --gpus`
+ * (here on the CPU backend: one parallel CPU worker per listed ordinal) writes the same eval dir as
+ * a single-worker run apart from timings; `--run --part I --run-id R` writes one part per plan task,
+ * which --record refuses alone and `--merge` joins into an eval dir equal to a direct run's (apart
+ * from timings) that --record accepts; merging refuses missing, duplicated and tampered parts.
+ * Also the housekeeping around runs: --task/--impl/--config give partial runs, --gc removes unused
+ * task dirs and stale temporary dirs but not live ones.
+ */
+#include "testutil.h"
+
+#include "fsutil.h"
+#include "vs_build_info.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *tmp;
+
+static void setup(void)
+{
+	tmp = tu_tmpdir();
+}
+
+static void teardown(void)
+{
+	fs_remove_tree(tmp);
+	free(tmp);
+}
+
+/* Run the tool in tmp; exit status must be want. Returns stdout (malloc'd); stderr into *err_out. */
+static char *tool(int want, char **err_out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static char *tool(int want, char **err_out, const char *fmt, ...)
+{
+	va_list ap;
+	char *args = NULL, *out = NULL, *err = NULL;
+	int status;
+
+	va_start(ap, fmt);
+	ck_assert_int_ge(vasprintf(&args, fmt, ap), 0);
+	va_end(ap);
+	status = tu_run_tool(tmp, args, &out, &err);
+	ck_assert_msg(status == want, "'%s': exit %d, want %d\nstderr: %s\nstdout: %s", args, status, want, err, out);
+	if (err_out)
+		*err_out = err;
+	else
+		free(err);
+	free(args);
+	return out;
+}
+
+/*
+ * Timing-dependent members, removed before two eval dirs are compared: the numbers, and what only
+ * they decide (the speedup gate and so the verdict: short CPU runs with workers sharing two cores
+ * are noisy; check_slurm compares verdicts where the runs do not share cores).
+ */
+static const char *const timing_keys[] = {"started", "finished", "timing", "speedup", "pairs", "stop",
+					  "tune_median_ms", "isolated", "ci_lower", "samples_sha256", "log_sha256",
+					  "timed_checks", "timed_check_failures", "sm_clock_mhz", "flags",
+					  "merged_from", "path", "verdict"};
+
+static void strip(cJSON *j)
+{
+	cJSON *c;
+
+	for (size_t k = 0; k < sizeof(timing_keys) / sizeof(timing_keys[0]); k++)
+		cJSON_DeleteItemFromObjectCaseSensitive(j, timing_keys[k]);
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "gates"), "speedup"), "pass");
+	cJSON_ArrayForEach(c, j)
+		strip(c);
+}
+
+/* Equal texts, or a failure that shows the first line that differs. */
+static void same_text(const char *what, const char *a, const char *b)
+{
+	int line = 1;
+	const char *la = a, *lb = b;
+
+	while (*a && *a == *b) {
+		if (*a == '\n') {
+			line++;
+			la = a + 1;
+			lb = b + 1;
+		}
+		a++;
+		b++;
+	}
+	ck_assert_msg(*a == *b, "%s differ at line %d:\n  %.*s\n  %.*s", what, line, (int)strcspn(la, "\n"), la,
+		      (int)strcspn(lb, "\n"), lb);
+}
+
+static char *normalized_result(const char *eval_dir)
+{
+	char *path = fs_printf("%s/%s/result.json", tmp, eval_dir), *text = tu_read(path, NULL), *out;
+	cJSON *j = cJSON_Parse(text);
+
+	ck_assert_ptr_nonnull(j);
+	strip(j);
+	out = cJSON_Print(j);
+	cJSON_Delete(j);
+	free(text);
+	free(path);
+	return out;
+}
+
+/* The file names of an eval dir, sorted, as one string. */
+static char *listing(const char *eval_dir)
+{
+	char *dir = fs_printf("%s/%s", tmp, eval_dir), *mdir = fs_join(dir, "manifests"), *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+	struct dirent **names;
+	int k;
+
+	k = scandir(dir, &names, NULL, alphasort);
+	for (int i = 0; i < k; i++) {
+		fprintf(f, "%s\n", names[i]->d_name);
+		free(names[i]);
+	}
+	free(names);
+	k = scandir(mdir, &names, NULL, alphasort);
+	for (int i = 0; i < k; i++) {
+		fprintf(f, "manifests/%s\n", names[i]->d_name);
+		free(names[i]);
+	}
+	free(names);
+	fclose(f);
+	free(dir);
+	free(mdir);
+	return out;
+}
+
+/* The task column of samples.csv, one hash per run of equal rows (the order tasks appear in). */
+static char *sample_tasks(const char *eval_dir)
+{
+	char *path = fs_printf("%s/%s/samples.csv", tmp, eval_dir), *text = tu_read(path, NULL), *out = NULL;
+	char last[65] = "";
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+
+	for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+		if (strncmp(line + 1, last, 64)) {
+			memcpy(last, line + 1, 64);
+			fprintf(f, "%.64s\n", last);
+		}
+	}
+	fclose(f);
+	free(text);
+	free(path);
+	return out;
+}
+
+START_TEST(gpus_run_writes_the_eval_dir_of_a_single_worker_run)
+{
+	char *plan = tu_small_plan(tmp, "", 3, 1), *out, *single, *multi, *a, *b;
+
+	out = tool(0, NULL, "--run %s --threads 1 --run-id single", plan);
+	single = tu_eval_dir_of(out);
+	free(out);
+	out = tool(0, NULL, "--run %s --threads 1 --run-id multi --gpus 0,1", plan);
+	ck_assert_msg(strstr(out, "2 workers in parallel (CPU workers 0,1)"), "%s", out);
+	multi = tu_eval_dir_of(out);
+	free(out);
+	a = normalized_result(single);
+	b = normalized_result(multi);
+	same_text("result.json of the single-worker and the --gpus run", a, b);
+	free(a);
+	free(b);
+	a = listing(single);
+	b = listing(multi);
+	same_text("files of the two eval dirs", a, b);
+	free(a);
+	free(b);
+	a = sample_tasks(single);
+	b = sample_tasks(multi);
+	same_text("task order of samples.csv", a, b);
+	ck_assert_int_eq(tu_count_lines(a), 3);
+	free(a);
+	free(b);
+	/* Both verify as evidence (the same checks --record makes). */
+	if (!VS_KERNELS_DIRTY) {
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", multi));
+		free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
+	}
+	tool(2, NULL, "--run %s --gpus 0,0", plan);
+	tool(2, NULL, "--run %s --gpus 0,x", plan);
+	free(single);
+	free(multi);
+	free(plan);
+}
+END_TEST
+
+START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
+{
+	char *plan = tu_small_plan(tmp, "", 3, 1), *out, *err, *direct, *merged, *a, *b, *path, *text;
+	const char *parts = "results/mla_decode_cpu_splitkv/.parts/R";
+
+	out = tool(0, NULL, "--run %s --threads 2 --run-id direct", plan);
+	direct = tu_eval_dir_of(out);
+	free(out);
+	for (int i = 0; i < 3; i++)
+		free(tool(0, NULL, "--run %s --threads 2 --part %d --run-id R", plan, i));
+	tool(2, &err, "--run %s --part 3 --run-id R", plan);
+	ck_assert_msg(strstr(err, "has tasks 0..2"), "%s", err);
+	free(err);
+	tool(2, &err, "--run %s --part 0", plan);
+	ck_assert_msg(strstr(err, "--part needs --run-id"), "%s", err);
+	free(err);
+	/* A part alone is partial evidence. */
+	tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s/0001", parts);
+	ck_assert_msg(strstr(err, "partial"), "%s", err);
+	free(err);
+	/* Missing and duplicated parts are refused with what to do. */
+	tool(1, &err, "--merge %s/0000 %s/0001 --run-id m1", parts, parts);
+	ck_assert_msg(strstr(err, "missing: 2 (") && strstr(err, "--part N"), "%s", err);
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	free(err);
+	tool(1, &err, "--merge %s %s/0001 --run-id m2", parts, parts);
+	ck_assert_msg(strstr(err, "in two parts"), "%s", err);
+	free(err);
+
+	out = tool(0, NULL, "--merge %s", parts);
+	merged = tu_eval_dir_of(out);
+	ck_assert_msg(merged && strstr(merged, "results/mla_decode_cpu_splitkv/R"), "%s", out);
+	free(out);
+	a = normalized_result(direct);
+	b = normalized_result(merged);
+	same_text("result.json of the direct run and the merged parts", a, b);
+	free(a);
+	free(b);
+	a = listing(direct);
+	b = listing(merged);
+	same_text("files of the two eval dirs", a, b);
+	free(a);
+	free(b);
+	if (VS_KERNELS_DIRTY) {
+		tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged);
+		ck_assert_msg(strstr(err, "uncommitted kernels/"), "%s", err);
+		free(err);
+	} else {
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged));
+		free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
+	}
+	/* A tampered part does not merge. */
+	path = fs_printf("%s/%s/0002/samples.csv", tmp, parts);
+	text = tu_read(path, NULL);
+	text[strlen(text) - 3] = text[strlen(text) - 3] == '1' ? '0' : '1';
+	tu_write(path, text, strlen(text));
+	tool(1, &err, "--merge %s --run-id again", parts);
+	ck_assert_msg(strstr(err, "samples.csv' does not match"), "%s", err);
+	free(err);
+	free(text);
+	free(path);
+	free(direct);
+	free(merged);
+	free(plan);
+}
+END_TEST
+
+struct filter_case {
+	const char *args;
+	int tasks;           /* tasks in result.json */
+	const char *filter;  /* member of "filters" */
+};
+
+static const struct filter_case filters[] = {
+	{"--task causal", 1, "task"},
+	{"--impl cpu.naive", 2, "impl"},
+	{"--config bn16-bh8-sp0-w0-st0", 2, "config"},
+};
+
+START_TEST(filters_give_partial_runs_that_record_refuses)
+{
+	const struct filter_case *c = &filters[_i];
+	char *plan = tu_small_plan(tmp, "", 2, 1), *out, *err, *eval, *path, *text;
+	cJSON *j;
+
+	/* The one candidate config left in the small plan. */
+	path = fs_join(tmp, plan);
+	text = tu_read(path, NULL);
+	j = cJSON_Parse(text);
+	free(text);
+	free(path);
+	{
+		const char *cfg = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+			cJSON_GetObjectItem(j, "candidate"), "configs"), 0), "name"));
+		char *args = strcmp(c->filter, "config") ? strdup(c->args) : fs_printf("--config %s", cfg);
+
+		out = tool(0, NULL, "--run %s --threads 2 %s", plan, args);
+		free(args);
+	}
+	cJSON_Delete(j);
+	ck_assert_msg(strstr(out, "(partial: filtered)"), "%s", out);
+	eval = tu_eval_dir_of(out);
+	path = fs_printf("%s/%s/result.json", tmp, eval);
+	text = tu_read(path, NULL);
+	j = cJSON_Parse(text);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(j, "partial")));
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tasks")), c->tasks);
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "filters"), c->filter));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "verdict")), "failed");
+	cJSON_Delete(j);
+	tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
+	ck_assert_msg(strstr(err, "partial"), "%s", err);
+	free(err);
+	free(text);
+	free(path);
+	free(eval);
+	free(out);
+	free(plan);
+}
+END_TEST
+
+START_TEST(gc_removes_unused_and_stale_dirs_but_not_live_ones)
+{
+	char *plan = tu_small_plan(tmp, "", 1, 1), *out, *op = fs_join(tmp, "tasks/mla_decode");
+	char *unused, *stale, *live, *used;
+
+	free(tool(0, NULL, "--materialize %s --threads 2", plan));
+	unused = fs_join(op, "00000000deadbeef");
+	stale = fs_printf("%s/.%064d.tmp.%d", op, 0, 999999999);
+	live = fs_printf("%s/.%064d.tmp.%d", op, 1, (int)getpid());
+	fs_mkdir_p(unused);
+	fs_mkdir_p(stale);
+	fs_mkdir_p(live);
+	out = tool(0, NULL, "--gc");
+	ck_assert_msg(!fs_exists(unused) && !fs_exists(stale), "gc left an unused or stale dir:\n%s", out);
+	ck_assert_msg(fs_exists(live), "gc removed the temporary dir of a live process");
+	ck_assert_msg(strstr(out, "2 task dirs removed; 1 in use"), "%s", out);
+	{
+		DIR *d = opendir(op);
+		struct dirent *de;
+		int n = 0;
+
+		while ((de = readdir(d)))
+			n += de->d_name[0] != '.';
+		closedir(d);
+		ck_assert_int_eq(n, 1);
+		used = NULL;
+	}
+	free(out);
+	free(unused);
+	free(stale);
+	free(live);
+	free(used);
+	free(op);
+	free(plan);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("merge");
+	TCase *tc = tcase_create("merge");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, gpus_run_writes_the_eval_dir_of_a_single_worker_run);
+	tcase_add_test(tc, parts_merge_into_the_eval_dir_of_a_direct_run);
+	tcase_add_loop_test(tc, filters_give_partial_runs_that_record_refuses, 0, (int)(sizeof(filters) / sizeof(filters[0])));
+	tcase_add_test(tc, gc_removes_unused_and_stale_dirs_but_not_live_ones);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
