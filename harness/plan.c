@@ -289,8 +289,8 @@ static void protocol_defaults(struct plan_protocol *pr, int gpu, const char *tie
 	if (gpu) {
 		pr->warmup = 5;
 		pr->tuning_samples = 10;
-		pr->min_pairs = 20;
-		pr->max_pairs = 400;
+		pr->min_pairs = 50;
+		pr->max_pairs = 1000;
 		pr->max_seconds = 5.0;
 		pr->check_every = 16;
 	} else {
@@ -784,7 +784,7 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory", p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
-	fprintf(f, "  protocol   warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d\n",
+	fprintf(f, "  protocol   warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d-th pair\n",
 		p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs, p->protocol.max_seconds,
 		p->protocol.rel_halfwidth * 100, p->protocol.flush_factor, p->protocol.check_every);
 	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");

@@ -31,7 +31,7 @@ struct plan_protocol {
 	double rel_halfwidth;  /* stop when the 95% CI of the speedup is within +- this (0.01) */
 	int resamples;         /* bootstrap replicates for reported CIs */
 	uint64_t seed;         /* bootstrap seed */
-	int check_every;       /* check every k-th timed output against the reference */
+	int check_every;       /* check both timed outputs of every k-th A/B pair against the reference */
 	double flush_factor;   /* LLC flush buffer size as a multiple of the LLC (>= 2) */
 	double review_bound;   /* a speedup above this is flagged for review (10) */
 };

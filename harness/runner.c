@@ -620,8 +620,16 @@ static int ab(const struct runner_task_ctx *ctx, const struct task_data *t, stru
 	for (int pair = 0; pair < pr->max_pairs; pair++) {
 		int set = pair % t->nsets;
 
+		/* Both outputs of every check_every-th pair are checked: the roles are checked alike. */
+		int checked = pair % pr->check_every == 0;
+
 		for (int j = 0; j < 2; j++) {
-			int k = (pair & 1) ? 1 - j : j; /* AB, BA, AB, ... */
+			/*
+			 * The order flips every nsets pairs (AB on each set, then BA on each set, ...):
+			 * flipping every pair would tie the order to the input set, and any effect of
+			 * (set, position) would then show as a difference between the roles.
+			 */
+			int k = ((pair / t->nsets) & 1) ? 1 - j : j;
 			struct mla_decode_args a;
 			char *why = NULL;
 
@@ -630,7 +638,7 @@ static int ab(const struct runner_task_ctx *ctx, const struct task_data *t, stru
 			if (err)
 				return err;
 			(k ? r->t_cand : r->t_base)[pair] = ms;
-			if (sample % pr->check_every == 0) {
+			if (checked) {
 				int ok = check_output(d, t, b, set, 0, &why);
 
 				if (ok < 0)
@@ -645,8 +653,7 @@ static int ab(const struct runner_task_ctx *ctx, const struct task_data *t, stru
 			}
 			if (ctx->samples)
 				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,%d\n", t->hash, set, pair, j,
-					k ? "candidate" : "baseline", ir[k]->configs[ir[k]->chosen].name, ms,
-					sample % pr->check_every == 0);
+					k ? "candidate" : "baseline", ir[k]->configs[ir[k]->chosen].name, ms, checked);
 			sample++;
 		}
 		r->npairs = pair + 1;
