@@ -29,7 +29,7 @@ def main(dirs):
             bt, ct, s = b["timing"], c["timing"], t["speedup"]
             print(f"| {t['name']} | {b['chosen']} | {bt['median_ms']:.4f} ({bt['p10_ms']:.4f}-{bt['p90_ms']:.4f}) "
                   f"| {c['chosen']} | {ct['median_ms']:.4f} ({ct['p10_ms']:.4f}-{ct['p90_ms']:.4f}) "
-                  f"| {ct['gbps']:.0f} | {ct['tflops']:.1f} | {s['estimate']:.3f} [{s['ci95'][0]:.3f}, "
+                  f"| {ct['gbps']:.4g} | {ct['tflops']:.4g} | {s['estimate']:.3f} [{s['ci95'][0]:.3f}, "
                   f"{s['ci95'][1]:.3f}] | {t['pairs']} | {t['parity']} |")
         ov = r["overall"]["isolated"]
         if ov:
