@@ -225,6 +225,7 @@ static int read_until(int fd, char **buf, size_t *len, double deadline)
 			if (!nb)
 				return 1;
 			*buf = nb;
+			(*buf)[*len] = '\0'; /* a worker that dies before writing leaves an empty message */
 		}
 		ssize_t k = read(fd, *buf + *len, cap - *len - 1);
 
