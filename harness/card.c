@@ -1181,7 +1181,9 @@ int card_load(struct card *c, const char *path)
 	size_t len = 0;
 	int err;
 
-	err = fs_read_file(&buf, &len, path, CARD_MAX_BYTES);
+	err = fs_check_link(path, "card");
+	if (!err)
+		err = fs_read_file(&buf, &len, path, CARD_MAX_BYTES);
 	if (!err)
 		err = card_parse(c, path, buf, len);
 	free(buf);

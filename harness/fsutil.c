@@ -199,6 +199,35 @@ int fs_remove_tree(const char *path)
 	return err;
 }
 
+int fs_is_link(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+int fs_check_link(const char *path, const char *what)
+{
+	char *target = NULL, *root = NULL;
+	size_t n;
+	int err = 0;
+
+	if (!fs_is_link(path))
+		return 0;
+	target = realpath(path, NULL);
+	root = realpath(".", NULL);
+	if (!target || !root)
+		goto done; /* a dangling link: opening it reports the error */
+	n = strlen(root);
+	if (strncmp(target, root, n) || (target[n] != '/' && !(n == 1 && root[0] == '/')))
+		err = vs_error(VS_EVERIFY, "%s '%s' is a symlink to '%s', outside the repository '%s': refused",
+			       what, path, target, root);
+done:
+	free(target);
+	free(root);
+	return err;
+}
+
 int fs_exists(const char *path)
 {
 	struct stat st;

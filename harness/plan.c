@@ -633,8 +633,10 @@ int plan_read(struct plan *p, const char *path)
 {
 	char *text = NULL;
 	size_t len;
-	int err = fs_read_file(&text, &len, path, 64u << 20);
+	int err = fs_check_link(path, "plan");
 
+	if (!err)
+		err = fs_read_file(&text, &len, path, 64u << 20);
 	if (!err)
 		err = plan_parse(p, text, len, path);
 	free(text);

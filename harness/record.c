@@ -38,6 +38,9 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 	if (!fs_exists(path)) {
 		*status = EVIDENCE_MISMATCH;
 		err = vs_error(VS_EVERIFY, "%s: '%s' is missing from the eval dir", dir, name);
+	} else if (fs_is_link(path)) {
+		*status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: '%s' is a symlink: an eval dir holds its own files", dir, name);
 	} else if ((err = fs_sha256_file(hex, path))) {
 		*status = EVIDENCE_MISMATCH;
 	} else if (strcmp(hex, want)) {
@@ -258,6 +261,11 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		err = vs_error(VS_EVERIFY, "%s: no eval dir with a result.json there", dir);
 		goto done;
 	}
+	if (fs_is_link(path)) {
+		status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: 'result.json' is a symlink: an eval dir holds its own files", dir);
+		goto done;
+	}
 	if ((err = fs_read_file(&text, &len, path, 64u << 20))) {
 		status = EVIDENCE_MISSING;
 		goto done;
@@ -451,6 +459,11 @@ int record_card(const char *card_path, const char *eval_dir)
 	memset(&e, 0, sizeof(e));
 	if ((err = card_load(&c, card_path)))
 		return err;
+	if (fs_is_link(card_path)) {
+		err = vs_error(VS_EVERIFY, "card '%s' is a symlink: recording replaces the file and would turn the "
+			       "link into a copy; record the file it points to", card_path);
+		goto done;
+	}
 	if ((err = evidence_load(&e, &status, eval_dir, &c)))
 		goto done;
 	if (e.partial) {

@@ -1245,6 +1245,9 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 	memset(m, 0, sizeof(*m));
 	if (!fs_is_dir(dir))
 		return vs_error(VS_ENOTFOUND, "task dir '%s' does not exist", dir);
+	if (fs_is_link(dir))
+		return vs_error(VS_EVERIFY, "task dir '%s' is a symlink: task dirs are real directories under "
+				"the tasks root", dir);
 	mpath = fs_join(dir, MANIFEST_NAME);
 	if (!mpath)
 		return vs_error(VS_ENOMEM, "out of memory");
