@@ -475,6 +475,15 @@ static int impl_result_init(struct runner_impl_result *ir, const struct mla_deco
 	return 0;
 }
 
+/* Index of the config named name in ir's configs (the two sides of an A/A run may list different ones). */
+static int config_index(const struct runner_impl_result *ir, const char *name)
+{
+	for (int i = 0; i < ir->nconfigs; i++)
+		if (!strcmp(ir->configs[i].name, name))
+			return i;
+	return -1;
+}
+
 static void impl_result_release(struct runner_impl_result *ir)
 {
 	if (ir->config_detail)
@@ -691,7 +700,7 @@ int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *
 {
 	struct vs_device *d = ctx->device;
 	struct bufs b;
-	int err;
+	int err, aa;
 
 	memset(&b, 0, sizeof(b));
 	if ((err = runner_task_result_init(r, ctx, &t->spec, t->hash)))
@@ -710,8 +719,9 @@ int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *
 	 */
 	if ((err = tune(ctx, t, &b, &r->cand)))
 		goto done;
-	if (ctx->base == ctx->cand && r->cand.chosen >= 0 && r->base.config_pass[r->cand.chosen] == 1)
-		r->base.chosen = r->cand.chosen;
+	if (ctx->base == ctx->cand && r->cand.chosen >= 0 &&
+	    (aa = config_index(&r->base, r->cand.configs[r->cand.chosen].name)) >= 0 && r->base.config_pass[aa] == 1)
+		r->base.chosen = aa;
 	else if ((err = tune(ctx, t, &b, &r->base)))
 		goto done;
 	if (r->base.chosen < 0 || r->cand.chosen < 0) {
