@@ -1,6 +1,7 @@
 #include "plan.h"
 #include "card.h"
 #include "fsutil.h"
+#include "jsonfile.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -651,16 +652,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	int err, i = 0;
 
 	memset(&np, 0, sizeof(np));
-	root = cJSON_ParseWithLength(text, len);
-	if (!root) {
-		const char *at = cJSON_GetErrorPtr();
-		int line = 1;
-
-		for (const char *s = text; at && s < at && s < text + len; s++)
-			line += *s == '\n';
-		err = vs_error(VS_EPARSE, "%s:%d: not valid JSON", path, line);
+	if ((err = jsonfile_parse(&root, text, len, path)))
 		goto done;
-	}
 	schema = get_str(root, "schema");
 	if (!schema || strcmp(schema, VS_PLAN_SCHEMA)) {
 		err = vs_error(VS_ESCHEMA, "%s: \"schema\" is '%s', expected '%s'", path, schema ? schema : "",

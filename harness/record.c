@@ -1,5 +1,6 @@
 #include "record.h"
 #include "fsutil.h"
+#include "jsonfile.h"
 #include "plan.h"
 #include "stats.h"
 #include "vs_error.h"
@@ -271,12 +272,9 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		goto done;
 	}
 	fs_sha256_hex(e->result_sha256, text, len);
-	e->result = cJSON_ParseWithLength(text, len);
 	status = EVIDENCE_MISMATCH;
-	if (!e->result) {
-		err = vs_error(VS_EPARSE, "%s: not valid JSON", path);
+	if ((err = jsonfile_parse(&e->result, text, len, path)))
 		goto done;
-	}
 	if (!jstr(e->result, "schema") || strcmp(jstr(e->result, "schema"), "validate_skill.result/1")) {
 		err = vs_error(VS_EVERIFY, "%s: not a validate_skill result (schema)", path);
 		goto done;
