@@ -1366,8 +1366,11 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 			err = st_parse(&st, buf, blen, path);
 			vs_error_set_quiet(quiet);
 			if (err) {
-				err = vs_error(VS_EVERIFY, "'%s' matches its sha256 but is not a readable "
-					       "reference file", path);
+				char why[1024];
+
+				snprintf(why, sizeof(why), "%s", vs_last_error());
+				err = vs_error(VS_EVERIFY, "%s (the file matches its sha256 in the manifest: the "
+					       "task dir was written wrong)", why);
 				goto done;
 			}
 			buf = NULL; /* owned by st */
