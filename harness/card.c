@@ -387,6 +387,9 @@ static int doc_next(struct doc *d, yaml_event_t *ev)
 		text_linecol(d->text, d->len, doc_mark(d, &p->context_mark), &line, &col);
 		snprintf(ctx, sizeof(ctx), " (%s at line %d)", p->context, line);
 	}
+	if (off < d->len && d->text[off] == '\t' && p->problem && strstr(p->problem, "cannot start any token"))
+		return doc_err(d, VS_EPARSE, off, "front matter", "invalid yaml: a tab character, which YAML "
+			       "does not allow in indentation (indent with spaces)");
 	return doc_err(d, VS_EPARSE, off, "front matter", "invalid yaml: %s%s",
 		       p->problem ? p->problem : "unknown error", ctx);
 }

@@ -276,7 +276,8 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	if ((err = jsonfile_parse(&e->result, text, len, path)))
 		goto done;
 	if (!jstr(e->result, "schema") || strcmp(jstr(e->result, "schema"), "validate_skill.result/1")) {
-		err = vs_error(VS_EVERIFY, "%s: not a validate_skill result (schema)", path);
+		err = vs_error(VS_EVERIFY, "%s: \"schema\" is '%s', expected 'validate_skill.result/1' (not a "
+			       "result written by this tool)", path, jstr(e->result, "schema") ? jstr(e->result, "schema") : "");
 		goto done;
 	}
 	card = jget(e->result, "card");
@@ -284,12 +285,19 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	dev = jget(e->result, "device");
 	ov = jget(e->result, "overall");
 	tool = jget(e->result, "tool");
-	if (!jstr(card, "id") || !jstr(card, "hash") || !jstr(plan, "sha256") || !jstr(dev, "name") ||
-	    !jstr(dev, "gen") || !jstr(e->result, "verdict") || !jstr(e->result, "finished") ||
-	    !cJSON_IsObject(ov) || !cJSON_IsObject(tool)) {
-		err = vs_error(VS_EVERIFY, "%s: incomplete result (card, plan, device, overall, tool, verdict, "
-			       "finished are required)", path);
-		goto done;
+	{
+		const char *missing = !jstr(card, "id") ? "card.id" : !jstr(card, "hash") ? "card.hash" :
+				      !jstr(plan, "sha256") ? "plan.sha256" : !jstr(dev, "name") ? "device.name" :
+				      !jstr(dev, "gen") ? "device.gen" : !jstr(e->result, "verdict") ? "verdict" :
+				      !jstr(e->result, "finished") ? "finished" : !cJSON_IsObject(ov) ? "overall" :
+				      !cJSON_IsObject(tool) ? "tool" : NULL;
+
+		if (missing) {
+			err = vs_error(VS_EVERIFY, "%s: incomplete result: \"%s\" is missing or not a%s", path,
+				       missing, !strcmp(missing, "overall") || !strcmp(missing, "tool") ?
+				       "n object" : " string");
+			goto done;
+		}
 	}
 	if (strcmp(jstr(card, "id"), c->id)) {
 		err = vs_error(VS_EVERIFY, "%s: the evidence is for card '%s', not '%s'", dir, jstr(card, "id"), c->id);
