@@ -987,6 +987,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0;
 	struct stats_ci overall = {0};
 	const char *tasks_root = o->tasks_root ? o->tasks_root : "tasks";
+	int in_process = o->in_process || (getenv("VS_NO_FORK") && *getenv("VS_NO_FORK") == '1');
 
 	memset(&p, 0, sizeof(p));
 	memset(&st, 0, sizeof(st));
@@ -1016,10 +1017,22 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			goto done;
 		}
 	}
-	if (o->device)
+	if (o->device) {
 		info = o->device->info;
-	else if ((err = worker_probe_device(&info, p.candidate.backend, o->gpu_ordinal)))
+	} else if (in_process) {
+		/* no worker processes: the device is opened here, as the tasks will open it */
+		struct vs_device probe;
+
+		memset(&probe, 0, sizeof(probe));
+		err = strcmp(p.candidate.backend, "cpu") ? vs_device_open_gpu(&probe, o->gpu_ordinal) :
+			vs_device_open_cpu(&probe);
+		if (err)
+			goto done;
+		info = probe.info;
+		vs_device_release(&probe);
+	} else if ((err = worker_probe_device(&info, p.candidate.backend, o->gpu_ordinal))) {
 		goto done;
+	}
 	if (strcmp(info.arch, p.gen)) {
 		err = vs_error(VS_EUNSUPPORTED, "plan '%s' is for generation '%s' but this device (%s) is '%s': "
 			       "emit a plan with --gen %s (the card's match.gens must list it)", o->plan_path,
@@ -1092,7 +1105,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			w.spec = &p.tasks[i];
 			w.task_hash = p.task_hash[i];
 			w.timeout_s = o->task_timeout_s > 0 ? o->task_timeout_s : 900;
-			w.in_process = o->in_process || (getenv("VS_NO_FORK") && *getenv("VS_NO_FORK") == '1');
+			w.in_process = in_process;
 			terr = worker_run_task(&res[nres], &w, &wsamples, &wlog);
 			if (terr && terr != VS_EFAIL) {
 				err = terr;
