@@ -387,6 +387,9 @@ static int doc_next(struct doc *d, yaml_event_t *ev)
 		text_linecol(d->text, d->len, doc_mark(d, &p->context_mark), &line, &col);
 		snprintf(ctx, sizeof(ctx), " (%s at line %d)", p->context, line);
 	}
+	if (off < d->len && d->text[off] == '\t' && p->problem && strstr(p->problem, "cannot start any token"))
+		return doc_err(d, VS_EPARSE, off, "front matter", "invalid yaml: a tab character, which YAML "
+			       "does not allow in indentation (indent with spaces)");
 	return doc_err(d, VS_EPARSE, off, "front matter", "invalid yaml: %s%s",
 		       p->problem ? p->problem : "unknown error", ctx);
 }
@@ -1181,7 +1184,9 @@ int card_load(struct card *c, const char *path)
 	size_t len = 0;
 	int err;
 
-	err = fs_read_file(&buf, &len, path, CARD_MAX_BYTES);
+	err = fs_check_link(path, "card");
+	if (!err)
+		err = fs_read_file(&buf, &len, path, CARD_MAX_BYTES);
 	if (!err)
 		err = card_parse(c, path, buf, len);
 	free(buf);

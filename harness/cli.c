@@ -90,7 +90,7 @@ static const struct cli_option options[] = {
 	{"--fetch", OPT_MODE, "URL", 0, mode_fetch, 1, 1,
 	 "import a card from URL into skills/ (linted first; an existing card that differs needs --force)"},
 	{"--gc", OPT_MODE, "", 0, mode_gc, 0, 0,
-	 "remove task dirs that no plan in plans/ uses, and stale temporary dirs of interrupted writes"},
+	 "remove task dirs that no plan in plans/ uses, and temporaries left by interrupted writes"},
 	{"--help", OPT_MODE, "", 0, mode_help, 0, 0, "this text"},
 	{"--version", OPT_MODE, "", 0, mode_version, 0, 0, "tool version and kernel identity"},
 	{"--tier", OPT_STR, "smoke|standard|full", F(tier), NULL, 0, 0, "task grid of --emit-plan (default smoke)"},
@@ -601,12 +601,66 @@ static int mode_validate(const struct cli_args *a)
 	return err;
 }
 
+/*
+ * Whether name is a temporary left by an interrupted write whose process is gone:
+ * "<file>.tmp.<pid>" (fs_write_atomic) or ".<task hash>.tmp.<pid>" (a task dir being materialized).
+ */
+static int stale_temporary(const char *name)
+{
+	const char *t = NULL, *p = name;
+	char *end;
+	long pid;
+
+	while ((p = strstr(p, ".tmp.")))
+		t = p++;
+	if (!t || t == name)
+		return 0;
+	errno = 0;
+	pid = strtol(t + 5, &end, 10);
+	if (end == t + 5 || *end || errno || pid <= 0)
+		return 0;
+	return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Remove the stale temporaries in dir and, depth levels down, in its subdirectories. */
+static int gc_temporaries(const char *dir, int depth, int *removed)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int err = 0;
+
+	while (d && !err && (de = readdir(d))) {
+		char *path;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		path = fs_join(dir, de->d_name);
+		if (!path) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			break;
+		}
+		if (stale_temporary(de->d_name)) {
+			err = fs_remove_tree(path);
+			if (!err) {
+				printf("removed %s (left by an interrupted write)\n", path);
+				(*removed)++;
+			}
+		} else if (depth > 0 && !fs_is_link(path) && fs_is_dir(path)) {
+			err = gc_temporaries(path, depth - 1, removed);
+		}
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	return err;
+}
+
 static int mode_gc(const struct cli_args *a)
 {
 	const char *plans_dir = a->plans_dir ? a->plans_dir : "plans";
 	const char *tasks_root = a->tasks_dir ? a->tasks_dir : "tasks";
 	char **keep = NULL, *opdir = NULL;
-	int nkeep = 0, removed = 0, err = 0;
+	int nkeep = 0, removed = 0, temporaries = 0, err = 0;
 	DIR *d = opendir(plans_dir);
 	struct dirent *de;
 
@@ -644,20 +698,12 @@ static int mode_gc(const struct cli_args *a)
 		int used = 0;
 		char *victim;
 
-		if (de->d_name[0] == '.') {
-			/* ".<hash>.tmp.<pid>": a task dir being written; stale when that process is gone. */
-			const char *t = strstr(de->d_name, ".tmp.");
-			char *end;
-			long pid = t ? strtol(t + 5, &end, 10) : 0;
-
-			if (!t || pid <= 0 || *end || (kill((pid_t)pid, 0) == 0 || errno == EPERM))
-				continue;
-		} else {
-			for (int i = 0; i < nkeep; i++)
-				used |= !strcmp(keep[i], de->d_name);
-			if (used)
-				continue;
-		}
+		if (de->d_name[0] == '.')
+			continue; /* temporaries: below */
+		for (int i = 0; i < nkeep; i++)
+			used |= !strcmp(keep[i], de->d_name);
+		if (used)
+			continue;
 		victim = fs_join(opdir, de->d_name);
 		err = victim ? fs_remove_tree(victim) : VS_ENOMEM;
 		if (!err) {
@@ -668,9 +714,17 @@ static int mode_gc(const struct cli_args *a)
 	}
 	if (d)
 		closedir(d);
+	if (!err && opdir)
+		err = gc_temporaries(opdir, 0, &temporaries);
 	if (!err)
-		printf("%d task dir%s removed; %d in use by plans in %s/\n", removed, removed == 1 ? "" : "s", nkeep,
-		       plans_dir);
+		err = gc_temporaries(a->skills_dir ? a->skills_dir : "skills", 0, &temporaries);
+	if (!err)
+		err = gc_temporaries(plans_dir, 0, &temporaries);
+	if (!err)
+		err = gc_temporaries(a->results_dir ? a->results_dir : "results", 3, &temporaries);
+	if (!err)
+		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed\n",
+		       removed, removed == 1 ? "" : "s", nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies");
 done:
 	for (int i = 0; i < nkeep; i++)
 		free(keep[i]);

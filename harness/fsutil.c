@@ -67,13 +67,14 @@ done:
 	return err;
 }
 
-static int io_error(const char *what, const char *path)
+/* An error of fs_write_atomic() on path (the temporary, or dest itself) while replacing dest. */
+static int io_error(const char *what, const char *path, const char *dest)
 {
 	int e = errno;
 
 	if (e == ENOSPC || e == EDQUOT)
-		return vs_error(VS_ENOSPACE, "cannot %s '%s': %s (the old file is intact)", what, path,
-				strerror(e));
+		return vs_error(VS_ENOSPACE, "cannot %s '%s': %s (%s)", what, path, strerror(e),
+				fs_exists(dest) ? "the old file is intact" : "nothing was written");
 	return vs_error(VS_EIO, "cannot %s '%s': %s", what, path, strerror(e));
 }
 
@@ -88,7 +89,7 @@ int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mod
 		return vs_error(VS_ENOMEM, "out of memory writing '%s'", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		err = io_error("create", tmp);
+		err = io_error("create", tmp, path);
 		goto done;
 	}
 	while (len > 0) {
@@ -97,24 +98,24 @@ int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mod
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			err = io_error("write", tmp);
+			err = io_error("write", tmp, path);
 			goto done;
 		}
 		p += w;
 		len -= (size_t)w;
 	}
 	if (fchmod(fd, mode) != 0 || fsync(fd) != 0) {
-		err = io_error("sync", tmp);
+		err = io_error("sync", tmp, path);
 		goto done;
 	}
 	if (close(fd) != 0) {
 		fd = -1;
-		err = io_error("close", tmp);
+		err = io_error("close", tmp, path);
 		goto done;
 	}
 	fd = -1;
 	if (rename(tmp, path) != 0) {
-		err = io_error("replace", path);
+		err = io_error("replace", path, path);
 		goto done;
 	}
 	dircopy = strdup(path);
@@ -196,6 +197,35 @@ int fs_remove_tree(const char *path)
 	closedir(d);
 	if (!err && rmdir(path) != 0)
 		err = vs_error(VS_EIO, "cannot remove '%s': %s", path, strerror(errno));
+	return err;
+}
+
+int fs_is_link(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+int fs_check_link(const char *path, const char *what)
+{
+	char *target = NULL, *root = NULL;
+	size_t n;
+	int err = 0;
+
+	if (!fs_is_link(path))
+		return 0;
+	target = realpath(path, NULL);
+	root = realpath(".", NULL);
+	if (!target || !root)
+		goto done; /* a dangling link: opening it reports the error */
+	n = strlen(root);
+	if (strncmp(target, root, n) || (target[n] != '/' && !(n == 1 && root[0] == '/')))
+		err = vs_error(VS_EVERIFY, "%s '%s' is a symlink to '%s', outside the repository '%s': refused",
+			       what, path, target, root);
+done:
+	free(target);
+	free(root);
 	return err;
 }
 

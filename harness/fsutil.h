@@ -34,6 +34,19 @@ int fs_mkdir_p(const char *path);
 /** Remove a directory tree (like rm -rf; makes read-only entries writable first). Errors: VS_EIO. */
 int fs_remove_tree(const char *path);
 
+/**
+ * Refuse a path whose last component is a symbolic link that resolves outside the working directory
+ * (the repository root the tool runs from): a card or plan copied in as a link must not make the tool
+ * read, or later write, files elsewhere. what names the file in the message ("card", "plan").
+ * Returns 0 when path is not a link, is a dangling one (the caller's open reports it) or resolves
+ * inside; else VS_EVERIFY: "<what> '<path>' is a symlink to '<target>', outside the repository
+ * '<cwd>': refused".
+ */
+int fs_check_link(const char *path, const char *what);
+
+/** 1 if path is a symbolic link (not followed), 0 if not. */
+int fs_is_link(const char *path);
+
 /** 1 if path exists (any type), 0 if not. */
 int fs_exists(const char *path);
 

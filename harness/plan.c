@@ -1,10 +1,12 @@
 #include "plan.h"
 #include "card.h"
 #include "fsutil.h"
+#include "jsonfile.h"
 #include "plugin.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -543,6 +545,38 @@ static int get_num(double *out, const cJSON *o, const char *key, const char *pat
 	return 0;
 }
 
+/* A JSON integer in [lo, hi] (a double outside int's range is undefined to convert: refused first). */
+static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, const char *path,
+		   const char *where)
+{
+	double v = 0;
+	int err = get_num(&v, o, key, path);
+
+	if (err)
+		return err;
+	if (!(v >= lo && v <= hi) || v != floor(v))
+		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected an integer from %d to %d", path, where,
+				key, v, lo, hi);
+	*out = (int)v;
+	return 0;
+}
+
+/* A finite JSON number in [lo, hi]. */
+static int get_real(double *out, const cJSON *o, const char *key, double lo, double hi, const char *path,
+		    const char *where)
+{
+	double v = 0;
+	int err = get_num(&v, o, key, path);
+
+	if (err)
+		return err;
+	if (!(v >= lo && v <= hi))
+		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected a number from %g to %g", path, where,
+				key, v, lo, hi);
+	*out = v;
+	return 0;
+}
+
 static int dup_str(char **out, const cJSON *o, const char *key, const char *path)
 {
 	const char *s = get_str(o, key);
@@ -577,11 +611,13 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	return pi->plugin_path ? 0 : vs_error(VS_ENOMEM, "out of memory");
 }
 
-static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *path)
+static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
+			  const char *path)
 {
 	const cJSON *arr, *c;
 	const struct mla_decode_impl *impl;
-	int err, i = 0;
+	struct mla_decode_config *known = NULL;
+	int err, i = 0, nknown;
 
 	if (!cJSON_IsObject(j))
 		return vs_error(VS_ESCHEMA, "%s: \"%s\" is missing", path, role);
@@ -593,63 +629,96 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 	if ((err = impl_plugin_from_json(pi, cJSON_GetObjectItemCaseSensitive(j, "plugin"), role, path)))
 		return err;
 	impl = mla_decode_impl_find(pi->name);
-	if (!impl)
-		return known_impls_error(role, pi->name);
+	if (!impl) {
+		char list[512] = "";
+
+		for (int k = 0; mla_decode_impl_at(k); k++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", k ? ", " : "",
+				 mla_decode_impl_at(k)->name);
+		return vs_error(VS_ENOTFOUND, "%s: %s '%s' names no implementation of this build; the "
+				"implementations are: %s", path, role, pi->name, list);
+	}
 	if (strcmp(impl->backend, pi->backend))
 		return vs_error(VS_ESCHEMA, "%s: %s '%s' has backend '%s', not '%s'", path, role, pi->name,
 				impl->backend, pi->backend);
 	arr = cJSON_GetObjectItemCaseSensitive(j, "configs");
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1)
 		return vs_error(VS_ESCHEMA, "%s: %s.configs must be a non-empty array", path, role);
+	nknown = impl->configs(gen, NULL, 0);
 	pi->configs = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*pi->configs));
-	if (!pi->configs)
-		return vs_error(VS_ENOMEM, "out of memory");
+	known = calloc(nknown > 0 ? (size_t)nknown : 1, sizeof(*known));
+	if (!pi->configs || !known) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (nknown > 0)
+		nknown = impl->configs(gen, known, nknown);
 	cJSON_ArrayForEach(c, arr) {
 		struct mla_decode_config *cf = &pi->configs[i++];
 		const char *name = get_str(c, "name");
-		double v[5];
-		static const char *const keys[] = {"block_n", "block_h", "num_splits", "num_warps", "num_stages"};
+		char where[64];
+		int k;
 
-		if (!name || strlen(name) >= sizeof(cf->name))
-			return vs_error(VS_ESCHEMA, "%s: %s.configs[%d].name is missing or too long", path, role, i - 1);
+		snprintf(where, sizeof(where), "%s.configs[%d]", role, i - 1);
+		if (!name || strlen(name) >= sizeof(cf->name)) {
+			err = vs_error(VS_ESCHEMA, "%s: %s.name is missing or too long", path, where);
+			goto done;
+		}
 		snprintf(cf->name, sizeof(cf->name), "%s", name);
-		for (int k = 0; k < 5; k++)
-			if ((err = get_num(&v[k], c, keys[k], path)))
-				return err;
-		cf->block_n = (int32_t)v[0];
-		cf->block_h = (int32_t)v[1];
-		cf->num_splits = (int32_t)v[2];
-		cf->num_warps = (int32_t)v[3];
-		cf->num_stages = (int32_t)v[4];
+		if ((err = get_int(&cf->block_n, c, "block_n", 0, 1 << 20, path, where)) ||
+		    (err = get_int(&cf->block_h, c, "block_h", 0, 1 << 20, path, where)) ||
+		    (err = get_int(&cf->num_splits, c, "num_splits", 0, 1 << 20, path, where)) ||
+		    (err = get_int(&cf->num_warps, c, "num_warps", 0, 1 << 20, path, where)) ||
+		    (err = get_int(&cf->num_stages, c, "num_stages", 0, 1 << 20, path, where)))
+			goto done;
+		/* Only the implementation's own configs for the plan's generation are launched. */
+		for (k = 0; k < nknown; k++)
+			if (!strcmp(known[k].name, cf->name))
+				break;
+		if (k == nknown || known[k].block_n != cf->block_n || known[k].block_h != cf->block_h ||
+		    known[k].num_splits != cf->num_splits || known[k].num_warps != cf->num_warps ||
+		    known[k].num_stages != cf->num_stages) {
+			err = vs_error(VS_ESCHEMA, "%s: %s '%s' is not a config of %s for '%s' (the plan was edited "
+				       "or comes from another build: emit it again)", path, where, cf->name,
+				       pi->name, gen);
+			goto done;
+		}
+		for (k = 0; k < i - 1; k++)
+			if (!strcmp(pi->configs[k].name, cf->name)) {
+				err = vs_error(VS_ESCHEMA, "%s: %s '%s' is listed twice", path, where, cf->name);
+				goto done;
+			}
 	}
 	pi->nconfigs = i;
-	return 0;
+done:
+	free(known);
+	return err;
 }
 
 int plan_read(struct plan *p, const char *path)
 {
-	struct plan np;
 	char *text = NULL;
 	size_t len;
+	int err = fs_check_link(path, "plan");
+
+	if (!err)
+		err = fs_read_file(&text, &len, path, 64u << 20);
+	if (!err)
+		err = plan_parse(p, text, len, path);
+	free(text);
+	return err;
+}
+
+int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
+{
+	struct plan np;
 	cJSON *root = NULL, *card, *tasks, *t, *pr, *gates;
 	const char *schema, *parity, *seed;
-	double v;
 	int err, i = 0;
 
 	memset(&np, 0, sizeof(np));
-	err = fs_read_file(&text, &len, path, 64u << 20);
-	if (err)
-		return err;
-	root = cJSON_ParseWithLength(text, len);
-	if (!root) {
-		const char *at = cJSON_GetErrorPtr();
-		int line = 1;
-
-		for (const char *s = text; at && s < at; s++)
-			line += *s == '\n';
-		err = vs_error(VS_EPARSE, "%s:%d: not valid JSON", path, line);
+	if ((err = jsonfile_parse(&root, text, len, path)))
 		goto done;
-	}
 	schema = get_str(root, "schema");
 	if (!schema || strcmp(schema, VS_PLAN_SCHEMA)) {
 		err = vs_error(VS_ESCHEMA, "%s: \"schema\" is '%s', expected '%s'", path, schema ? schema : "",
@@ -667,8 +736,10 @@ int plan_read(struct plan *p, const char *path)
 	if ((err = dup_str(&np.tier, root, "tier", path)) || (err = dup_str(&np.gen, root, "gen", path)) ||
 	    (err = dup_str(&np.model, root, "model", path)) || (err = dup_str(&np.regime, root, "regime", path)))
 		goto done;
-	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline", path)) ||
-	    (err = impl_from_json(&np.candidate, cJSON_GetObjectItemCaseSensitive(root, "candidate"), "candidate", path)))
+	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline",
+				  np.gen, path)) ||
+	    (err = impl_from_json(&np.candidate, cJSON_GetObjectItemCaseSensitive(root, "candidate"), "candidate",
+				  np.gen, path)))
 		goto done;
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "build")))
 		np.build = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "build"), 1);
@@ -707,34 +778,30 @@ int plan_read(struct plan *p, const char *path)
 		err = vs_error(VS_ESCHEMA, "%s: \"protocol\" is missing", path);
 		goto done;
 	}
-#define PNUM(key, field, type)                                \
-	do {                                                  \
-		if ((err = get_num(&v, pr, key, path)))       \
-			goto done;                            \
-		np.protocol.field = (type)v;                  \
-	} while (0)
-	PNUM("warmup", warmup, int);
-	PNUM("tuning_samples", tuning_samples, int);
-	PNUM("min_pairs", min_pairs, int);
-	PNUM("max_pairs", max_pairs, int);
-	PNUM("max_seconds", max_seconds, double);
-	PNUM("rel_halfwidth", rel_halfwidth, double);
-	PNUM("bootstrap_resamples", resamples, int);
-	PNUM("check_every", check_every, int);
-	PNUM("flush_factor", flush_factor, double);
-	PNUM("review_bound", review_bound, double);
-#undef PNUM
+	if ((err = get_int(&np.protocol.warmup, pr, "warmup", 0, 1000000, path, "protocol")) ||
+	    (err = get_int(&np.protocol.tuning_samples, pr, "tuning_samples", 1, 1000000, path, "protocol")) ||
+	    (err = get_int(&np.protocol.min_pairs, pr, "min_pairs", 2, 10000000, path, "protocol")) ||
+	    (err = get_int(&np.protocol.max_pairs, pr, "max_pairs", np.protocol.min_pairs, 10000000, path,
+			   "protocol")) ||
+	    (err = get_real(&np.protocol.max_seconds, pr, "max_seconds", 0, 1e6, path, "protocol")) ||
+	    (err = get_real(&np.protocol.rel_halfwidth, pr, "rel_halfwidth", 0, 1, path, "protocol")) ||
+	    (err = get_int(&np.protocol.resamples, pr, "bootstrap_resamples", 100, 10000000, path, "protocol")) ||
+	    (err = get_int(&np.protocol.check_every, pr, "check_every", 1, 1000000, path, "protocol")) ||
+	    (err = get_real(&np.protocol.flush_factor, pr, "flush_factor", 2, 1000, path, "protocol")) ||
+	    (err = get_real(&np.protocol.review_bound, pr, "review_bound", 1, 1e9, path, "protocol")))
+		goto done;
 	seed = get_str(pr, "bootstrap_seed");
-	if (!seed) {
-		err = vs_error(VS_ESCHEMA, "%s: protocol.bootstrap_seed must be a decimal string", path);
-		goto done;
-	}
-	np.protocol.seed = strtoull(seed, NULL, 10);
-	if (np.protocol.min_pairs < 2 || np.protocol.max_pairs < np.protocol.min_pairs ||
-	    np.protocol.flush_factor < 2.0 || np.protocol.check_every < 1 || np.protocol.resamples < 100) {
-		err = vs_error(VS_ESCHEMA, "%s: protocol is out of range (min_pairs >= 2, max_pairs >= min_pairs, "
-			       "flush_factor >= 2, check_every >= 1, bootstrap_resamples >= 100)", path);
-		goto done;
+	{
+		char *end = NULL;
+
+		errno = 0;
+		if (seed && *seed >= '0' && *seed <= '9')
+			np.protocol.seed = strtoull(seed, &end, 10);
+		if (!end || *end || errno) {
+			err = vs_error(VS_ESCHEMA, "%s: protocol.bootstrap_seed must be a decimal string of an unsigned "
+				       "64-bit integer", path);
+			goto done;
+		}
 	}
 	gates = cJSON_GetObjectItemCaseSensitive(root, "gates");
 	parity = get_str(gates, "parity");
@@ -743,7 +810,7 @@ int plan_read(struct plan *p, const char *path)
 		goto done;
 	}
 	np.parity_required = !strcmp(parity, "required");
-	if ((err = get_num(&np.speedup_min, gates, "isolated_speedup_min", path)))
+	if ((err = get_real(&np.speedup_min, gates, "isolated_speedup_min", 0, 1e9, path, "gates")))
 		goto done;
 	np.capture_required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gates, "capture"));
 	*p = np;
@@ -751,7 +818,6 @@ int plan_read(struct plan *p, const char *path)
 done:
 	plan_release(&np);
 	cJSON_Delete(root);
-	free(text);
 	return err;
 }
 

@@ -99,6 +99,13 @@ int plan_write(const struct plan *p, const char *path);
  */
 int plan_read(struct plan *p, const char *path);
 
+/**
+ * plan_read() on len bytes of text already in memory (need not be NUL-terminated); path names the
+ * plan in messages. *p is set only on success. Errors: VS_EPARSE, VS_ESCHEMA, VS_EVERIFY (a task
+ * hash that does not match its spec), VS_ENOTFOUND (an implementation this build does not know).
+ */
+int plan_parse(struct plan *p, const char *text, size_t len, const char *path);
+
 /** Print the one-screen summary of a plan. */
 void plan_print_summary(const struct plan *p, FILE *f);
 

@@ -1,5 +1,6 @@
 #include "record.h"
 #include "fsutil.h"
+#include "jsonfile.h"
 #include "plan.h"
 #include "stats.h"
 #include "vs_error.h"
@@ -38,6 +39,9 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 	if (!fs_exists(path)) {
 		*status = EVIDENCE_MISMATCH;
 		err = vs_error(VS_EVERIFY, "%s: '%s' is missing from the eval dir", dir, name);
+	} else if (fs_is_link(path)) {
+		*status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: '%s' is a symlink: an eval dir holds its own files", dir, name);
 	} else if ((err = fs_sha256_file(hex, path))) {
 		*status = EVIDENCE_MISMATCH;
 	} else if (strcmp(hex, want)) {
@@ -261,19 +265,22 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		err = vs_error(VS_EVERIFY, "%s: no eval dir with a result.json there", dir);
 		goto done;
 	}
+	if (fs_is_link(path)) {
+		status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: 'result.json' is a symlink: an eval dir holds its own files", dir);
+		goto done;
+	}
 	if ((err = fs_read_file(&text, &len, path, 64u << 20))) {
 		status = EVIDENCE_MISSING;
 		goto done;
 	}
 	fs_sha256_hex(e->result_sha256, text, len);
-	e->result = cJSON_ParseWithLength(text, len);
 	status = EVIDENCE_MISMATCH;
-	if (!e->result) {
-		err = vs_error(VS_EPARSE, "%s: not valid JSON", path);
+	if ((err = jsonfile_parse(&e->result, text, len, path)))
 		goto done;
-	}
 	if (!jstr(e->result, "schema") || strcmp(jstr(e->result, "schema"), "validate_skill.result/1")) {
-		err = vs_error(VS_EVERIFY, "%s: not a validate_skill result (schema)", path);
+		err = vs_error(VS_EVERIFY, "%s: \"schema\" is '%s', expected 'validate_skill.result/1' (not a "
+			       "result written by this tool)", path, jstr(e->result, "schema") ? jstr(e->result, "schema") : "");
 		goto done;
 	}
 	card = jget(e->result, "card");
@@ -281,12 +288,19 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	dev = jget(e->result, "device");
 	ov = jget(e->result, "overall");
 	tool = jget(e->result, "tool");
-	if (!jstr(card, "id") || !jstr(card, "hash") || !jstr(plan, "sha256") || !jstr(dev, "name") ||
-	    !jstr(dev, "gen") || !jstr(e->result, "verdict") || !jstr(e->result, "finished") ||
-	    !cJSON_IsObject(ov) || !cJSON_IsObject(tool)) {
-		err = vs_error(VS_EVERIFY, "%s: incomplete result (card, plan, device, overall, tool, verdict, "
-			       "finished are required)", path);
-		goto done;
+	{
+		const char *missing = !jstr(card, "id") ? "card.id" : !jstr(card, "hash") ? "card.hash" :
+				      !jstr(plan, "sha256") ? "plan.sha256" : !jstr(dev, "name") ? "device.name" :
+				      !jstr(dev, "gen") ? "device.gen" : !jstr(e->result, "verdict") ? "verdict" :
+				      !jstr(e->result, "finished") ? "finished" : !cJSON_IsObject(ov) ? "overall" :
+				      !cJSON_IsObject(tool) ? "tool" : NULL;
+
+		if (missing) {
+			err = vs_error(VS_EVERIFY, "%s: incomplete result: \"%s\" is missing or not a%s", path,
+				       missing, !strcmp(missing, "overall") || !strcmp(missing, "tool") ?
+				       "n object" : " string");
+			goto done;
+		}
 	}
 	if (strcmp(jstr(card, "id"), c->id)) {
 		err = vs_error(VS_EVERIFY, "%s: the evidence is for card '%s', not '%s'", dir, jstr(card, "id"), c->id);
@@ -478,6 +492,11 @@ int record_card(const char *card_path, const char *eval_dir)
 	memset(&e, 0, sizeof(e));
 	if ((err = card_load(&c, card_path)))
 		return err;
+	if (fs_is_link(card_path)) {
+		err = vs_error(VS_EVERIFY, "card '%s' is a symlink: recording replaces the file and would turn the "
+			       "link into a copy; record the file it points to", card_path);
+		goto done;
+	}
 	if ((err = evidence_load(&e, &status, eval_dir, &c)))
 		goto done;
 	if (e.partial) {

@@ -478,6 +478,15 @@ static int impl_result_init(struct runner_impl_result *ir, const struct mla_deco
 	return 0;
 }
 
+/* Index of the config named name in ir's configs (the two sides of an A/A run may list different ones). */
+static int config_index(const struct runner_impl_result *ir, const char *name)
+{
+	for (int i = 0; i < ir->nconfigs; i++)
+		if (!strcmp(ir->configs[i].name, name))
+			return i;
+	return -1;
+}
+
 static void impl_result_release(struct runner_impl_result *ir)
 {
 	if (ir->config_detail)
@@ -701,7 +710,7 @@ int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *
 {
 	struct vs_device *d = ctx->device;
 	struct bufs b;
-	int err;
+	int err, aa;
 
 	memset(&b, 0, sizeof(b));
 	if ((err = runner_task_result_init(r, ctx, &t->spec, t->hash)))
@@ -720,8 +729,9 @@ int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *
 	 */
 	if ((err = tune(ctx, t, &b, &r->cand)))
 		goto done;
-	if (ctx->base == ctx->cand && r->cand.chosen >= 0 && r->base.config_pass[r->cand.chosen] == 1)
-		r->base.chosen = r->cand.chosen;
+	if (ctx->base == ctx->cand && r->cand.chosen >= 0 &&
+	    (aa = config_index(&r->base, r->cand.configs[r->cand.chosen].name)) >= 0 && r->base.config_pass[aa] == 1)
+		r->base.chosen = aa;
 	else if ((err = tune(ctx, t, &b, &r->base)))
 		goto done;
 	if (r->base.chosen < 0 || r->cand.chosen < 0) {
@@ -1163,6 +1173,19 @@ static int probe_devices(struct vs_device_info *info, const struct runner_option
 
 	if (o->device) {
 		*info = o->device->info;
+		return 0;
+	}
+	if (o->in_process || (getenv("VS_NO_FORK") && *getenv("VS_NO_FORK") == '1')) {
+		/* no worker processes: the device is opened here, as the tasks will open it */
+		struct vs_device probe;
+
+		memset(&probe, 0, sizeof(probe));
+		err = strcmp(p->candidate.backend, "cpu") ? vs_device_open_gpu(&probe, ordinals[0]) :
+			vs_device_open_cpu(&probe);
+		if (err)
+			return err;
+		*info = probe.info;
+		vs_device_release(&probe);
 		return 0;
 	}
 	for (int k = 0; k < n; k++) {

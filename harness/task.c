@@ -1249,6 +1249,9 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 	memset(m, 0, sizeof(*m));
 	if (!fs_is_dir(dir))
 		return vs_error(VS_ENOTFOUND, "task dir '%s' does not exist", dir);
+	if (fs_is_link(dir))
+		return vs_error(VS_EVERIFY, "task dir '%s' is a symlink: task dirs are real directories under "
+				"the tasks root", dir);
 	mpath = fs_join(dir, MANIFEST_NAME);
 	if (!mpath)
 		return vs_error(VS_ENOMEM, "out of memory");
@@ -1367,8 +1370,11 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 			err = st_parse(&st, buf, blen, path);
 			vs_error_set_quiet(quiet);
 			if (err) {
-				err = vs_error(VS_EVERIFY, "'%s' matches its sha256 but is not a readable "
-					       "reference file", path);
+				char why[1024];
+
+				snprintf(why, sizeof(why), "%s", vs_last_error());
+				err = vs_error(VS_EVERIFY, "%s (the file matches its sha256 in the manifest: the "
+					       "task dir was written wrong)", why);
 				goto done;
 			}
 			buf = NULL; /* owned by st */

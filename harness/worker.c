@@ -217,7 +217,7 @@ static int read_some(struct worker_proc *wp)
 				return 1;
 			wp->buf = nb;
 			wp->cap = ncap;
-			wp->buf[wp->len] = '\0';
+			wp->buf[wp->len] = '\0'; /* a worker that dies before writing leaves an empty message */
 		}
 		k = read(wp->fd, wp->buf + wp->len, wp->cap - wp->len - 1);
 		if (k < 0 && errno == EINTR)

@@ -95,7 +95,12 @@ START_TEST(bad_input_gives_one_clear_line)
 
 	copy_source("../shared/examples/bad/mla_tilelang_to_triton.md", "skills/titled.md");
 	copy_source("skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
-	fs_mkdir_p(fs_join(tmp, "plans"));
+	{
+		char *plans = fs_join(tmp, "plans");
+
+		fs_mkdir_p(plans);
+		free(plans);
+	}
 	put("plans/broken.plan.json", "{\"schema\": \n");
 	put("plans/foreign.plan.json", "{\"schema\": \"something/else\"}\n");
 	status = tu_run_tool(tmp, c->args, &out, &err);

@@ -127,6 +127,47 @@ START_TEST(edited_plan_is_refused)
 }
 END_TEST
 
+/*
+ * Numbers edited by hand are range-checked before they are converted (fuzz_plan found a config value of
+ * 1.9e65 converted to int32: undefined behaviour), and configs must be the implementation's own.
+ */
+static const struct {
+	const char *from, *to, *message;
+} bad_numbers[] = {
+	{"\"block_n\":\t16,", "\"block_n\":\t1.88888888888e65,",
+	 "block_n is 1.8888888888799999e+65, expected an integer"},
+	{"\"block_n\":\t16,", "\"block_n\":\t16.5,", "block_n is 16.5, expected an integer"},
+	{"\"block_n\":\t16,", "\"block_n\":\t17,", "is not a config of cpu.splitkv for 'x86_64'"},
+	{"\"min_pairs\":\t10,", "\"min_pairs\":\t1e300,", "protocol.min_pairs is 1.0000000000000001e+300"},
+	{"\"warmup\":\t1,", "\"warmup\":\t-1,", "protocol.warmup is -1, expected an integer from 0"},
+	{"\"max_seconds\":\t8,", "\"max_seconds\":\t1e999,", "protocol.max_seconds is inf"},
+	{"\"bootstrap_seed\":\t\"20261129\"", "\"bootstrap_seed\":\t\"2026x\"", "bootstrap_seed must be a decimal"},
+	{"\"bootstrap_seed\":\t\"20261129\"", "\"bootstrap_seed\":\t\"99999999999999999999\"",
+	 "bootstrap_seed must be a decimal"},
+	{"\"isolated_speedup_min\":\t1.3", "\"isolated_speedup_min\":\t-1.3", "gates.isolated_speedup_min is -1.3"},
+	{"\"tier\":\t\"smoke\",", "\"tier\":\t\"smoke\",\n\t\"tier\":\t\"full\",", "key 'tier' appears twice"},
+};
+
+START_TEST(hand_edited_numbers_are_range_checked)
+{
+	struct card c;
+	struct plan p;
+	char *text = NULL, *at, *edited;
+
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	text = plan_text(&c, NULL);
+	at = strstr(text, bad_numbers[_i].from);
+	ck_assert_msg(at != NULL, "'%s' not in the plan", bad_numbers[_i].from);
+	edited = fs_printf("%.*s%s%s", (int)(at - text), text, bad_numbers[_i].to, at + strlen(bad_numbers[_i].from));
+	ck_assert_int_ne(plan_parse(&p, edited, strlen(edited), "x.plan.json"), 0);
+	ck_assert_msg(strstr(vs_last_error(), bad_numbers[_i].message), "'%s': message '%s' lacks '%s'",
+		      bad_numbers[_i].to, vs_last_error(), bad_numbers[_i].message);
+	free(edited);
+	free(text);
+	card_release(&c);
+}
+END_TEST
+
 struct refusal {
 	const char *from, *to;
 	const char *tier, *gen, *candidate;
@@ -266,6 +307,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, plan_is_deterministic);
 	tcase_add_test(tc, plan_round_trips_through_its_file);
 	tcase_add_test(tc, edited_plan_is_refused);
+	tcase_add_loop_test(tc, hand_edited_numbers_are_range_checked, 0,
+			    (int)(sizeof(bad_numbers) / sizeof(bad_numbers[0])));
 	tcase_add_loop_test(tc, plan_refuses_what_it_cannot_plan, 0, (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_test(tc, tiers_cover_the_edge_cases);
 	tcase_add_test(tc, standard_tier_has_the_required_shapes);

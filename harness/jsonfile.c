@@ -1,0 +1,92 @@
+/* jsonfile.c - strict JSON reading: cJSON's parse plus a refusal of duplicate keys. */
+#include "jsonfile.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A key that appears twice in the object j: 1 and *key set; 0 if none; -1 out of memory. */
+static int object_duplicate(const cJSON *j, const char **key)
+{
+	const cJSON *it;
+	const char **keys;
+	int n = cJSON_GetArraySize(j), i = 0, found = 0;
+
+	if (n < 2)
+		return 0;
+	keys = malloc((size_t)n * sizeof(*keys));
+	if (!keys)
+		return -1;
+	cJSON_ArrayForEach(it, j)
+		keys[i++] = it->string ? it->string : "";
+	qsort(keys, (size_t)n, sizeof(*keys), key_cmp); /* n log n: a file may hold many keys */
+	for (i = 1; i < n && !found; i++)
+		if (!strcmp(keys[i - 1], keys[i])) {
+			*key = keys[i];
+			found = 1;
+		}
+	free(keys);
+	return found;
+}
+
+/*
+ * The first key that appears twice in an object under j: 1 and *where / *key filled, 0 if none, -1 out
+ * of memory. Recursion is bounded by cJSON's nesting limit (CJSON_NESTING_LIMIT).
+ */
+static int find_duplicate(const cJSON *j, char *where, size_t cap, const char **key)
+{
+	const cJSON *a;
+	size_t n = strlen(where);
+	int i = 0, r;
+
+	if (cJSON_IsObject(j) && (r = object_duplicate(j, key)))
+		return r;
+	if (!cJSON_IsObject(j) && !cJSON_IsArray(j))
+		return 0;
+	for (a = j->child; a; a = a->next, i++) {
+		if (cJSON_IsObject(j))
+			snprintf(where + n, cap - n, "%s%s", n ? "." : "", a->string ? a->string : "");
+		else
+			snprintf(where + n, cap - n, "[%d]", i);
+		if ((r = find_duplicate(a, where, cap, key)))
+			return r;
+		where[n] = '\0';
+	}
+	return 0;
+}
+
+int jsonfile_parse(struct cJSON **out, const char *text, size_t len, const char *path)
+{
+	cJSON *root = cJSON_ParseWithLength(text, len);
+	char where[256] = "";
+	const char *key = NULL;
+	int r, err;
+
+	if (!root) {
+		const char *at = cJSON_GetErrorPtr();
+		int line = 1;
+
+		for (const char *s = text; at && s < at && s < text + len; s++)
+			line += *s == '\n';
+		return vs_error(VS_EPARSE, "%s:%d: not valid JSON", path, line);
+	}
+	r = find_duplicate(root, where, sizeof(where), &key);
+	if (r == 0) {
+		*out = root;
+		return 0;
+	}
+	if (r < 0)
+		err = vs_error(VS_ENOMEM, "out of memory reading '%s'", path);
+	else
+		err = vs_error(VS_EPARSE, "%s: key '%s' appears twice in %s%s", path, key,
+			       *where ? "" : "the top-level object", where);
+	cJSON_Delete(root);
+	return err;
+}
