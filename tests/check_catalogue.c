@@ -26,8 +26,8 @@
 #define EVAL "results/mla_decode_cpu_splitkv/run1"
 #define RECORD "--record " CARD " --eval-dir " EVAL
 #define MATERIALIZE "--materialize " PLAN
-#define T0 "tasks/mla_decode/6dd5dea3de0049bb6c84c4291bdc64415fb99f5d43039d833f738e1a97ce7417"
-#define T1 "tasks/mla_decode/f1d263f6f99499ff4e279dcacaa8fc02deae008783f449b0293e11a5083ae2ba"
+#define T0 "tasks/mla_decode/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6"
+#define T1 "tasks/mla_decode/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26"
 #define REF0 T0 "/reference.safetensors"
 #define TASK_REFUSED "existing task dir '" T0 "' fails verification, refusing to overwrite it (remove it to " \
 		     "rebuild): "
@@ -478,7 +478,7 @@ static void other_card(void)
 
 static void samples_edited(void)
 {
-	edit(EVAL "/samples.csv", ",default,3.", ",default,2.");
+	edit(EVAL "/samples.csv", ",default,4.", ",default,3.");
 }
 
 static void result_truncated(void)
@@ -504,7 +504,7 @@ static void result_schema(void)
 
 static void result_speedup(void)
 {
-	edit(EVAL "/result.json", "\"estimate\":\t4.92", "\"estimate\":\t5.92");
+	edit(EVAL "/result.json", "\"estimate\":\t6.28", "\"estimate\":\t7.28");
 }
 
 static void result_partial(void)
@@ -524,7 +524,7 @@ static void result_foreign_gen(void)
 
 static void manifest_copy_missing(void)
 {
-	char *path = at(EVAL "/manifests/6dd5dea3de0049bb6c84c4291bdc64415fb99f5d43039d833f738e1a97ce7417.json");
+	char *path = at(EVAL "/manifests/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6.json");
 
 	unlink(path);
 	free(path);
@@ -532,7 +532,7 @@ static void manifest_copy_missing(void)
 
 static void manifest_copy_edited(void)
 {
-	edit(EVAL "/manifests/f1d263f6f99499ff4e279dcacaa8fc02deae008783f449b0293e11a5083ae2ba.json", "\"seed\":",
+	edit(EVAL "/manifests/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26.json", "\"seed\":",
 	     "\"seed\": ");
 }
 
@@ -665,8 +665,8 @@ static const struct bad_input catalogue[] = {
 	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash", 1},
 	{"plan whose task spec was edited", NULL, NULL, plan_spec_edited, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: hash "
-	 "'6dd5dea3de0049bb6c84c4291bdc64415fb99f5d43039d833f738e1a97ce7417' does not match its spec (which hashes to "
-	 "'d4ab2a580625e730725805e002b932fdae806816b9bd9f30d58b1d7ac874e11b'): the plan was edited; emit it again", 1},
+	 "'9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6' does not match its spec (which hashes to "
+	 "'e6057222337bb7e1a7d8e9b64bb1f3231957deabe95940da30cf5c62091034a5'): the plan was edited; emit it again", 1},
 	{"plan with a negative sequence length", NULL, NULL, plan_negative_seqlen, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: task 'bf16-page1-h32': seqlens[0] is -64, outside [0, "
 	 "max_pages x page_size = 127]", 1},
@@ -700,8 +700,8 @@ static const struct bad_input catalogue[] = {
 	 TASK_REFUSED "task dir '" T0 "' is a symlink: task dirs are real directories under the tasks root", 1},
 	{"task dirs swapped (name is not the spec's hash)", NULL, NULL, task_renamed, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/manifest.json': the spec's hash "
-	 "f1d263f6f99499ff4e279dcacaa8fc02deae008783f449b0293e11a5083ae2ba is not the dir's name "
-	 "'6dd5dea3de0049bb6c84c4291bdc64415fb99f5d43039d833f738e1a97ce7417'", 1},
+	 "7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26 is not the dir's name "
+	 "'9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6'", 1},
 	{"task dir without its manifest", NULL, NULL, manifest_missing, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/manifest.json' is missing", 1},
 	{"manifest reformatted by hand", NULL, NULL, manifest_reformatted, MATERIALIZE,
@@ -737,8 +737,8 @@ static const struct bad_input catalogue[] = {
 	{"eval dir from another card", NULL, NULL, other_card, "--record skills/other_card.md --eval-dir " EVAL,
 	 "results/mla_decode_cpu_splitkv/run1: the evidence is for card 'mla_decode_cpu_splitkv', not 'other_card'", 1},
 	{"eval dir whose samples were edited", NULL, NULL, samples_edited, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: 'samples.csv' does not match result.json (sha256 4eba95a17f78..., "
-	 "recorded 7679de141c50...): the evidence was modified", 1},
+	 "results/mla_decode_cpu_splitkv/run1: 'samples.csv' does not match result.json (sha256 e1a0ec8b12e4..., "
+	 "recorded 77c5d2ec905b...): the evidence was modified", 1},
 	{"result.json cut short", NULL, NULL, result_truncated, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1/result.json:17: not valid JSON", 1},
 	{"result.json with a duplicate key", NULL, NULL, result_duplicate, RECORD,
@@ -750,26 +750,26 @@ static const struct bad_input catalogue[] = {
 	 "results/mla_decode_cpu_splitkv/run1/result.json: \"schema\" is 'validate_skill.result/0', expected "
 	 "'validate_skill.result/1' (not a result written by this tool)", 1},
 	{"result.json with a speedup edited", NULL, NULL, result_speedup, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: overall speedup 5.92265 [4.36305, 5.22408] in result.json does not "
-	 "recompute from samples.csv (4.92265 [4.36305, 5.22408])", 1},
+	 "results/mla_decode_cpu_splitkv/run1: overall speedup 7.28741 [4.31224, 6.7766] in result.json does not "
+	 "recompute from samples.csv (6.28741 [4.31224, 6.7766])", 1},
 	{"a partial run", NULL, NULL, result_partial, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: a filtered (--task/--impl/--config) run is partial evidence and cannot "
 	 "be recorded: run the whole plan", 1},
 	{"a dirty build's run", NULL, NULL, result_dirty, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: the binary that ran was built from uncommitted kernels/ sources "
-	 "(kernels tree a5a73f78f30826444b40edb552670d21a8e07152, dirty): commit, rebuild and run again before "
+	 "(kernels tree ede469173265cf4d2ae0906d2e472bb74c743fa7, dirty): commit, rebuild and run again before "
 	 "recording", 1},
 	{"a run on a generation the card does not list", NULL, NULL, result_foreign_gen, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: measured on 'sm_90' (Intel(R) Xeon(R) Processor), which is not in "
 	 "skills/mla_decode_cpu_splitkv.md's match.gens: this evidence cannot speak for the card", 1},
 	{"eval dir without a manifest copy", NULL, NULL, manifest_copy_missing, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: "
-	 "'manifests/6dd5dea3de0049bb6c84c4291bdc64415fb99f5d43039d833f738e1a97ce7417.json' is missing from the "
+	 "'manifests/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6.json' is missing from the "
 	 "eval dir", 1},
 	{"eval dir with a manifest copy edited", NULL, NULL, manifest_copy_edited, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: "
-	 "'manifests/f1d263f6f99499ff4e279dcacaa8fc02deae008783f449b0293e11a5083ae2ba.json' does not match "
-	 "result.json (sha256 842d5f826d50..., recorded 65de7dac8092...): the evidence was modified", 1},
+	 "'manifests/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26.json' does not match "
+	 "result.json (sha256 7fd2797ccbaa..., recorded fb65231aca25...): the evidence was modified", 1},
 	{"card changed after the run", NULL, NULL, card_changed, RECORD,
 	 "skills/mla_decode_cpu_splitkv.md: the card changed since this evidence was produced (card hash "
 	 "2cf2725bc841..., evidence f640bc5341d4...): emit the plan and run again", 1},

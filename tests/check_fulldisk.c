@@ -25,7 +25,7 @@
 #define CARD "skills/mla_decode_cpu_splitkv.md"
 #define PLAN "plans/mla_decode_cpu_splitkv.plan.json"
 #define EVAL "results/mla_decode_cpu_splitkv/run1"
-#define T0 "6dd5dea3de0049bb6c84c4291bdc64415fb99f5d43039d833f738e1a97ce7417"
+#define T0 "9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6"
 
 static char *tmp, *mnt;
 
