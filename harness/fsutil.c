@@ -137,6 +137,20 @@ done:
 	return err;
 }
 
+int fs_write_in(const char *dir, const char *name, const void *data, size_t len, char hex[FS_SHA256_HEX])
+{
+	char *path = fs_join(dir, name);
+	int err;
+
+	if (!path)
+		return vs_error(VS_ENOMEM, "out of memory");
+	err = fs_write_atomic(path, data, len, 0644);
+	if (!err && hex)
+		fs_sha256_hex(hex, data, len);
+	free(path);
+	return err;
+}
+
 int fs_mkdir_p(const char *path)
 {
 	char *copy = strdup(path);

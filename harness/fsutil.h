@@ -28,6 +28,12 @@ int fs_read_file(char **out, size_t *len, const char *path, size_t max_bytes);
  */
 int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
 
+/**
+ * fs_write_atomic() of dir/name with mode 0644; when hex is not NULL it receives the sha256 of the
+ * bytes written (the eval dirs bind their files by these). Errors: those of fs_write_atomic().
+ */
+int fs_write_in(const char *dir, const char *name, const void *data, size_t len, char hex[FS_SHA256_HEX]);
+
 /** mkdir -p with mode 0755. Errors: VS_EIO. */
 int fs_mkdir_p(const char *path);
 

@@ -216,20 +216,6 @@ static void copy_rows(FILE *f, const char *text, const char *hash)
 	}
 }
 
-static int write_file(const char *dir, const char *name, const char *data, size_t len, char hex[65])
-{
-	char *path = fs_join(dir, name);
-	int err;
-
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
-	err = fs_write_atomic(path, data, len, 0644);
-	if (!err && hex)
-		fs_sha256_hex(hex, data, len);
-	free(path);
-	return err;
-}
-
 static int capture_code(const cJSON *impl)
 {
 	const char *c = jstr(impl, "capture");
@@ -383,7 +369,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		free(src);
 		mname = fs_printf("manifests/%s.json", h);
 		if (!err)
-			err = mname ? write_file(eval_dir, mname, mtext, mlen, hex) : VS_ENOMEM;
+			err = mname ? fs_write_in(eval_dir, mname, mtext, mlen, hex) : VS_ENOMEM;
 		free(mname);
 		free(mtext);
 		if (err)
@@ -459,8 +445,8 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 	}
 	fclose(fs);
 	fs = NULL;
-	if ((err = write_file(eval_dir, "plan.json", plan_text, plan_len, NULL)) ||
-	    (err = write_file(eval_dir, "samples.csv", samples_buf, samples_len, hex)))
+	if ((err = fs_write_in(eval_dir, "plan.json", plan_text, plan_len, NULL)) ||
+	    (err = fs_write_in(eval_dir, "samples.csv", samples_buf, samples_len, hex)))
 		goto done;
 	cJSON_AddStringToObject(root, "samples_sha256", hex);
 	cJSON_AddItemToObject(root, "manifests", manifests);
@@ -468,7 +454,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 	fprintf(fl, "\n%s\neval dir: %s\n", line, eval_dir);
 	fclose(fl);
 	fl = NULL;
-	if ((err = write_file(eval_dir, "run.log", log_buf, log_len, hex)))
+	if ((err = fs_write_in(eval_dir, "run.log", log_buf, log_len, hex)))
 		goto done;
 	cJSON_AddStringToObject(root, "log_sha256", hex);
 	text = cJSON_Print(root);
@@ -476,7 +462,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		err = vs_error(VS_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((err = write_file(eval_dir, "result.json", text, strlen(text), NULL)))
+	if ((err = fs_write_in(eval_dir, "result.json", text, strlen(text), NULL)))
 		goto done;
 	printf("merged %d parts (%d tasks) into %s\n%s\n", npaths, p.ntasks, eval_dir, line);
 	*eval_dir_out = eval_dir;

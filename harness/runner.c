@@ -890,21 +890,6 @@ static int task_matches(const struct task_spec *s, const char *hash, const char 
 	return !filter || strstr(s->name, filter) || !strncmp(hash, filter, strlen(filter));
 }
 
-/* Write a file of the eval dir atomically. */
-static int write_eval_file(const char *dir, const char *name, const char *data, size_t len, char hex[65])
-{
-	char *path = fs_join(dir, name);
-	int err;
-
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
-	err = fs_write_atomic(path, data, len, 0644);
-	if (!err && hex)
-		fs_sha256_hex(hex, data, len);
-	free(path);
-	return err;
-}
-
 struct run_state {
 	char *eval_dir;
 	char *samples_buf;
@@ -1155,7 +1140,7 @@ static int prepare_task(char **dir, struct run_state *st, const struct runner_op
 	}
 	if (!err) {
 		mname = fs_printf("manifests/%s.json", p->task_hash[i]);
-		err = mname ? write_eval_file(st->eval_dir, mname, mtext, mlen, hex) : VS_ENOMEM;
+		err = mname ? fs_write_in(st->eval_dir, mname, mtext, mlen, hex) : VS_ENOMEM;
 		if (!err && !cJSON_GetObjectItemCaseSensitive(st->manifests, p->task_hash[i]))
 			cJSON_AddStringToObject(st->manifests, p->task_hash[i], hex);
 	}
@@ -1501,8 +1486,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		/* Copies that bind the evidence: plan, manifests (written above), samples, log. */
 		fclose(st.samples);
 		st.samples = NULL;
-		if ((err = write_eval_file(st.eval_dir, "plan.json", plan_text, plan_len, NULL)) ||
-		    (err = write_eval_file(st.eval_dir, "samples.csv", st.samples_buf, st.samples_len, hex)))
+		if ((err = fs_write_in(st.eval_dir, "plan.json", plan_text, plan_len, NULL)) ||
+		    (err = fs_write_in(st.eval_dir, "samples.csv", st.samples_buf, st.samples_len, hex)))
 			goto done;
 		cJSON_AddStringToObject(st.root, "samples_sha256", hex);
 		cJSON_AddItemToObject(st.root, "manifests", st.manifests);
@@ -1512,7 +1497,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		progress_line(&pg, "eval dir: %s", st.eval_dir);
 		fclose(st.log);
 		st.log = NULL;
-		if ((err = write_eval_file(st.eval_dir, "run.log", st.log_buf, st.log_len, hex)))
+		if ((err = fs_write_in(st.eval_dir, "run.log", st.log_buf, st.log_len, hex)))
 			goto done;
 		cJSON_AddStringToObject(st.root, "log_sha256", hex);
 		text = cJSON_Print(st.root);
@@ -1520,7 +1505,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			err = vs_error(VS_ENOMEM, "out of memory");
 			goto done;
 		}
-		err = write_eval_file(st.eval_dir, "result.json", text, strlen(text), NULL);
+		err = fs_write_in(st.eval_dir, "result.json", text, strlen(text), NULL);
 		cJSON_free(text);
 		if (err)
 			goto done;
