@@ -1,5 +1,6 @@
 #include "runner.h"
 #include "fsutil.h"
+#include "gpu_clocks.h"
 #include "mla_numeric.h"
 #include "parity.h"
 #include "plugin.h"
@@ -589,13 +590,18 @@ static int count_outliers(const double *x, int n)
 	return c;
 }
 
-static int read_clock(struct vs_device *d)
+/* The SM clock (MHz, -1 unknown) and throttle reasons now: the device's own op, else NVML. */
+static int read_clock(const struct runner_task_ctx *ctx, uint64_t *reasons)
 {
+	struct vs_device *d = ctx->device;
 	int sm = -1, mem = -1;
 
-	if (!d->ops->clocks || d->ops->clocks(d, &sm, &mem) != 0)
-		return -1;
-	return sm;
+	*reasons = 0;
+	if (d->ops->clocks && d->ops->clocks(d, &sm, &mem) == 0 && sm > 0)
+		return sm;
+	if (!strcmp(d->info.backend, "hip") && vs_gpu_clocks(ctx->gpu_ordinal, &sm, &mem, reasons) == 0)
+		return sm;
+	return -1;
 }
 
 /* The A/B: alternating timed samples of the chosen configs until the stop rule says so. */
@@ -624,7 +630,7 @@ static int ab(const struct runner_task_ctx *ctx, const struct task_data *t, stru
 	}
 	if (err)
 		return err;
-	r->sm_mhz_begin = read_clock(d);
+	r->sm_mhz_begin = read_clock(ctx, &r->throttle_begin);
 	t0 = now_s();
 	for (int pair = 0; pair < pr->max_pairs; pair++) {
 		int set = pair % t->nsets;
@@ -672,7 +678,7 @@ static int ab(const struct runner_task_ctx *ctx, const struct task_data *t, stru
 	}
 	if (r->stop_reason == STATS_CONTINUE)
 		r->stop_reason = STATS_STOP_MAX_PAIRS;
-	r->sm_mhz_end = read_clock(d);
+	r->sm_mhz_end = read_clock(ctx, &r->throttle_end);
 	return runner_task_finish(r, ctx->plan);
 }
 
@@ -848,6 +854,13 @@ static cJSON *task_json(const struct runner_task_result *r, const struct plan *p
 			cJSON_AddItemToArray(flags, cJSON_CreateString(msg));
 			free(msg);
 		}
+		if ((r->throttle_begin | r->throttle_end) & VS_THROTTLE_ANY) {
+			char *msg = fs_printf("task %s: GPU clocks were held down during sampling (%s)", r->name,
+					      vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) & VS_THROTTLE_ANY));
+
+			cJSON_AddItemToArray(flags, cJSON_CreateString(msg));
+			free(msg);
+		}
 	}
 	cJSON_AddNumberToObject(j, "timed_checks", r->timed_checks);
 	cJSON_AddNumberToObject(j, "timed_check_failures", r->timed_check_failures);
@@ -856,6 +869,8 @@ static cJSON *task_json(const struct runner_task_result *r, const struct plan *p
 
 		cJSON_AddNumberToObject(c, "begin", r->sm_mhz_begin);
 		cJSON_AddNumberToObject(c, "end", r->sm_mhz_end);
+		cJSON_AddNumberToObject(c, "throttle_reasons_begin", (double)r->throttle_begin);
+		cJSON_AddNumberToObject(c, "throttle_reasons_end", (double)r->throttle_end);
 	}
 	return j;
 }

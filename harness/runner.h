@@ -78,6 +78,7 @@ struct runner_task_result {
 	int timed_checks, timed_check_failures;
 	struct stats_ci speedup;
 	int sm_mhz_begin, sm_mhz_end; /* clocks around sampling, -1 unknown */
+	uint64_t throttle_begin, throttle_end; /* clocks event reasons then (gpu_clocks.h), 0 none */
 };
 
 /**
@@ -96,6 +97,7 @@ struct runner_task_ctx {
 	int timing;                     /* run tuning, capture and the A/B (0 = parity only) */
 	FILE *samples;                  /* CSV rows, or NULL */
 	FILE *log;                      /* progress lines (also echoed to stdout), or NULL */
+	int gpu_ordinal;                /* the GPU the device was opened on (clocks), -1 if none */
 };
 
 int runner_run_task(struct runner_task_result *r, const struct runner_task_ctx *ctx,

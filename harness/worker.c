@@ -101,6 +101,8 @@ static char *result_msg(const struct runner_task_result *r, int code, const char
 	cJSON_AddNumberToObject(j, "timed_check_failures", r->timed_check_failures);
 	cJSON_AddNumberToObject(j, "sm_mhz_begin", r->sm_mhz_begin);
 	cJSON_AddNumberToObject(j, "sm_mhz_end", r->sm_mhz_end);
+	cJSON_AddNumberToObject(j, "throttle_begin", (double)r->throttle_begin);
+	cJSON_AddNumberToObject(j, "throttle_end", (double)r->throttle_end);
 	cJSON_AddStringToObject(j, "samples", samples ? samples : "");
 	cJSON_AddStringToObject(j, "log", log ? log : "");
 	text = cJSON_PrintUnformatted(j);
@@ -126,6 +128,8 @@ static int result_unmsg(struct runner_task_result *r, const cJSON *j, const stru
 	r->timed_check_failures = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_check_failures"));
 	r->sm_mhz_begin = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "sm_mhz_begin"));
 	r->sm_mhz_end = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "sm_mhz_end"));
+	r->throttle_begin = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_begin"));
+	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
 	*samples = dup_or_null(cJSON_GetObjectItem(j, "samples"));
 	*log = dup_or_null(cJSON_GetObjectItem(j, "log"));
 	runner_task_finish(r, p);
@@ -156,6 +160,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 	memset(&t, 0, sizeof(t));
 	ctx.samples = fs;
 	ctx.log = fl;
+	ctx.gpu_ordinal = strcmp(w->backend, "cpu") ? w->gpu_ordinal : -1;
 	if (!ctx.device) {
 		code = open_device(&dev, w->backend, w->gpu_ordinal);
 		ctx.device = &dev;

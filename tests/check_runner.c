@@ -10,6 +10,7 @@
 
 #include "cpu/cpu_impls.h"
 #include "device.h"
+#include "fsutil.h"
 #include "mla_decode.h"
 #include "mla_numeric.h"
 #include "plan.h"
@@ -575,6 +576,54 @@ START_TEST(page_offset_past_4gib_passes_parity)
 }
 END_TEST
 
+/* A device whose SM clock reads 1980 MHz at the start of sampling and 1400 MHz at its end. */
+static int clock_reads;
+static int falling_clocks(struct vs_device *d, int *sm_mhz, int *mem_mhz)
+{
+	(void)d;
+	*sm_mhz = clock_reads++ % 2 == 0 ? 1980 : 1400;
+	*mem_mhz = 3201;
+	return 0;
+}
+
+START_TEST(clock_change_during_sampling_is_flagged)
+{
+	struct vs_device d;
+	struct vs_device_ops ops;
+	struct runner_options ro;
+	char *dir = tu_tmpdir(), *plan_rel = tu_small_plan(dir, "", 1, 1), *plan = fs_join(dir, plan_rel);
+	char *eval = NULL, *rpath, *text;
+	char *tasks = fs_join(dir, "tasks"), *results = fs_join(dir, "results");
+
+	ck_assert_int_eq(vs_device_open_cpu(&d), 0);
+	ops = *d.ops;
+	ops.clocks = falling_clocks;
+	d.ops = &ops;
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan;
+	ro.tasks_root = tasks;
+	ro.results_root = results;
+	ro.threads = 2;
+	ro.device = &d;
+	ck_assert_msg(runner_run(&eval, &ro) == 0, "%s", vs_last_error());
+	rpath = fs_join(eval, "result.json");
+	text = tu_read(rpath, NULL);
+	ck_assert_msg(strstr(text, "SM clock moved from 1980 to 1400 MHz during sampling"),
+		      "no clock flag in result.json:\n%.2000s", text);
+	ck_assert_ptr_nonnull(strstr(text, "\"sm_clock_mhz\""));
+	free(text);
+	free(rpath);
+	free(eval);
+	vs_device_release(&d);
+	fs_remove_tree(dir);
+	free(dir);
+	free(plan_rel);
+	free(plan);
+	free(tasks);
+	free(results);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("runner");
@@ -591,6 +640,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, honest_launch_passes_the_capture_gate);
 	tcase_add_test(tc, honest_fp8_launch_passes_the_capture_gate);
 	tcase_add_test(tc, page_offset_past_4gib_passes_parity);
+	tcase_add_test(tc, clock_change_during_sampling_is_flagged);
 	suite_add_tcase(s, tc);
 	return s;
 }
