@@ -187,8 +187,8 @@ START_TEST(gpus_run_writes_the_eval_dir_of_a_single_worker_run)
 		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", multi));
 		free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
 	}
-	tool(2, NULL, "--run %s --gpus 0,0", plan);
-	tool(2, NULL, "--run %s --gpus 0,x", plan);
+	free(tool(2, NULL, "--run %s --gpus 0,0", plan));
+	free(tool(2, NULL, "--run %s --gpus 0,x", plan));
 	free(single);
 	free(multi);
 	free(plan);
@@ -205,22 +205,22 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	free(out);
 	for (int i = 0; i < 3; i++)
 		free(tool(0, NULL, "--run %s --threads 2 --part %d --run-id R", plan, i));
-	tool(2, &err, "--run %s --part 3 --run-id R", plan);
+	free(tool(2, &err, "--run %s --part 3 --run-id R", plan));
 	ck_assert_msg(strstr(err, "has tasks 0..2"), "%s", err);
 	free(err);
-	tool(2, &err, "--run %s --part 0", plan);
+	free(tool(2, &err, "--run %s --part 0", plan));
 	ck_assert_msg(strstr(err, "--part needs --run-id"), "%s", err);
 	free(err);
 	/* A part alone is partial evidence. */
-	tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s/0001", parts);
+	free(tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s/0001", parts));
 	ck_assert_msg(strstr(err, "partial"), "%s", err);
 	free(err);
 	/* Missing and duplicated parts are refused with what to do. */
-	tool(1, &err, "--merge %s/0000 %s/0001 --run-id m1", parts, parts);
+	free(tool(1, &err, "--merge %s/0000 %s/0001 --run-id m1", parts, parts));
 	ck_assert_msg(strstr(err, "missing: 2 (") && strstr(err, "--part N"), "%s", err);
 	ck_assert_int_eq(tu_count_lines(err), 1);
 	free(err);
-	tool(1, &err, "--merge %s %s/0001 --run-id m2", parts, parts);
+	free(tool(1, &err, "--merge %s %s/0001 --run-id m2", parts, parts));
 	ck_assert_msg(strstr(err, "in two parts"), "%s", err);
 	free(err);
 
@@ -239,7 +239,7 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	free(a);
 	free(b);
 	if (VS_KERNELS_DIRTY) {
-		tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged);
+		free(tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged));
 		ck_assert_msg(strstr(err, "uncommitted kernels/"), "%s", err);
 		free(err);
 	} else {
@@ -251,7 +251,7 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	text = tu_read(path, NULL);
 	text[strlen(text) - 3] = text[strlen(text) - 3] == '1' ? '0' : '1';
 	tu_write(path, text, strlen(text));
-	tool(1, &err, "--merge %s --run-id again", parts);
+	free(tool(1, &err, "--merge %s --run-id again", parts));
 	ck_assert_msg(strstr(err, "samples.csv' does not match"), "%s", err);
 	free(err);
 	free(text);
@@ -305,7 +305,7 @@ START_TEST(filters_give_partial_runs_that_record_refuses)
 	ck_assert_ptr_nonnull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "filters"), c->filter));
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "verdict")), "failed");
 	cJSON_Delete(j);
-	tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
+	free(tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
 	ck_assert_msg(strstr(err, "partial"), "%s", err);
 	free(err);
 	free(text);
