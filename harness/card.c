@@ -1328,7 +1328,7 @@ static int lint_body(const struct card *c)
 		const char *s = t + p, *h;
 		size_t n, hl;
 		int level, idx;
-		char ch;
+		char ch = 0;
 
 		line_at(t, c->text_len, p, &ce, &next);
 		n = ce - p;

@@ -316,7 +316,7 @@ void fs_sha256_hex(char hex[FS_SHA256_HEX], const void *data, size_t len)
 
 int fs_sha256_file(char hex[FS_SHA256_HEX], const char *path)
 {
-	struct fs_sha256 h;
+	struct fs_sha256 h = {NULL};
 	unsigned char buf[1 << 16];
 	size_t got;
 	FILE *f = fopen(path, "rb");

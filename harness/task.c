@@ -1734,7 +1734,7 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 	size_t ilen = lens[2 * k];
 	float kv_scale = 0;
 	const char *meta;
-	void *p;
+	void *p = NULL;
 	int err = 0;
 
 	shapes_of(&sh, s);
