@@ -763,11 +763,5 @@ static Suite *card_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(card_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run_suite(card_suite());
 }

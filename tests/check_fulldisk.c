@@ -257,8 +257,6 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
 
 	/* A private mount namespace: the tmpfs mounts are invisible outside and vanish with the process. */
 	if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
@@ -266,9 +264,5 @@ int main(void)
 		       strerror(errno));
 		return 77;
 	}
-	sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_run_suite(suite());
 }

@@ -168,8 +168,6 @@ int main(void)
 {
 	Suite *s = suite_create("report_html");
 	TCase *tc = tcase_create("html");
-	SRunner *sr;
-	int failed;
 
 	if (system("command -v chromium >/dev/null 2>&1") == 0)
 		browser = "chromium";
@@ -184,9 +182,5 @@ int main(void)
 	tcase_add_test(tc, html_report_renders_the_table_and_the_chart_in_chromium);
 	tcase_add_test(tc, html_escapes_what_cards_contain);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_run_suite(s);
 }

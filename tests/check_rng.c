@@ -109,11 +109,5 @@ static Suite *rng_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(rng_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return tu_run_suite(rng_suite());
 }

@@ -216,3 +216,14 @@ char *tu_json_str(const char *path, const char *dotted)
 	free(key);
 	return res;
 }
+
+int tu_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

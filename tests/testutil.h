@@ -42,6 +42,12 @@ char *tu_eval_dir_of(const char *out);
 /** A string member of a JSON file (dotted path "a.b"), malloc'd, or NULL. */
 char *tu_json_str(const char *path, const char *dotted);
 
+/**
+ * Run suite s (CK_NORMAL output, Check's default fork mode) and return the process exit status:
+ * 0 when every test passed, 1 otherwise.
+ */
+int tu_run_suite(Suite *s);
+
 /** Count lines in s (a trailing line without newline counts). */
 int tu_count_lines(const char *s);
 
