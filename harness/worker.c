@@ -44,7 +44,7 @@ static double *doubles_parse(const char *s, int n)
 	return x;
 }
 
-static cJSON *impl_msg(const struct runner_impl_result *ir)
+static cJSON *impl_msg(const struct measure_impl *ir)
 {
 	cJSON *j = cJSON_CreateObject(), *pass = cJSON_AddArrayToObject(j, "pass");
 	cJSON *det = cJSON_AddArrayToObject(j, "detail");
@@ -66,7 +66,7 @@ static char *dup_or_null(const cJSON *s)
 	return cJSON_IsString(s) ? strdup(s->valuestring) : NULL;
 }
 
-static void impl_unmsg(struct runner_impl_result *ir, const cJSON *j)
+static void impl_unmsg(struct measure_impl *ir, const cJSON *j)
 {
 	const cJSON *pass = cJSON_GetObjectItem(j, "pass"), *det = cJSON_GetObjectItem(j, "detail");
 	double *tune = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "tune")), ir->nconfigs);
@@ -82,7 +82,7 @@ static void impl_unmsg(struct runner_impl_result *ir, const cJSON *j)
 	ir->capture_detail = dup_or_null(cJSON_GetObjectItem(j, "capture_detail"));
 }
 
-static char *result_msg(const struct runner_task_result *r, int code, const char *samples, const char *log)
+static char *result_msg(const struct measure_result *r, int code, const char *samples, const char *log)
 {
 	cJSON *j = cJSON_CreateObject();
 	char *text;
@@ -111,7 +111,7 @@ static char *result_msg(const struct runner_task_result *r, int code, const char
 }
 
 /* Rebuild the result from a worker's message; returns the worker's own status code. */
-static int result_unmsg(struct runner_task_result *r, const cJSON *j, const struct plan *p, char **samples,
+static int result_unmsg(struct measure_result *r, const cJSON *j, const struct plan *p, char **samples,
 			char **log)
 {
 	r->complete = cJSON_IsTrue(cJSON_GetObjectItem(j, "complete"));
@@ -132,7 +132,7 @@ static int result_unmsg(struct runner_task_result *r, const cJSON *j, const stru
 	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
 	*samples = dup_or_null(cJSON_GetObjectItem(j, "samples"));
 	*log = dup_or_null(cJSON_GetObjectItem(j, "log"));
-	runner_task_finish(r, p);
+	measure_result_finish(r, p);
 	return (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "code"));
 }
 
@@ -146,8 +146,8 @@ static int open_device(struct vs_device *d, const char *backend, int ordinal)
 /* The body of a worker: everything a task needs, in this process. Returns the message text. */
 static char *work(const struct worker_spec *w, int *code_out)
 {
-	struct runner_task_result r;
-	struct runner_task_ctx ctx = *w->ctx;
+	struct measure_result r;
+	struct measure_ctx ctx = *w->ctx;
 	struct vs_device dev;
 	struct task_data t;
 	char *samples = NULL, *log = NULL, *msg;
@@ -168,15 +168,15 @@ static char *work(const struct worker_spec *w, int *code_out)
 	if (!code)
 		code = task_load(&t, w->task_dir);
 	if (!code) {
-		code = runner_run_task(&r, &ctx, &t);
+		code = measure_task(&r, &ctx, &t);
 	} else {
-		runner_task_result_init(&r, &ctx, w->spec, w->task_hash);
+		measure_result_init(&r, &ctx, w->spec, w->task_hash);
 		r.error = strdup(vs_last_error());
 	}
 	fclose(fs);
 	fclose(fl);
 	msg = result_msg(&r, code, samples, log);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 	task_data_release(&t);
 	if (!w->ctx->device)
 		vs_device_release(&dev);
@@ -306,7 +306,7 @@ void worker_kill(struct worker_proc *wp)
 	wp->fd = -1;
 }
 
-int worker_finish(struct runner_task_result *r, struct worker_proc *wp, const struct worker_spec *w,
+int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct worker_spec *w,
 		  char **samples, char **log)
 {
 	int status = 0, err;
@@ -319,7 +319,7 @@ int worker_finish(struct runner_task_result *r, struct worker_proc *wp, const st
 	wp->pid = 0;
 	close(wp->fd);
 	wp->fd = -1;
-	if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
+	if ((err = measure_result_init(r, w->ctx, w->spec, w->task_hash)))
 		goto done;
 	j = !wp->timed_out && wp->len > 0 ? cJSON_ParseWithLength(wp->buf, wp->len) : NULL;
 	if (j) {
@@ -343,7 +343,7 @@ done:
 	return err;
 }
 
-int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, char **samples, char **log)
+int worker_run_task(struct measure_result *r, const struct worker_spec *w, char **samples, char **log)
 {
 	struct worker_proc wp;
 	int err, code;
@@ -357,7 +357,7 @@ int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, c
 
 		j = msg ? cJSON_Parse(msg) : NULL;
 		free(msg);
-		if ((err = runner_task_result_init(r, w->ctx, w->spec, w->task_hash)))
+		if ((err = measure_result_init(r, w->ctx, w->spec, w->task_hash)))
 			return err;
 		if (!j)
 			return vs_error(VS_ENOMEM, "out of memory");
@@ -366,7 +366,7 @@ int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, c
 		return 0;
 	}
 	if ((err = worker_start(&wp, w))) {
-		runner_task_result_init(r, w->ctx, w->spec, w->task_hash);
+		measure_result_init(r, w->ctx, w->spec, w->task_hash);
 		return err;
 	}
 	while (!worker_pump(&wp)) {

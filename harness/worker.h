@@ -2,7 +2,7 @@
  * worker.h - crash isolation for the runner (DESIGN.md "Process model").
  *
  * Each task runs in a worker process (fork) that opens the device itself, loads and verifies the
- * task dir, runs both implementations (parity, capture, tuning, A/B: runner_run_task) and sends its
+ * task dir, runs both implementations (parity, capture, tuning, A/B: measure_task) and sends its
  * result back over a pipe as JSON. A worker that faults (illegal address, abort), hangs past its
  * time limit, or dies without a result gives a FAILED task with the reason; the next task gets a
  * fresh worker (and, on a GPU, a fresh context: CUDA errors are sticky for a process). The parent
@@ -12,10 +12,10 @@
 #define VS_WORKER_H
 
 #include "device.h"
-#include "runner.h"
+#include "measure.h"
 
 struct worker_spec {
-	const struct runner_task_ctx *ctx; /* ctx->device NULL: the worker opens backend/gpu_ordinal */
+	const struct measure_ctx *ctx; /* ctx->device NULL: the worker opens backend/gpu_ordinal */
 	const char *backend;               /* "cpu" or "hip" */
 	int gpu_ordinal;
 	const char *task_dir;
@@ -31,7 +31,7 @@ struct worker_spec {
  * Returns 0 when the worker reported back (whatever the task's outcome), VS_EFAIL when it died,
  * hung or reported nothing, VS_ENOMEM / VS_EIO for harness failures.
  */
-int worker_run_task(struct runner_task_result *r, const struct worker_spec *w, char **samples, char **log);
+int worker_run_task(struct measure_result *r, const struct worker_spec *w, char **samples, char **log);
 
 /** A worker process started by worker_start(), collected by worker_finish(). */
 struct worker_proc {
@@ -56,7 +56,7 @@ int worker_start(struct worker_proc *wp, const struct worker_spec *w);
 int worker_pump(struct worker_proc *wp);
 
 /** Reap a done worker and rebuild its result, as worker_run_task() returns it. */
-int worker_finish(struct runner_task_result *r, struct worker_proc *wp, const struct worker_spec *w,
+int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct worker_spec *w,
 		  char **samples, char **log);
 
 /** Kill and reap a running worker (a run that stops on a harness error). */

@@ -14,6 +14,7 @@
 #include "mla_decode.h"
 #include "mla_numeric.h"
 #include "plan.h"
+#include "measure.h"
 #include "runner.h"
 #include "stats.h"
 #include "task.h"
@@ -358,12 +359,12 @@ static void make_plan(struct plan *p, const struct mla_decode_impl *base, const 
 	p->capture_required = capture;
 }
 
-static int run(struct runner_task_result *r, const struct mla_decode_impl *base, const struct mla_decode_impl *cand,
+static int run(struct measure_result *r, const struct mla_decode_impl *base, const struct mla_decode_impl *cand,
 	       int ncfg, int capture)
 {
 	struct vs_device d;
 	struct plan p;
-	struct runner_task_ctx ctx;
+	struct measure_ctx ctx;
 	int err;
 
 	open_fake_device(&d, capture);
@@ -376,7 +377,7 @@ static int run(struct runner_task_result *r, const struct mla_decode_impl *base,
 	ctx.cand = cand;
 	ctx.check_base = ctx.check_cand = 1;
 	ctx.timing = 1;
-	err = runner_run_task(r, &ctx, &task);
+	err = measure_task(r, &ctx, &task);
 	d.ops = cpu_ops;
 	vs_device_release(&d);
 	return err;
@@ -386,7 +387,7 @@ static int run(struct runner_task_result *r, const struct mla_decode_impl *base,
 
 START_TEST(ab_speedup_two_is_measured_with_tight_ci)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 
 	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
 	ck_assert_int_eq(run(&r, &honest, &honest, 1, 0), 0);
@@ -398,13 +399,13 @@ START_TEST(ab_speedup_two_is_measured_with_tight_ci)
 	ck_assert_int_eq(r.stop_reason, STATS_STOP_CI);
 	ck_assert_msg(r.npairs < 300, "stopped by CI after %d pairs", r.npairs);
 	ck_assert_msg(fabs(r.base.timing.median - 2.0) < 0.03, "baseline median %g", r.base.timing.median);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
 START_TEST(aa_run_has_ci_containing_one)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 
 	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
 	ck_assert_int_eq(run(&r, &honest, &honest, 1, 0), 0);
@@ -412,13 +413,13 @@ START_TEST(aa_run_has_ci_containing_one)
 		      r.speedup.hi);
 	ck_assert_msg(fabs(r.speedup.estimate - 1.0) < 0.01, "A/A median ratio %g not within 1%% of 1",
 		      r.speedup.estimate);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
 START_TEST(tuning_chooses_the_fastest_passing_config)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 
 	cfgs2[0] = (struct mla_decode_config){"slow3", 3, 0, 0, 0, 0};
 	cfgs2[1] = (struct mla_decode_config){"fast1", 1, 0, 0, 0, 0};
@@ -428,7 +429,7 @@ START_TEST(tuning_chooses_the_fastest_passing_config)
 		      r.cand.tune_ms[1]);
 	/* Reported numbers come from the A/B samples, not the tuning samples. */
 	ck_assert_int_ge(r.npairs, 10);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
@@ -436,7 +437,7 @@ END_TEST
 
 START_TEST(parity_failure_names_worst_element)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 
 	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
 	ck_assert_int_eq(run(&r, &honest, &one_wrong, 1, 0), 0);
@@ -449,7 +450,7 @@ START_TEST(parity_failure_names_worst_element)
 		      "detail should name (b=1, s=0, h=2, d=7): %s", r.cand.config_detail[0]);
 	ck_assert_msg(strstr(r.cand.config_detail[0], "reproduce: validate_skill --run"), "no repro command: %s",
 		      r.cand.config_detail[0]);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
@@ -467,7 +468,7 @@ static const struct cheat_case cheats[] = {
 
 START_TEST(cheats_are_caught_in_parity)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 	const struct cheat_case *cc = &cheats[_i];
 
 	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
@@ -477,13 +478,13 @@ START_TEST(cheats_are_caught_in_parity)
 		      "%s: detail '%s' lacks '%s'", cc->impl->name,
 		      r.cand.config_detail[0] ? r.cand.config_detail[0] : "(none)", cc->expect);
 	ck_assert_int_eq(r.parity_pass, 0);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
 START_TEST(capture_unsafe_launch_fails_the_capture_gate)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 
 	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
 	ck_assert_int_eq(run(&r, &honest, &unsafe_capture, 1, 1), 0);
@@ -492,14 +493,14 @@ START_TEST(capture_unsafe_launch_fails_the_capture_gate)
 	ck_assert_int_eq(r.cand.capture, 0);
 	ck_assert_ptr_nonnull(r.cand.capture_detail);
 	ck_assert_msg(strstr(r.cand.capture_detail, "in place"), "%s", r.cand.capture_detail);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
 /* fp8: the graph bakes kv_scale in; the input sets of a task share it, so the replay is right. */
 START_TEST(honest_fp8_launch_passes_the_capture_gate)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 
 	task_data_release(&task);
 	free(root);
@@ -510,19 +511,19 @@ START_TEST(honest_fp8_launch_passes_the_capture_gate)
 	ck_assert_int_eq(run(&r, &honest, &honest, 1, 1), 0);
 	ck_assert_msg(r.cand.capture == 1, "capture: %s", r.cand.capture_detail ? r.cand.capture_detail : "");
 	ck_assert_int_eq(r.complete, 1);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
 START_TEST(honest_launch_passes_the_capture_gate)
 {
-	struct runner_task_result r;
+	struct measure_result r;
 
 	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
 	ck_assert_int_eq(run(&r, &honest, &honest, 1, 1), 0);
 	ck_assert_int_eq(r.cand.capture, 1);
 	ck_assert_int_eq(r.complete, 1);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 }
 END_TEST
 
@@ -531,8 +532,8 @@ START_TEST(page_offset_past_4gib_passes_parity)
 {
 	struct task_spec s;
 	struct task_data t;
-	struct runner_task_result r;
-	struct runner_task_ctx ctx;
+	struct measure_result r;
+	struct measure_ctx ctx;
 	struct vs_device d;
 	struct plan p;
 	static int32_t lens[2] = {129, 64};
@@ -565,10 +566,10 @@ START_TEST(page_offset_past_4gib_passes_parity)
 	ctx.base = &mla_cpu_naive;
 	ctx.cand = &mla_cpu_splitkv;
 	ctx.check_base = ctx.check_cand = 1;
-	ck_assert_int_eq(runner_run_task(&r, &ctx, &t), 0);
+	ck_assert_int_eq(measure_task(&r, &ctx, &t), 0);
 	ck_assert_msg(r.base.config_pass[0] == 1, "naive: %s", r.base.config_detail[0] ? r.base.config_detail[0] : "");
 	ck_assert_msg(r.cand.config_pass[0] == 1, "splitkv: %s", r.cand.config_detail[0] ? r.cand.config_detail[0] : "");
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 	d.ops = cpu_ops;
 	vs_device_release(&d);
 	task_data_release(&t);

@@ -10,6 +10,7 @@
 #include "fsutil.h"
 #include "mla_decode.h"
 #include "plan.h"
+#include "measure.h"
 #include "runner.h"
 #include "task.h"
 #include "vs_error.h"
@@ -150,9 +151,9 @@ static const struct crash_case crashes[] = {
 START_TEST(faulting_worker_gives_a_failed_task_with_the_reason)
 {
 	const struct crash_case *cc = &crashes[_i];
-	struct runner_task_ctx ctx;
+	struct measure_ctx ctx;
 	struct worker_spec w;
-	struct runner_task_result r;
+	struct measure_result r;
 	char *dir = NULL, *samples = NULL, *log = NULL, *root = fs_join(tmp, "tasks");
 	int err;
 
@@ -178,7 +179,7 @@ START_TEST(faulting_worker_gives_a_failed_task_with_the_reason)
 	ck_assert_int_eq(r.complete, 0);
 	ck_assert_int_eq(r.parity_pass, 0);
 	ck_assert_str_eq(r.name, plan.tasks[cc->task].name);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 	free(samples);
 	free(log);
 	free(dir);
@@ -188,9 +189,9 @@ END_TEST
 
 START_TEST(nan_storm_fails_parity_without_a_crash)
 {
-	struct runner_task_ctx ctx;
+	struct measure_ctx ctx;
 	struct worker_spec w;
-	struct runner_task_result r;
+	struct measure_result r;
 	char *dir = NULL, *samples = NULL, *log = NULL, *root = fs_join(tmp, "tasks");
 
 	make_plan(nans.name);
@@ -212,7 +213,7 @@ START_TEST(nan_storm_fails_parity_without_a_crash)
 	ck_assert_int_eq(r.cand.config_pass[0], 0);
 	ck_assert_msg(strstr(r.cand.config_detail[0], "nan"), "%s", r.cand.config_detail[0]);
 	ck_assert_int_eq(r.base.config_pass[0], 1);
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 	free(samples);
 	free(log);
 	free(dir);

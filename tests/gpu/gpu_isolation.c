@@ -10,7 +10,7 @@
 #include "hip/hip_impls.h"
 #include "mla_decode.h"
 #include "plan.h"
-#include "runner.h"
+#include "measure.h"
 #include "task.h"
 #include "vs_error.h"
 #include "worker.h"
@@ -67,10 +67,10 @@ static int failures;
 		}                                                \
 	} while (0)
 
-static int run_one(struct runner_task_result *r, const struct plan *p, const struct mla_decode_impl *cand,
+static int run_one(struct measure_result *r, const struct plan *p, const struct mla_decode_impl *cand,
 		   const char *dir, double timeout_s)
 {
-	struct runner_task_ctx ctx;
+	struct measure_ctx ctx;
 	struct worker_spec w;
 	char *samples = NULL, *log = NULL;
 	int err;
@@ -99,7 +99,7 @@ int main(void)
 	struct card c;
 	struct plan p, pp;
 	struct plan_options o = {"smoke", "sm_90", NULL, NULL, NULL};
-	struct runner_task_result r;
+	struct measure_result r;
 	char root[] = "/tmp/vs_gpu_isolation_XXXXXX", *dir = NULL;
 	int err;
 
@@ -121,13 +121,13 @@ int main(void)
 	EXPECT(err == 0 && r.cand.config_pass[0] != 1 && r.error && strstr(r.error, "failed"),
 	       "illegal address: err %d, error '%s'", err, r.error ? r.error : "(none)");
 	printf("illegal address -> %s\n", r.error ? r.error : "(no error)");
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 
 	err = run_one(&r, &pp, &hang, dir, 10);
 	EXPECT(err == VS_EFAIL && r.error && strstr(r.error, "timed out"), "hang: err %d, error '%s'", err,
 	       r.error ? r.error : "(none)");
 	printf("hang -> %s\n", r.error ? r.error : "(no error)");
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 
 	/* A fresh worker (and context) after both faults: the real kernels pass parity. */
 	err = run_one(&r, &pp, &mla_hip_flash, dir, 300);
@@ -136,7 +136,7 @@ int main(void)
 	       r.cand.config_pass[0]);
 	printf("next task, fresh worker -> baseline parity %s, candidate parity %s\n",
 	       r.base.config_pass[0] == 1 ? "pass" : "FAIL", r.cand.config_pass[0] == 1 ? "pass" : "FAIL");
-	runner_task_result_release(&r);
+	measure_result_release(&r);
 
 	fs_remove_tree(root);
 	free(dir);

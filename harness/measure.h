@@ -1,0 +1,98 @@
+/*
+ * measure.h - one task on one device: the measurement of baseline against candidate
+ * (DESIGN.md "Measurement protocol"). The runner deals tasks to workers; each worker calls
+ * measure_task() once per task.
+ *
+ * The phases, in order (measure.c has one function per phase):
+ *  1. buffers: every input set uploaded, two output pairs at distinct addresses, the workspace;
+ *  2. parity of every config of both implementations: outputs poisoned with NaN before each
+ *     launch; a second launch into another poisoned buffer at another address must be
+ *     bit-identical; inputs unchanged; every input set;
+ *  3. tuning: a few timed samples of every passing config, the fastest median is chosen (an A/A
+ *     run measures one config twice: the baseline takes the candidate's choice);
+ *  4. the capture-safety gate on GPUs: the chosen config captured once in a graph, replayed, then
+ *     replayed again after the inputs, seqlens and block_table included, were changed in place;
+ *  5. the A/B: alternating (AB BA ...) timed samples of the chosen configs, each after poisoning
+ *     outputs and workspace and flushing the last-level cache, rotating input sets per pair,
+ *     checking every k-th timed output, until the bootstrap CI of the speedup is within the plan's
+ *     width or a cap is reached.
+ */
+#ifndef VS_MEASURE_H
+#define VS_MEASURE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "device.h"
+#include "mla_decode.h"
+#include "plan.h"
+#include "stats.h"
+#include "task.h"
+
+/** One implementation's outcome on one task. */
+struct measure_impl {
+	const struct mla_decode_impl *impl;
+	int nconfigs;
+	const struct mla_decode_config *configs; /* borrowed from the plan */
+	int *config_pass;          /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
+	char **config_detail;      /* [nconfigs]: failure detail (malloc'd) or NULL */
+	double *tune_ms;           /* [nconfigs]: tuning medians (candidate) or 0 */
+	int chosen;                /* index of the measured config, -1 if none passed */
+	int capture;               /* 1 pass, 0 fail, -1 not applicable / not run */
+	char *capture_detail;
+	struct stats_summary timing;
+	int outliers;              /* samples beyond Q3 + 3 IQR (kept, shown) */
+};
+
+/** One task's outcome; owns what its pointers point to (measure_result_release() frees it). */
+struct measure_result {
+	char name[96];
+	char hash[65];
+	double bytes, flops;
+	int complete;              /* parity, capture and timing all ran */
+	int parity_pass;           /* both implementations have a passing config, no timed check failed */
+	char *error;               /* a fault that stopped the task (malloc'd), or NULL */
+	struct measure_impl base, cand;
+	double *t_base, *t_cand;   /* [npairs] ms */
+	int npairs;
+	int stop_reason;           /* enum stats_stop_reason */
+	int timed_checks, timed_check_failures;
+	struct stats_ci speedup;
+	int sm_mhz_begin, sm_mhz_end; /* clocks around sampling, -1 unknown */
+	uint64_t throttle_begin, throttle_end; /* clocks event reasons then (gpu_clocks.h), 0 none */
+};
+
+/** What a measurement runs with; every pointer is borrowed. */
+struct measure_ctx {
+	struct vs_device *device;
+	const struct plan *plan;
+	const char *plan_path;          /* for the reproduce command in failure details */
+	const struct mla_decode_impl *base, *cand;
+	const char *config_filter;      /* candidate config name, or NULL */
+	int check_base, check_cand;     /* parity-check this implementation's configs */
+	int timing;                     /* run tuning, capture and the A/B (0 = parity only) */
+	FILE *samples;                  /* CSV rows, or NULL */
+	FILE *log;                      /* progress lines (also echoed to stdout), or NULL */
+	int gpu_ordinal;                /* the GPU the device was opened on (clocks), -1 if none */
+};
+
+/**
+ * Run one loaded task on ctx->device: parity, tuning, capture, A/B. ctx->samples (may be NULL)
+ * receives CSV rows (task,set,pair,order,role,config,ms,checked), ctx->log (may be NULL) progress
+ * lines. *r is always set up (release it with measure_result_release()). Returns 0 when the task
+ * ran to the end (whatever its verdict), VS_EDEVICE after a GPU fault (r->error says which call),
+ * other codes for harness errors (r->error holds the message too).
+ */
+int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const struct task_data *t);
+
+/** Set up r for a task (names, counts, per-config slots) before anything ran. Errors: VS_ENOMEM. */
+int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx, const struct task_spec *spec,
+			const char *hash);
+
+/** Compute r's summaries, outliers and speedup CI from its samples (t_base, t_cand, npairs). */
+int measure_result_finish(struct measure_result *r, const struct plan *p);
+
+/** Free what r owns and zero it; accepts NULL. */
+void measure_result_release(struct measure_result *r);
+
+#endif /* VS_MEASURE_H */
