@@ -14,6 +14,7 @@
 #include "publish.h"
 #include "record.h"
 #include "report.h"
+#include "evaldir.h"
 #include "runner.h"
 #include "slurm.h"
 #include "task.h"
@@ -495,36 +496,15 @@ static int mode_merge(const struct cli_args *a)
 	return err;
 }
 
-/* The newest eval dir of a card: results/<id>/<run id> with the greatest name (UTC time sorts). */
+/* The newest eval dir of a card (evaldir_latest()), or NULL with the error said. */
 static char *latest_eval_dir(const struct cli_args *a, const char *card_path)
 {
 	struct card c;
-	char *base = NULL, *best = NULL, *out = NULL;
-	DIR *d;
-	struct dirent *de;
+	char *out = NULL;
 
 	memset(&c, 0, sizeof(c));
-	if (card_load(&c, card_path))
-		return NULL;
-	base = fs_printf("%s/%s", a->results_dir ? a->results_dir : "results", c.id);
-	d = base ? opendir(base) : NULL;
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (!best || strcmp(de->d_name, best) > 0) {
-			free(best);
-			best = strdup(de->d_name);
-		}
-	}
-	if (d)
-		closedir(d);
-	if (best)
-		out = fs_join(base, best);
-	else
-		vs_error(VS_ENOTFOUND, "no eval dir under '%s': run the card's plan first, or pass --eval-dir",
-			 base ? base : "results");
-	free(best);
-	free(base);
+	if (!card_load(&c, card_path) && evaldir_latest(&out, a->results_dir, c.id))
+		out = NULL;
 	card_release(&c);
 	return out;
 }

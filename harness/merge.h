@@ -9,7 +9,7 @@
  * the sha256 its result.json records. The merged eval dir has the structure of a direct run's:
  * tasks in plan order, samples.csv rows and manifest copies of every task, the plan copy, a run.log
  * joining the parts' logs, and the overall numbers, gates and verdict recomputed from the samples
- * (runner_verdict), so that it verifies like any other.
+ * (evaldir_verdict), so that it verifies like any other.
  */
 #ifndef VS_MERGE_H
 #define VS_MERGE_H

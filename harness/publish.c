@@ -1,7 +1,7 @@
 #include "publish.h"
 #include "card.h"
 #include "fsutil.h"
-#include "record.h"
+#include "evaldir.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 

@@ -2,7 +2,7 @@
 #include "card.h"
 #include "fsutil.h"
 #include "plan.h"
-#include "record.h"
+#include "evaldir.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 
@@ -205,27 +205,15 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 			r->evidence_why = strdup(vs_last_error());
 			(*mismatches)++;
 		} else {
-			struct card_validation want;
-			const char *bad = NULL;
+			char why[160];
+			int bad;
 
-			evidence_validation(&want, &e, v->artifact);
-			if (strcmp(want.status, r->status))
-				bad = "status";
-			else if (strcmp(want.gen ? want.gen : "", v->gen ? v->gen : ""))
-				bad = "gen";
-			else if (strcmp(want.gpu ? want.gpu : "", v->gpu ? v->gpu : ""))
-				bad = "gpu";
-			else if (strcmp(want.last_verified, v->last_verified ? v->last_verified : ""))
-				bad = "last_verified";
-			else if (strcmp(want.measured_parity ? want.measured_parity : "",
-					v->measured_parity ? v->measured_parity : ""))
-				bad = "measured.parity";
-			else if (want.has_isolated != v->has_isolated ||
-				 fabs(want.measured_isolated - v->measured_isolated) > 0.0005)
-				bad = "measured.isolated";
+			quiet = vs_error_set_quiet(1);
+			bad = evidence_check_claims(v, &e, path, why, sizeof(why));
+			vs_error_set_quiet(quiet);
 			if (bad) {
 				r->evidence = strdup("mismatch");
-				r->evidence_why = fs_printf("validation.%s differs from the evidence", bad);
+				r->evidence_why = strdup(why);
 				(*mismatches)++;
 			} else {
 				const cJSON *flags = cJSON_GetObjectItem(e.result, "flags"), *fl;

@@ -15,10 +15,6 @@
 #include "device.h"
 #include "plan.h"
 
-struct cJSON;
-
-#define VS_RESULT_SCHEMA "validate_skill.result/1"
-
 struct runner_options {
 	const char *plan_path;
 	const char *tasks_root;    /* default "tasks" */
@@ -39,29 +35,7 @@ struct runner_options {
 	struct vs_device *device;  /* tests: an injected device (e.g. with a deterministic clock) */
 };
 
-/** The whole `--run`: sets *eval_dir (malloc'd) to the eval dir written. */
+/** The whole `--run`: sets *eval_dir (malloc'd) to the eval dir written (evaldir.h). */
 int runner_run(char **eval_dir, const struct runner_options *o);
-
-/** One task's outcome as the overall numbers and gates need it (the runner's and --merge's). */
-struct runner_task_summary {
-	int complete, parity_pass;
-	int base_capture, cand_capture; /* 1 pass, 0 fail, -1 not applicable */
-	const double *t_base, *t_cand;  /* [npairs] ms */
-	int npairs;
-};
-
-/**
- * Add "overall" (geometric-mean speedup with its joint bootstrap CI), "gates", "flags" (takes
- * ownership of flags; NULL for none) and "verdict" to a result.json object, from n task outcomes
- * of plan p. line (may be NULL) receives the one-line summary. Returns 0 or VS_ENOMEM.
- */
-int runner_verdict(struct cJSON *root, const struct plan *p, const struct runner_task_summary *t, int n,
-		   int partial, struct cJSON *flags, char *line, size_t cap);
-
-/** result.json's "tool" object: version, git head, kernels tree and dirty flag of this build. */
-struct cJSON *runner_tool_json(void);
-
-/** result.json's "plugins" array: role, impl, path and sha256 of every plugin the plan names. */
-struct cJSON *runner_plugins_json(const struct plan *p);
 
 #endif /* VS_RUNNER_H */

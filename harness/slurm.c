@@ -1,4 +1,5 @@
 #include "slurm.h"
+#include "evaldir.h"
 #include "fsutil.h"
 #include "vs_error.h"
 
@@ -44,7 +45,7 @@ int slurm_write_script(const struct plan *p, const char *path, const struct slur
 		exe[n] = '\0';
 		tool = exe;
 	}
-	logdir = fs_printf("%s/%s/.parts", results, p->card_id);
+	logdir = evaldir_parts_root(results, p->card_id);
 	if (!logdir)
 		return vs_error(VS_ENOMEM, "out of memory");
 	if ((err = fs_mkdir_p(logdir)))

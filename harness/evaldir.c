@@ -1,0 +1,1261 @@
+#include "evaldir.h"
+#include "fsutil.h"
+#include "gpu_clocks.h"
+#include "jsonfile.h"
+#include "stats.h"
+#include "vs_build_info.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+static const cJSON *jget(const cJSON *o, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static const char *root_or_default(const char *results_root)
+{
+	return results_root ? results_root : "results";
+}
+
+static void utc_stamp(char *out, size_t cap, const char *fmt)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(out, cap, fmt, &tm);
+}
+
+/* ---- layout ----------------------------------------------------------------------------------- */
+
+char *evaldir_card_dir(const char *results_root, const char *card_id)
+{
+	return fs_printf("%s/%s", root_or_default(results_root), card_id);
+}
+
+char *evaldir_parts_root(const char *results_root, const char *card_id)
+{
+	return fs_printf("%s/%s/.parts", root_or_default(results_root), card_id);
+}
+
+/* dir/manifests, the last step of creating an eval dir. */
+static int make_manifests(const char *dir)
+{
+	char *m = fs_join(dir, "manifests");
+	int err = m ? fs_mkdir_p(m) : vs_error(VS_ENOMEM, "out of memory");
+
+	free(m);
+	return err;
+}
+
+int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
+		       const char *arch)
+{
+	char stamp[32], *dir = NULL, *base = evaldir_card_dir(results_root, card_id);
+	int err;
+
+	if (!base)
+		return vs_error(VS_ENOMEM, "out of memory");
+	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
+	if ((err = fs_mkdir_p(base)))
+		goto done;
+	for (int k = 1; k < 1000; k++) {
+		free(dir);
+		if (run_id)
+			dir = k == 1 ? fs_printf("%s/%s", base, run_id) : fs_printf("%s/%s-%d", base, run_id, k);
+		else
+			dir = k == 1 ? fs_printf("%s/%s-%s", base, stamp, arch) :
+				       fs_printf("%s/%s-%s-%d", base, stamp, arch, k);
+		if (!dir) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		if (!fs_exists(dir))
+			break;
+	}
+	if (!(err = fs_mkdir_p(dir)))
+		err = make_manifests(dir);
+done:
+	free(base);
+	if (err) {
+		free(dir);
+		return err;
+	}
+	*out = dir;
+	return 0;
+}
+
+int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id,
+			int index)
+{
+	char *base = evaldir_parts_root(results_root, card_id), *dir = NULL;
+	int err;
+
+	dir = base ? fs_printf("%s/%s/%04d", base, run_id, index) : NULL;
+	free(base);
+	if (!dir)
+		return vs_error(VS_ENOMEM, "out of memory");
+	err = 0;
+	if (fs_exists(dir)) /* a requeued array task runs again */
+		err = fs_remove_tree(dir);
+	if (!err && !(err = fs_mkdir_p(dir)))
+		err = make_manifests(dir);
+	if (err) {
+		free(dir);
+		return err;
+	}
+	*out = dir;
+	return 0;
+}
+
+int evaldir_create_merged(char **out, const char *results_root, const char *card_id, const char *run_id,
+			  const char *gen)
+{
+	char *base = evaldir_card_dir(results_root, card_id), *dir = NULL, stamp[32];
+	int err;
+
+	if (!base)
+		return vs_error(VS_ENOMEM, "out of memory");
+	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
+	dir = run_id ? fs_printf("%s/%s", base, run_id) : fs_printf("%s/%s-%s-merged", base, stamp, gen);
+	free(base);
+	if (!dir)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (fs_exists(dir))
+		err = vs_error(VS_EUSAGE, "'%s' exists already: name another with --run-id", dir);
+	else
+		err = make_manifests(dir);
+	if (err) {
+		free(dir);
+		return err;
+	}
+	*out = dir;
+	return 0;
+}
+
+int evaldir_latest(char **out, const char *results_root, const char *card_id)
+{
+	char *base = evaldir_card_dir(results_root, card_id), *best = NULL;
+	DIR *d;
+	struct dirent *de;
+	int err = 0;
+
+	if (!base)
+		return vs_error(VS_ENOMEM, "out of memory");
+	d = opendir(base);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (!best || strcmp(de->d_name, best) > 0) {
+			free(best);
+			best = strdup(de->d_name);
+			if (!best) {
+				err = vs_error(VS_ENOMEM, "out of memory");
+				break;
+			}
+		}
+	}
+	if (d)
+		closedir(d);
+	if (!err && !best)
+		err = vs_error(VS_ENOTFOUND, "no eval dir under '%s': run the card's plan first, or pass --eval-dir",
+			       base);
+	if (!err && !(*out = fs_join(base, best)))
+		err = vs_error(VS_ENOMEM, "out of memory");
+	free(best);
+	free(base);
+	return err;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Append path to the list (takes ownership). */
+static int push_path(char ***list, int *n, char *path)
+{
+	char **nl = path ? realloc(*list, (size_t)(*n + 1) * sizeof(**list)) : NULL;
+
+	if (!nl) {
+		free(path);
+		return vs_error(VS_ENOMEM, "out of memory");
+	}
+	*list = nl;
+	(*list)[(*n)++] = path;
+	return 0;
+}
+
+int evaldir_find_parts(char ***out, int *nout, const char *const *dirs, int ndirs)
+{
+	int err = 0;
+
+	for (int k = 0; k < ndirs && !err; k++) {
+		char *res = fs_join(dirs[k], "result.json"), **sub = NULL;
+		int nsub = 0;
+		DIR *d;
+		struct dirent *de;
+
+		if (!res)
+			return vs_error(VS_ENOMEM, "out of memory");
+		if (fs_exists(res)) {
+			free(res);
+			err = push_path(out, nout, strdup(dirs[k]));
+			continue;
+		}
+		free(res);
+		d = opendir(dirs[k]);
+		if (!d)
+			return vs_error(VS_ENOTFOUND, "'%s' is neither an eval dir part nor a directory of parts", dirs[k]);
+		while (!err && (de = readdir(d))) {
+			char *p;
+
+			if (de->d_name[0] == '.')
+				continue;
+			p = fs_printf("%s/%s/result.json", dirs[k], de->d_name);
+			if (p && fs_exists(p))
+				err = push_path(&sub, &nsub, fs_join(dirs[k], de->d_name));
+			free(p);
+		}
+		closedir(d);
+		if (!err && nsub == 0)
+			err = vs_error(VS_ENOTFOUND, "'%s' holds no parts (no <index>/result.json under it)", dirs[k]);
+		if (!err)
+			qsort(sub, (size_t)nsub, sizeof(*sub), cmp_str);
+		for (int i = 0; i < nsub; i++) {
+			if (!err)
+				err = push_path(out, nout, sub[i]);
+			else
+				free(sub[i]);
+		}
+		free(sub);
+	}
+	return err;
+}
+
+/* ---- JSON written as evidence: complete or not written ---------------------------------------- */
+
+/*
+ * Every item goes through put() or push(): one that cannot be created or attached sets the sticky
+ * *oom, and the writer refuses to write a result.json with *oom set. A NULL string value adds no
+ * key (as cJSON_AddStringToObject() with NULL did).
+ */
+static int put(int *oom, cJSON *o, const char *key, cJSON *item)
+{
+	if (!item || !o || !cJSON_AddItemToObject(o, key, item)) {
+		cJSON_Delete(item);
+		*oom = 1;
+		return 0;
+	}
+	return 1;
+}
+
+static void push(int *oom, cJSON *arr, cJSON *item)
+{
+	if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
+		cJSON_Delete(item);
+		*oom = 1;
+	}
+}
+
+static void put_str(int *oom, cJSON *o, const char *key, const char *v)
+{
+	if (v)
+		put(oom, o, key, cJSON_CreateString(v));
+}
+
+static void put_num(int *oom, cJSON *o, const char *key, double v)
+{
+	put(oom, o, key, cJSON_CreateNumber(v));
+}
+
+static void put_bool(int *oom, cJSON *o, const char *key, int v)
+{
+	put(oom, o, key, cJSON_CreateBool(v));
+}
+
+static cJSON *put_obj(int *oom, cJSON *o, const char *key)
+{
+	cJSON *c = cJSON_CreateObject();
+
+	return put(oom, o, key, c) ? c : NULL;
+}
+
+static cJSON *put_arr(int *oom, cJSON *o, const char *key)
+{
+	cJSON *c = cJSON_CreateArray();
+
+	return put(oom, o, key, c) ? c : NULL;
+}
+
+/* A flag line (fs_printf()'d, taken) into the flags array. */
+static void push_flag(int *oom, cJSON *flags, char *msg)
+{
+	push(oom, flags, msg ? cJSON_CreateString(msg) : NULL);
+	free(msg);
+}
+
+static cJSON *ci_json(int *oom, const struct stats_ci *ci)
+{
+	cJSON *j = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+
+	put_num(oom, j, "estimate", ci->estimate);
+	push(oom, arr, cJSON_CreateNumber(ci->lo));
+	push(oom, arr, cJSON_CreateNumber(ci->hi));
+	put(oom, j, "ci95", arr);
+	put_num(oom, j, "n", ci->n);
+	if (!j)
+		*oom = 1;
+	return j;
+}
+
+static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct measure_result *r, int timed)
+{
+	cJSON *j = cJSON_CreateObject(), *cfgs, *tm;
+
+	put_str(oom, j, "impl", ir->impl->name);
+	if (ir->chosen >= 0)
+		put_str(oom, j, "chosen", ir->configs[ir->chosen].name);
+	else
+		put(oom, j, "chosen", cJSON_CreateNull());
+	cfgs = put_arr(oom, j, "configs");
+	for (int i = 0; i < ir->nconfigs; i++) {
+		cJSON *c = cJSON_CreateObject();
+
+		put_str(oom, c, "name", ir->configs[i].name);
+		put_str(oom, c, "parity", ir->config_pass[i] == 1 ? "pass" : ir->config_pass[i] == 0 ? "fail" : "not run");
+		if (ir->config_detail[i])
+			put_str(oom, c, "detail", ir->config_detail[i]);
+		if (ir->tune_ms[i] > 0)
+			put_num(oom, c, "tune_median_ms", ir->tune_ms[i]);
+		push(oom, cfgs, c);
+	}
+	put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
+	if (ir->capture_detail)
+		put_str(oom, j, "capture_detail", ir->capture_detail);
+	if (timed) {
+		double sec = ir->timing.median * 1e-3;
+
+		tm = put_obj(oom, j, "timing");
+		put_num(oom, tm, "n", ir->timing.n);
+		put_num(oom, tm, "median_ms", ir->timing.median);
+		put_num(oom, tm, "p10_ms", ir->timing.p10);
+		put_num(oom, tm, "p90_ms", ir->timing.p90);
+		put_num(oom, tm, "mean_ms", ir->timing.mean);
+		put_num(oom, tm, "min_ms", ir->timing.min);
+		put_num(oom, tm, "max_ms", ir->timing.max);
+		put_num(oom, tm, "gbps", r->bytes / sec / 1e9);
+		put_num(oom, tm, "tflops", r->flops / sec / 1e12);
+		put_num(oom, tm, "outliers", ir->outliers);
+	}
+	return j;
+}
+
+static cJSON *task_json(int *oom, const struct measure_result *r, const struct plan *p, cJSON *flags)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	put_str(oom, j, "name", r->name);
+	put_str(oom, j, "hash", r->hash);
+	put_num(oom, j, "bytes", r->bytes);
+	put_num(oom, j, "flops", r->flops);
+	put_bool(oom, j, "complete", r->complete);
+	put_str(oom, j, "parity", r->parity_pass ? "pass" : "fail");
+	if (r->error)
+		put_str(oom, j, "error", r->error);
+	put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
+	put(oom, j, "candidate", impl_json(oom, &r->cand, r, r->complete));
+	if (r->complete) {
+		put_num(oom, j, "pairs", r->npairs);
+		put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
+		put(oom, j, "speedup", ci_json(oom, &r->speedup));
+		if (r->speedup.estimate > p->protocol.review_bound)
+			push_flag(oom, flags, fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check "
+							"that the baseline is sound before trusting it", r->name,
+							r->speedup.estimate, p->protocol.review_bound));
+		if (r->sm_mhz_begin > 0 && r->sm_mhz_end > 0 &&
+		    fabs((double)r->sm_mhz_end - r->sm_mhz_begin) > 0.05 * r->sm_mhz_begin)
+			push_flag(oom, flags, fs_printf("task %s: SM clock moved from %d to %d MHz during sampling "
+							"(throttling or boost change)", r->name, r->sm_mhz_begin,
+							r->sm_mhz_end));
+		if ((r->throttle_begin | r->throttle_end) & VS_THROTTLE_ANY)
+			push_flag(oom, flags, fs_printf("task %s: GPU clocks were held down during sampling (%s)", r->name,
+							vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) &
+									     VS_THROTTLE_ANY)));
+	}
+	put_num(oom, j, "timed_checks", r->timed_checks);
+	put_num(oom, j, "timed_check_failures", r->timed_check_failures);
+	if (r->sm_mhz_begin > 0) {
+		cJSON *c = put_obj(oom, j, "sm_clock_mhz");
+
+		put_num(oom, c, "begin", r->sm_mhz_begin);
+		put_num(oom, c, "end", r->sm_mhz_end);
+		put_num(oom, c, "throttle_reasons_begin", (double)r->throttle_begin);
+		put_num(oom, c, "throttle_reasons_end", (double)r->throttle_end);
+	}
+	return j;
+}
+
+static cJSON *device_json(int *oom, const struct vs_device_info *i)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	put_str(oom, j, "backend", i->backend);
+	put_str(oom, j, "name", i->name);
+	put_str(oom, j, "gen", i->arch);
+	put_str(oom, j, "driver", i->driver);
+	put_num(oom, j, "compute_units", i->compute_units);
+	put_num(oom, j, "clock_mhz", i->clock_mhz);
+	put_num(oom, j, "mem_clock_mhz", i->mem_clock_mhz);
+	put_num(oom, j, "llc_bytes", (double)i->llc_bytes);
+	put_num(oom, j, "mem_bytes", (double)i->mem_bytes);
+	return j;
+}
+
+cJSON *evaldir_tool_json(void)
+{
+	cJSON *tool = cJSON_CreateObject();
+	int oom = 0;
+
+	put_str(&oom, tool, "version", VS_TOOL_VERSION);
+	put_str(&oom, tool, "git_head", VS_GIT_HEAD);
+	put_str(&oom, tool, "kernels_tree", VS_KERNELS_TREE);
+	put_bool(&oom, tool, "kernels_dirty", VS_KERNELS_DIRTY);
+	put_str(&oom, tool, "gpu_build", VS_GPU_BUILD);
+	if (oom) {
+		cJSON_Delete(tool);
+		return NULL;
+	}
+	return tool;
+}
+
+cJSON *evaldir_plugins_json(const struct plan *p)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int oom = 0;
+
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		cJSON *j;
+
+		if (!pi->plugin_path)
+			continue;
+		j = cJSON_CreateObject();
+		put_str(&oom, j, "role", k ? "candidate" : "baseline");
+		put_str(&oom, j, "impl", pi->name);
+		put_str(&oom, j, "path", pi->plugin_path);
+		put_str(&oom, j, "sha256", pi->plugin_sha256);
+		push(&oom, arr, j);
+	}
+	if (oom || !arr) {
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+/* ---- the verdict ------------------------------------------------------------------------------ */
+
+int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
+		    cJSON *flags, char *line, size_t cap)
+{
+	const double **tb = calloc((size_t)n + 1, sizeof(double *));
+	const double **tc = calloc((size_t)n + 1, sizeof(double *));
+	int *np = calloc((size_t)n + 1, sizeof(int));
+	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0, oom = 0;
+	int pass_speed, pass_parity, verdict_ok;
+	struct stats_ci overall = {0};
+	cJSON *ov, *gates, *g;
+	const char *verdict;
+
+	if (!tb || !tc || !np) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		cJSON_Delete(flags);
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		gate_parity &= t[i].parity_pass;
+		complete_all &= t[i].complete;
+		if (t[i].cand_capture == 0 || t[i].base_capture == 0)
+			gate_capture = 0;
+		if (p->capture_required && t[i].complete && t[i].cand_capture != 1)
+			gate_capture = 0;
+		if (t[i].complete && t[i].parity_pass && t[i].npairs > 0) {
+			tb[nspeed] = t[i].t_base;
+			tc[nspeed] = t[i].t_cand;
+			np[nspeed++] = t[i].npairs;
+		}
+	}
+	if (nspeed > 0 && (err = stats_geomean_speedup(&overall, tb, tc, np, nspeed, p->protocol.resamples,
+						       p->protocol.seed))) {
+		cJSON_Delete(flags);
+		goto done;
+	}
+	pass_speed = nspeed > 0 && complete_all && overall.lo >= p->speedup_min;
+	pass_parity = n > 0 && gate_parity;
+	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
+		     (gate_capture || !p->capture_required) && complete_all;
+	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
+	ov = put_obj(&oom, root, "overall");
+	if (nspeed > 0)
+		put(&oom, ov, "isolated", ci_json(&oom, &overall));
+	else
+		put(&oom, ov, "isolated", cJSON_CreateNull());
+	put_num(&oom, ov, "tasks_timed", nspeed);
+	put_str(&oom, ov, "parity", pass_parity ? "pass" : "fail");
+	gates = put_obj(&oom, root, "gates");
+	g = put_obj(&oom, gates, "parity");
+	put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
+	put_bool(&oom, g, "pass", pass_parity);
+	g = put_obj(&oom, gates, "speedup");
+	put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
+	put_num(&oom, g, "ci_lower", nspeed ? overall.lo : 0);
+	put_bool(&oom, g, "pass", pass_speed);
+	g = put_obj(&oom, gates, "capture");
+	put_bool(&oom, g, "required", p->capture_required);
+	put_bool(&oom, g, "pass", p->capture_required ? gate_capture && complete_all : 1);
+	g = put_obj(&oom, gates, "complete");
+	put_bool(&oom, g, "pass", complete_all && !partial && n == p->ntasks);
+	put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
+	put_str(&oom, root, "verdict", verdict);
+	if (oom)
+		err = vs_error(VS_ENOMEM, "out of memory");
+	if (line) {
+		char iso[96] = "n/a";
+
+		if (nspeed)
+			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
+		snprintf(line, cap, "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
+			 "capture %s; verdict %s", nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL",
+			 pass_parity ? "pass" : "FAIL",
+			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a", verdict);
+	}
+done:
+	free(tb);
+	free(tc);
+	free(np);
+	return err;
+}
+
+/* ---- the writer ------------------------------------------------------------------------------- */
+
+#define SAMPLES_HEADER "task,set,pair,order,role,config,ms,checked\n"
+
+int evaldir_writer_init(struct evaldir_writer *w, const char *dir)
+{
+	memset(w, 0, sizeof(*w));
+	w->dir = strdup(dir);
+	w->samples = open_memstream(&w->samples_buf, &w->samples_len);
+	w->log = open_memstream(&w->log_buf, &w->log_len);
+	w->flags = cJSON_CreateArray();
+	w->manifests = cJSON_CreateObject();
+	if (!w->dir || !w->samples || !w->log || !w->flags || !w->manifests)
+		return vs_error(VS_ENOMEM, "out of memory");
+	fputs(SAMPLES_HEADER, w->samples);
+	return 0;
+}
+
+int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len,
+			    char hex_out[65])
+{
+	char *name = fs_printf("manifests/%s.json", hash), hex[65];
+	int err = name ? fs_write_in(w->dir, name, text, len, hex) : vs_error(VS_ENOMEM, "out of memory");
+
+	free(name);
+	if (err)
+		return err;
+	if (!cJSON_GetObjectItemCaseSensitive(w->manifests, hash))
+		put_str(&w->oom, w->manifests, hash, hex);
+	if (hex_out)
+		memcpy(hex_out, hex, 65);
+	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+}
+
+int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
+{
+	const struct plan *p = h->plan;
+	int *oom = &w->oom;
+
+	w->root = cJSON_CreateObject();
+	if (!w->root)
+		return vs_error(VS_ENOMEM, "out of memory");
+	put_str(oom, w->root, "schema", VS_RESULT_SCHEMA);
+	if (h->copy_from) {
+		static const char *const copied[] = {"tool", "card", "plan", "device"};
+
+		for (size_t k = 0; k < sizeof(copied) / sizeof(copied[0]); k++)
+			put(oom, w->root, copied[k], cJSON_Duplicate(jget(h->copy_from, copied[k]), 1));
+	} else {
+		cJSON *card, *plan;
+
+		put(oom, w->root, "tool", evaldir_tool_json());
+		card = put_obj(oom, w->root, "card");
+		put_str(oom, card, "id", p->card_id);
+		put_str(oom, card, "path", p->card_path);
+		put_str(oom, card, "hash", p->card_hash);
+		plan = put_obj(oom, w->root, "plan");
+		put_str(oom, plan, "path", h->plan_path);
+		put_str(oom, plan, "sha256", h->plan_sha256);
+		put_str(oom, plan, "tier", p->tier);
+		put_str(oom, plan, "model", p->model);
+		put(oom, w->root, "device", device_json(oom, h->device));
+	}
+	put_str(oom, w->root, "started", h->started);
+	put_str(oom, w->root, "finished", h->finished);
+	put_str(oom, w->root, "baseline", p->baseline.name);
+	put_str(oom, w->root, "candidate", p->candidate.name);
+	put(oom, w->root, "plugins", evaldir_plugins_json(p));
+	put_bool(oom, w->root, "partial", h->partial);
+	if (h->partial) {
+		cJSON *f = put_obj(oom, w->root, "filters");
+
+		put_str(oom, f, "task", h->task_filter);
+		put_str(oom, f, "impl", h->impl_filter);
+		put_str(oom, f, "config", h->config_filter);
+		if (h->has_part) {
+			cJSON *pt = put_obj(oom, w->root, "part");
+
+			put_str(oom, pt, "run_id", h->run_id);
+			put_num(oom, pt, "index", h->part_index);
+			put_num(oom, pt, "of", p->ntasks);
+		}
+	}
+	if (h->merged_from) {
+		cJSON *mf = put_arr(oom, w->root, "merged_from");
+
+		for (int k = 0; k < h->nmerged; k++)
+			push(oom, mf, cJSON_CreateString(h->merged_from[k]));
+	}
+	w->tasks = put_arr(oom, w->root, "tasks");
+	return *oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+}
+
+int evaldir_writer_task(struct evaldir_writer *w, const struct measure_result *r, const struct plan *p)
+{
+	push(&w->oom, w->tasks, task_json(&w->oom, r, p, w->flags));
+	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+}
+
+int evaldir_writer_task_copy(struct evaldir_writer *w, const cJSON *task, const cJSON *flags)
+{
+	const cJSON *f;
+
+	push(&w->oom, w->tasks, cJSON_Duplicate(task, 1));
+	cJSON_ArrayForEach(f, flags)
+		push(&w->oom, w->flags, cJSON_Duplicate(f, 1));
+	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+}
+
+int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
+			   int n, int partial, char *line, size_t cap)
+{
+	int err = evaldir_verdict(w->root, p, t, n, partial, w->flags, line, cap);
+
+	w->flags = NULL;
+	return err;
+}
+
+int evaldir_writer_commit(struct evaldir_writer *w, const char *plan_text, size_t plan_len)
+{
+	char hex[65], *text;
+	int err;
+
+	if (w->oom || !w->root)
+		return vs_error(VS_ENOMEM, "out of memory: result.json not written");
+	fclose(w->samples);
+	w->samples = NULL;
+	if ((err = fs_write_in(w->dir, "plan.json", plan_text, plan_len, NULL)) ||
+	    (err = fs_write_in(w->dir, "samples.csv", w->samples_buf, w->samples_len, hex)))
+		return err;
+	put_str(&w->oom, w->root, "samples_sha256", hex);
+	put(&w->oom, w->root, "manifests", w->manifests);
+	w->manifests = NULL;
+	fclose(w->log);
+	w->log = NULL;
+	if ((err = fs_write_in(w->dir, "run.log", w->log_buf, w->log_len, hex)))
+		return err;
+	put_str(&w->oom, w->root, "log_sha256", hex);
+	text = w->oom ? NULL : cJSON_Print(w->root);
+	if (!text)
+		return vs_error(VS_ENOMEM, "out of memory: result.json not written");
+	err = fs_write_in(w->dir, "result.json", text, strlen(text), NULL);
+	cJSON_free(text);
+	return err;
+}
+
+void evaldir_writer_release(struct evaldir_writer *w)
+{
+	if (w->samples)
+		fclose(w->samples);
+	if (w->log)
+		fclose(w->log);
+	free(w->samples_buf);
+	free(w->log_buf);
+	free(w->dir);
+	cJSON_Delete(w->root);
+	cJSON_Delete(w->flags);
+	cJSON_Delete(w->manifests);
+	memset(w, 0, sizeof(*w));
+}
+
+/* ---- the reader ------------------------------------------------------------------------------- */
+
+/* sha256 of dir/name must equal want. */
+static int check_file_hash(const char *dir, const char *name, const char *want, int *status)
+{
+	char *path = fs_join(dir, name), hex[65];
+	int err;
+
+	if (!path)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (!want) {
+		free(path);
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY, "%s: result.json records no sha256 for '%s'", dir, name);
+	}
+	if (!fs_exists(path)) {
+		*status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: '%s' is missing from the eval dir", dir, name);
+	} else if (fs_is_link(path)) {
+		*status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: '%s' is a symlink: an eval dir holds its own files", dir, name);
+	} else if ((err = fs_sha256_file(hex, path))) {
+		*status = EVIDENCE_MISMATCH;
+	} else if (strcmp(hex, want)) {
+		*status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: '%s' does not match result.json (sha256 %.12s..., recorded "
+			       "%.12s...): the evidence was modified", dir, name, hex, want);
+	}
+	free(path);
+	return err;
+}
+
+
+/*
+ * The files result.json binds by sha256: plan.json, samples.csv, run.log and the manifest copy of
+ * every task. path names result.json in messages.
+ */
+static int check_bound_files(const char *dir, const cJSON *result, const char *path, int *status)
+{
+	const cJSON *manifests = jget(result, "manifests"), *t;
+	int err, i = 0;
+
+	if ((err = check_file_hash(dir, "plan.json", jstr(jget(result, "plan"), "sha256"), status)) ||
+	    (err = check_file_hash(dir, "samples.csv", jstr(result, "samples_sha256"), status)) ||
+	    (err = check_file_hash(dir, "run.log", jstr(result, "log_sha256"), status)))
+		return err;
+	cJSON_ArrayForEach(t, jget(result, "tasks")) {
+		const char *h = jstr(t, "hash");
+		char *name;
+
+		i++;
+		if (!h || !jstr(manifests, h)) {
+			*status = EVIDENCE_MISMATCH;
+			return vs_error(VS_EVERIFY, "%s: task %d has no manifest copy recorded", path, i);
+		}
+		name = fs_printf("manifests/%s.json", h);
+		err = name ? check_file_hash(dir, name, jstr(manifests, h), status) : vs_error(VS_ENOMEM, "out of memory");
+		free(name);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int pairs_put(struct sample_pairs *tp, int pair, int cand, double ms)
+{
+	if (pair < 0 || pair > 10000000)
+		return -1;
+	if (pair >= tp->cap) {
+		int ncap = pair + 64;
+		double *nb = realloc(tp->base, (size_t)ncap * sizeof(double));
+		double *nc;
+
+		if (!nb)
+			return -1;
+		tp->base = nb;
+		nc = realloc(tp->cand, (size_t)ncap * sizeof(double));
+		if (!nc)
+			return -1;
+		tp->cand = nc;
+		for (int i = tp->cap; i < ncap; i++)
+			tp->base[i] = tp->cand[i] = NAN;
+		tp->cap = ncap;
+	}
+	(cand ? tp->cand : tp->base)[pair] = ms;
+	if (pair + 1 > tp->n)
+		tp->n = pair + 1;
+	return 0;
+}
+
+void samples_free(struct sample_pairs *tp, int n)
+{
+	for (int k = 0; tp && k < n; k++) {
+		free(tp[k].base);
+		free(tp[k].cand);
+	}
+	free(tp);
+}
+
+/* Parse samples.csv into per-task pairs (in order of first appearance). */
+int samples_parse(struct sample_pairs **out, int *count, const char *text, const char *path)
+{
+	struct sample_pairs *tp = NULL;
+	int n = 0, line = 1, err = 0;
+	const char *s = strchr(text, '\n');
+
+	*out = NULL;
+	*count = 0;
+	if (!s || strncmp(text, "task,set,pair,order,role,config,ms,checked", 42))
+		return vs_error(VS_EVERIFY, "%s:1: not a samples.csv written by validate_skill", path);
+	for (s++; *s; line++) {
+		char hash[65], role[16], cfg[64];
+		int set, pair, order, checked, k;
+		double ms;
+		const char *eol = strchr(s, '\n');
+
+		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg,
+			   &ms, &checked) != 8 || !(ms > 0)) {
+			err = vs_error(VS_EVERIFY, "%s:%d: malformed sample row", path, line + 1);
+			break;
+		}
+		for (k = 0; k < n && strcmp(tp[k].hash, hash); k++)
+			;
+		if (k == n) {
+			struct sample_pairs *ntp = realloc(tp, (size_t)(n + 1) * sizeof(*tp));
+
+			if (!ntp) {
+				err = vs_error(VS_ENOMEM, "out of memory");
+				break;
+			}
+			tp = ntp;
+			memset(&tp[n], 0, sizeof(tp[n]));
+			memcpy(tp[n].hash, hash, 65);
+			n++;
+		}
+		if (pairs_put(&tp[k], pair, !strcmp(role, "candidate"), ms)) {
+			err = vs_error(VS_EVERIFY, "%s:%d: bad pair index", path, line + 1);
+			break;
+		}
+		s = eol ? eol + 1 : s + strlen(s);
+	}
+	for (int k = 0; !err && k < n; k++)
+		for (int i = 0; i < tp[k].n; i++)
+			if (isnan(tp[k].base[i]) || isnan(tp[k].cand[i]))
+				err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a baseline or candidate sample",
+					       path, tp[k].hash, i);
+	if (err) {
+		for (int k = 0; k < n; k++) {
+			free(tp[k].base);
+			free(tp[k].cand);
+		}
+		free(tp);
+		return err;
+	}
+	*out = tp;
+	*count = n;
+	return 0;
+}
+
+static int same(double a, double b)
+{
+	return a == b || fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+/* Recompute every speedup in result.json from samples.csv with the plan's seed. */
+static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text,
+		     const char *samples_path, int *status)
+{
+	struct sample_pairs *tp = NULL;
+	int ntp = 0, err, nspeed = 0;
+	const cJSON *tasks = jget(e->result, "tasks"), *t;
+	const double **tb = NULL, **tc = NULL;
+	int *n = NULL;
+
+	err = samples_parse(&tp, &ntp, samples_text, samples_path);
+	if (err) {
+		*status = EVIDENCE_MISMATCH;
+		return err;
+	}
+	tb = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tb));
+	tc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tc));
+	n = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*n));
+	if (!tb || !tc || !n) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	cJSON_ArrayForEach(t, tasks) {
+		const char *hash = jstr(t, "hash");
+		const cJSON *sp = jget(t, "speedup");
+		struct stats_ci ci;
+		int k;
+
+		if (!cJSON_IsTrue(jget(t, "complete")))
+			continue;
+		for (k = 0; k < ntp && (!hash || strcmp(tp[k].hash, hash)); k++)
+			;
+		if (k == ntp || !cJSON_IsObject(sp)) {
+			*status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY, "%s: task '%s' reports a speedup but has no samples",
+				       samples_path, jstr(t, "name") ? jstr(t, "name") : "?");
+			goto done;
+		}
+		err = stats_speedup(&ci, tp[k].base, tp[k].cand, tp[k].n, p->protocol.resamples, p->protocol.seed);
+		if (err)
+			goto done;
+		if (!same(ci.estimate, cJSON_GetNumberValue(jget(sp, "estimate"))) ||
+		    !same(ci.lo, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))) ||
+		    !same(ci.hi, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)))) {
+			*status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY, "%s: task '%s' speedup %.6g [%.6g, %.6g] in result.json does not "
+				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, jstr(t, "name"),
+				       cJSON_GetNumberValue(jget(sp, "estimate")),
+				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0)),
+				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)), ci.estimate,
+				       ci.lo, ci.hi);
+			goto done;
+		}
+		if (!strcmp(jstr(t, "parity") ? jstr(t, "parity") : "", "pass")) {
+			tb[nspeed] = tp[k].base;
+			tc[nspeed] = tp[k].cand;
+			n[nspeed++] = tp[k].n;
+		}
+	}
+	if (nspeed > 0) {
+		struct stats_ci ov;
+
+		err = stats_geomean_speedup(&ov, tb, tc, n, nspeed, p->protocol.resamples, p->protocol.seed);
+		if (err)
+			goto done;
+		if (!e->has_isolated || !same(ov.estimate, e->isolated) || !same(ov.lo, e->isolated_lo) ||
+		    !same(ov.hi, e->isolated_hi)) {
+			*status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY, "%s: overall speedup %.6g [%.6g, %.6g] in result.json does not "
+				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, e->isolated,
+				       e->isolated_lo, e->isolated_hi, ov.estimate, ov.lo, ov.hi);
+			goto done;
+		}
+	} else if (e->has_isolated) {
+		*status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: result.json reports an overall speedup but no task has samples",
+			       e->eval_dir);
+	}
+done:
+	for (int k = 0; k < ntp; k++) {
+		free(tp[k].base);
+		free(tp[k].cand);
+	}
+	free(tp);
+	free(tb);
+	free(tc);
+	free(n);
+	return err;
+}
+
+int evidence_load(struct evidence *e, int *status_out, const char *dir, const struct card *c)
+{
+	char *path = NULL, *text = NULL, *samples = NULL, *plan_path = NULL, hash[65];
+	size_t len, slen;
+	const cJSON *card, *plan, *dev, *ov, *iso, *t, *tool;
+	struct plan p;
+	int err, status = EVIDENCE_OK, i = 0;
+
+	memset(e, 0, sizeof(*e));
+	memset(&p, 0, sizeof(p));
+	e->eval_dir = strdup(dir);
+	path = fs_join(dir, "result.json");
+	if (!e->eval_dir || !path) {
+		free(path);
+		return vs_error(VS_ENOMEM, "out of memory");
+	}
+	if (!fs_is_dir(dir) || !fs_exists(path)) {
+		status = EVIDENCE_MISSING;
+		err = vs_error(VS_EVERIFY, "%s: no eval dir with a result.json there", dir);
+		goto done;
+	}
+	if (fs_is_link(path)) {
+		status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: 'result.json' is a symlink: an eval dir holds its own files", dir);
+		goto done;
+	}
+	if ((err = fs_read_file(&text, &len, path, 64u << 20))) {
+		status = EVIDENCE_MISSING;
+		goto done;
+	}
+	fs_sha256_hex(e->result_sha256, text, len);
+	status = EVIDENCE_MISMATCH;
+	if ((err = jsonfile_parse(&e->result, text, len, path)))
+		goto done;
+	if (!jstr(e->result, "schema") || strcmp(jstr(e->result, "schema"), VS_RESULT_SCHEMA)) {
+		err = vs_error(VS_EVERIFY, "%s: \"schema\" is '%s', expected '" VS_RESULT_SCHEMA "' (not a "
+			       "result written by this tool)", path, jstr(e->result, "schema") ? jstr(e->result, "schema") : "");
+		goto done;
+	}
+	card = jget(e->result, "card");
+	plan = jget(e->result, "plan");
+	dev = jget(e->result, "device");
+	ov = jget(e->result, "overall");
+	tool = jget(e->result, "tool");
+	{
+		const char *missing = !jstr(card, "id") ? "card.id" : !jstr(card, "hash") ? "card.hash" :
+				      !jstr(plan, "sha256") ? "plan.sha256" : !jstr(dev, "name") ? "device.name" :
+				      !jstr(dev, "gen") ? "device.gen" : !jstr(e->result, "verdict") ? "verdict" :
+				      !jstr(e->result, "finished") ? "finished" : !cJSON_IsObject(ov) ? "overall" :
+				      !cJSON_IsObject(tool) ? "tool" : NULL;
+
+		if (missing) {
+			err = vs_error(VS_EVERIFY, "%s: incomplete result: \"%s\" is missing or not a%s", path,
+				       missing, !strcmp(missing, "overall") || !strcmp(missing, "tool") ?
+				       "n object" : " string");
+			goto done;
+		}
+	}
+	if (strcmp(jstr(card, "id"), c->id)) {
+		err = vs_error(VS_EVERIFY, "%s: the evidence is for card '%s', not '%s'", dir, jstr(card, "id"), c->id);
+		goto done;
+	}
+	e->verdict = jstr(e->result, "verdict");
+	e->device_name = jstr(dev, "name");
+	e->gen = jstr(dev, "gen");
+	e->model = jstr(plan, "model") ? jstr(plan, "model") : "";
+	e->kernels_tree = jstr(tool, "kernels_tree") ? jstr(tool, "kernels_tree") : "unknown";
+	e->kernels_dirty = !cJSON_IsFalse(jget(tool, "kernels_dirty"));
+	e->partial = cJSON_IsTrue(jget(e->result, "partial"));
+	e->parity = jstr(ov, "parity") ? jstr(ov, "parity") : "fail";
+	snprintf(e->date, sizeof(e->date), "%.10s", jstr(e->result, "finished"));
+	iso = jget(ov, "isolated");
+	if (cJSON_IsObject(iso)) {
+		e->has_isolated = 1;
+		e->isolated = cJSON_GetNumberValue(jget(iso, "estimate"));
+		e->isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
+		e->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
+	}
+	/* Files bound by hash. */
+	if ((err = check_bound_files(dir, e->result, path, &status)))
+		goto done;
+	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
+	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
+		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
+		char hex[65];
+
+		status = EVIDENCE_MISMATCH;
+		if (!lib || !want) {
+			err = vs_error(VS_EVERIFY, "%s: a plugin entry lacks its path or sha256", path);
+			goto done;
+		}
+		if (!fs_exists(lib)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
+				       "checked against it", dir, role ? role : "", lib);
+			goto done;
+		}
+		if ((err = fs_sha256_file(hex, lib)))
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
+				       "evidence binds %.12s...): run the plan again with this build of it", dir,
+				       role ? role : "", lib, hex, want);
+			goto done;
+		}
+	}
+	/* The plan copy: same card, same tasks. */
+	plan_path = fs_join(dir, "plan.json");
+	if ((err = plan_read(&p, plan_path)))
+		goto done;
+	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
+		err = vs_error(VS_EVERIFY, "%s: plan.json is for card '%s' (hash %.12s...), result.json for '%s' "
+			       "(hash %.12s...)", dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
+		goto done;
+	}
+	i = 0;
+	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
+		int found = 0;
+
+		for (int k = 0; k < p.ntasks; k++)
+			found |= jstr(t, "hash") && !strcmp(p.task_hash[k], jstr(t, "hash"));
+		if (!found) {
+			err = vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan copy", dir, jstr(t, "name"));
+			goto done;
+		}
+		i++;
+	}
+	if (!e->partial && i != p.ntasks) {
+		err = vs_error(VS_EVERIFY, "%s: result.json covers %d of the plan's %d tasks but is not marked "
+			       "partial", dir, i, p.ntasks);
+		goto done;
+	}
+	/* Numbers recompute from the raw samples. */
+	samples = fs_join(dir, "samples.csv");
+	{
+		char *stext = NULL;
+
+		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : VS_ENOMEM;
+		if (!err)
+			err = recompute(e, &p, stext, samples, &status);
+		free(stext);
+		if (err)
+			goto done;
+	}
+	/* Finally the card itself: content unchanged since the plan was made. */
+	if ((err = card_hash(c, hash)))
+		goto done;
+	if (strcmp(hash, jstr(card, "hash"))) {
+		status = EVIDENCE_STALE_CARD;
+		err = vs_error(VS_EVERIFY, "%s: the card changed since this evidence was produced (card hash "
+			       "%.12s..., evidence %.12s...): emit the plan and run again", c->path, hash,
+			       jstr(card, "hash"));
+		goto done;
+	}
+	status = EVIDENCE_OK;
+done:
+	if (status_out)
+		*status_out = status;
+	plan_release(&p);
+	free(plan_path);
+	free(samples);
+	free(path);
+	free(text);
+	return err;
+}
+
+void evidence_release(struct evidence *e)
+{
+	if (!e)
+		return;
+	free(e->eval_dir);
+	cJSON_Delete(e->result);
+	memset(e, 0, sizeof(*e));
+}
+
+void evidence_validation(struct card_validation *v, const struct evidence *e, const char *artifact)
+{
+	memset(v, 0, sizeof(*v));
+	v->status = (char *)(strcmp(e->verdict, "validated") ? "failed" : "validated");
+	v->last_verified = (char *)e->date;
+	v->gpu = (char *)e->device_name;
+	v->gen = (char *)e->gen;
+	v->model = (char *)e->model;
+	v->has_isolated = e->has_isolated;
+	/* The card shows three decimals; result.json keeps full precision. */
+	v->measured_isolated = round(e->isolated * 1000.0) / 1000.0;
+	v->has_e2e_pct = 0;
+	v->measured_parity = (char *)e->parity;
+	v->artifact = (char *)artifact;
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	return !strcmp(a ? a : "", b ? b : "");
+}
+
+/* One claim problem: reported (unless quiet), counted, the first kept in why. */
+static void claim_problem(int *problems, char *why, size_t cap, const char *short_why, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void claim_problem(int *problems, char *why, size_t cap, const char *short_why, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	vs_error(VS_EVERIFY, "%s", line);
+	if (*problems == 0 && why && cap)
+		snprintf(why, cap, "%s", short_why);
+	(*problems)++;
+}
+
+int evidence_check_claims(const struct card_validation *have, const struct evidence *e, const char *card_path,
+			  char *why, size_t why_cap)
+{
+	struct card_validation want;
+	int problems = 0;
+
+	evidence_validation(&want, e, have->artifact);
+#define CHECK_STR(field, key)                                                                          \
+	if (!str_eq(have->field, want.field))                                                          \
+		claim_problem(&problems, why, why_cap, "validation." key " differs from the evidence",        \
+			      "%s: validation." key " is '%s' but the evidence says '%s'", card_path,         \
+			      have->field ? have->field : "", want.field ? want.field : "");
+	CHECK_STR(status, "status");
+	CHECK_STR(last_verified, "last_verified");
+	CHECK_STR(gpu, "gpu");
+	CHECK_STR(gen, "gen");
+	CHECK_STR(model, "model");
+	CHECK_STR(measured_parity, "measured.parity");
+#undef CHECK_STR
+	if (have->has_isolated != want.has_isolated ||
+	    (want.has_isolated && fabs(have->measured_isolated - want.measured_isolated) > 0.0005))
+		claim_problem(&problems, why, why_cap, "validation.measured.isolated differs from the evidence",
+			      "%s: validation.measured.isolated is %g but the evidence says %.3f", card_path,
+			      have->measured_isolated, want.measured_isolated);
+	if (!strcmp(want.status, "validated") && e->kernels_dirty)
+		claim_problem(&problems, why, why_cap, "validated from a dirty build",
+			      "%s: validated from a dirty build", card_path);
+	return problems;
+}
+
+/* ---- parts of a cluster run --------------------------------------------------------------------- */
+
+int evaldir_part_load(struct evaldir_part *pt, const char *dir)
+{
+	char *path = fs_join(dir, "result.json"), *text = NULL;
+	size_t len;
+	const cJSON *f;
+	int err, status = EVIDENCE_OK;
+
+	memset(pt, 0, sizeof(*pt));
+	pt->dir = strdup(dir);
+	if (!path || !pt->dir) {
+		free(path);
+		return vs_error(VS_ENOMEM, "out of memory");
+	}
+	err = fs_read_file(&text, &len, path, 64u << 20);
+	if (!err)
+		err = jsonfile_parse(&pt->result, text, len, path);
+	free(text);
+	if (!err && (!jstr(pt->result, "schema") || strcmp(jstr(pt->result, "schema"), VS_RESULT_SCHEMA)))
+		err = vs_error(VS_EVERIFY, "%s/result.json: not a validate_skill result", dir);
+	f = jget(pt->result, "filters");
+	if (!err && (jget(f, "impl") || jget(f, "config")))
+		err = vs_error(VS_EUSAGE, "%s: a part run with --impl or --config is not a measurement of the plan: "
+			       "rerun it with --part", dir);
+	if (!err)
+		err = check_bound_files(dir, pt->result, path, &status);
+	free(path);
+	if (err)
+		return err;
+	path = fs_join(dir, "samples.csv");
+	err = path ? fs_read_file(&pt->samples, &len, path, 256u << 20) : vs_error(VS_ENOMEM, "out of memory");
+	free(path);
+	if (err)
+		return err;
+	path = fs_join(dir, "run.log");
+	err = path ? fs_read_file(&pt->log, &len, path, 64u << 20) : vs_error(VS_ENOMEM, "out of memory");
+	free(path);
+	return err;
+}
+
+void evaldir_part_release(struct evaldir_part *pt)
+{
+	if (!pt)
+		return;
+	free(pt->dir);
+	cJSON_Delete(pt->result);
+	free(pt->samples);
+	free(pt->log);
+	memset(pt, 0, sizeof(*pt));
+}

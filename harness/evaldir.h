@@ -1,0 +1,263 @@
+/*
+ * evaldir.h - the eval dir: results/<card id>/<run id>/, the tool's evidence (DESIGN.md "Evidence").
+ *
+ * One module owns the format: its layout (where eval dirs and the parts of a cluster run live), its
+ * one writer (used by `--run` and `--merge`), the verdict, its one reader with every check
+ * (`--record`, `--verify`, `--report`, `--publish` and `--merge` read through it), and the one
+ * answer to "does this card claim what its evidence proves" (evidence_check_claims()).
+ *
+ * An eval dir holds
+ *   plan.json                 the plan file that ran (byte copy)
+ *   manifests/<task hash>.json the manifest of every task that ran (byte copies)
+ *   samples.csv               every timed sample: task,set,pair,order,role,config,ms,checked
+ *   run.log                   the run's log, tasks in plan order
+ *   result.json               schema validate_skill.result/1, written last: the sha256 of plan.json,
+ *                             samples.csv, run.log and every manifest copy, the per-task outcomes,
+ *                             overall numbers, gates and verdict
+ * and is accepted as evidence only when every file it binds verifies: the recorded sha256s match;
+ * the card hash in result.json equals the card's current hash (front matter without `validation`,
+ * plus body); the plan copy names the same card and tasks; and the speedups recomputed from
+ * samples.csv with the plan's bootstrap seed equal the ones result.json reports (a hand-edited
+ * number does not verify).
+ *
+ * A part (one plan task of a run spread over a cluster: `--run PLAN --part I --run-id RUN`) is an
+ * eval dir at results/<card>/.parts/<RUN>/<I>/; `--merge` joins parts into one eval dir.
+ */
+#ifndef VS_EVALDIR_H
+#define VS_EVALDIR_H
+
+#include <stdio.h>
+
+#include "card.h"
+#include "device.h"
+#include "measure.h"
+#include "plan.h"
+
+struct cJSON;
+
+#define VS_RESULT_SCHEMA "validate_skill.result/1"
+
+/* ---- layout ----------------------------------------------------------------------------------- */
+
+/** results_root/card_id: where a card's eval dirs live (malloc'd; NULL on out of memory). */
+char *evaldir_card_dir(const char *results_root, const char *card_id);
+
+/** results_root/card_id/.parts: where the parts of a card's cluster runs live (malloc'd or NULL). */
+char *evaldir_parts_root(const char *results_root, const char *card_id);
+
+/**
+ * Create a new, empty eval dir (with manifests/) for a run of card_id; *out (malloc'd) names it.
+ * run_id NULL: <UTC stamp>-<arch>; a name taken gets -2, -3, ... Errors: VS_ENOMEM, VS_EIO.
+ */
+int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
+		       const char *arch);
+
+/**
+ * Create the part dir results_root/card_id/.parts/run_id/<index as %04d> (with manifests/),
+ * replacing one there (a requeued array task runs again). Errors: VS_ENOMEM, VS_EIO.
+ */
+int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id,
+			int index);
+
+/**
+ * Create the merged eval dir results_root/card_id/run_id (run_id NULL: <UTC stamp>-<gen>-merged),
+ * which must not exist yet. Errors: VS_EUSAGE (it exists), VS_ENOMEM, VS_EIO.
+ */
+int evaldir_create_merged(char **out, const char *results_root, const char *card_id, const char *run_id,
+			  const char *gen);
+
+/**
+ * The newest eval dir of a card: results_root/card_id/<run id> with the greatest name (UTC stamps
+ * sort); *out malloc'd. Errors: VS_ENOTFOUND (none), VS_ENOMEM.
+ */
+int evaldir_latest(char **out, const char *results_root, const char *card_id);
+
+/**
+ * The part dirs named by dirs: each a part (holds result.json) or a directory of parts (sorted by
+ * name). *out (an array of malloc'd paths, free each and the array) and *n are appended to.
+ * Errors: VS_ENOTFOUND (a DIR holds no part), VS_ENOMEM.
+ */
+int evaldir_find_parts(char ***out, int *n, const char *const *dirs, int ndirs);
+
+/* ---- the writer ------------------------------------------------------------------------------- */
+
+/** What result.json says about the run before its tasks (its head). Every pointer is borrowed. */
+struct evaldir_head {
+	const struct plan *plan;
+	const char *plan_path;        /* as given to --run */
+	const char *plan_sha256;
+	const struct vs_device_info *device;
+	const struct cJSON *copy_from; /* --merge: "tool", "card", "plan", "device" copied from this
+	                                * part's result.json instead of plan_path, plan_sha256, device */
+	const char *started, *finished; /* ISO 8601 UTC */
+	int partial;
+	const char *task_filter, *impl_filter, *config_filter; /* recorded when partial */
+	int has_part;                 /* recorded when partial: this is part part_index of run_id */
+	const char *run_id;
+	int part_index;
+	const char *const *merged_from; /* --merge: the part dirs joined */
+	int nmerged;
+};
+
+/**
+ * An eval dir being written. The caller writes samples rows to samples and log lines to log;
+ * everything is held in memory and written by evaldir_writer_commit(), result.json last, so that
+ * an eval dir with a result.json is complete.
+ */
+struct evaldir_writer {
+	char *dir;                    /* owned */
+	FILE *samples, *log;          /* memory streams; samples starts with the header row */
+	struct cJSON *root;           /* result.json being built (owned) */
+	struct cJSON *tasks, *flags, *manifests;
+	int oom;                      /* sticky: a JSON item could not be created */
+	char *samples_buf, *log_buf;
+	size_t samples_len, log_len;
+};
+
+/** Start writing the eval dir dir (created by an evaldir_create_*()). Errors: VS_ENOMEM. */
+int evaldir_writer_init(struct evaldir_writer *w, const char *dir);
+
+/**
+ * Write manifests/<hash>.json (text, len bytes) and record its sha256 (once per hash); hex (may be
+ * NULL) receives it. Errors: VS_ENOMEM, VS_EIO.
+ */
+int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len,
+			    char hex[65]);
+
+/** Begin result.json with h (schema, tool, card, plan, device, times, filters). Errors: VS_ENOMEM. */
+int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h);
+
+/** Append one task's outcome (and its flags: review bound, clock changes). Errors: VS_ENOMEM. */
+int evaldir_writer_task(struct evaldir_writer *w, const struct measure_result *r, const struct plan *p);
+
+/** --merge: append a copy of a part's task object and of its flags. Errors: VS_ENOMEM. */
+int evaldir_writer_task_copy(struct evaldir_writer *w, const struct cJSON *task, const struct cJSON *flags);
+
+/** One task's outcome as the overall numbers and gates need it (the runner's and --merge's). */
+struct evaldir_task_summary {
+	int complete, parity_pass;
+	int base_capture, cand_capture; /* 1 pass, 0 fail, -1 not applicable */
+	const double *t_base, *t_cand;  /* [npairs] ms */
+	int npairs;
+};
+
+/**
+ * Add the overall numbers, gates, flags and verdict (evaldir_verdict()) of n task outcomes of plan
+ * p to the result. line (may be NULL) receives the one-line summary. Errors: VS_ENOMEM.
+ */
+int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
+			   int n, int partial, char *line, size_t cap);
+
+/**
+ * Write plan.json (plan_text), samples.csv, run.log and the manifest list, each with its sha256
+ * into result.json, then result.json itself. The log is closed here: write its last lines before.
+ * Errors: VS_ENOMEM (also when any JSON item could not be created), VS_EIO.
+ */
+int evaldir_writer_commit(struct evaldir_writer *w, const char *plan_text, size_t plan_len);
+
+/** Free what w holds (the files written stay); accepts a zeroed w. */
+void evaldir_writer_release(struct evaldir_writer *w);
+
+/**
+ * Add "overall" (geometric-mean speedup with its joint bootstrap CI), "gates", "flags" (takes
+ * ownership of flags; NULL for none) and "verdict" to a result.json object, from n task outcomes
+ * of plan p. line (may be NULL) receives the one-line summary. Returns 0 or VS_ENOMEM.
+ */
+int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n,
+		    int partial, struct cJSON *flags, char *line, size_t cap);
+
+/** result.json's "tool" object: version, git head, kernels tree and dirty flag of this build (or NULL). */
+struct cJSON *evaldir_tool_json(void);
+
+/** result.json's "plugins" array: role, impl, path and sha256 of every plugin the plan names (or NULL). */
+struct cJSON *evaldir_plugins_json(const struct plan *p);
+
+/* ---- the reader ------------------------------------------------------------------------------- */
+
+/** What an eval dir proves, once verified. */
+struct evidence {
+	char *eval_dir;           /* as given */
+	struct cJSON *result;     /* parsed result.json (owned) */
+	const char *verdict;      /* "validated" / "failed" (points into result) */
+	const char *device_name;  /* "NVIDIA H200" */
+	const char *gen;          /* "sm_90" */
+	const char *model;
+	const char *kernels_tree;
+	int kernels_dirty;
+	int partial;
+	int has_isolated;
+	double isolated;          /* overall geomean speedup estimate */
+	double isolated_lo, isolated_hi;
+	const char *parity;       /* "pass" / "fail" */
+	char date[11];            /* YYYY-MM-DD of the run's end (UTC) */
+	char result_sha256[65];
+};
+
+/** Problems found by evidence_load(), most severe first. */
+enum evidence_status {
+	EVIDENCE_OK = 0,
+	EVIDENCE_STALE_CARD = 1,  /* the card's content changed after the run */
+	EVIDENCE_MISSING = 2,     /* no eval dir / no result.json */
+	EVIDENCE_MISMATCH = 3,    /* files do not match their hashes, numbers do not recompute */
+};
+
+/**
+ * Load and verify the eval dir dir against card c. Returns 0 and fills *e when everything
+ * verifies; otherwise returns a negative error (VS_EVERIFY, VS_EIO, VS_EPARSE) with a one-line
+ * message naming the file and what differs, and sets *status (when non-NULL) to the class of the
+ * problem. *e is filled as far as it got (release it either way).
+ */
+int evidence_load(struct evidence *e, int *status, const char *dir, const struct card *c);
+
+void evidence_release(struct evidence *e);
+
+/** The validation values an evidence proves for card c (strings point into e or static storage). */
+void evidence_validation(struct card_validation *v, const struct evidence *e, const char *artifact);
+
+/**
+ * Does the card claim what its (verified) evidence e proves? The one answer of `--verify` and
+ * `--report`. Checked: validation.status, last_verified, gpu, gen, model, measured.parity and
+ * measured.isolated (to the card's three decimals) equal what e proves, and a `validated` status
+ * comes from a clean build (kernels_dirty false). Not checked here, by choice: whether kernels/ of
+ * the checkout now is the tree that ran, and the evidence's age: those say the evidence is stale
+ * (`--report` shows it so), not that the card claims something its evidence does not prove.
+ * Every problem is reported with vs_error(VS_EVERIFY, ...) naming card_path (silence it with
+ * vs_error_set_quiet()); why (may be NULL) receives the first one in short ("validation.gen
+ * differs from the evidence"). Returns the number of problems (0: the claims hold).
+ */
+int evidence_check_claims(const struct card_validation *have, const struct evidence *e, const char *card_path,
+			  char *why, size_t why_cap);
+
+/** The paired samples of one task, as samples.csv holds them. */
+struct sample_pairs {
+	char hash[65];
+	double *base, *cand;    /* [n] ms, pair by pair */
+	int n, cap;
+};
+
+/**
+ * Parse samples.csv text into per-task pairs, tasks in order of first appearance; *out (free with
+ * samples_free) and *count set only on success. Errors: VS_EVERIFY naming path:line.
+ */
+int samples_parse(struct sample_pairs **out, int *count, const char *text, const char *path);
+
+void samples_free(struct sample_pairs *tp, int n);
+
+/** A part of a cluster run, loaded and checked by evaldir_part_load(). */
+struct evaldir_part {
+	char *dir;
+	struct cJSON *result;     /* parsed result.json (owned) */
+	char *samples;            /* samples.csv text */
+	char *log;                /* run.log text */
+};
+
+/**
+ * Load the part at dir: result.json parsed with the duplicate-key check, its schema, a part not
+ * filtered by --impl/--config, and every file it binds matching its sha256 (the checks of
+ * evidence_load() that need no card). Errors: VS_EVERIFY, VS_EUSAGE (filtered), VS_EPARSE, VS_EIO.
+ */
+int evaldir_part_load(struct evaldir_part *pt, const char *dir);
+
+void evaldir_part_release(struct evaldir_part *pt);
+
+#endif /* VS_EVALDIR_H */
