@@ -246,6 +246,21 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged));
 		free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
 	}
+	/* A part is read as strictly as evidence: a key twice in its result.json is refused. */
+	path = fs_printf("%s/%s/0001/result.json", tmp, parts);
+	text = tu_read(path, NULL);
+	{
+		char *dup = fs_printf("{\n\t\"verdict\":\t\"validated\",%s", strchr(text, '{') + 1);
+
+		tu_write(path, dup, strlen(dup));
+		free(tool(1, &err, "--merge %s --run-id dup", parts));
+		ck_assert_msg(strstr(err, "appears twice"), "%s", err);
+		free(err);
+		free(dup);
+	}
+	tu_write(path, text, strlen(text));
+	free(text);
+	free(path);
 	/* A tampered part does not merge. */
 	path = fs_printf("%s/%s/0002/samples.csv", tmp, parts);
 	text = tu_read(path, NULL);

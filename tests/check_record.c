@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "card.h"
+#include "evaldir.h"
 #include "fsutil.h"
 #include "plan.h"
 #include "record.h"
@@ -276,6 +277,36 @@ START_TEST(hand_edited_number_is_caught_by_verify_and_report)
 }
 END_TEST
 
+START_TEST(claims_are_one_answer_for_verify_and_report)
+{
+	struct card c;
+	struct evidence e;
+	struct card_validation have;
+	char why[160] = "";
+
+	mark_clean();
+	ck_assert_int_eq(record_card(card_path, eval_dir), 0);
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_msg(evidence_load(&e, NULL, eval_dir, &c) == 0, "%s", vs_last_error());
+	have = c.validation;
+	ck_assert_int_eq(evidence_check_claims(&have, &e, card_path, why, sizeof(why)), 0);
+	have.model = "another model";
+	ck_assert_int_eq(evidence_check_claims(&have, &e, card_path, why, sizeof(why)), 1);
+	ck_assert_str_eq(why, "validation.model differs from the evidence");
+	have.gen = "gfx942";
+	ck_assert_int_eq(evidence_check_claims(&have, &e, card_path, why, sizeof(why)), 2);
+	ck_assert_msg(strstr(vs_last_error(), "validation.model") || strstr(vs_last_error(), "validation.gen"), "%s",
+		      vs_last_error());
+	ck_assert_str_eq(why, "validation.gen differs from the evidence");
+	have = c.validation;
+	e.kernels_dirty = 1;
+	ck_assert_int_eq(evidence_check_claims(&have, &e, card_path, why, sizeof(why)),
+			 !strcmp(have.status, "validated"));
+	evidence_release(&e);
+	card_release(&c);
+}
+END_TEST
+
 START_TEST(partial_run_is_not_recorded)
 {
 	struct runner_options ro;
@@ -374,6 +405,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, tampered_evidence_is_refused, 0, (int)(sizeof(tampers) / sizeof(tampers[0])));
 	tcase_add_test(tc, missing_manifest_copy_is_refused);
 	tcase_add_test(tc, hand_edited_number_is_caught_by_verify_and_report);
+	tcase_add_test(tc, claims_are_one_answer_for_verify_and_report);
 	tcase_add_test(tc, partial_run_is_not_recorded);
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
