@@ -1773,8 +1773,8 @@ static void space_before_comment(const struct doc *d, size_t p, struct sbuf *sb)
 }
 
 /* Replace the scalar value v of key k with the text of r. */
-static int record_scalar(const struct doc *d, const struct ynode *k, const struct ynode *v,
-			 const struct rval *r, const char *key, struct edits *ed)
+static int edit_scalar(const struct doc *d, const struct ynode *k, const struct ynode *v,
+		       const struct rval *r, const char *key, struct edits *ed)
 {
 	struct sbuf sb = {0};
 	size_t b, e;
@@ -1806,9 +1806,9 @@ static const char *eol_before(const struct doc *d, size_t p)
 }
 
 /* Insert the keys rv[idx[0..np)] into mapping map, after its last key. */
-static int record_insert(const struct doc *d, const struct ynode *map, const struct rval *rv,
-			 const int *idx, int np, const struct rval *meas, int nmeas,
-			 struct edits *ed)
+static int edit_insert(const struct doc *d, const struct ynode *map, const struct rval *rv,
+		       const int *idx, int np, const struct rval *meas, int nmeas,
+		       struct edits *ed)
 {
 	struct sbuf sb = {0};
 	size_t pos;
@@ -1846,9 +1846,9 @@ static int record_insert(const struct doc *d, const struct ynode *map, const str
 	return edits_add(ed, pos, pos, &sb);
 }
 
-static int record_map(const struct doc *d, const struct ynode *map, const char *prefix,
-		      const struct rval *rv, int n, const struct rval *meas, int nmeas,
-		      struct edits *ed)
+static int edit_map(const struct doc *d, const struct ynode *map, const char *prefix,
+		    const struct rval *rv, int n, const struct rval *meas, int nmeas,
+		    struct edits *ed)
 {
 	int pending[16], np = 0, err = 0;
 
@@ -1862,7 +1862,7 @@ static int record_map(const struct doc *d, const struct ynode *map, const char *
 		if (!v) {
 			pending[np++] = i;
 		} else if (rv[i].kind == R_MAP && v->kind == YN_MAP) {
-			err = record_map(d, v, key, meas, nmeas, NULL, 0, ed);
+			err = edit_map(d, v, key, meas, nmeas, NULL, 0, ed);
 		} else if (rv[i].kind == R_MAP && scalar_unset(v)) {
 			size_t b, e;
 
@@ -1875,18 +1875,18 @@ static int record_map(const struct doc *d, const struct ynode *map, const char *
 			err = doc_err(d, VS_ESCHEMA, v->b, key, "expected %s, found %s",
 				      rv[i].kind == R_MAP ? "a mapping" : "a scalar", kind_name(v));
 		} else {
-			err = record_scalar(d, map->kid[ki], v, &rv[i], key, ed);
+			err = edit_scalar(d, map->kid[ki], v, &rv[i], key, ed);
 		}
 		sb_release(&sb);
 	}
 	if (!err && np)
-		err = record_insert(d, map, rv, pending, np, meas, nmeas, ed);
+		err = edit_insert(d, map, rv, pending, np, meas, nmeas, ed);
 	return err;
 }
 
 /* The validation block for a card that has none, appended at the end of the front matter. */
-static int record_append(const struct doc *d, const struct rval *rv, int n, const struct rval *meas,
-			 int nmeas, struct edits *ed)
+static int edit_append(const struct doc *d, const struct rval *rv, int n, const struct rval *meas,
+		       int nmeas, struct edits *ed)
 {
 	struct sbuf sb = {0};
 	size_t indent = 2;
@@ -1916,7 +1916,7 @@ static int record_append(const struct doc *d, const struct rval *rv, int n, cons
 	return edits_add(ed, d->fm_end, d->fm_end, &sb);
 }
 
-static int record_check_values(const struct card *c, const struct card_validation *v)
+static int check_validation_values(const struct card *c, const struct card_validation *v)
 {
 	char buf[256];
 	const char *strs[] = {v->status, v->last_verified, v->gpu, v->gen, v->model,
@@ -1950,8 +1950,8 @@ static int same_str(const char *a, const char *b)
 }
 
 /* Parse out and check that it holds v and the same card hash as the original. */
-static int record_verify(const struct card *c, const char *hash, const char *out, size_t len,
-			 const struct card_validation *v)
+static int check_edited_card(const struct card *c, const char *hash, const char *out, size_t len,
+			     const struct card_validation *v)
 {
 	struct doc d;
 	struct card tmp;
@@ -2013,7 +2013,7 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 	err = doc_open(&d, c->path, c->text, c->text_len);
 	if (err)
 		goto done;
-	err = record_check_values(c, v);
+	err = check_validation_values(c, v);
 	if (err)
 		goto done;
 	err = doc_hash(&d, hash);
@@ -2027,12 +2027,12 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 	}
 	vn = map_find(d.root, "validation", NULL);
 	if (!vn)
-		err = record_append(&d, rv, nrv, meas, nmeas, &ed);
+		err = edit_append(&d, rv, nrv, meas, nmeas, &ed);
 	else if (vn->kind != YN_MAP)
 		err = doc_err(&d, VS_ESCHEMA, vn->b, "validation", "expected a mapping of keys, found %s",
 			      kind_name(vn));
 	else
-		err = record_map(&d, vn, "validation", rv, nrv, meas, nmeas, &ed);
+		err = edit_map(&d, vn, "validation", rv, nrv, meas, nmeas, &ed);
 	if (err)
 		goto done;
 	/* apply in order of position (stable: insertions at one point keep their order) */
@@ -2059,7 +2059,7 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 		err = vs_error(VS_ENOMEM, "out of memory");
 		goto done;
 	}
-	err = record_verify(c, hash, res.buf, res.len, v);
+	err = check_edited_card(c, hash, res.buf, res.len, v);
 	if (err)
 		goto done;
 	*out = res.buf;

@@ -9,9 +9,12 @@
 
 #include <stdarg.h>
 
+/*
+ * -1 is no code: static helpers use it as their own "not found" / "failed" sentinel, and one that
+ * leaked to the CLI must not read as a usage error (exit 2).
+ */
 enum vs_error_code {
 	VS_OK = 0,
-	VS_EUSAGE = -1,    /* bad command line */
 	VS_EIO = -2,       /* a file could not be read or written (errno text in the message) */
 	VS_EPARSE = -3,    /* malformed input: YAML, JSON, safetensors, front matter */
 	VS_ESCHEMA = -4,   /* well-formed input that breaks the schema (missing key, bad enum, ...) */
@@ -22,6 +25,7 @@ enum vs_error_code {
 	VS_ENOMEM = -9,    /* allocation failed */
 	VS_EFAIL = -10,    /* the checked thing was measured and failed (parity, gate) */
 	VS_ENOSPACE = -11, /* not enough free disk */
+	VS_EUSAGE = -12,   /* bad command line */
 };
 
 /**

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """check_includes.py - fail on a cycle in the #include graph of C sources.
 
-Usage: check_includes.py DIR...   (e.g. harness kernels)
+Usage: check_includes.py [--below LOWER:UPPER]... DIR...   (e.g. --below kernels:harness harness kernels)
 
 Reads the `#include "x.h"` lines of every .c/.h/.hip file under the given directories, resolves a
 name against the including file's directory and then against every given directory, and reports
 each cycle among the files as `a.h -> b.h -> a.h`. Cycles among modules (x.c and x.h are module
 x: x includes y.h while y includes x.h) are reported as well, since they make two modules one
 (issue 14: runner.c <-> worker.c through worker.h including runner.h).
-Exit status: 0 no cycle, 1 cycles found, 2 usage.
+--below LOWER:UPPER states a layering: no file under LOWER includes a file under UPPER (the kernels
+layer includes nothing from harness/); each such include is reported.
+Exit status: 0 no cycle and no layering broken, 1 found, 2 usage.
 """
 import os
 import re
@@ -56,13 +58,22 @@ def cycles(graph):
     return sorted(found)
 
 
+def under(path, d):
+    return path == d or path.startswith(d + os.sep)
+
+
 def module(path):
     return os.path.splitext(path)[0]
 
 
 def main(argv):
-    dirs = [os.path.normpath(d) for d in argv[1:]]
-    if not dirs:
+    args, below = argv[1:], []
+    while len(args) >= 2 and args[0] == "--below" and ":" in args[1]:
+        lower, upper = args[1].split(":", 1)
+        below.append((os.path.normpath(lower), os.path.normpath(upper)))
+        args = args[2:]
+    dirs = [os.path.normpath(d) for d in args]
+    if not dirs or any(d.startswith("-") for d in dirs):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     files = list(sources(dirs))
@@ -79,6 +90,12 @@ def main(argv):
             if module(dst) != module(src):
                 modules_graph.setdefault(module(src), set()).add(module(dst))
     bad = 0
+    for lower, upper in below:
+        for src in sorted(files_graph):
+            for dst in sorted(files_graph[src]):
+                if under(src, lower) and under(dst, upper):
+                    print("layering broken: %s includes %s (%s is below %s)" % (src, dst, lower, upper))
+                    bad += 1
     for kind, graph in (("header", files_graph), ("module", modules_graph)):
         for cyc in cycles(graph):
             print("include cycle (%s): %s" % (kind, " -> ".join(cyc + (cyc[0],))))

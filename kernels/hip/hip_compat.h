@@ -17,9 +17,10 @@
  * On AMD, device code must not use threadIdx / __syncthreads / expf from Debian's HIP 5.2 headers:
  * they call __ockl_* and __atomic_work_item_fence from the device libraries.
  *
- * Host side: HIP_CHECK(call) reports "<call> failed: <error string> (<code>)" through vs_error()
- * and returns VS_EDEVICE from the enclosing function; HIP_CHECK_RET(call, code) returns code
- * instead (launch() returns MLA_EDEVICE).
+ * Host side: HIP_CHECK_RET(call, code) reports "<call> failed: <error string> (<code>)" through
+ * MLA_HIP_REPORT and returns code (kernels return their own codes: launch() returns MLA_EDEVICE).
+ * The kernels layer includes nothing from harness/: MLA_HIP_REPORT prints the line on stderr
+ * unless the includer defines it first (harness/gpu/gpu_check.h routes it to vs_error()).
  */
 #ifndef MLA_HIP_COMPAT_H
 #define MLA_HIP_COMPAT_H
@@ -27,13 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-#include "../../harness/vs_error.h"
-#ifdef __cplusplus
-}
-#endif
+#include <stdio.h>
 
 #if defined(__HIP_PLATFORM_AMD__)
 /* ------------------------------------------------------------------------------------------ AMD */
@@ -190,17 +185,19 @@ VS_DEV float vs_warp_sum(float v)
 #define VS_LOG2E 1.4426950408889634f
 #define VS_LN2 0.6931471805599453f
 
+#ifndef MLA_HIP_REPORT
+/** Say which runtime call failed (its text, the runtime's error string and code), on stderr. */
+#define MLA_HIP_REPORT(call_text, err)                                                             \
+	fprintf(stderr, "validate_skill: error: %s failed: %s (%d)\n", (call_text), hipGetErrorString(err), \
+		(int)(err))
+#endif /* MLA_HIP_REPORT */
+
 /** Report a failed runtime call (name, error string, code) and return code from the caller. */
 #define HIP_CHECK_RET(call, code)                                                                  \
 	do {                                                                                       \
 		hipError_t vs_e_ = (call);                                                         \
 		if (vs_e_ != hipSuccess)                                                           \
-			return (vs_error(VS_EDEVICE, "%s failed: %s (%d)", #call,                  \
-					 hipGetErrorString(vs_e_), (int)vs_e_),                    \
-				(code));                                                           \
+			return (MLA_HIP_REPORT(#call, vs_e_), (code));                             \
 	} while (0)
-
-/** HIP_CHECK_RET returning VS_EDEVICE (harness functions). */
-#define HIP_CHECK(call) HIP_CHECK_RET(call, VS_EDEVICE)
 
 #endif /* MLA_HIP_COMPAT_H */

@@ -19,13 +19,14 @@ enum mla_hip_fill_kind {
 
 /**
  * Enqueue on stream a fill of n elements at dst (device memory) from a counter-based hash of
- * (seed, index). Returns 0 or VS_EDEVICE.
+ * (seed, index). Returns 0 or MLA_EDEVICE.
  */
 int mla_hip_test_fill(void *dst, size_t n, int kind, uint64_t seed, float amp, void *stream);
 
 /**
  * Decode the 256 fp8_e4m3_fnuz codes on the device with the decoder the flash kernels use
  * (mma.h: mma_fp8x4_to_bf16x4) and return the bf16 bits in out (host memory), synchronously.
+ * Returns 0 or MLA_EDEVICE.
  */
 int mla_hip_test_fp8_decode(uint16_t out[256]);
 

@@ -1,5 +1,6 @@
 /* hip_testutil.hip - GPU-side helpers for tests/gpu (see hip_testutil.h). */
 #include "hip_compat.h"
+#include "mla_decode.h"
 #include "mma.h"
 #include "hip_testutil.h"
 
@@ -58,7 +59,7 @@ extern "C" int mla_hip_test_fill(void *dst, size_t n, int kind, uint64_t seed, f
 		return 0;
 	fill_kernel<<<dim3((unsigned)(blocks < 65535 ? blocks : 65535)), dim3(256), 0, (hipStream_t)stream>>>(
 		dst, n, kind, seed, amp);
-	HIP_CHECK(hipGetLastError());
+	HIP_CHECK_RET(hipGetLastError(), MLA_EDEVICE);
 	return 0;
 }
 
@@ -67,13 +68,13 @@ extern "C" int mla_hip_test_fp8_decode(uint16_t out[256])
 	uint16_t *d = nullptr;
 	hipError_t e;
 
-	HIP_CHECK(hipMalloc((void **)&d, 256 * sizeof(uint16_t)));
+	HIP_CHECK_RET(hipMalloc((void **)&d, 256 * sizeof(uint16_t)), MLA_EDEVICE);
 	fp8_decode_kernel<<<1, 64>>>(d);
 	e = hipGetLastError();
 	if (e == hipSuccess)
 		e = hipMemcpy(out, d, 256 * sizeof(uint16_t), hipMemcpyDeviceToHost);
 	(void)hipFree(d);
 	if (e != hipSuccess)
-		return vs_error(VS_EDEVICE, "fp8 decode probe failed: %s (%d)", hipGetErrorString(e), (int)e);
+		return (MLA_HIP_REPORT("fp8 decode probe", e), MLA_EDEVICE);
 	return 0;
 }

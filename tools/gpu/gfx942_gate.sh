@@ -32,11 +32,11 @@ COMPILER=$("$CXX" --version | head -1)
 # Debian's HIP headers come from /usr/include (clang's default search path): no -isystem /usr/include,
 # which would break libstdc++'s #include_next.
 CFLAGS=(-x hip --offload-arch=gfx942 --cuda-device-only -nogpulib -nogpuinc -D__HIP_PLATFORM_AMD__
-	-isystem "$RES" -std=c++17 -O3 -Wall -Wextra -I"$SRC/kernels" -I"$SRC/kernels/hip" -I"$SRC/harness")
+	-isystem "$RES" -std=c++17 -O3 -Wall -Wextra -I"$SRC/kernels" -I"$SRC/kernels/hip" -I"$SRC/harness" -I"$SRC/harness/gpu")
 
 # 1. Compile, assemble, link every source; collect the kernel metadata.
 : >"$OUT/kernels.tsv"
-for src in "$SRC"/kernels/hip/*.hip; do
+for src in "$SRC"/kernels/hip/*.hip "$SRC"/harness/gpu/*.hip; do
 	name=$(basename "$src" .hip)
 	"$CXX" "${CFLAGS[@]}" -S "$src" -o "$OUT/$name.s" 2>"$OUT/$name.log" ||
 		{ cat "$OUT/$name.log" >&2; die "compiling '$src' for gfx942 failed"; }

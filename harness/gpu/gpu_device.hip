@@ -1,6 +1,7 @@
 /*
- * hip_device.hip - the GPU as a vs_device (harness/device.h) through the HIP runtime (HIP names
- * mapped to CUDA on NVIDIA by hip_compat.h). Host code only.
+ * gpu_device.hip - the GPU as a vs_device (harness/device.h) through the HIP runtime (HIP names
+ * mapped to CUDA on NVIDIA by kernels/hip/hip_compat.h). Host code only; harness side: the
+ * kernels layer includes nothing from harness/.
  *
  * One non-blocking stream per device; uploads and downloads are enqueued on it and waited for, so
  * they are ordered after any work the harness enqueued before. flush_llc writes a device buffer of
@@ -8,11 +9,10 @@
  * the properties do not report). Timers are a pair of events around the timed region. Graphs come
  * from stream capture (thread-local mode) and are instantiated at once.
  */
-#include "hip_compat.h"
-#include "hip_testutil.h"
+#include "gpu_check.h"
 
 extern "C" {
-#include "../../harness/device.h"
+#include "device.h"
 }
 
 #include <stdio.h>
