@@ -1,7 +1,8 @@
 /*
  * check_card.c - card loading, schema errors, lint and hash (harness/card.c, harness/card_cmd.c).
- * Fixtures: tests/resources/cards/ (one small card per thing shown), the shared examples, our
- * cards in skills/.
+ * Fixtures: tests/resources/cards/ (one small card per thing shown), the field's example cards in
+ * tests/resources/field/, and copies of our shipped cards as drafts in tests/resources/skills/
+ * (never skills/ itself, which --validate rewrites).
  */
 #include "card.h"
 #include "card_cmd.h"
@@ -236,10 +237,10 @@ START_TEST(test_passing_fixture)
 END_TEST
 
 static const char *const our_cards[] = {
-	"skills/mla_decode_hip_port.md",
-	"skills/mla_decode_hip_port_sm90.md",
-	"skills/mla_decode_cpu_splitkv.md",
-	"../shared/examples/mla_tilelang_to_triton.md",
+	"tests/resources/skills/mla_decode_hip_port.md",
+	"tests/resources/skills/mla_decode_hip_port_sm90.md",
+	"tests/resources/skills/mla_decode_cpu_splitkv.md",
+	"tests/resources/field/mla_tilelang_to_triton.md",
 };
 
 START_TEST(test_real_card_passes)
@@ -256,7 +257,7 @@ END_TEST
 
 START_TEST(test_bad_example_refused_at_line_1)
 {
-	char *path = tu_source("../shared/examples/bad/mla_tilelang_to_triton.md");
+	char *path = tu_source("tests/resources/field/bad/mla_tilelang_to_triton.md");
 	int rc;
 	char *err = check_captured(path, &rc);
 
@@ -271,7 +272,7 @@ END_TEST
 
 START_TEST(test_shared_example_values)
 {
-	char *path = tu_source("../shared/examples/mla_tilelang_to_triton.md");
+	char *path = tu_source("tests/resources/field/mla_tilelang_to_triton.md");
 	struct card c;
 
 	ck_assert_int_eq(load_quiet(&c, path), 0);
@@ -302,9 +303,9 @@ START_TEST(test_our_cards_values)
 		double min;
 		const char *status; /* as shipped: the sm_90 card carries its H200 record */
 	} want[] = {
-		{"skills/mla_decode_hip_port.md", "gfx942", "hip.baseline", "hip.flash", 2.0, "draft"},
-		{"skills/mla_decode_hip_port_sm90.md", "sm_90", "hip.baseline", "hip.flash", 2.0, "validated"},
-		{"skills/mla_decode_cpu_splitkv.md", "x86_64", "cpu.naive", "cpu.splitkv", 1.3, "draft"},
+		{"tests/resources/skills/mla_decode_hip_port.md", "gfx942", "hip.baseline", "hip.flash", 2.0, "draft"},
+		{"tests/resources/skills/mla_decode_hip_port_sm90.md", "sm_90", "hip.baseline", "hip.flash", 2.0, "validated"},
+		{"tests/resources/skills/mla_decode_cpu_splitkv.md", "x86_64", "cpu.naive", "cpu.splitkv", 1.3, "draft"},
 	};
 
 	for (int i = 0; i < NELEM(want); i++) {

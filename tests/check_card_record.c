@@ -266,9 +266,9 @@ END_TEST
 /* ---- recording the values a card already holds changes nothing ------------------------------ */
 
 static const char *const noop_cards[] = {
-	"skills/mla_decode_hip_port.md",
-	"skills/mla_decode_hip_port_sm90.md",
-	"skills/mla_decode_cpu_splitkv.md",
+	"tests/resources/skills/mla_decode_hip_port.md",
+	"tests/resources/skills/mla_decode_hip_port_sm90.md",
+	"tests/resources/skills/mla_decode_cpu_splitkv.md",
 	"tests/resources/cards/record/rec_block_measured.md",
 	"tests/resources/cards/record/rec_quoted.md",
 	"tests/resources/cards/record/rec_quoting.md",

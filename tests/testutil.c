@@ -134,7 +134,7 @@ int tu_count_lines(const char *s)
 
 char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int ncfg)
 {
-	char *src = tu_source("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
 	char *dst = fs_join(dir, "mla_decode_cpu_splitkv.md"), *card = tu_read(src, NULL), *args = NULL;
 	char *out = NULL, *err = NULL, *plan_rel = strdup("plans/mla_decode_cpu_splitkv.plan.json");
 	char *plan = fs_join(root, plan_rel), *text;
