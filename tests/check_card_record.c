@@ -67,6 +67,7 @@ static const struct rec_fixture fixtures[] = {
 	{"rec_nonascii.md", "\nvalidation:", "role:"},
 	{"rec_missing_keys.md", "\nvalidation:", "role:"},
 	{"rec_no_validation.md", "---\n\n## When to use", "---\n\n## When to use"},
+	{"rec_no_validation_crlf.md", "---\r\n\r\n## When to use", "---\r\n\r\n## When to use"},
 	{"rec_empty_values.md", "\nvalidation:", "role:"},
 	{"rec_last_block.md", "\nvalidation:", "\n# trailing comment"},
 	{"rec_quoting.md", "\nvalidation:", "role:"},

@@ -122,12 +122,13 @@ int tu_run_tool(const char *cwd, const char *args, char **out, char **err)
 
 int tu_count_lines(const char *s)
 {
+	const char *start = s;
 	int n = 0;
 
 	for (; s && *s; s++)
 		if (*s == '\n')
 			n++;
-	if (s && s[-1] != '\n')
+	if (s && s != start && s[-1] != '\n')
 		n++;
 	return n;
 }
