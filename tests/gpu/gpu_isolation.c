@@ -50,10 +50,14 @@ static int hang_launch(const struct mla_decode_args *a, const struct mla_decode_
 	return fault_test_launch(a, 1);
 }
 
-static const struct mla_decode_impl illegal = {MLA_DECODE_ABI_VERSION, "test.gpu_illegal_address", "hip", "",
-					       one_config, no_ws, illegal_launch};
-static const struct mla_decode_impl hang = {MLA_DECODE_ABI_VERSION, "test.gpu_hang", "hip", "", one_config, no_ws,
-					    hang_launch};
+static const struct mla_decode_impl illegal = {
+	.abi_version = MLA_DECODE_ABI_VERSION, .name = "test.gpu_illegal_address", .backend = "hip",
+	.summary = "", .configs = one_config, .workspace_size = no_ws, .launch = illegal_launch,
+};
+static const struct mla_decode_impl hang = {
+	.abi_version = MLA_DECODE_ABI_VERSION, .name = "test.gpu_hang", .backend = "hip", .summary = "",
+	.configs = one_config, .workspace_size = no_ws, .launch = hang_launch,
+};
 
 static int failures;
 
@@ -98,7 +102,7 @@ int main(void)
 	struct vs_device_info info;
 	struct card c;
 	struct plan p, pp;
-	struct plan_options o = {"smoke", "sm_90", NULL, NULL, NULL};
+	struct plan_options o = {.tier = "smoke", .gen = "sm_90"};
 	struct runner_task_result r;
 	char root[] = "/tmp/vs_gpu_isolation_XXXXXX", *dir = NULL;
 	int err;
