@@ -111,7 +111,7 @@ int main(void)
 		printf("no GPU: %s\n", vs_last_error());
 		return 77;
 	}
-	if (!mkdtemp(root) || card_load(&c, "skills/mla_decode_hip_port_sm90.md") || plan_build(&p, &c, &o))
+	if (!mkdtemp(root) || card_load(&c, "tests/resources/skills/mla_decode_hip_port_sm90.md") || plan_build(&p, &c, &o))
 		return printf("setup failed: %s\n", vs_last_error()), 1;
 	mla_decode_impl_register(&illegal);
 	mla_decode_impl_register(&hang);
