@@ -1,7 +1,7 @@
 /*
  * card.c - skill cards: front matter split, YAML (libyaml events) into a small tree that keeps
  * byte offsets, schema typing into struct card, lint, the card hash, and in-place recording of
- * the validation block (DESIGN.md "The card schema", "Files" -> Recording).
+ * the validation block (docs/DESIGN.md "The card schema", "Files" -> Recording).
  *
  * Offsets: libyaml marks count characters (code points; CRLF counts two) from the start of the
  * input it was given, which is the front matter slice only (so the BOM and the opening fence are

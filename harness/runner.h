@@ -1,6 +1,6 @@
 /*
  * runner.h - `--run PLAN`: the isolated A/B of baseline against candidate on every task of a plan
- * (DESIGN.md "Measurement protocol").
+ * (docs/DESIGN.md "Measurement protocol").
  *
  * Per task: parity of every config of both implementations (outputs poisoned with NaN before each
  * launch; a second launch into another poisoned buffer at another address must be bit-identical;

@@ -1,5 +1,5 @@
 /*
- * gpu_isolation.c - crash isolation on the GPU (DESIGN.md "Process model"): a candidate whose kernel
+ * gpu_isolation.c - crash isolation on the GPU (docs/DESIGN.md "Process model"): a candidate whose kernel
  * writes through an illegal address fails its task with the failing runtime call named, a candidate
  * whose kernel hangs is killed at the worker's time limit, and the next task, in a fresh worker and
  * a fresh GPU context, passes. Exits 77 (skipped) where there is no GPU.
