@@ -1,7 +1,7 @@
 /*
  * card.c - skill cards: front matter split, YAML (libyaml events) into a small tree that keeps
  * byte offsets, schema typing into struct card, lint, the card hash, and in-place recording of
- * the validation block (DESIGN.md "The card schema", "Files" -> Recording).
+ * the validation block (docs/DESIGN.md "The card schema", "Files" -> Recording).
  *
  * Offsets: libyaml marks count characters (code points; CRLF counts two) from the start of the
  * input it was given, which is the front matter slice only (so the BOM and the opening fence are
@@ -566,6 +566,12 @@ static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int
 		}
 		memcpy(n->value, ev->data.scalar.value, n->len);
 		n->value[n->len] = '\0';
+		if (memchr(n->value, '\0', n->len)) {
+			err = doc_err(d, VS_ESCHEMA, at, *key ? key : "front matter",
+				      "a string with a NUL character (an escape such as \\0 or \\x00) "
+				      "is refused");
+			goto done;
+		}
 		n->null_empty = n->style == YAML_PLAIN_SCALAR_STYLE && n->len == 0;
 		n->ce = n->e;
 	} else {
@@ -604,6 +610,12 @@ static int doc_parse_yaml(struct doc *d)
 			if (!d->root)
 				err = doc_err(d, VS_EPARSE, d->bom, "front matter",
 					      "the front matter is empty (only blank lines and comments)");
+			goto done;
+		}
+		if (ev.type == YAML_DOCUMENT_END_EVENT && !ev.data.document_end.implicit) {
+			err = doc_err(d, VS_EPARSE, doc_mark(d, &ev.start_mark), "front matter",
+				      "a '...' line ends a yaml document; the front matter ends only at "
+				      "the closing '---' line (remove the '...')");
 			goto done;
 		}
 		if (ev.type == YAML_DOCUMENT_START_EVENT && d->root) {
@@ -692,7 +704,10 @@ static int scalar_unset(const struct ynode *v)
 	       (v->len == 0 || (v->style == YAML_PLAIN_SCALAR_STYLE && is_null_word(v->value)));
 }
 
-/* A decimal YAML number (int or float, no hex/inf/nan); 0 and *out set when it is one. */
+/*
+ * A decimal YAML number (int or float, no hex/inf/nan); 0 and *out set when it is one, -2 when it
+ * is written as one but does not fit a double (1e400), -1 otherwise.
+ */
 static int parse_number(const char *s, double *out)
 {
 	const char *p = s;
@@ -727,8 +742,10 @@ static int parse_number(const char *s, double *out)
 	if (*p)
 		return -1;
 	v = strtod(s, &end);
-	if (end != p || !isfinite(v))
+	if (end != p)
 		return -1;
+	if (!isfinite(v))
+		return -2;
 	*out = v;
 	return 0;
 }
@@ -909,6 +926,29 @@ static void list_release(struct card_list *l)
 	l->count = 0;
 }
 
+/*
+ * The names a match list holds are compared exactly (gens against the device, dtypes against the
+ * plan): a name with spaces around it, listed twice, or beside a case variant of itself is refused
+ * rather than normalized, so that the card says exactly what is matched.
+ */
+static int list_check_name(const struct doc *d, const struct card_list *l, const struct ynode *it,
+			   const char *key)
+{
+	const char *s = it->value;
+
+	if (isspace((unsigned char)s[0]) || isspace((unsigned char)s[it->len - 1]))
+		return doc_err(d, VS_ESCHEMA, it->b, key, "'%s' has spaces around it (write the "
+			       "name alone)", s);
+	for (int j = 0; j < l->count; j++) {
+		if (!strcmp(l->items[j], s))
+			return doc_err(d, VS_ESCHEMA, it->b, key, "'%s' is listed twice", s);
+		if (!strcasecmp(l->items[j], s))
+			return doc_err(d, VS_ESCHEMA, it->b, key, "'%s' and '%s' differ only in case "
+				       "(names are compared exactly: list one)", l->items[j], s);
+	}
+	return 0;
+}
+
 static int schema_list(const struct doc *d, struct card_list *l, const struct ynode *v,
 		       const char *key)
 {
@@ -933,6 +973,12 @@ static int schema_list(const struct doc *d, struct card_list *l, const struct yn
 				       kind_name(it));
 		if (scalar_unset(it))
 			return doc_err(d, VS_ESCHEMA, it->b, key, "empty list item");
+		if (!strncmp(key, "match.", 6)) {
+			int err = list_check_name(d, l, it, key);
+
+			if (err)
+				return err;
+		}
 		l->items[i] = strdup(it->value);
 		if (!l->items[i])
 			return vs_error(VS_ENOMEM, "out of memory");
@@ -988,9 +1034,16 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 			return doc_err(d, VS_ESCHEMA, v->b, key,
 				       "expected a number, found the quoted string \"%s\" "
 				       "(write numbers without quotes)", v->value);
-		if (parse_number(v->value, &num))
+		switch (parse_number(v->value, &num)) {
+		case 0:
+			break;
+		case -2:
+			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is out of range (a number's "
+				       "magnitude must be below 1.8e308)", v->value);
+		default:
 			return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found '%s'",
 				       v->value);
+		}
 		if (f->type == F_NUM_POS && !(num > 0))
 			return doc_err(d, VS_ESCHEMA, v->b, key, "must be a number > 0, found '%s'",
 				       v->value);
@@ -1064,6 +1117,37 @@ static void locate_near(const struct card *c, const char *key, int *line, int *c
 	*col = 1;
 }
 
+/*
+ * Where and how to report the missing key: at the mapping that should hold it (its parent, else
+ * the front matter's first line), with a hint naming that mapping and its line.
+ */
+static void missing_at(const struct card *c, const char *key, int *line, int *col, char *hint,
+		       size_t size)
+{
+	const char *dot = strchr(key, '.');
+	int last;
+
+	if (dot) {
+		char parent[CARD_PATH_MAX];
+
+		snprintf(parent, sizeof(parent), "%.*s", (int)(strrchr(key, '.') - key), key);
+		if (!card_locate(c, parent, line, col)) {
+			snprintf(hint, size, " (add '%s:' to the mapping '%s', which starts at line %d)",
+				 strrchr(key, '.') + 1, parent, *line);
+			return;
+		}
+	}
+	text_linecol(c->text, c->text_len, c->fm_begin, line, col);
+	text_linecol(c->text, c->text_len, c->fm_end, &last, col);
+	*col = 1;
+	if (dot)
+		snprintf(hint, size, " (add '%.*s:' with '%s:' in it to the front matter, lines %d-%d)",
+			 (int)(dot - key), key, dot + 1, *line, last - 1);
+	else
+		snprintf(hint, size, " (add '%s:' to the front matter, lines %d-%d)", key, *line,
+			 last - 1);
+}
+
 /* Missing or empty required keys, in schema order. */
 static int schema_required(const struct card *c)
 {
@@ -1071,6 +1155,7 @@ static int schema_required(const struct card *c)
 		"id", "title", "scope", "match", "match.operator", "match.gens", "match.dtypes",
 		"validation", "validation.status",
 	};
+	char hint[CARD_PATH_MAX + 96];
 	int line, col;
 
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
@@ -1078,9 +1163,13 @@ static int schema_required(const struct card *c)
 		const struct field *f = field_find(key);
 		int empty = 0;
 
+		/* a card without a validation block is a draft (schema_defaults); --record adds it */
+		if (!strncmp(key, "validation", 10) && card_locate(c, "validation", &line, &col))
+			continue;
 		if (card_locate(c, key, &line, &col)) {
-			locate_near(c, key, &line, &col);
-			return card_msg(VS_ESCHEMA, c->path, line, col, key, "required key is missing");
+			missing_at(c, key, &line, &col, hint, sizeof(hint));
+			return card_msg(VS_ESCHEMA, c->path, line, col, key, "required key is missing%s",
+					hint);
 		}
 		if (f->type == F_LIST)
 			empty = ((const struct card_list *)((const char *)c + f->off))->count == 0;
@@ -1090,16 +1179,29 @@ static int schema_required(const struct card *c)
 			return card_msg(VS_ESCHEMA, c->path, line, col, key, "required value is empty");
 	}
 	if (!strcmp(c->scope, "kernel") && !c->expects.has_isolated_speedup_min) {
-		locate_near(c, "expects.isolated_speedup_min", &line, &col);
+		hint[0] = '\0';
+		if (card_locate(c, "expects.isolated_speedup_min", &line, &col))
+			missing_at(c, "expects.isolated_speedup_min", &line, &col, hint, sizeof(hint));
 		return card_msg(VS_ESCHEMA, c->path, line, col, "expects.isolated_speedup_min",
-				"required when scope is 'kernel' (a number > 0)");
+				"required when scope is 'kernel' (a number > 0)%s", hint);
 	}
 	return 0;
 }
 
-/* Every string field "" rather than NULL once a card is loaded; parity defaults to required. */
+/*
+ * Every string field "" rather than NULL once a card is loaded; parity defaults to required, and a
+ * card without a validation block is a draft.
+ */
 static int schema_defaults(struct card *c)
 {
+	int line, col;
+
+	if (card_locate(c, "validation", &line, &col)) {
+		int err = set_str(&c->validation.status, "draft");
+
+		if (err)
+			return err;
+	}
 	for (size_t i = 0; i < NFIELDS; i++) {
 		char **s;
 
@@ -1441,6 +1543,112 @@ static int lint_validated(const struct card *c)
 	return n;
 }
 
+/* Latin letters that Cyrillic and Greek ones are mistaken for (the key is otherwise ASCII). */
+static const struct {
+	unsigned cp;
+	char latin;
+} lookalikes[] = {
+	{0x0430, 'a'}, {0x0432, 'b'}, {0x0435, 'e'}, {0x043e, 'o'}, {0x0440, 'p'}, {0x0441, 'c'},
+	{0x0443, 'y'}, {0x0445, 'x'}, {0x0455, 's'}, {0x0456, 'i'}, {0x0458, 'j'}, {0x04bb, 'h'},
+	{0x0501, 'd'}, {0x0410, 'A'}, {0x0412, 'B'}, {0x0415, 'E'}, {0x041a, 'K'}, {0x041c, 'M'},
+	{0x041d, 'H'}, {0x041e, 'O'}, {0x0420, 'P'}, {0x0421, 'C'}, {0x0422, 'T'}, {0x0425, 'X'},
+	{0x03b1, 'a'}, {0x03b9, 'i'}, {0x03bd, 'v'}, {0x03bf, 'o'}, {0x03c1, 'p'}, {0x03c4, 't'},
+	{0x0391, 'A'}, {0x0392, 'B'}, {0x0395, 'E'}, {0x0397, 'H'}, {0x0399, 'I'}, {0x039a, 'K'},
+	{0x039c, 'M'}, {0x039d, 'N'}, {0x039f, 'O'}, {0x03a1, 'P'}, {0x03a4, 'T'}, {0x03a7, 'X'},
+};
+
+/* s (UTF-8) with look-alike letters mapped to Latin, lowercased, into out; 1 when one was mapped. */
+static int key_fold(const char *s, char *out, size_t size)
+{
+	size_t o = 0;
+	int mapped = 0;
+
+	while (*s && o + 1 < size) {
+		const unsigned char *u = (const unsigned char *)s;
+		size_t n = utf8_seq(u, strlen(s));
+		unsigned cp = 0;
+		char ch = 0;
+
+		if (n <= 1) {
+			out[o++] = (char)tolower(*u);
+			s++;
+			continue;
+		}
+		cp = n == 2 ? ((u[0] & 0x1fu) << 6) | (u[1] & 0x3fu) : 0;
+		for (size_t i = 0; i < sizeof(lookalikes) / sizeof(lookalikes[0]); i++)
+			if (lookalikes[i].cp == cp)
+				ch = lookalikes[i].latin;
+		if (ch) {
+			out[o++] = (char)tolower((unsigned char)ch);
+			mapped = 1;
+		} else {
+			for (size_t i = 0; i < n && o + 1 < size; i++)
+				out[o++] = s[i];
+		}
+		s += n;
+	}
+	out[o] = '\0';
+	return mapped;
+}
+
+/* 1 when a and b are at most one insertion, deletion, substitution or adjacent swap apart. */
+static int edit_distance_le1(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i = 0;
+
+	if (la < lb) {
+		const char *t = a;
+
+		a = b;
+		b = t;
+		la = strlen(a);
+		lb = strlen(b);
+	}
+	if (la - lb > 1)
+		return 0;
+	while (i < lb && a[i] == b[i])
+		i++;
+	if (la == lb && i + 1 < la && a[i] == b[i + 1] && a[i + 1] == b[i])
+		return !strcmp(a + i + 2, b + i + 2);
+	if (la == lb)
+		return !strcmp(a + i + (i < la), b + i + (i < lb));
+	return !strcmp(a + i + 1, b + i);
+}
+
+/*
+ * Warn (not an error: unknown keys are kept) about an unknown key that is one edit, a case change
+ * or look-alike letters away from a known key of the same mapping: isolated_speedup_mіn with a
+ * Cyrillic і beside the real key would otherwise be silently ignored.
+ */
+static void lint_near_known(const struct card *c)
+{
+	for (int u = 0; u < c->unknown_count; u++) {
+		const char *path = c->unknown[u].path, *leaf = strrchr(path, '.');
+		size_t plen = leaf ? (size_t)(leaf - path) : 0;
+		char fu[CARD_PATH_MAX], fk[CARD_PATH_MAX];
+		int mapped, line = 1, col = 1;
+
+		leaf = leaf ? leaf + 1 : path;
+		mapped = key_fold(leaf, fu, sizeof(fu));
+		for (size_t i = 0; i < NFIELDS; i++) {
+			const char *kp = fields[i].path, *kl = strrchr(kp, '.');
+			size_t klen = kl ? (size_t)(kl - kp) : 0;
+
+			kl = kl ? kl + 1 : kp;
+			if (klen != plen || strncmp(kp, path, plen))
+				continue;
+			key_fold(kl, fk, sizeof(fk));
+			if (strcmp(fu, fk) && (mapped || !edit_distance_le1(fu, fk)))
+				continue;
+			card_locate(c, path, &line, &col);
+			vs_warn("%s:%d:%d: %s: unknown key close to the known key '%s' (%s); it is "
+				"kept as an unknown key and '%s' is not set by it", c->path, line, col,
+				path, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?", kp);
+			break;
+		}
+	}
+}
+
 int card_lint(const struct card *c)
 {
 	int n = 0;
@@ -1448,6 +1656,7 @@ int card_lint(const struct card *c)
 
 	if (!stem)
 		return vs_error(VS_ENOMEM, "out of memory");
+	lint_near_known(c);
 	if (strcmp(nz(c->id), stem))
 		n += lint_at(c, "id", "'%s' does not match the file name '%s.md' "
 			     "(id must equal the file name without .md)", nz(c->id), stem);

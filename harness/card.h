@@ -1,5 +1,5 @@
 /*
- * card.h - skill cards: markdown files with YAML front matter (schema: DESIGN.md "The card schema").
+ * card.h - skill cards: markdown files with YAML front matter (schema: docs/DESIGN.md "The card schema").
  *
  * A card is split into front matter and body (a UTF-8 BOM before the opening "---" is allowed; the
  * front matter closes at the next line that is exactly "---", CRLF line ends accepted), the front

@@ -1,5 +1,5 @@
 /*
- * evaldir.h - the eval dir: results/<card id>/<run id>/, the tool's evidence (DESIGN.md "Evidence").
+ * evaldir.h - the eval dir: results/<card id>/<run id>/, the tool's evidence (docs/DESIGN.md "Evidence").
  *
  * One module owns the format: its layout (where eval dirs and the parts of a cluster run live), its
  * one writer (used by `--run` and `--merge`), the verdict, its one reader with every check

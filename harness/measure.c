@@ -300,7 +300,7 @@ static char *repro(const struct measure_ctx *ctx, const struct task_data *t, con
 }
 
 /*
- * Parity of one config (DESIGN.md "Parity"): every input set into poisoned outputs; set 0 again
+ * Parity of one config (docs/DESIGN.md "Parity"): every input set into poisoned outputs; set 0 again
  * into the second output pair (another address) and bit-identical; inputs unchanged.
  * Returns 1 pass, 0 fail (*detail set), negative on a device error.
  */

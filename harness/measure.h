@@ -1,6 +1,6 @@
 /*
  * measure.h - one task on one device: the measurement of baseline against candidate
- * (DESIGN.md "Measurement protocol"). The runner deals tasks to workers; each worker calls
+ * (docs/DESIGN.md "Measurement protocol"). The runner deals tasks to workers; each worker calls
  * measure_task() once per task.
  *
  * The phases, in order (measure.c has one function per phase):

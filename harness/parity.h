@@ -1,5 +1,5 @@
 /*
- * parity.h - compare an implementation's outputs with the reference (DESIGN.md "Parity").
+ * parity.h - compare an implementation's outputs with the reference (docs/DESIGN.md "Parity").
  *
  * An element passes when |a - e| <= atol or |a - e| <= rtol * |e|. Non-finite masks must match
  * exactly (same class: NaN, +inf, -inf); an element where both are the same infinity passes.

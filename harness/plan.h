@@ -21,7 +21,7 @@ struct cJSON;
 
 #define VS_PLAN_SCHEMA "validate_skill.plan/1"
 
-/** The measurement protocol (DESIGN.md "Measurement protocol"). */
+/** The measurement protocol (docs/DESIGN.md "Measurement protocol"). */
 struct plan_protocol {
 	int warmup;            /* untimed launches per implementation before sampling */
 	int tuning_samples;    /* timed samples per candidate config in the tuning pass */

@@ -1,6 +1,6 @@
 /*
  * runner.h - `--run PLAN`: the isolated A/B of baseline against candidate on every task of a plan
- * (DESIGN.md "Measurement protocol"). The runner selects the tasks, probes the devices, deals the
+ * (docs/DESIGN.md "Measurement protocol"). The runner selects the tasks, probes the devices, deals the
  * tasks to workers (worker.h), each of which measures one task (measure.h), and hands the outcomes,
  * in plan order, to the eval dir writer.
  *

@@ -1,5 +1,5 @@
 /*
- * stats.h - the statistics of the measurement protocol (DESIGN.md "Measurement protocol").
+ * stats.h - the statistics of the measurement protocol (docs/DESIGN.md "Measurement protocol").
  *
  * Per task: median, p10, p90 of times; speedup = median of the paired ratios t_baseline/t_candidate
  * with a seeded percentile-bootstrap 95% CI (resampling pairs). Overall: geometric mean over tasks

@@ -1,5 +1,5 @@
 /*
- * task.h - task specs and immutable task dirs (DESIGN.md "Files").
+ * task.h - task specs and immutable task dirs (docs/DESIGN.md "Files").
  *
  * A task is one MLA decode problem: shapes, dtype, seqlens, softmax_scale, seed, tolerances. Its
  * dir tasks/mla_decode/<hash>/ is named by the sha256 of its canonical spec JSON plus the generator
@@ -90,7 +90,7 @@ enum vs_task_stream {
 /* Largest seed: JSON numbers are exact up to 2^53. */
 #define VS_TASK_SEED_MAX ((uint64_t)1 << 53)
 
-/** Parity tolerances of one output (DESIGN.md "Parity"). */
+/** Parity tolerances of one output (docs/DESIGN.md "Parity"). */
 struct task_tol {
 	double atol;
 	double rtol;
@@ -169,7 +169,7 @@ int task_spec_validate(const struct task_spec *s, const char *where);
 /** The task's identity: sha256 hex of canonical spec JSON + generator + oracle versions. */
 int task_spec_hash(const struct task_spec *s, char hex[65]);
 
-/** FlashMLA's counts for one input set: bytes moved and flops (DESIGN.md). */
+/** FlashMLA's counts for one input set: bytes moved and flops (docs/DESIGN.md). */
 double task_bytes(const struct task_spec *s);
 double task_flops(const struct task_spec *s);
 

@@ -1,5 +1,5 @@
 /*
- * worker.h - crash isolation for the runner (DESIGN.md "Process model").
+ * worker.h - crash isolation for the runner (docs/DESIGN.md "Process model").
  *
  * Each task runs in a worker process (fork) that opens the device itself, loads and verifies the
  * task dir, runs both implementations (parity, capture, tuning, A/B: measure_task) and sends its

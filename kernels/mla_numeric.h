@@ -10,7 +10,7 @@
  *       what NVIDIA's hardware converts: on NVIDIA the kernels decode fnuz with
  *       mla_fp8_e4m3_fnuz_to_float() below, in software, and the CPU tests check it on all 256 codes.
  * Source: "8-bit Numerical Formats for Deep Neural Networks" (Noune et al., 2022, Graphcore), the
- * format LLVM names Float8E4M3FNUZ; DESIGN.md "The first operator".
+ * format LLVM names Float8E4M3FNUZ; docs/DESIGN.md "The first operator".
  */
 #ifndef MLA_NUMERIC_H
 #define MLA_NUMERIC_H

@@ -1,7 +1,8 @@
 /*
  * check_card.c - card loading, schema errors, lint and hash (harness/card.c, harness/card_cmd.c).
- * Fixtures: tests/resources/cards/ (one small card per thing shown), the shared examples, our
- * cards in skills/.
+ * Fixtures: tests/resources/cards/ (one small card per thing shown), the field's example cards in
+ * tests/resources/field/, and copies of our shipped cards as drafts in tests/resources/skills/
+ * (never skills/ itself, which --validate rewrites).
  */
 #include "card.h"
 #include "card_cmd.h"
@@ -161,14 +162,30 @@ static const struct load_error_case load_errors[] = {
 	{"date_wrong_format.md", VS_ESCHEMA,
 	 ":20:18: validation.last_verified: '2025/01/31' is not a real date written YYYY-MM-DD"},
 	/* required keys */
-	{"missing_id.md", VS_ESCHEMA, ":1:1: id: required key is missing"},
-	{"missing_match_gens.md", VS_ESCHEMA, ":8:3: match.gens: required key is missing"},
-	{"missing_validation.md", VS_ESCHEMA, ":1:1: validation: required key is missing"},
-	{"missing_validation_status.md", VS_ESCHEMA, ":19:3: validation.status: required key is missing"},
+	/* at the mapping that lacks the key, with a hint naming it and its line (never a bare 1:1) */
+	{"missing_id.md", VS_ESCHEMA,
+	 ":2:1: id: required key is missing (add 'id:' to the front matter, lines 2-25)"},
+	{"missing_match_gens.md", VS_ESCHEMA, ":8:3: match.gens: required key is missing (add 'gens:' to "
+	 "the mapping 'match', which starts at line 8)"},
+	{"missing_validation_status.md", VS_ESCHEMA, ":19:3: validation.status: required key is missing "
+	 "(add 'status:' to the mapping 'validation', which starts at line 19)"},
 	{"missing_isolated_kernel.md", VS_ESCHEMA,
 	 ":16:3: expects.isolated_speedup_min: required when scope is 'kernel' (a number > 0)"},
 	{"missing_expects_kernel.md", VS_ESCHEMA,
-	 ":1:1: expects.isolated_speedup_min: required when scope is 'kernel' (a number > 0)"},
+	 ":2:1: expects.isolated_speedup_min: required when scope is 'kernel' (a number > 0) (add "
+	 "'expects:' with 'isolated_speedup_min:' in it to the front matter, lines 2-23)"},
+	/* numbers out of range, '...', match list names, NUL in strings */
+	{"num_isolated_out_of_range.md", VS_ESCHEMA, ":16:25: expects.isolated_speedup_min: '1e400' is out "
+	 "of range (a number's magnitude must be below 1.8e308)"},
+	{"yaml_document_end.md", VS_EPARSE, ":15:1: front matter: a '...' line ends a yaml document; the "
+	 "front matter ends only at the closing '---' line (remove the '...')"},
+	{"gens_duplicate.md", VS_ESCHEMA, ":10:25: match.gens: 'gfx942' is listed twice"},
+	{"gens_case_variant.md", VS_ESCHEMA, ":10:18: match.gens: 'gfx942' and 'GFX942' differ only in "
+	 "case (names are compared exactly: list one)"},
+	{"gens_spaces.md", VS_ESCHEMA,
+	 ":10:10: match.gens: 'gfx942 ' has spaces around it (write the name alone)"},
+	{"str_nul_escape.md", VS_ESCHEMA,
+	 ":3:8: title: a string with a NUL character (an escape such as \\0 or \\x00) is refused"},
 	{"empty_title.md", VS_ESCHEMA, ":3:8: title: required value is empty"},
 	{"empty_gens.md", VS_ESCHEMA, ":9:9: match.gens: required value is empty"},
 	/* columns in characters with a BOM, CRLF and multi-byte characters before the error */
@@ -221,6 +238,7 @@ static const char *const passing[] = {
 	"cards/ok_dashes_in_body.md", "cards/ok_block_style.md", "cards/ok_flow_style.md",
 	"cards/ok_unknown_keys.md", "cards/ok_e2e.md", "cards/ok_validated.md",
 	"cards/ok_null_values.md", "cards/ok_parity_default.md", "cards/lint_comment_section_ok.md",
+	"cards/missing_validation.md",
 };
 
 START_TEST(test_passing_fixture)
@@ -236,10 +254,10 @@ START_TEST(test_passing_fixture)
 END_TEST
 
 static const char *const our_cards[] = {
-	"skills/mla_decode_hip_port.md",
-	"skills/mla_decode_hip_port_sm90.md",
-	"skills/mla_decode_cpu_splitkv.md",
-	"../shared/examples/mla_tilelang_to_triton.md",
+	"tests/resources/skills/mla_decode_hip_port.md",
+	"tests/resources/skills/mla_decode_hip_port_sm90.md",
+	"tests/resources/skills/mla_decode_cpu_splitkv.md",
+	"tests/resources/field/mla_tilelang_to_triton.md",
 };
 
 START_TEST(test_real_card_passes)
@@ -256,7 +274,7 @@ END_TEST
 
 START_TEST(test_bad_example_refused_at_line_1)
 {
-	char *path = tu_source("../shared/examples/bad/mla_tilelang_to_triton.md");
+	char *path = tu_source("tests/resources/field/bad/mla_tilelang_to_triton.md");
 	int rc;
 	char *err = check_captured(path, &rc);
 
@@ -271,7 +289,7 @@ END_TEST
 
 START_TEST(test_shared_example_values)
 {
-	char *path = tu_source("../shared/examples/mla_tilelang_to_triton.md");
+	char *path = tu_source("tests/resources/field/mla_tilelang_to_triton.md");
 	struct card c;
 
 	ck_assert_int_eq(load_quiet(&c, path), 0);
@@ -302,9 +320,9 @@ START_TEST(test_our_cards_values)
 		double min;
 		const char *status; /* as shipped: the sm_90 card carries its H200 record */
 	} want[] = {
-		{"skills/mla_decode_hip_port.md", "gfx942", "hip.baseline", "hip.flash", 2.0, "draft"},
-		{"skills/mla_decode_hip_port_sm90.md", "sm_90", "hip.baseline", "hip.flash", 2.0, "validated"},
-		{"skills/mla_decode_cpu_splitkv.md", "x86_64", "cpu.naive", "cpu.splitkv", 1.3, "draft"},
+		{"tests/resources/skills/mla_decode_hip_port.md", "gfx942", "hip.baseline", "hip.flash", 2.0, "draft"},
+		{"tests/resources/skills/mla_decode_hip_port_sm90.md", "sm_90", "hip.baseline", "hip.flash", 2.0, "validated"},
+		{"tests/resources/skills/mla_decode_cpu_splitkv.md", "x86_64", "cpu.naive", "cpu.splitkv", 1.3, "draft"},
 	};
 
 	for (int i = 0; i < NELEM(want); i++) {
@@ -728,6 +746,73 @@ START_TEST(test_load_missing_file)
 }
 END_TEST
 
+/* a card without a validation block is a draft: it loads and lints, --record adds the block */
+START_TEST(test_no_validation_block_is_draft)
+{
+	char *path = card_path("missing_validation.md"), *out = NULL;
+	struct card c, r;
+	size_t n = 0;
+	const struct card_validation v = {.status = "failed", .last_verified = "2026-12-01",
+					  .gpu = "x", .gen = "gfx942", .model = "", .measured_parity = "fail",
+					  .artifact = "results/a/b", .has_isolated = 1, .measured_isolated = 0.5};
+	int q;
+
+	ck_assert_msg(load_quiet(&c, path) == 0, "%s", vs_last_error());
+	ck_assert_str_eq(c.validation.status, "draft");
+	ck_assert_int_eq(card_lint(&c), 0);
+	q = vs_error_set_quiet(1);
+	ck_assert_msg(card_set_validation(&out, &n, &c, &v) == 0, "%s", vs_last_error());
+	vs_error_set_quiet(q);
+	ck_assert_msg(strstr(out, "supersedes: []\nvalidation:\n  status: failed\n") != NULL,
+		      "block not appended at the end of the front matter:\n%s", out);
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(card_parse(&r, path, out, n), 0);
+	ck_assert_str_eq(r.validation.status, "failed");
+	ck_assert_str_eq(r.validation.artifact, "results/a/b");
+	card_release(&r);
+	card_release(&c);
+	free(out);
+	free(path);
+}
+END_TEST
+
+/* an unknown key one edit, a case change or look-alike letters from a known key: a warning */
+static const struct {
+	const char *file;
+	int lines;
+	const char *msgs[2];
+} near_known[] = {
+	{"near_known_lookalike.md", 1,
+	 {":17:25: expects.isolated_speedup_m\u0456n: unknown key close to the known key "
+	  "'expects.isolated_speedup_min' (a look-alike non-Latin letter?)"}},
+	{"near_known_typo.md", 2,
+	 {":18:12: expects.paritty: unknown key close to the known key 'expects.parity' (a typo?)",
+	  ":19:13: validatoin: unknown key close to the known key 'validation' (a typo?)"}},
+	{"ok_unknown_keys.md", 0, {NULL}},
+};
+
+START_TEST(test_unknown_key_near_known_warns)
+{
+	char *path = card_path(near_known[_i].file);
+	int rc;
+	char *err = check_captured(path, &rc);
+
+	ck_assert_msg(rc == 0, "%s: expected to pass (a warning only), got %d:\n%s", near_known[_i].file,
+		      rc, err);
+	ck_assert_msg(tu_count_lines(err) == near_known[_i].lines, "%s: expected %d lines:\n%s",
+		      near_known[_i].file, near_known[_i].lines, err);
+	for (int i = 0; i < near_known[_i].lines; i++) {
+		char *want = fs_printf("validate_skill: warning: %s%s", path, near_known[_i].msgs[i]);
+
+		ck_assert_msg(strstr(err, want) != NULL, "%s: missing\n %s\nin:\n%s", near_known[_i].file,
+			      want, err);
+		free(want);
+	}
+	free(err);
+	free(path);
+}
+END_TEST
+
 static Suite *card_suite(void)
 {
 	Suite *s = suite_create("card");
@@ -746,11 +831,13 @@ static Suite *card_suite(void)
 	tcase_add_test(t, test_values_validated_null_default_e2e);
 	tcase_add_test(t, test_unknown_keys_kept);
 	tcase_add_test(t, test_load_missing_file);
+	tcase_add_test(t, test_no_validation_block_is_draft);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("lint");
 	tcase_add_loop_test(t, test_lint_reports_every_problem, 0, NELEM(lint_cases));
 	tcase_add_test(t, test_lint_hand_filled_struct);
+	tcase_add_loop_test(t, test_unknown_key_near_known_warns, 0, NELEM(near_known));
 	suite_add_tcase(s, t);
 
 	t = tcase_create("hash");

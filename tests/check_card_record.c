@@ -67,6 +67,7 @@ static const struct rec_fixture fixtures[] = {
 	{"rec_nonascii.md", "\nvalidation:", "role:"},
 	{"rec_missing_keys.md", "\nvalidation:", "role:"},
 	{"rec_no_validation.md", "---\n\n## When to use", "---\n\n## When to use"},
+	{"rec_no_validation_crlf.md", "---\r\n\r\n## When to use", "---\r\n\r\n## When to use"},
 	{"rec_empty_values.md", "\nvalidation:", "role:"},
 	{"rec_last_block.md", "\nvalidation:", "\n# trailing comment"},
 	{"rec_quoting.md", "\nvalidation:", "role:"},
@@ -266,9 +267,9 @@ END_TEST
 /* ---- recording the values a card already holds changes nothing ------------------------------ */
 
 static const char *const noop_cards[] = {
-	"skills/mla_decode_hip_port.md",
-	"skills/mla_decode_hip_port_sm90.md",
-	"skills/mla_decode_cpu_splitkv.md",
+	"tests/resources/skills/mla_decode_hip_port.md",
+	"tests/resources/skills/mla_decode_hip_port_sm90.md",
+	"tests/resources/skills/mla_decode_cpu_splitkv.md",
 	"tests/resources/cards/record/rec_block_measured.md",
 	"tests/resources/cards/record/rec_quoted.md",
 	"tests/resources/cards/record/rec_quoting.md",

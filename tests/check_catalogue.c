@@ -636,11 +636,14 @@ static const struct bad_input catalogue[] = {
 	 NULL, "--static skills/a.md",
 	 "skills/a.md:19:11: validation.status: expected one of: draft, validated, failed, found a list", 1},
 	{"missing key: id", "cards/missing_id.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:1:1: id: required key is missing", 1},
+	 "skills/a.md:2:1: id: required key is missing (add 'id:' to the front matter, lines 2-25)", 1},
 	{"missing key: match.gens", "cards/missing_match_gens.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:8:3: match.gens: required key is missing", 1},
-	{"missing key: validation", "cards/missing_validation.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:1:1: validation: required key is missing", 1},
+	 "skills/a.md:8:3: match.gens: required key is missing (add 'gens:' to the mapping 'match', which "
+	 "starts at line 8)", 1},
+	{"missing key: validation.status (a card without a validation block is a draft)",
+	 "cards/missing_validation_status.md", "skills/a.md", NULL, "--static skills/a.md",
+	 "skills/a.md:19:3: validation.status: required key is missing (add 'status:' to the mapping "
+	 "'validation', which starts at line 19)", 1},
 	{"status 'stale' (computed, never written)", "cards/enum_status_stale.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
 	 "skills/a.md:19:11: validation.status: 'stale' is computed by the report and never written; use one of: "

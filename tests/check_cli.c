@@ -93,8 +93,8 @@ START_TEST(bad_input_gives_one_clear_line)
 	char *out = NULL, *err = NULL, *first_nl;
 	int status;
 
-	copy_source("../shared/examples/bad/mla_tilelang_to_triton.md", "skills/titled.md");
-	copy_source("skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
+	copy_source("tests/resources/field/bad/mla_tilelang_to_triton.md", "skills/titled.md");
+	copy_source("tests/resources/skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
 	{
 		char *plans = fs_join(tmp, "plans");
 
@@ -119,7 +119,7 @@ END_TEST
 START_TEST(static_passes_the_field_examples_and_our_cards)
 {
 	char *out = NULL, *err = NULL;
-	char *args = fs_printf("--static %s/../shared/examples/mla_tilelang_to_triton.md %s/skills/*.md",
+	char *args = fs_printf("--static %s/tests/resources/field/mla_tilelang_to_triton.md %s/tests/resources/skills/*.md",
 			       getenv("VS_SOURCE_DIR"), getenv("VS_SOURCE_DIR"));
 	int status = tu_run_tool(tmp, args, &out, &err);
 
@@ -135,7 +135,7 @@ START_TEST(emit_plan_is_byte_identical_twice)
 {
 	char *a, *b, *path = fs_join(tmp, "plans/mla_decode_cpu_splitkv.plan.json");
 
-	copy_source("skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
+	copy_source("tests/resources/skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
 	ck_assert_int_eq(tu_run_tool(tmp, "--emit-plan skills/mla_decode_cpu_splitkv.md", NULL, NULL), 0);
 	a = tu_read(path, NULL);
 	ck_assert_int_eq(tu_run_tool(tmp, "--emit-plan skills/mla_decode_cpu_splitkv.md", NULL, NULL), 0);
@@ -153,7 +153,7 @@ START_TEST(main_job_records_the_cpu_card)
 	char *out = NULL, *err = NULL, *card_after, *card_path = fs_join(tmp, "skills/mla_decode_cpu_splitkv.md");
 	int status;
 
-	copy_source("skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
+	copy_source("tests/resources/skills/mla_decode_cpu_splitkv.md", "skills/mla_decode_cpu_splitkv.md");
 	status = tu_run_tool(tmp, "--validate skills/mla_decode_cpu_splitkv.md --threads 2", &out, &err);
 	card_after = tu_read(card_path, NULL);
 	ck_assert_msg(strstr(out, "overall isolated speedup"), "no summary line:\n%s", out);

@@ -123,7 +123,7 @@ START_TEST(gfx942_configs_fit_lds_and_differ_from_sm90)
 			ck_assert_msg(mla_flash_smem_bytes(e, dt) <= MLA_SMEM_MAX_SM90, "sm_90 %s: %zu bytes",
 				      s[j].name, mla_flash_smem_bytes(e, dt));
 	}
-	/* The example from DESIGN.md: one 64-row bf16 tile of 576 alone is 72 KiB. */
+	/* The example from docs/DESIGN.md: one 64-row bf16 tile of 576 alone is 72 KiB. */
 	ck_assert_int_gt(64 * 576 * 2, MLA_LDS_MAX_GFX942);
 }
 END_TEST

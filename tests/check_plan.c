@@ -28,7 +28,7 @@ static void teardown(void)
 /* The shipped card `id`, with each `from` replaced by `to`, written as tmp/<id>.md and loaded. */
 static void load_variant(struct card *c, const char *id, const char *from, const char *to)
 {
-	char *src = fs_printf("skills/%s.md", id), *path = tu_source(src), *text = tu_read(path, NULL);
+	char *src = fs_printf("tests/resources/skills/%s.md", id), *path = tu_source(src), *text = tu_read(path, NULL);
 	char *dst = fs_printf("%s/%s.md", tmp, id), *out;
 
 	if (from) {

@@ -101,7 +101,7 @@ END_TEST
 /* The CLI gives the loader's error as the one line of a usage: exit 1. */
 START_TEST(cli_refuses_a_plugin_of_another_abi)
 {
-	char *card = tu_source("skills/mla_decode_cpu_splitkv.md"), *lib = plugin_path("wrong_abi");
+	char *card = tu_resource("skills/mla_decode_cpu_splitkv.md"), *lib = plugin_path("wrong_abi");
 	char *args = fs_printf("--emit-plan %s --candidate-lib %s --out %s/p.plan.json", card, lib, tmp);
 	char *out = NULL, *err = NULL;
 	int status = tu_run_tool(tmp, args, &out, &err);

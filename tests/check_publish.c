@@ -381,7 +381,7 @@ END_TEST
 
 static char *card_variant(const char *name, const char *from, const char *to)
 {
-	char *src = tu_source("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL), *path, *at;
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL), *path, *at;
 
 	if (from && (at = strstr(text, from))) {
 		char *n = fs_printf("%.*s%s%s", (int)(at - text), text, to, at + strlen(from));

@@ -66,7 +66,7 @@ static void setup(void)
 	struct card c;
 	struct plan p;
 	struct runner_options ro;
-	char *src = tu_source("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL);
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL);
 	char *skills, *plans;
 
 	vs_error_set_quiet(1);

@@ -61,7 +61,7 @@ START_TEST(html_report_renders_the_table_and_the_chart_in_chromium)
 
 	/* A second card, never measured: a row with no bar. */
 	{
-		char *src = tu_source("skills/mla_decode_hip_port.md"), *text = tu_read(src, &len);
+		char *src = tu_resource("skills/mla_decode_hip_port.md"), *text = tu_read(src, &len);
 		char *dst = fs_join(tmp, "skills/mla_decode_hip_port.md");
 
 		tu_write(dst, text, len);

@@ -122,19 +122,20 @@ int tu_run_tool(const char *cwd, const char *args, char **out, char **err)
 
 int tu_count_lines(const char *s)
 {
+	const char *start = s;
 	int n = 0;
 
 	for (; s && *s; s++)
 		if (*s == '\n')
 			n++;
-	if (s && s[-1] != '\n')
+	if (s && s != start && s[-1] != '\n')
 		n++;
 	return n;
 }
 
 char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int ncfg)
 {
-	char *src = tu_source("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
 	char *dst = fs_join(dir, "mla_decode_cpu_splitkv.md"), *card = tu_read(src, NULL), *args = NULL;
 	char *out = NULL, *err = NULL, *plan_rel = strdup("plans/mla_decode_cpu_splitkv.plan.json");
 	char *plan = fs_join(root, plan_rel), *text;

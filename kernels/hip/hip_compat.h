@@ -1,5 +1,5 @@
 /*
- * hip_compat.h - the one place that includes a GPU runtime (DESIGN.md "HIP portability").
+ * hip_compat.h - the one place that includes a GPU runtime (docs/DESIGN.md "HIP portability").
  *
  * AMD (__HIP_PLATFORM_AMD__): hip/hip_runtime.h. NVIDIA (__CUDACC__): cuda_runtime.h, with the HIP
  * names this project uses mapped to CUDA by hand (Debian's HIP 5.2 NVIDIA headers do not compile

@@ -1,5 +1,5 @@
 /*
- * gpu_isolation.c - crash isolation on the GPU (DESIGN.md "Process model"): a candidate whose kernel
+ * gpu_isolation.c - crash isolation on the GPU (docs/DESIGN.md "Process model"): a candidate whose kernel
  * writes through an illegal address fails its task with the failing runtime call named, a candidate
  * whose kernel hangs is killed at the worker's time limit, and the next task, in a fresh worker and
  * a fresh GPU context, passes. Exits 77 (skipped) where there is no GPU.
@@ -50,10 +50,14 @@ static int hang_launch(const struct mla_decode_args *a, const struct mla_decode_
 	return fault_test_launch(a, 1);
 }
 
-static const struct mla_decode_impl illegal = {MLA_DECODE_ABI_VERSION, "test.gpu_illegal_address", "hip", "",
-					       one_config, no_ws, illegal_launch};
-static const struct mla_decode_impl hang = {MLA_DECODE_ABI_VERSION, "test.gpu_hang", "hip", "", one_config, no_ws,
-					    hang_launch};
+static const struct mla_decode_impl illegal = {
+	.abi_version = MLA_DECODE_ABI_VERSION, .name = "test.gpu_illegal_address", .backend = "hip",
+	.summary = "", .configs = one_config, .workspace_size = no_ws, .launch = illegal_launch,
+};
+static const struct mla_decode_impl hang = {
+	.abi_version = MLA_DECODE_ABI_VERSION, .name = "test.gpu_hang", .backend = "hip", .summary = "",
+	.configs = one_config, .workspace_size = no_ws, .launch = hang_launch,
+};
 
 static int failures;
 
@@ -98,7 +102,7 @@ int main(void)
 	struct vs_device_info info;
 	struct card c;
 	struct plan p, pp;
-	struct plan_options o = {"smoke", "sm_90", NULL, NULL, NULL};
+	struct plan_options o = {.tier = "smoke", .gen = "sm_90"};
 	struct measure_result r;
 	char root[] = "/tmp/vs_gpu_isolation_XXXXXX", *dir = NULL;
 	int err;
@@ -107,7 +111,7 @@ int main(void)
 		printf("no GPU: %s\n", vs_last_error());
 		return 77;
 	}
-	if (!mkdtemp(root) || card_load(&c, "skills/mla_decode_hip_port_sm90.md") || plan_build(&p, &c, &o))
+	if (!mkdtemp(root) || card_load(&c, "tests/resources/skills/mla_decode_hip_port_sm90.md") || plan_build(&p, &c, &o))
 		return printf("setup failed: %s\n", vs_last_error()), 1;
 	mla_decode_impl_register(&illegal);
 	mla_decode_impl_register(&hang);

@@ -9,8 +9,10 @@
 # BUILD_DIR/gfx942/resources.json for every kernel and every config of the gfx942 config spaces
 # (kernels/hip/hip_flash.h). Fails (exit 1) on a compile or link error, an undefined symbol, a
 # config without its kernel, any VGPR/SGPR spill or scratch use, LDS (static + dynamic) over 65536
-# bytes, or LDS that differs from hip_impls.c's formula. Exits 77 (skip) without clang++-19,
-# ld.lld-19, llvm-readelf-19, llvm-cxxfilt-19 or /usr/include/hip.
+# bytes, or LDS that differs from hip_impls.c's formula. Also fails (exit 1, never a skip) when a
+# tool it needs is missing (clang++-19, ld.lld-19, llvm-readelf-19, llvm-cxxfilt-19, the host C
+# compiler) or /usr/include/hip is: tools/install-deps installs them all, and a gate CI is meant to
+# run must not pass silently by not running.
 #
 # Env: CLANGXX (default clang++-19), CC (host C compiler for the config lister, default cc).
 set -u
@@ -22,9 +24,9 @@ OUT=$1/gfx942
 CXX=${CLANGXX:-clang++-19}
 HOSTCC=${CC:-cc}
 for tool in "$CXX" ld.lld-19 llvm-readelf-19 llvm-cxxfilt-19 "$HOSTCC"; do
-	command -v "$tool" >/dev/null 2>&1 || { echo "gfx942_gate: '$tool' not found: skipped"; exit 77; }
+	command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found (run tools/install-deps): the gate cannot run"
 done
-[ -d /usr/include/hip ] || { echo "gfx942_gate: /usr/include/hip not found (libamdhip64-dev): skipped"; exit 77; }
+[ -d /usr/include/hip ] || die "/usr/include/hip not found (libamdhip64-dev; run tools/install-deps): the gate cannot run"
 
 rm -rf "$OUT" && mkdir -p "$OUT" || die "cannot create '$OUT'"
 RES=$("$CXX" -print-resource-dir) || die "'$CXX -print-resource-dir' failed"
