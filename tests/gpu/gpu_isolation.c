@@ -51,9 +51,9 @@ static int hang_launch(const struct mla_decode_args *a, const struct mla_decode_
 }
 
 static const struct mla_decode_impl illegal = {MLA_DECODE_ABI_VERSION, "test.gpu_illegal_address", "hip", "",
-					       one_config, no_ws, illegal_launch};
+					       one_config, no_ws, illegal_launch, NULL, NULL};
 static const struct mla_decode_impl hang = {MLA_DECODE_ABI_VERSION, "test.gpu_hang", "hip", "", one_config, no_ws,
-					    hang_launch};
+					    hang_launch, NULL, NULL};
 
 static int failures;
 
