@@ -92,6 +92,10 @@ An import error also names the missing package, the interpreter and its search p
 Command line (used by the harness's parent process, which never embeds Python)
 -----------------------------------------------------------------------------
 
+The interpreter is the one named by ``$VS_PYTHON`` (default ``python3`` on PATH): the one whose
+packages the kernel needs, e.g. ``VS_PYTHON=/opt/torch/.venv/bin/python3`` for a Triton kernel.
+The worker embeds the libpython of that same interpreter and takes over its ``sys.path``.
+
 ``python3 kernels/python/mla_decode.py describe FILE.py ARCH``
     One JSON object on stdout: name, backend, summary, kv_dtypes, configs for ARCH, has_supports,
     has_prepare, has_workspace_size, path (canonical), sha256 of the file, versions (python and,
