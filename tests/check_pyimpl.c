@@ -3,10 +3,11 @@
  * parent describes and registers modules through a subprocess of the interpreter (never embedding
  * it); bad declarations, duplicate configs and a missing package each give one clear line; in a
  * forked worker the embedded interpreter runs numpy.mla_decode on bf16 and fp8 tasks within the
- * parity tolerances of the oracle, deterministically; an exception in launch is one line naming
- * the kernel file's innermost frame and the next implementation still runs; a wrong module fails
- * parity with its worst element; writes into q are refused (read-only views) or visible to the
- * input hash; a module edited after registration is refused in the worker; a 9th module is refused.
+ * parity tolerances of the oracle, deterministically, with SIGINT left to the harness; an
+ * exception in launch is one line naming the kernel file's innermost frame and the next
+ * implementation still runs; a wrong module fails parity with its worst element; writes into q are
+ * refused (read-only views) or visible to the input hash; a module edited after registration is
+ * refused in the worker; a 9th module is refused.
  * The interpreter is $VS_PYTHON, set here to Debian's /usr/bin/python3 (with python3-numpy).
  */
 #include "testutil.h"
@@ -19,6 +20,7 @@
 #include "vs_error.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,6 +419,11 @@ static const struct parity_case parity_cases[] = {
 	{ "fp8-sq4-ps1-causal", MLA_KV_FP8_E4M3_FNUZ, 4, 4, 1, 2, { 3, 70 } },
 };
 
+static void on_sigint(int sig)
+{
+	(void)sig;
+}
+
 static int numpy_parity_worker(char *msg, size_t cap, void *arg)
 {
 	const struct mla_decode_impl *impl = mla_decode_impl_find("numpy.mla_decode");
@@ -425,8 +432,14 @@ static int numpy_parity_worker(char *msg, size_t cap, void *arg)
 	int rc = 0;
 
 	(void)arg;
+	/* The interpreter installs no signal handlers: SIGINT stays the harness's. */
+	signal(SIGINT, on_sigint);
 	if (pyimpl_start()) {
 		snprintf(msg, cap, "start: %s", vs_last_error());
+		return 1;
+	}
+	if (signal(SIGINT, on_sigint) != on_sigint) {
+		snprintf(msg, cap, "pyimpl_start() replaced the SIGINT handler");
 		return 1;
 	}
 	for (size_t c = 0; c < sizeof(parity_cases) / sizeof(parity_cases[0]) && !rc; c++) {
