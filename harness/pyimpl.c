@@ -876,6 +876,7 @@ static char *bootstrap_code(const struct pyimpl *p)
 	shimlit = py_literal(shim_path());
 	if (exe && prefix && paths && shimlit)
 		code = fs_printf("import sys\n"
+				 "sys.dont_write_bytecode = True\n"
 				 "sys.executable = %s\n"
 				 "if %s:\n"
 				 "    sys.prefix = sys.exec_prefix = %s\n"

@@ -118,6 +118,10 @@ import sys
 import sysconfig
 import traceback
 
+# No __pycache__ beside the kernels: kernels/ is part of the build's identity (a tree hash), and a
+# kernel file is bound by its own bytes, never by a cached compilation.
+sys.dont_write_bytecode = True
+
 KNOBS = ("block_n", "block_h", "num_splits", "num_warps", "num_stages")
 KV_DTYPE_NAMES = {1: "bf16", 2: "fp8_e4m3_fnuz"}
 BACKENDS = ("cuda", "hip", "cpu")
