@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +82,10 @@ struct slot {
 	char *pending;         /* an error of workspace_size(), returned by the next prepare/launch */
 	struct supports_answer answers[SUPPORTS_CACHE];
 	int nanswers;
+	pid_t co_pid;          /* the `serve` co-process answering supports() in the parent, 0 if none */
+	int co_fd;             /* its socket (stdin and stdout) */
+	int co_broken;         /* it failed once: one-shot subprocesses from then on */
+	pid_t co_owner;        /* the process that started it (a forked child starts its own) */
 	struct mla_decode_config *alt_configs; /* configs described for alt_arch */
 	int nalt;
 	char *alt_arch;
@@ -632,6 +637,84 @@ static int slot_prepare(int k, const struct mla_decode_args *a, const struct mla
 	return slot_run(k, fn_prepare, "prepare", a, c);
 }
 
+/* ---- the supports() co-process (parent): one interpreter per module, not one per question ---- */
+
+static void coproc_stop(struct slot *s)
+{
+	if (s->co_pid > 0 && s->co_owner == getpid()) {
+		close(s->co_fd);
+		kill(s->co_pid, SIGKILL);
+		while (waitpid(s->co_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	s->co_pid = 0;
+	s->co_broken = 1;
+}
+
+static int coproc_start(struct slot *s)
+{
+	char *argv[5] = { (char *)pyimpl_interpreter(), (char *)shim_path(), "serve", s->p->path, NULL };
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(sv[1], 0); /* dup2's copies do not keep SOCK_CLOEXEC */
+		dup2(sv[1], 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	s->co_owner = getpid();
+	s->co_pid = pid;
+	s->co_fd = sv[0];
+	return 0;
+}
+
+/* One question, one answer line (into ans, cap bytes); 0 on success. */
+static int coproc_ask(struct slot *s, const char *question, char *ans, size_t cap)
+{
+	size_t len = strlen(question), off = 0, got = 0;
+	char nl = '\n';
+
+	if (s->co_pid && s->co_owner != getpid())
+		s->co_pid = 0; /* the parent's, inherited over a fork: leave it to the parent */
+	if (!s->co_pid && coproc_start(s))
+		return -1;
+	while (off < len) {
+		ssize_t n = send(s->co_fd, question + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	if (send(s->co_fd, &nl, 1, MSG_NOSIGNAL) != 1)
+		return -1;
+	while (got < cap - 1) {
+		ssize_t n = recv(s->co_fd, ans + got, 1, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		if (ans[got] == '\n') {
+			ans[got] = 0;
+			return 0;
+		}
+		got++;
+	}
+	return -1;
+}
+
 /* Ask a subprocess (parent) or the embedded shim (worker) whether the shape runs. */
 static int supports_ask(struct slot *s, const struct mla_decode_args *a, char *why, size_t cap)
 {
@@ -672,6 +755,15 @@ static int supports_ask(struct slot *s, const struct mla_decode_args *a, char *w
 		snprintf(why, cap, "out of memory");
 		goto done;
 	}
+	if (!s->co_broken) {
+		char line[4096];
+
+		if (!coproc_ask(s, txt, line, sizeof(line)) && (j = cJSON_Parse(line)) && cJSON_IsObject(j))
+			goto answered;
+		cJSON_Delete(j);
+		j = NULL;
+		coproc_stop(s); /* the one-shot run below says why, in one line */
+	}
 	q = vs_error_set_quiet(1);
 	if (run_shim(&j, "supports", s->p->path, txt)) {
 		snprintf(why, cap, "%s", vs_last_error());
@@ -679,6 +771,7 @@ static int supports_ask(struct slot *s, const struct mla_decode_args *a, char *w
 		goto done;
 	}
 	vs_error_set_quiet(q);
+answered:
 	ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "supported"));
 	if (!ok) {
 		const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "why");

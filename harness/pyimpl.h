@@ -13,7 +13,10 @@
  *     process needs to become that interpreter (executable, sys.path, the path of libpython).
  *   - pyimpl_register() describes a module and registers a proxy descriptor in this process's
  *     registry (before the fork): configs come from the description; supports() is answered by
- *     the module's KV_DTYPES and, when it defines supports(), by a subprocess (answers cached);
+ *     the module's KV_DTYPES and, when it defines supports(), by one co-process per module
+ *     (`mla_decode.py serve FILE.py`: a shape json per line in, an answer per line out; answers
+ *     cached; a one-shot `supports` subprocess if it fails); configs(arch) for another arch than
+ *     the described one runs a describe for that arch;
  *     launch() and prepare() return MLA_ENODEVICE until pyimpl_start().
  *   - pyimpl_start(), in the worker after the fork, dlopen()s the recorded libpython with
  *     RTLD_GLOBAL (extension modules such as numpy and torch resolve libpython's symbols

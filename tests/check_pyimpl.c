@@ -363,6 +363,8 @@ START_TEST(registered_proxy_answers_configs_and_supports_without_embedding)
 	ck_assert_str_eq(why, "page_size 16: this module reads pages of 64 rows");
 	ck_assert_int_eq(r->impl.supports(&shape, why, sizeof(why)), 0); /* cached answer */
 	ck_assert_str_eq(why, "page_size 16: this module reads pages of 64 rows");
+	shape.page_size = 32; /* a new question to the same co-process */
+	ck_assert_int_eq(r->impl.supports(&shape, why, sizeof(why)), 1);
 	/* A name already taken. */
 	{
 		char *copy = fs_printf("%s/again.py", tmp), *src = tu_read(path, NULL);

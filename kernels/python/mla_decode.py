@@ -105,6 +105,10 @@ The worker embeds the libpython of that same interpreter and takes over its ``sy
 ``python3 kernels/python/mla_decode.py supports FILE.py '<shape json>'``
     ``{"supported": true}`` or ``{"supported": false, "why": "..."}``. The shape json has the
     ``shape`` attributes above.
+``python3 kernels/python/mla_decode.py serve FILE.py``
+    The same answers for one shape json per line of stdin, one line each, until EOF.
+
+Whatever a kernel module prints goes to stderr: stdout carries the answers only.
 """
 
 import ctypes
@@ -561,27 +565,47 @@ def _describe(path, arch):
     }
 
 
+def _supports_answer(k, text):
+    try:
+        shape = _shape_from_json(json.loads(text))
+    except (ValueError, TypeError, BridgeError) as e:
+        return {"supported": False, "why": "shape json: %s" % _one_line(e)}
+    try:
+        why = k.supports(shape)
+    except BridgeError as e:
+        why = str(e)
+    return {"supported": True} if why is None else {"supported": False, "why": why}
+
+
 def main(argv):
     # The kernel module's directory, not this file's, is what the kernel may import from.
     if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
         sys.path.pop(0)
+    # stdout carries the answers only: what a kernel module prints goes to stderr.
+    out = sys.stdout
+    sys.stdout = sys.stderr
     try:
         if len(argv) == 3 and argv[0] == "describe":
-            print(json.dumps(_describe(argv[1], argv[2]), sort_keys=True))
+            out.write(json.dumps(_describe(argv[1], argv[2]), sort_keys=True) + "\n")
             return 0
         if len(argv) == 3 and argv[0] == "supports":
+            out.write(json.dumps(_supports_answer(Kernel(argv[1], 0), argv[2])) + "\n")
+            return 0
+        if len(argv) == 2 and argv[0] == "serve":
+            # One shape json per line on stdin, one answer per line on stdout, until EOF: the
+            # parent keeps one such process per module instead of one interpreter per question.
             k = Kernel(argv[1], 0)
-            try:
-                shape = _shape_from_json(json.loads(argv[2]))
-            except ValueError as e:
-                raise BridgeError("shape json: %s" % e) from None
-            why = k.supports(shape)
-            print(json.dumps({"supported": True} if why is None else {"supported": False, "why": why}))
+            for line in sys.stdin:
+                out.write(json.dumps(_supports_answer(k, line)) + "\n")
+                out.flush()
             return 0
     except BridgeError as e:
         print(str(e), file=sys.stderr)
         return 1
-    print("usage: mla_decode.py describe FILE.py ARCH | supports FILE.py SHAPE_JSON", file=sys.stderr)
+    finally:
+        out.flush()
+    print("usage: mla_decode.py describe FILE.py ARCH | supports FILE.py SHAPE_JSON | serve FILE.py",
+          file=sys.stderr)
     return 2
 
 
