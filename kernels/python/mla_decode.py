@@ -360,8 +360,10 @@ def _numpy_view(ptr, shape, kind, readonly):
     import numpy as np
     dt = {"bf16": np.uint16, "u8": np.uint8, "i32": np.int32, "f32": np.float32}[kind]
     n = _numel(shape)
-    if n == 0 or not ptr:
+    if n == 0:
         a = np.zeros(shape, dtype=dt)
+    elif not ptr:
+        raise BridgeError("a NULL pointer for a tensor of %d elements" % n)
     else:
         buf = (ctypes.c_char * (n * np.dtype(dt).itemsize)).from_address(ptr)
         a = np.frombuffer(buf, dtype=dt, count=n).reshape(shape)
@@ -388,9 +390,12 @@ def _make_args(k, raw):
               "block_table": ((batch, max_pages), "i32", bt), "seqlens": ((batch,), "i32", sl),
               "out": ((batch, s_q, h_q, 512), "bf16", out), "lse": ((batch, h_q, s_q), "f32", lse)}
     if k.backend == "cpu":
-        for name, (shp, kind, ptr) in shapes.items():
-            setattr(a, name, _numpy_view(ptr, shp, kind, name not in ("out", "lse")))
-        a.workspace = _numpy_view(ws, (ws_bytes,), "u8", False) if ws_bytes else None
+        try:
+            for name, (shp, kind, ptr) in shapes.items():
+                setattr(a, name, _numpy_view(ptr, shp, kind, name not in ("out", "lse")))
+            a.workspace = _numpy_view(ws, (ws_bytes,), "u8", False) if ws_bytes else None
+        except BridgeError as e:
+            raise BridgeError("%s: bridge (numpy views): %s" % (k.path, e)) from None
         a.stream, a.device = None, None
     else:
         try:
