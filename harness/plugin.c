@@ -90,8 +90,10 @@ int plugin_load(const struct plugin **out, const char *path)
 	}
 	if (impl->abi_version != MLA_DECODE_ABI_VERSION) {
 		err = vs_error(VS_EUNSUPPORTED, "plugin '%s' was built for kernel ABI version %u, this "
-			       "validate_skill speaks version %d: rebuild it against this kernels/mla_decode.h",
-			       path, (unsigned)impl->abi_version, MLA_DECODE_ABI_VERSION);
+			       "validate_skill speaks version %d: rebuild it against this kernels/mla_decode.h%s",
+			       path, (unsigned)impl->abi_version, MLA_DECODE_ABI_VERSION,
+			       impl->abi_version == 1 ? " (version 2 appended supports() and prepare() to the "
+			       "descriptor; NULL for both keeps version 1's behaviour)" : "");
 		goto done;
 	}
 	if ((err = check_descriptor(impl, path)))

@@ -51,6 +51,15 @@
  *     implementation" and is reported as an error.
  * The evidence binds a plugin by the sha256 of its file: result.json records it, and --record /
  * --verify refuse evidence whose plugin file changed since the run.
+ *
+ * Python implementations (Triton, TileLang, torch, numpy): one .py module file is one
+ * implementation, with no C written by its author. The Python side of this same contract (the
+ * module-level NAME, BACKEND, KV_DTYPES, configs(arch), workspace_size(), prepare(), launch(), and
+ * the shapes and dtypes of the tensors `args` hands over) is written once, in
+ * kernels/python/mla_decode.py; harness/pyimpl.h is the bridge that presents such a module as a
+ * struct mla_decode_impl of this ABI.
+ *
+ * History: version 2 appended supports() and prepare() after launch.
  */
 #ifndef MLA_DECODE_H
 #define MLA_DECODE_H
@@ -63,7 +72,7 @@ extern "C" {
 #endif
 
 /** Version of this ABI (structs, enums, contract). A plugin's descriptor must carry exactly this. */
-#define MLA_DECODE_ABI_VERSION 1
+#define MLA_DECODE_ABI_VERSION 2
 
 /** The one symbol a plugin exports, and its type. */
 #define MLA_DECODE_PLUGIN_SYMBOL "mla_decode_plugin"
@@ -146,6 +155,8 @@ struct mla_decode_config {
  *            arch it has no code for. Callable without a device.
  *   workspace_size  bytes of workspace a launch with these args and config needs (0 = none).
  *   launch   runs (CPU) or enqueues (GPU) the computation; returns enum mla_status.
+ *   supports (ABI 2, optional) whether tasks of these shapes run, with the reason when not.
+ *   prepare  (ABI 2, optional) once per task and config in the worker, before the first launch.
  */
 struct mla_decode_impl {
 	uint32_t abi_version; /* MLA_DECODE_ABI_VERSION; always the first member, in every version */
@@ -155,6 +166,21 @@ struct mla_decode_impl {
 	int (*configs)(const char *arch, struct mla_decode_config *out, int cap);
 	size_t (*workspace_size)(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
 	int (*launch)(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
+	/**
+	 * Optional (NULL: every task is supported). Whether this implementation runs tasks of these
+	 * shapes: shape carries the shapes and scalars only (every pointer NULL, stream NULL) and the
+	 * call needs no device. Returns 1 when supported; 0 when not, with a short reason written to
+	 * why (e.g. "page_size 16: FlashMLA reads pages of 64 rows"). The planner calls it to list, per
+	 * implementation, the tasks it skips and why (never a silent pass).
+	 */
+	int (*supports)(const struct mla_decode_args *shape, char *why, size_t why_cap);
+	/**
+	 * Optional (NULL: nothing to do). Called in the worker once per task and config, before the
+	 * first launch with them, outside every timed region and outside graph capture: JIT compile,
+	 * autotune, host-side setup. It may synchronize and allocate (what it allocates it owns until
+	 * the process ends). Returns enum mla_status.
+	 */
+	int (*prepare)(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
 };
 
 /** Built-in implementations in a fixed order, then registered ones; NULL past the end. */

@@ -153,7 +153,7 @@ static int captured(const struct mla_decode_impl *impl, const struct mla_decode_
 /* Honest implementation whose cost is cfg->block_n ms (+-1% noise): block_n 0 costs 2 ms. */
 static int honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
 static const struct mla_decode_impl honest = {MLA_DECODE_ABI_VERSION, "test.honest", "cpu", "", no_configs, no_ws,
-					      honest_launch};
+					      honest_launch, NULL, NULL};
 
 static int honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
 {
@@ -186,7 +186,7 @@ static int stale_launch(const struct mla_decode_args *a, const struct mla_decode
 	return rc;
 }
 static const struct mla_decode_impl stale = {MLA_DECODE_ABI_VERSION, "test.stale", "cpu", "", no_configs, no_ws,
-					     stale_launch};
+					     stale_launch, NULL, NULL};
 
 /* Writes into its input (q) after computing a correct answer. */
 static int writes_input_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
@@ -199,7 +199,7 @@ static int writes_input_launch(const struct mla_decode_args *a, const struct mla
 	return rc;
 }
 static const struct mla_decode_impl writes_input = {MLA_DECODE_ABI_VERSION, "test.writes_input", "cpu", "",
-						    no_configs, no_ws, writes_input_launch};
+						    no_configs, no_ws, writes_input_launch, NULL, NULL};
 
 /* Skips the work when called again on the same inputs (trusting the output buffer to hold it). */
 static const void *last_q, *last_kv;
@@ -214,7 +214,7 @@ static int skip_repeat_launch(const struct mla_decode_args *a, const struct mla_
 	return mla_cpu_naive.launch(a, &naive_cfg);
 }
 static const struct mla_decode_impl skip_repeat = {MLA_DECODE_ABI_VERSION, "test.skip_repeat", "cpu", "",
-						   no_configs, no_ws, skip_repeat_launch};
+						   no_configs, no_ws, skip_repeat_launch, NULL, NULL};
 
 /* Adds one bf16 ulp to a different element on every call: right within tolerance, not deterministic. */
 static int calls;
@@ -228,7 +228,7 @@ static int nondet_launch(const struct mla_decode_args *a, const struct mla_decod
 	return rc;
 }
 static const struct mla_decode_impl nondet = {MLA_DECODE_ABI_VERSION, "test.nondet", "cpu", "", no_configs, no_ws,
-					      nondet_launch};
+					      nondet_launch, NULL, NULL};
 
 /* Wrong in exactly one element: out[b=1, s=0, h=2, d=7] += 0.5. */
 static int one_wrong_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
@@ -243,12 +243,12 @@ static int one_wrong_launch(const struct mla_decode_args *a, const struct mla_de
 	return rc;
 }
 static const struct mla_decode_impl one_wrong = {MLA_DECODE_ABI_VERSION, "test.one_wrong", "cpu", "", no_configs,
-						 no_ws, one_wrong_launch};
+						 no_ws, one_wrong_launch, NULL, NULL};
 
 /* Capture-unsafe: bakes the host-side seqlens and block_table values in at capture time. */
 static int unsafe_capture_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
 static const struct mla_decode_impl unsafe_capture = {MLA_DECODE_ABI_VERSION, "test.unsafe_capture", "cpu", "",
-						      no_configs, no_ws, unsafe_capture_launch};
+						      no_configs, no_ws, unsafe_capture_launch, NULL, NULL};
 static int replaying;
 static int unsafe_capture_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
 {

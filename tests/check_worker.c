@@ -76,13 +76,13 @@ static int nan_launch(const struct mla_decode_args *a, const struct mla_decode_c
 }
 
 static const struct mla_decode_impl segv = {MLA_DECODE_ABI_VERSION, "test.segv_h7", "cpu", "", one_config, no_ws,
-					    segv_launch};
+					    segv_launch, NULL, NULL};
 static const struct mla_decode_impl aborts = {MLA_DECODE_ABI_VERSION, "test.abort", "cpu", "", one_config, no_ws,
-					      abort_launch};
+					      abort_launch, NULL, NULL};
 static const struct mla_decode_impl hangs = {MLA_DECODE_ABI_VERSION, "test.hang", "cpu", "", one_config, no_ws,
-					     hang_launch};
+					     hang_launch, NULL, NULL};
 static const struct mla_decode_impl nans = {MLA_DECODE_ABI_VERSION, "test.nan", "cpu", "", one_config, no_ws,
-					    nan_launch};
+					    nan_launch, NULL, NULL};
 
 static char *tmp;
 static struct plan plan;

@@ -126,4 +126,6 @@ const struct mla_decode_impl mla_cpu_naive = {
 	naive_configs,
 	naive_workspace_size,
 	naive_launch,
+	NULL, /* supports: every task */
+	NULL, /* prepare: nothing to do */
 };

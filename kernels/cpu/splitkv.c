@@ -481,4 +481,6 @@ const struct mla_decode_impl mla_cpu_splitkv = {
 	skv_configs,
 	skv_workspace_size,
 	skv_launch,
+	NULL, /* supports: every task */
+	NULL, /* prepare: nothing to do */
 };

@@ -195,6 +195,29 @@ static size_t baseline_workspace_size(const struct mla_decode_args *a, const str
 	return 0;
 }
 
+/*
+ * Grid limits: both kernels put the batch (and the baseline the query position) on the grid's y / z
+ * dimensions, which hold at most 65535 blocks on both vendors.
+ */
+static int baseline_supports(const struct mla_decode_args *a, char *why, size_t cap)
+{
+	if (a->batch > 65535 || a->s_q > 65535) {
+		snprintf(why, cap, "batch %d, s_q %d: the grid holds at most 65535 of each", (int)a->batch,
+			 (int)a->s_q);
+		return 0;
+	}
+	return 1;
+}
+
+static int flash_supports(const struct mla_decode_args *a, char *why, size_t cap)
+{
+	if (a->batch > 65535) {
+		snprintf(why, cap, "batch %d: the grid holds at most 65535 sequences", (int)a->batch);
+		return 0;
+	}
+	return 1;
+}
+
 const struct mla_decode_impl mla_hip_baseline = {
 	MLA_DECODE_ABI_VERSION,
 	"hip.baseline",
@@ -204,6 +227,8 @@ const struct mla_decode_impl mla_hip_baseline = {
 	baseline_configs,
 	baseline_workspace_size,
 	mla_hip_baseline_launch,
+	baseline_supports,
+	NULL, /* prepare: nothing to do */
 };
 
 const struct mla_decode_impl mla_hip_flash = {
@@ -216,4 +241,6 @@ const struct mla_decode_impl mla_hip_flash = {
 	flash_configs,
 	flash_workspace_size,
 	mla_hip_flash_launch,
+	flash_supports,
+	NULL, /* prepare: nothing to do */
 };

@@ -159,6 +159,8 @@ static const struct mla_decode_impl example = {
 	example_configs,
 	example_workspace,
 	example_launch,
+	NULL, /* supports: every task */
+	NULL, /* prepare: nothing to do */
 };
 
 #ifdef PLUGIN_NO_SYMBOL

@@ -1,0 +1,1094 @@
+/* Python implementations behind the kernel ABI: describe by subprocess, embed after the fork. */
+#include "pyimpl.h"
+#include "vs_error.h"
+
+#include <cjson/cJSON.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef VS_PYSHIM_DEFAULT
+#define VS_PYSHIM_DEFAULT "kernels/python/mla_decode.py"
+#endif
+
+#define SUPPORTS_CACHE 64
+#define OUT_MAX (16u << 20) /* bytes of a describe's output accepted */
+
+/* ---- the CPython C API, through dlsym (stable ABI only; see pyimpl.h) ----------------------- */
+
+typedef void PyObj;
+
+struct py_api {
+	void (*Py_InitializeEx)(int);
+	int (*Py_IsInitialized)(void);
+	int (*PyRun_SimpleStringFlags)(const char *, void *);
+	PyObj *(*PyImport_ImportModule)(const char *);
+	PyObj *(*PyObject_GetAttrString)(PyObj *, const char *);
+	PyObj *(*PyObject_CallObject)(PyObj *, PyObj *);
+	PyObj *(*PyObject_Str)(PyObj *);
+	PyObj *(*Py_BuildValue)(const char *, ...);
+	long long (*PyLong_AsLongLong)(PyObj *);
+	const char *(*PyUnicode_AsUTF8AndSize)(PyObj *, ssize_t *);
+	PyObj *(*PyErr_Occurred)(void);
+	void (*PyErr_Fetch)(PyObj **, PyObj **, PyObj **);
+	void (*PyErr_Clear)(void);
+	void (*Py_DecRef)(PyObj *);
+	int (*PyGILState_Ensure)(void);
+	void (*PyGILState_Release)(int);
+	void *(*PyEval_SaveThread)(void);
+	PyObj *none; /* &_Py_NoneStruct */
+};
+
+#define PY_SYM(name) { #name, offsetof(struct py_api, name) }
+static const struct {
+	const char *name;
+	size_t off;
+} py_syms[] = {
+	PY_SYM(Py_InitializeEx), PY_SYM(Py_IsInitialized), PY_SYM(PyRun_SimpleStringFlags),
+	PY_SYM(PyImport_ImportModule), PY_SYM(PyObject_GetAttrString), PY_SYM(PyObject_CallObject),
+	PY_SYM(PyObject_Str), PY_SYM(Py_BuildValue), PY_SYM(PyLong_AsLongLong),
+	PY_SYM(PyUnicode_AsUTF8AndSize), PY_SYM(PyErr_Occurred), PY_SYM(PyErr_Fetch),
+	PY_SYM(PyErr_Clear), PY_SYM(Py_DecRef), PY_SYM(PyGILState_Ensure), PY_SYM(PyGILState_Release),
+	PY_SYM(PyEval_SaveThread),
+};
+
+static struct py_api py;
+static int started;
+static PyObj *fn_load, *fn_launch, *fn_prepare, *fn_workspace, *fn_supports, *fn_versions, *shim;
+
+/* ---- the process-wide table ------------------------------------------------------------------ */
+
+struct supports_answer {
+	int32_t key[8];
+	float scales[2];
+	int ok;
+	char why[160];
+};
+
+struct slot {
+	struct pyimpl *p;
+	int py_index;          /* index in the shim's kernel list, -1 when not loaded */
+	char *load_error;      /* the import line of a module that failed to load in this process */
+	char *pending;         /* an error of workspace_size(), returned by the next prepare/launch */
+	struct supports_answer answers[SUPPORTS_CACHE];
+	int nanswers;
+	pid_t co_pid;          /* the `serve` co-process answering supports() in the parent, 0 if none */
+	int co_fd;             /* its socket (stdin and stdout) */
+	int co_broken;         /* it failed once: one-shot subprocesses from then on */
+	pid_t co_owner;        /* the process that started it (a forked child starts its own) */
+	struct mla_decode_config *alt_configs; /* configs described for alt_arch */
+	int nalt;
+	char *alt_arch;
+};
+
+static struct slot slots[PYIMPL_MAX_MODULES];
+static int nslots;
+static char last_error[1024];
+
+static void set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_last_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+}
+
+/* Copy src into dst (cap bytes), cut to fit. */
+static void copy_text(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (!cap)
+		return;
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+const char *pyimpl_last_error(void)
+{
+	return last_error;
+}
+
+int pyimpl_started(void)
+{
+	return started;
+}
+
+const char *pyimpl_interpreter(void)
+{
+	const char *e = getenv("VS_PYTHON");
+
+	return e && *e ? e : "python3";
+}
+
+static const char *shim_path(void)
+{
+	const char *e = getenv("VS_PYSHIM");
+
+	return e && *e ? e : VS_PYSHIM_DEFAULT;
+}
+
+const struct pyimpl *pyimpl_at(int i)
+{
+	return i >= 0 && i < nslots ? slots[i].p : NULL;
+}
+
+const struct pyimpl *pyimpl_for_impl(const char *name)
+{
+	for (int i = 0; name && i < nslots; i++)
+		if (!strcmp(slots[i].p->name, name))
+			return slots[i].p;
+	return NULL;
+}
+
+/* ---- subprocess ------------------------------------------------------------------------------- */
+
+/*
+ * Run argv (argv[0] searched on PATH) with stdout and stderr captured (malloc'd, NUL-terminated).
+ * *status is the exit status, 127 when it could not be run, -1 when killed by a signal.
+ */
+static int run_capture(char *const argv[], char **out, char **err, int *status)
+{
+	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, rc = 0, ws;
+	char *buf[2] = { NULL, NULL };
+	size_t len[2] = { 0, 0 }, cap[2] = { 0, 0 };
+	pid_t pid;
+
+	if (pipe(po) || pipe(pe)) {
+		rc = vs_error(VS_EIO, "pipe: %s", strerror(errno));
+		goto done;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = vs_error(VS_EIO, "fork: %s", strerror(errno));
+		goto done;
+	}
+	if (pid == 0) {
+		dup2(po[1], 1);
+		dup2(pe[1], 2);
+		close(po[0]);
+		close(pe[0]);
+		close(po[1]);
+		close(pe[1]);
+		execvp(argv[0], argv);
+		dprintf(2, "cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	po[1] = pe[1] = -1;
+	for (int open_fds = 2; open_fds > 0;) {
+		struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int k = 0; k < 2; k++) {
+			int fd = k ? pe[0] : po[0];
+			ssize_t n;
+
+			if (fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (cap[k] - len[k] < 4097) {
+				size_t nc = cap[k] ? cap[k] * 2 : 8192;
+				char *nb = nc <= OUT_MAX ? realloc(buf[k], nc) : NULL;
+
+				if (!nb) {
+					rc = vs_error(VS_ENOMEM, "output of '%s' too large", argv[0]);
+					kill(pid, SIGKILL);
+					n = 0;
+					goto closefd;
+				}
+				buf[k] = nb;
+				cap[k] = nc;
+			}
+			n = read(fd, buf[k] + len[k], cap[k] - len[k] - 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n > 0) {
+				len[k] += (size_t)n;
+				continue;
+			}
+closefd:
+			close(fd);
+			if (k)
+				pe[0] = -1;
+			else
+				po[0] = -1;
+			fds[k].fd = -1;
+			open_fds--;
+		}
+	}
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+	for (int k = 0; k < 2; k++) {
+		if (!buf[k] && !(buf[k] = malloc(1))) {
+			rc = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		buf[k][len[k]] = 0;
+	}
+	if (!rc) {
+		*out = buf[0];
+		*err = buf[1];
+		buf[0] = buf[1] = NULL;
+	}
+done:
+	for (int k = 0; k < 2; k++) {
+		free(buf[k]);
+		if (po[k] >= 0)
+			close(po[k]);
+		if (pe[k] >= 0)
+			close(pe[k]);
+	}
+	return rc;
+}
+
+/* The last non-empty line of s, trimmed, into buf. */
+static void last_line(char *buf, size_t cap, const char *s)
+{
+	const char *end = s + strlen(s), *start;
+
+	while (end > s && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+		end--;
+	start = end;
+	while (start > s && start[-1] != '\n')
+		start--;
+	snprintf(buf, cap, "%.*s", (int)(end - start), start);
+}
+
+/* ---- describe --------------------------------------------------------------------------------- */
+
+void pyimpl_free(struct pyimpl *p)
+{
+	if (!p)
+		return;
+	free(p->path);
+	free(p->real_path);
+	free(p->name);
+	free(p->py_backend);
+	free(p->backend);
+	free(p->summary);
+	free(p->arch);
+	free(p->configs);
+	free(p->interpreter);
+	free(p->executable);
+	free(p->libpython);
+	free(p->versions_json);
+	free(p->describe_json);
+	free(p);
+}
+
+static char *json_strdup(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+}
+
+static int json_int(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
+}
+
+/* Configs of a description's "configs" array into a malloc'd array (*n of them). */
+static int configs_from_json(struct mla_decode_config **out, int *n, const cJSON *arr, const char *path)
+{
+	struct mla_decode_config *c;
+	const cJSON *it;
+	int i = 0;
+
+	if (!cJSON_IsArray(arr))
+		return vs_error(VS_EPARSE, "python module '%s': the description has no configs array", path);
+	c = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*c));
+	if (!c)
+		return vs_error(VS_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(it, arr) {
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
+
+		if (!cJSON_IsString(nm) || strlen(nm->valuestring) >= sizeof(c[i].name)) {
+			free(c);
+			return vs_error(VS_EPARSE, "python module '%s': a described config has no valid name", path);
+		}
+		strcpy(c[i].name, nm->valuestring);
+		c[i].block_n = json_int(it, "block_n");
+		c[i].block_h = json_int(it, "block_h");
+		c[i].num_splits = json_int(it, "num_splits");
+		c[i].num_warps = json_int(it, "num_warps");
+		c[i].num_stages = json_int(it, "num_stages");
+		i++;
+	}
+	*out = c;
+	*n = i;
+	return 0;
+}
+
+/* Run the shim's command line: argv = {interpreter, shim, verb, path, arg}; *json on exit 0. */
+static int run_shim(cJSON **json, const char *verb, const char *path, const char *arg)
+{
+	char *argv[6], *out = NULL, *err = NULL, line[1024];
+	int status = 0, rc;
+
+	argv[0] = (char *)pyimpl_interpreter();
+	argv[1] = (char *)shim_path();
+	argv[2] = (char *)verb;
+	argv[3] = (char *)path;
+	argv[4] = (char *)arg;
+	argv[5] = NULL;
+	if ((rc = run_capture(argv, &out, &err, &status)))
+		goto done;
+	last_line(line, sizeof(line), err);
+	if (status == 127) {
+		rc = vs_error(VS_ENOTFOUND, "python module '%s': cannot run the interpreter '%s' (%s; set "
+			      "VS_PYTHON to the python3 that has the module's packages)", path, argv[0], line);
+		goto done;
+	}
+	if (status != 0) {
+		rc = vs_error(VS_ESCHEMA, "%s", *line ? line : "python module: the shim failed without a message");
+		set_last_error("%s", line);
+		goto done;
+	}
+	*json = cJSON_Parse(out);
+	if (!*json || !cJSON_IsObject(*json)) {
+		cJSON_Delete(*json);
+		*json = NULL;
+		rc = vs_error(VS_EPARSE, "python module '%s': '%s %s %s' printed no JSON object", path, argv[0],
+			      argv[1], verb);
+	}
+done:
+	free(out);
+	free(err);
+	return rc;
+}
+
+int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
+{
+	struct pyimpl *p = NULL;
+	cJSON *j = NULL;
+	const cJSON *it, *interp, *kv;
+	int err = 0;
+
+	if (!fs_exists(path))
+		return vs_error(VS_ENOTFOUND, "python module '%s' does not exist", path);
+	if ((err = run_shim(&j, "describe", path, arch)))
+		goto done;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	p->slot = -1;
+	interp = cJSON_GetObjectItemCaseSensitive(j, "interpreter");
+	p->path = strdup(path);
+	p->real_path = json_strdup(j, "path");
+	p->name = json_strdup(j, "name");
+	p->py_backend = json_strdup(j, "backend");
+	p->summary = json_strdup(j, "summary");
+	p->arch = strdup(arch);
+	p->interpreter = strdup(pyimpl_interpreter());
+	p->executable = json_strdup(interp, "executable");
+	p->libpython = json_strdup(interp, "libpython");
+	p->versions_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "versions"));
+	p->describe_json = cJSON_PrintUnformatted(j);
+	it = cJSON_GetObjectItemCaseSensitive(j, "sha256");
+	if (!p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch ||
+	    !p->interpreter || !p->executable || !p->libpython || !p->versions_json || !p->describe_json ||
+	    !cJSON_IsString(it) || strlen(it->valuestring) != FS_SHA256_HEX - 1) {
+		err = vs_error(VS_EPARSE, "python module '%s': the description lacks a field", path);
+		goto done;
+	}
+	memcpy(p->sha256, it->valuestring, FS_SHA256_HEX);
+	p->backend = strdup(strcmp(p->py_backend, "cpu") ? "hip" : "cpu");
+	if (!p->backend) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	kv = cJSON_GetObjectItemCaseSensitive(j, "kv_dtypes");
+	cJSON_ArrayForEach(it, kv)
+		if (cJSON_IsString(it) && mla_kv_dtype_parse(it->valuestring))
+			p->kv_dtypes |= 1 << mla_kv_dtype_parse(it->valuestring);
+	p->has_supports = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_supports"));
+	p->has_prepare = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_prepare"));
+	p->has_workspace_size = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_workspace_size"));
+	if ((err = configs_from_json(&p->configs, &p->nconfigs, cJSON_GetObjectItemCaseSensitive(j, "configs"),
+				     path)))
+		goto done;
+	*out = p;
+	p = NULL;
+done:
+	pyimpl_free(p);
+	cJSON_Delete(j);
+	return err;
+}
+
+/* ---- the embedded calls ------------------------------------------------------------------------ */
+
+/* The pending Python exception as one line into last_error (a bridge bug: the shim never raises). */
+static void py_error_line(const char *what)
+{
+	PyObj *t = NULL, *v = NULL, *tb = NULL, *s;
+	const char *txt = NULL;
+
+	py.PyErr_Fetch(&t, &v, &tb);
+	s = v ? py.PyObject_Str(v) : NULL;
+	if (s)
+		txt = py.PyUnicode_AsUTF8AndSize(s, NULL);
+	set_last_error("python bridge: %s: %s", what, txt ? txt : "unknown error");
+	py.PyErr_Clear();
+	if (s)
+		py.Py_DecRef(s);
+	if (t)
+		py.Py_DecRef(t);
+	if (v)
+		py.Py_DecRef(v);
+	if (tb)
+		py.Py_DecRef(tb);
+}
+
+/* The shim's last_error into ours. */
+static void shim_error_line(void)
+{
+	PyObj *s = py.PyObject_GetAttrString(shim, "last_error");
+	const char *txt = s ? py.PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
+
+	set_last_error("%s", txt ? txt : "python bridge: no error text");
+	if (!txt)
+		py.PyErr_Clear();
+	if (s)
+		py.Py_DecRef(s);
+}
+
+/* Call fn(args); the result (a new reference) or NULL with last_error set. Holds the GIL. */
+static PyObj *py_call(PyObj *fn, PyObj *args, const char *what)
+{
+	PyObj *r;
+
+	if (!args) {
+		py_error_line(what);
+		return NULL;
+	}
+	r = py.PyObject_CallObject(fn, args);
+	py.Py_DecRef(args);
+	if (!r)
+		py_error_line(what);
+	return r;
+}
+
+static PyObj *raw_args(int idx, const struct mla_decode_args *a, const struct mla_decode_config *c, int with_cfg)
+{
+	const char *fmt = with_cfg ? "(i(KKKKKKKKiiiiiiiddiK)(siiiii))" : "(i(KKKKKKKKiiiiiiiddiK))";
+
+	return py.Py_BuildValue(fmt, idx, (unsigned long long)(uintptr_t)a->q,
+				(unsigned long long)(uintptr_t)a->kv_cache,
+				(unsigned long long)(uintptr_t)a->block_table,
+				(unsigned long long)(uintptr_t)a->seqlens, (unsigned long long)(uintptr_t)a->out,
+				(unsigned long long)(uintptr_t)a->lse, (unsigned long long)(uintptr_t)a->workspace,
+				(unsigned long long)a->workspace_bytes, (int)a->batch, (int)a->s_q, (int)a->h_q,
+				(int)a->num_pages, (int)a->page_size, (int)a->max_pages, (int)a->kv_dtype,
+				(double)a->softmax_scale, (double)a->kv_scale, (int)a->num_cus,
+				(unsigned long long)(uintptr_t)a->stream, c ? c->name : "", c ? (int)c->block_n : 0,
+				c ? (int)c->block_h : 0, c ? (int)c->num_splits : 0, c ? (int)c->num_warps : 0,
+				c ? (int)c->num_stages : 0);
+}
+
+/* A call that answers an int (status or bytes); *ok 0 when the bridge itself failed. */
+static long long call_int(PyObj *fn, PyObj *args, const char *what, int *ok)
+{
+	PyObj *r = py_call(fn, args, what);
+	long long v;
+
+	*ok = 0;
+	if (!r)
+		return MLA_EDEVICE;
+	v = py.PyLong_AsLongLong(r);
+	py.Py_DecRef(r);
+	if (v == -1 && py.PyErr_Occurred()) {
+		py_error_line(what);
+		return MLA_EDEVICE;
+	}
+	*ok = 1;
+	return v;
+}
+
+/* A slot that cannot run Python calls now: the status, with last_error set; MLA_OK if it can. */
+static int slot_ready(struct slot *s)
+{
+	if (!started) {
+		set_last_error("python implementation '%s' (%s) is not started in this process: "
+			       "pyimpl_start() runs in the worker", s->p->name, s->p->path);
+		return MLA_ENODEVICE;
+	}
+	if (s->py_index < 0) {
+		set_last_error("%s", s->load_error ? s->load_error : "python module not loaded");
+		return MLA_EINVAL;
+	}
+	return MLA_OK;
+}
+
+static int slot_configs(int k, const char *arch, struct mla_decode_config *out, int cap)
+{
+	struct slot *s = &slots[k];
+	struct mla_decode_config *c = s->p->configs;
+	int n = s->p->nconfigs;
+
+	if (strcmp(arch, s->p->arch)) {
+		if (!s->alt_arch || strcmp(arch, s->alt_arch)) {
+			struct pyimpl *d = NULL;
+			int q = vs_error_set_quiet(1), err = pyimpl_describe(&d, s->p->path, arch);
+
+			vs_error_set_quiet(q);
+			if (err) {
+				set_last_error("%s", vs_last_error());
+				return MLA_EUNSUPPORTED;
+			}
+			free(s->alt_configs);
+			free(s->alt_arch);
+			s->alt_configs = d->configs;
+			s->nalt = d->nconfigs;
+			s->alt_arch = d->arch;
+			d->configs = NULL;
+			d->arch = NULL;
+			pyimpl_free(d);
+		}
+		c = s->alt_configs;
+		n = s->nalt;
+	}
+	if (n == 0)
+		return MLA_EUNSUPPORTED;
+	for (int i = 0; out && i < n && i < cap; i++)
+		out[i] = c[i];
+	return n;
+}
+
+static size_t slot_workspace_size(int k, const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	struct slot *s = &slots[k];
+	long long v;
+	int g, ok;
+
+	if (!s->p->has_workspace_size || slot_ready(s) != MLA_OK)
+		return 0; /* not started: prepare/launch answer the reason */
+	g = py.PyGILState_Ensure();
+	v = call_int(fn_workspace, raw_args(s->py_index, a, c, 1), "workspace_size", &ok);
+	if (ok && v < 0)
+		shim_error_line();
+	py.PyGILState_Release(g);
+	if (!ok || v < 0) {
+		free(s->pending);
+		s->pending = strdup(last_error);
+		return 0;
+	}
+	return (size_t)v;
+}
+
+static int slot_run(int k, PyObj *fn, const char *what, const struct mla_decode_args *a,
+		    const struct mla_decode_config *c)
+{
+	struct slot *s = &slots[k];
+	long long v;
+	int rc, g, ok;
+
+	if ((rc = slot_ready(s)) != MLA_OK)
+		return rc;
+	if (s->pending) {
+		set_last_error("%s", s->pending);
+		free(s->pending);
+		s->pending = NULL;
+		return MLA_EDEVICE;
+	}
+	if (!a || !c)
+		return MLA_EINVAL;
+	g = py.PyGILState_Ensure();
+	v = call_int(fn, raw_args(s->py_index, a, c, 1), what, &ok);
+	if (ok && v != MLA_OK)
+		shim_error_line();
+	py.PyGILState_Release(g);
+	return ok ? (int)v : MLA_EDEVICE;
+}
+
+static int slot_launch(int k, const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	return slot_run(k, fn_launch, "launch", a, c);
+}
+
+static int slot_prepare(int k, const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	if (!slots[k].p->has_prepare && started && slots[k].py_index >= 0 && !slots[k].pending)
+		return MLA_OK;
+	return slot_run(k, fn_prepare, "prepare", a, c);
+}
+
+/* ---- the supports() co-process (parent): one interpreter per module, not one per question ---- */
+
+static void coproc_stop(struct slot *s)
+{
+	if (s->co_pid > 0 && s->co_owner == getpid()) {
+		close(s->co_fd);
+		kill(s->co_pid, SIGKILL);
+		while (waitpid(s->co_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	s->co_pid = 0;
+	s->co_broken = 1;
+}
+
+static int coproc_start(struct slot *s)
+{
+	char *argv[5] = { (char *)pyimpl_interpreter(), (char *)shim_path(), "serve", s->p->path, NULL };
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(sv[1], 0); /* dup2's copies do not keep SOCK_CLOEXEC */
+		dup2(sv[1], 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	s->co_owner = getpid();
+	s->co_pid = pid;
+	s->co_fd = sv[0];
+	return 0;
+}
+
+/* One question, one answer line (into ans, cap bytes); 0 on success. */
+static int coproc_ask(struct slot *s, const char *question, char *ans, size_t cap)
+{
+	size_t len = strlen(question), off = 0, got = 0;
+	char nl = '\n';
+
+	if (s->co_pid && s->co_owner != getpid())
+		s->co_pid = 0; /* the parent's, inherited over a fork: leave it to the parent */
+	if (!s->co_pid && coproc_start(s))
+		return -1;
+	while (off < len) {
+		ssize_t n = send(s->co_fd, question + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += (size_t)n;
+	}
+	if (send(s->co_fd, &nl, 1, MSG_NOSIGNAL) != 1)
+		return -1;
+	while (got < cap - 1) {
+		ssize_t n = recv(s->co_fd, ans + got, 1, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		if (ans[got] == '\n') {
+			ans[got] = 0;
+			return 0;
+		}
+		got++;
+	}
+	return -1;
+}
+
+/* Ask a subprocess (parent) or the embedded shim (worker) whether the shape runs. */
+static int supports_ask(struct slot *s, const struct mla_decode_args *a, char *why, size_t cap)
+{
+	cJSON *shape = NULL, *j = NULL;
+	char *txt = NULL;
+	int ok = 0, q;
+
+	if (started && s->py_index >= 0) {
+		int g = py.PyGILState_Ensure();
+		PyObj *r = py_call(fn_supports, raw_args(s->py_index, a, NULL, 0), "supports");
+		const char *t;
+
+		if (!r) {
+			copy_text(why, cap, last_error);
+		} else if (r == py.none) {
+			ok = 1;
+		} else {
+			t = py.PyUnicode_AsUTF8AndSize(r, NULL);
+			snprintf(why, cap, "%s", t ? t : "unsupported");
+			if (!t)
+				py.PyErr_Clear();
+		}
+		if (r)
+			py.Py_DecRef(r);
+		py.PyGILState_Release(g);
+		return ok;
+	}
+	shape = cJSON_CreateObject();
+	if (!shape || !cJSON_AddNumberToObject(shape, "batch", a->batch) ||
+	    !cJSON_AddNumberToObject(shape, "s_q", a->s_q) || !cJSON_AddNumberToObject(shape, "h_q", a->h_q) ||
+	    !cJSON_AddNumberToObject(shape, "num_pages", a->num_pages) ||
+	    !cJSON_AddNumberToObject(shape, "page_size", a->page_size) ||
+	    !cJSON_AddNumberToObject(shape, "max_pages", a->max_pages) ||
+	    !cJSON_AddStringToObject(shape, "kv_dtype", mla_kv_dtype_name(a->kv_dtype)) ||
+	    !cJSON_AddNumberToObject(shape, "softmax_scale", a->softmax_scale) ||
+	    !cJSON_AddNumberToObject(shape, "kv_scale", a->kv_scale) ||
+	    !cJSON_AddNumberToObject(shape, "num_cus", a->num_cus) || !(txt = cJSON_PrintUnformatted(shape))) {
+		snprintf(why, cap, "out of memory");
+		goto done;
+	}
+	if (!s->co_broken) {
+		char line[4096];
+
+		if (!coproc_ask(s, txt, line, sizeof(line)) && (j = cJSON_Parse(line)) && cJSON_IsObject(j))
+			goto answered;
+		cJSON_Delete(j);
+		j = NULL;
+		coproc_stop(s); /* the one-shot run below says why, in one line */
+	}
+	q = vs_error_set_quiet(1);
+	if (run_shim(&j, "supports", s->p->path, txt)) {
+		snprintf(why, cap, "%s", vs_last_error());
+		vs_error_set_quiet(q);
+		goto done;
+	}
+	vs_error_set_quiet(q);
+answered:
+	ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "supported"));
+	if (!ok) {
+		const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "why");
+
+		snprintf(why, cap, "%s", cJSON_IsString(w) ? w->valuestring : "unsupported");
+	}
+done:
+	cJSON_Delete(shape);
+	cJSON_Delete(j);
+	free(txt);
+	return ok;
+}
+
+static int slot_supports(int k, const struct mla_decode_args *a, char *why, size_t cap)
+{
+	struct slot *s = &slots[k];
+	struct supports_answer ans;
+	char tmp[sizeof(ans.why)];
+
+	if (!(s->p->kv_dtypes & (1 << (a->kv_dtype & 15)))) {
+		snprintf(why, cap, "kv dtype %s: the module's KV_DTYPES lacks it",
+			 mla_kv_dtype_name(a->kv_dtype) ? mla_kv_dtype_name(a->kv_dtype) : "unknown");
+		return 0;
+	}
+	if (!s->p->has_supports)
+		return 1;
+	memset(&ans, 0, sizeof(ans));
+	ans.key[0] = a->batch;
+	ans.key[1] = a->s_q;
+	ans.key[2] = a->h_q;
+	ans.key[3] = a->num_pages;
+	ans.key[4] = a->page_size;
+	ans.key[5] = a->max_pages;
+	ans.key[6] = a->kv_dtype;
+	ans.key[7] = a->num_cus;
+	ans.scales[0] = a->softmax_scale;
+	ans.scales[1] = a->kv_scale;
+	for (int i = 0; i < s->nanswers; i++)
+		if (!memcmp(s->answers[i].key, ans.key, sizeof(ans.key)) &&
+		    !memcmp(s->answers[i].scales, ans.scales, sizeof(ans.scales))) {
+			if (!s->answers[i].ok)
+				snprintf(why, cap, "%s", s->answers[i].why);
+			return s->answers[i].ok;
+		}
+	tmp[0] = 0;
+	ans.ok = supports_ask(s, a, tmp, sizeof(tmp));
+	memcpy(ans.why, tmp, sizeof(tmp));
+	if (s->nanswers < SUPPORTS_CACHE)
+		s->answers[s->nanswers++] = ans;
+	if (!ans.ok)
+		snprintf(why, cap, "%s", ans.why);
+	return ans.ok;
+}
+
+/* Fixed trampolines: the ABI's callbacks carry no context, so each slot has its own functions. */
+#define PYIMPL_TRAMPOLINES(k)                                                                            \
+	static int tr_configs_##k(const char *arch, struct mla_decode_config *o, int cap)                \
+	{                                                                                                \
+		return slot_configs(k, arch, o, cap);                                                    \
+	}                                                                                                \
+	static size_t tr_workspace_##k(const struct mla_decode_args *a, const struct mla_decode_config *c) \
+	{                                                                                                \
+		return slot_workspace_size(k, a, c);                                                     \
+	}                                                                                                \
+	static int tr_launch_##k(const struct mla_decode_args *a, const struct mla_decode_config *c)     \
+	{                                                                                                \
+		return slot_launch(k, a, c);                                                             \
+	}                                                                                                \
+	static int tr_supports_##k(const struct mla_decode_args *a, char *why, size_t cap)               \
+	{                                                                                                \
+		return slot_supports(k, a, why, cap);                                                    \
+	}                                                                                                \
+	static int tr_prepare_##k(const struct mla_decode_args *a, const struct mla_decode_config *c)    \
+	{                                                                                                \
+		return slot_prepare(k, a, c);                                                            \
+	}
+PYIMPL_TRAMPOLINES(0)
+PYIMPL_TRAMPOLINES(1)
+PYIMPL_TRAMPOLINES(2)
+PYIMPL_TRAMPOLINES(3)
+PYIMPL_TRAMPOLINES(4)
+PYIMPL_TRAMPOLINES(5)
+PYIMPL_TRAMPOLINES(6)
+PYIMPL_TRAMPOLINES(7)
+
+#define TR_ROW(k) { tr_configs_##k, tr_workspace_##k, tr_launch_##k, tr_supports_##k, tr_prepare_##k }
+static const struct {
+	int (*configs)(const char *, struct mla_decode_config *, int);
+	size_t (*workspace_size)(const struct mla_decode_args *, const struct mla_decode_config *);
+	int (*launch)(const struct mla_decode_args *, const struct mla_decode_config *);
+	int (*supports)(const struct mla_decode_args *, char *, size_t);
+	int (*prepare)(const struct mla_decode_args *, const struct mla_decode_config *);
+} trampolines[PYIMPL_MAX_MODULES] = {
+	TR_ROW(0), TR_ROW(1), TR_ROW(2), TR_ROW(3), TR_ROW(4), TR_ROW(5), TR_ROW(6), TR_ROW(7),
+};
+
+/* ---- register ---------------------------------------------------------------------------------- */
+
+int pyimpl_register(const struct pyimpl **out, const char *path, const char *arch)
+{
+	struct pyimpl *p = NULL;
+	char *real = NULL, sha[FS_SHA256_HEX];
+	int err = 0, k, rc;
+
+	if (!fs_exists(path))
+		return vs_error(VS_ENOTFOUND, "python module '%s' does not exist", path);
+	real = realpath(path, NULL);
+	if (!real)
+		return vs_error(VS_EIO, "python module '%s': cannot resolve its path", path);
+	if ((err = fs_sha256_file(sha, real)))
+		goto done;
+	for (k = 0; k < nslots; k++) {
+		if (strcmp(slots[k].p->real_path, real))
+			continue;
+		if (strcmp(slots[k].p->sha256, sha))
+			err = vs_error(VS_EVERIFY, "python module '%s' changed on disk since this process "
+				       "registered it", path);
+		else
+			*out = slots[k].p;
+		goto done;
+	}
+	if (nslots >= PYIMPL_MAX_MODULES) {
+		err = vs_error(VS_EUNSUPPORTED, "python module '%s': at most %d python modules can be "
+			       "registered in one process", path, PYIMPL_MAX_MODULES);
+		goto done;
+	}
+	if ((err = pyimpl_describe(&p, path, arch)))
+		goto done;
+	if (strcmp(p->sha256, sha)) {
+		err = vs_error(VS_EVERIFY, "python module '%s' changed on disk while it was described", path);
+		goto done;
+	}
+	if (mla_decode_impl_find(p->name)) {
+		err = vs_error(VS_EUSAGE, "python module '%s': implementation name '%s' is already taken (%s)",
+			       path, p->name, pyimpl_for_impl(p->name) ? "by another python module" :
+			       "by a built-in or a plugin");
+		goto done;
+	}
+	k = nslots;
+	p->slot = k;
+	p->impl.abi_version = MLA_DECODE_ABI_VERSION;
+	p->impl.name = p->name;
+	p->impl.backend = p->backend;
+	p->impl.summary = p->summary;
+	p->impl.configs = trampolines[k].configs;
+	p->impl.workspace_size = trampolines[k].workspace_size;
+	p->impl.launch = trampolines[k].launch;
+	p->impl.supports = trampolines[k].supports;
+	p->impl.prepare = trampolines[k].prepare;
+	memset(&slots[k], 0, sizeof(slots[k]));
+	slots[k].p = p;
+	slots[k].py_index = -1;
+	rc = mla_decode_impl_register(&p->impl);
+	if (rc != MLA_OK) {
+		slots[k].p = NULL;
+		err = vs_error(VS_EUNSUPPORTED, "python module '%s': the registry refused '%s' (%s)", path, p->name,
+			       rc == MLA_EUNSUPPORTED ? "registry full" : "invalid descriptor");
+		goto done;
+	}
+	nslots++;
+	*out = p;
+	p = NULL;
+done:
+	pyimpl_free(p);
+	free(real);
+	return err;
+}
+
+/* ---- start (the worker) ------------------------------------------------------------------------ */
+
+/* A Python string literal of s (JSON's escapes are Python's), malloc'd. */
+static char *py_literal(const char *s)
+{
+	cJSON *j = cJSON_CreateString(s);
+	char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+
+	cJSON_Delete(j);
+	return t;
+}
+
+/* The bootstrap: become the described interpreter, then import the shim from its file. */
+static char *bootstrap_code(const struct pyimpl *p)
+{
+	cJSON *j = NULL;
+	const cJSON *interp, *path;
+	char *exe = NULL, *prefix = NULL, *paths = NULL, *shimlit = NULL, *code = NULL;
+
+	j = cJSON_Parse(p->describe_json);
+	interp = cJSON_GetObjectItemCaseSensitive(j, "interpreter");
+	path = cJSON_GetObjectItemCaseSensitive(interp, "path");
+	exe = py_literal(p->executable);
+	prefix = py_literal(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(interp, "prefix")) ?
+			    cJSON_GetObjectItemCaseSensitive(interp, "prefix")->valuestring : "");
+	paths = cJSON_IsArray(path) ? cJSON_PrintUnformatted(path) : NULL;
+	shimlit = py_literal(shim_path());
+	if (exe && prefix && paths && shimlit)
+		code = fs_printf("import sys\n"
+				 "sys.dont_write_bytecode = True\n"
+				 "sys.executable = %s\n"
+				 "if %s:\n"
+				 "    sys.prefix = sys.exec_prefix = %s\n"
+				 "sys.path[:] = %s\n"
+				 "import importlib.util\n"
+				 "_s = importlib.util.spec_from_file_location('vs_mla_decode_bridge', %s)\n"
+				 "_m = importlib.util.module_from_spec(_s)\n"
+				 "sys.modules['vs_mla_decode_bridge'] = _m\n"
+				 "_s.loader.exec_module(_m)\n"
+				 "del _s, _m\n",
+				 exe, prefix, prefix, paths, shimlit);
+	cJSON_Delete(j);
+	free(exe);
+	free(prefix);
+	free(paths);
+	free(shimlit);
+	return code;
+}
+
+int pyimpl_start(void)
+{
+	const struct pyimpl *first;
+	char *code = NULL;
+	void *lib;
+	int err = 0;
+
+	if (started || nslots == 0)
+		return 0;
+	first = slots[0].p;
+	for (int k = 1; k < nslots; k++)
+		if (strcmp(slots[k].p->libpython, first->libpython) || strcmp(slots[k].p->executable, first->executable))
+			return vs_error(VS_EUNSUPPORTED, "python modules '%s' and '%s' were described by different "
+					"interpreters (%s, %s): one process embeds one", first->path, slots[k].p->path,
+					first->executable, slots[k].p->executable);
+	if (!*first->libpython)
+		return vs_error(VS_EIO, "the interpreter '%s' has no shared libpython (a python built without "
+				"--enable-shared cannot be embedded): set VS_PYTHON to another", first->executable);
+	dlerror();
+	lib = dlopen(first->libpython, RTLD_NOW | RTLD_GLOBAL);
+	if (!lib) {
+		const char *why = dlerror();
+
+		return vs_error(VS_EIO, "cannot load libpython '%s' of '%s': %s", first->libpython,
+				first->executable, why ? why : "dlopen failed");
+	}
+	for (size_t i = 0; i < sizeof(py_syms) / sizeof(py_syms[0]); i++) {
+		void *f = dlsym(lib, py_syms[i].name);
+
+		if (!f)
+			return vs_error(VS_EIO, "libpython '%s' lacks %s (the bridge needs CPython >= 3.10)",
+					first->libpython, py_syms[i].name);
+		memcpy((char *)&py + py_syms[i].off, &f, sizeof(f));
+	}
+	py.none = dlsym(lib, "_Py_NoneStruct");
+	if (!py.none)
+		return vs_error(VS_EIO, "libpython '%s' lacks _Py_NoneStruct", first->libpython);
+	if (!py.Py_IsInitialized())
+		py.Py_InitializeEx(0); /* 0: no signal handlers, SIGINT stays the harness's */
+	code = bootstrap_code(first);
+	if (!code)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (py.PyRun_SimpleStringFlags(code, NULL)) {
+		free(code);
+		return vs_error(VS_EIO, "cannot import the python bridge '%s' with '%s' (its traceback is above)",
+				shim_path(), first->executable);
+	}
+	free(code);
+	shim = py.PyImport_ImportModule("vs_mla_decode_bridge");
+	if (shim) {
+		fn_load = py.PyObject_GetAttrString(shim, "bridge_load");
+		fn_launch = py.PyObject_GetAttrString(shim, "bridge_launch");
+		fn_prepare = py.PyObject_GetAttrString(shim, "bridge_prepare");
+		fn_workspace = py.PyObject_GetAttrString(shim, "bridge_workspace_size");
+		fn_supports = py.PyObject_GetAttrString(shim, "bridge_supports");
+		fn_versions = py.PyObject_GetAttrString(shim, "bridge_versions");
+	}
+	if (!shim || !fn_load || !fn_launch || !fn_prepare || !fn_workspace || !fn_supports || !fn_versions) {
+		py_error_line("import");
+		return vs_error(VS_EIO, "the python bridge '%s' is incomplete: %s", shim_path(), last_error);
+	}
+	started = 1;
+	for (int k = 0; k < nslots; k++) {
+		int ok;
+		long long idx = call_int(fn_load, py.Py_BuildValue("(ss)", slots[k].p->real_path, slots[k].p->sha256),
+					 "load", &ok);
+
+		if (ok && idx >= 0) {
+			slots[k].py_index = (int)idx;
+			continue;
+		}
+		if (ok)
+			shim_error_line();
+		slots[k].load_error = strdup(last_error);
+		if (!err)
+			err = vs_error(VS_ESCHEMA, "%s", last_error);
+	}
+	/* Release the GIL: every call takes it with PyGILState_Ensure, from whichever thread. */
+	py.PyEval_SaveThread();
+	return err;
+}
+
+char *pyimpl_versions_now(void)
+{
+	PyObj *r;
+	const char *t;
+	char *s = NULL;
+	int g;
+
+	if (!started)
+		return NULL;
+	g = py.PyGILState_Ensure();
+	r = py_call(fn_versions, py.Py_BuildValue("()"), "versions");
+	t = r ? py.PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
+	if (t)
+		s = strdup(t);
+	else if (r)
+		py.PyErr_Clear();
+	if (r)
+		py.Py_DecRef(r);
+	py.PyGILState_Release(g);
+	return s;
+}

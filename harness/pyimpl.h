@@ -1,0 +1,131 @@
+/*
+ * pyimpl.h - MLA decode implementations written in Python (one .py module file = one
+ * implementation), presented to the harness as struct mla_decode_impl of kernels/mla_decode.h.
+ *
+ * The Python side of the contract (NAME, BACKEND, KV_DTYPES, SUMMARY, configs(arch), supports(),
+ * workspace_size(), prepare(), launch(), the shapes and dtypes of `args`) is written once, in
+ * kernels/python/mla_decode.py, which is also the shim this bridge drives.
+ *
+ * Process model (issue 9): the parent process never initializes Python nor a GPU context.
+ *   - pyimpl_describe() runs the interpreter as a subprocess,
+ *     `$VS_PYTHON kernels/python/mla_decode.py describe FILE.py ARCH`, and reads the one JSON
+ *     object it prints: name, backend, configs for ARCH, sha256, versions, and what an embedding
+ *     process needs to become that interpreter (executable, sys.path, the path of libpython).
+ *   - pyimpl_register() describes a module and registers a proxy descriptor in this process's
+ *     registry (before the fork): configs come from the description; supports() is answered by
+ *     the module's KV_DTYPES and, when it defines supports(), by one co-process per module
+ *     (`mla_decode.py serve FILE.py`: a shape json per line in, an answer per line out; answers
+ *     cached; a one-shot `supports` subprocess if it fails); configs(arch) for another arch than
+ *     the described one runs a describe for that arch;
+ *     launch() and prepare() return MLA_ENODEVICE until pyimpl_start().
+ *   - pyimpl_start(), in the worker after the fork, dlopen()s the recorded libpython with
+ *     RTLD_GLOBAL (extension modules such as numpy and torch resolve libpython's symbols
+ *     globally), Py_InitializeEx(0) (no signal handlers: SIGINT stays the harness's), sets
+ *     sys.executable, sys.prefix and sys.path to the described interpreter's (so that a venv such
+ *     as /opt/torch/.venv/bin/python3 works), imports the shim, loads every registered module and
+ *     switches the proxies to the embedded calls.
+ *
+ * The interpreter: $VS_PYTHON names it (a path, or a command searched on PATH); default "python3".
+ * The shim: $VS_PYSHIM, default the checkout's kernels/python/mla_decode.py (fixed at build time).
+ *
+ * Why dlopen and function pointers, not a link against libpython: the C API is called only through
+ * a small table of functions obtained with dlsym(), all of the stable ABI (Py_InitializeEx,
+ * PyImport_ImportModule, PyObject_GetAttrString, PyObject_CallObject, Py_BuildValue, PyLong_*,
+ * PyUnicode_AsUTF8AndSize, PyErr_*, PyGILState_*, Py_DecRef ...), no macro that reads an object's
+ * layout. So the build needs no Python headers and one binary serves any CPython >= 3.10 chosen at
+ * run time: Debian's 3.11 in CI and the venv's 3.12 on the GPU machine, from one checkout.
+ *
+ * The ABI's callbacks carry no context pointer: each module gets one of PYIMPL_MAX_MODULES slots
+ * of fixed trampolines; one more module is refused with one line.
+ *
+ * Errors: every Python error, of the kernel or of the bridge, is one line (module file, function,
+ * exception type and message, innermost frame in the kernel file; an import error names the missing
+ * package and the interpreter with its sys.path). The callbacks return an enum mla_status
+ * (MLA_EDEVICE for an exception in prepare/launch, MLA_EINVAL for a bad return value) and keep the
+ * line for pyimpl_last_error(); nothing aborts.
+ */
+#ifndef VS_PYIMPL_H
+#define VS_PYIMPL_H
+
+#include "fsutil.h"
+#include "mla_decode.h"
+
+/** Modules one process can register (trampoline slots). */
+#define PYIMPL_MAX_MODULES 8
+
+/** One described Python implementation. */
+struct pyimpl {
+	char *path;                 /* as given (what plans record) */
+	char *real_path;            /* canonical path (the describe step's) */
+	char sha256[FS_SHA256_HEX]; /* of the file's bytes when described */
+	char *name;                 /* NAME */
+	char *py_backend;           /* BACKEND as declared: "cuda", "hip" or "cpu" */
+	char *backend;              /* the harness's backend: "cpu", or "hip" for cuda and hip */
+	char *summary;
+	char *arch;                 /* the arch configs were described for */
+	struct mla_decode_config *configs;
+	int nconfigs;
+	int kv_dtypes;              /* bit (1 << enum mla_kv_dtype) per declared KV dtype */
+	int has_supports, has_prepare, has_workspace_size;
+	char *interpreter;          /* the command run ($VS_PYTHON or "python3") */
+	char *executable;           /* its sys.executable */
+	char *libpython;            /* shared libpython to dlopen in the worker ("" when none) */
+	char *versions_json;        /* {"python": "3.11.2", "numpy": "1.24.2", ...} (compact JSON) */
+	char *describe_json;        /* the whole description (compact JSON) */
+	struct mla_decode_impl impl; /* the proxy descriptor (registered by pyimpl_register) */
+	int slot;                   /* trampoline slot, -1 when not registered */
+};
+
+/**
+ * Describe the module at path for arch with a subprocess of the interpreter ($VS_PYTHON). *out is
+ * set only on success and owned by the caller (pyimpl_free). Errors, one line each naming the
+ * file: VS_ENOTFOUND (no such file, or no interpreter), VS_ESCHEMA (the module fails to import or
+ * breaks the contract: the shim's line is quoted), VS_EPARSE (the shim's output is not the JSON
+ * expected), VS_EIO, VS_ENOMEM.
+ */
+int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch);
+
+/** Free a description that was not registered (NULL accepted). */
+void pyimpl_free(struct pyimpl *p);
+
+/**
+ * Describe the module and register its proxy implementation in this process (call before any
+ * fork). Registering the same file again returns the one already registered (VS_EVERIFY if its
+ * bytes changed since). *out points into the process-wide table, valid until exit. Errors: those of
+ * pyimpl_describe(), VS_EUSAGE (the name is taken by a built-in, a plugin or another module),
+ * VS_EUNSUPPORTED (more than PYIMPL_MAX_MODULES modules).
+ */
+int pyimpl_register(const struct pyimpl **out, const char *path, const char *arch);
+
+/** The registered Python implementation called name, or NULL. */
+const struct pyimpl *pyimpl_for_impl(const char *name);
+
+/** Registered modules, in order of registration; NULL past the end. */
+const struct pyimpl *pyimpl_at(int i);
+
+/**
+ * In the worker (after the fork): start the embedded interpreter of the registered modules and load
+ * them. Every module that loads runs from then on; one that fails to import answers each call with
+ * its import line. Returns 0 when the interpreter started and every module loaded; VS_EUNSUPPORTED
+ * when registered modules were described by different interpreters; VS_EIO when libpython cannot
+ * be opened or lacks a function; VS_ESCHEMA for the first module that failed to load (the others
+ * still load). Idempotent; 0 with nothing registered.
+ */
+int pyimpl_start(void);
+
+/** Whether pyimpl_start() initialized the interpreter in this process. */
+int pyimpl_started(void);
+
+/** The last error line of a Python call in this process ("" when none). */
+const char *pyimpl_last_error(void);
+
+/**
+ * The package versions the embedded interpreter reports now (after the modules' imports), compact
+ * JSON malloc'd, or NULL when not started. Compare with the plan's versions_json.
+ */
+char *pyimpl_versions_now(void);
+
+/** The interpreter command the bridge runs: $VS_PYTHON, or "python3". */
+const char *pyimpl_interpreter(void);
+
+#endif /* VS_PYIMPL_H */

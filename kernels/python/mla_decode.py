@@ -1,0 +1,618 @@
+"""MLA decode implementations written in Python: the contract, and the harness's shim.
+
+This module is the Python side of kernels/mla_decode.h (kernel ABI version 2), written once. The
+operator, its semantics and the rules of a launch are the C ABI's; what follows says how they look
+from Python. One ``.py`` module file is one implementation. validate_skill loads it (the parent
+process runs this file as a script to describe it; the worker process embeds the interpreter after
+its fork and imports this file as the bridge, harness/pyimpl.c) and calls the functions below.
+
+What a kernel module defines, at top level
+------------------------------------------
+
+``NAME = "triton.mla_decode"``
+    ``"<team>.<kernel>"``: letters, digits, ``_`` and ``-``, one ``.`` or more, at most 64
+    characters, not the name of a built-in implementation. Ours: ``triton.mla_decode``,
+    ``tilelang.mla_decode``, ``torch.mla_decode``, ``numpy.mla_decode`` (CPU).
+``BACKEND = "cuda"``
+    ``"cuda"`` or ``"hip"``: the buffers are GPU memory and are handed over as torch tensors;
+    ``"cpu"``: host memory, handed over as numpy arrays.
+``KV_DTYPES = ("bf16", "fp8_e4m3_fnuz")``
+    The card schema's names of the KV cache dtypes it runs (a non-empty tuple or list).
+``SUMMARY = "one line"``
+    What the kernel does, one line (a str).
+``def supports(shape)`` (optional)
+    ``None`` when tasks of this shape run, else a short reason string (e.g. ``"page_size 16: reads
+    pages of 64 rows"``). Called without a device, in another process than the launches.
+``def configs(arch)``
+    The config space for ``arch`` (``"sm_90"``, ``"gfx942"``, ``"x86_64"``, ``"aarch64"``, ...): a
+    list of dicts, ``[]`` for an arch it has no code for. Keys: ``"name"`` (str, unique within the
+    list, 1 to 47 characters) and the knobs ``"block_n"``, ``"block_h"``, ``"num_splits"``,
+    ``"num_warps"``, ``"num_stages"`` (ints >= 0, a missing knob is 0; no other key). The meaning of
+    each knob is struct mla_decode_config's (``num_splits`` 0 = choose from the shapes).
+``def workspace_size(shape, config)`` (optional)
+    Bytes of scratch memory a launch with this shape and config needs (an int >= 0; default 0).
+``def prepare(args, config)`` (optional)
+    Once per task and config, in the worker, before the first launch with them, outside every
+    timed region and outside graph capture: JIT compile, autotune, host-side setup. It may
+    synchronize and allocate (what it keeps, it owns until the process ends).
+``def launch(args, config)``
+    Enqueue the computation on the harness's stream (GPU) or compute it and return (cpu). It
+    allocates nothing, never synchronizes the host, writes only ``args.out``, ``args.lse`` and
+    ``args.workspace``, never modifies an input, is deterministic (bit-identical outputs for the
+    same inputs) and capture-safe: it may read ``seqlens`` and ``block_table`` only on the device
+    (a graph captured once is replayed after both change in place); host-side decisions may depend
+    only on the shapes and scalars. Returns ``None`` (or an ``enum mla_status`` int: 0 ok, -2 this
+    config cannot run these args).
+
+``config`` is a dict with all six keys (``name`` and the five knobs).
+
+``shape``: attributes ``batch``, ``s_q``, ``h_q``, ``num_pages``, ``page_size``, ``max_pages``
+(ints), ``kv_dtype`` (``"bf16"`` or ``"fp8_e4m3_fnuz"``), ``softmax_scale``, ``kv_scale`` (floats),
+``num_cus`` (int: SMs / CUs / CPU cores to use).
+
+``args``: the same attributes, plus zero-copy views of the harness's own buffers:
+
+=============  ====================================================  ===================================
+attribute      GPU backends (torch tensors on the device)           ``cpu`` backend (numpy arrays)
+=============  ====================================================  ===================================
+q              [batch, s_q, h_q, 576] torch.bfloat16                 same shape, uint16 (bf16 bits), read-only
+kv_cache       [num_pages, page_size, 1, 576] torch.bfloat16,        same shape, uint16 or uint8, read-only
+               or torch.uint8 (fp8 e4m3 fnuz codes)
+block_table    [batch, max_pages] torch.int32                        int32, read-only
+seqlens        [batch] torch.int32                                   int32, read-only
+out            [batch, s_q, h_q, 512] torch.bfloat16 (written)       uint16 (bf16 bits, written)
+lse            [batch, h_q, s_q] torch.float32 (written, natural log) float32 (written)
+workspace      1-D torch.uint8 of workspace_size() bytes, or None    1-D uint8, or None
+stream         torch.cuda.ExternalStream of the harness's stream     None
+device         torch.device of the buffers                          None
+=============  ====================================================  ===================================
+
+The bridge calls ``prepare()`` and ``launch()`` inside ``with torch.cuda.stream(args.stream):`` and
+hands the same ``args`` object for the same buffers, so a kernel may cache per-call Python work
+keyed by ``data_ptr()``. The cpu views of the inputs are read-only numpy arrays (the harness also
+hashes the inputs after the run: a write through any other path is caught there).
+
+Operator semantics (kernels/mla_decode.h): for batch b, query position i < s_q, head h, the keys
+``[0, n)`` with ``n = seqlens[b] - s_q + 1 + i`` are visible (causal when s_q > 1); row j of
+sequence b is ``kv_cache[block_table[b][j // page_size], j % page_size, 0]``;
+``s_j = softmax_scale * dot(q[b,i,h], K_j)`` over the 576 dims, ``lse = log(sum_j exp(s_j))``,
+``out = sum_j exp(s_j - lse) * K_j[:512]``. A query with no visible key gives out 0 and lse +inf.
+Never read a cache row at or past the visible length (those slots hold NaN; unused block_table
+entries hold a sentinel far outside the cache). fp8 e4m3 fnuz: real value = decoded code *
+kv_scale, exponent bias 8, no infinities, 0x80 the only NaN.
+
+Errors
+------
+
+Any exception raised by a kernel module's code becomes one line,
+``<file>: <function>: <ExceptionType>: <message> (at <file>:<line> in <func>)``, the frame being
+the innermost one inside the kernel file; that implementation fails on that task, the run goes on.
+An import error also names the missing package, the interpreter and its search path.
+
+Command line (used by the harness's parent process, which never embeds Python)
+-----------------------------------------------------------------------------
+
+The interpreter is the one named by ``$VS_PYTHON`` (default ``python3`` on PATH): the one whose
+packages the kernel needs, e.g. ``VS_PYTHON=/opt/torch/.venv/bin/python3`` for a Triton kernel.
+The worker embeds the libpython of that same interpreter and takes over its ``sys.path``.
+
+``python3 kernels/python/mla_decode.py describe FILE.py ARCH``
+    One JSON object on stdout: name, backend, summary, kv_dtypes, configs for ARCH, has_supports,
+    has_prepare, has_workspace_size, path (canonical), sha256 of the file, versions (python and,
+    when the module imported them, torch, triton, tilelang, numpy) and interpreter (executable,
+    sys.path, libpython: what an embedding process needs to become this interpreter). Exit status
+    0; on an error, one line on stderr and exit status 1.
+``python3 kernels/python/mla_decode.py supports FILE.py '<shape json>'``
+    ``{"supported": true}`` or ``{"supported": false, "why": "..."}``. The shape json has the
+    ``shape`` attributes above.
+``python3 kernels/python/mla_decode.py serve FILE.py``
+    The same answers for one shape json per line of stdin, one line each, until EOF.
+
+Whatever a kernel module prints goes to stderr: stdout carries the answers only.
+"""
+
+import ctypes
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import sys
+import sysconfig
+import traceback
+
+# No __pycache__ beside the kernels: kernels/ is part of the build's identity (a tree hash), and a
+# kernel file is bound by its own bytes, never by a cached compilation.
+sys.dont_write_bytecode = True
+
+KNOBS = ("block_n", "block_h", "num_splits", "num_warps", "num_stages")
+KV_DTYPE_NAMES = {1: "bf16", 2: "fp8_e4m3_fnuz"}
+BACKENDS = ("cuda", "hip", "cpu")
+VERSIONED = ("torch", "triton", "tilelang", "numpy")
+NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
+SHAPE_FIELDS = ("batch", "s_q", "h_q", "num_pages", "page_size", "max_pages", "kv_dtype",
+                "softmax_scale", "kv_scale", "num_cus")
+
+# enum mla_status
+MLA_OK = 0
+MLA_EINVAL = -1
+MLA_EUNSUPPORTED = -2
+MLA_EDEVICE = -3
+
+
+class BridgeError(Exception):
+    """An error already formatted as the one line the harness prints."""
+
+
+def _one_line(text):
+    text = " ".join(str(text).split())
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _format_exception(path, function, exc):
+    """``<file>: <function>: <Type>: <message> (at <file>:<line> in <func>)``, innermost frame in path."""
+    real = os.path.realpath(path)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = None
+    for fr in frames:
+        if os.path.realpath(fr.filename) == real:
+            where = fr
+    if where is None and frames:
+        where = frames[-1]
+    msg = _one_line(exc)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        loc = " (at %s:%s)" % (exc.filename, exc.lineno)
+        msg = _one_line(exc.msg)
+    elif where is not None:
+        loc = " (at %s:%d in %s)" % (where.filename, where.lineno, where.name)
+    else:
+        loc = ""
+    line = "%s: %s: %s: %s%s" % (path, function, type(exc).__name__, msg, loc)
+    if isinstance(exc, ImportError):
+        missing = getattr(exc, "name", None)
+        line += "; %s not found by the interpreter %s (sys.path: %s)" % (
+            "package '%s'" % missing if missing else "a module", sys.executable,
+            ", ".join(p for p in sys.path if p) or "empty")
+    return line
+
+
+class Shape:
+    """The shapes and scalars of one task (see the module docstring)."""
+
+    __slots__ = SHAPE_FIELDS
+
+    def __init__(self, **kw):
+        for k in SHAPE_FIELDS:
+            setattr(self, k, kw[k])
+
+    def __repr__(self):
+        return "Shape(%s)" % ", ".join("%s=%r" % (k, getattr(self, k)) for k in SHAPE_FIELDS)
+
+
+class Args(Shape):
+    """Shape plus zero-copy views of the harness's buffers (see the module docstring)."""
+
+    __slots__ = ("q", "kv_cache", "block_table", "seqlens", "out", "lse", "workspace", "stream",
+                 "device")
+
+
+def _shape_from_json(obj):
+    kw = {}
+    for k in SHAPE_FIELDS:
+        if k not in obj:
+            raise BridgeError("shape json lacks '%s'" % k)
+        kw[k] = obj[k]
+    return Shape(**kw)
+
+
+class Kernel:
+    """One loaded kernel module and its validated declarations."""
+
+    def __init__(self, path, index):
+        self.path = path
+        self.real = os.path.realpath(path)
+        self.args_cache = {}
+        self.streams = {}
+        with open(self.real, "rb") as f:
+            self.sha256 = hashlib.sha256(f.read()).hexdigest()
+        modname = "vs_pyimpl_%d_%s" % (index, self.sha256[:12])
+        # As for a script: the module's own directory first on sys.path (its helper modules).
+        here = os.path.dirname(self.real)
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        try:
+            spec = importlib.util.spec_from_file_location(modname, self.real)
+            if spec is None or spec.loader is None:
+                raise BridgeError("%s: import: not a Python module file" % path)
+            mod = importlib.util.module_from_spec(spec)
+            # A real module in sys.modules, loaded from its file: inspect.getsource() works there
+            # (TileLang's JIT reads the kernel's source).
+            sys.modules[modname] = mod
+            spec.loader.exec_module(mod)
+        except BridgeError:
+            raise
+        except BaseException as e:  # noqa: B902 - SystemExit in a module is an error too
+            sys.modules.pop(modname, None)
+            raise BridgeError(_format_exception(path, "import", e)) from None
+        self.mod = mod
+        self._validate()
+
+    def _bad(self, what):
+        return BridgeError("%s: declaration: %s" % (self.path, what))
+
+    def _validate(self):
+        m = self.mod
+        name = getattr(m, "NAME", None)
+        if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 64:
+            raise self._bad("NAME must be a str '<team>.<kernel>' (letters, digits, '_', '-', one "
+                            "'.' or more, at most 64 characters), got %r" % (name,))
+        backend = getattr(m, "BACKEND", None)
+        if backend not in BACKENDS:
+            raise self._bad("BACKEND must be one of %s, got %r" % (", ".join(BACKENDS), backend))
+        kv = getattr(m, "KV_DTYPES", None)
+        if (not isinstance(kv, (tuple, list)) or not kv or
+                any(d not in KV_DTYPE_NAMES.values() for d in kv)):
+            raise self._bad("KV_DTYPES must be a non-empty tuple of 'bf16' / 'fp8_e4m3_fnuz', got %r"
+                            % (kv,))
+        summary = getattr(m, "SUMMARY", None)
+        if not isinstance(summary, str) or "\n" in summary:
+            raise self._bad("SUMMARY must be a one-line str, got %r" % (summary,))
+        for fn in ("configs", "launch"):
+            if not callable(getattr(m, fn, None)):
+                raise self._bad("%s() is missing (a kernel module defines configs(arch) and "
+                                "launch(args, config))" % fn)
+        for fn in ("supports", "workspace_size", "prepare"):
+            if getattr(m, fn, None) is not None and not callable(getattr(m, fn)):
+                raise self._bad("%s is defined but not a function" % fn)
+        self.name, self.backend, self.kv_dtypes, self.summary = name, backend, tuple(kv), summary
+
+    def call(self, function, *a):
+        """Call the module's function; any exception becomes a BridgeError of one line."""
+        try:
+            return getattr(self.mod, function)(*a)
+        except BaseException as e:  # noqa: B902
+            raise BridgeError(_format_exception(self.path, function, e)) from None
+
+    def configs(self, arch):
+        got = self.call("configs", arch)
+        if not isinstance(got, (list, tuple)):
+            raise self._bad("configs(%r) must return a list of dicts, got %s" % (arch, type(got).__name__))
+        out, seen = [], set()
+        for i, c in enumerate(got):
+            if not isinstance(c, dict):
+                raise self._bad("configs(%r)[%d] is a %s, not a dict" % (arch, i, type(c).__name__))
+            extra = sorted(set(c) - set(KNOBS) - {"name"})
+            if extra:
+                raise self._bad("configs(%r)[%d] has unknown key %r (keys: name, %s)"
+                                % (arch, i, extra[0], ", ".join(KNOBS)))
+            n = c.get("name")
+            if not isinstance(n, str) or not 1 <= len(n) <= 47 or not n.isprintable():
+                raise self._bad("configs(%r)[%d]: 'name' must be a str of 1 to 47 printable "
+                                "characters, got %r" % (arch, i, n))
+            if n in seen:
+                raise self._bad("configs(%r): config name %r appears twice" % (arch, n))
+            seen.add(n)
+            d = {"name": n}
+            for k in KNOBS:
+                v = c.get(k, 0)
+                if type(v) is not int or not 0 <= v < 2 ** 31:
+                    raise self._bad("configs(%r)[%d] (%s): %r must be an int >= 0, got %r"
+                                    % (arch, i, n, k, v))
+                d[k] = v
+            out.append(d)
+        return out
+
+    def supports(self, shape):
+        if shape.kv_dtype not in self.kv_dtypes:
+            return "kv dtype %s: KV_DTYPES is %s" % (shape.kv_dtype, ", ".join(self.kv_dtypes))
+        if getattr(self.mod, "supports", None) is None:
+            return None
+        why = self.call("supports", shape)
+        if why is not None and not isinstance(why, str):
+            raise self._bad("supports() must return None or a reason str, got %r" % (why,))
+        return None if why is None else (_one_line(why) or "unsupported")
+
+    def workspace_size(self, shape, config):
+        if getattr(self.mod, "workspace_size", None) is None:
+            return 0
+        n = self.call("workspace_size", shape, config)
+        if type(n) is not int or n < 0:
+            raise self._bad("workspace_size() must return an int >= 0, got %r" % (n,))
+        return n
+
+
+# ---- views of the harness's buffers -------------------------------------------------------------
+
+class _DeviceArray:
+    """A __cuda_array_interface__ (version 3) over a device pointer the harness owns."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr,
+                                         "data": (ptr, False), "version": 3, "strides": None}
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _torch_view(ptr, shape, kind, device):
+    """A torch tensor over device memory at ptr: kind "bf16", "u8", "i32", "f32" (zero copy)."""
+    import torch
+    typestr = {"bf16": "<i2", "u8": "|u1", "i32": "<i4", "f32": "<f4"}[kind]
+    n = _numel(shape)
+    if n == 0:
+        dt = {"bf16": torch.bfloat16, "u8": torch.uint8, "i32": torch.int32, "f32": torch.float32}
+        return torch.empty(shape, dtype=dt[kind], device=device)
+    t = torch.as_tensor(_DeviceArray(ptr, shape, typestr), device=device)
+    if kind == "bf16":  # bf16 has no __cuda_array_interface__ typestr: an int16 view, reinterpreted
+        t = t.view(torch.bfloat16)
+    if t.data_ptr() != ptr:
+        raise BridgeError("torch.as_tensor copied the buffer at 0x%x (data_ptr 0x%x): not zero-copy"
+                          % (ptr, t.data_ptr()))
+    return t
+
+
+def _numpy_view(ptr, shape, kind, readonly):
+    import numpy as np
+    dt = {"bf16": np.uint16, "u8": np.uint8, "i32": np.int32, "f32": np.float32}[kind]
+    n = _numel(shape)
+    if n == 0:
+        a = np.zeros(shape, dtype=dt)
+    elif not ptr:
+        raise BridgeError("a NULL pointer for a tensor of %d elements" % n)
+    else:
+        buf = (ctypes.c_char * (n * np.dtype(dt).itemsize)).from_address(ptr)
+        a = np.frombuffer(buf, dtype=dt, count=n).reshape(shape)
+    if readonly:
+        a.flags.writeable = False
+    return a
+
+
+def _make_args(k, raw):
+    """raw: (q, kv, bt, sl, out, lse, ws, ws_bytes, batch, s_q, h_q, num_pages, page_size,
+    max_pages, kv_dtype, softmax_scale, kv_scale, num_cus, stream) as handed by harness/pyimpl.c."""
+    cached = k.args_cache.get(raw)
+    if cached is not None:
+        return cached
+    (q, kv, bt, sl, out, lse, ws, ws_bytes, batch, s_q, h_q, num_pages, page_size, max_pages,
+     kv_dtype, softmax_scale, kv_scale, num_cus, stream) = raw
+    if kv_dtype not in KV_DTYPE_NAMES:
+        raise BridgeError("%s: bridge: unknown kv_dtype %d" % (k.path, kv_dtype))
+    a = Args(batch=batch, s_q=s_q, h_q=h_q, num_pages=num_pages, page_size=page_size,
+             max_pages=max_pages, kv_dtype=KV_DTYPE_NAMES[kv_dtype], softmax_scale=softmax_scale,
+             kv_scale=kv_scale, num_cus=num_cus)
+    kvk = "bf16" if kv_dtype == 1 else "u8"
+    shapes = {"q": ((batch, s_q, h_q, 576), "bf16", q), "kv_cache": ((num_pages, page_size, 1, 576), kvk, kv),
+              "block_table": ((batch, max_pages), "i32", bt), "seqlens": ((batch,), "i32", sl),
+              "out": ((batch, s_q, h_q, 512), "bf16", out), "lse": ((batch, h_q, s_q), "f32", lse)}
+    if k.backend == "cpu":
+        try:
+            for name, (shp, kind, ptr) in shapes.items():
+                setattr(a, name, _numpy_view(ptr, shp, kind, name not in ("out", "lse")))
+            a.workspace = _numpy_view(ws, (ws_bytes,), "u8", False) if ws_bytes else None
+        except BridgeError as e:
+            raise BridgeError("%s: bridge (numpy views): %s" % (k.path, e)) from None
+        a.stream, a.device = None, None
+    else:
+        try:
+            import torch
+            dev = torch.device("cuda", torch.cuda.current_device())
+            st = k.streams.get(stream)
+            if st is None:
+                st = torch.cuda.ExternalStream(stream, device=dev) if stream else torch.cuda.default_stream(dev)
+                k.streams[stream] = st
+            for name, (shp, kind, ptr) in shapes.items():
+                setattr(a, name, _torch_view(ptr, shp, kind, dev))
+            a.workspace = _torch_view(ws, (ws_bytes,), "u8", dev) if ws_bytes else None
+        except BridgeError:
+            raise
+        except BaseException as e:  # noqa: B902
+            raise BridgeError(_format_exception(k.path, "bridge (torch views)", e)) from None
+        a.stream, a.device = st, dev
+    if len(k.args_cache) >= 64:
+        k.args_cache.clear()
+    k.args_cache[raw] = a
+    return a
+
+
+def _config(cfg):
+    name, bn, bh, sp, nw, ns = cfg
+    return {"name": name, "block_n": bn, "block_h": bh, "num_splits": sp, "num_warps": nw,
+            "num_stages": ns}
+
+
+# ---- the bridge: called from harness/pyimpl.c in the worker ------------------------------------
+# Every function returns a value and never raises for a kernel's error: the one line is kept in
+# last_error, the return value says it failed (status < 0).
+
+_kernels = []
+last_error = ""
+
+
+def _fail(line, status=MLA_EDEVICE):
+    global last_error
+    last_error = line
+    return status
+
+
+def bridge_load(path, sha256):
+    """Load the kernel module at path, whose bytes must still hash to sha256 (those the parent
+    described); returns its index (>= 0) or MLA_EINVAL (see last_error)."""
+    try:
+        with open(path, "rb") as f:
+            now = hashlib.sha256(f.read()).hexdigest()
+        if now != sha256:
+            return _fail("%s: load: the file changed on disk since it was described (sha256 %s, "
+                         "described %s)" % (path, now, sha256), MLA_EINVAL)
+        _kernels.append(Kernel(path, len(_kernels)))
+        return len(_kernels) - 1
+    except BridgeError as e:
+        return _fail(str(e), MLA_EINVAL)
+    except BaseException as e:  # noqa: B902
+        return _fail(_format_exception(path, "import", e), MLA_EINVAL)
+
+
+def bridge_name(i):
+    return _kernels[i].name
+
+
+def bridge_workspace_size(i, raw, cfg):
+    """Bytes (>= 0), or a negative status with last_error set."""
+    k = _kernels[i]
+    try:
+        sh = Shape(**dict(zip(SHAPE_FIELDS, raw[8:18])))
+        sh.kv_dtype = KV_DTYPE_NAMES.get(sh.kv_dtype, sh.kv_dtype)
+        return k.workspace_size(sh, _config(cfg))
+    except BridgeError as e:
+        return _fail(str(e))
+
+
+def _run(i, function, raw, cfg):
+    k = _kernels[i]
+    try:
+        a = _make_args(k, raw)
+        c = _config(cfg)
+        if a.stream is not None:
+            import torch
+            try:
+                with torch.cuda.stream(a.stream):
+                    rc = k.call(function, a, c)
+            except BridgeError:
+                raise
+            except BaseException as e:  # noqa: B902 - entering or leaving the stream context
+                raise BridgeError(_format_exception(k.path, function, e)) from None
+        else:
+            rc = k.call(function, a, c)
+        if rc is None:
+            return MLA_OK
+        if type(rc) is int and rc in (MLA_OK, MLA_EINVAL, MLA_EUNSUPPORTED, MLA_EDEVICE):
+            if rc != MLA_OK:
+                _fail("%s: %s: returned status %d" % (k.path, function, rc))
+            return rc
+        return _fail("%s: %s: returned %r (None, or an mla_status int)" % (k.path, function, rc),
+                     MLA_EINVAL)
+    except BridgeError as e:
+        return _fail(str(e))
+
+
+def bridge_prepare(i, raw, cfg):
+    if getattr(_kernels[i].mod, "prepare", None) is None:
+        return MLA_OK
+    return _run(i, "prepare", raw, cfg)
+
+
+def bridge_launch(i, raw, cfg):
+    return _run(i, "launch", raw, cfg)
+
+
+def bridge_supports(i, raw):
+    """None when supported, else the reason; a failing supports() answers its error line."""
+    k = _kernels[i]
+    try:
+        sh = Shape(**dict(zip(SHAPE_FIELDS, raw[8:18])))
+        sh.kv_dtype = KV_DTYPE_NAMES.get(sh.kv_dtype, sh.kv_dtype)
+        return k.supports(sh)
+    except BridgeError as e:
+        _fail(str(e))
+        return str(e)
+
+
+def versions():
+    """python, and torch / triton / tilelang / numpy where imported (after the kernel imports)."""
+    v = {"python": platform.python_version()}
+    for m in VERSIONED:
+        mod = sys.modules.get(m)
+        if mod is not None:
+            v[m] = str(getattr(mod, "__version__", "unknown"))
+    return v
+
+
+def bridge_versions():
+    return json.dumps(versions(), sort_keys=True)
+
+
+# ---- command line (the parent process's view) ---------------------------------------------------
+
+def _libpython():
+    """The shared libpython an embedding process must dlopen to be this interpreter ('' if none)."""
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    for c in (sysconfig.get_config_var("INSTSONAME"), sysconfig.get_config_var("LDLIBRARY")):
+        if not c or not (".so" in c or c.endswith(".dylib")):
+            continue
+        for d in (libdir, os.path.join(libdir, multiarch) if multiarch else None):
+            if d and os.path.exists(os.path.join(d, c)):
+                return os.path.join(d, c)
+    return ""
+
+
+def _describe(path, arch):
+    k = Kernel(path, 0)
+    cfgs = k.configs(arch)
+    m = k.mod
+    return {
+        "name": k.name, "backend": k.backend, "summary": k.summary, "kv_dtypes": list(k.kv_dtypes),
+        "arch": arch, "configs": cfgs,
+        "has_supports": getattr(m, "supports", None) is not None,
+        "has_prepare": getattr(m, "prepare", None) is not None,
+        "has_workspace_size": getattr(m, "workspace_size", None) is not None,
+        "path": k.real, "sha256": k.sha256, "versions": versions(),
+        "interpreter": {"executable": sys.executable, "prefix": sys.prefix,
+                        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+                        "path": [p for p in sys.path if p], "libpython": _libpython(),
+                        "libdir": sysconfig.get_config_var("LIBDIR") or "",
+                        "ldlibrary": sysconfig.get_config_var("LDLIBRARY") or "",
+                        "instsoname": sysconfig.get_config_var("INSTSONAME") or ""},
+    }
+
+
+def _supports_answer(k, text):
+    try:
+        shape = _shape_from_json(json.loads(text))
+    except (ValueError, TypeError, BridgeError) as e:
+        return {"supported": False, "why": "shape json: %s" % _one_line(e)}
+    try:
+        why = k.supports(shape)
+    except BridgeError as e:
+        why = str(e)
+    return {"supported": True} if why is None else {"supported": False, "why": why}
+
+
+def main(argv):
+    # The kernel module's directory, not this file's, is what the kernel may import from.
+    if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
+        sys.path.pop(0)
+    # stdout carries the answers only: what a kernel module prints goes to stderr.
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        if len(argv) == 3 and argv[0] == "describe":
+            out.write(json.dumps(_describe(argv[1], argv[2]), sort_keys=True) + "\n")
+            return 0
+        if len(argv) == 3 and argv[0] == "supports":
+            out.write(json.dumps(_supports_answer(Kernel(argv[1], 0), argv[2])) + "\n")
+            return 0
+        if len(argv) == 2 and argv[0] == "serve":
+            # One shape json per line on stdin, one answer per line on stdout, until EOF: the
+            # parent keeps one such process per module instead of one interpreter per question.
+            k = Kernel(argv[1], 0)
+            for line in sys.stdin:
+                out.write(json.dumps(_supports_answer(k, line)) + "\n")
+                out.flush()
+            return 0
+    except BridgeError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    finally:
+        out.flush()
+    print("usage: mla_decode.py describe FILE.py ARCH | supports FILE.py SHAPE_JSON | serve FILE.py",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
