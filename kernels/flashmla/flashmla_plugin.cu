@@ -36,6 +36,11 @@
  *   - NaN rows past the visible length: FlashMLA loads whole 64-row pages, sets the scores of rows
  *     at or past the border to -inf and zeroes V rows past seqlen in shared memory (fill_oob_V).
  *
+ * Checked on the H200 (2026-12-01): tools/gpu/flashmla_smoke.c (a double CPU reference, empty
+ * sequences, causal s_q 2..4, splits, graph replay bit-identical) and the harness's parity and
+ * capture gates on every bf16 page-64 task of the smoke and standard tiers of
+ * skills/mla_decode_hip_port_sm90.md.
+ *
  * Unsupported (fmla_supports() says why, launch() returns MLA_EUNSUPPORTED): fp8_e4m3_fnuz caches,
  * page_size != 64, more 64-row tiles of s_q*h_q than SMs, more than 160 SM parts (the combine's
  * largest split count), a batch whose metadata does not fit in shared memory, max_pages 0, and
@@ -166,8 +171,8 @@ static int fmla_supports(const struct mla_decode_args *shape, char *why, size_t 
 	}
 	parts = shape->num_cus / tiles;
 	if (parts > FMLA_MAX_SPLITS) {
-		say(why, why_cap, "%lld SM parts (num_cus %d, s_q*h_q %lld): FlashMLA's combine takes at "
-		    "most %d splits", parts, shape->num_cus, rows, FMLA_MAX_SPLITS);
+		say(why, why_cap, "%lld SM parts (num_cus %d, s_q*h_q %lld): FlashMLA's combine is built "
+		    "for at most %d", parts, shape->num_cus, rows, FMLA_MAX_SPLITS);
 		return 0;
 	}
 	if (sizeof(int) * (2 * (size_t)shape->batch + 1) > FMLA_SMEM_OPTIN) {
