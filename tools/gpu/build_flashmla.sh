@@ -1,0 +1,78 @@
+#!/bin/bash
+# build_flashmla.sh FLASHMLA_DIR CUTLASS_DIR OUT.so - build the flashmla.decode plugin
+# (kernels/flashmla/flashmla_plugin.cu) from FlashMLA's own sources, which stay where they are.
+#
+#   FLASHMLA_DIR  a FlashMLA tree (deepseek-ai/FlashMLA) with csrc/kernels/{get_mla_metadata,
+#                 mla_combine,splitkv_mla}.cu: the layout of 9edee0c (2025-04-29), the version
+#                 this plugin was written and checked against. Only csrc/kernels is read;
+#                 csrc/flash_api.cpp (torch) is not compiled.
+#   CUTLASS_DIR   CUTLASS headers: CUTLASS_DIR/include (and tools/util/include, if present), the
+#                 commit FlashMLA pins as its csrc/cutlass submodule (e94e888, v3.9.0). Default
+#                 when empty: FLASHMLA_DIR/csrc/cutlass.
+#   OUT.so        the plugin; load it with --candidate-lib / --baseline-lib OUT.so
+#
+# Needs nvcc (checked with CUDA 13.0) for sm_90a only, -std=c++17, FlashMLA's own nvcc flags
+# (setup.py), and prints ptxas's resource usage of every kernel (registers, spills, shared
+# memory). NVCC_THREADS (default 2) sets nvcc --threads. Example, sources from git:
+#
+#   git -C FlashMLA checkout 9edee0c && git -C FlashMLA submodule update --init csrc/cutlass
+#   tools/gpu/build_flashmla.sh FlashMLA "" build/libflashmla.so
+set -euo pipefail
+
+usage() { echo "usage: build_flashmla.sh FLASHMLA_DIR CUTLASS_DIR OUT.so" >&2; exit 2; }
+[ $# -eq 3 ] || usage
+fmla=$1 cutlass=${2:-$1/csrc/cutlass} out=$3
+here=$(cd "$(dirname "$0")/../.." && pwd)
+src=$here/kernels/flashmla/flashmla_plugin.cu
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+
+for f in get_mla_metadata.cu mla_combine.cu splitkv_mla.cu params.h utils.h config.h traits.h; do
+	[ -f "$fmla/csrc/kernels/$f" ] || {
+		echo "build_flashmla.sh: '$fmla/csrc/kernels/$f' missing: FLASHMLA_DIR must be a FlashMLA" \
+		     "tree with the csrc/kernels layout of 9edee0c" >&2
+		exit 1
+	}
+done
+[ -f "$cutlass/include/cute/tensor.hpp" ] || {
+	echo "build_flashmla.sh: '$cutlass/include/cute/tensor.hpp' missing: CUTLASS_DIR must hold" \
+	     "CUTLASS's include/ (v3.9.0)" >&2
+	exit 1
+}
+[ -x "$NVCC" ] || { echo "build_flashmla.sh: nvcc not found (set NVCC)" >&2; exit 1; }
+inc=(-I "$here/kernels" -I "$fmla/csrc" -I "$cutlass/include")
+[ -d "$cutlass/tools/util/include" ] && inc+=(-I "$cutlass/tools/util/include")
+mkdir -p "$(dirname "$out")"
+
+echo "build_flashmla.sh: $("$NVCC" --version | tail -1)"
+[ -d "$fmla/.git" ] && echo "build_flashmla.sh: FlashMLA $(git -C "$fmla" rev-parse --short HEAD 2>/dev/null || echo '?')"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set -x
+"$NVCC" -std=c++17 -O3 -DNDEBUG -D_USE_MATH_DEFINES -DFLASH_MLA_DISABLE_FP16 \
+	-gencode=arch=compute_90a,code=sm_90a \
+	-Wno-deprecated-declarations \
+	-U__CUDA_NO_HALF_OPERATORS__ -U__CUDA_NO_HALF_CONVERSIONS__ -U__CUDA_NO_HALF2_OPERATORS__ \
+	-U__CUDA_NO_BFLOAT16_CONVERSIONS__ \
+	--expt-relaxed-constexpr --expt-extended-lambda --use_fast_math \
+	--ptxas-options=-v,--register-usage-level=10,-warn-spills,-warn-lmem-usage \
+	--threads "${NVCC_THREADS:-2}" \
+	-Xcompiler=-fPIC,-fvisibility=hidden -shared -cudart=static \
+	"${inc[@]}" "$src" -o "$out" 2>&1 | tee "$log"
+{ set +x; } 2>/dev/null
+# ptxas -v, per kernel: "Compiling entry function 'X'", its stack/spill line, "Used N registers".
+echo "build_flashmla.sh: ptxas resource usage (sm_90a):"
+awk '/Compiling entry function/ { match($0, /'"'"'[^'"'"']*'"'"'/); fn = substr($0, RSTART + 1, RLENGTH - 2) }
+     /bytes stack frame/ { stack = $0; sub(/^ */, "", stack) }
+     /Used [0-9]+ registers/ { use = $0; sub(/^.*ptxas info *: */, "", use); print fn "\t" use " | " stack }' "$log" |
+while IFS=$'\t' read -r fn rest; do
+	name=$(c++filt -p "$fn" 2>/dev/null || echo "$fn")
+	printf '  %s\n      %s\n' "${name:0:110}" "$rest"
+done
+if grep -Eq '[1-9][0-9]* bytes spill' "$log"; then
+	echo "build_flashmla.sh: warning: ptxas reports spills (see above)" >&2
+fi
+nm -D --defined-only "$out" | grep -q ' mla_decode_plugin$' || {
+	echo "build_flashmla.sh: '$out' does not export mla_decode_plugin" >&2
+	exit 1
+}
+echo "build_flashmla.sh: wrote $out ($(du -h "$out" | cut -f1))"
