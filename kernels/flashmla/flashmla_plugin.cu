@@ -380,6 +380,8 @@ static const struct mla_decode_impl fmla_impl = {
 	fmla_configs,
 	fmla_workspace_size,
 	fmla_launch,
+	fmla_supports,
+	NULL, /* prepare: nothing to do */
 };
 
 extern "C" __attribute__((visibility("default"))) const struct mla_decode_impl *mla_decode_plugin(void)
