@@ -13,11 +13,14 @@ Capture safety (the choice, documented as the brief asks): torch.compile'd code 
 intermediates from the caching allocator, which is not safe under a capture the harness starts (the
 allocator does not know about it, and memory freed after the launch would be reused while the
 harness's graph still writes it). So prepare() compiles the function, runs it twice, and captures
-one call into a torch.cuda.CUDAGraph over the harness's own buffers, its intermediates in a private
-memory pool owned by this module (shared by all of this module's graphs: they only ever run one at
-a time on the worker's stream, and the pool holds scratch only, never an output). launch() replays
-that graph on the current stream (the harness's): no allocation, no host sync; under the harness's
-own capture the replay becomes a child graph node.
+one call into a CUDA graph (torch.cuda.CUDAGraph, keep_graph=True) over the harness's own buffers,
+its intermediates in a private memory pool owned by this module (shared by all of this module's
+graphs: they only ever run one at a time on the worker's stream, and the pool holds scratch only,
+never an output), and instantiates it through the CUDA driver. launch() enqueues that graph on the
+current stream (the harness's): cuGraphLaunch when the stream is not capturing; when it is (the
+harness capturing launch()), the graph is added to the capture as a child graph node
+(cuStreamGetCaptureInfo + cuGraphAddChildGraphNode + cuStreamUpdateCaptureDependencies), since
+torch's CUDAGraph.replay() refuses to run under a capture. No allocation, no host sync either way.
 """
 import os
 
@@ -121,6 +124,33 @@ def _decode(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, kv_scale
 _compiled = None
 _graphs = {}
 _pool = None
+_cu = None
+
+
+def _driver():
+    """libcuda through ctypes: the five calls launch() needs, each checked."""
+    global _cu
+    if _cu is None:
+        import ctypes
+        lib = ctypes.CDLL("libcuda.so.1")
+        p, u64, sz = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
+        lib.cuGraphInstantiateWithFlags.argtypes = [ctypes.POINTER(p), p, ctypes.c_ulonglong]
+        lib.cuGraphLaunch.argtypes = [p, p]
+        lib.cuStreamIsCapturing.argtypes = [p, ctypes.POINTER(ctypes.c_int)]
+        lib.cuStreamGetCaptureInfo_v2.argtypes = [p, ctypes.POINTER(ctypes.c_int),
+                                                  ctypes.POINTER(u64), ctypes.POINTER(p),
+                                                  ctypes.POINTER(ctypes.POINTER(p)),
+                                                  ctypes.POINTER(sz)]
+        lib.cuGraphAddChildGraphNode.argtypes = [ctypes.POINTER(p), p, ctypes.POINTER(p), sz, p]
+        lib.cuStreamUpdateCaptureDependencies.argtypes = [p, ctypes.POINTER(p), sz,
+                                                          ctypes.c_uint]
+        _cu = (ctypes, lib)
+    return _cu
+
+
+def _check(rc, what):
+    if rc != 0:
+        raise RuntimeError("%s: %s failed with CUresult %d" % (NAME, what, rc))
 
 
 def _fn():
@@ -161,6 +191,7 @@ def prepare(args, config):
                  int(args.page_size), int(args.max_pages))
     _probe_bmm(args.q.device)
     fn = _fn()
+    ctypes, cu = _driver()
     stream = torch.cuda.current_stream()
     side = torch.cuda.Stream()
     side.wait_stream(stream)
@@ -171,15 +202,35 @@ def prepare(args, config):
     torch.cuda.synchronize()
     if _pool is None:
         _pool = torch.cuda.graph_pool_handle()
-    g = torch.cuda.CUDAGraph()
+    g = torch.cuda.CUDAGraph(keep_graph=True)
     with torch.cuda.graph(g, pool=_pool):
         fn(*call_args)
     torch.cuda.synchronize()
-    _graphs[key] = g
+    graph = ctypes.c_void_p(g.raw_cuda_graph())
+    exe = ctypes.c_void_p()
+    _check(cu.cuGraphInstantiateWithFlags(ctypes.byref(exe), graph, 0), "cuGraphInstantiate")
+    _graphs[key] = (g, graph, exe)
 
 
 def launch(args, config):
-    g = _graphs.get(_key(args))
-    if g is None:
+    entry = _graphs.get(_key(args))
+    if entry is None:
         raise RuntimeError("%s: launch() before prepare() for these buffers" % NAME)
-    g.replay()
+    _, graph, exe = entry
+    ctypes, cu = _driver()
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    status = ctypes.c_int(0)
+    _check(cu.cuStreamIsCapturing(stream, ctypes.byref(status)), "cuStreamIsCapturing")
+    if status.value == 0:
+        _check(cu.cuGraphLaunch(exe, stream), "cuGraphLaunch")
+        return
+    cap_graph, deps, ndeps, cid = ctypes.c_void_p(), ctypes.POINTER(ctypes.c_void_p)(), \
+        ctypes.c_size_t(0), ctypes.c_uint64(0)
+    _check(cu.cuStreamGetCaptureInfo_v2(stream, ctypes.byref(status), ctypes.byref(cid),
+                                        ctypes.byref(cap_graph), ctypes.byref(deps),
+                                        ctypes.byref(ndeps)), "cuStreamGetCaptureInfo")
+    node = ctypes.c_void_p()
+    _check(cu.cuGraphAddChildGraphNode(ctypes.byref(node), cap_graph, deps, ndeps, graph),
+           "cuGraphAddChildGraphNode")
+    _check(cu.cuStreamUpdateCaptureDependencies(stream, ctypes.byref(node), 1, 1),
+           "cuStreamUpdateCaptureDependencies")

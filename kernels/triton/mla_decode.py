@@ -42,6 +42,8 @@ D_QK = 576
 D_V = 512
 D_ROPE = 64
 MAX_SPLITS = 64
+# BLOCK_H up to this runs the keys-major kernel (_mla_decode_kernel_keys), above it heads-major.
+KEYS_MAJOR_MAX_BH = 32
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
@@ -183,6 +185,78 @@ def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
         tl.store(LSE + lse_off, lse, mask=rmask)
 
 
+@triton.jit(do_not_specialize=["seq_q", "heads", "page", "max_pages", "n_rows", "n_split"])
+def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
+                            seq_q, heads, page, max_pages, n_rows, n_split,
+                            BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr,
+                            FP8_ASM: tl.constexpr, SPLIT: tl.constexpr):
+    """The same computation, keys-major, for few query rows (BLOCK_H <= 32): S^T = K . q^T puts
+    BLOCK_N keys on the MMA's M axis (wgmma needs M = 64 per warpgroup; heads-major would pad 16
+    rows to 64 or, with mma.sync, replicate the QK product in every warp), out^T = V^T . P^T."""
+    pid_h = tl.program_id(0)
+    b = tl.program_id(1)
+    sp = tl.program_id(2)
+    rows = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
+    rmask = rows < n_rows
+    seqlen = tl.load(SL + b)
+    n_tiles = tl.cdiv(seqlen, BLOCK_N)
+    per = tl.cdiv(n_tiles, n_split)
+    start = sp * per * BLOCK_N
+    end = tl.minimum(start + per * BLOCK_N, seqlen)
+    lim = tl.minimum(seqlen - seq_q + 1 + rows // heads, end)
+
+    offs_d = tl.arange(0, 512)
+    offs_r = tl.arange(0, 64)
+    q_off = (b * n_rows + rows).to(tl.int64) * 576
+    qt_nope = tl.load(Q + q_off[None, :] + offs_d[:, None], mask=rmask[None, :], other=0.0)
+    qt_pe = tl.load(Q + q_off[None, :] + 512 + offs_r[:, None], mask=rmask[None, :], other=0.0)
+
+    m_i = tl.full([BLOCK_H], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_H], dtype=tl.float32)
+    acc = tl.zeros([512, BLOCK_H], dtype=tl.float32)
+    bt_row = BT + b.to(tl.int64) * max_pages
+    for n0 in range(start, end, BLOCK_N):
+        offs_n = n0 + tl.arange(0, BLOCK_N)
+        nmask = offs_n < end
+        pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
+        kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
+        kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
+        kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
+        if FP8:
+            if FP8_ASM:
+                kn = _fnuz_decode_asm(kn)
+                kr = _fnuz_decode_asm(kr)
+            else:
+                kn = _fnuz_decode_ref(kn)
+                kr = _fnuz_decode_ref(kr)
+        st = tl.dot(kr, qt_pe)
+        st = tl.dot(kn, qt_nope, st)
+        st = st * qk_scale
+        st = tl.where(offs_n[:, None] < lim[None, :], st, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(st, 0))
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.math.exp2(m_i - m_use)
+        pt = tl.math.exp2(st - m_use[None, :])
+        l_i = l_i * alpha + tl.sum(pt, 0)
+        acc = acc * alpha[None, :]
+        acc = tl.dot(tl.trans(kn), pt.to(tl.bfloat16), acc)
+        m_i = m_new
+
+    l_div = tl.where(l_i == 0.0, 1.0, l_i)
+    o = acc * (out_scale / l_div)[None, :]
+    if SPLIT:
+        part = (b * n_split + sp) * n_rows + rows
+        lse2 = tl.where(l_i == 0.0, float("-inf"), m_i + tl.math.log2(l_div))
+        tl.store(PO + part.to(tl.int64)[None, :] * 512 + offs_d[:, None], o, mask=rmask[None, :])
+        tl.store(PL + part, lse2, mask=rmask)
+    else:
+        o_off = (b * n_rows + rows).to(tl.int64) * 512
+        tl.store(OUT + o_off[None, :] + offs_d[:, None], o.to(tl.bfloat16), mask=rmask[None, :])
+        lse = tl.where(l_i == 0.0, float("inf"), (m_i + tl.math.log2(l_div)) * 0.6931471805599453)
+        lse_off = (b * heads + rows % heads) * seq_q + rows // heads
+        tl.store(LSE + lse_off, lse, mask=rmask)
+
+
 @triton.jit(do_not_specialize=["seq_q", "heads", "n_rows", "n_split"])
 def _mla_combine_kernel(PO, PL, OUT, LSE, seq_q, heads, n_rows, n_split, NSP2: tl.constexpr):
     r = tl.program_id(0)
@@ -211,17 +285,17 @@ def _cfg(bn, bh, sp, w, st):
             "num_splits": sp, "num_warps": w, "num_stages": st}
 
 
-# sm_90 (measured on the H200, see the report): bh64/w8 runs wgmma (two warpgroups; the 64 x 512
-# fp32 accumulator split in column halves), also for few heads (rows padded to 64, which keeps the
-# tile's shared-memory traffic within bandwidth); bh16/w8 runs mma.sync. Spilling or slower
-# candidates (bh32/w4, bh16/w4 at bn64) were dropped after compiling them for sm_90a.
+# sm_90 (measured on the H200, see BENCHMARKS.md): bh64/w8 runs heads-major on wgmma (two
+# warpgroups, the 64 x 512 fp32 accumulator split in column halves) for many heads; bh16/bh32 run
+# keys-major on wgmma for few heads (memory-bound). Heads-major bh16 (mma.sync, QK replicated in
+# every warp: 2.3 TB/s at best) and bn32 tiles (slower everywhere) were measured and dropped.
 _CONFIGS = {
-    "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(32, 64, 0, 8, 2), _cfg(32, 64, 0, 8, 3),
-              _cfg(64, 64, 0, 8, 3), _cfg(64, 16, 0, 8, 2), _cfg(32, 16, 0, 8, 3),
-              _cfg(32, 16, 0, 4, 3), _cfg(64, 64, 2, 8, 2)],
-    # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles.
-    # Not measured on a device.
-    "other": [_cfg(32, 16, 0, 8, 3), _cfg(32, 16, 0, 4, 3), _cfg(16, 16, 0, 4, 2)],
+    "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 0, 8, 3), _cfg(64, 64, 2, 8, 2),
+              _cfg(64, 16, 0, 4, 2), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 3),
+              _cfg(64, 32, 0, 8, 2)],
+    # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles,
+    # heads-major. Not measured on a device.
+    "other": [_cfg(32, 16, 0, 4, 2), _cfg(32, 64, 0, 8, 2)],
 }
 
 
@@ -324,6 +398,7 @@ def _build(args, config, fp8_decode):
     kvs = float(args.kv_scale) if fp8 else 1.0
     qk_scale = float(args.softmax_scale) * kvs * LOG2E
     grid = (triton.cdiv(rows, bh), args.batch, ns)
+    kernel = _mla_decode_kernel_keys if bh <= KEYS_MAJOR_MAX_BH else _mla_decode_kernel
     kargs = (args.q, args.kv_cache, args.block_table, args.seqlens, args.out, args.lse, po, pl,
              qk_scale, kvs, args.s_q, args.h_q, args.page_size, args.max_pages, rows, ns)
     kw = dict(BLOCK_H=bh, BLOCK_N=bn, FP8=fp8, FP8_ASM=(fp8_decode == "asm"), SPLIT=ns > 1,
@@ -332,12 +407,12 @@ def _build(args, config, fp8_decode):
     if ns > 1:
         comb = ((rows, args.batch), (po, pl, args.out, args.lse, args.s_q, args.h_q, rows, ns),
                 dict(NSP2=max(2, _next_pow2(ns)), num_warps=4, num_stages=1))
-    return grid, kargs, kw, comb
+    return kernel, grid, kargs, kw, comb
 
 
 def _enqueue(plan):
-    grid, kargs, kw, comb = plan
-    _mla_decode_kernel[grid](*kargs, **kw)
+    kernel, grid, kargs, kw, comb = plan
+    kernel[grid](*kargs, **kw)
     if comb is not None:
         _mla_combine_kernel[comb[0]](*comb[1], **comb[2])
 
