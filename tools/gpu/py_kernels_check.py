@@ -48,6 +48,9 @@ CASES = [
     ("b3-p64-sq1-h1", 3, 1, 1, 64, [1000, 5, 513], False, None),
     ("b2-p16-sq2-h128-long", 2, 2, 128, 16, [4096, 2500], False, None),
     ("b4-p1-sq2-h16", 4, 2, 16, 1, [77, 0, 1, 640], False, None),
+    # many sequences: the auto split count is 1 (out/lse written by the main kernel, no combine)
+    ("b128-p64-sq1-h16-ragged", 128, 1, 16, 64, [(i * 37) % 261 for i in range(128)], False, None),
+    ("b66-p16-sq2-h128-ragged", 66, 2, 128, 16, [(i * 53) % 101 for i in range(66)], False, None),
     ("fixed-b4-p16-sq2-h16-ragged", 4, 2, 16, 16, [300, 0, 17, 129], False, FIXED),
     ("fixed-b4-p16-sq2-h16-allzero", 4, 2, 16, 16, [0, 0, 0, 0], False, FIXED),
     ("fixed-b4-p16-sq2-h16-len1", 4, 2, 16, 16, [1, 1, 2, 5], False, FIXED),
