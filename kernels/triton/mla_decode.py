@@ -339,13 +339,14 @@ def _cfg(bn, bh, sp, w, st):
 # sm_90 (measured on the H200, see BENCHMARKS.md). bh64/w8 runs heads-major on wgmma (two
 # warpgroups, the 64 x 512 fp32 accumulator split in column halves) for many heads; bh16/bh32 run
 # keys-major (S^T = K q^T on wgmma) for few heads. num_stages 1 = the kernels' own register
-# prefetch one tile ahead; 2 = Triton's pipeliner. Measured and dropped: heads-major bh16 (mma.sync,
+# prefetch one tile ahead; >= 2 = Triton's pipeliner (bn32-bh64 at 5 stages gets three buffers,
+# the block_table indirection taking two stages). Measured and dropped: heads-major bh16 (mma.sync,
 # QK replicated in every warp), heads-major bn32 pipelined, st3/st4 (no deeper buffering: the
 # block_table indirection takes a stage), bh32/bh16 with 4 warps (spills).
 _CONFIGS = {
     "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 2, 8, 2), _cfg(32, 64, 0, 8, 1),
-              _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 1), _cfg(32, 16, 0, 8, 1),
-              _cfg(32, 32, 0, 8, 1)],
+              _cfg(32, 64, 0, 8, 5), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 1),
+              _cfg(32, 16, 0, 8, 1), _cfg(32, 32, 0, 8, 1), _cfg(32, 16, 2, 4, 1)],
     # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles.
     # Not measured on a device.
     "other": [_cfg(32, 16, 0, 4, 2), _cfg(32, 64, 0, 8, 2)],
