@@ -16,10 +16,15 @@ Design (one program = BLOCK_H query rows of one sequence and one KV split):
     32-bit register: the code's 7 magnitude bits placed under a bf16 exponent and one multiply by
     2^119, which also makes subnormal codes exact; 0x80 -> NaN; 0x7F/0xFF -> +-240), and kv_scale is
     folded into the score multiplier and the output scale (never multiplied per element).
+  - Two kernels, picked by BLOCK_H: heads-major (BLOCK_H 64: S = q K^T with 64 query rows as the
+    wgmma M, for many heads) and keys-major (BLOCK_H <= 32: S^T = K q^T with BLOCK_N keys as M,
+    out^T = V^T P^T, for few heads, where heads-major would pad 16 rows to 64 or, on mma.sync,
+    replicate the QK product in every warp). KV tiles are multi-buffered by Triton's pipeliner.
   - Split-KV (flash decoding): num_splits programs per (sequence, head block) each take an equal
     share of that sequence's tiles; partial outputs and lse (log2) go to the workspace and a combine
     kernel merges them by LSE. num_splits 1 writes out/lse directly (no combine, no workspace).
-    num_splits 0 = auto, from the shapes and num_cus only (never from seqlens values).
+    num_splits 0 = auto, from the shapes and num_cus only (never from seqlens values): the fewest
+    splits that fill the last wave of programs to 85%.
   - A sequence (or causal query) with no visible keys gives out 0 and lse +inf.
 
 Capture safety: launch() does a dict lookup keyed by the buffers' data_ptr() and enqueues two Triton
@@ -117,7 +122,7 @@ def _fnuz_decode_ref(codes):
 def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
                        seq_q, heads, page, max_pages, n_rows, n_split,
                        BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr,
-                       FP8_ASM: tl.constexpr, SPLIT: tl.constexpr, PREFETCH: tl.constexpr):
+                       FP8_ASM: tl.constexpr, SPLIT: tl.constexpr):
     pid_h = tl.program_id(0)
     b = tl.program_id(1)
     sp = tl.program_id(2)
@@ -142,38 +147,13 @@ def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
     l_i = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, 512], dtype=tl.float32)
     bt_row = BT + b.to(tl.int64) * max_pages
-    if PREFETCH:
-        # One tile ahead in registers, block_table entries two tiles ahead, issued at the top of
-        # the iteration: the loads of tile i+1 overlap all of tile i's work (Triton's pipeliner
-        # would issue them after the softmax, and behind a same-iteration block_table load).
-        offs_n = start + tl.arange(0, BLOCK_N)
-        pg = tl.load(bt_row + offs_n // page, mask=offs_n < end, other=0)
-        kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
-        kn_x = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=(offs_n < end)[:, None],
-                       other=0)
-        kr_x = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=(offs_n < end)[:, None],
-                       other=0)
-        offs_nx = offs_n + BLOCK_N
-        pg_x = tl.load(bt_row + offs_nx // page, mask=offs_nx < end, other=0)
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
-        if PREFETCH:
-            kn = kn_x
-            kr = kr_x
-            offs_nx = offs_n + BLOCK_N
-            mx = offs_nx < end
-            kv_off = (pg_x.to(tl.int64) * page + (offs_nx % page)) * 576
-            kn_x = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=mx[:, None], other=0)
-            kr_x = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=mx[:, None], other=0)
-            offs_nxx = offs_nx + BLOCK_N
-            pg_x = tl.load(bt_row + offs_nxx // page, mask=offs_nxx < end, other=0)
-        else:
-            nmask = offs_n < end
-            pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
-            kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
-            kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
-            kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None],
-                         other=0)
+        nmask = offs_n < end
+        pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
+        kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
+        kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
+        kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
         if FP8:
             if FP8_ASM:
                 kn = _fnuz_decode_asm(kn)
@@ -214,8 +194,7 @@ def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
 def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
                             seq_q, heads, page, max_pages, n_rows, n_split,
                             BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr,
-                            FP8_ASM: tl.constexpr, SPLIT: tl.constexpr,
-                            PREFETCH: tl.constexpr):
+                            FP8_ASM: tl.constexpr, SPLIT: tl.constexpr):
     """The same computation, keys-major, for few query rows (BLOCK_H <= 32): S^T = K . q^T puts
     BLOCK_N keys on the MMA's M axis (wgmma needs M = 64 per warpgroup; heads-major would pad 16
     rows to 64 or, with mma.sync, replicate the QK product in every warp), out^T = V^T . P^T."""
@@ -241,38 +220,13 @@ def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale
     l_i = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([512, BLOCK_H], dtype=tl.float32)
     bt_row = BT + b.to(tl.int64) * max_pages
-    if PREFETCH:
-        # One tile ahead in registers, block_table entries two tiles ahead, issued at the top of
-        # the iteration: the loads of tile i+1 overlap all of tile i's work (Triton's pipeliner
-        # would issue them after the softmax, and behind a same-iteration block_table load).
-        offs_n = start + tl.arange(0, BLOCK_N)
-        pg = tl.load(bt_row + offs_n // page, mask=offs_n < end, other=0)
-        kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
-        kn_x = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=(offs_n < end)[:, None],
-                       other=0)
-        kr_x = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=(offs_n < end)[:, None],
-                       other=0)
-        offs_nx = offs_n + BLOCK_N
-        pg_x = tl.load(bt_row + offs_nx // page, mask=offs_nx < end, other=0)
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
-        if PREFETCH:
-            kn = kn_x
-            kr = kr_x
-            offs_nx = offs_n + BLOCK_N
-            mx = offs_nx < end
-            kv_off = (pg_x.to(tl.int64) * page + (offs_nx % page)) * 576
-            kn_x = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=mx[:, None], other=0)
-            kr_x = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=mx[:, None], other=0)
-            offs_nxx = offs_nx + BLOCK_N
-            pg_x = tl.load(bt_row + offs_nxx // page, mask=offs_nxx < end, other=0)
-        else:
-            nmask = offs_n < end
-            pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
-            kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
-            kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
-            kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None],
-                         other=0)
+        nmask = offs_n < end
+        pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
+        kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
+        kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
+        kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
         if FP8:
             if FP8_ASM:
                 kn = _fnuz_decode_asm(kn)
@@ -336,19 +290,17 @@ def _cfg(bn, bh, sp, w, st):
             "num_splits": sp, "num_warps": w, "num_stages": st}
 
 
-# sm_90 (measured on the H200, see BENCHMARKS.md). bh64/w8 runs heads-major on wgmma (two
-# warpgroups, the 64 x 512 fp32 accumulator split in column halves) for many heads; bh16/bh32 run
-# keys-major (S^T = K q^T on wgmma) for few heads. num_stages 1 = the kernels' own register
-# prefetch one tile ahead; >= 2 = Triton's pipeliner (bn32-bh64 at 5 stages gets three buffers,
-# the block_table indirection taking two stages). Measured and dropped: heads-major bh16 (mma.sync,
-# QK replicated in every warp), heads-major bn32 pipelined, st3/st4 (no deeper buffering: the
-# block_table indirection takes a stage), bh32/bh16 with 4 warps (spills).
+# sm_90, every one measured on the H200 (parity and speed, tools/gpu/py_kernels_check.py): bh64/w8
+# runs heads-major on wgmma (two warpgroups, the 64 x 512 fp32 accumulator split in column halves)
+# for many heads; bh16/bh32 run keys-major on wgmma for few heads (memory-bound). Measured and
+# dropped: heads-major bh16 (mma.sync, QK replicated in every warp; 2.33 TB/s at h_q 16, better
+# than keys-major but 8x the tensor work), bn32 heads-major tiles (157 against 218 TFLOPS).
 _CONFIGS = {
-    "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 2, 8, 2), _cfg(32, 64, 0, 8, 1),
-              _cfg(32, 64, 0, 8, 5), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 1),
-              _cfg(32, 16, 0, 8, 1), _cfg(32, 32, 0, 8, 1), _cfg(32, 16, 2, 4, 1)],
-    # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles.
-    # Not measured on a device.
+    "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 0, 8, 3), _cfg(64, 64, 2, 8, 2),
+              _cfg(64, 16, 0, 4, 2), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 3),
+              _cfg(64, 32, 0, 8, 2)],
+    # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles,
+    # heads-major. Not measured on a device.
     "other": [_cfg(32, 16, 0, 4, 2), _cfg(32, 64, 0, 8, 2)],
 }
 
@@ -457,8 +409,6 @@ def _build(args, config, fp8_decode):
              qk_scale, kvs, args.s_q, args.h_q, args.page_size, args.max_pages, rows, ns)
     kw = dict(BLOCK_H=bh, BLOCK_N=bn, FP8=fp8, FP8_ASM=(fp8_decode == "asm"), SPLIT=ns > 1,
               num_warps=int(config["num_warps"]), num_stages=int(config["num_stages"]))
-    # num_stages 1: the kernel's own register prefetch (one tile ahead) instead of Triton's.
-    kw["PREFETCH"] = int(config["num_stages"]) == 1
     comb = None
     if ns > 1:
         comb = ((rows, args.batch), (po, pl, args.out, args.lse, args.s_q, args.h_q, rows, ns),
