@@ -48,7 +48,9 @@ D_V = 512
 D_ROPE = 64
 MAX_SPLITS = 64
 # BLOCK_H up to this runs the keys-major kernel (_mla_decode_kernel_keys), above it heads-major.
-KEYS_MAJOR_MAX_BH = 32
+# VS_TRITON_KEYS_MAJOR_MAX_BH=0 runs heads-major everywhere (measured faster at h_q 16 with bh16
+# on mma.sync in the first H200 run, 2.33 against 2.13 TB/s; re-verify parity before using it).
+KEYS_MAJOR_MAX_BH = int(os.environ.get("VS_TRITON_KEYS_MAJOR_MAX_BH", "32"))
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
