@@ -301,8 +301,9 @@ _CONFIGS = {
     "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 0, 8, 3), _cfg(64, 64, 2, 8, 2),
               _cfg(64, 16, 0, 4, 2), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 3),
               _cfg(64, 32, 0, 8, 2)],
-    # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles,
-    # heads-major. Not measured on a device.
+    # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles
+    # (bn32-bh16 keys-major, bn32-bh64 heads-major; the latter needs 112 KiB, sm_80 only).
+    # Compiled for sm_80 here, not run on a device.
     "other": [_cfg(32, 16, 0, 4, 2), _cfg(32, 64, 0, 8, 2)],
 }
 
