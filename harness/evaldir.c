@@ -248,57 +248,10 @@ int evaldir_find_parts(char ***out, int *nout, const char *const *dirs, int ndir
 
 /* ---- JSON written as evidence: complete or not written ---------------------------------------- */
 
-/*
- * Every item goes through put() or push(): one that cannot be created or attached sets the sticky
- * *oom, and the writer refuses to write a result.json with *oom set. A NULL string value adds no
- * key (as cJSON_AddStringToObject() with NULL did).
- */
-static int put(int *oom, cJSON *o, const char *key, cJSON *item)
-{
-	if (!item || !o || !cJSON_AddItemToObject(o, key, item)) {
-		cJSON_Delete(item);
-		*oom = 1;
-		return 0;
-	}
-	return 1;
-}
-
+/* Every item goes through jsonfile_put*() (jsonfile.h): the writer refuses a result.json with oom set. */
 static void push(int *oom, cJSON *arr, cJSON *item)
 {
-	if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
-		cJSON_Delete(item);
-		*oom = 1;
-	}
-}
-
-static void put_str(int *oom, cJSON *o, const char *key, const char *v)
-{
-	if (v)
-		put(oom, o, key, cJSON_CreateString(v));
-}
-
-static void put_num(int *oom, cJSON *o, const char *key, double v)
-{
-	put(oom, o, key, cJSON_CreateNumber(v));
-}
-
-static void put_bool(int *oom, cJSON *o, const char *key, int v)
-{
-	put(oom, o, key, cJSON_CreateBool(v));
-}
-
-static cJSON *put_obj(int *oom, cJSON *o, const char *key)
-{
-	cJSON *c = cJSON_CreateObject();
-
-	return put(oom, o, key, c) ? c : NULL;
-}
-
-static cJSON *put_arr(int *oom, cJSON *o, const char *key)
-{
-	cJSON *c = cJSON_CreateArray();
-
-	return put(oom, o, key, c) ? c : NULL;
+	jsonfile_put(oom, arr, NULL, item);
 }
 
 /* A flag line (fs_printf()'d, taken) into the flags array. */
@@ -312,11 +265,11 @@ static cJSON *ci_json(int *oom, const struct stats_ci *ci)
 {
 	cJSON *j = cJSON_CreateObject(), *arr = cJSON_CreateArray();
 
-	put_num(oom, j, "estimate", ci->estimate);
+	jsonfile_put_num(oom, j, "estimate", ci->estimate);
 	push(oom, arr, cJSON_CreateNumber(ci->lo));
 	push(oom, arr, cJSON_CreateNumber(ci->hi));
-	put(oom, j, "ci95", arr);
-	put_num(oom, j, "n", ci->n);
+	jsonfile_put(oom, j, "ci95", arr);
+	jsonfile_put_num(oom, j, "n", ci->n);
 	if (!j)
 		*oom = 1;
 	return j;
@@ -326,40 +279,41 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 {
 	cJSON *j = cJSON_CreateObject(), *cfgs, *tm;
 
-	put_str(oom, j, "impl", ir->impl->name);
+	jsonfile_put_str(oom, j, "impl", ir->impl->name);
 	if (ir->chosen >= 0)
-		put_str(oom, j, "chosen", ir->configs[ir->chosen].name);
+		jsonfile_put_str(oom, j, "chosen", ir->configs[ir->chosen].name);
 	else
-		put(oom, j, "chosen", cJSON_CreateNull());
-	cfgs = put_arr(oom, j, "configs");
+		jsonfile_put(oom, j, "chosen", cJSON_CreateNull());
+	cfgs = jsonfile_put_arr(oom, j, "configs");
 	for (int i = 0; i < ir->nconfigs; i++) {
 		cJSON *c = cJSON_CreateObject();
 
-		put_str(oom, c, "name", ir->configs[i].name);
-		put_str(oom, c, "parity", ir->config_pass[i] == 1 ? "pass" : ir->config_pass[i] == 0 ? "fail" : "not run");
+		jsonfile_put_str(oom, c, "name", ir->configs[i].name);
+		jsonfile_put_str(oom, c, "parity", ir->config_pass[i] == 1 ? "pass" :
+				 ir->config_pass[i] == 0 ? "fail" : "not run");
 		if (ir->config_detail[i])
-			put_str(oom, c, "detail", ir->config_detail[i]);
+			jsonfile_put_str(oom, c, "detail", ir->config_detail[i]);
 		if (ir->tune_ms[i] > 0)
-			put_num(oom, c, "tune_median_ms", ir->tune_ms[i]);
+			jsonfile_put_num(oom, c, "tune_median_ms", ir->tune_ms[i]);
 		push(oom, cfgs, c);
 	}
-	put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
+	jsonfile_put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
 	if (ir->capture_detail)
-		put_str(oom, j, "capture_detail", ir->capture_detail);
+		jsonfile_put_str(oom, j, "capture_detail", ir->capture_detail);
 	if (timed) {
 		double sec = ir->timing.median * 1e-3;
 
-		tm = put_obj(oom, j, "timing");
-		put_num(oom, tm, "n", ir->timing.n);
-		put_num(oom, tm, "median_ms", ir->timing.median);
-		put_num(oom, tm, "p10_ms", ir->timing.p10);
-		put_num(oom, tm, "p90_ms", ir->timing.p90);
-		put_num(oom, tm, "mean_ms", ir->timing.mean);
-		put_num(oom, tm, "min_ms", ir->timing.min);
-		put_num(oom, tm, "max_ms", ir->timing.max);
-		put_num(oom, tm, "gbps", r->bytes / sec / 1e9);
-		put_num(oom, tm, "tflops", r->flops / sec / 1e12);
-		put_num(oom, tm, "outliers", ir->outliers);
+		tm = jsonfile_put_obj(oom, j, "timing");
+		jsonfile_put_num(oom, tm, "n", ir->timing.n);
+		jsonfile_put_num(oom, tm, "median_ms", ir->timing.median);
+		jsonfile_put_num(oom, tm, "p10_ms", ir->timing.p10);
+		jsonfile_put_num(oom, tm, "p90_ms", ir->timing.p90);
+		jsonfile_put_num(oom, tm, "mean_ms", ir->timing.mean);
+		jsonfile_put_num(oom, tm, "min_ms", ir->timing.min);
+		jsonfile_put_num(oom, tm, "max_ms", ir->timing.max);
+		jsonfile_put_num(oom, tm, "gbps", r->bytes / sec / 1e9);
+		jsonfile_put_num(oom, tm, "tflops", r->flops / sec / 1e12);
+		jsonfile_put_num(oom, tm, "outliers", ir->outliers);
 	}
 	return j;
 }
@@ -368,20 +322,20 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 {
 	cJSON *j = cJSON_CreateObject();
 
-	put_str(oom, j, "name", r->name);
-	put_str(oom, j, "hash", r->hash);
-	put_num(oom, j, "bytes", r->bytes);
-	put_num(oom, j, "flops", r->flops);
-	put_bool(oom, j, "complete", r->complete);
-	put_str(oom, j, "parity", r->parity_pass ? "pass" : "fail");
+	jsonfile_put_str(oom, j, "name", r->name);
+	jsonfile_put_str(oom, j, "hash", r->hash);
+	jsonfile_put_num(oom, j, "bytes", r->bytes);
+	jsonfile_put_num(oom, j, "flops", r->flops);
+	jsonfile_put_bool(oom, j, "complete", r->complete);
+	jsonfile_put_str(oom, j, "parity", r->parity_pass ? "pass" : "fail");
 	if (r->error)
-		put_str(oom, j, "error", r->error);
-	put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
-	put(oom, j, "candidate", impl_json(oom, &r->cand, r, r->complete));
+		jsonfile_put_str(oom, j, "error", r->error);
+	jsonfile_put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
+	jsonfile_put(oom, j, "candidate", impl_json(oom, &r->cand, r, r->complete));
 	if (r->complete) {
-		put_num(oom, j, "pairs", r->npairs);
-		put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
-		put(oom, j, "speedup", ci_json(oom, &r->speedup));
+		jsonfile_put_num(oom, j, "pairs", r->npairs);
+		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
+		jsonfile_put(oom, j, "speedup", ci_json(oom, &r->speedup));
 		if (r->speedup.estimate > p->protocol.review_bound)
 			push_flag(oom, flags, fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check "
 							"that the baseline is sound before trusting it", r->name,
@@ -396,15 +350,15 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 							vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) &
 									     VS_THROTTLE_ANY)));
 	}
-	put_num(oom, j, "timed_checks", r->timed_checks);
-	put_num(oom, j, "timed_check_failures", r->timed_check_failures);
+	jsonfile_put_num(oom, j, "timed_checks", r->timed_checks);
+	jsonfile_put_num(oom, j, "timed_check_failures", r->timed_check_failures);
 	if (r->sm_mhz_begin > 0) {
-		cJSON *c = put_obj(oom, j, "sm_clock_mhz");
+		cJSON *c = jsonfile_put_obj(oom, j, "sm_clock_mhz");
 
-		put_num(oom, c, "begin", r->sm_mhz_begin);
-		put_num(oom, c, "end", r->sm_mhz_end);
-		put_num(oom, c, "throttle_reasons_begin", (double)r->throttle_begin);
-		put_num(oom, c, "throttle_reasons_end", (double)r->throttle_end);
+		jsonfile_put_num(oom, c, "begin", r->sm_mhz_begin);
+		jsonfile_put_num(oom, c, "end", r->sm_mhz_end);
+		jsonfile_put_num(oom, c, "throttle_reasons_begin", (double)r->throttle_begin);
+		jsonfile_put_num(oom, c, "throttle_reasons_end", (double)r->throttle_end);
 	}
 	return j;
 }
@@ -413,15 +367,15 @@ static cJSON *device_json(int *oom, const struct vs_device_info *i)
 {
 	cJSON *j = cJSON_CreateObject();
 
-	put_str(oom, j, "backend", i->backend);
-	put_str(oom, j, "name", i->name);
-	put_str(oom, j, "gen", i->arch);
-	put_str(oom, j, "driver", i->driver);
-	put_num(oom, j, "compute_units", i->compute_units);
-	put_num(oom, j, "clock_mhz", i->clock_mhz);
-	put_num(oom, j, "mem_clock_mhz", i->mem_clock_mhz);
-	put_num(oom, j, "llc_bytes", (double)i->llc_bytes);
-	put_num(oom, j, "mem_bytes", (double)i->mem_bytes);
+	jsonfile_put_str(oom, j, "backend", i->backend);
+	jsonfile_put_str(oom, j, "name", i->name);
+	jsonfile_put_str(oom, j, "gen", i->arch);
+	jsonfile_put_str(oom, j, "driver", i->driver);
+	jsonfile_put_num(oom, j, "compute_units", i->compute_units);
+	jsonfile_put_num(oom, j, "clock_mhz", i->clock_mhz);
+	jsonfile_put_num(oom, j, "mem_clock_mhz", i->mem_clock_mhz);
+	jsonfile_put_num(oom, j, "llc_bytes", (double)i->llc_bytes);
+	jsonfile_put_num(oom, j, "mem_bytes", (double)i->mem_bytes);
 	return j;
 }
 
@@ -430,11 +384,11 @@ cJSON *evaldir_tool_json(void)
 	cJSON *tool = cJSON_CreateObject();
 	int oom = 0;
 
-	put_str(&oom, tool, "version", VS_TOOL_VERSION);
-	put_str(&oom, tool, "git_head", VS_GIT_HEAD);
-	put_str(&oom, tool, "kernels_tree", VS_KERNELS_TREE);
-	put_bool(&oom, tool, "kernels_dirty", VS_KERNELS_DIRTY);
-	put_str(&oom, tool, "gpu_build", VS_GPU_BUILD);
+	jsonfile_put_str(&oom, tool, "version", VS_TOOL_VERSION);
+	jsonfile_put_str(&oom, tool, "git_head", VS_GIT_HEAD);
+	jsonfile_put_str(&oom, tool, "kernels_tree", VS_KERNELS_TREE);
+	jsonfile_put_bool(&oom, tool, "kernels_dirty", VS_KERNELS_DIRTY);
+	jsonfile_put_str(&oom, tool, "gpu_build", VS_GPU_BUILD);
 	if (oom) {
 		cJSON_Delete(tool);
 		return NULL;
@@ -454,10 +408,10 @@ cJSON *evaldir_plugins_json(const struct plan *p)
 		if (!pi->plugin_path)
 			continue;
 		j = cJSON_CreateObject();
-		put_str(&oom, j, "role", k ? "candidate" : "baseline");
-		put_str(&oom, j, "impl", pi->name);
-		put_str(&oom, j, "path", pi->plugin_path);
-		put_str(&oom, j, "sha256", pi->plugin_sha256);
+		jsonfile_put_str(&oom, j, "role", k ? "candidate" : "baseline");
+		jsonfile_put_str(&oom, j, "impl", pi->name);
+		jsonfile_put_str(&oom, j, "path", pi->plugin_path);
+		jsonfile_put_str(&oom, j, "sha256", pi->plugin_sha256);
 		push(&oom, arr, j);
 	}
 	if (oom || !arr) {
@@ -509,28 +463,28 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
 		     (gate_capture || !p->capture_required) && complete_all;
 	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
-	ov = put_obj(&oom, root, "overall");
+	ov = jsonfile_put_obj(&oom, root, "overall");
 	if (nspeed > 0)
-		put(&oom, ov, "isolated", ci_json(&oom, &overall));
+		jsonfile_put(&oom, ov, "isolated", ci_json(&oom, &overall));
 	else
-		put(&oom, ov, "isolated", cJSON_CreateNull());
-	put_num(&oom, ov, "tasks_timed", nspeed);
-	put_str(&oom, ov, "parity", pass_parity ? "pass" : "fail");
-	gates = put_obj(&oom, root, "gates");
-	g = put_obj(&oom, gates, "parity");
-	put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
-	put_bool(&oom, g, "pass", pass_parity);
-	g = put_obj(&oom, gates, "speedup");
-	put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
-	put_num(&oom, g, "ci_lower", nspeed ? overall.lo : 0);
-	put_bool(&oom, g, "pass", pass_speed);
-	g = put_obj(&oom, gates, "capture");
-	put_bool(&oom, g, "required", p->capture_required);
-	put_bool(&oom, g, "pass", p->capture_required ? gate_capture && complete_all : 1);
-	g = put_obj(&oom, gates, "complete");
-	put_bool(&oom, g, "pass", complete_all && !partial && n == p->ntasks);
-	put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
-	put_str(&oom, root, "verdict", verdict);
+		jsonfile_put(&oom, ov, "isolated", cJSON_CreateNull());
+	jsonfile_put_num(&oom, ov, "tasks_timed", nspeed);
+	jsonfile_put_str(&oom, ov, "parity", pass_parity ? "pass" : "fail");
+	gates = jsonfile_put_obj(&oom, root, "gates");
+	g = jsonfile_put_obj(&oom, gates, "parity");
+	jsonfile_put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
+	jsonfile_put_bool(&oom, g, "pass", pass_parity);
+	g = jsonfile_put_obj(&oom, gates, "speedup");
+	jsonfile_put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
+	jsonfile_put_num(&oom, g, "ci_lower", nspeed ? overall.lo : 0);
+	jsonfile_put_bool(&oom, g, "pass", pass_speed);
+	g = jsonfile_put_obj(&oom, gates, "capture");
+	jsonfile_put_bool(&oom, g, "required", p->capture_required);
+	jsonfile_put_bool(&oom, g, "pass", p->capture_required ? gate_capture && complete_all : 1);
+	g = jsonfile_put_obj(&oom, gates, "complete");
+	jsonfile_put_bool(&oom, g, "pass", complete_all && !partial && n == p->ntasks);
+	jsonfile_put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
+	jsonfile_put_str(&oom, root, "verdict", verdict);
 	if (oom)
 		err = vs_error(VS_ENOMEM, "out of memory");
 	if (line) {
@@ -578,7 +532,7 @@ int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const ch
 	if (err)
 		return err;
 	if (!cJSON_GetObjectItemCaseSensitive(w->manifests, hash))
-		put_str(&w->oom, w->manifests, hash, hex);
+		jsonfile_put_str(&w->oom, w->manifests, hash, hex);
 	if (hex_out)
 		memcpy(hex_out, hex, 65);
 	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
@@ -592,54 +546,54 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 	w->root = cJSON_CreateObject();
 	if (!w->root)
 		return vs_error(VS_ENOMEM, "out of memory");
-	put_str(oom, w->root, "schema", VS_RESULT_SCHEMA);
+	jsonfile_put_str(oom, w->root, "schema", VS_RESULT_SCHEMA);
 	if (h->copy_from) {
 		static const char *const copied[] = {"tool", "card", "plan", "device"};
 
 		for (size_t k = 0; k < sizeof(copied) / sizeof(copied[0]); k++)
-			put(oom, w->root, copied[k], cJSON_Duplicate(jget(h->copy_from, copied[k]), 1));
+			jsonfile_put(oom, w->root, copied[k], cJSON_Duplicate(jget(h->copy_from, copied[k]), 1));
 	} else {
 		cJSON *card, *plan;
 
-		put(oom, w->root, "tool", evaldir_tool_json());
-		card = put_obj(oom, w->root, "card");
-		put_str(oom, card, "id", p->card_id);
-		put_str(oom, card, "path", p->card_path);
-		put_str(oom, card, "hash", p->card_hash);
-		plan = put_obj(oom, w->root, "plan");
-		put_str(oom, plan, "path", h->plan_path);
-		put_str(oom, plan, "sha256", h->plan_sha256);
-		put_str(oom, plan, "tier", p->tier);
-		put_str(oom, plan, "model", p->model);
-		put(oom, w->root, "device", device_json(oom, h->device));
+		jsonfile_put(oom, w->root, "tool", evaldir_tool_json());
+		card = jsonfile_put_obj(oom, w->root, "card");
+		jsonfile_put_str(oom, card, "id", p->card_id);
+		jsonfile_put_str(oom, card, "path", p->card_path);
+		jsonfile_put_str(oom, card, "hash", p->card_hash);
+		plan = jsonfile_put_obj(oom, w->root, "plan");
+		jsonfile_put_str(oom, plan, "path", h->plan_path);
+		jsonfile_put_str(oom, plan, "sha256", h->plan_sha256);
+		jsonfile_put_str(oom, plan, "tier", p->tier);
+		jsonfile_put_str(oom, plan, "model", p->model);
+		jsonfile_put(oom, w->root, "device", device_json(oom, h->device));
 	}
-	put_str(oom, w->root, "started", h->started);
-	put_str(oom, w->root, "finished", h->finished);
-	put_str(oom, w->root, "baseline", p->baseline.name);
-	put_str(oom, w->root, "candidate", p->candidate.name);
-	put(oom, w->root, "plugins", evaldir_plugins_json(p));
-	put_bool(oom, w->root, "partial", h->partial);
+	jsonfile_put_str(oom, w->root, "started", h->started);
+	jsonfile_put_str(oom, w->root, "finished", h->finished);
+	jsonfile_put_str(oom, w->root, "baseline", p->baseline.name);
+	jsonfile_put_str(oom, w->root, "candidate", p->candidate.name);
+	jsonfile_put(oom, w->root, "plugins", evaldir_plugins_json(p));
+	jsonfile_put_bool(oom, w->root, "partial", h->partial);
 	if (h->partial) {
-		cJSON *f = put_obj(oom, w->root, "filters");
+		cJSON *f = jsonfile_put_obj(oom, w->root, "filters");
 
-		put_str(oom, f, "task", h->task_filter);
-		put_str(oom, f, "impl", h->impl_filter);
-		put_str(oom, f, "config", h->config_filter);
+		jsonfile_put_str(oom, f, "task", h->task_filter);
+		jsonfile_put_str(oom, f, "impl", h->impl_filter);
+		jsonfile_put_str(oom, f, "config", h->config_filter);
 		if (h->has_part) {
-			cJSON *pt = put_obj(oom, w->root, "part");
+			cJSON *pt = jsonfile_put_obj(oom, w->root, "part");
 
-			put_str(oom, pt, "run_id", h->run_id);
-			put_num(oom, pt, "index", h->part_index);
-			put_num(oom, pt, "of", p->ntasks);
+			jsonfile_put_str(oom, pt, "run_id", h->run_id);
+			jsonfile_put_num(oom, pt, "index", h->part_index);
+			jsonfile_put_num(oom, pt, "of", p->ntasks);
 		}
 	}
 	if (h->merged_from) {
-		cJSON *mf = put_arr(oom, w->root, "merged_from");
+		cJSON *mf = jsonfile_put_arr(oom, w->root, "merged_from");
 
 		for (int k = 0; k < h->nmerged; k++)
 			push(oom, mf, cJSON_CreateString(h->merged_from[k]));
 	}
-	w->tasks = put_arr(oom, w->root, "tasks");
+	w->tasks = jsonfile_put_arr(oom, w->root, "tasks");
 	return *oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
 }
 
@@ -680,14 +634,14 @@ int evaldir_writer_commit(struct evaldir_writer *w, const char *plan_text, size_
 	if ((err = fs_write_in(w->dir, "plan.json", plan_text, plan_len, NULL)) ||
 	    (err = fs_write_in(w->dir, "samples.csv", w->samples_buf, w->samples_len, hex)))
 		return err;
-	put_str(&w->oom, w->root, "samples_sha256", hex);
-	put(&w->oom, w->root, "manifests", w->manifests);
+	jsonfile_put_str(&w->oom, w->root, "samples_sha256", hex);
+	jsonfile_put(&w->oom, w->root, "manifests", w->manifests);
 	w->manifests = NULL;
 	fclose(w->log);
 	w->log = NULL;
 	if ((err = fs_write_in(w->dir, "run.log", w->log_buf, w->log_len, hex)))
 		return err;
-	put_str(&w->oom, w->root, "log_sha256", hex);
+	jsonfile_put_str(&w->oom, w->root, "log_sha256", hex);
 	text = w->oom ? NULL : cJSON_Print(w->root);
 	if (!text)
 		return vs_error(VS_ENOMEM, "out of memory: result.json not written");

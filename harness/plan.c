@@ -244,7 +244,7 @@ static cJSON *load_build_figures(const char *path_opt, const char *impl)
 	char *text = NULL;
 	size_t len;
 	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine;
-	int quiet;
+	int quiet, nomem = 0, *oom = &nomem;
 
 	if (!path)
 		return NULL;
@@ -259,18 +259,23 @@ static cJSON *load_build_figures(const char *path_opt, const char *impl)
 		goto done;
 	}
 	out = cJSON_CreateObject();
-	cJSON_AddStringToObject(out, "target", cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
+	jsonfile_put_str(oom, out, "target", cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
 				cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) : "gfx942");
 	if (cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")))
-		cJSON_AddStringToObject(out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
+		jsonfile_put_str(oom, out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
 	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass")))
-		cJSON_AddBoolToObject(out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
-	mine = cJSON_AddArrayToObject(out, "kernels");
+		jsonfile_put_bool(oom, out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
+	mine = jsonfile_put_arr(oom, out, "kernels");
 	cJSON_ArrayForEach(k, kernels) {
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
 
 		if (name && !strcmp(name, impl))
-			cJSON_AddItemToArray(mine, cJSON_Duplicate(k, 1));
+			jsonfile_put(oom, mine, NULL, cJSON_Duplicate(k, 1));
+	}
+	if (nomem) {
+		vs_warn("out of memory: build figures left out of the plan");
+		cJSON_Delete(out);
+		out = NULL;
 	}
 done:
 	vs_error_set_quiet(quiet);
@@ -418,94 +423,95 @@ done:
 	return err;
 }
 
-static cJSON *config_to_json(const struct mla_decode_config *c)
+static cJSON *config_to_json(int *oom, const struct mla_decode_config *c)
 {
 	cJSON *j = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(j, "name", c->name);
-	cJSON_AddNumberToObject(j, "block_n", c->block_n);
-	cJSON_AddNumberToObject(j, "block_h", c->block_h);
-	cJSON_AddNumberToObject(j, "num_splits", c->num_splits);
-	cJSON_AddNumberToObject(j, "num_warps", c->num_warps);
-	cJSON_AddNumberToObject(j, "num_stages", c->num_stages);
+	jsonfile_put_str(oom, j, "name", c->name);
+	jsonfile_put_num(oom, j, "block_n", c->block_n);
+	jsonfile_put_num(oom, j, "block_h", c->block_h);
+	jsonfile_put_num(oom, j, "num_splits", c->num_splits);
+	jsonfile_put_num(oom, j, "num_warps", c->num_warps);
+	jsonfile_put_num(oom, j, "num_stages", c->num_stages);
 	return j;
 }
 
-static cJSON *impl_to_json(const struct plan_impl *pi)
+static cJSON *impl_to_json(int *oom, const struct plan_impl *pi)
 {
 	cJSON *j = cJSON_CreateObject(), *arr;
 
-	cJSON_AddStringToObject(j, "impl", pi->name);
-	cJSON_AddStringToObject(j, "backend", pi->backend);
+	jsonfile_put_str(oom, j, "impl", pi->name);
+	jsonfile_put_str(oom, j, "backend", pi->backend);
 	if (pi->plugin_path) {
-		cJSON *pl = cJSON_AddObjectToObject(j, "plugin");
+		cJSON *pl = jsonfile_put_obj(oom, j, "plugin");
 
-		cJSON_AddStringToObject(pl, "path", pi->plugin_path);
-		cJSON_AddStringToObject(pl, "sha256", pi->plugin_sha256);
+		jsonfile_put_str(oom, pl, "path", pi->plugin_path);
+		jsonfile_put_str(oom, pl, "sha256", pi->plugin_sha256);
 	}
-	arr = cJSON_AddArrayToObject(j, "configs");
+	arr = jsonfile_put_arr(oom, j, "configs");
 	for (int i = 0; i < pi->nconfigs; i++)
-		cJSON_AddItemToArray(arr, config_to_json(&pi->configs[i]));
+		jsonfile_put(oom, arr, NULL, config_to_json(oom, &pi->configs[i]));
 	return j;
 }
 
 /* Seeds above 2^53 do not survive a JSON number: they are written as decimal strings. */
-static void add_u64(cJSON *j, const char *key, uint64_t v)
+static void add_u64(int *oom, cJSON *j, const char *key, uint64_t v)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	cJSON_AddStringToObject(j, key, buf);
+	jsonfile_put_str(oom, j, key, buf);
 }
 
 int plan_to_text(char **out, const struct plan *p)
 {
 	cJSON *root = cJSON_CreateObject(), *card, *tasks, *pr, *gates;
 	char *text, *withnl;
+	int nomem = 0, *oom = &nomem;
 
 	if (!root)
 		return vs_error(VS_ENOMEM, "out of memory");
-	cJSON_AddStringToObject(root, "schema", VS_PLAN_SCHEMA);
-	card = cJSON_AddObjectToObject(root, "card");
-	cJSON_AddStringToObject(card, "id", p->card_id);
-	cJSON_AddStringToObject(card, "path", p->card_path);
-	cJSON_AddStringToObject(card, "hash", p->card_hash);
-	cJSON_AddStringToObject(root, "operator", "mla_attention");
-	cJSON_AddStringToObject(root, "regime", p->regime);
-	cJSON_AddStringToObject(root, "tier", p->tier);
-	cJSON_AddStringToObject(root, "gen", p->gen);
-	cJSON_AddStringToObject(root, "model", p->model);
-	cJSON_AddItemToObject(root, "baseline", impl_to_json(&p->baseline));
-	cJSON_AddItemToObject(root, "candidate", impl_to_json(&p->candidate));
+	jsonfile_put_str(oom, root, "schema", VS_PLAN_SCHEMA);
+	card = jsonfile_put_obj(oom, root, "card");
+	jsonfile_put_str(oom, card, "id", p->card_id);
+	jsonfile_put_str(oom, card, "path", p->card_path);
+	jsonfile_put_str(oom, card, "hash", p->card_hash);
+	jsonfile_put_str(oom, root, "operator", "mla_attention");
+	jsonfile_put_str(oom, root, "regime", p->regime);
+	jsonfile_put_str(oom, root, "tier", p->tier);
+	jsonfile_put_str(oom, root, "gen", p->gen);
+	jsonfile_put_str(oom, root, "model", p->model);
+	jsonfile_put(oom, root, "baseline", impl_to_json(oom, &p->baseline));
+	jsonfile_put(oom, root, "candidate", impl_to_json(oom, &p->candidate));
 	if (p->build)
-		cJSON_AddItemToObject(root, "build", cJSON_Duplicate(p->build, 1));
-	tasks = cJSON_AddArrayToObject(root, "tasks");
+		jsonfile_put(oom, root, "build", cJSON_Duplicate(p->build, 1));
+	tasks = jsonfile_put_arr(oom, root, "tasks");
 	for (int i = 0; i < p->ntasks; i++) {
 		cJSON *t = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(t, "hash", p->task_hash[i]);
-		cJSON_AddNumberToObject(t, "bytes", task_bytes(&p->tasks[i]));
-		cJSON_AddNumberToObject(t, "flops", task_flops(&p->tasks[i]));
-		cJSON_AddItemToObject(t, "spec", task_spec_to_json(&p->tasks[i]));
-		cJSON_AddItemToArray(tasks, t);
+		jsonfile_put_str(oom, t, "hash", p->task_hash[i]);
+		jsonfile_put_num(oom, t, "bytes", task_bytes(&p->tasks[i]));
+		jsonfile_put_num(oom, t, "flops", task_flops(&p->tasks[i]));
+		jsonfile_put(oom, t, "spec", task_spec_to_json(&p->tasks[i]));
+		jsonfile_put(oom, tasks, NULL, t);
 	}
-	pr = cJSON_AddObjectToObject(root, "protocol");
-	cJSON_AddNumberToObject(pr, "warmup", p->protocol.warmup);
-	cJSON_AddNumberToObject(pr, "tuning_samples", p->protocol.tuning_samples);
-	cJSON_AddNumberToObject(pr, "min_pairs", p->protocol.min_pairs);
-	cJSON_AddNumberToObject(pr, "max_pairs", p->protocol.max_pairs);
-	cJSON_AddNumberToObject(pr, "max_seconds", p->protocol.max_seconds);
-	cJSON_AddNumberToObject(pr, "rel_halfwidth", p->protocol.rel_halfwidth);
-	cJSON_AddNumberToObject(pr, "bootstrap_resamples", p->protocol.resamples);
-	add_u64(pr, "bootstrap_seed", p->protocol.seed);
-	cJSON_AddNumberToObject(pr, "check_every", p->protocol.check_every);
-	cJSON_AddNumberToObject(pr, "flush_factor", p->protocol.flush_factor);
-	cJSON_AddNumberToObject(pr, "review_bound", p->protocol.review_bound);
-	gates = cJSON_AddObjectToObject(root, "gates");
-	cJSON_AddStringToObject(gates, "parity", p->parity_required ? "required" : "advisory");
-	cJSON_AddNumberToObject(gates, "isolated_speedup_min", p->speedup_min);
-	cJSON_AddBoolToObject(gates, "capture", p->capture_required);
-	text = cJSON_Print(root);
+	pr = jsonfile_put_obj(oom, root, "protocol");
+	jsonfile_put_num(oom, pr, "warmup", p->protocol.warmup);
+	jsonfile_put_num(oom, pr, "tuning_samples", p->protocol.tuning_samples);
+	jsonfile_put_num(oom, pr, "min_pairs", p->protocol.min_pairs);
+	jsonfile_put_num(oom, pr, "max_pairs", p->protocol.max_pairs);
+	jsonfile_put_num(oom, pr, "max_seconds", p->protocol.max_seconds);
+	jsonfile_put_num(oom, pr, "rel_halfwidth", p->protocol.rel_halfwidth);
+	jsonfile_put_num(oom, pr, "bootstrap_resamples", p->protocol.resamples);
+	add_u64(oom, pr, "bootstrap_seed", p->protocol.seed);
+	jsonfile_put_num(oom, pr, "check_every", p->protocol.check_every);
+	jsonfile_put_num(oom, pr, "flush_factor", p->protocol.flush_factor);
+	jsonfile_put_num(oom, pr, "review_bound", p->protocol.review_bound);
+	gates = jsonfile_put_obj(oom, root, "gates");
+	jsonfile_put_str(oom, gates, "parity", p->parity_required ? "required" : "advisory");
+	jsonfile_put_num(oom, gates, "isolated_speedup_min", p->speedup_min);
+	jsonfile_put_bool(oom, gates, "capture", p->capture_required);
+	text = nomem ? NULL : cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!text)
 		return vs_error(VS_ENOMEM, "out of memory");

@@ -1,6 +1,7 @@
 #include "publish.h"
 #include "card.h"
 #include "fsutil.h"
+#include "jsonfile.h"
 #include "evaldir.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
@@ -28,7 +29,7 @@ int publish_payload(char **out, const char *card_path, const char *eval_dir)
 	struct evidence e;
 	cJSON *root = NULL, *card, *rec, *m;
 	char hash[65], *text;
-	int err, status;
+	int err, status, oom = 0;
 
 	memset(&c, 0, sizeof(c));
 	memset(&e, 0, sizeof(e));
@@ -40,28 +41,28 @@ int publish_payload(char **out, const char *card_path, const char *eval_dir)
 		err = vs_error(VS_ENOMEM, "out of memory");
 		goto done;
 	}
-	cJSON_AddStringToObject(root, "schema", VS_PUBLISH_SCHEMA);
-	cJSON_AddStringToObject(root, "tool_version", VS_TOOL_VERSION);
-	card = cJSON_AddObjectToObject(root, "card");
-	cJSON_AddStringToObject(card, "id", c.id);
-	cJSON_AddStringToObject(card, "path", card_path);
-	cJSON_AddStringToObject(card, "hash", hash);
-	rec = cJSON_AddObjectToObject(root, "record");
-	cJSON_AddItemToObject(rec, "status", str_or_null(c.validation.status));
-	cJSON_AddItemToObject(rec, "last_verified", str_or_null(c.validation.last_verified));
-	cJSON_AddItemToObject(rec, "gpu", str_or_null(c.validation.gpu));
-	cJSON_AddItemToObject(rec, "gen", str_or_null(c.validation.gen));
-	cJSON_AddItemToObject(rec, "model", str_or_null(c.validation.model));
-	m = cJSON_AddObjectToObject(rec, "measured");
+	jsonfile_put_str(&oom, root, "schema", VS_PUBLISH_SCHEMA);
+	jsonfile_put_str(&oom, root, "tool_version", VS_TOOL_VERSION);
+	card = jsonfile_put_obj(&oom, root, "card");
+	jsonfile_put_str(&oom, card, "id", c.id);
+	jsonfile_put_str(&oom, card, "path", card_path);
+	jsonfile_put_str(&oom, card, "hash", hash);
+	rec = jsonfile_put_obj(&oom, root, "record");
+	jsonfile_put(&oom, rec, "status", str_or_null(c.validation.status));
+	jsonfile_put(&oom, rec, "last_verified", str_or_null(c.validation.last_verified));
+	jsonfile_put(&oom, rec, "gpu", str_or_null(c.validation.gpu));
+	jsonfile_put(&oom, rec, "gen", str_or_null(c.validation.gen));
+	jsonfile_put(&oom, rec, "model", str_or_null(c.validation.model));
+	m = jsonfile_put_obj(&oom, rec, "measured");
 	if (c.validation.has_isolated)
-		cJSON_AddNumberToObject(m, "isolated", c.validation.measured_isolated);
+		jsonfile_put_num(&oom, m, "isolated", c.validation.measured_isolated);
 	else
-		cJSON_AddNullToObject(m, "isolated");
-	cJSON_AddItemToObject(m, "parity", str_or_null(c.validation.measured_parity));
-	cJSON_AddItemToObject(rec, "artifact", str_or_null(c.validation.artifact));
-	cJSON_AddItemToObject(root, "result", cJSON_Duplicate(e.result, 1));
-	cJSON_AddStringToObject(root, "result_sha256", e.result_sha256);
-	text = cJSON_PrintUnformatted(root);
+		jsonfile_put(&oom, m, "isolated", cJSON_CreateNull());
+	jsonfile_put(&oom, m, "parity", str_or_null(c.validation.measured_parity));
+	jsonfile_put(&oom, rec, "artifact", str_or_null(c.validation.artifact));
+	jsonfile_put(&oom, root, "result", cJSON_Duplicate(e.result, 1));
+	jsonfile_put_str(&oom, root, "result_sha256", e.result_sha256);
+	text = oom ? NULL : cJSON_PrintUnformatted(root);
 	if (!text) {
 		err = vs_error(VS_ENOMEM, "out of memory");
 		goto done;
