@@ -55,7 +55,7 @@ char *evaldir_parts_root(const char *results_root, const char *card_id)
 static int make_manifests(const char *dir)
 {
 	char *m = fs_join(dir, "manifests");
-	int err = m ? fs_mkdir_p(m) : vs_error(VS_ENOMEM, "out of memory");
+	int err = m ? fs_mkdir_p(m) : vs_oom();
 
 	free(m);
 	return err;
@@ -67,8 +67,7 @@ int evaldir_create_run(char **out, const char *results_root, const char *card_id
 	char stamp[32], *dir = NULL, *base = evaldir_card_dir(results_root, card_id);
 	int err;
 
-	if (!base)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(base);
 	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
 	if ((err = fs_mkdir_p(base)))
 		goto done;
@@ -80,7 +79,7 @@ int evaldir_create_run(char **out, const char *results_root, const char *card_id
 			dir = k == 1 ? fs_printf("%s/%s-%s", base, stamp, arch) :
 				       fs_printf("%s/%s-%s-%d", base, stamp, arch, k);
 		if (!dir) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			goto done;
 		}
 		if (!fs_exists(dir))
@@ -106,8 +105,7 @@ int evaldir_create_part(char **out, const char *results_root, const char *card_i
 
 	dir = base ? fs_printf("%s/%s/%04d", base, run_id, index) : NULL;
 	free(base);
-	if (!dir)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(dir);
 	err = 0;
 	if (fs_exists(dir)) /* a requeued array task runs again */
 		err = fs_remove_tree(dir);
@@ -127,13 +125,11 @@ int evaldir_create_merged(char **out, const char *results_root, const char *card
 	char *base = evaldir_card_dir(results_root, card_id), *dir = NULL, stamp[32];
 	int err;
 
-	if (!base)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(base);
 	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
 	dir = run_id ? fs_printf("%s/%s", base, run_id) : fs_printf("%s/%s-%s-merged", base, stamp, gen);
 	free(base);
-	if (!dir)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(dir);
 	if (fs_exists(dir))
 		err = vs_error(VS_EUSAGE, "'%s' exists already: name another with --run-id", dir);
 	else
@@ -153,8 +149,7 @@ int evaldir_latest(char **out, const char *results_root, const char *card_id)
 	struct dirent *de;
 	int err = 0;
 
-	if (!base)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(base);
 	d = opendir(base);
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
@@ -163,7 +158,7 @@ int evaldir_latest(char **out, const char *results_root, const char *card_id)
 			free(best);
 			best = strdup(de->d_name);
 			if (!best) {
-				err = vs_error(VS_ENOMEM, "out of memory");
+				err = vs_oom();
 				break;
 			}
 		}
@@ -174,7 +169,7 @@ int evaldir_latest(char **out, const char *results_root, const char *card_id)
 		err = vs_error(VS_ENOTFOUND, "no eval dir under '%s': run the card's plan first, or pass --eval-dir",
 			       base);
 	if (!err && !(*out = fs_join(base, best)))
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 	free(best);
 	free(base);
 	return err;
@@ -192,7 +187,7 @@ static int push_path(char ***list, int *n, char *path)
 
 	if (!nl) {
 		free(path);
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	}
 	*list = nl;
 	(*list)[(*n)++] = path;
@@ -209,8 +204,7 @@ int evaldir_find_parts(char ***out, int *nout, const char *const *dirs, int ndir
 		DIR *d;
 		struct dirent *de;
 
-		if (!res)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(res);
 		if (fs_exists(res)) {
 			free(res);
 			err = push_path(out, nout, strdup(dirs[k]));
@@ -436,7 +430,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	const char *verdict;
 
 	if (!tb || !tc || !np) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		cJSON_Delete(flags);
 		goto done;
 	}
@@ -486,7 +480,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	jsonfile_put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
 	jsonfile_put_str(&oom, root, "verdict", verdict);
 	if (oom)
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 	if (line) {
 		char iso[96] = "n/a";
 
@@ -517,7 +511,7 @@ int evaldir_writer_init(struct evaldir_writer *w, const char *dir)
 	w->flags = cJSON_CreateArray();
 	w->manifests = cJSON_CreateObject();
 	if (!w->dir || !w->samples || !w->log || !w->flags || !w->manifests)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	fputs(SAMPLES_HEADER, w->samples);
 	return 0;
 }
@@ -526,7 +520,7 @@ int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const ch
 			    char hex_out[65])
 {
 	char *name = fs_printf("manifests/%s.json", hash), hex[65];
-	int err = name ? fs_write_in(w->dir, name, text, len, hex) : vs_error(VS_ENOMEM, "out of memory");
+	int err = name ? fs_write_in(w->dir, name, text, len, hex) : vs_oom();
 
 	free(name);
 	if (err)
@@ -535,7 +529,7 @@ int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const ch
 		jsonfile_put_str(&w->oom, w->manifests, hash, hex);
 	if (hex_out)
 		memcpy(hex_out, hex, 65);
-	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	return w->oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
@@ -544,8 +538,7 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 	int *oom = &w->oom;
 
 	w->root = cJSON_CreateObject();
-	if (!w->root)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(w->root);
 	jsonfile_put_str(oom, w->root, "schema", VS_RESULT_SCHEMA);
 	if (h->copy_from) {
 		static const char *const copied[] = {"tool", "card", "plan", "device"};
@@ -594,13 +587,13 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 			push(oom, mf, cJSON_CreateString(h->merged_from[k]));
 	}
 	w->tasks = jsonfile_put_arr(oom, w->root, "tasks");
-	return *oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	return *oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_task(struct evaldir_writer *w, const struct measure_result *r, const struct plan *p)
 {
 	push(&w->oom, w->tasks, task_json(&w->oom, r, p, w->flags));
-	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	return w->oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_task_copy(struct evaldir_writer *w, const cJSON *task, const cJSON *flags)
@@ -610,7 +603,7 @@ int evaldir_writer_task_copy(struct evaldir_writer *w, const cJSON *task, const 
 	push(&w->oom, w->tasks, cJSON_Duplicate(task, 1));
 	cJSON_ArrayForEach(f, flags)
 		push(&w->oom, w->flags, cJSON_Duplicate(f, 1));
-	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	return w->oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
@@ -673,8 +666,7 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 	char *path = fs_join(dir, name), hex[65];
 	int err;
 
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(path);
 	if (!want) {
 		free(path);
 		*status = EVIDENCE_MISMATCH;
@@ -721,7 +713,7 @@ static int check_bound_files(const char *dir, const cJSON *result, const char *p
 			return vs_error(VS_EVERIFY, "%s: task %d has no manifest copy recorded", path, i);
 		}
 		name = fs_printf("manifests/%s.json", h);
-		err = name ? check_file_hash(dir, name, jstr(manifests, h), status) : vs_error(VS_ENOMEM, "out of memory");
+		err = name ? check_file_hash(dir, name, jstr(manifests, h), status) : vs_oom();
 		free(name);
 		if (err)
 			return err;
@@ -792,7 +784,7 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 			struct sample_pairs *ntp = realloc(tp, (size_t)(n + 1) * sizeof(*tp));
 
 			if (!ntp) {
-				err = vs_error(VS_ENOMEM, "out of memory");
+				err = vs_oom();
 				break;
 			}
 			tp = ntp;
@@ -848,7 +840,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	tc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tc));
 	n = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*n));
 	if (!tb || !tc || !n) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	cJSON_ArrayForEach(t, tasks) {
@@ -933,7 +925,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	path = fs_join(dir, "result.json");
 	if (!e->eval_dir || !path) {
 		free(path);
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	}
 	if (!fs_is_dir(dir) || !fs_exists(path)) {
 		status = EVIDENCE_MISSING;
@@ -1055,7 +1047,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	{
 		char *stext = NULL;
 
-		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : VS_ENOMEM;
+		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : vs_oom();
 		if (!err)
 			err = recompute(e, &p, stext, samples, &status);
 		free(stext);
@@ -1175,7 +1167,7 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 	pt->dir = strdup(dir);
 	if (!path || !pt->dir) {
 		free(path);
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	}
 	err = fs_read_file(&text, &len, path, 64u << 20);
 	if (!err)
@@ -1193,12 +1185,12 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 	if (err)
 		return err;
 	path = fs_join(dir, "samples.csv");
-	err = path ? fs_read_file(&pt->samples, &len, path, 256u << 20) : vs_error(VS_ENOMEM, "out of memory");
+	err = path ? fs_read_file(&pt->samples, &len, path, 256u << 20) : vs_oom();
 	free(path);
 	if (err)
 		return err;
 	path = fs_join(dir, "run.log");
-	err = path ? fs_read_file(&pt->log, &len, path, 64u << 20) : vs_error(VS_ENOMEM, "out of memory");
+	err = path ? fs_read_file(&pt->log, &len, path, 64u << 20) : vs_oom();
 	free(path);
 	return err;
 }

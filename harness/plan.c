@@ -115,8 +115,7 @@ static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv
 	s->page_offset = sh->page_offset;
 	tolerances(s);
 	s->seqlens = calloc((size_t)sh->batch, sizeof(int32_t));
-	if (!s->seqlens)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(s->seqlens);
 	for (int b = 0; b < sh->batch; b++) {
 		int len;
 
@@ -180,7 +179,7 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 	pi->name = strdup(impl->name);
 	pi->backend = strdup(impl->backend);
 	if (!pi->configs || !pi->name || !pi->backend)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	pi->nconfigs = impl->configs(gen, pi->configs, n);
 	if (pi->nconfigs > n)
 		pi->nconfigs = n;
@@ -189,8 +188,7 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 
 		pi->plugin_path = strdup(pl->path);
 		memcpy(pi->plugin_sha256, pl->sha256, sizeof(pi->plugin_sha256));
-		if (!pi->plugin_path)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(pi->plugin_path);
 	}
 	return 0;
 }
@@ -377,7 +375,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	np.model = strdup(c->validation.model && *c->validation.model ? c->validation.model :
 			  "DeepSeek-V3 MLA (d_qk 576, d_v 512), h_q 7-128");
 	if (!np.card_id || !np.card_path || !np.tier || !np.gen || !np.regime || !np.model) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	err = card_hash(c, np.card_hash);
@@ -392,7 +390,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	np.tasks = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.tasks));
 	np.task_hash = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.task_hash));
 	if (!np.tasks || !np.task_hash) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	for (int d = 0; d < ndtypes; d++) {
@@ -469,8 +467,7 @@ int plan_to_text(char **out, const struct plan *p)
 	char *text, *withnl;
 	int nomem = 0, *oom = &nomem;
 
-	if (!root)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(root);
 	jsonfile_put_str(oom, root, "schema", VS_PLAN_SCHEMA);
 	card = jsonfile_put_obj(oom, root, "card");
 	jsonfile_put_str(oom, card, "id", p->card_id);
@@ -513,12 +510,10 @@ int plan_to_text(char **out, const struct plan *p)
 	jsonfile_put_bool(oom, gates, "capture", p->capture_required);
 	text = nomem ? NULL : cJSON_Print(root);
 	cJSON_Delete(root);
-	if (!text)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(text);
 	withnl = fs_printf("%s\n", text);
 	cJSON_free(text);
-	if (!withnl)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(withnl);
 	*out = withnl;
 	return 0;
 }
@@ -590,7 +585,7 @@ static int dup_str(char **out, const cJSON *o, const char *key, const char *path
 	if (!s)
 		return vs_error(VS_ESCHEMA, "%s: \"%s\" is missing or not a string", path, key);
 	*out = strdup(s);
-	return *out ? 0 : vs_error(VS_ENOMEM, "out of memory");
+	return *out ? 0 : vs_oom();
 }
 
 /* A plan's "plugin": {"path", "sha256"}: load the file, which must still be the one planned. */
@@ -614,7 +609,7 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 				pl->impl->name, pi->name);
 	pi->plugin_path = strdup(lib);
 	memcpy(pi->plugin_sha256, sha, 65);
-	return pi->plugin_path ? 0 : vs_error(VS_ENOMEM, "out of memory");
+	return pi->plugin_path ? 0 : vs_oom();
 }
 
 static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
@@ -654,7 +649,7 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 	pi->configs = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*pi->configs));
 	known = calloc(nknown > 0 ? (size_t)nknown : 1, sizeof(*known));
 	if (!pi->configs || !known) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if (nknown > 0)
@@ -757,7 +752,7 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	np.tasks = calloc((size_t)cJSON_GetArraySize(tasks), sizeof(*np.tasks));
 	np.task_hash = calloc((size_t)cJSON_GetArraySize(tasks), sizeof(*np.task_hash));
 	if (!np.tasks || !np.task_hash) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	cJSON_ArrayForEach(t, tasks) {

@@ -38,7 +38,7 @@ int publish_payload(char **out, const char *card_path, const char *eval_dir)
 		goto done;
 	root = cJSON_CreateObject();
 	if (!root) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	jsonfile_put_str(&oom, root, "schema", VS_PUBLISH_SCHEMA);
@@ -64,13 +64,13 @@ int publish_payload(char **out, const char *card_path, const char *eval_dir)
 	jsonfile_put_str(&oom, root, "result_sha256", e.result_sha256);
 	text = oom ? NULL : cJSON_PrintUnformatted(root);
 	if (!text) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	*out = strdup(text);
 	cJSON_free(text);
 	if (!*out)
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 done:
 	cJSON_Delete(root);
 	evidence_release(&e);
@@ -101,8 +101,7 @@ static int check_url(const char *url, const char **token)
 	const char *tok = getenv(VS_PUBLISH_TOKEN_ENV);
 	int err = 0, loopback;
 
-	if (!u)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(u);
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
@@ -328,8 +327,7 @@ static int queue(const struct publish_options *o, const char *payload, char **pa
 	name = fs_printf("%s%s", stamp, suffix);
 	path = name ? fs_join(o->outbox, name) : NULL;
 	free(name);
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(path);
 	err = fs_write_atomic(path, payload, strlen(payload), 0600);
 	if (err) {
 		free(path);
@@ -398,7 +396,7 @@ int publish_flush(const struct publish_options *opt, int *sent, int *left)
 			continue;
 		nn = realloc(names, (size_t)(n + 1) * sizeof(*names));
 		if (!nn) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			break;
 		}
 		names = nn;
@@ -511,7 +509,7 @@ int publish_fetch(char **path_out, const char *url, const char *skills_dir, int 
 	card_release(&c);
 	memset(&c, 0, sizeof(c));
 	if (!path) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if ((err = card_parse(&c, path, b.buf, b.len)) || (err = card_lint(&c))) {

@@ -574,7 +574,7 @@ int report_run(const struct report_options *o)
 			continue;
 		np = realloc(paths, (size_t)(n + 1) * sizeof(*paths));
 		if (!np) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			break;
 		}
 		paths = np;
@@ -585,7 +585,7 @@ int report_run(const struct report_options *o)
 		qsort(paths, (size_t)n, sizeof(*paths), cmp_str);
 		rows = calloc((size_t)n + 1, sizeof(*rows));
 		if (!rows)
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 	}
 	if (!err) {
 		struct report_options eff = *o;

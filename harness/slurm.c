@@ -46,13 +46,12 @@ int slurm_write_script(const struct plan *p, const char *path, const struct slur
 		tool = exe;
 	}
 	logdir = evaldir_parts_root(results, p->card_id);
-	if (!logdir)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(logdir);
 	if ((err = fs_mkdir_p(logdir)))
 		goto done;
 	f = open_memstream(&buf, &len);
 	if (!f) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	fprintf(f, "#!/bin/bash\n");
