@@ -15,6 +15,7 @@
 #include "record.h"
 #include "report.h"
 #include "evaldir.h"
+#include "layout.h"
 #include "runner.h"
 #include "slurm.h"
 #include "task.h"
@@ -39,6 +40,7 @@ struct cli_args {
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
 	const char *baseline_lib, *candidate_lib, *gpus, *publish;
 	int threads, gpu, max_age_days, part, timeout, slurm, force;
+	struct vs_layout layout;  /* the repository's directories: the *_dir options over the defaults */
 };
 
 enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG };
@@ -250,6 +252,15 @@ static int parse(struct cli_args *a, int argc, char **argv)
 			}
 		}
 	}
+	a->layout = vs_layout_default;
+	if (a->skills_dir)
+		a->layout.skills = a->skills_dir;
+	if (a->plans_dir)
+		a->layout.plans = a->plans_dir;
+	if (a->tasks_dir)
+		a->layout.tasks = a->tasks_dir;
+	if (a->results_dir)
+		a->layout.results = a->results_dir;
 	if (a->mode < 0)
 		return usage_error("no mode given%s", "");
 	if (a->npositional < options[a->mode].min_pos || a->npositional > options[a->mode].max_pos) {
@@ -306,7 +317,7 @@ static char *plan_path_for(const struct cli_args *a, const char *id)
 {
 	if (a->out)
 		return strdup(a->out);
-	return fs_printf("%s/%s.plan.json", a->plans_dir ? a->plans_dir : "plans", id);
+	return fs_printf("%s/%s.plan.json", a->layout.plans, id);
 }
 
 static int emit_plan(const struct cli_args *a, char **path_out)
@@ -336,14 +347,14 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		err = vs_oom();
 		goto done;
 	}
-	if (!a->out && (err = fs_mkdir_p(a->plans_dir ? a->plans_dir : "plans")))
+	if (!a->out && (err = fs_mkdir_p(a->layout.plans)))
 		goto done;
 	if ((err = plan_write(&p, path)))
 		goto done;
 	plan_print_summary(&p, stdout);
 	printf("wrote %s\n", path);
 	if (a->slurm) {
-		struct slurm_options so = {.plan_path = path, .results_root = a->results_dir, .tasks_root = a->tasks_dir};
+		struct slurm_options so = {.plan_path = path, .results_root = a->layout.results, .tasks_root = a->layout.tasks};
 		size_t n = strlen(path);
 
 		script = n > 10 && !strcmp(path + n - 10, ".plan.json") ? fs_printf("%.*s.sbatch", (int)(n - 10), path) :
@@ -355,7 +366,7 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		if ((err = slurm_write_script(&p, script, &so)))
 			goto done;
 		printf("wrote %s (Slurm array of %d tasks: sbatch %s, then validate_skill --merge "
-		       "%s/%s/.parts/<run id>)\n", script, p.ntasks, script, a->results_dir ? a->results_dir : "results",
+		       "%s/%s/.parts/<run id>)\n", script, p.ntasks, script, a->layout.results,
 		       p.card_id);
 	}
 	if (path_out) {
@@ -387,7 +398,7 @@ static int mode_materialize(const struct cli_args *a)
 	struct plan p;
 	struct progress pg;
 	int err, done = 0, n = 0;
-	const char *root = a->tasks_dir ? a->tasks_dir : "tasks";
+	const char *root = a->layout.tasks;
 
 	if ((err = plan_read(&p, a->positional[0])))
 		return err;
@@ -449,8 +460,8 @@ static int run_plan(const struct cli_args *a, const char *plan_path, char **eval
 
 	memset(&ro, 0, sizeof(ro));
 	ro.plan_path = plan_path;
-	ro.tasks_root = a->tasks_dir;
-	ro.results_root = a->results_dir;
+	ro.tasks_root = a->layout.tasks;
+	ro.results_root = a->layout.results;
 	ro.task_filter = a->task;
 	ro.impl_filter = a->impl;
 	ro.config_filter = a->config;
@@ -487,11 +498,11 @@ static void publish_opts(struct publish_options *po, const struct cli_args *a)
 	po->url = a->publish;
 	po->timeout_s = a->timeout;
 	po->outbox = NULL;
-	if (a->results_dir) {
+	{
 		static char *outbox;
 
 		free(outbox);
-		outbox = fs_join(a->results_dir, ".outbox");
+		outbox = fs_join(a->layout.results, ".outbox");
 		po->outbox = outbox;
 	}
 }
@@ -537,14 +548,14 @@ static int mode_fetch(const struct cli_args *a)
 	int err;
 
 	publish_opts(&po, a);
-	err = publish_fetch(&path, a->positional[0], a->skills_dir, a->force, &po);
+	err = publish_fetch(&path, a->positional[0], a->layout.skills, a->force, &po);
 	free(path);
 	return err;
 }
 
 static int mode_merge(const struct cli_args *a)
 {
-	struct merge_options mo = {.results_root = a->results_dir, .run_id = a->run_id};
+	struct merge_options mo = {.results_root = a->layout.results, .run_id = a->run_id};
 	char *eval_dir = NULL;
 	int err = merge_parts(&eval_dir, a->positional, a->npositional, &mo);
 
@@ -559,7 +570,7 @@ static char *latest_eval_dir(const struct cli_args *a, const char *card_path)
 	char *out = NULL;
 
 	memset(&c, 0, sizeof(c));
-	if (!card_load(&c, card_path) && evaldir_latest(&out, a->results_dir, c.id))
+	if (!card_load(&c, card_path) && evaldir_latest(&out, a->layout.results, c.id))
 		out = NULL;
 	card_release(&c);
 	return out;
@@ -582,8 +593,8 @@ static int mode_record(const struct cli_args *a)
 static int mode_report(const struct cli_args *a)
 {
 	struct report_options ro = {
-		.skills_dir = a->skills_dir,
-		.plans_dir = a->plans_dir,
+		.skills_dir = a->layout.skills,
+		.plans_dir = a->layout.plans,
 		.format = a->format,
 		.max_age_days = a->max_age_days,
 	};
@@ -697,8 +708,8 @@ static int gc_temporaries(const char *dir, int depth, int *removed)
 
 static int mode_gc(const struct cli_args *a)
 {
-	const char *plans_dir = a->plans_dir ? a->plans_dir : "plans";
-	const char *tasks_root = a->tasks_dir ? a->tasks_dir : "tasks";
+	const char *plans_dir = a->layout.plans;
+	const char *tasks_root = a->layout.tasks;
 	char **keep = NULL, *opdir = NULL;
 	int nkeep = 0, removed = 0, temporaries = 0, err = 0;
 	DIR *d = opendir(plans_dir);
@@ -757,11 +768,11 @@ static int mode_gc(const struct cli_args *a)
 	if (!err && opdir)
 		err = gc_temporaries(opdir, 0, &temporaries);
 	if (!err)
-		err = gc_temporaries(a->skills_dir ? a->skills_dir : "skills", 0, &temporaries);
+		err = gc_temporaries(a->layout.skills, 0, &temporaries);
 	if (!err)
 		err = gc_temporaries(plans_dir, 0, &temporaries);
 	if (!err)
-		err = gc_temporaries(a->results_dir ? a->results_dir : "results", 3, &temporaries);
+		err = gc_temporaries(a->layout.results, 3, &temporaries);
 	if (!err)
 		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed\n",
 		       removed, removed == 1 ? "" : "s", nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies");

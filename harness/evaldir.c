@@ -2,6 +2,7 @@
 #include "fsutil.h"
 #include "gpu_clocks.h"
 #include "jsonfile.h"
+#include "layout.h"
 #include "stats.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
@@ -27,7 +28,7 @@ static const cJSON *jget(const cJSON *o, const char *key)
 
 static const char *root_or_default(const char *results_root)
 {
-	return results_root ? results_root : "results";
+	return results_root ? results_root : vs_layout_default.results;
 }
 
 static void utc_stamp(char *out, size_t cap, const char *fmt)

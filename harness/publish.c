@@ -3,6 +3,7 @@
 #include "fsutil.h"
 #include "jsonfile.h"
 #include "evaldir.h"
+#include "layout.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 
@@ -465,7 +466,7 @@ int publish_fetch(char **path_out, const char *url, const char *skills_dir, int 
 	struct publish_options o;
 	struct body b = {NULL, 0, VS_FETCH_MAX_BYTES, 0};
 	struct card c;
-	const char *token = NULL, *dir = skills_dir ? skills_dir : "skills";
+	const char *token = NULL, *dir = skills_dir ? skills_dir : vs_layout_default.skills;
 	char why[CURL_ERROR_SIZE + 64] = "", *path = NULL, *old = NULL;
 	size_t old_len;
 	long code;

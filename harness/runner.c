@@ -1,6 +1,7 @@
 #include "runner.h"
 #include "evaldir.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "measure.h"
 #include "plugin.h"
 #include "progress.h"
@@ -91,7 +92,7 @@ static int prepare_task(char **dir, struct evaldir_writer *w, const struct runne
 	int err;
 
 	*dir = NULL;
-	err = task_materialize(dir, o->tasks_root ? o->tasks_root : "tasks", &p->tasks[i], o->threads);
+	err = task_materialize(dir, o->tasks_root ? o->tasks_root : vs_layout_default.tasks, &p->tasks[i], o->threads);
 	if (!err) {
 		mpath = fs_join(*dir, "manifest.json");
 		err = mpath ? fs_read_file(&mtext, &mlen, mpath, 16u << 20) : vs_oom();
