@@ -98,7 +98,7 @@ int main(void)
 	struct vs_device_info info;
 	struct card c;
 	struct plan p, pp;
-	struct plan_options o = {"smoke", "sm_90", NULL, NULL, NULL};
+	struct plan_options o = {.tier = "smoke", .gen = "sm_90"};
 	struct measure_result r;
 	char root[] = "/tmp/vs_gpu_isolation_XXXXXX", *dir = NULL;
 	int err;
