@@ -62,7 +62,8 @@ static int make_manifests(const char *dir)
 	return err;
 }
 
-int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id, const char *arch)
+int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
+		       const char *arch)
 {
 	char stamp[32], *dir = NULL, *base = evaldir_card_dir(results_root, card_id);
 	int err;
@@ -97,7 +98,8 @@ done:
 	return 0;
 }
 
-int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id, int index)
+int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id,
+			int index)
 {
 	char *base = evaldir_parts_root(results_root, card_id), *dir = NULL;
 	int err;
@@ -212,8 +214,7 @@ int evaldir_find_parts(char ***out, int *nout, const char *const *dirs, int ndir
 		free(res);
 		d = opendir(dirs[k]);
 		if (!d)
-			return vs_error(VS_ENOTFOUND, "'%s' is neither an eval dir part nor a directory of parts",
-					dirs[k]);
+			return vs_error(VS_ENOTFOUND, "'%s' is neither an eval dir part nor a directory of parts", dirs[k]);
 		while (!err && (de = readdir(d))) {
 			char *p;
 
@@ -283,10 +284,8 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 		cJSON *c = cJSON_CreateObject();
 
 		jsonfile_put_str(oom, c, "name", ir->configs[i].name);
-		jsonfile_put_str(oom, c, "parity",
-				 ir->config_pass[i] == 1 ? "pass" :
-				 ir->config_pass[i] == 0 ? "fail" :
-							   "not run");
+		jsonfile_put_str(oom, c, "parity", ir->config_pass[i] == 1 ? "pass" :
+				 ir->config_pass[i] == 0 ? "fail" : "not run");
 		if (ir->config_detail[i])
 			jsonfile_put_str(oom, c, "detail", ir->config_detail[i]);
 		if (ir->tune_ms[i] > 0)
@@ -333,21 +332,18 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
 		jsonfile_put(oom, j, "speedup", ci_json(oom, &r->speedup));
 		if (r->speedup.estimate > p->protocol.review_bound)
-			push_flag(oom, flags,
-				  fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check "
-					    "that the baseline is sound before trusting it",
-					    r->name, r->speedup.estimate, p->protocol.review_bound));
+			push_flag(oom, flags, fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check "
+							"that the baseline is sound before trusting it", r->name,
+							r->speedup.estimate, p->protocol.review_bound));
 		if (r->sm_mhz_begin > 0 && r->sm_mhz_end > 0 &&
 		    fabs((double)r->sm_mhz_end - r->sm_mhz_begin) > 0.05 * r->sm_mhz_begin)
-			push_flag(oom, flags,
-				  fs_printf("task %s: SM clock moved from %d to %d MHz during sampling "
-					    "(throttling or boost change)",
-					    r->name, r->sm_mhz_begin, r->sm_mhz_end));
+			push_flag(oom, flags, fs_printf("task %s: SM clock moved from %d to %d MHz during sampling "
+							"(throttling or boost change)", r->name, r->sm_mhz_begin,
+							r->sm_mhz_end));
 		if ((r->throttle_begin | r->throttle_end) & VS_THROTTLE_ANY)
-			push_flag(oom, flags,
-				  fs_printf("task %s: GPU clocks were held down during sampling (%s)", r->name,
-					    vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) &
-								 VS_THROTTLE_ANY)));
+			push_flag(oom, flags, fs_printf("task %s: GPU clocks were held down during sampling (%s)", r->name,
+							vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) &
+									     VS_THROTTLE_ANY)));
 	}
 	jsonfile_put_num(oom, j, "timed_checks", r->timed_checks);
 	jsonfile_put_num(oom, j, "timed_check_failures", r->timed_check_failures);
@@ -452,8 +448,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			np[nspeed++] = t[i].npairs;
 		}
 	}
-	if (nspeed > 0 &&
-	    (err = stats_geomean_speedup(&overall, tb, tc, np, nspeed, p->protocol.resamples, p->protocol.seed))) {
+	if (nspeed > 0 && (err = stats_geomean_speedup(&overall, tb, tc, np, nspeed, p->protocol.resamples,
+						       p->protocol.seed))) {
 		cJSON_Delete(flags);
 		goto done;
 	}
@@ -491,10 +487,9 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 
 		if (nspeed)
 			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
-		snprintf(line, cap,
-			 "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
-			 "capture %s; verdict %s",
-			 nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
+		snprintf(line, cap, "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
+			 "capture %s; verdict %s", nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL",
+			 pass_parity ? "pass" : "FAIL",
 			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a", verdict);
 	}
 done:
@@ -522,7 +517,8 @@ int evaldir_writer_init(struct evaldir_writer *w, const char *dir)
 	return 0;
 }
 
-int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len, char hex_out[65])
+int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len,
+			    char hex_out[65])
 {
 	char *name = fs_printf("manifests/%s.json", hash), hex[65];
 	int err = name ? fs_write_in(w->dir, name, text, len, hex) : vs_oom();
@@ -606,12 +602,13 @@ int evaldir_writer_task_copy(struct evaldir_writer *w, const cJSON *task, const 
 	const cJSON *f;
 
 	push(&w->oom, w->tasks, cJSON_Duplicate(task, 1));
-	cJSON_ArrayForEach(f, flags) push(&w->oom, w->flags, cJSON_Duplicate(f, 1));
+	cJSON_ArrayForEach(f, flags)
+		push(&w->oom, w->flags, cJSON_Duplicate(f, 1));
 	return w->oom ? vs_oom() : 0;
 }
 
-int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t, int n,
-			   int partial, char *line, size_t cap)
+int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
+			   int n, int partial, char *line, size_t cap)
 {
 	int err = evaldir_verdict(w->root, p, t, n, partial, w->flags, line, cap);
 
@@ -686,14 +683,13 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 		*status = EVIDENCE_MISMATCH;
 	} else if (strcmp(hex, want)) {
 		*status = EVIDENCE_MISMATCH;
-		err = vs_error(VS_EVERIFY,
-			       "%s: '%s' does not match result.json (sha256 %.12s..., recorded "
-			       "%.12s...): the evidence was modified",
-			       dir, name, hex, want);
+		err = vs_error(VS_EVERIFY, "%s: '%s' does not match result.json (sha256 %.12s..., recorded "
+			       "%.12s...): the evidence was modified", dir, name, hex, want);
 	}
 	free(path);
 	return err;
 }
+
 
 /*
  * The files result.json binds by sha256: plan.json, samples.csv, run.log and the manifest copy of
@@ -708,8 +704,7 @@ static int check_bound_files(const char *dir, const cJSON *result, const char *p
 	    (err = check_file_hash(dir, "samples.csv", jstr(result, "samples_sha256"), status)) ||
 	    (err = check_file_hash(dir, "run.log", jstr(result, "log_sha256"), status)))
 		return err;
-	cJSON_ArrayForEach(t, jget(result, "tasks"))
-	{
+	cJSON_ArrayForEach(t, jget(result, "tasks")) {
 		const char *h = jstr(t, "hash");
 		char *name;
 
@@ -779,9 +774,8 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 		double ms;
 		const char *eol = strchr(s, '\n');
 
-		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg, &ms,
-			   &checked) != 8 ||
-		    !(ms > 0)) {
+		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg,
+			   &ms, &checked) != 8 || !(ms > 0)) {
 			err = vs_error(VS_EVERIFY, "%s:%d: malformed sample row", path, line + 1);
 			break;
 		}
@@ -808,9 +802,8 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 	for (int k = 0; !err && k < n; k++)
 		for (int i = 0; i < tp[k].n; i++)
 			if (isnan(tp[k].base[i]) || isnan(tp[k].cand[i]))
-				err = vs_error(VS_EVERIFY,
-					       "%s: task %.16s pair %d lacks a baseline or candidate sample", path,
-					       tp[k].hash, i);
+				err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a baseline or candidate sample",
+					       path, tp[k].hash, i);
 	if (err) {
 		for (int k = 0; k < n; k++) {
 			free(tp[k].base);
@@ -830,8 +823,8 @@ static int same(double a, double b)
 }
 
 /* Recompute every speedup in result.json from samples.csv with the plan's seed. */
-static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text, const char *samples_path,
-		     int *status)
+static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text,
+		     const char *samples_path, int *status)
 {
 	struct sample_pairs *tp = NULL;
 	int ntp = 0, err, nspeed = 0;
@@ -851,8 +844,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		err = vs_oom();
 		goto done;
 	}
-	cJSON_ArrayForEach(t, tasks)
-	{
+	cJSON_ArrayForEach(t, tasks) {
 		const char *hash = jstr(t, "hash");
 		const cJSON *sp = jget(t, "speedup");
 		struct stats_ci ci;
@@ -864,8 +856,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			;
 		if (k == ntp || !cJSON_IsObject(sp)) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY, "%s: task '%s' reports a speedup but has no samples", samples_path,
-				       jstr(t, "name") ? jstr(t, "name") : "?");
+			err = vs_error(VS_EVERIFY, "%s: task '%s' reports a speedup but has no samples",
+				       samples_path, jstr(t, "name") ? jstr(t, "name") : "?");
 			goto done;
 		}
 		err = stats_speedup(&ci, tp[k].base, tp[k].cand, tp[k].n, p->protocol.resamples, p->protocol.seed);
@@ -875,10 +867,9 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		    !same(ci.lo, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))) ||
 		    !same(ci.hi, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)))) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY,
-				       "%s: task '%s' speedup %.6g [%.6g, %.6g] in result.json does not "
-				       "recompute from samples.csv (%.6g [%.6g, %.6g])",
-				       e->eval_dir, jstr(t, "name"), cJSON_GetNumberValue(jget(sp, "estimate")),
+			err = vs_error(VS_EVERIFY, "%s: task '%s' speedup %.6g [%.6g, %.6g] in result.json does not "
+				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, jstr(t, "name"),
+				       cJSON_GetNumberValue(jget(sp, "estimate")),
 				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0)),
 				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)), ci.estimate,
 				       ci.lo, ci.hi);
@@ -899,11 +890,9 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		if (!e->has_isolated || !same(ov.estimate, e->isolated) || !same(ov.lo, e->isolated_lo) ||
 		    !same(ov.hi, e->isolated_hi)) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY,
-				       "%s: overall speedup %.6g [%.6g, %.6g] in result.json does not "
-				       "recompute from samples.csv (%.6g [%.6g, %.6g])",
-				       e->eval_dir, e->isolated, e->isolated_lo, e->isolated_hi, ov.estimate, ov.lo,
-				       ov.hi);
+			err = vs_error(VS_EVERIFY, "%s: overall speedup %.6g [%.6g, %.6g] in result.json does not "
+				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, e->isolated,
+				       e->isolated_lo, e->isolated_hi, ov.estimate, ov.lo, ov.hi);
 			goto done;
 		}
 	} else if (e->has_isolated) {
@@ -958,10 +947,8 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	if ((err = jsonfile_parse(&e->result, text, len, path)))
 		goto done;
 	if (!jstr(e->result, "schema") || strcmp(jstr(e->result, "schema"), VS_RESULT_SCHEMA)) {
-		err = vs_error(VS_EVERIFY,
-			       "%s: \"schema\" is '%s', expected '" VS_RESULT_SCHEMA "' (not a "
-			       "result written by this tool)",
-			       path, jstr(e->result, "schema") ? jstr(e->result, "schema") : "");
+		err = vs_error(VS_EVERIFY, "%s: \"schema\" is '%s', expected '" VS_RESULT_SCHEMA "' (not a "
+			       "result written by this tool)", path, jstr(e->result, "schema") ? jstr(e->result, "schema") : "");
 		goto done;
 	}
 	card = jget(e->result, "card");
@@ -970,21 +957,16 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	ov = jget(e->result, "overall");
 	tool = jget(e->result, "tool");
 	{
-		const char *missing = !jstr(card, "id")            ? "card.id" :
-				      !jstr(card, "hash")          ? "card.hash" :
-				      !jstr(plan, "sha256")        ? "plan.sha256" :
-				      !jstr(dev, "name")           ? "device.name" :
-				      !jstr(dev, "gen")            ? "device.gen" :
-				      !jstr(e->result, "verdict")  ? "verdict" :
-				      !jstr(e->result, "finished") ? "finished" :
-				      !cJSON_IsObject(ov)          ? "overall" :
-				      !cJSON_IsObject(tool)        ? "tool" :
-								     NULL;
+		const char *missing = !jstr(card, "id") ? "card.id" : !jstr(card, "hash") ? "card.hash" :
+				      !jstr(plan, "sha256") ? "plan.sha256" : !jstr(dev, "name") ? "device.name" :
+				      !jstr(dev, "gen") ? "device.gen" : !jstr(e->result, "verdict") ? "verdict" :
+				      !jstr(e->result, "finished") ? "finished" : !cJSON_IsObject(ov) ? "overall" :
+				      !cJSON_IsObject(tool) ? "tool" : NULL;
 
 		if (missing) {
-			err = vs_error(VS_EVERIFY, "%s: incomplete result: \"%s\" is missing or not a%s", path, missing,
-				       !strcmp(missing, "overall") || !strcmp(missing, "tool") ? "n object" :
-												 " string");
+			err = vs_error(VS_EVERIFY, "%s: incomplete result: \"%s\" is missing or not a%s", path,
+				       missing, !strcmp(missing, "overall") || !strcmp(missing, "tool") ?
+				       "n object" : " string");
 			goto done;
 		}
 	}
@@ -1012,8 +994,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	if ((err = check_bound_files(dir, e->result, path, &status)))
 		goto done;
 	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
-	cJSON_ArrayForEach(t, jget(e->result, "plugins"))
-	{
+	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
 		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
 		char hex[65];
 
@@ -1023,19 +1004,16 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 			goto done;
 		}
 		if (!fs_exists(lib)) {
-			err = vs_error(VS_EVERIFY,
-				       "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
-				       "checked against it",
-				       dir, role ? role : "", lib);
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
+				       "checked against it", dir, role ? role : "", lib);
 			goto done;
 		}
 		if ((err = fs_sha256_file(hex, lib)))
 			goto done;
 		if (strcmp(hex, want)) {
-			err = vs_error(VS_EVERIFY,
-				       "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
-				       "evidence binds %.12s...): run the plan again with this build of it",
-				       dir, role ? role : "", lib, hex, want);
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
+				       "evidence binds %.12s...): run the plan again with this build of it", dir,
+				       role ? role : "", lib, hex, want);
 			goto done;
 		}
 	}
@@ -1044,15 +1022,12 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	if ((err = plan_read(&p, plan_path)))
 		goto done;
 	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
-		err = vs_error(VS_EVERIFY,
-			       "%s: plan.json is for card '%s' (hash %.12s...), result.json for '%s' "
-			       "(hash %.12s...)",
-			       dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
+		err = vs_error(VS_EVERIFY, "%s: plan.json is for card '%s' (hash %.12s...), result.json for '%s' "
+			       "(hash %.12s...)", dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
 		goto done;
 	}
 	i = 0;
-	cJSON_ArrayForEach(t, jget(e->result, "tasks"))
-	{
+	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
 		int found = 0;
 
 		for (int k = 0; k < p.ntasks; k++)
@@ -1064,10 +1039,8 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		i++;
 	}
 	if (!e->partial && i != p.ntasks) {
-		err = vs_error(VS_EVERIFY,
-			       "%s: result.json covers %d of the plan's %d tasks but is not marked "
-			       "partial",
-			       dir, i, p.ntasks);
+		err = vs_error(VS_EVERIFY, "%s: result.json covers %d of the plan's %d tasks but is not marked "
+			       "partial", dir, i, p.ntasks);
 		goto done;
 	}
 	/* Numbers recompute from the raw samples. */
@@ -1087,10 +1060,9 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		goto done;
 	if (strcmp(hash, jstr(card, "hash"))) {
 		status = EVIDENCE_STALE_CARD;
-		err = vs_error(VS_EVERIFY,
-			       "%s: the card changed since this evidence was produced (card hash "
-			       "%.12s..., evidence %.12s...): emit the plan and run again",
-			       c->path, hash, jstr(card, "hash"));
+		err = vs_error(VS_EVERIFY, "%s: the card changed since this evidence was produced (card hash "
+			       "%.12s..., evidence %.12s...): emit the plan and run again", c->path, hash,
+			       jstr(card, "hash"));
 		goto done;
 	}
 	status = EVIDENCE_OK;
@@ -1160,10 +1132,10 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 	int problems = 0;
 
 	evidence_validation(&want, e, have->artifact);
-#define CHECK_STR(field, key)                                                                                          \
-	if (!str_eq(have->field, want.field))                                                                          \
-		claim_problem(&problems, why, why_cap, "validation." key " differs from the evidence",                 \
-			      "%s: validation." key " is '%s' but the evidence says '%s'", card_path,                  \
+#define CHECK_STR(field, key)                                                                          \
+	if (!str_eq(have->field, want.field))                                                          \
+		claim_problem(&problems, why, why_cap, "validation." key " differs from the evidence",        \
+			      "%s: validation." key " is '%s' but the evidence says '%s'", card_path,         \
 			      have->field ? have->field : "", want.field ? want.field : "");
 	CHECK_STR(status, "status");
 	CHECK_STR(last_verified, "last_verified");
@@ -1206,10 +1178,8 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 		err = vs_error(VS_EVERIFY, "%s/result.json: not a validate_skill result", dir);
 	f = jget(pt->result, "filters");
 	if (!err && (jget(f, "impl") || jget(f, "config")))
-		err = vs_error(VS_EUSAGE,
-			       "%s: a part run with --impl or --config is not a measurement of the plan: "
-			       "rerun it with --part",
-			       dir);
+		err = vs_error(VS_EUSAGE, "%s: a part run with --impl or --config is not a measurement of the plan: "
+			       "rerun it with --part", dir);
 	if (!err)
 		err = check_bound_files(dir, pt->result, path, &status);
 	free(path);

@@ -49,13 +49,15 @@ char *evaldir_parts_root(const char *results_root, const char *card_id);
  * Create a new, empty eval dir (with manifests/) for a run of card_id; *out (malloc'd) names it.
  * run_id NULL: <UTC stamp>-<arch>; a name taken gets -2, -3, ... Errors: VS_ENOMEM, VS_EIO.
  */
-int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id, const char *arch);
+int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
+		       const char *arch);
 
 /**
  * Create the part dir results_root/card_id/.parts/run_id/<index as %04d> (with manifests/),
  * replacing one there (a requeued array task runs again). Errors: VS_ENOMEM, VS_EIO.
  */
-int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id, int index);
+int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id,
+			int index);
 
 /**
  * Create the merged eval dir results_root/card_id/run_id (run_id NULL: <UTC stamp>-<gen>-merged),
@@ -82,15 +84,15 @@ int evaldir_find_parts(char ***out, int *n, const char *const *dirs, int ndirs);
 /** What result.json says about the run before its tasks (its head). Every pointer is borrowed. */
 struct evaldir_head {
 	const struct plan *plan;
-	const char *plan_path; /* as given to --run */
+	const char *plan_path;        /* as given to --run */
 	const char *plan_sha256;
 	const struct vs_device_info *device;
-	const struct cJSON *copy_from;  /* --merge: "tool", "card", "plan", "device" copied from this
+	const struct cJSON *copy_from; /* --merge: "tool", "card", "plan", "device" copied from this
 	                                * part's result.json instead of plan_path, plan_sha256, device */
 	const char *started, *finished; /* ISO 8601 UTC */
 	int partial;
 	const char *task_filter, *impl_filter, *config_filter; /* recorded when partial */
-	int has_part; /* recorded when partial: this is part part_index of run_id */
+	int has_part;                 /* recorded when partial: this is part part_index of run_id */
 	const char *run_id;
 	int part_index;
 	const char *const *merged_from; /* --merge: the part dirs joined */
@@ -103,11 +105,11 @@ struct evaldir_head {
  * an eval dir with a result.json is complete.
  */
 struct evaldir_writer {
-	char *dir;           /* owned */
-	FILE *samples, *log; /* memory streams; samples starts with the header row */
-	struct cJSON *root;  /* result.json being built (owned) */
+	char *dir;                    /* owned */
+	FILE *samples, *log;          /* memory streams; samples starts with the header row */
+	struct cJSON *root;           /* result.json being built (owned) */
 	struct cJSON *tasks, *flags, *manifests;
-	int oom; /* sticky: a JSON item could not be created */
+	int oom;                      /* sticky: a JSON item could not be created */
 	char *samples_buf, *log_buf;
 	size_t samples_len, log_len;
 };
@@ -119,7 +121,8 @@ int evaldir_writer_init(struct evaldir_writer *w, const char *dir);
  * Write manifests/<hash>.json (text, len bytes) and record its sha256 (once per hash); hex (may be
  * NULL) receives it. Errors: VS_ENOMEM, VS_EIO.
  */
-int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len, char hex[65]);
+int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len,
+			    char hex[65]);
 
 /** Begin result.json with h (schema, tool, card, plan, device, times, filters). Errors: VS_ENOMEM. */
 int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h);
@@ -142,8 +145,8 @@ struct evaldir_task_summary {
  * Add the overall numbers, gates, flags and verdict (evaldir_verdict()) of n task outcomes of plan
  * p to the result. line (may be NULL) receives the one-line summary. Errors: VS_ENOMEM.
  */
-int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t, int n,
-			   int partial, char *line, size_t cap);
+int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
+			   int n, int partial, char *line, size_t cap);
 
 /**
  * Write plan.json (plan_text), samples.csv, run.log and the manifest list, each with its sha256
@@ -160,8 +163,8 @@ void evaldir_writer_release(struct evaldir_writer *w);
  * ownership of flags; NULL for none) and "verdict" to a result.json object, from n task outcomes
  * of plan p. line (may be NULL) receives the one-line summary. Returns 0 or VS_ENOMEM.
  */
-int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
-		    struct cJSON *flags, char *line, size_t cap);
+int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n,
+		    int partial, struct cJSON *flags, char *line, size_t cap);
 
 /** result.json's "tool" object: version, git head, kernels tree and dirty flag of this build (or NULL). */
 struct cJSON *evaldir_tool_json(void);
@@ -173,29 +176,29 @@ struct cJSON *evaldir_plugins_json(const struct plan *p);
 
 /** What an eval dir proves, once verified. */
 struct evidence {
-	char *eval_dir;          /* as given */
-	struct cJSON *result;    /* parsed result.json (owned) */
-	const char *verdict;     /* "validated" / "failed" (points into result) */
-	const char *device_name; /* "NVIDIA H200" */
-	const char *gen;         /* "sm_90" */
+	char *eval_dir;           /* as given */
+	struct cJSON *result;     /* parsed result.json (owned) */
+	const char *verdict;      /* "validated" / "failed" (points into result) */
+	const char *device_name;  /* "NVIDIA H200" */
+	const char *gen;          /* "sm_90" */
 	const char *model;
 	const char *kernels_tree;
 	int kernels_dirty;
 	int partial;
 	int has_isolated;
-	double isolated; /* overall geomean speedup estimate */
+	double isolated;          /* overall geomean speedup estimate */
 	double isolated_lo, isolated_hi;
-	const char *parity; /* "pass" / "fail" */
-	char date[11];      /* YYYY-MM-DD of the run's end (UTC) */
+	const char *parity;       /* "pass" / "fail" */
+	char date[11];            /* YYYY-MM-DD of the run's end (UTC) */
 	char result_sha256[65];
 };
 
 /** Problems found by evidence_load(), most severe first. */
 enum evidence_status {
 	EVIDENCE_OK = 0,
-	EVIDENCE_STALE_CARD = 1, /* the card's content changed after the run */
-	EVIDENCE_MISSING = 2,    /* no eval dir / no result.json */
-	EVIDENCE_MISMATCH = 3,   /* files do not match their hashes, numbers do not recompute */
+	EVIDENCE_STALE_CARD = 1,  /* the card's content changed after the run */
+	EVIDENCE_MISSING = 2,     /* no eval dir / no result.json */
+	EVIDENCE_MISMATCH = 3,    /* files do not match their hashes, numbers do not recompute */
 };
 
 /**
@@ -228,7 +231,7 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 /** The paired samples of one task, as samples.csv holds them. */
 struct sample_pairs {
 	char hash[65];
-	double *base, *cand; /* [n] ms, pair by pair */
+	double *base, *cand;    /* [n] ms, pair by pair */
 	int n, cap;
 };
 
@@ -243,9 +246,9 @@ void samples_free(struct sample_pairs *tp, int n);
 /** A part of a cluster run, loaded and checked by evaldir_part_load(). */
 struct evaldir_part {
 	char *dir;
-	struct cJSON *result; /* parsed result.json (owned) */
-	char *samples;        /* samples.csv text */
-	char *log;            /* run.log text */
+	struct cJSON *result;     /* parsed result.json (owned) */
+	char *samples;            /* samples.csv text */
+	char *log;                /* run.log text */
 };
 
 /**

@@ -119,8 +119,8 @@ static int upload_set(struct vs_device *d, const struct task_data *t, struct buf
 	return 0;
 }
 
-static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_device *d, const struct task_data *t,
-			    const struct bufs *b)
+static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_device *d,
+			    const struct task_data *t, const struct bufs *b)
 {
 	struct mla_decode_args a;
 	size_t best = 0;
@@ -139,7 +139,8 @@ static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_devic
 	return best;
 }
 
-static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b)
+static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t,
+		      struct bufs *b)
 {
 	const struct task_spec *s = &t->spec;
 	int err = 0;
@@ -212,10 +213,8 @@ static int launch_status(int rc, const char *impl, const char *cfg, char **detai
 		*detail = fs_printf("launch of %s %s: config does not support these arguments", impl, cfg);
 		return 1;
 	case MLA_ENODEVICE:
-		return vs_error(VS_EUNSUPPORTED,
-				"%s is not built into this binary (no GPU toolchain at build "
-				"time)",
-				impl);
+		return vs_error(VS_EUNSUPPORTED, "%s is not built into this binary (no GPU toolchain at build "
+				"time)", impl);
 	default:
 		return vs_error(VS_EDEVICE, "launch of %s %s failed on the device (status %d)", impl, cfg, rc);
 	}
@@ -228,8 +227,8 @@ static const char *const lse_dims_names[] = {"b", "h", "s"};
  * Download output pair `which` and compare with set `set`'s reference. Returns 1 pass, 0 fail
  * (with *detail), or a negative error.
  */
-static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set, int which,
-			char **detail)
+static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set,
+			int which, char **detail)
 {
 	const struct task_spec *s = &t->spec;
 	const struct task_set *ts = &t->sets[set];
@@ -262,8 +261,8 @@ static int check_output(struct vs_device *d, const struct task_data *t, struct b
  * 1 if the inputs of set `set` (all sets when set < 0) still hold what was uploaded, 0 (with
  * detail) if not; the small inputs always, kv_cache when large_too or when it is small.
  */
-static int inputs_unchanged(struct vs_device *d, const struct task_data *t, struct bufs *b, int set_only, int large_too,
-			    char **detail)
+static int inputs_unchanged(struct vs_device *d, const struct task_data *t, struct bufs *b, int set_only,
+			    int large_too, char **detail)
 {
 	for (int set = 0; set < t->nsets; set++) {
 		const struct task_set *ts = &t->sets[set];
@@ -293,7 +292,8 @@ static int inputs_unchanged(struct vs_device *d, const struct task_data *t, stru
 	return 1;
 }
 
-static char *repro(const struct measure_ctx *ctx, const struct task_data *t, const char *impl, const char *cfg)
+static char *repro(const struct measure_ctx *ctx, const struct task_data *t, const char *impl,
+		   const char *cfg)
 {
 	return fs_printf("validate_skill --run %s --task %.16s --impl %s --config %s",
 			 ctx->plan_path ? ctx->plan_path : "PLAN", t->hash, impl, cfg);
@@ -415,8 +415,8 @@ static int capture_gate(const struct measure_ctx *ctx, const struct task_data *t
 	err = d->ops->graph_end(d, &graph);
 	if (rc != MLA_OK || err) {
 		ir->capture = 0;
-		ir->capture_detail = fs_printf("the launch could not be captured in a graph (launch status %d%s%s)", rc,
-					       err ? ", " : "", err ? vs_last_error() : "");
+		ir->capture_detail = fs_printf("the launch could not be captured in a graph (launch status %d%s%s)",
+					       rc, err ? ", " : "", err ? vs_last_error() : "");
 		if (graph)
 			d->ops->graph_free(d, graph);
 		return rc == MLA_EDEVICE ? VS_EDEVICE : 0;
@@ -452,7 +452,8 @@ done:
 	return err;
 }
 
-static int impl_result_init(struct measure_impl *ir, const struct mla_decode_impl *impl, const struct plan_impl *pi)
+static int impl_result_init(struct measure_impl *ir, const struct mla_decode_impl *impl,
+			    const struct plan_impl *pi)
 {
 	memset(ir, 0, sizeof(*ir));
 	ir->impl = impl;
@@ -503,8 +504,8 @@ void measure_result_release(struct measure_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_impl *ir,
-		      const char *filter)
+static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+		      struct measure_impl *ir, const char *filter)
 {
 	for (int i = 0; i < ir->nconfigs; i++) {
 		char *detail = NULL;
@@ -525,7 +526,8 @@ static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, 
 }
 
 /* Tuning pass: a few timed samples per passing config; the fastest median is chosen. */
-static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_impl *ir)
+static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+		struct measure_impl *ir)
 {
 	struct vs_device *d = ctx->device;
 	int n = ctx->plan->protocol.tuning_samples > 0 ? ctx->plan->protocol.tuning_samples : 1;
@@ -572,7 +574,8 @@ static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct
  * Phase 3 for both sides. An A/A run (the same implementation on both sides) measures one config
  * twice: the baseline takes the candidate's choice.
  */
-static int tune_both(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_result *r)
+static int tune_both(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+		     struct measure_result *r)
 {
 	int err, aa;
 
@@ -612,12 +615,14 @@ static int read_clock(const struct measure_ctx *ctx, uint64_t *reasons)
 }
 
 /* The A/B: alternating timed samples of the chosen configs until the stop rule says so. */
-static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_result *r)
+static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+	      struct measure_result *r)
 {
 	struct vs_device *d = ctx->device;
 	const struct plan_protocol *pr = &ctx->plan->protocol;
 	struct measure_impl *ir[2] = {&r->base, &r->cand};
-	struct stats_stop_rule rule = {pr->rel_halfwidth, pr->min_pairs, pr->max_pairs, pr->max_seconds, 500, pr->seed};
+	struct stats_stop_rule rule = {pr->rel_halfwidth, pr->min_pairs, pr->max_pairs, pr->max_seconds,
+				       500, pr->seed};
 	double t0, ms;
 	int err = 0, sample = 0;
 
@@ -699,8 +704,8 @@ int measure_result_finish(struct measure_result *r, const struct plan *p)
 	return stats_speedup(&r->speedup, r->t_base, r->t_cand, r->npairs, p->protocol.resamples, p->protocol.seed);
 }
 
-int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx, const struct task_spec *spec,
-			const char *hash)
+int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
+			    const struct task_spec *spec, const char *hash)
 {
 	int err;
 
@@ -716,7 +721,8 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 	return 0;
 }
 
-int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const struct task_data *t)
+int measure_task(struct measure_result *r, const struct measure_ctx *ctx,
+		    const struct task_data *t)
 {
 	struct vs_device *d = ctx->device;
 	struct bufs b;

@@ -34,14 +34,14 @@ struct measure_impl {
 	const struct mla_decode_impl *impl;
 	int nconfigs;
 	const struct mla_decode_config *configs; /* borrowed from the plan */
-	int *config_pass;                        /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
-	char **config_detail;                    /* [nconfigs]: failure detail (malloc'd) or NULL */
-	double *tune_ms;                         /* [nconfigs]: tuning medians (candidate) or 0 */
-	int chosen;                              /* index of the measured config, -1 if none passed */
-	int capture;                             /* 1 pass, 0 fail, -1 not applicable / not run */
+	int *config_pass;          /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
+	char **config_detail;      /* [nconfigs]: failure detail (malloc'd) or NULL */
+	double *tune_ms;           /* [nconfigs]: tuning medians (candidate) or 0 */
+	int chosen;                /* index of the measured config, -1 if none passed */
+	int capture;               /* 1 pass, 0 fail, -1 not applicable / not run */
 	char *capture_detail;
 	struct stats_summary timing;
-	int outliers; /* samples beyond Q3 + 3 IQR (kept, shown) */
+	int outliers;              /* samples beyond Q3 + 3 IQR (kept, shown) */
 };
 
 /** One task's outcome; owns what its pointers point to (measure_result_release() frees it). */
@@ -49,16 +49,16 @@ struct measure_result {
 	char name[96];
 	char hash[65];
 	double bytes, flops;
-	int complete;    /* parity, capture and timing all ran */
-	int parity_pass; /* both implementations have a passing config, no timed check failed */
-	char *error;     /* a fault that stopped the task (malloc'd), or NULL */
+	int complete;              /* parity, capture and timing all ran */
+	int parity_pass;           /* both implementations have a passing config, no timed check failed */
+	char *error;               /* a fault that stopped the task (malloc'd), or NULL */
 	struct measure_impl base, cand;
-	double *t_base, *t_cand; /* [npairs] ms */
+	double *t_base, *t_cand;   /* [npairs] ms */
 	int npairs;
-	int stop_reason; /* enum stats_stop_reason */
+	int stop_reason;           /* enum stats_stop_reason */
 	int timed_checks, timed_check_failures;
 	struct stats_ci speedup;
-	int sm_mhz_begin, sm_mhz_end;          /* clocks around sampling, -1 unknown */
+	int sm_mhz_begin, sm_mhz_end; /* clocks around sampling, -1 unknown */
 	uint64_t throttle_begin, throttle_end; /* clocks event reasons then (gpu_clocks.h), 0 none */
 };
 
@@ -66,14 +66,14 @@ struct measure_result {
 struct measure_ctx {
 	struct vs_device *device;
 	const struct plan *plan;
-	const char *plan_path; /* for the reproduce command in failure details */
+	const char *plan_path;          /* for the reproduce command in failure details */
 	const struct mla_decode_impl *base, *cand;
-	const char *config_filter;  /* candidate config name, or NULL */
-	int check_base, check_cand; /* parity-check this implementation's configs */
-	int timing;                 /* run tuning, capture and the A/B (0 = parity only) */
-	FILE *samples;              /* CSV rows, or NULL */
-	FILE *log;                  /* progress lines (also echoed to stdout), or NULL */
-	int gpu_ordinal;            /* the GPU the device was opened on (clocks), -1 if none */
+	const char *config_filter;      /* candidate config name, or NULL */
+	int check_base, check_cand;     /* parity-check this implementation's configs */
+	int timing;                     /* run tuning, capture and the A/B (0 = parity only) */
+	FILE *samples;                  /* CSV rows, or NULL */
+	FILE *log;                      /* progress lines (also echoed to stdout), or NULL */
+	int gpu_ordinal;                /* the GPU the device was opened on (clocks), -1 if none */
 };
 
 /**

@@ -22,12 +22,12 @@ const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
  */
 struct shape {
 	const char *tag;
-	int tiers; /* bit 0 smoke, 1 standard, 2 full */
+	int tiers;        /* bit 0 smoke, 1 standard, 2 full */
 	int batch, s_q, h_q, page_size;
-	int nlens; /* explicit lengths (0 = ragged or uniform) */
+	int nlens;        /* explicit lengths (0 = ragged or uniform) */
 	int lens[8];
-	int ragged_max; /* > 0: ragged lengths up to this */
-	int uniform;    /* > 0: every sequence has this length */
+	int ragged_max;   /* > 0: ragged lengths up to this */
+	int uniform;      /* > 0: every sequence has this length */
 	int64_t page_offset;
 	int bf16_only;
 	int gpu_only;
@@ -153,10 +153,8 @@ static int known_impls_error(const char *role, const char *name)
 			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
 		strncat(list, mla_decode_impl_at(i)->name, sizeof(list) - strlen(list) - 1);
 	}
-	return vs_error(VS_ENOTFOUND,
-			"%s '%s' names no implementation; the implementations are: %s "
-			"(name one with --%s IMPL)",
-			role, name, list, role);
+	return vs_error(VS_ENOTFOUND, "%s '%s' names no implementation; the implementations are: %s "
+			"(name one with --%s IMPL)", role, name, list, role);
 }
 
 static int is_cpu_gen(const char *gen)
@@ -172,10 +170,8 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 	if (!impl)
 		return known_impls_error(role, name);
 	if ((strcmp(impl->backend, "cpu") == 0) != is_cpu_gen(gen))
-		return vs_error(VS_EUNSUPPORTED,
-				"%s '%s' runs on the %s backend, which cannot run generation "
-				"'%s'",
-				role, name, impl->backend, gen);
+		return vs_error(VS_EUNSUPPORTED, "%s '%s' runs on the %s backend, which cannot run generation "
+				"'%s'", role, name, impl->backend, gen);
 	n = impl->configs(gen, NULL, 0);
 	if (n <= 0)
 		return vs_error(VS_EUNSUPPORTED, "%s '%s' has no configs for generation '%s'", role, name, gen);
@@ -208,10 +204,8 @@ static int plan_lib(const char **name, const char *lib, const char *role)
 	if ((err = plugin_load(&pl, lib)))
 		return err;
 	if (*name && strcmp(*name, pl->impl->name))
-		return vs_error(VS_EUSAGE,
-				"--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
-				"provides",
-				role, *name, pl->impl->name, role, lib);
+		return vs_error(VS_EUSAGE, "--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
+				"provides", role, *name, pl->impl->name, role, lib);
 	*name = pl->impl->name;
 	return 0;
 }
@@ -263,17 +257,14 @@ static cJSON *load_build_figures(const char *path_opt, const char *impl)
 		goto done;
 	}
 	out = cJSON_CreateObject();
-	jsonfile_put_str(oom, out, "target",
-			 cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
-				 cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) :
-				 "gfx942");
+	jsonfile_put_str(oom, out, "target", cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
+				cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) : "gfx942");
 	if (cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")))
 		jsonfile_put_str(oom, out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
 	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass")))
 		jsonfile_put_bool(oom, out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
 	mine = jsonfile_put_arr(oom, out, "kernels");
-	cJSON_ArrayForEach(k, kernels)
-	{
+	cJSON_ArrayForEach(k, kernels) {
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
 
 		if (name && !strcmp(name, impl))
@@ -341,15 +332,11 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (!tier_bit)
 		return vs_error(VS_EUSAGE, "unknown tier '%s' (smoke, standard, full)", tier);
 	if (!c->scope || strcmp(c->scope, "kernel"))
-		return vs_error(VS_EUNSUPPORTED,
-				"%s: scope '%s' cannot be planned yet: only kernel-scope "
-				"cards get an isolated A/B plan",
-				c->path, c->scope ? c->scope : "");
+		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned yet: only kernel-scope "
+				"cards get an isolated A/B plan", c->path, c->scope ? c->scope : "");
 	if (!c->match.operator_name || strcmp(c->match.operator_name, "mla_attention"))
-		return vs_error(VS_EUNSUPPORTED,
-				"%s: match.operator '%s' is not an operator this tool plans "
-				"(mla_attention)",
-				c->path, c->match.operator_name ? c->match.operator_name : "");
+		return vs_error(VS_EUNSUPPORTED, "%s: match.operator '%s' is not an operator this tool plans "
+				"(mla_attention)", c->path, c->match.operator_name ? c->match.operator_name : "");
 	if (!list_has(&c->match.regimes, "decode"))
 		return vs_error(VS_EUNSUPPORTED, "%s: match.regimes has no 'decode': only MLA decode is planned",
 				c->path);
@@ -360,10 +347,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 			dtypes[ndtypes++] = d;
 	}
 	if (!ndtypes)
-		return vs_error(VS_EUNSUPPORTED,
-				"%s: match.dtypes has none of the planned dtypes (bf16, "
-				"fp8_e4m3_fnuz)",
-				c->path);
+		return vs_error(VS_EUNSUPPORTED, "%s: match.dtypes has none of the planned dtypes (bf16, "
+				"fp8_e4m3_fnuz)", c->path);
 	if (!gen) {
 		if (c->match.gens.count < 1)
 			return vs_error(VS_ESCHEMA, "%s: match.gens is empty", c->path);
@@ -387,9 +372,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	np.tier = strdup(tier);
 	np.gen = strdup(gen);
 	np.regime = strdup("decode");
-	np.model =
-		strdup(c->validation.model && *c->validation.model ? c->validation.model :
-								     "DeepSeek-V3 MLA (d_qk 576, d_v 512), h_q 7-128");
+	np.model = strdup(c->validation.model && *c->validation.model ? c->validation.model :
+			  "DeepSeek-V3 MLA (d_qk 576, d_v 512), h_q 7-128");
 	if (!np.card_id || !np.card_path || !np.tier || !np.gen || !np.regime || !np.model) {
 		err = vs_oom();
 		goto done;
@@ -563,7 +547,8 @@ static int get_num(double *out, const cJSON *o, const char *key, const char *pat
 }
 
 /* A JSON integer in [lo, hi] (a double outside int's range is undefined to convert: refused first). */
-static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, const char *path, const char *where)
+static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, const char *path,
+		   const char *where)
 {
 	double v = 0;
 	int err = get_num(&v, o, key, path);
@@ -571,8 +556,8 @@ static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, co
 	if (err)
 		return err;
 	if (!(v >= lo && v <= hi) || v != floor(v))
-		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected an integer from %d to %d", path, where, key,
-				v, lo, hi);
+		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected an integer from %d to %d", path, where,
+				key, v, lo, hi);
 	*out = (int)v;
 	return 0;
 }
@@ -587,8 +572,8 @@ static int get_real(double *out, const cJSON *o, const char *key, double lo, dou
 	if (err)
 		return err;
 	if (!(v >= lo && v <= hi))
-		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected a number from %g to %g", path, where, key, v,
-				lo, hi);
+		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected a number from %g to %g", path, where,
+				key, v, lo, hi);
 	*out = v;
 	return 0;
 }
@@ -617,10 +602,8 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	if ((err = plugin_load(&pl, lib)))
 		return err;
 	if (strcmp(pl->sha256, sha))
-		return vs_error(VS_EVERIFY,
-				"%s: %s plugin '%s' changed since the plan was made (sha256 %.12s..., "
-				"plan %.12s...): emit the plan again",
-				path, role, lib, pl->sha256, sha);
+		return vs_error(VS_EVERIFY, "%s: %s plugin '%s' changed since the plan was made (sha256 %.12s..., "
+				"plan %.12s...): emit the plan again", path, role, lib, pl->sha256, sha);
 	if (strcmp(pl->impl->name, pi->name))
 		return vs_error(VS_ESCHEMA, "%s: %s plugin '%s' provides '%s', not '%s'", path, role, lib,
 				pl->impl->name, pi->name);
@@ -629,7 +612,8 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	return pi->plugin_path ? 0 : vs_oom();
 }
 
-static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen, const char *path)
+static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
+			  const char *path)
 {
 	const cJSON *arr, *c;
 	const struct mla_decode_impl *impl;
@@ -652,10 +636,8 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		for (int k = 0; mla_decode_impl_at(k); k++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", k ? ", " : "",
 				 mla_decode_impl_at(k)->name);
-		return vs_error(VS_ENOTFOUND,
-				"%s: %s '%s' names no implementation of this build; the "
-				"implementations are: %s",
-				path, role, pi->name, list);
+		return vs_error(VS_ENOTFOUND, "%s: %s '%s' names no implementation of this build; the "
+				"implementations are: %s", path, role, pi->name, list);
 	}
 	if (strcmp(impl->backend, pi->backend))
 		return vs_error(VS_ESCHEMA, "%s: %s '%s' has backend '%s', not '%s'", path, role, pi->name,
@@ -672,8 +654,7 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 	}
 	if (nknown > 0)
 		nknown = impl->configs(gen, known, nknown);
-	cJSON_ArrayForEach(c, arr)
-	{
+	cJSON_ArrayForEach(c, arr) {
 		struct mla_decode_config *cf = &pi->configs[i++];
 		const char *name = get_str(c, "name");
 		char where[64];
@@ -698,10 +679,9 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		if (k == nknown || known[k].block_n != cf->block_n || known[k].block_h != cf->block_h ||
 		    known[k].num_splits != cf->num_splits || known[k].num_warps != cf->num_warps ||
 		    known[k].num_stages != cf->num_stages) {
-			err = vs_error(VS_ESCHEMA,
-				       "%s: %s '%s' is not a config of %s for '%s' (the plan was edited "
-				       "or comes from another build: emit it again)",
-				       path, where, cf->name, pi->name, gen);
+			err = vs_error(VS_ESCHEMA, "%s: %s '%s' is not a config of %s for '%s' (the plan was edited "
+				       "or comes from another build: emit it again)", path, where, cf->name,
+				       pi->name, gen);
 			goto done;
 		}
 		for (k = 0; k < i - 1; k++)
@@ -757,8 +737,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if ((err = dup_str(&np.tier, root, "tier", path)) || (err = dup_str(&np.gen, root, "gen", path)) ||
 	    (err = dup_str(&np.model, root, "model", path)) || (err = dup_str(&np.regime, root, "regime", path)))
 		goto done;
-	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline", np.gen,
-				  path)) ||
+	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline",
+				  np.gen, path)) ||
 	    (err = impl_from_json(&np.candidate, cJSON_GetObjectItemCaseSensitive(root, "candidate"), "candidate",
 				  np.gen, path)))
 		goto done;
@@ -775,8 +755,7 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		err = vs_oom();
 		goto done;
 	}
-	cJSON_ArrayForEach(t, tasks)
-	{
+	cJSON_ArrayForEach(t, tasks) {
 		char where[256], hash[65];
 		const char *want = get_str(t, "hash");
 
@@ -789,10 +768,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		if (err)
 			goto done;
 		if (!want || strcmp(want, hash)) {
-			err = vs_error(VS_EVERIFY,
-				       "%s: hash '%s' does not match its spec (which hashes to '%s'): "
-				       "the plan was edited; emit it again",
-				       where, want ? want : "", hash);
+			err = vs_error(VS_EVERIFY, "%s: hash '%s' does not match its spec (which hashes to '%s'): "
+				       "the plan was edited; emit it again", where, want ? want : "", hash);
 			goto done;
 		}
 		memcpy(np.task_hash[i - 1], hash, 65);
@@ -822,10 +799,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		if (seed && *seed >= '0' && *seed <= '9')
 			np.protocol.seed = strtoull(seed, &end, 10);
 		if (!end || *end || errno) {
-			err = vs_error(VS_ESCHEMA,
-				       "%s: protocol.bootstrap_seed must be a decimal string of an unsigned "
-				       "64-bit integer",
-				       path);
+			err = vs_error(VS_ESCHEMA, "%s: protocol.bootstrap_seed must be a decimal string of an unsigned "
+				       "64-bit integer", path);
 			goto done;
 		}
 	}
@@ -870,14 +845,13 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
 
 		if (pi->plugin_path)
-			fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", k ? "candidate" : "baseline",
-				pi->plugin_path, pi->plugin_sha256);
+			fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", k ? "candidate" : "baseline", pi->plugin_path,
+				pi->plugin_sha256);
 	}
 	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory", p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
-	fprintf(f,
-		"  protocol   warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d-th pair\n",
+	fprintf(f, "  protocol   warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d-th pair\n",
 		p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs, p->protocol.max_seconds,
 		p->protocol.rel_halfwidth * 100, p->protocol.flush_factor, p->protocol.check_every);
 	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");
@@ -886,8 +860,8 @@ void plan_print_summary(const struct plan *p, FILE *f)
 
 		bytes += task_bytes(s);
 		flops += task_flops(s);
-		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f\n", s->name, s->batch, s->s_q, s->h_q, s->page_size,
-			sum_lens(s), task_bytes(s) / 1e6);
+		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f\n", s->name, s->batch, s->s_q, s->h_q,
+			s->page_size, sum_lens(s), task_bytes(s) / 1e6);
 	}
 	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
 		flops / 1e9);
@@ -895,17 +869,14 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		const cJSON *ks = p->build ? cJSON_GetObjectItem(p->build, "kernels") : NULL;
 
 		if (!ks || !cJSON_GetArraySize(ks)) {
-			fprintf(f,
-				"  build      no %s build figures for %s (run the gfx942 gate: "
-				"ctest -R gfx942_build_gate)\n",
-				p->gen, p->candidate.name);
+			fprintf(f, "  build      no %s build figures for %s (run the gfx942 gate: "
+				"ctest -R gfx942_build_gate)\n", p->gen, p->candidate.name);
 		} else {
 			fprintf(f, "  build      %s figures for %s (%s):\n", p->gen, p->candidate.name,
 				cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "gate FAILED" : "gate passed");
 			fprintf(f, "    %-40s %5s %5s %5s %7s %7s %6s\n", "kernel/config", "vgpr", "agpr", "sgpr",
 				"lds", "scratch", "spills");
-			cJSON_ArrayForEach(k, ks)
-			{
+			cJSON_ArrayForEach(k, ks) {
 				const char *cfg = get_str(k, "config");
 				const char *sym = get_str(k, "kernel");
 				char label[64];
@@ -914,9 +885,8 @@ void plan_print_summary(const struct plan *p, FILE *f)
 
 				snprintf(label, sizeof(label), "%s%s%s", sym ? sym : "", sym && cfg ? " " : "",
 					 cfg ? cfg : "");
-#define NUM(key)                                                                                                       \
-	(isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 :                                                \
-								    cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
+#define NUM(key) (isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 : \
+		  cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
 				fprintf(f, "    %-40s %5.0f %5.0f %5.0f %7.0f %7.0f %6.0f\n", label, NUM("vgpr"),
 					NUM("agpr"), NUM("sgpr"), isnan(lds) ? 0 : lds, NUM("scratch"),
 					NUM("vgpr_spill") + NUM("sgpr_spill"));

@@ -17,9 +17,9 @@
 struct row {
 	char *path;
 	char *id;
-	char *status; /* draft / validated / failed / stale / invalid */
+	char *status;      /* draft / validated / failed / stale / invalid */
 	char *stale_why;
-	char *gens; /* "gfx942:built sm_90:validated" */
+	char *gens;        /* "gfx942:built sm_90:validated" */
 	char *last_verified;
 	char *device;
 	char *measured_gen;
@@ -28,11 +28,11 @@ struct row {
 	int has_expected;
 	double expected;
 	char *parity;
-	char *evidence; /* ok / missing / mismatch / none / invalid card */
+	char *evidence;    /* ok / missing / mismatch / none / invalid card */
 	char *evidence_why;
-	char *flags; /* the run's review flags (speedup above the review bound, clock changes) */
+	char *flags;       /* the run's review flags (speedup above the review bound, clock changes) */
 	int nflags;
-	int has_ci; /* overall CI from the evidence */
+	int has_ci;        /* overall CI from the evidence */
 	double ci_lo, ci_hi;
 	struct shape_speedup *shapes; /* per task shape, from the evidence (html chart) */
 	int nshapes;
@@ -81,8 +81,7 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 	r->shapes = calloc((size_t)n + 1, sizeof(*r->shapes));
 	if (!r->shapes)
 		return;
-	cJSON_ArrayForEach(t, tasks)
-	{
+	cJSON_ArrayForEach(t, tasks) {
 		struct shape_speedup *sh = &r->shapes[r->nshapes];
 		const cJSON *sp = cJSON_GetObjectItem(t, "speedup");
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
@@ -120,7 +119,8 @@ static int built_for(const char *plans_dir, const char *id, const char *gen)
 		root = cJSON_Parse(text);
 		b = cJSON_GetObjectItem(root, "build");
 		g = cJSON_GetStringValue(cJSON_GetObjectItem(root, "gen"));
-		built = root && g && !strcmp(g, gen) && cJSON_IsTrue(cJSON_GetObjectItem(b, "pass")) &&
+		built = root && g && !strcmp(g, gen) &&
+			cJSON_IsTrue(cJSON_GetObjectItem(b, "pass")) &&
 			cJSON_GetArraySize(cJSON_GetObjectItem(b, "kernels")) > 0;
 	}
 	vs_error_set_quiet(quiet);
@@ -225,15 +225,15 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				if (r->nflags) {
 					size_t cap = 1;
 
-					cJSON_ArrayForEach(fl, flags) cap +=
-						strlen(cJSON_GetStringValue(fl) ? cJSON_GetStringValue(fl) : "") + 2;
+					cJSON_ArrayForEach(fl, flags)
+						cap += strlen(cJSON_GetStringValue(fl) ? cJSON_GetStringValue(fl) : "") + 2;
 					r->flags = calloc(cap, 1);
-					cJSON_ArrayForEach(fl, flags) if (r->flags && cJSON_GetStringValue(fl))
-					{
-						if (*r->flags)
-							strcat(r->flags, "; ");
-						strcat(r->flags, cJSON_GetStringValue(fl));
-					}
+					cJSON_ArrayForEach(fl, flags)
+						if (r->flags && cJSON_GetStringValue(fl)) {
+							if (*r->flags)
+								strcat(r->flags, "; ");
+							strcat(r->flags, cJSON_GetStringValue(fl));
+						}
 				}
 			}
 			if (!bad && strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
@@ -279,10 +279,10 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 {
 	if (markdown) {
 		fprintf(f, "| card | status | gens | last verified | device | speedup (measured / min) | parity | "
-			   "evidence |\n|---|---|---|---|---|---|---|---|\n");
+			"evidence |\n|---|---|---|---|---|---|---|---|\n");
 	} else {
-		fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", "card", "status", "gens", "verified",
-			"device", "speedup meas/min", "parity", "evidence");
+		fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", "card", "status", "gens",
+			"verified", "device", "speedup meas/min", "parity", "evidence");
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
@@ -294,15 +294,13 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 		if (markdown)
 			fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s%s%s |\n", r->id, r->status,
 				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
-				r->device && *r->device ? r->device : "-", sp,
-				r->parity && *r->parity ? r->parity : "-", r->evidence, r->evidence_why ? ": " : "",
-				r->evidence_why ? r->evidence_why : "", r->flags ? "; flagged for review: " : "",
-				r->flags ? r->flags : "");
+				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
+				r->evidence, r->evidence_why ? ": " : "", r->evidence_why ? r->evidence_why : "",
+				r->flags ? "; flagged for review: " : "", r->flags ? r->flags : "");
 		else
 			fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", r->id, r->status,
 				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
-				r->device && *r->device ? r->device : "-", sp,
-				r->parity && *r->parity ? r->parity : "-",
+				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
 				r->nflags ? "ok, flagged for review" : r->evidence);
 	}
 	for (int i = 0; i < n && !markdown; i++) {
@@ -367,23 +365,12 @@ static void esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '&':
-			fputs("&amp;", f);
-			break;
-		case '<':
-			fputs("&lt;", f);
-			break;
-		case '>':
-			fputs("&gt;", f);
-			break;
-		case '"':
-			fputs("&quot;", f);
-			break;
-		case '\'':
-			fputs("&#39;", f);
-			break;
-		default:
-			fputc(*s, f);
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&#39;", f); break;
+		default: fputc(*s, f);
 		}
 	}
 }
@@ -396,8 +383,8 @@ static void cell(FILE *f, const char *s)
 }
 
 #define CH_W 960
-#define CH_LABEL 300 /* x where the plot starts */
-#define CH_RIGHT 930 /* x where it ends */
+#define CH_LABEL 300      /* x where the plot starts */
+#define CH_RIGHT 930      /* x where it ends */
 #define CH_ROW 22
 
 static double xpos(double v, double vmax)
@@ -441,20 +428,17 @@ static void print_chart(FILE *f, struct row *rows, int n)
 				vmax = r->shapes[k].hi;
 	}
 	vmax = ceil(vmax * 1.15);
-	fprintf(f,
-		"<svg id=\"speedup-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	fprintf(f, "<svg id=\"speedup-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"measured against expected speedup per card and "
-		"task shape\">\n",
-		CH_W, nrows * CH_ROW + 60, CH_W, nrows * CH_ROW + 60);
+		"task shape\">\n", CH_W, nrows * CH_ROW + 60, CH_W, nrows * CH_ROW + 60);
 	/* Axis with integer ticks; 1x (no change) drawn stronger. */
 	y = 30;
 	for (int t = 0; t <= (int)vmax; t += vmax > 12 ? (int)(vmax / 8) : 1) {
 		double x = xpos(t, vmax);
 
-		fprintf(f,
-			"<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%.1f\"/>"
-			"<text class=\"tick\" x=\"%.1f\" y=\"18\">%dx</text>\n",
-			t == 1 ? "grid one" : "grid", x, x, nrows * CH_ROW + 30.0, x - 6, t);
+		fprintf(f, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%.1f\"/>"
+			"<text class=\"tick\" x=\"%.1f\" y=\"18\">%dx</text>\n", t == 1 ? "grid one" : "grid", x, x,
+			nrows * CH_ROW + 30.0, x - 6, t);
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
@@ -473,8 +457,7 @@ static void print_chart(FILE *f, struct row *rows, int n)
 			bar(f, y, r->measured, r->has_ci ? r->ci_lo : r->measured, r->has_ci ? r->ci_hi : r->measured,
 			    vmax, "overall", r->id);
 		else
-			fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not measured</text>\n", CH_LABEL + 6,
-				y + 15);
+			fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not measured</text>\n", CH_LABEL + 6, y + 15);
 		y += CH_ROW;
 		for (int k = 0; k < r->nshapes; k++) {
 			const struct shape_speedup *sh = &r->shapes[k];
@@ -485,20 +468,16 @@ static void print_chart(FILE *f, struct row *rows, int n)
 			if (sh->timed)
 				bar(f, y, sh->est, sh->lo, sh->hi, vmax, "shape", sh->name);
 			else
-				fprintf(f,
-					"<text class=\"none\" x=\"%d\" y=\"%.1f\">not timed (parity or fault)</text>\n",
+				fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not timed (parity or fault)</text>\n",
 					CH_LABEL + 6, y + 15);
 			y += CH_ROW;
 		}
 		if (r->has_expected) {
 			double x = xpos(r->expected, vmax);
 
-			fprintf(f,
-				"<g class=\"expected\"><title>expected isolated_speedup_min %.3fx</title>"
-				"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" "
-				"y=\"%.1f\">min %.2fx"
-				"</text></g>\n",
-				r->expected, x, x, top + CH_ROW, y, x + 3, top + 15, r->expected);
+			fprintf(f, "<g class=\"expected\"><title>expected isolated_speedup_min %.3fx</title>"
+				"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">min %.2fx"
+				"</text></g>\n", r->expected, x, x, top + CH_ROW, y, x + 3, top + 15, r->expected);
 		}
 		fprintf(f, "</g>\n");
 	}
@@ -523,14 +502,12 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "svg .overall rect{fill:#2b6cb0}svg .shape rect{fill:#90cdf4}\n"
 	      "svg .ci{stroke:#111;stroke-width:2}svg .expected line{stroke:#c53030;stroke-width:2;"
 	      "stroke-dasharray:5 3}svg .expected text{fill:#c53030}svg .none{fill:#888;font-style:italic}\n"
-	      "</style>\n</head>\n<body>\n<h1>Skill cards: status</h1>\n",
-	      f);
+	      "</style>\n</head>\n<body>\n<h1>Skill cards: status</h1>\n", f);
 	fprintf(f, "<p>validate_skill %s, kernels tree %.12s%s, %s (UTC)</p>\n", VS_TOOL_VERSION, VS_KERNELS_TREE,
 		VS_KERNELS_DIRTY ? " (dirty)" : "", today);
 	fputs("<table id=\"status\">\n<thead><tr><th>card</th><th>status</th><th>gens</th><th>last verified</th>"
 	      "<th>device</th><th>measured speedup</th><th>expected min</th><th>parity</th><th>evidence</th>"
-	      "</tr></thead>\n<tbody>\n",
-	      f);
+	      "</tr></thead>\n<tbody>\n", f);
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
 		char m[32], e[32];
@@ -569,8 +546,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 	}
 	fputs("</tbody>\n</table>\n<h2>Measured against expected speedup</h2>\n"
 	      "<p>Bars: measured isolated speedup (baseline time / candidate time) with its 95% CI, overall and per "
-	      "task shape; dashed line: the card's expects.isolated_speedup_min.</p>\n",
-	      f);
+	      "task shape; dashed line: the card's expects.isolated_speedup_min.</p>\n", f);
 	print_chart(f, rows, n);
 	fputs("</body>\n</html>\n", f);
 }

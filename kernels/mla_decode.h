@@ -70,8 +70,8 @@ extern "C" {
 struct mla_decode_impl;
 typedef const struct mla_decode_impl *(*mla_decode_plugin_fn)(void);
 
-#define MLA_D_QK 576 /* 512 latent (kv_lora_rank) + 64 rope dims */
-#define MLA_D_V 512  /* V is the first 512 dims of the cache row */
+#define MLA_D_QK 576   /* 512 latent (kv_lora_rank) + 64 rope dims */
+#define MLA_D_V 512    /* V is the first 512 dims of the cache row */
 #define MLA_D_ROPE 64
 
 /** KV cache element type. */
@@ -119,8 +119,8 @@ struct mla_decode_args {
 	float softmax_scale; /* explicit, e.g. 192^-0.5 * mscale^2 for DeepSeek-V3 */
 	float kv_scale;      /* fp8 per-tensor scale (1.0 for bf16) */
 
-	int32_t num_cus; /* compute units (AMD) / SMs (NVIDIA) of the device; CPU: cores to use */
-	void *stream;    /* hipStream_t / cudaStream_t; NULL for the CPU */
+	int32_t num_cus;     /* compute units (AMD) / SMs (NVIDIA) of the device; CPU: cores to use */
+	void *stream;        /* hipStream_t / cudaStream_t; NULL for the CPU */
 };
 
 /**

@@ -29,8 +29,8 @@ const struct mla_decode_impl *mla_decode_impl_at(int i)
 
 int mla_decode_impl_register(const struct mla_decode_impl *impl)
 {
-	if (!impl || impl->abi_version != MLA_DECODE_ABI_VERSION || !impl->name || !impl->backend || !impl->configs ||
-	    !impl->workspace_size || !impl->launch || mla_decode_impl_find(impl->name))
+	if (!impl || impl->abi_version != MLA_DECODE_ABI_VERSION || !impl->name || !impl->backend ||
+	    !impl->configs || !impl->workspace_size || !impl->launch || mla_decode_impl_find(impl->name))
 		return MLA_EINVAL;
 	if (nregistered >= MAX_REGISTERED)
 		return MLA_EUNSUPPORTED;
@@ -49,10 +49,8 @@ const struct mla_decode_impl *mla_decode_impl_find(const char *name)
 const char *mla_kv_dtype_name(int32_t kv_dtype)
 {
 	switch (kv_dtype) {
-	case MLA_KV_BF16:
-		return "bf16";
-	case MLA_KV_FP8_E4M3_FNUZ:
-		return "fp8_e4m3_fnuz";
+	case MLA_KV_BF16: return "bf16";
+	case MLA_KV_FP8_E4M3_FNUZ: return "fp8_e4m3_fnuz";
 	}
 	return NULL;
 }

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#define CPU_ARGS_MAX_ROWS ((int64_t)1 << 40)  /* batch * s_q * h_q: far above any real launch */
+#define CPU_ARGS_MAX_ROWS ((int64_t)1 << 40) /* batch * s_q * h_q: far above any real launch */
 #define CPU_ARGS_MAX_SLOTS ((int64_t)1 << 48) /* num_pages * page_size */
 
 int cpu_args_check(const struct mla_decode_args *a)

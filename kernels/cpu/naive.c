@@ -13,7 +13,8 @@
 #include <string.h>
 
 /* Decode cache row j of sequence b (its first dims values) into row. */
-static void naive_load(const struct mla_decode_args *a, const float *lut, int32_t b, int32_t j, int dims, float *row)
+static void naive_load(const struct mla_decode_args *a, const float *lut, int32_t b, int32_t j,
+		       int dims, float *row)
 {
 	size_t off = cpu_args_row(a, b, j);
 
@@ -31,8 +32,8 @@ static void naive_load(const struct mla_decode_args *a, const float *lut, int32_
 }
 
 /* One query row: query position i of sequence b, head h. scores holds seqlens[b] floats. */
-static void naive_query(const struct mla_decode_args *a, const float *lut, int32_t b, int32_t i, int32_t h,
-			float *scores)
+static void naive_query(const struct mla_decode_args *a, const float *lut, int32_t b, int32_t i,
+			int32_t h, float *scores)
 {
 	size_t qrow = ((size_t)b * a->s_q + i) * a->h_q + h;
 	const uint16_t *qbits = (const uint16_t *)a->q + qrow * MLA_D_QK;

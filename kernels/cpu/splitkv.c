@@ -46,22 +46,23 @@ struct skv_plan {
 struct skv_job {
 	const struct mla_decode_args *a;
 	const struct skv_plan *p;
-	const float *lut; /* fp8 code -> value * kv_scale */
+	const float *lut;      /* fp8 code -> value * kv_scale */
 	float *o_part, *lse_part;
-	float *scratch; /* threads * scratch_floats */
+	float *scratch;        /* threads * scratch_floats */
 	int64_t items;
-	atomic_llong next; /* next work item */
-	atomic_int slot;   /* next scratch slot */
-	int phase;         /* 1: split partials, 2: combine */
+	atomic_llong next;     /* next work item */
+	atomic_int slot;       /* next scratch slot */
+	int phase;             /* 1: split partials, 2: combine */
 };
 
-static int skv_plan_init(struct skv_plan *p, const struct mla_decode_args *a, const struct mla_decode_config *cfg)
+static int skv_plan_init(struct skv_plan *p, const struct mla_decode_args *a,
+			 const struct mla_decode_config *cfg)
 {
 	int64_t threads, base, max_blocks, splits;
 
-	if (!a || !cfg || cfg->block_n < 1 || cfg->block_h < 1 || cfg->num_splits < 0 || cfg->num_warps < 0 ||
-	    a->batch < 0 || a->s_q < 1 || a->h_q < 1 || a->page_size < 1 || a->max_pages < 0 ||
-	    (int64_t)a->s_q * a->h_q > INT32_MAX)
+	if (!a || !cfg || cfg->block_n < 1 || cfg->block_h < 1 || cfg->num_splits < 0 ||
+	    cfg->num_warps < 0 || a->batch < 0 || a->s_q < 1 || a->h_q < 1 || a->page_size < 1 ||
+	    a->max_pages < 0 || (int64_t)a->s_q * a->h_q > INT32_MAX)
 		return MLA_EINVAL;
 	threads = cfg->num_warps > 0 ? cfg->num_warps : a->num_cus > 0 ? a->num_cus : 1;
 	if (threads > CPU_ARGS_MAX_THREADS)
@@ -95,8 +96,8 @@ static int skv_plan_init(struct skv_plan *p, const struct mla_decode_args *a, co
 	p->scratch_floats = (size_t)p->block_n * MLA_D_QK + (size_t)p->block_h * MLA_D_QK +
 			    (size_t)p->block_h * MLA_D_V + (size_t)p->block_h * p->block_n +
 			    3 * (size_t)p->block_h; /* m, l, and the visible keys (int32) */
-	p->scratch_floats = (p->scratch_floats + SKV_ALIGN / sizeof(float) - 1) / (SKV_ALIGN / sizeof(float)) *
-			    (SKV_ALIGN / sizeof(float));
+	p->scratch_floats = (p->scratch_floats + SKV_ALIGN / sizeof(float) - 1) /
+			    (SKV_ALIGN / sizeof(float)) * (SKV_ALIGN / sizeof(float));
 	return MLA_OK;
 }
 
@@ -117,7 +118,7 @@ static inline skv_v4 skv_load4(const float *p)
  */
 static inline float skv_dot(const float *restrict x, const float *restrict y)
 {
-	skv_v4 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s;
+	skv_v4 s0 = { 0 }, s1 = { 0 }, s2 = { 0 }, s3 = { 0 }, s;
 
 	for (int d = 0; d < MLA_D_QK; d += 16) {
 		s0 += skv_load4(x + d) * skv_load4(y + d);
@@ -132,7 +133,7 @@ static inline float skv_dot(const float *restrict x, const float *restrict y)
 /* dot(x, y) over 576 dims: 16 partial sums reduced in a fixed tree order. */
 static inline float skv_dot(const float *restrict x, const float *restrict y)
 {
-	float s[16] = {0};
+	float s[16] = { 0 };
 
 	for (int d = 0; d < MLA_D_QK; d += 16)
 		for (int k = 0; k < 16; k++)
@@ -164,7 +165,8 @@ static inline void skv_axpy(float *restrict acc, float p, const float *restrict 
  * accumulator is walked in 32-float chunks held in registers across the keys, so it is loaded and
  * stored once per tile instead of once per key.
  */
-static inline void skv_pv(float *restrict acc, const float *restrict p, const float *restrict kt, int32_t n)
+static inline void skv_pv(float *restrict acc, const float *restrict p, const float *restrict kt,
+			  int32_t n)
 {
 	for (int d = 0; d < MLA_D_V; d += 32) {
 		skv_v4 a0 = skv_load4(acc + d), a1 = skv_load4(acc + d + 4);
@@ -174,7 +176,7 @@ static inline void skv_pv(float *restrict acc, const float *restrict p, const fl
 
 		for (int32_t j = 0; j < n; j++) {
 			const float *v = kt + (size_t)j * MLA_D_QK + d;
-			skv_v4 w = {p[j], p[j], p[j], p[j]};
+			skv_v4 w = { p[j], p[j], p[j], p[j] };
 
 			a0 += w * skv_load4(v);
 			a1 += w * skv_load4(v + 4);
@@ -197,7 +199,8 @@ static inline void skv_pv(float *restrict acc, const float *restrict p, const fl
 }
 #else
 /* acc[0:512] += sum_j p[j] * v_j over the n key rows of a tile (v_j = kt + j * 576). */
-static inline void skv_pv(float *restrict acc, const float *restrict p, const float *restrict kt, int32_t n)
+static inline void skv_pv(float *restrict acc, const float *restrict p, const float *restrict kt,
+			  int32_t n)
 {
 	for (int32_t j = 0; j < n; j++)
 		skv_axpy(acc, p[j], kt + (size_t)j * MLA_D_QK);
@@ -268,9 +271,8 @@ static void skv_partial(const struct skv_job *job, int64_t item, float *scratch)
 		for (int32_t j = 0; j < t1 - t0; j++)
 			for (int32_t r = 0; r < nr; r++)
 				if (t0 + j < vis[r])
-					sc[(size_t)r * bn + j] =
-						skv_dot(q + (size_t)r * MLA_D_QK, kt + (size_t)j * MLA_D_QK) *
-						a->softmax_scale;
+					sc[(size_t)r * bn + j] = skv_dot(q + (size_t)r * MLA_D_QK,
+									 kt + (size_t)j * MLA_D_QK) * a->softmax_scale;
 		for (int32_t r = 0; r < nr; r++) {
 			int32_t jn = (vis[r] < t1 ? vis[r] : t1) - t0;
 			float *sr = sc + (size_t)r * bn;
@@ -397,9 +399,9 @@ static void skv_run_phase(struct skv_job *job, int phase, int64_t items, int32_t
 		pthread_join(tid[t], NULL);
 }
 
-static const int32_t skv_block_n[] = {16, 64};
-static const int32_t skv_block_h[] = {8, 16};
-static const int32_t skv_num_splits[] = {0, 1, 4, 64};
+static const int32_t skv_block_n[] = { 16, 64 };
+static const int32_t skv_block_h[] = { 8, 16 };
+static const int32_t skv_num_splits[] = { 0, 1, 4, 64 };
 
 static int skv_configs(const char *arch, struct mla_decode_config *out, int cap)
 {

@@ -38,22 +38,10 @@
 #define VS_WARP 64
 #define VS_DEV __device__ __forceinline__
 
-VS_DEV int vs_tid(void)
-{
-	return (int)__builtin_amdgcn_workitem_id_x();
-}
-VS_DEV int vs_bid_x(void)
-{
-	return (int)__builtin_amdgcn_workgroup_id_x();
-}
-VS_DEV int vs_bid_y(void)
-{
-	return (int)__builtin_amdgcn_workgroup_id_y();
-}
-VS_DEV int vs_bid_z(void)
-{
-	return (int)__builtin_amdgcn_workgroup_id_z();
-}
+VS_DEV int vs_tid(void) { return (int)__builtin_amdgcn_workitem_id_x(); }
+VS_DEV int vs_bid_x(void) { return (int)__builtin_amdgcn_workgroup_id_x(); }
+VS_DEV int vs_bid_y(void) { return (int)__builtin_amdgcn_workgroup_id_y(); }
+VS_DEV int vs_bid_z(void) { return (int)__builtin_amdgcn_workgroup_id_z(); }
 VS_DEV int vs_lane(void)
 {
 	return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
@@ -76,14 +64,8 @@ VS_DEV float vs_shfl_xor(float v, int mask)
 	return __builtin_bit_cast(float, vs_shfl_xor_i(__builtin_bit_cast(int, v), mask));
 }
 
-VS_DEV float vs_exp2f(float x)
-{
-	return __builtin_amdgcn_exp2f(x);
-}
-VS_DEV float vs_log2f(float x)
-{
-	return __builtin_amdgcn_logf(x);
-}
+VS_DEV float vs_exp2f(float x) { return __builtin_amdgcn_exp2f(x); }
+VS_DEV float vs_log2f(float x) { return __builtin_amdgcn_logf(x); }
 
 #elif defined(__CUDACC__)
 /* --------------------------------------------------------------------------------------- NVIDIA */
@@ -138,41 +120,17 @@ typedef struct cudaDeviceProp hipDeviceProp_t;
 #define hipGraphExecDestroy cudaGraphExecDestroy
 #define hipFuncSetAttribute cudaFuncSetAttribute
 #define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
-#define hipLaunchKernelGGL(kernel, grid, block, smem, stream, ...)                                                     \
+#define hipLaunchKernelGGL(kernel, grid, block, smem, stream, ...) \
 	kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__)
 
-VS_DEV int vs_tid(void)
-{
-	return (int)threadIdx.x;
-}
-VS_DEV int vs_bid_x(void)
-{
-	return (int)blockIdx.x;
-}
-VS_DEV int vs_bid_y(void)
-{
-	return (int)blockIdx.y;
-}
-VS_DEV int vs_bid_z(void)
-{
-	return (int)blockIdx.z;
-}
-VS_DEV int vs_lane(void)
-{
-	return (int)(threadIdx.x & 31u);
-}
-VS_DEV void vs_syncthreads(void)
-{
-	__syncthreads();
-}
-VS_DEV int vs_shfl_xor_i(int v, int mask)
-{
-	return __shfl_xor_sync(0xffffffffu, v, mask);
-}
-VS_DEV float vs_shfl_xor(float v, int mask)
-{
-	return __shfl_xor_sync(0xffffffffu, v, mask);
-}
+VS_DEV int vs_tid(void) { return (int)threadIdx.x; }
+VS_DEV int vs_bid_x(void) { return (int)blockIdx.x; }
+VS_DEV int vs_bid_y(void) { return (int)blockIdx.y; }
+VS_DEV int vs_bid_z(void) { return (int)blockIdx.z; }
+VS_DEV int vs_lane(void) { return (int)(threadIdx.x & 31u); }
+VS_DEV void vs_syncthreads(void) { __syncthreads(); }
+VS_DEV int vs_shfl_xor_i(int v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+VS_DEV float vs_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 
 VS_DEV float vs_exp2f(float x)
 {
@@ -199,17 +157,11 @@ VS_DEV float vs_log2f(float x)
 #if defined(VS_PLATFORM_AMD)
 typedef unsigned int vs_u32x4 __attribute__((ext_vector_type(4)));
 typedef float vs_f32x4 __attribute__((ext_vector_type(4)));
-VS_DEV float vs_fmaxf(float a, float b)
-{
-	return __builtin_fmaxf(a, b);
-}
+VS_DEV float vs_fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 #else
 typedef uint4 vs_u32x4;
 typedef float4 vs_f32x4;
-VS_DEV float vs_fmaxf(float a, float b)
-{
-	return fmaxf(a, b);
-}
+VS_DEV float vs_fmaxf(float a, float b) { return fmaxf(a, b); }
 #endif /* 16-byte vectors */
 
 /** Butterfly reductions over the whole warp / wavefront (every lane gets the result). */
@@ -235,16 +187,17 @@ VS_DEV float vs_warp_sum(float v)
 
 #ifndef MLA_HIP_REPORT
 /** Say which runtime call failed (its text, the runtime's error string and code), on stderr. */
-#define MLA_HIP_REPORT(call_text, err)                                                                                 \
-	fprintf(stderr, "validate_skill: error: %s failed: %s (%d)\n", (call_text), hipGetErrorString(err), (int)(err))
+#define MLA_HIP_REPORT(call_text, err)                                                             \
+	fprintf(stderr, "validate_skill: error: %s failed: %s (%d)\n", (call_text), hipGetErrorString(err), \
+		(int)(err))
 #endif /* MLA_HIP_REPORT */
 
 /** Report a failed runtime call (name, error string, code) and return code from the caller. */
-#define HIP_CHECK_RET(call, code)                                                                                      \
-	do {                                                                                                           \
-		hipError_t vs_e_ = (call);                                                                             \
-		if (vs_e_ != hipSuccess)                                                                               \
-			return (MLA_HIP_REPORT(#call, vs_e_), (code));                                                 \
+#define HIP_CHECK_RET(call, code)                                                                  \
+	do {                                                                                       \
+		hipError_t vs_e_ = (call);                                                         \
+		if (vs_e_ != hipSuccess)                                                           \
+			return (MLA_HIP_REPORT(#call, vs_e_), (code));                             \
 	} while (0)
 
 #endif /* MLA_HIP_COMPAT_H */

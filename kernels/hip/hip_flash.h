@@ -38,41 +38,41 @@ enum mla_flash_kind {
  * (from shapes and num_cus), 1 = no split (no combine kernel), a large value = more splits than KV
  * blocks for short sequences (empty splits write lse = -inf and the combine skips them).
  */
-#define MLA_FLASH_SM90_CONFIGS(X)                                                                                      \
-	X(64, 64, 0, 8, 2, MLA_FLASH_WGMMA)                                                                            \
-	X(64, 64, 1, 8, 2, MLA_FLASH_WGMMA)                                                                            \
-	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)                                                                           \
-	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)                                                                             \
-	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)                                                                           \
-	X(32, 32, 0, 4, 2, MLA_FLASH_WARP)                                                                             \
-	X(32, 32, 0, 4, 4, MLA_FLASH_WARP)                                                                             \
+#define MLA_FLASH_SM90_CONFIGS(X)                \
+	X(64, 64, 0, 8, 2, MLA_FLASH_WGMMA)      \
+	X(64, 64, 1, 8, 2, MLA_FLASH_WGMMA)      \
+	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)     \
+	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
+	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)     \
+	X(32, 32, 0, 4, 2, MLA_FLASH_WARP)       \
+	X(32, 32, 0, 4, 4, MLA_FLASH_WARP)       \
 	X(32, 32, 1, 4, 4, MLA_FLASH_WARP)
 
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
-#define MLA_FLASH_SM90_KERNELS(X)                                                                                      \
-	X(64, 64, 8, 2, MLA_FLASH_WGMMA)                                                                               \
-	X(64, 16, 4, 2, MLA_FLASH_WARP)                                                                                \
-	X(32, 32, 4, 2, MLA_FLASH_WARP)                                                                                \
+#define MLA_FLASH_SM90_KERNELS(X)        \
+	X(64, 64, 8, 2, MLA_FLASH_WGMMA) \
+	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
+	X(32, 32, 4, 2, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 4, MLA_FLASH_WARP)
 
 /*
  * gfx942 (MI300X): wave64, 64 KiB of LDS per workgroup and per CU. Q lives in registers (MFMA A
  * fragments), one KV tile in LDS (num_stages 1: latency is hidden by several workgroups per CU).
  */
-#define MLA_FLASH_GFX942_CONFIGS(X)                                                                                    \
-	X(16, 16, 0, 1, 1, MLA_FLASH_WARP)                                                                             \
-	X(32, 16, 0, 2, 1, MLA_FLASH_WARP)                                                                             \
-	X(16, 32, 0, 2, 1, MLA_FLASH_WARP)                                                                             \
-	X(32, 64, 0, 8, 1, MLA_FLASH_WARP)                                                                             \
-	X(32, 64, 1, 8, 1, MLA_FLASH_WARP)                                                                             \
-	X(32, 64, 64, 8, 1, MLA_FLASH_WARP)                                                                            \
+#define MLA_FLASH_GFX942_CONFIGS(X)           \
+	X(16, 16, 0, 1, 1, MLA_FLASH_WARP)    \
+	X(32, 16, 0, 2, 1, MLA_FLASH_WARP)    \
+	X(16, 32, 0, 2, 1, MLA_FLASH_WARP)    \
+	X(32, 64, 0, 8, 1, MLA_FLASH_WARP)    \
+	X(32, 64, 1, 8, 1, MLA_FLASH_WARP)    \
+	X(32, 64, 64, 8, 1, MLA_FLASH_WARP)   \
 	X(32, 32, 0, 4, 1, MLA_FLASH_WARP)
 
-#define MLA_FLASH_GFX942_KERNELS(X)                                                                                    \
-	X(16, 16, 1, 1, MLA_FLASH_WARP)                                                                                \
-	X(32, 16, 2, 1, MLA_FLASH_WARP)                                                                                \
-	X(16, 32, 2, 1, MLA_FLASH_WARP)                                                                                \
-	X(32, 64, 8, 1, MLA_FLASH_WARP)                                                                                \
+#define MLA_FLASH_GFX942_KERNELS(X)      \
+	X(16, 16, 1, 1, MLA_FLASH_WARP)  \
+	X(32, 16, 2, 1, MLA_FLASH_WARP)  \
+	X(16, 32, 2, 1, MLA_FLASH_WARP)  \
+	X(32, 64, 8, 1, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 1, MLA_FLASH_WARP)
 
 /* hip.baseline: one config per arch, X(num_warps). */
@@ -99,11 +99,11 @@ enum mla_flash_kind {
  */
 #define MLA_FLASH_CG(bh, nw) ((nw) / ((bh) / 16))
 #define MLA_FLASH_RING(st) ((st) < 2 ? 2 : (st))
-#define MLA_FLASH_WARP_SMEM(bn, bh, nw, st, fp8, amd)                                                                  \
-	(((amd) ? 0 : (bh)*MLA_FLASH_ROW_BF16) +                                                                       \
-	 (st) * (bn) * ((fp8) ? ((amd) ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV) : MLA_FLASH_ROW_BF16) +         \
-	 (((fp8) && !(amd)) ? (bn)*MLA_FLASH_ROW_BF16 : 0) + (bh) * ((bn) + 8) * 2 +                                   \
-	 2 * MLA_FLASH_CG(bh, nw) * (bh)*4 + MLA_FLASH_RING(st) * (bn)*8)
+#define MLA_FLASH_WARP_SMEM(bn, bh, nw, st, fp8, amd)                                              \
+	(((amd) ? 0 : (bh) * MLA_FLASH_ROW_BF16) +                                                  \
+	 (st) * (bn) * ((fp8) ? ((amd) ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV) : MLA_FLASH_ROW_BF16) + \
+	 (((fp8) && !(amd)) ? (bn) * MLA_FLASH_ROW_BF16 : 0) + (bh) * ((bn) + 8) * 2 +               \
+	 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + MLA_FLASH_RING(st) * (bn) * 8)
 
 /*
  * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8: one decoded bf16 tile and two raw
@@ -120,8 +120,8 @@ enum mla_flash_kind {
 /** One entry of a config space, with the kernel behind it. */
 struct mla_flash_entry {
 	struct mla_decode_config cfg;
-	int kind; /* enum mla_flash_kind */
-	int amd;  /* 1: gfx942 layout (wave64, Q in registers) */
+	int kind;      /* enum mla_flash_kind */
+	int amd;       /* 1: gfx942 layout (wave64, Q in registers) */
 };
 
 /**
@@ -135,12 +135,12 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype);
 
 /** Host-side decisions of one hip.flash launch; a function of shapes, num_cus and config only. */
 struct mla_flash_plan {
-	int32_t m_total;        /* s_q * h_q: rows of the M dimension per batch element */
-	int32_t head_blocks;    /* ceil(m_total / block_h) */
-	int32_t num_splits;     /* >= 1 */
-	size_t o_part_offset;   /* workspace: fp32 [batch][num_splits][m_total][512] */
-	size_t lse_part_offset; /* workspace: fp32 [batch][num_splits][m_total], log2 domain */
-	size_t workspace_bytes; /* 0 when num_splits == 1 */
+	int32_t m_total;       /* s_q * h_q: rows of the M dimension per batch element */
+	int32_t head_blocks;   /* ceil(m_total / block_h) */
+	int32_t num_splits;    /* >= 1 */
+	size_t o_part_offset;  /* workspace: fp32 [batch][num_splits][m_total][512] */
+	size_t lse_part_offset;/* workspace: fp32 [batch][num_splits][m_total], log2 domain */
+	size_t workspace_bytes;/* 0 when num_splits == 1 */
 };
 
 /**

@@ -13,11 +13,13 @@
 /* ---------------------------------------------------------------- config spaces */
 
 #define MLA_CFG_NAME(bn, bh, sp, nw, st) "bn" #bn "-bh" #bh "-sp" #sp "-w" #nw "-st" #st
-#define MLA_SM90_ENTRY(bn, bh, sp, nw, st, kind) {{MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st}, kind, 0},
-#define MLA_GFX942_ENTRY(bn, bh, sp, nw, st, kind) {{MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st}, kind, 1},
+#define MLA_SM90_ENTRY(bn, bh, sp, nw, st, kind) \
+	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st }, kind, 0 },
+#define MLA_GFX942_ENTRY(bn, bh, sp, nw, st, kind) \
+	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st }, kind, 1 },
 
-static const struct mla_flash_entry flash_sm90[] = {MLA_FLASH_SM90_CONFIGS(MLA_SM90_ENTRY)};
-static const struct mla_flash_entry flash_gfx942[] = {MLA_FLASH_GFX942_CONFIGS(MLA_GFX942_ENTRY)};
+static const struct mla_flash_entry flash_sm90[] = { MLA_FLASH_SM90_CONFIGS(MLA_SM90_ENTRY) };
+static const struct mla_flash_entry flash_gfx942[] = { MLA_FLASH_GFX942_CONFIGS(MLA_GFX942_ENTRY) };
 
 #define MLA_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -56,7 +58,7 @@ static int baseline_configs(const char *arch, struct mla_decode_config *out, int
 	else
 		return MLA_EUNSUPPORTED;
 	if (cap >= 1) {
-		struct mla_decode_config c = {"", 1, 1, 1, nw, 1};
+		struct mla_decode_config c = { "", 1, 1, 1, nw, 1 };
 
 		snprintf(c.name, sizeof(c.name), "bn1-bh1-sp1-w%d-st1", nw);
 		out[0] = c;
@@ -66,8 +68,8 @@ static int baseline_configs(const char *arch, struct mla_decode_config *out, int
 
 const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_config *cfg)
 {
-	const struct mla_flash_entry *tabs[2] = {flash_sm90, flash_gfx942};
-	int counts[2] = {MLA_COUNT(flash_sm90), MLA_COUNT(flash_gfx942)};
+	const struct mla_flash_entry *tabs[2] = { flash_sm90, flash_gfx942 };
+	int counts[2] = { MLA_COUNT(flash_sm90), MLA_COUNT(flash_gfx942) };
 
 	if (!cfg || cfg->num_splits < 0)
 		return NULL;
@@ -89,15 +91,17 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
 
 	if (e->kind == MLA_FLASH_WGMMA)
 		return MLA_FLASH_WGMMA_SMEM;
-	return (size_t)MLA_FLASH_WARP_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages, fp8, e->amd);
+	return (size_t)MLA_FLASH_WARP_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages, fp8,
+					   e->amd);
 }
 
 /* ---------------------------------------------------------------- launch plan */
 
 static int shapes_valid(const struct mla_decode_args *a)
 {
-	return a && a->batch >= 0 && a->s_q >= 1 && a->h_q >= 1 && a->page_size >= 1 && a->max_pages >= 0 &&
-	       a->num_pages >= 0 && mla_kv_elem_size(a->kv_dtype) != 0 && (int64_t)a->s_q * a->h_q <= (1 << 24);
+	return a && a->batch >= 0 && a->s_q >= 1 && a->h_q >= 1 && a->page_size >= 1 &&
+	       a->max_pages >= 0 && a->num_pages >= 0 && mla_kv_elem_size(a->kv_dtype) != 0 &&
+	       (int64_t)a->s_q * a->h_q <= (1 << 24);
 }
 
 /* Resident blocks per SM / CU for an entry: shared memory, then threads. */
@@ -156,7 +160,8 @@ int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_arg
 	memset(&p, 0, sizeof(p));
 	p.m_total = a->s_q * a->h_q;
 	p.head_blocks = (p.m_total + e->cfg.block_h - 1) / e->cfg.block_h;
-	p.num_splits = cfg->num_splits > 0 ? cfg->num_splits : auto_splits(e, a, a->batch * p.head_blocks);
+	p.num_splits = cfg->num_splits > 0 ? cfg->num_splits
+					   : auto_splits(e, a, a->batch * p.head_blocks);
 	if (p.num_splits > 65535)
 		return MLA_EUNSUPPORTED;
 	if (p.num_splits > 1) {

@@ -55,27 +55,12 @@ struct mma_frag_c {
 	float x[8];
 };
 
-VS_DEV int mma_c_row(int lane, int e)
-{
-	return (lane >> 2) + 8 * ((e >> 1) & 1);
-}
-VS_DEV int mma_c_col(int lane, int e)
-{
-	return 8 * (e >> 2) + 2 * (lane & 3) + (e & 1);
-}
-VS_DEV int mma_c_rowslot(int e)
-{
-	return (e >> 1) & 1;
-}
-VS_DEV int mma_rowslot_row(int lane, int rs)
-{
-	return (lane >> 2) + 8 * rs;
-}
+VS_DEV int mma_c_row(int lane, int e) { return (lane >> 2) + 8 * ((e >> 1) & 1); }
+VS_DEV int mma_c_col(int lane, int e) { return 8 * (e >> 2) + 2 * (lane & 3) + (e & 1); }
+VS_DEV int mma_c_rowslot(int e) { return (e >> 1) & 1; }
+VS_DEV int mma_rowslot_row(int lane, int rs) { return (lane >> 2) + 8 * rs; }
 /* The lane that speaks for its rows (one per row group of lanes). */
-VS_DEV bool mma_row_leader(int lane)
-{
-	return (lane & 3) == 0;
-}
+VS_DEV bool mma_row_leader(int lane) { return (lane & 3) == 0; }
 /* Reduce over the lanes that hold parts of the same rows (the 4 lanes of a quad). */
 VS_DEV float mma_row_max(float v)
 {
@@ -88,10 +73,7 @@ VS_DEV float mma_row_sum(float v)
 	return v + vs_shfl_xor(v, 2);
 }
 
-VS_DEV uint32_t vs_smem_addr(const void *p)
-{
-	return (uint32_t)__cvta_generic_to_shared(p);
-}
+VS_DEV uint32_t vs_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 VS_DEV void ldsm_x4(uint32_t (&r)[4], const void *p)
 {
@@ -208,7 +190,8 @@ VS_DEV uint32_t mma_fp8x4_nan_bits(uint32_t w)
 /* No-swizzle shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2.2). */
 VS_DEV uint64_t wgmma_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo)
 {
-	return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
+	return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
+	       ((uint64_t)(sbo >> 4) << 32);
 }
 
 /* 128-byte-swizzle descriptor (layout type 1); atoms of 8 rows x 128 bytes, 1 KiB aligned. */
@@ -217,26 +200,19 @@ VS_DEV uint64_t wgmma_desc_sw128(uint32_t saddr, uint32_t lbo, uint32_t sbo)
 	return wgmma_desc(saddr, lbo, sbo) | (1ull << 62);
 }
 
-VS_DEV void wgmma_fence(void)
-{
-	asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-VS_DEV void wgmma_commit(void)
-{
-	asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-template <int N> VS_DEV void wgmma_wait(void)
+VS_DEV void wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+VS_DEV void wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+VS_DEV void wgmma_wait(void)
 {
 	asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
 /* Make this thread's generic-proxy shared-memory writes visible to wgmma (async proxy). */
-VS_DEV void fence_proxy_async(void)
-{
-	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
+VS_DEV void fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
 /* Pin accumulators after wgmma_wait so no use is scheduled before the wait completes. */
-template <int N> VS_DEV void wgmma_fence_operands(float (&d)[N])
+template <int N>
+VS_DEV void wgmma_fence_operands(float (&d)[N])
 {
 #pragma unroll
 	for (int i = 0; i < N; i++)
@@ -254,15 +230,15 @@ VS_DEV void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
 		     "}, %32, %33, p, 1, 1, 0, 0;\n"
 		     "}\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-		       "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-		       "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-		       "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 		     : "l"(desc_a), "l"(desc_b), "r"(accumulate)
 		     : "memory");
 }
 
-VS_DEV void wgmma_m64n256k16_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc_b, int accumulate)
+VS_DEV void wgmma_m64n256k16_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc_b,
+				 int accumulate)
 {
 	asm volatile("{\n"
 		     ".reg .pred p;\n"
@@ -279,24 +255,21 @@ VS_DEV void wgmma_m64n256k16_rs(float (&d)[128], const uint32_t (&a)[4], uint64_
 		     "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n"
 		     "}\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-		       "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-		       "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-		       "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-		       "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-		       "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-		       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-		       "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
-		       "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-		       "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-		       "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
-		       "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
-		       "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
-		       "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
-		       "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
-		       "+f"(d[127])
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+		       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+		       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+		       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+		       "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+		       "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+		       "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+		       "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+		       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+		       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate)
 		     : "memory");
 }
@@ -318,24 +291,21 @@ VS_DEV void wgmma_m64n256k16_ss(float (&d)[128], uint64_t desc_a, uint64_t desc_
 		     "}, %128, %129, p, 1, 1, 0, 1;\n"
 		     "}\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-		       "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-		       "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-		       "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-		       "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-		       "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
-		       "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-		       "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
-		       "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-		       "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
-		       "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
-		       "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
-		       "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
-		       "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
-		       "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
-		       "+f"(d[127])
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+		       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+		       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+		       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+		       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+		       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+		       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+		       "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+		       "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+		       "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+		       "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+		       "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+		       "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+		       "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+		       "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 		     : "l"(desc_a), "l"(desc_b), "r"(accumulate)
 		     : "memory");
 }
@@ -360,26 +330,11 @@ struct mma_frag_c {
 	mma_v4f x;
 };
 
-VS_DEV int mma_c_row(int lane, int e)
-{
-	return 4 * (lane >> 4) + e;
-}
-VS_DEV int mma_c_col(int lane, int e)
-{
-	return (void)e, lane & 15;
-}
-VS_DEV int mma_c_rowslot(int e)
-{
-	return e;
-}
-VS_DEV int mma_rowslot_row(int lane, int rs)
-{
-	return 4 * (lane >> 4) + rs;
-}
-VS_DEV bool mma_row_leader(int lane)
-{
-	return (lane & 15) == 0;
-}
+VS_DEV int mma_c_row(int lane, int e) { return 4 * (lane >> 4) + e; }
+VS_DEV int mma_c_col(int lane, int e) { return (void)e, lane & 15; }
+VS_DEV int mma_c_rowslot(int e) { return e; }
+VS_DEV int mma_rowslot_row(int lane, int rs) { return 4 * (lane >> 4) + rs; }
+VS_DEV bool mma_row_leader(int lane) { return (lane & 15) == 0; }
 /* Lanes sharing rows: the 16 lanes of one lane / 16 group. */
 VS_DEV float mma_row_max(float v)
 {
@@ -396,10 +351,7 @@ VS_DEV float mma_row_sum(float v)
 	return v + vs_shfl_xor(v, 8);
 }
 
-VS_DEV mma_v4s mma_ld8(const uint16_t *p)
-{
-	return *(const mma_v4s *)p;
-}
+VS_DEV mma_v4s mma_ld8(const uint16_t *p) { return *(const mma_v4s *)p; }
 
 /* A[r][k] = base[r * ld + k] (bf16, LDS or global; 8-byte aligned). */
 VS_DEV void mma_load_a(mma_frag_a &a, const uint16_t *base, int ld)
@@ -423,7 +375,7 @@ VS_DEV void mma_load_b_kn(mma_frag_b &b, const uint16_t *base, int ld)
 	int l = vs_lane();
 	const uint16_t *p = base + 4 * (l >> 4) * ld + (l & 15);
 
-	b.v = mma_v4s{(short)p[0], (short)p[ld], (short)p[2 * ld], (short)p[3 * ld]};
+	b.v = mma_v4s{ (short)p[0], (short)p[ld], (short)p[2 * ld], (short)p[3 * ld] };
 }
 
 VS_DEV void mma_tile16(mma_frag_c &c, const mma_frag_a &a, const mma_frag_b &b)
@@ -441,10 +393,7 @@ VS_DEV uint32_t vs_bf16_rne(float f)
 	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
-VS_DEV uint32_t vs_pack_bf16x2(float lo, float hi)
-{
-	return vs_bf16_rne(lo) | (vs_bf16_rne(hi) << 16);
-}
+VS_DEV uint32_t vs_pack_bf16x2(float lo, float hi) { return vs_bf16_rne(lo) | (vs_bf16_rne(hi) << 16); }
 
 /*
  * Four fp8 fnuz codes -> four bf16, exactly: gfx942's v_cvt_pk_f32_fp8 decodes the FNUZ format
@@ -455,8 +404,10 @@ VS_DEV void mma_fp8x4_to_bf16x4(uint32_t w, uint32_t &lo, uint32_t &hi)
 	auto f01 = __builtin_amdgcn_cvt_pk_f32_fp8((int)w, false);
 	auto f23 = __builtin_amdgcn_cvt_pk_f32_fp8((int)w, true);
 
-	lo = (__builtin_bit_cast(uint32_t, f01[0]) >> 16) | (__builtin_bit_cast(uint32_t, f01[1]) & 0xFFFF0000u);
-	hi = (__builtin_bit_cast(uint32_t, f23[0]) >> 16) | (__builtin_bit_cast(uint32_t, f23[1]) & 0xFFFF0000u);
+	lo = (__builtin_bit_cast(uint32_t, f01[0]) >> 16) |
+	     (__builtin_bit_cast(uint32_t, f01[1]) & 0xFFFF0000u);
+	hi = (__builtin_bit_cast(uint32_t, f23[0]) >> 16) |
+	     (__builtin_bit_cast(uint32_t, f23[1]) & 0xFFFF0000u);
 }
 
 /* B[k][n] = decode(base[n * ld + k]), fp8 codes in LDS (ld in bytes, 4-byte aligned rows). */
@@ -467,7 +418,7 @@ VS_DEV void mma_load_b_nk_fp8(mma_frag_b &b, const uint8_t *base, int ld)
 	uint32_t lo, hi;
 
 	mma_fp8x4_to_bf16x4(w, lo, hi);
-	b.v = mma_v4s{(short)(lo & 0xffffu), (short)(lo >> 16), (short)(hi & 0xffffu), (short)(hi >> 16)};
+	b.v = mma_v4s{ (short)(lo & 0xffffu), (short)(lo >> 16), (short)(hi & 0xffffu), (short)(hi >> 16) };
 }
 
 /* B[k][n] = decode(base[k * ld + n]). */
@@ -475,12 +426,12 @@ VS_DEV void mma_load_b_kn_fp8(mma_frag_b &b, const uint8_t *base, int ld)
 {
 	int l = vs_lane();
 	const uint8_t *p = base + 4 * (l >> 4) * ld + (l & 15);
-	uint32_t w =
-		(uint32_t)p[0] | ((uint32_t)p[ld] << 8) | ((uint32_t)p[2 * ld] << 16) | ((uint32_t)p[3 * ld] << 24);
+	uint32_t w = (uint32_t)p[0] | ((uint32_t)p[ld] << 8) | ((uint32_t)p[2 * ld] << 16) |
+		     ((uint32_t)p[3 * ld] << 24);
 	uint32_t lo, hi;
 
 	mma_fp8x4_to_bf16x4(w, lo, hi);
-	b.v = mma_v4s{(short)(lo & 0xffffu), (short)(lo >> 16), (short)(hi & 0xffffu), (short)(hi >> 16)};
+	b.v = mma_v4s{ (short)(lo & 0xffffu), (short)(lo >> 16), (short)(hi & 0xffffu), (short)(hi >> 16) };
 }
 
 #endif /* platform */
