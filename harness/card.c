@@ -871,13 +871,11 @@ static int loc_add(struct card *c, const struct doc *d, const char *key, size_t 
 {
 	struct card_loc *nl = realloc(c->locs, (size_t)(c->loc_count + 1) * sizeof(*nl));
 
-	if (!nl)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(nl);
 	c->locs = nl;
 	nl += c->loc_count;
 	nl->key = strdup(key);
-	if (!nl->key)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(nl->key);
 	nl->offset = off;
 	text_linecol(d->text, d->len, off, &nl->line, &nl->col);
 	c->loc_count++;
@@ -889,8 +887,7 @@ static int unknown_add(struct card *c, const struct doc *d, const char *key, con
 	struct card_unknown *nu = realloc(c->unknown, (size_t)(c->unknown_count + 1) * sizeof(*nu));
 	size_t b = v->b, e = v->ce;
 
-	if (!nu)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(nu);
 	c->unknown = nu;
 	nu += c->unknown_count;
 	while (e > b && isspace((unsigned char)d->text[e - 1]))
@@ -900,7 +897,7 @@ static int unknown_add(struct card *c, const struct doc *d, const char *key, con
 	if (!nu->path || !nu->text) {
 		free(nu->path);
 		free(nu->text);
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	}
 	c->unknown_count++;
 	return 0;
@@ -910,8 +907,7 @@ static int set_str(char **dst, const char *s)
 {
 	char *n = strdup(s);
 
-	if (!n)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(n);
 	free(*dst);
 	*dst = n;
 	return 0;
@@ -962,8 +958,7 @@ static int schema_list(const struct doc *d, struct card_list *l, const struct yn
 			       v->value);
 	if (v->n) {
 		l->items = calloc((size_t)v->n, sizeof(*l->items));
-		if (!l->items)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(l->items);
 	}
 	for (int i = 0; i < v->n; i++) {
 		const struct ynode *it = v->kid[i];
@@ -980,8 +975,7 @@ static int schema_list(const struct doc *d, struct card_list *l, const struct yn
 				return err;
 		}
 		l->items[i] = strdup(it->value);
-		if (!l->items[i])
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(l->items[i]);
 		l->count = i + 1;
 	}
 	return 0;
@@ -1654,8 +1648,7 @@ int card_lint(const struct card *c)
 	int n = 0;
 	char *stem = fs_stem(c->path, ".md");
 
-	if (!stem)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(stem);
 	lint_near_known(c);
 	if (strcmp(nz(c->id), stem))
 		n += lint_at(c, "id", "'%s' does not match the file name '%s.md' "
@@ -1929,13 +1922,12 @@ static void edits_release(struct edits *ed)
 static int edits_add(struct edits *ed, size_t b, size_t e, struct sbuf *sb)
 {
 	if (sb->oom)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	if (ed->n == ed->cap) {
 		int ncap = ed->cap ? ed->cap * 2 : 16;
 		struct edit *nv = realloc(ed->v, (size_t)ncap * sizeof(*nv));
 
-		if (!nv)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(nv);
 		ed->v = nv;
 		ed->cap = ncap;
 	}
@@ -1943,8 +1935,7 @@ static int edits_add(struct edits *ed, size_t b, size_t e, struct sbuf *sb)
 	ed->v[ed->n].e = e;
 	ed->v[ed->n].text = sb->buf ? sb->buf : strdup("");
 	memset(sb, 0, sizeof(*sb));
-	if (!ed->v[ed->n].text)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(ed->v[ed->n].text);
 	ed->n++;
 	return 0;
 }
@@ -2265,7 +2256,7 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 	}
 	sb_add(&res, c->text + at, c->text_len - at);
 	if (res.oom) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	err = check_edited_card(c, hash, res.buf, res.len, v);

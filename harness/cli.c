@@ -15,6 +15,7 @@
 #include "record.h"
 #include "report.h"
 #include "evaldir.h"
+#include "layout.h"
 #include "runner.h"
 #include "slurm.h"
 #include "task.h"
@@ -39,15 +40,27 @@ struct cli_args {
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
 	const char *baseline_lib, *candidate_lib, *gpus, *publish;
 	int threads, gpu, max_age_days, part, timeout, slurm, force;
+	struct vs_layout layout;  /* the repository's directories: the *_dir options over the defaults */
 };
 
 enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG };
 
+/* One bit per mode: an option's `modes` says which modes read it (curl's aliases[] flags). */
+enum {
+	M_STATIC = 1 << 0, M_EMIT_PLAN = 1 << 1, M_MATERIALIZE = 1 << 2, M_RUN = 1 << 3, M_RECORD = 1 << 4,
+	M_REPORT = 1 << 5, M_VERIFY = 1 << 6, M_VALIDATE = 1 << 7, M_MERGE = 1 << 8, M_FLUSH = 1 << 9,
+	M_FETCH = 1 << 10, M_GC = 1 << 11, M_HELP = 1 << 12, M_VERSION = 1 << 13,
+	M_ALL = 0, /* read by every mode that cares: never refused */
+};
+
+/* One row per option: everything about it (kind, field, modes, help) in one place. */
 struct cli_option {
 	const char *name;
 	enum opt_kind kind;
 	const char *arg;          /* argument or positional name shown in --help */
-	size_t offset;            /* field of struct cli_args (OPT_STR, OPT_INT) */
+	size_t offset;            /* field of struct cli_args (OPT_STR, OPT_INT, OPT_FLAG) */
+	int unset;                /* OPT_INT: the value that means "not given" (parse() sets it) */
+	unsigned modes;           /* options: the modes that read it (M_ALL: any); modes: their own bit */
 	int (*run)(const struct cli_args *a); /* OPT_MODE */
 	int min_pos, max_pos;     /* OPT_MODE: positional arguments accepted */
 	const char *help;
@@ -70,65 +83,101 @@ static int mode_version(const struct cli_args *a);
 
 #define F(field) offsetof(struct cli_args, field)
 
+#define MODE(name_, arg_, run_, lo_, hi_, bit_, help_)                                              \
+	{.name = name_, .kind = OPT_MODE, .arg = arg_, .modes = bit_, .run = run_, .min_pos = lo_,         \
+	 .max_pos = hi_, .help = help_}
+#define STR(name_, arg_, field_, modes_, help_)                                                      \
+	{.name = name_, .kind = OPT_STR, .arg = arg_, .offset = F(field_), .modes = modes_, .help = help_}
+#define INT(name_, arg_, field_, unset_, modes_, help_)                                              \
+	{.name = name_, .kind = OPT_INT, .arg = arg_, .offset = F(field_), .unset = unset_, .modes = modes_, \
+	 .help = help_}
+#define FLAG(name_, field_, modes_, help_)                                                           \
+	{.name = name_, .kind = OPT_FLAG, .arg = "", .offset = F(field_), .modes = modes_, .help = help_}
+
 static const struct cli_option options[] = {
-	{"--static", OPT_MODE, "CARD...", 0, mode_static, 1, 256,
-	 "lint cards: front matter, schema, types, enums, body sections"},
-	{"--emit-plan", OPT_MODE, "CARD", 0, mode_emit_plan, 1, 1,
-	 "write plans/<id>.plan.json (tasks, implementations, gates, protocol) and print a summary"},
-	{"--materialize", OPT_MODE, "PLAN", 0, mode_materialize, 1, 1,
-	 "write the plan's task dirs (inputs + oracle reference outputs, sha256-checked)"},
-	{"--run", OPT_MODE, "PLAN", 0, mode_run, 1, 1,
-	 "isolated A/B of baseline vs candidate on every task: parity first, then timing"},
-	{"--record", OPT_MODE, "CARD", 0, mode_record, 1, 1,
-	 "verify an eval dir (--eval-dir, default: the card's latest) and write its status into the card"},
-	{"--report", OPT_MODE, "", 0, mode_report, 0, 0, "status of every card in skills/, checked against evidence"},
-	{"--verify", OPT_MODE, "CARD...", 0, mode_verify, 1, 256, "re-check recorded cards against their evidence"},
-	{"--validate", OPT_MODE, "CARD", 0, mode_validate, 1, 1,
-	 "the main job: --emit-plan, --run (materializing tasks), --record, in one go"},
-	{"--merge", OPT_MODE, "DIR...", 0, mode_merge, 1, 256,
-	 "join the parts of a run (--part, Slurm) into one eval dir that --record accepts"},
-	{"--flush", OPT_MODE, "", 0, mode_flush, 0, 0, "send the payloads waiting in the outbox to --publish URL"},
-	{"--fetch", OPT_MODE, "URL", 0, mode_fetch, 1, 1,
-	 "import a card from URL into skills/ (linted first; an existing card that differs needs --force)"},
-	{"--gc", OPT_MODE, "", 0, mode_gc, 0, 0,
-	 "remove task dirs that no plan in plans/ uses, and temporaries left by interrupted writes"},
-	{"--help", OPT_MODE, "", 0, mode_help, 0, 0, "this text"},
-	{"--version", OPT_MODE, "", 0, mode_version, 0, 0, "tool version and kernel identity"},
-	{"--tier", OPT_STR, "smoke|standard|full", F(tier), NULL, 0, 0, "task grid of --emit-plan (default smoke)"},
-	{"--gen", OPT_STR, "GEN", F(gen), NULL, 0, 0, "target generation (default: the card's first gens entry)"},
-	{"--baseline", OPT_STR, "IMPL", F(baseline), NULL, 0, 0, "baseline implementation (default match.from_backend)"},
-	{"--candidate", OPT_STR, "IMPL", F(candidate), NULL, 0, 0, "candidate implementation (default match.to_backend)"},
-	{"--baseline-lib", OPT_STR, "FILE.so", F(baseline_lib), NULL, 0, 0,
-	 "plugin providing the baseline (kernels/mla_decode.h ABI; the plan records it and its sha256)"},
-	{"--candidate-lib", OPT_STR, "FILE.so", F(candidate_lib), NULL, 0, 0, "plugin providing the candidate"},
-	{"--slurm", OPT_FLAG, "", F(slurm), NULL, 0, 0,
-	 "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"},
-	{"--task", OPT_STR, "NAME|HASH", F(task), NULL, 0, 0, "only tasks whose name contains this or hash starts with it"},
-	{"--impl", OPT_STR, "IMPL", F(impl), NULL, 0, 0, "parity of this implementation only (no timing)"},
-	{"--config", OPT_STR, "CONFIG", F(config), NULL, 0, 0, "only this candidate config"},
-	{"--eval-dir", OPT_STR, "DIR", F(eval_dir), NULL, 0, 0, "eval dir for --record"},
-	{"--format", OPT_STR, "text|markdown|json|html", F(format), NULL, 0, 0,
-	 "report format (default text; html: one self-contained page with a chart)"},
-	{"--out", OPT_STR, "FILE", F(out), NULL, 0, 0, "output file of --emit-plan / --report"},
-	{"--tasks-dir", OPT_STR, "DIR", F(tasks_dir), NULL, 0, 0, "task dirs root (default tasks)"},
-	{"--results-dir", OPT_STR, "DIR", F(results_dir), NULL, 0, 0, "eval dirs root (default results)"},
-	{"--plans-dir", OPT_STR, "DIR", F(plans_dir), NULL, 0, 0, "plans directory (default plans)"},
-	{"--skills-dir", OPT_STR, "DIR", F(skills_dir), NULL, 0, 0, "cards directory for --report (default skills)"},
-	{"--build-figures", OPT_STR, "FILE", F(build_figures), NULL, 0, 0,
-	 "gfx942 gate output (default <build>/gfx942/resources.json)"},
-	{"--run-id", OPT_STR, "ID", F(run_id), NULL, 0, 0, "name of the eval dir (default UTC time + generation)"},
-	{"--threads", OPT_INT, "N", F(threads), NULL, 0, 0, "threads for the oracle and generator (default: all cores)"},
-	{"--gpu", OPT_INT, "N", F(gpu), NULL, 0, 0, "GPU ordinal (default 0)"},
-	{"--gpus", OPT_STR, "N,N,...", F(gpus), NULL, 0, 0,
-	 "--run: one worker per listed GPU, tasks dealt as they free up (a CPU plan: that many CPU workers)"},
-	{"--part", OPT_INT, "I", F(part), NULL, 0, 0,
-	 "--run only plan task I into results/<id>/.parts/<run id>/I (needs --run-id; what Slurm array tasks do)"},
-	{"--publish", OPT_STR, "URL", F(publish), NULL, 0, 0,
-	 "--record/--validate: POST the record and result.json (token: $VS_PUBLISH_TOKEN); undelivered ones wait "
-	 "in results/.outbox"},
-	{"--timeout", OPT_INT, "S", F(timeout), NULL, 0, 0, "total seconds of one HTTP attempt (default 60)"},
-	{"--force", OPT_FLAG, "", F(force), NULL, 0, 0, "--fetch: replace an existing card that differs"},
-	{"--max-age-days", OPT_INT, "N", F(max_age_days), NULL, 0, 0, "evidence older than this is stale (default 90)"},
+	MODE("--static", "CARD...", mode_static, 1, 256, M_STATIC,
+	     "lint cards: front matter, schema, types, enums, body sections"),
+	MODE("--emit-plan", "CARD", mode_emit_plan, 1, 1, M_EMIT_PLAN,
+	     "write plans/<id>.plan.json (tasks, implementations, gates, protocol) and print a summary"),
+	MODE("--materialize", "PLAN", mode_materialize, 1, 1, M_MATERIALIZE,
+	     "write the plan's task dirs (inputs + oracle reference outputs, sha256-checked)"),
+	MODE("--run", "PLAN", mode_run, 1, 1, M_RUN,
+	     "isolated A/B of baseline vs candidate on every task: parity first, then timing"),
+	MODE("--record", "CARD", mode_record, 1, 1, M_RECORD,
+	     "verify an eval dir (--eval-dir, default: the card's latest) and write its status into the card"),
+	MODE("--report", "", mode_report, 0, 0, M_REPORT,
+	     "status of every card in skills/, checked against evidence"),
+	MODE("--verify", "CARD...", mode_verify, 1, 256, M_VERIFY,
+	     "re-check recorded cards against their evidence"),
+	MODE("--validate", "CARD", mode_validate, 1, 1, M_VALIDATE,
+	     "the main job: --emit-plan, --run (materializing tasks), --record, in one go"),
+	MODE("--merge", "DIR...", mode_merge, 1, 256, M_MERGE,
+	     "join the parts of a run (--part, Slurm) into one eval dir that --record accepts"),
+	MODE("--flush", "", mode_flush, 0, 0, M_FLUSH,
+	     "send the payloads waiting in the outbox to --publish URL"),
+	MODE("--fetch", "URL", mode_fetch, 1, 1, M_FETCH,
+	     "import a card from URL into skills/ (linted first; an existing card that differs needs --force)"),
+	MODE("--gc", "", mode_gc, 0, 0, M_GC,
+	     "remove task dirs that no plan in plans/ uses, and temporaries left by interrupted writes"),
+	MODE("--help", "", mode_help, 0, 0, M_HELP,
+	     "this text"),
+	MODE("--version", "", mode_version, 0, 0, M_VERSION,
+	     "tool version and kernel identity"),
+	STR("--tier", "smoke|standard|full", tier, M_ALL,
+	    "task grid of --emit-plan (default smoke)"),
+	STR("--gen", "GEN", gen, M_ALL,
+	    "target generation (default: the card's first gens entry)"),
+	STR("--baseline", "IMPL", baseline, M_ALL,
+	    "baseline implementation (default match.from_backend)"),
+	STR("--candidate", "IMPL", candidate, M_ALL,
+	    "candidate implementation (default match.to_backend)"),
+	STR("--baseline-lib", "FILE.so", baseline_lib, M_EMIT_PLAN | M_VALIDATE,
+	    "plugin providing the baseline (kernels/mla_decode.h ABI; the plan records it and its sha256)"),
+	STR("--candidate-lib", "FILE.so", candidate_lib, M_EMIT_PLAN | M_VALIDATE,
+	    "plugin providing the candidate"),
+	FLAG("--slurm", slurm, M_EMIT_PLAN | M_VALIDATE,
+	     "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"),
+	STR("--task", "NAME|HASH", task, M_ALL,
+	    "only tasks whose name contains this or hash starts with it"),
+	STR("--impl", "IMPL", impl, M_ALL,
+	    "parity of this implementation only (no timing)"),
+	STR("--config", "CONFIG", config, M_ALL,
+	    "only this candidate config"),
+	STR("--eval-dir", "DIR", eval_dir, M_ALL,
+	    "eval dir for --record"),
+	STR("--format", "text|markdown|json|html", format, M_ALL,
+	    "report format (default text; html: one self-contained page with a chart)"),
+	STR("--out", "FILE", out, M_ALL,
+	    "output file of --emit-plan / --report"),
+	STR("--tasks-dir", "DIR", tasks_dir, M_ALL,
+	    "task dirs root (default tasks)"),
+	STR("--results-dir", "DIR", results_dir, M_ALL,
+	    "eval dirs root (default results)"),
+	STR("--plans-dir", "DIR", plans_dir, M_ALL,
+	    "plans directory (default plans)"),
+	STR("--skills-dir", "DIR", skills_dir, M_ALL,
+	    "cards directory for --report (default skills)"),
+	STR("--build-figures", "FILE", build_figures, M_ALL,
+	    "gfx942 gate output (default <build>/gfx942/resources.json)"),
+	STR("--run-id", "ID", run_id, M_ALL,
+	    "name of the eval dir (default UTC time + generation)"),
+	INT("--threads", "N", threads, 0, M_ALL,
+	    "threads for the oracle and generator (default: all cores)"),
+	INT("--gpu", "N", gpu, 0, M_ALL,
+	    "GPU ordinal (default 0)"),
+	STR("--gpus", "N,N,...", gpus, M_RUN | M_VALIDATE,
+	    "--run: one worker per listed GPU, tasks dealt as they free up (a CPU plan: that many CPU workers)"),
+	INT("--part", "I", part, -1, M_RUN,
+	    "--run only plan task I into results/<id>/.parts/<run id>/I (needs --run-id; what Slurm array tasks do)"),
+	STR("--publish", "URL", publish, M_RECORD | M_VALIDATE | M_FLUSH,
+	    "--record/--validate: POST the record and result.json (token: $VS_PUBLISH_TOKEN); undelivered ones "
+	    "wait in results/.outbox"),
+	INT("--timeout", "S", timeout, 0, M_ALL,
+	    "total seconds of one HTTP attempt (default 60)"),
+	FLAG("--force", force, M_FETCH,
+	     "--fetch: replace an existing card that differs"),
+	INT("--max-age-days", "N", max_age_days, 0, M_ALL,
+	    "evidence older than this is stale (default 90)"),
 };
 
 #define NOPTIONS ((int)(sizeof(options) / sizeof(options[0])))
@@ -151,7 +200,9 @@ static int parse(struct cli_args *a, int argc, char **argv)
 {
 	memset(a, 0, sizeof(*a));
 	a->mode = -1;
-	a->part = -1;
+	for (int k = 0; k < NOPTIONS; k++)
+		if (options[k].kind == OPT_INT)
+			*(int *)((char *)a + options[k].offset) = options[k].unset;
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i], *val = NULL, *eq;
 		int k;
@@ -201,6 +252,15 @@ static int parse(struct cli_args *a, int argc, char **argv)
 			}
 		}
 	}
+	a->layout = vs_layout_default;
+	if (a->skills_dir)
+		a->layout.skills = a->skills_dir;
+	if (a->plans_dir)
+		a->layout.plans = a->plans_dir;
+	if (a->tasks_dir)
+		a->layout.tasks = a->tasks_dir;
+	if (a->results_dir)
+		a->layout.results = a->results_dir;
 	if (a->mode < 0)
 		return usage_error("no mode given%s", "");
 	if (a->npositional < options[a->mode].min_pos || a->npositional > options[a->mode].max_pos) {
@@ -257,15 +317,22 @@ static char *plan_path_for(const struct cli_args *a, const char *id)
 {
 	if (a->out)
 		return strdup(a->out);
-	return fs_printf("%s/%s.plan.json", a->plans_dir ? a->plans_dir : "plans", id);
+	return fs_printf("%s/%s.plan.json", a->layout.plans, id);
 }
 
 static int emit_plan(const struct cli_args *a, char **path_out)
 {
 	struct card c;
 	struct plan p;
-	struct plan_options po = {a->tier, a->gen, a->baseline, a->candidate, a->build_figures, a->baseline_lib,
-				  a->candidate_lib};
+	struct plan_options po = {
+		.tier = a->tier,
+		.gen = a->gen,
+		.baseline = a->baseline,
+		.candidate = a->candidate,
+		.build_figures = a->build_figures,
+		.baseline_lib = a->baseline_lib,
+		.candidate_lib = a->candidate_lib,
+	};
 	char *path = NULL, *script = NULL;
 	int err;
 
@@ -277,29 +344,29 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		goto done;
 	path = plan_path_for(a, c.id);
 	if (!path) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
-	if (!a->out && (err = fs_mkdir_p(a->plans_dir ? a->plans_dir : "plans")))
+	if (!a->out && (err = fs_mkdir_p(a->layout.plans)))
 		goto done;
 	if ((err = plan_write(&p, path)))
 		goto done;
 	plan_print_summary(&p, stdout);
 	printf("wrote %s\n", path);
 	if (a->slurm) {
-		struct slurm_options so = {path, NULL, NULL, a->results_dir, a->tasks_dir};
+		struct slurm_options so = {.plan_path = path, .results_root = a->layout.results, .tasks_root = a->layout.tasks};
 		size_t n = strlen(path);
 
 		script = n > 10 && !strcmp(path + n - 10, ".plan.json") ? fs_printf("%.*s.sbatch", (int)(n - 10), path) :
 									    fs_printf("%s.sbatch", path);
 		if (!script) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			goto done;
 		}
 		if ((err = slurm_write_script(&p, script, &so)))
 			goto done;
 		printf("wrote %s (Slurm array of %d tasks: sbatch %s, then validate_skill --merge "
-		       "%s/%s/.parts/<run id>)\n", script, p.ntasks, script, a->results_dir ? a->results_dir : "results",
+		       "%s/%s/.parts/<run id>)\n", script, p.ntasks, script, a->layout.results,
 		       p.card_id);
 	}
 	if (path_out) {
@@ -331,7 +398,7 @@ static int mode_materialize(const struct cli_args *a)
 	struct plan p;
 	struct progress pg;
 	int err, done = 0, n = 0;
-	const char *root = a->tasks_dir ? a->tasks_dir : "tasks";
+	const char *root = a->layout.tasks;
 
 	if ((err = plan_read(&p, a->positional[0])))
 		return err;
@@ -393,8 +460,8 @@ static int run_plan(const struct cli_args *a, const char *plan_path, char **eval
 
 	memset(&ro, 0, sizeof(ro));
 	ro.plan_path = plan_path;
-	ro.tasks_root = a->tasks_dir;
-	ro.results_root = a->results_dir;
+	ro.tasks_root = a->layout.tasks;
+	ro.results_root = a->layout.results;
 	ro.task_filter = a->task;
 	ro.impl_filter = a->impl;
 	ro.config_filter = a->config;
@@ -431,11 +498,11 @@ static void publish_opts(struct publish_options *po, const struct cli_args *a)
 	po->url = a->publish;
 	po->timeout_s = a->timeout;
 	po->outbox = NULL;
-	if (a->results_dir) {
+	{
 		static char *outbox;
 
 		free(outbox);
-		outbox = fs_join(a->results_dir, ".outbox");
+		outbox = fs_join(a->layout.results, ".outbox");
 		po->outbox = outbox;
 	}
 }
@@ -481,14 +548,14 @@ static int mode_fetch(const struct cli_args *a)
 	int err;
 
 	publish_opts(&po, a);
-	err = publish_fetch(&path, a->positional[0], a->skills_dir, a->force, &po);
+	err = publish_fetch(&path, a->positional[0], a->layout.skills, a->force, &po);
 	free(path);
 	return err;
 }
 
 static int mode_merge(const struct cli_args *a)
 {
-	struct merge_options mo = {a->results_dir, a->run_id};
+	struct merge_options mo = {.results_root = a->layout.results, .run_id = a->run_id};
 	char *eval_dir = NULL;
 	int err = merge_parts(&eval_dir, a->positional, a->npositional, &mo);
 
@@ -503,7 +570,7 @@ static char *latest_eval_dir(const struct cli_args *a, const char *card_path)
 	char *out = NULL;
 
 	memset(&c, 0, sizeof(c));
-	if (!card_load(&c, card_path) && evaldir_latest(&out, a->results_dir, c.id))
+	if (!card_load(&c, card_path) && evaldir_latest(&out, a->layout.results, c.id))
 		out = NULL;
 	card_release(&c);
 	return out;
@@ -525,7 +592,12 @@ static int mode_record(const struct cli_args *a)
 
 static int mode_report(const struct cli_args *a)
 {
-	struct report_options ro = {a->skills_dir, a->plans_dir, a->format, a->max_age_days, NULL};
+	struct report_options ro = {
+		.skills_dir = a->layout.skills,
+		.plans_dir = a->layout.plans,
+		.format = a->format,
+		.max_age_days = a->max_age_days,
+	};
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = NULL;
@@ -534,8 +606,7 @@ static int mode_report(const struct cli_args *a)
 	if (a->out) {
 		/* The whole report in memory, then one atomic write: never a half-written page. */
 		f = open_memstream(&buf, &len);
-		if (!f)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(f);
 		ro.out = f;
 	}
 	err = report_run(&ro);
@@ -616,7 +687,7 @@ static int gc_temporaries(const char *dir, int depth, int *removed)
 			continue;
 		path = fs_join(dir, de->d_name);
 		if (!path) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			break;
 		}
 		if (stale_temporary(de->d_name)) {
@@ -637,8 +708,8 @@ static int gc_temporaries(const char *dir, int depth, int *removed)
 
 static int mode_gc(const struct cli_args *a)
 {
-	const char *plans_dir = a->plans_dir ? a->plans_dir : "plans";
-	const char *tasks_root = a->tasks_dir ? a->tasks_dir : "tasks";
+	const char *plans_dir = a->layout.plans;
+	const char *tasks_root = a->layout.tasks;
 	char **keep = NULL, *opdir = NULL;
 	int nkeep = 0, removed = 0, temporaries = 0, err = 0;
 	DIR *d = opendir(plans_dir);
@@ -652,7 +723,7 @@ static int mode_gc(const struct cli_args *a)
 		if (n < 11 || strcmp(de->d_name + n - 10, ".plan.json"))
 			continue;
 		path = fs_join(plans_dir, de->d_name);
-		err = path ? plan_read(&p, path) : VS_ENOMEM;
+		err = path ? plan_read(&p, path) : vs_oom();
 		free(path);
 		if (err)
 			break;
@@ -660,7 +731,7 @@ static int mode_gc(const struct cli_args *a)
 			char **nk = realloc(keep, (size_t)(nkeep + 1) * sizeof(*keep));
 
 			if (!nk) {
-				err = vs_error(VS_ENOMEM, "out of memory");
+				err = vs_oom();
 				break;
 			}
 			keep = nk;
@@ -685,7 +756,7 @@ static int mode_gc(const struct cli_args *a)
 		if (used)
 			continue;
 		victim = fs_join(opdir, de->d_name);
-		err = victim ? fs_remove_tree(victim) : VS_ENOMEM;
+		err = victim ? fs_remove_tree(victim) : vs_oom();
 		if (!err) {
 			printf("removed %s\n", victim);
 			removed++;
@@ -697,11 +768,11 @@ static int mode_gc(const struct cli_args *a)
 	if (!err && opdir)
 		err = gc_temporaries(opdir, 0, &temporaries);
 	if (!err)
-		err = gc_temporaries(a->skills_dir ? a->skills_dir : "skills", 0, &temporaries);
+		err = gc_temporaries(a->layout.skills, 0, &temporaries);
 	if (!err)
 		err = gc_temporaries(plans_dir, 0, &temporaries);
 	if (!err)
-		err = gc_temporaries(a->results_dir ? a->results_dir : "results", 3, &temporaries);
+		err = gc_temporaries(a->layout.results, 3, &temporaries);
 	if (!err)
 		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed\n",
 		       removed, removed == 1 ? "" : "s", nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies");
@@ -713,38 +784,28 @@ done:
 	return err;
 }
 
-/* Options that only some modes read: given to another mode, they would be silently ignored. */
-static const struct {
-	const char *name;
-	size_t offset;
-	int is_int;       /* int field: set when >= 1 (or >= 0 for --part) */
-	const char *modes;
-} scoped[] = {
-	{"--baseline-lib", F(baseline_lib), 0, " --emit-plan --validate "},
-	{"--candidate-lib", F(candidate_lib), 0, " --emit-plan --validate "},
-	{"--slurm", F(slurm), 1, " --emit-plan --validate "},
-	{"--gpus", F(gpus), 1, " --run --validate "},
-	{"--part", F(part), 2, " --run "},
-	{"--publish", F(publish), 0, " --record --validate --flush "},
-	{"--force", F(force), 1, " --fetch "},
-};
-
+/* An option that only some modes read, given to another mode, would be silently ignored: refused. */
 static int check_scoped(const struct cli_args *a)
 {
-	for (size_t k = 0; k < sizeof(scoped) / sizeof(scoped[0]); k++) {
-		const void *field = (const char *)a + scoped[k].offset;
-		int set = scoped[k].is_int == 2 ? *(const int *)field >= 0 :
-			  scoped[k].is_int ? *(const int *)field > 0 : *(const char *const *)field != NULL;
-		char mode[32];
+	unsigned bit = options[a->mode].modes;
 
-		snprintf(mode, sizeof(mode), " %s ", options[a->mode].name);
-		if (set && !strstr(scoped[k].modes, mode)) {
-			char msg[160];
+	for (int k = 0; k < NOPTIONS; k++) {
+		const struct cli_option *o = &options[k];
+		const void *field = (const char *)a + o->offset;
+		int set;
+		char msg[160], list[96] = "";
 
-			snprintf(msg, sizeof(msg), "%s applies to%.*s only, not to %s", scoped[k].name,
-				 (int)strlen(scoped[k].modes) - 1, scoped[k].modes, options[a->mode].name);
-			return usage_error("%s", msg);
-		}
+		if (o->kind == OPT_MODE || o->modes == M_ALL || (o->modes & bit))
+			continue;
+		set = o->kind == OPT_STR ? *(const char *const *)field != NULL :
+		      o->kind == OPT_INT ? *(const int *)field != o->unset : *(const int *)field != 0;
+		if (!set)
+			continue;
+		for (int m = 0; m < NOPTIONS; m++)
+			if (options[m].kind == OPT_MODE && (options[m].modes & o->modes))
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), " %s", options[m].name);
+		snprintf(msg, sizeof(msg), "%s applies to%s only, not to %s", o->name, list, options[a->mode].name);
+		return usage_error("%s", msg);
 	}
 	return 0;
 }

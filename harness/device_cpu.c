@@ -160,8 +160,7 @@ int vs_device_open_cpu(struct vs_device *d)
 	struct utsname u;
 
 	memset(d, 0, sizeof(*d));
-	if (!p)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(p);
 	snprintf(d->info.backend, sizeof(d->info.backend), "cpu");
 	cpu_model_name(d->info.name, sizeof(d->info.name));
 	if (uname(&u) == 0) {

@@ -2,6 +2,7 @@
 #include "fsutil.h"
 #include "gpu_clocks.h"
 #include "jsonfile.h"
+#include "layout.h"
 #include "stats.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
@@ -27,7 +28,7 @@ static const cJSON *jget(const cJSON *o, const char *key)
 
 static const char *root_or_default(const char *results_root)
 {
-	return results_root ? results_root : "results";
+	return results_root ? results_root : vs_layout_default.results;
 }
 
 static void utc_stamp(char *out, size_t cap, const char *fmt)
@@ -55,7 +56,7 @@ char *evaldir_parts_root(const char *results_root, const char *card_id)
 static int make_manifests(const char *dir)
 {
 	char *m = fs_join(dir, "manifests");
-	int err = m ? fs_mkdir_p(m) : vs_error(VS_ENOMEM, "out of memory");
+	int err = m ? fs_mkdir_p(m) : vs_oom();
 
 	free(m);
 	return err;
@@ -67,8 +68,7 @@ int evaldir_create_run(char **out, const char *results_root, const char *card_id
 	char stamp[32], *dir = NULL, *base = evaldir_card_dir(results_root, card_id);
 	int err;
 
-	if (!base)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(base);
 	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
 	if ((err = fs_mkdir_p(base)))
 		goto done;
@@ -80,7 +80,7 @@ int evaldir_create_run(char **out, const char *results_root, const char *card_id
 			dir = k == 1 ? fs_printf("%s/%s-%s", base, stamp, arch) :
 				       fs_printf("%s/%s-%s-%d", base, stamp, arch, k);
 		if (!dir) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			goto done;
 		}
 		if (!fs_exists(dir))
@@ -106,8 +106,7 @@ int evaldir_create_part(char **out, const char *results_root, const char *card_i
 
 	dir = base ? fs_printf("%s/%s/%04d", base, run_id, index) : NULL;
 	free(base);
-	if (!dir)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(dir);
 	err = 0;
 	if (fs_exists(dir)) /* a requeued array task runs again */
 		err = fs_remove_tree(dir);
@@ -127,13 +126,11 @@ int evaldir_create_merged(char **out, const char *results_root, const char *card
 	char *base = evaldir_card_dir(results_root, card_id), *dir = NULL, stamp[32];
 	int err;
 
-	if (!base)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(base);
 	utc_stamp(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ");
 	dir = run_id ? fs_printf("%s/%s", base, run_id) : fs_printf("%s/%s-%s-merged", base, stamp, gen);
 	free(base);
-	if (!dir)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(dir);
 	if (fs_exists(dir))
 		err = vs_error(VS_EUSAGE, "'%s' exists already: name another with --run-id", dir);
 	else
@@ -153,8 +150,7 @@ int evaldir_latest(char **out, const char *results_root, const char *card_id)
 	struct dirent *de;
 	int err = 0;
 
-	if (!base)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(base);
 	d = opendir(base);
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
@@ -163,7 +159,7 @@ int evaldir_latest(char **out, const char *results_root, const char *card_id)
 			free(best);
 			best = strdup(de->d_name);
 			if (!best) {
-				err = vs_error(VS_ENOMEM, "out of memory");
+				err = vs_oom();
 				break;
 			}
 		}
@@ -174,7 +170,7 @@ int evaldir_latest(char **out, const char *results_root, const char *card_id)
 		err = vs_error(VS_ENOTFOUND, "no eval dir under '%s': run the card's plan first, or pass --eval-dir",
 			       base);
 	if (!err && !(*out = fs_join(base, best)))
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 	free(best);
 	free(base);
 	return err;
@@ -192,7 +188,7 @@ static int push_path(char ***list, int *n, char *path)
 
 	if (!nl) {
 		free(path);
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	}
 	*list = nl;
 	(*list)[(*n)++] = path;
@@ -209,8 +205,7 @@ int evaldir_find_parts(char ***out, int *nout, const char *const *dirs, int ndir
 		DIR *d;
 		struct dirent *de;
 
-		if (!res)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(res);
 		if (fs_exists(res)) {
 			free(res);
 			err = push_path(out, nout, strdup(dirs[k]));
@@ -248,57 +243,10 @@ int evaldir_find_parts(char ***out, int *nout, const char *const *dirs, int ndir
 
 /* ---- JSON written as evidence: complete or not written ---------------------------------------- */
 
-/*
- * Every item goes through put() or push(): one that cannot be created or attached sets the sticky
- * *oom, and the writer refuses to write a result.json with *oom set. A NULL string value adds no
- * key (as cJSON_AddStringToObject() with NULL did).
- */
-static int put(int *oom, cJSON *o, const char *key, cJSON *item)
-{
-	if (!item || !o || !cJSON_AddItemToObject(o, key, item)) {
-		cJSON_Delete(item);
-		*oom = 1;
-		return 0;
-	}
-	return 1;
-}
-
+/* Every item goes through jsonfile_put*() (jsonfile.h): the writer refuses a result.json with oom set. */
 static void push(int *oom, cJSON *arr, cJSON *item)
 {
-	if (!item || !arr || !cJSON_AddItemToArray(arr, item)) {
-		cJSON_Delete(item);
-		*oom = 1;
-	}
-}
-
-static void put_str(int *oom, cJSON *o, const char *key, const char *v)
-{
-	if (v)
-		put(oom, o, key, cJSON_CreateString(v));
-}
-
-static void put_num(int *oom, cJSON *o, const char *key, double v)
-{
-	put(oom, o, key, cJSON_CreateNumber(v));
-}
-
-static void put_bool(int *oom, cJSON *o, const char *key, int v)
-{
-	put(oom, o, key, cJSON_CreateBool(v));
-}
-
-static cJSON *put_obj(int *oom, cJSON *o, const char *key)
-{
-	cJSON *c = cJSON_CreateObject();
-
-	return put(oom, o, key, c) ? c : NULL;
-}
-
-static cJSON *put_arr(int *oom, cJSON *o, const char *key)
-{
-	cJSON *c = cJSON_CreateArray();
-
-	return put(oom, o, key, c) ? c : NULL;
+	jsonfile_put(oom, arr, NULL, item);
 }
 
 /* A flag line (fs_printf()'d, taken) into the flags array. */
@@ -312,11 +260,11 @@ static cJSON *ci_json(int *oom, const struct stats_ci *ci)
 {
 	cJSON *j = cJSON_CreateObject(), *arr = cJSON_CreateArray();
 
-	put_num(oom, j, "estimate", ci->estimate);
+	jsonfile_put_num(oom, j, "estimate", ci->estimate);
 	push(oom, arr, cJSON_CreateNumber(ci->lo));
 	push(oom, arr, cJSON_CreateNumber(ci->hi));
-	put(oom, j, "ci95", arr);
-	put_num(oom, j, "n", ci->n);
+	jsonfile_put(oom, j, "ci95", arr);
+	jsonfile_put_num(oom, j, "n", ci->n);
 	if (!j)
 		*oom = 1;
 	return j;
@@ -326,40 +274,41 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 {
 	cJSON *j = cJSON_CreateObject(), *cfgs, *tm;
 
-	put_str(oom, j, "impl", ir->impl->name);
+	jsonfile_put_str(oom, j, "impl", ir->impl->name);
 	if (ir->chosen >= 0)
-		put_str(oom, j, "chosen", ir->configs[ir->chosen].name);
+		jsonfile_put_str(oom, j, "chosen", ir->configs[ir->chosen].name);
 	else
-		put(oom, j, "chosen", cJSON_CreateNull());
-	cfgs = put_arr(oom, j, "configs");
+		jsonfile_put(oom, j, "chosen", cJSON_CreateNull());
+	cfgs = jsonfile_put_arr(oom, j, "configs");
 	for (int i = 0; i < ir->nconfigs; i++) {
 		cJSON *c = cJSON_CreateObject();
 
-		put_str(oom, c, "name", ir->configs[i].name);
-		put_str(oom, c, "parity", ir->config_pass[i] == 1 ? "pass" : ir->config_pass[i] == 0 ? "fail" : "not run");
+		jsonfile_put_str(oom, c, "name", ir->configs[i].name);
+		jsonfile_put_str(oom, c, "parity", ir->config_pass[i] == 1 ? "pass" :
+				 ir->config_pass[i] == 0 ? "fail" : "not run");
 		if (ir->config_detail[i])
-			put_str(oom, c, "detail", ir->config_detail[i]);
+			jsonfile_put_str(oom, c, "detail", ir->config_detail[i]);
 		if (ir->tune_ms[i] > 0)
-			put_num(oom, c, "tune_median_ms", ir->tune_ms[i]);
+			jsonfile_put_num(oom, c, "tune_median_ms", ir->tune_ms[i]);
 		push(oom, cfgs, c);
 	}
-	put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
+	jsonfile_put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
 	if (ir->capture_detail)
-		put_str(oom, j, "capture_detail", ir->capture_detail);
+		jsonfile_put_str(oom, j, "capture_detail", ir->capture_detail);
 	if (timed) {
 		double sec = ir->timing.median * 1e-3;
 
-		tm = put_obj(oom, j, "timing");
-		put_num(oom, tm, "n", ir->timing.n);
-		put_num(oom, tm, "median_ms", ir->timing.median);
-		put_num(oom, tm, "p10_ms", ir->timing.p10);
-		put_num(oom, tm, "p90_ms", ir->timing.p90);
-		put_num(oom, tm, "mean_ms", ir->timing.mean);
-		put_num(oom, tm, "min_ms", ir->timing.min);
-		put_num(oom, tm, "max_ms", ir->timing.max);
-		put_num(oom, tm, "gbps", r->bytes / sec / 1e9);
-		put_num(oom, tm, "tflops", r->flops / sec / 1e12);
-		put_num(oom, tm, "outliers", ir->outliers);
+		tm = jsonfile_put_obj(oom, j, "timing");
+		jsonfile_put_num(oom, tm, "n", ir->timing.n);
+		jsonfile_put_num(oom, tm, "median_ms", ir->timing.median);
+		jsonfile_put_num(oom, tm, "p10_ms", ir->timing.p10);
+		jsonfile_put_num(oom, tm, "p90_ms", ir->timing.p90);
+		jsonfile_put_num(oom, tm, "mean_ms", ir->timing.mean);
+		jsonfile_put_num(oom, tm, "min_ms", ir->timing.min);
+		jsonfile_put_num(oom, tm, "max_ms", ir->timing.max);
+		jsonfile_put_num(oom, tm, "gbps", r->bytes / sec / 1e9);
+		jsonfile_put_num(oom, tm, "tflops", r->flops / sec / 1e12);
+		jsonfile_put_num(oom, tm, "outliers", ir->outliers);
 	}
 	return j;
 }
@@ -368,20 +317,20 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 {
 	cJSON *j = cJSON_CreateObject();
 
-	put_str(oom, j, "name", r->name);
-	put_str(oom, j, "hash", r->hash);
-	put_num(oom, j, "bytes", r->bytes);
-	put_num(oom, j, "flops", r->flops);
-	put_bool(oom, j, "complete", r->complete);
-	put_str(oom, j, "parity", r->parity_pass ? "pass" : "fail");
+	jsonfile_put_str(oom, j, "name", r->name);
+	jsonfile_put_str(oom, j, "hash", r->hash);
+	jsonfile_put_num(oom, j, "bytes", r->bytes);
+	jsonfile_put_num(oom, j, "flops", r->flops);
+	jsonfile_put_bool(oom, j, "complete", r->complete);
+	jsonfile_put_str(oom, j, "parity", r->parity_pass ? "pass" : "fail");
 	if (r->error)
-		put_str(oom, j, "error", r->error);
-	put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
-	put(oom, j, "candidate", impl_json(oom, &r->cand, r, r->complete));
+		jsonfile_put_str(oom, j, "error", r->error);
+	jsonfile_put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
+	jsonfile_put(oom, j, "candidate", impl_json(oom, &r->cand, r, r->complete));
 	if (r->complete) {
-		put_num(oom, j, "pairs", r->npairs);
-		put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
-		put(oom, j, "speedup", ci_json(oom, &r->speedup));
+		jsonfile_put_num(oom, j, "pairs", r->npairs);
+		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
+		jsonfile_put(oom, j, "speedup", ci_json(oom, &r->speedup));
 		if (r->speedup.estimate > p->protocol.review_bound)
 			push_flag(oom, flags, fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check "
 							"that the baseline is sound before trusting it", r->name,
@@ -396,15 +345,15 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 							vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) &
 									     VS_THROTTLE_ANY)));
 	}
-	put_num(oom, j, "timed_checks", r->timed_checks);
-	put_num(oom, j, "timed_check_failures", r->timed_check_failures);
+	jsonfile_put_num(oom, j, "timed_checks", r->timed_checks);
+	jsonfile_put_num(oom, j, "timed_check_failures", r->timed_check_failures);
 	if (r->sm_mhz_begin > 0) {
-		cJSON *c = put_obj(oom, j, "sm_clock_mhz");
+		cJSON *c = jsonfile_put_obj(oom, j, "sm_clock_mhz");
 
-		put_num(oom, c, "begin", r->sm_mhz_begin);
-		put_num(oom, c, "end", r->sm_mhz_end);
-		put_num(oom, c, "throttle_reasons_begin", (double)r->throttle_begin);
-		put_num(oom, c, "throttle_reasons_end", (double)r->throttle_end);
+		jsonfile_put_num(oom, c, "begin", r->sm_mhz_begin);
+		jsonfile_put_num(oom, c, "end", r->sm_mhz_end);
+		jsonfile_put_num(oom, c, "throttle_reasons_begin", (double)r->throttle_begin);
+		jsonfile_put_num(oom, c, "throttle_reasons_end", (double)r->throttle_end);
 	}
 	return j;
 }
@@ -413,15 +362,15 @@ static cJSON *device_json(int *oom, const struct vs_device_info *i)
 {
 	cJSON *j = cJSON_CreateObject();
 
-	put_str(oom, j, "backend", i->backend);
-	put_str(oom, j, "name", i->name);
-	put_str(oom, j, "gen", i->arch);
-	put_str(oom, j, "driver", i->driver);
-	put_num(oom, j, "compute_units", i->compute_units);
-	put_num(oom, j, "clock_mhz", i->clock_mhz);
-	put_num(oom, j, "mem_clock_mhz", i->mem_clock_mhz);
-	put_num(oom, j, "llc_bytes", (double)i->llc_bytes);
-	put_num(oom, j, "mem_bytes", (double)i->mem_bytes);
+	jsonfile_put_str(oom, j, "backend", i->backend);
+	jsonfile_put_str(oom, j, "name", i->name);
+	jsonfile_put_str(oom, j, "gen", i->arch);
+	jsonfile_put_str(oom, j, "driver", i->driver);
+	jsonfile_put_num(oom, j, "compute_units", i->compute_units);
+	jsonfile_put_num(oom, j, "clock_mhz", i->clock_mhz);
+	jsonfile_put_num(oom, j, "mem_clock_mhz", i->mem_clock_mhz);
+	jsonfile_put_num(oom, j, "llc_bytes", (double)i->llc_bytes);
+	jsonfile_put_num(oom, j, "mem_bytes", (double)i->mem_bytes);
 	return j;
 }
 
@@ -430,11 +379,11 @@ cJSON *evaldir_tool_json(void)
 	cJSON *tool = cJSON_CreateObject();
 	int oom = 0;
 
-	put_str(&oom, tool, "version", VS_TOOL_VERSION);
-	put_str(&oom, tool, "git_head", VS_GIT_HEAD);
-	put_str(&oom, tool, "kernels_tree", VS_KERNELS_TREE);
-	put_bool(&oom, tool, "kernels_dirty", VS_KERNELS_DIRTY);
-	put_str(&oom, tool, "gpu_build", VS_GPU_BUILD);
+	jsonfile_put_str(&oom, tool, "version", VS_TOOL_VERSION);
+	jsonfile_put_str(&oom, tool, "git_head", VS_GIT_HEAD);
+	jsonfile_put_str(&oom, tool, "kernels_tree", VS_KERNELS_TREE);
+	jsonfile_put_bool(&oom, tool, "kernels_dirty", VS_KERNELS_DIRTY);
+	jsonfile_put_str(&oom, tool, "gpu_build", VS_GPU_BUILD);
 	if (oom) {
 		cJSON_Delete(tool);
 		return NULL;
@@ -454,10 +403,10 @@ cJSON *evaldir_plugins_json(const struct plan *p)
 		if (!pi->plugin_path)
 			continue;
 		j = cJSON_CreateObject();
-		put_str(&oom, j, "role", k ? "candidate" : "baseline");
-		put_str(&oom, j, "impl", pi->name);
-		put_str(&oom, j, "path", pi->plugin_path);
-		put_str(&oom, j, "sha256", pi->plugin_sha256);
+		jsonfile_put_str(&oom, j, "role", k ? "candidate" : "baseline");
+		jsonfile_put_str(&oom, j, "impl", pi->name);
+		jsonfile_put_str(&oom, j, "path", pi->plugin_path);
+		jsonfile_put_str(&oom, j, "sha256", pi->plugin_sha256);
 		push(&oom, arr, j);
 	}
 	if (oom || !arr) {
@@ -482,7 +431,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	const char *verdict;
 
 	if (!tb || !tc || !np) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		cJSON_Delete(flags);
 		goto done;
 	}
@@ -509,30 +458,30 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
 		     (gate_capture || !p->capture_required) && complete_all;
 	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
-	ov = put_obj(&oom, root, "overall");
+	ov = jsonfile_put_obj(&oom, root, "overall");
 	if (nspeed > 0)
-		put(&oom, ov, "isolated", ci_json(&oom, &overall));
+		jsonfile_put(&oom, ov, "isolated", ci_json(&oom, &overall));
 	else
-		put(&oom, ov, "isolated", cJSON_CreateNull());
-	put_num(&oom, ov, "tasks_timed", nspeed);
-	put_str(&oom, ov, "parity", pass_parity ? "pass" : "fail");
-	gates = put_obj(&oom, root, "gates");
-	g = put_obj(&oom, gates, "parity");
-	put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
-	put_bool(&oom, g, "pass", pass_parity);
-	g = put_obj(&oom, gates, "speedup");
-	put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
-	put_num(&oom, g, "ci_lower", nspeed ? overall.lo : 0);
-	put_bool(&oom, g, "pass", pass_speed);
-	g = put_obj(&oom, gates, "capture");
-	put_bool(&oom, g, "required", p->capture_required);
-	put_bool(&oom, g, "pass", p->capture_required ? gate_capture && complete_all : 1);
-	g = put_obj(&oom, gates, "complete");
-	put_bool(&oom, g, "pass", complete_all && !partial && n == p->ntasks);
-	put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
-	put_str(&oom, root, "verdict", verdict);
+		jsonfile_put(&oom, ov, "isolated", cJSON_CreateNull());
+	jsonfile_put_num(&oom, ov, "tasks_timed", nspeed);
+	jsonfile_put_str(&oom, ov, "parity", pass_parity ? "pass" : "fail");
+	gates = jsonfile_put_obj(&oom, root, "gates");
+	g = jsonfile_put_obj(&oom, gates, "parity");
+	jsonfile_put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
+	jsonfile_put_bool(&oom, g, "pass", pass_parity);
+	g = jsonfile_put_obj(&oom, gates, "speedup");
+	jsonfile_put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
+	jsonfile_put_num(&oom, g, "ci_lower", nspeed ? overall.lo : 0);
+	jsonfile_put_bool(&oom, g, "pass", pass_speed);
+	g = jsonfile_put_obj(&oom, gates, "capture");
+	jsonfile_put_bool(&oom, g, "required", p->capture_required);
+	jsonfile_put_bool(&oom, g, "pass", p->capture_required ? gate_capture && complete_all : 1);
+	g = jsonfile_put_obj(&oom, gates, "complete");
+	jsonfile_put_bool(&oom, g, "pass", complete_all && !partial && n == p->ntasks);
+	jsonfile_put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
+	jsonfile_put_str(&oom, root, "verdict", verdict);
 	if (oom)
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 	if (line) {
 		char iso[96] = "n/a";
 
@@ -563,7 +512,7 @@ int evaldir_writer_init(struct evaldir_writer *w, const char *dir)
 	w->flags = cJSON_CreateArray();
 	w->manifests = cJSON_CreateObject();
 	if (!w->dir || !w->samples || !w->log || !w->flags || !w->manifests)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	fputs(SAMPLES_HEADER, w->samples);
 	return 0;
 }
@@ -572,16 +521,16 @@ int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const ch
 			    char hex_out[65])
 {
 	char *name = fs_printf("manifests/%s.json", hash), hex[65];
-	int err = name ? fs_write_in(w->dir, name, text, len, hex) : vs_error(VS_ENOMEM, "out of memory");
+	int err = name ? fs_write_in(w->dir, name, text, len, hex) : vs_oom();
 
 	free(name);
 	if (err)
 		return err;
 	if (!cJSON_GetObjectItemCaseSensitive(w->manifests, hash))
-		put_str(&w->oom, w->manifests, hash, hex);
+		jsonfile_put_str(&w->oom, w->manifests, hash, hex);
 	if (hex_out)
 		memcpy(hex_out, hex, 65);
-	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	return w->oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
@@ -590,63 +539,62 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 	int *oom = &w->oom;
 
 	w->root = cJSON_CreateObject();
-	if (!w->root)
-		return vs_error(VS_ENOMEM, "out of memory");
-	put_str(oom, w->root, "schema", VS_RESULT_SCHEMA);
+	VS_CHECK_ALLOC(w->root);
+	jsonfile_put_str(oom, w->root, "schema", VS_RESULT_SCHEMA);
 	if (h->copy_from) {
 		static const char *const copied[] = {"tool", "card", "plan", "device"};
 
 		for (size_t k = 0; k < sizeof(copied) / sizeof(copied[0]); k++)
-			put(oom, w->root, copied[k], cJSON_Duplicate(jget(h->copy_from, copied[k]), 1));
+			jsonfile_put(oom, w->root, copied[k], cJSON_Duplicate(jget(h->copy_from, copied[k]), 1));
 	} else {
 		cJSON *card, *plan;
 
-		put(oom, w->root, "tool", evaldir_tool_json());
-		card = put_obj(oom, w->root, "card");
-		put_str(oom, card, "id", p->card_id);
-		put_str(oom, card, "path", p->card_path);
-		put_str(oom, card, "hash", p->card_hash);
-		plan = put_obj(oom, w->root, "plan");
-		put_str(oom, plan, "path", h->plan_path);
-		put_str(oom, plan, "sha256", h->plan_sha256);
-		put_str(oom, plan, "tier", p->tier);
-		put_str(oom, plan, "model", p->model);
-		put(oom, w->root, "device", device_json(oom, h->device));
+		jsonfile_put(oom, w->root, "tool", evaldir_tool_json());
+		card = jsonfile_put_obj(oom, w->root, "card");
+		jsonfile_put_str(oom, card, "id", p->card_id);
+		jsonfile_put_str(oom, card, "path", p->card_path);
+		jsonfile_put_str(oom, card, "hash", p->card_hash);
+		plan = jsonfile_put_obj(oom, w->root, "plan");
+		jsonfile_put_str(oom, plan, "path", h->plan_path);
+		jsonfile_put_str(oom, plan, "sha256", h->plan_sha256);
+		jsonfile_put_str(oom, plan, "tier", p->tier);
+		jsonfile_put_str(oom, plan, "model", p->model);
+		jsonfile_put(oom, w->root, "device", device_json(oom, h->device));
 	}
-	put_str(oom, w->root, "started", h->started);
-	put_str(oom, w->root, "finished", h->finished);
-	put_str(oom, w->root, "baseline", p->baseline.name);
-	put_str(oom, w->root, "candidate", p->candidate.name);
-	put(oom, w->root, "plugins", evaldir_plugins_json(p));
-	put_bool(oom, w->root, "partial", h->partial);
+	jsonfile_put_str(oom, w->root, "started", h->started);
+	jsonfile_put_str(oom, w->root, "finished", h->finished);
+	jsonfile_put_str(oom, w->root, "baseline", p->baseline.name);
+	jsonfile_put_str(oom, w->root, "candidate", p->candidate.name);
+	jsonfile_put(oom, w->root, "plugins", evaldir_plugins_json(p));
+	jsonfile_put_bool(oom, w->root, "partial", h->partial);
 	if (h->partial) {
-		cJSON *f = put_obj(oom, w->root, "filters");
+		cJSON *f = jsonfile_put_obj(oom, w->root, "filters");
 
-		put_str(oom, f, "task", h->task_filter);
-		put_str(oom, f, "impl", h->impl_filter);
-		put_str(oom, f, "config", h->config_filter);
+		jsonfile_put_str(oom, f, "task", h->task_filter);
+		jsonfile_put_str(oom, f, "impl", h->impl_filter);
+		jsonfile_put_str(oom, f, "config", h->config_filter);
 		if (h->has_part) {
-			cJSON *pt = put_obj(oom, w->root, "part");
+			cJSON *pt = jsonfile_put_obj(oom, w->root, "part");
 
-			put_str(oom, pt, "run_id", h->run_id);
-			put_num(oom, pt, "index", h->part_index);
-			put_num(oom, pt, "of", p->ntasks);
+			jsonfile_put_str(oom, pt, "run_id", h->run_id);
+			jsonfile_put_num(oom, pt, "index", h->part_index);
+			jsonfile_put_num(oom, pt, "of", p->ntasks);
 		}
 	}
 	if (h->merged_from) {
-		cJSON *mf = put_arr(oom, w->root, "merged_from");
+		cJSON *mf = jsonfile_put_arr(oom, w->root, "merged_from");
 
 		for (int k = 0; k < h->nmerged; k++)
 			push(oom, mf, cJSON_CreateString(h->merged_from[k]));
 	}
-	w->tasks = put_arr(oom, w->root, "tasks");
-	return *oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	w->tasks = jsonfile_put_arr(oom, w->root, "tasks");
+	return *oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_task(struct evaldir_writer *w, const struct measure_result *r, const struct plan *p)
 {
 	push(&w->oom, w->tasks, task_json(&w->oom, r, p, w->flags));
-	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	return w->oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_task_copy(struct evaldir_writer *w, const cJSON *task, const cJSON *flags)
@@ -656,7 +604,7 @@ int evaldir_writer_task_copy(struct evaldir_writer *w, const cJSON *task, const 
 	push(&w->oom, w->tasks, cJSON_Duplicate(task, 1));
 	cJSON_ArrayForEach(f, flags)
 		push(&w->oom, w->flags, cJSON_Duplicate(f, 1));
-	return w->oom ? vs_error(VS_ENOMEM, "out of memory") : 0;
+	return w->oom ? vs_oom() : 0;
 }
 
 int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
@@ -680,14 +628,14 @@ int evaldir_writer_commit(struct evaldir_writer *w, const char *plan_text, size_
 	if ((err = fs_write_in(w->dir, "plan.json", plan_text, plan_len, NULL)) ||
 	    (err = fs_write_in(w->dir, "samples.csv", w->samples_buf, w->samples_len, hex)))
 		return err;
-	put_str(&w->oom, w->root, "samples_sha256", hex);
-	put(&w->oom, w->root, "manifests", w->manifests);
+	jsonfile_put_str(&w->oom, w->root, "samples_sha256", hex);
+	jsonfile_put(&w->oom, w->root, "manifests", w->manifests);
 	w->manifests = NULL;
 	fclose(w->log);
 	w->log = NULL;
 	if ((err = fs_write_in(w->dir, "run.log", w->log_buf, w->log_len, hex)))
 		return err;
-	put_str(&w->oom, w->root, "log_sha256", hex);
+	jsonfile_put_str(&w->oom, w->root, "log_sha256", hex);
 	text = w->oom ? NULL : cJSON_Print(w->root);
 	if (!text)
 		return vs_error(VS_ENOMEM, "out of memory: result.json not written");
@@ -719,8 +667,7 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 	char *path = fs_join(dir, name), hex[65];
 	int err;
 
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(path);
 	if (!want) {
 		free(path);
 		*status = EVIDENCE_MISMATCH;
@@ -767,7 +714,7 @@ static int check_bound_files(const char *dir, const cJSON *result, const char *p
 			return vs_error(VS_EVERIFY, "%s: task %d has no manifest copy recorded", path, i);
 		}
 		name = fs_printf("manifests/%s.json", h);
-		err = name ? check_file_hash(dir, name, jstr(manifests, h), status) : vs_error(VS_ENOMEM, "out of memory");
+		err = name ? check_file_hash(dir, name, jstr(manifests, h), status) : vs_oom();
 		free(name);
 		if (err)
 			return err;
@@ -838,7 +785,7 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 			struct sample_pairs *ntp = realloc(tp, (size_t)(n + 1) * sizeof(*tp));
 
 			if (!ntp) {
-				err = vs_error(VS_ENOMEM, "out of memory");
+				err = vs_oom();
 				break;
 			}
 			tp = ntp;
@@ -894,7 +841,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	tc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tc));
 	n = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*n));
 	if (!tb || !tc || !n) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	cJSON_ArrayForEach(t, tasks) {
@@ -979,7 +926,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	path = fs_join(dir, "result.json");
 	if (!e->eval_dir || !path) {
 		free(path);
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	}
 	if (!fs_is_dir(dir) || !fs_exists(path)) {
 		status = EVIDENCE_MISSING;
@@ -1101,7 +1048,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	{
 		char *stext = NULL;
 
-		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : VS_ENOMEM;
+		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : vs_oom();
 		if (!err)
 			err = recompute(e, &p, stext, samples, &status);
 		free(stext);
@@ -1221,7 +1168,7 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 	pt->dir = strdup(dir);
 	if (!path || !pt->dir) {
 		free(path);
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	}
 	err = fs_read_file(&text, &len, path, 64u << 20);
 	if (!err)
@@ -1239,12 +1186,12 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 	if (err)
 		return err;
 	path = fs_join(dir, "samples.csv");
-	err = path ? fs_read_file(&pt->samples, &len, path, 256u << 20) : vs_error(VS_ENOMEM, "out of memory");
+	err = path ? fs_read_file(&pt->samples, &len, path, 256u << 20) : vs_oom();
 	free(path);
 	if (err)
 		return err;
 	path = fs_join(dir, "run.log");
-	err = path ? fs_read_file(&pt->log, &len, path, 64u << 20) : vs_error(VS_ENOMEM, "out of memory");
+	err = path ? fs_read_file(&pt->log, &len, path, 64u << 20) : vs_oom();
 	free(path);
 	return err;
 }

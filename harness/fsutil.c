@@ -142,8 +142,7 @@ int fs_write_in(const char *dir, const char *name, const void *data, size_t len,
 	char *path = fs_join(dir, name);
 	int err;
 
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(path);
 	err = fs_write_atomic(path, data, len, 0644);
 	if (!err && hex)
 		fs_sha256_hex(hex, data, len);
@@ -156,8 +155,7 @@ int fs_mkdir_p(const char *path)
 	char *copy = strdup(path);
 	int err = 0;
 
-	if (!copy)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(copy);
 	for (char *p = copy + 1; ; p++) {
 		if (*p == '/' || *p == '\0') {
 			char c = *p;
@@ -202,7 +200,7 @@ int fs_remove_tree(const char *path)
 		char *child = fs_join(path, e->d_name);
 
 		if (!child) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			break;
 		}
 		err = fs_remove_tree(child);

@@ -1,4 +1,7 @@
-/* jsonfile.c - strict JSON reading: cJSON's parse plus a refusal of duplicate keys. */
+/*
+ * jsonfile.c - strict JSON reading (cJSON's parse plus a refusal of duplicate keys) and complete
+ * JSON writing (a sticky out-of-memory flag over every item).
+ */
 #include "jsonfile.h"
 #include "vs_error.h"
 
@@ -89,4 +92,44 @@ int jsonfile_parse(struct cJSON **out, const char *text, size_t len, const char 
 			       *where ? "" : "the top-level object", where);
 	cJSON_Delete(root);
 	return err;
+}
+
+int jsonfile_put(int *oom, cJSON *o, const char *key, cJSON *item)
+{
+	if (!item || !o || !(key ? cJSON_AddItemToObject(o, key, item) : cJSON_AddItemToArray(o, item))) {
+		cJSON_Delete(item);
+		*oom = 1;
+		return 0;
+	}
+	return 1;
+}
+
+void jsonfile_put_str(int *oom, cJSON *o, const char *key, const char *v)
+{
+	if (v)
+		jsonfile_put(oom, o, key, cJSON_CreateString(v));
+}
+
+void jsonfile_put_num(int *oom, cJSON *o, const char *key, double v)
+{
+	jsonfile_put(oom, o, key, cJSON_CreateNumber(v));
+}
+
+void jsonfile_put_bool(int *oom, cJSON *o, const char *key, int v)
+{
+	jsonfile_put(oom, o, key, cJSON_CreateBool(v));
+}
+
+cJSON *jsonfile_put_obj(int *oom, cJSON *o, const char *key)
+{
+	cJSON *c = cJSON_CreateObject();
+
+	return jsonfile_put(oom, o, key, c) ? c : NULL;
+}
+
+cJSON *jsonfile_put_arr(int *oom, cJSON *o, const char *key)
+{
+	cJSON *c = cJSON_CreateArray();
+
+	return jsonfile_put(oom, o, key, c) ? c : NULL;
 }

@@ -1,5 +1,6 @@
 /*
- * jsonfile.h - strict reading of JSON files that people may edit or copy around (plans, results).
+ * jsonfile.h - strict reading of JSON files that people may edit or copy around (plans, results),
+ * and complete writing of the JSON written as evidence.
  */
 #ifndef VS_JSONFILE_H
 #define VS_JSONFILE_H
@@ -17,5 +18,28 @@ struct cJSON;
  * (where is "the top-level object" or a path like "tasks[2].spec").
  */
 int jsonfile_parse(struct cJSON **out, const char *text, size_t len, const char *path);
+
+/*
+ * Building JSON that is complete or not written: every item goes through jsonfile_put*(), which
+ * set the sticky *oom when an item cannot be created or attached (the item is then freed); the
+ * writer checks *oom once before printing. A NULL string value adds no key (as
+ * cJSON_AddStringToObject() with NULL does).
+ */
+
+/** Attach item (taken, NULL sets *oom) to object o under key, or append it to array o (key NULL). */
+int jsonfile_put(int *oom, struct cJSON *o, const char *key, struct cJSON *item);
+
+/** o[key] = v (a copy); nothing when v is NULL. */
+void jsonfile_put_str(int *oom, struct cJSON *o, const char *key, const char *v);
+
+/** o[key] = v. */
+void jsonfile_put_num(int *oom, struct cJSON *o, const char *key, double v);
+
+/** o[key] = true / false. */
+void jsonfile_put_bool(int *oom, struct cJSON *o, const char *key, int v);
+
+/** o[key] = a new empty object / array, returned (borrowed; NULL after a failure). */
+struct cJSON *jsonfile_put_obj(int *oom, struct cJSON *o, const char *key);
+struct cJSON *jsonfile_put_arr(int *oom, struct cJSON *o, const char *key);
 
 #endif /* VS_JSONFILE_H */

@@ -465,7 +465,7 @@ static int impl_result_init(struct measure_impl *ir, const struct mla_decode_imp
 	ir->config_detail = calloc((size_t)pi->nconfigs, sizeof(char *));
 	ir->tune_ms = calloc((size_t)pi->nconfigs, sizeof(double));
 	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	for (int i = 0; i < pi->nconfigs; i++)
 		ir->config_pass[i] = -1;
 	return 0;
@@ -535,8 +535,7 @@ static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct
 	double best = INFINITY;
 	int err = 0, passing = 0;
 
-	if (!x)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(x);
 	for (int i = 0; i < ir->nconfigs; i++)
 		passing += ir->config_pass[i] == 1;
 	for (int i = 0; i < ir->nconfigs && !err; i++) {
@@ -630,7 +629,7 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 	r->t_base = calloc((size_t)pr->max_pairs, sizeof(double));
 	r->t_cand = calloc((size_t)pr->max_pairs, sizeof(double));
 	if (!r->t_base || !r->t_cand)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	for (int k = 0; k < 2; k++) {
 		struct mla_decode_args a;
 

@@ -120,8 +120,7 @@ static int task_samples(struct sample_pairs **pairs, int *np, const struct evald
 	int err = 0;
 
 	*np = 0;
-	if (!rf)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(rf);
 	fprintf(rf, "task,set,pair,order,role,config,ms,checked\n");
 	copy_rows(rf, pt->samples, hash);
 	fclose(rf);
@@ -140,7 +139,7 @@ static int copy_manifest(struct evaldir_writer *w, const struct evaldir_part *pt
 	size_t mlen;
 	int err;
 
-	err = src ? fs_read_file(&mtext, &mlen, src, 16u << 20) : vs_error(VS_ENOMEM, "out of memory");
+	err = src ? fs_read_file(&mtext, &mlen, src, 16u << 20) : vs_oom();
 	free(src);
 	if (!err)
 		err = evaldir_writer_manifest(w, hash, mtext, mlen, hex);
@@ -173,7 +172,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		goto done;
 	parts = calloc((size_t)npaths, sizeof(*parts));
 	if (!parts) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	progress_init(&pg, stdout, npaths);
@@ -197,7 +196,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 	pairs = calloc((size_t)p.ntasks, sizeof(*pairs));
 	npairs_sets = calloc((size_t)p.ntasks, sizeof(*npairs_sets));
 	if (!task_json || !task_part || !sum || !pairs || !npairs_sets) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if ((err = assign_tasks(task_json, task_part, &p, parts, npaths)))

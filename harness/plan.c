@@ -115,8 +115,7 @@ static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv
 	s->page_offset = sh->page_offset;
 	tolerances(s);
 	s->seqlens = calloc((size_t)sh->batch, sizeof(int32_t));
-	if (!s->seqlens)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(s->seqlens);
 	for (int b = 0; b < sh->batch; b++) {
 		int len;
 
@@ -180,7 +179,7 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 	pi->name = strdup(impl->name);
 	pi->backend = strdup(impl->backend);
 	if (!pi->configs || !pi->name || !pi->backend)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	pi->nconfigs = impl->configs(gen, pi->configs, n);
 	if (pi->nconfigs > n)
 		pi->nconfigs = n;
@@ -189,8 +188,7 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 
 		pi->plugin_path = strdup(pl->path);
 		memcpy(pi->plugin_sha256, pl->sha256, sizeof(pi->plugin_sha256));
-		if (!pi->plugin_path)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(pi->plugin_path);
 	}
 	return 0;
 }
@@ -244,7 +242,7 @@ static cJSON *load_build_figures(const char *path_opt, const char *impl)
 	char *text = NULL;
 	size_t len;
 	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine;
-	int quiet;
+	int quiet, nomem = 0, *oom = &nomem;
 
 	if (!path)
 		return NULL;
@@ -259,18 +257,23 @@ static cJSON *load_build_figures(const char *path_opt, const char *impl)
 		goto done;
 	}
 	out = cJSON_CreateObject();
-	cJSON_AddStringToObject(out, "target", cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
+	jsonfile_put_str(oom, out, "target", cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
 				cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) : "gfx942");
 	if (cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")))
-		cJSON_AddStringToObject(out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
+		jsonfile_put_str(oom, out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
 	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass")))
-		cJSON_AddBoolToObject(out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
-	mine = cJSON_AddArrayToObject(out, "kernels");
+		jsonfile_put_bool(oom, out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
+	mine = jsonfile_put_arr(oom, out, "kernels");
 	cJSON_ArrayForEach(k, kernels) {
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
 
 		if (name && !strcmp(name, impl))
-			cJSON_AddItemToArray(mine, cJSON_Duplicate(k, 1));
+			jsonfile_put(oom, mine, NULL, cJSON_Duplicate(k, 1));
+	}
+	if (nomem) {
+		vs_warn("out of memory: build figures left out of the plan");
+		cJSON_Delete(out);
+		out = NULL;
 	}
 done:
 	vs_error_set_quiet(quiet);
@@ -372,7 +375,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	np.model = strdup(c->validation.model && *c->validation.model ? c->validation.model :
 			  "DeepSeek-V3 MLA (d_qk 576, d_v 512), h_q 7-128");
 	if (!np.card_id || !np.card_path || !np.tier || !np.gen || !np.regime || !np.model) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	err = card_hash(c, np.card_hash);
@@ -387,7 +390,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	np.tasks = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.tasks));
 	np.task_hash = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.task_hash));
 	if (!np.tasks || !np.task_hash) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	for (int d = 0; d < ndtypes; d++) {
@@ -418,101 +421,99 @@ done:
 	return err;
 }
 
-static cJSON *config_to_json(const struct mla_decode_config *c)
+static cJSON *config_to_json(int *oom, const struct mla_decode_config *c)
 {
 	cJSON *j = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(j, "name", c->name);
-	cJSON_AddNumberToObject(j, "block_n", c->block_n);
-	cJSON_AddNumberToObject(j, "block_h", c->block_h);
-	cJSON_AddNumberToObject(j, "num_splits", c->num_splits);
-	cJSON_AddNumberToObject(j, "num_warps", c->num_warps);
-	cJSON_AddNumberToObject(j, "num_stages", c->num_stages);
+	jsonfile_put_str(oom, j, "name", c->name);
+	jsonfile_put_num(oom, j, "block_n", c->block_n);
+	jsonfile_put_num(oom, j, "block_h", c->block_h);
+	jsonfile_put_num(oom, j, "num_splits", c->num_splits);
+	jsonfile_put_num(oom, j, "num_warps", c->num_warps);
+	jsonfile_put_num(oom, j, "num_stages", c->num_stages);
 	return j;
 }
 
-static cJSON *impl_to_json(const struct plan_impl *pi)
+static cJSON *impl_to_json(int *oom, const struct plan_impl *pi)
 {
 	cJSON *j = cJSON_CreateObject(), *arr;
 
-	cJSON_AddStringToObject(j, "impl", pi->name);
-	cJSON_AddStringToObject(j, "backend", pi->backend);
+	jsonfile_put_str(oom, j, "impl", pi->name);
+	jsonfile_put_str(oom, j, "backend", pi->backend);
 	if (pi->plugin_path) {
-		cJSON *pl = cJSON_AddObjectToObject(j, "plugin");
+		cJSON *pl = jsonfile_put_obj(oom, j, "plugin");
 
-		cJSON_AddStringToObject(pl, "path", pi->plugin_path);
-		cJSON_AddStringToObject(pl, "sha256", pi->plugin_sha256);
+		jsonfile_put_str(oom, pl, "path", pi->plugin_path);
+		jsonfile_put_str(oom, pl, "sha256", pi->plugin_sha256);
 	}
-	arr = cJSON_AddArrayToObject(j, "configs");
+	arr = jsonfile_put_arr(oom, j, "configs");
 	for (int i = 0; i < pi->nconfigs; i++)
-		cJSON_AddItemToArray(arr, config_to_json(&pi->configs[i]));
+		jsonfile_put(oom, arr, NULL, config_to_json(oom, &pi->configs[i]));
 	return j;
 }
 
 /* Seeds above 2^53 do not survive a JSON number: they are written as decimal strings. */
-static void add_u64(cJSON *j, const char *key, uint64_t v)
+static void add_u64(int *oom, cJSON *j, const char *key, uint64_t v)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	cJSON_AddStringToObject(j, key, buf);
+	jsonfile_put_str(oom, j, key, buf);
 }
 
 int plan_to_text(char **out, const struct plan *p)
 {
 	cJSON *root = cJSON_CreateObject(), *card, *tasks, *pr, *gates;
 	char *text, *withnl;
+	int nomem = 0, *oom = &nomem;
 
-	if (!root)
-		return vs_error(VS_ENOMEM, "out of memory");
-	cJSON_AddStringToObject(root, "schema", VS_PLAN_SCHEMA);
-	card = cJSON_AddObjectToObject(root, "card");
-	cJSON_AddStringToObject(card, "id", p->card_id);
-	cJSON_AddStringToObject(card, "path", p->card_path);
-	cJSON_AddStringToObject(card, "hash", p->card_hash);
-	cJSON_AddStringToObject(root, "operator", "mla_attention");
-	cJSON_AddStringToObject(root, "regime", p->regime);
-	cJSON_AddStringToObject(root, "tier", p->tier);
-	cJSON_AddStringToObject(root, "gen", p->gen);
-	cJSON_AddStringToObject(root, "model", p->model);
-	cJSON_AddItemToObject(root, "baseline", impl_to_json(&p->baseline));
-	cJSON_AddItemToObject(root, "candidate", impl_to_json(&p->candidate));
+	VS_CHECK_ALLOC(root);
+	jsonfile_put_str(oom, root, "schema", VS_PLAN_SCHEMA);
+	card = jsonfile_put_obj(oom, root, "card");
+	jsonfile_put_str(oom, card, "id", p->card_id);
+	jsonfile_put_str(oom, card, "path", p->card_path);
+	jsonfile_put_str(oom, card, "hash", p->card_hash);
+	jsonfile_put_str(oom, root, "operator", "mla_attention");
+	jsonfile_put_str(oom, root, "regime", p->regime);
+	jsonfile_put_str(oom, root, "tier", p->tier);
+	jsonfile_put_str(oom, root, "gen", p->gen);
+	jsonfile_put_str(oom, root, "model", p->model);
+	jsonfile_put(oom, root, "baseline", impl_to_json(oom, &p->baseline));
+	jsonfile_put(oom, root, "candidate", impl_to_json(oom, &p->candidate));
 	if (p->build)
-		cJSON_AddItemToObject(root, "build", cJSON_Duplicate(p->build, 1));
-	tasks = cJSON_AddArrayToObject(root, "tasks");
+		jsonfile_put(oom, root, "build", cJSON_Duplicate(p->build, 1));
+	tasks = jsonfile_put_arr(oom, root, "tasks");
 	for (int i = 0; i < p->ntasks; i++) {
 		cJSON *t = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(t, "hash", p->task_hash[i]);
-		cJSON_AddNumberToObject(t, "bytes", task_bytes(&p->tasks[i]));
-		cJSON_AddNumberToObject(t, "flops", task_flops(&p->tasks[i]));
-		cJSON_AddItemToObject(t, "spec", task_spec_to_json(&p->tasks[i]));
-		cJSON_AddItemToArray(tasks, t);
+		jsonfile_put_str(oom, t, "hash", p->task_hash[i]);
+		jsonfile_put_num(oom, t, "bytes", task_bytes(&p->tasks[i]));
+		jsonfile_put_num(oom, t, "flops", task_flops(&p->tasks[i]));
+		jsonfile_put(oom, t, "spec", task_spec_to_json(&p->tasks[i]));
+		jsonfile_put(oom, tasks, NULL, t);
 	}
-	pr = cJSON_AddObjectToObject(root, "protocol");
-	cJSON_AddNumberToObject(pr, "warmup", p->protocol.warmup);
-	cJSON_AddNumberToObject(pr, "tuning_samples", p->protocol.tuning_samples);
-	cJSON_AddNumberToObject(pr, "min_pairs", p->protocol.min_pairs);
-	cJSON_AddNumberToObject(pr, "max_pairs", p->protocol.max_pairs);
-	cJSON_AddNumberToObject(pr, "max_seconds", p->protocol.max_seconds);
-	cJSON_AddNumberToObject(pr, "rel_halfwidth", p->protocol.rel_halfwidth);
-	cJSON_AddNumberToObject(pr, "bootstrap_resamples", p->protocol.resamples);
-	add_u64(pr, "bootstrap_seed", p->protocol.seed);
-	cJSON_AddNumberToObject(pr, "check_every", p->protocol.check_every);
-	cJSON_AddNumberToObject(pr, "flush_factor", p->protocol.flush_factor);
-	cJSON_AddNumberToObject(pr, "review_bound", p->protocol.review_bound);
-	gates = cJSON_AddObjectToObject(root, "gates");
-	cJSON_AddStringToObject(gates, "parity", p->parity_required ? "required" : "advisory");
-	cJSON_AddNumberToObject(gates, "isolated_speedup_min", p->speedup_min);
-	cJSON_AddBoolToObject(gates, "capture", p->capture_required);
-	text = cJSON_Print(root);
+	pr = jsonfile_put_obj(oom, root, "protocol");
+	jsonfile_put_num(oom, pr, "warmup", p->protocol.warmup);
+	jsonfile_put_num(oom, pr, "tuning_samples", p->protocol.tuning_samples);
+	jsonfile_put_num(oom, pr, "min_pairs", p->protocol.min_pairs);
+	jsonfile_put_num(oom, pr, "max_pairs", p->protocol.max_pairs);
+	jsonfile_put_num(oom, pr, "max_seconds", p->protocol.max_seconds);
+	jsonfile_put_num(oom, pr, "rel_halfwidth", p->protocol.rel_halfwidth);
+	jsonfile_put_num(oom, pr, "bootstrap_resamples", p->protocol.resamples);
+	add_u64(oom, pr, "bootstrap_seed", p->protocol.seed);
+	jsonfile_put_num(oom, pr, "check_every", p->protocol.check_every);
+	jsonfile_put_num(oom, pr, "flush_factor", p->protocol.flush_factor);
+	jsonfile_put_num(oom, pr, "review_bound", p->protocol.review_bound);
+	gates = jsonfile_put_obj(oom, root, "gates");
+	jsonfile_put_str(oom, gates, "parity", p->parity_required ? "required" : "advisory");
+	jsonfile_put_num(oom, gates, "isolated_speedup_min", p->speedup_min);
+	jsonfile_put_bool(oom, gates, "capture", p->capture_required);
+	text = nomem ? NULL : cJSON_Print(root);
 	cJSON_Delete(root);
-	if (!text)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(text);
 	withnl = fs_printf("%s\n", text);
 	cJSON_free(text);
-	if (!withnl)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(withnl);
 	*out = withnl;
 	return 0;
 }
@@ -584,7 +585,7 @@ static int dup_str(char **out, const cJSON *o, const char *key, const char *path
 	if (!s)
 		return vs_error(VS_ESCHEMA, "%s: \"%s\" is missing or not a string", path, key);
 	*out = strdup(s);
-	return *out ? 0 : vs_error(VS_ENOMEM, "out of memory");
+	return *out ? 0 : vs_oom();
 }
 
 /* A plan's "plugin": {"path", "sha256"}: load the file, which must still be the one planned. */
@@ -608,7 +609,7 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 				pl->impl->name, pi->name);
 	pi->plugin_path = strdup(lib);
 	memcpy(pi->plugin_sha256, sha, 65);
-	return pi->plugin_path ? 0 : vs_error(VS_ENOMEM, "out of memory");
+	return pi->plugin_path ? 0 : vs_oom();
 }
 
 static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
@@ -648,7 +649,7 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 	pi->configs = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*pi->configs));
 	known = calloc(nknown > 0 ? (size_t)nknown : 1, sizeof(*known));
 	if (!pi->configs || !known) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if (nknown > 0)
@@ -751,7 +752,7 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	np.tasks = calloc((size_t)cJSON_GetArraySize(tasks), sizeof(*np.tasks));
 	np.task_hash = calloc((size_t)cJSON_GetArraySize(tasks), sizeof(*np.task_hash));
 	if (!np.tasks || !np.task_hash) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	cJSON_ArrayForEach(t, tasks) {

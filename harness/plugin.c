@@ -64,7 +64,7 @@ int plugin_load(const struct plugin **out, const char *path)
 	/* dlopen searches the library path for a name without a slash: always give it a path. */
 	open_path = strchr(path, '/') ? strdup(path) : fs_printf("./%s", path);
 	if (!open_path) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	dlerror();
@@ -115,7 +115,7 @@ int plugin_load(const struct plugin **out, const char *path)
 	loaded[nloaded].impl = impl;
 	loaded[nloaded].handle = handle;
 	if (!loaded[nloaded].path) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	real = NULL;

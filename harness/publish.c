@@ -1,7 +1,9 @@
 #include "publish.h"
 #include "card.h"
 #include "fsutil.h"
+#include "jsonfile.h"
 #include "evaldir.h"
+#include "layout.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 
@@ -28,7 +30,7 @@ int publish_payload(char **out, const char *card_path, const char *eval_dir)
 	struct evidence e;
 	cJSON *root = NULL, *card, *rec, *m;
 	char hash[65], *text;
-	int err, status;
+	int err, status, oom = 0;
 
 	memset(&c, 0, sizeof(c));
 	memset(&e, 0, sizeof(e));
@@ -37,39 +39,39 @@ int publish_payload(char **out, const char *card_path, const char *eval_dir)
 		goto done;
 	root = cJSON_CreateObject();
 	if (!root) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
-	cJSON_AddStringToObject(root, "schema", VS_PUBLISH_SCHEMA);
-	cJSON_AddStringToObject(root, "tool_version", VS_TOOL_VERSION);
-	card = cJSON_AddObjectToObject(root, "card");
-	cJSON_AddStringToObject(card, "id", c.id);
-	cJSON_AddStringToObject(card, "path", card_path);
-	cJSON_AddStringToObject(card, "hash", hash);
-	rec = cJSON_AddObjectToObject(root, "record");
-	cJSON_AddItemToObject(rec, "status", str_or_null(c.validation.status));
-	cJSON_AddItemToObject(rec, "last_verified", str_or_null(c.validation.last_verified));
-	cJSON_AddItemToObject(rec, "gpu", str_or_null(c.validation.gpu));
-	cJSON_AddItemToObject(rec, "gen", str_or_null(c.validation.gen));
-	cJSON_AddItemToObject(rec, "model", str_or_null(c.validation.model));
-	m = cJSON_AddObjectToObject(rec, "measured");
+	jsonfile_put_str(&oom, root, "schema", VS_PUBLISH_SCHEMA);
+	jsonfile_put_str(&oom, root, "tool_version", VS_TOOL_VERSION);
+	card = jsonfile_put_obj(&oom, root, "card");
+	jsonfile_put_str(&oom, card, "id", c.id);
+	jsonfile_put_str(&oom, card, "path", card_path);
+	jsonfile_put_str(&oom, card, "hash", hash);
+	rec = jsonfile_put_obj(&oom, root, "record");
+	jsonfile_put(&oom, rec, "status", str_or_null(c.validation.status));
+	jsonfile_put(&oom, rec, "last_verified", str_or_null(c.validation.last_verified));
+	jsonfile_put(&oom, rec, "gpu", str_or_null(c.validation.gpu));
+	jsonfile_put(&oom, rec, "gen", str_or_null(c.validation.gen));
+	jsonfile_put(&oom, rec, "model", str_or_null(c.validation.model));
+	m = jsonfile_put_obj(&oom, rec, "measured");
 	if (c.validation.has_isolated)
-		cJSON_AddNumberToObject(m, "isolated", c.validation.measured_isolated);
+		jsonfile_put_num(&oom, m, "isolated", c.validation.measured_isolated);
 	else
-		cJSON_AddNullToObject(m, "isolated");
-	cJSON_AddItemToObject(m, "parity", str_or_null(c.validation.measured_parity));
-	cJSON_AddItemToObject(rec, "artifact", str_or_null(c.validation.artifact));
-	cJSON_AddItemToObject(root, "result", cJSON_Duplicate(e.result, 1));
-	cJSON_AddStringToObject(root, "result_sha256", e.result_sha256);
-	text = cJSON_PrintUnformatted(root);
+		jsonfile_put(&oom, m, "isolated", cJSON_CreateNull());
+	jsonfile_put(&oom, m, "parity", str_or_null(c.validation.measured_parity));
+	jsonfile_put(&oom, rec, "artifact", str_or_null(c.validation.artifact));
+	jsonfile_put(&oom, root, "result", cJSON_Duplicate(e.result, 1));
+	jsonfile_put_str(&oom, root, "result_sha256", e.result_sha256);
+	text = oom ? NULL : cJSON_PrintUnformatted(root);
 	if (!text) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	*out = strdup(text);
 	cJSON_free(text);
 	if (!*out)
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 done:
 	cJSON_Delete(root);
 	evidence_release(&e);
@@ -100,8 +102,7 @@ static int check_url(const char *url, const char **token)
 	const char *tok = getenv(VS_PUBLISH_TOKEN_ENV);
 	int err = 0, loopback;
 
-	if (!u)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(u);
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
@@ -327,8 +328,7 @@ static int queue(const struct publish_options *o, const char *payload, char **pa
 	name = fs_printf("%s%s", stamp, suffix);
 	path = name ? fs_join(o->outbox, name) : NULL;
 	free(name);
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(path);
 	err = fs_write_atomic(path, payload, strlen(payload), 0600);
 	if (err) {
 		free(path);
@@ -397,7 +397,7 @@ int publish_flush(const struct publish_options *opt, int *sent, int *left)
 			continue;
 		nn = realloc(names, (size_t)(n + 1) * sizeof(*names));
 		if (!nn) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			break;
 		}
 		names = nn;
@@ -466,7 +466,7 @@ int publish_fetch(char **path_out, const char *url, const char *skills_dir, int 
 	struct publish_options o;
 	struct body b = {NULL, 0, VS_FETCH_MAX_BYTES, 0};
 	struct card c;
-	const char *token = NULL, *dir = skills_dir ? skills_dir : "skills";
+	const char *token = NULL, *dir = skills_dir ? skills_dir : vs_layout_default.skills;
 	char why[CURL_ERROR_SIZE + 64] = "", *path = NULL, *old = NULL;
 	size_t old_len;
 	long code;
@@ -510,7 +510,7 @@ int publish_fetch(char **path_out, const char *url, const char *skills_dir, int 
 	card_release(&c);
 	memset(&c, 0, sizeof(c));
 	if (!path) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if ((err = card_parse(&c, path, b.buf, b.len)) || (err = card_lint(&c))) {

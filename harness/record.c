@@ -73,7 +73,7 @@ int record_card(const char *card_path, const char *eval_dir)
 	}
 	artifact = relative_artifact(eval_dir);
 	if (!artifact) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	evidence_validation(&v, &e, artifact);

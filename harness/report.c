@@ -3,6 +3,7 @@
 #include "fsutil.h"
 #include "plan.h"
 #include "evaldir.h"
+#include "layout.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 
@@ -254,7 +255,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 
 		if (v->gen && !strcmp(v->gen, g) && strcmp(r->status, "draft"))
 			st = r->status;
-		else if (built_for(o->plans_dir ? o->plans_dir : "plans", c.id, g))
+		else if (built_for(o->plans_dir ? o->plans_dir : vs_layout_default.plans, c.id, g))
 			st = "built";
 		else
 			st = "untested";
@@ -552,7 +553,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 
 int report_run(const struct report_options *o)
 {
-	const char *dir = o->skills_dir ? o->skills_dir : "skills";
+	const char *dir = o->skills_dir ? o->skills_dir : vs_layout_default.skills;
 	const char *format = o->format ? o->format : "text";
 	FILE *f = o->out ? o->out : stdout;
 	DIR *d;
@@ -574,7 +575,7 @@ int report_run(const struct report_options *o)
 			continue;
 		np = realloc(paths, (size_t)(n + 1) * sizeof(*paths));
 		if (!np) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			break;
 		}
 		paths = np;
@@ -585,7 +586,7 @@ int report_run(const struct report_options *o)
 		qsort(paths, (size_t)n, sizeof(*paths), cmp_str);
 		rows = calloc((size_t)n + 1, sizeof(*rows));
 		if (!rows)
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 	}
 	if (!err) {
 		struct report_options eff = *o;

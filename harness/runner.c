@@ -1,6 +1,7 @@
 #include "runner.h"
 #include "evaldir.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "measure.h"
 #include "plugin.h"
 #include "progress.h"
@@ -91,10 +92,10 @@ static int prepare_task(char **dir, struct evaldir_writer *w, const struct runne
 	int err;
 
 	*dir = NULL;
-	err = task_materialize(dir, o->tasks_root ? o->tasks_root : "tasks", &p->tasks[i], o->threads);
+	err = task_materialize(dir, o->tasks_root ? o->tasks_root : vs_layout_default.tasks, &p->tasks[i], o->threads);
 	if (!err) {
 		mpath = fs_join(*dir, "manifest.json");
-		err = mpath ? fs_read_file(&mtext, &mlen, mpath, 16u << 20) : VS_ENOMEM;
+		err = mpath ? fs_read_file(&mtext, &mlen, mpath, 16u << 20) : vs_oom();
 	}
 	if (!err)
 		err = evaldir_writer_manifest(w, p->task_hash[i], mtext, mlen, NULL);
@@ -201,7 +202,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	out = calloc((size_t)p.ntasks, sizeof(*out));
 	sum = calloc((size_t)p.ntasks + 1, sizeof(*sum));
 	if (!sel || !out || !sum) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	for (int i = 0; i < p.ntasks; i++)
@@ -232,7 +233,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		goto done;
 	slots = calloc((size_t)nslots, sizeof(*slots));
 	if (!slots) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	utc_stamp(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");

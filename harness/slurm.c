@@ -1,6 +1,7 @@
 #include "slurm.h"
 #include "evaldir.h"
 #include "fsutil.h"
+#include "layout.h"
 #include "vs_error.h"
 
 #include <limits.h>
@@ -25,8 +26,8 @@ static void put_quoted(FILE *f, const char *s)
 int slurm_write_script(const struct plan *p, const char *path, const struct slurm_options *o)
 {
 	char cwd[PATH_MAX], exe[PATH_MAX], *buf = NULL, *logdir = NULL;
-	const char *results = o->results_root ? o->results_root : "results";
-	const char *tasks = o->tasks_root ? o->tasks_root : "tasks";
+	const char *results = o->results_root ? o->results_root : vs_layout_default.results;
+	const char *tasks = o->tasks_root ? o->tasks_root : vs_layout_default.tasks;
 	const char *root = o->root, *tool = o->tool;
 	size_t len = 0;
 	ssize_t n;
@@ -46,13 +47,12 @@ int slurm_write_script(const struct plan *p, const char *path, const struct slur
 		tool = exe;
 	}
 	logdir = evaldir_parts_root(results, p->card_id);
-	if (!logdir)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(logdir);
 	if ((err = fs_mkdir_p(logdir)))
 		goto done;
 	f = open_memstream(&buf, &len);
 	if (!f) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	fprintf(f, "#!/bin/bash\n");

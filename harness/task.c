@@ -1253,8 +1253,7 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 		return vs_error(VS_EVERIFY, "task dir '%s' is a symlink: task dirs are real directories under "
 				"the tasks root", dir);
 	mpath = fs_join(dir, MANIFEST_NAME);
-	if (!mpath)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(mpath);
 	if (!fs_exists(mpath)) {
 		err = vs_error(VS_EVERIFY, "'%s' is missing", mpath);
 		goto done;
@@ -1283,7 +1282,7 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 	}
 	canon = manifest_text(m);
 	if (!canon) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if (strlen(canon) != tlen || memcmp(canon, text, tlen)) {
@@ -1338,7 +1337,7 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 		free(path);
 		path = fs_join(dir, f->name);
 		if (!path) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			goto done;
 		}
 		if (lstat(path, &sb) != 0) {
@@ -1566,7 +1565,7 @@ static int materialize_into(const char *tmp, const struct task_spec *s, const ch
 			file_name(name, "inputs", k);
 			free(path);
 			if (!(path = fs_join(tmp, name))) {
-				err = vs_error(VS_ENOMEM, "out of memory");
+				err = vs_oom();
 				goto done;
 			}
 			if ((err = fs_write_atomic(path, inputs, ilen, 0444)))
@@ -1583,7 +1582,7 @@ static int materialize_into(const char *tmp, const struct task_spec *s, const ch
 		file_name(name, "reference", k);
 		free(path);
 		if (!(path = fs_join(tmp, name))) {
-			err = vs_error(VS_ENOMEM, "out of memory");
+			err = vs_oom();
 			goto done;
 		}
 		if ((err = fs_write_atomic(path, ref, rlen, 0444)))
@@ -1596,7 +1595,7 @@ static int materialize_into(const char *tmp, const struct task_spec *s, const ch
 	free(path);
 	path = fs_join(tmp, MANIFEST_NAME);
 	if (!text || !path) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	err = fs_write_atomic(path, text, strlen(text), 0444);
@@ -1649,7 +1648,7 @@ int task_materialize(char **dir_out, const char *root, const struct task_spec *s
 	tmpname = fs_printf(".%s.tmp.%ld", hash, (long)getpid());
 	tmp = parent && tmpname ? fs_join(parent, tmpname) : NULL;
 	if (!tmp || !dir) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if (fs_exists(dir)) {
@@ -1740,8 +1739,7 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 	shapes_of(&sh, s);
 	file_name(name, "inputs", k);
 	path = fs_join(dir, name);
-	if (!path)
-		return vs_error(VS_ENOMEM, "out of memory");
+	VS_CHECK_ALLOC(path);
 	if (!ibuf) {
 		if ((err = task_generate_inputs(&ibuf, &ilen, &kv_scale, s, k)))
 			goto done;
@@ -1779,7 +1777,7 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 	free(path);
 	path = fs_join(dir, name);
 	if (!path) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	if ((err = st_parse(&ref, bufs[2 * k + 1], lens[2 * k + 1], path)))
@@ -1823,7 +1821,7 @@ int task_load(struct task_data *out, const char *dir)
 		goto done; /* m is zeroed */
 	t.dir = strdup(dir);
 	if (!t.dir) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	memcpy(t.hash, m.hash, 65);

@@ -67,3 +67,8 @@ const char *vs_error_name(int code)
 	}
 	return "unknown";
 }
+
+int vs_oom(void)
+{
+	return vs_error(VS_ENOMEM, "out of memory");
+}

@@ -53,4 +53,14 @@ const char *vs_last_error(void);
 /** Short name of a code ("parse", "schema", ...). */
 const char *vs_error_name(int code);
 
+/** The one out-of-memory report: vs_error(VS_ENOMEM, "out of memory"); returns VS_ENOMEM. */
+int vs_oom(void);
+
+/** Return vs_oom() from the enclosing function when ptr is NULL (libgit2's GIT_ERROR_CHECK_ALLOC). */
+#define VS_CHECK_ALLOC(ptr)                                                                        \
+	do {                                                                                       \
+		if (!(ptr))                                                                        \
+			return vs_oom();                                                           \
+	} while (0)
+
 #endif /* VS_ERROR_H */

@@ -359,8 +359,7 @@ int worker_run_task(struct measure_result *r, const struct worker_spec *w, char 
 		free(msg);
 		if ((err = measure_result_init(r, w->ctx, w->spec, w->task_hash)))
 			return err;
-		if (!j)
-			return vs_error(VS_ENOMEM, "out of memory");
+		VS_CHECK_ALLOC(j);
 		result_unmsg(r, j, w->ctx->plan, samples, log);
 		cJSON_Delete(j);
 		return 0;
