@@ -198,8 +198,10 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	def attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
 			K_pe_shared, KV_t, K_pe_t, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
 		r0 = by * block_h
-		T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared)
-		T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared)
+		# not TMA: TileLang 0.1.15 puts the wait for a TMA load of Q inside the first iteration
+		# of the pipelined loop, so a CTA whose loop is empty (tail only) would read Q early
+		T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared, disable_tma=True)
+		T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared, disable_tma=True)
 		T.fill(acc_o, 0)
 		T.fill(lsum, 0)
 		T.fill(m, ninf)
