@@ -24,7 +24,9 @@ Extended to the harness's operator:
 - fp8_e4m3_fnuz: codes are decoded in the kernel with integer arithmetic (NVIDIA's hardware fp8
   conversion is OCP e4m3fn, another format): |value| = m * 2^-10 (e == 0) or (8 + m) << (e - 1)
   * 2^-10; 0x80 is NaN.  The decoded integers are exact in bf16; 2^-10 * kv_scale is folded into
-  the score scale and into the output.
+  the score scale and into the output.  With page_size a multiple of BLOCK_N the code tile is one
+  bulk (TMA) copy into shared memory, decoded shared -> shared into the bf16 tile the GEMMs read;
+  otherwise rows are gathered and decoded on the fly (TileLang takes minutes to lower that one).
 - ragged lengths including 0: a row with no visible key gives out 0, lse +inf (and an empty
   split writes an lse of -inf that the merge weights by 0: no 0/0, no NaN).
 - causal s_q > 1: query i sees keys [0, seqlen - s_q + i].
@@ -132,6 +134,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	sc2 = float(softmax_scale * unit * LOG2E)  # scores in log2 units
 	out_mul = float(unit)
 	bulk = (not fp8) and page_size % block_n == 0
+	bulk8 = fp8 and page_size % block_n == 0
 	ninf = -T.infinity(acc)
 
 	def kv_row(block_table, b, n):
@@ -154,9 +157,17 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				kv_val(KV, block_table, b, n0 + j, DV + d), T.Cast(dtype, 0))
 
 	@T.macro
-	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared):
+	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared):
 		"""Keys [n0, n0 + block_n) of sequence b, all visible."""
-		if bulk:
+		if bulk8:
+			row8 = kv_row(block_table, b, n0)
+			T.copy(KV[row8:row8 + block_n, 0:DV], KV8_shared)
+			T.copy(KV[row8:row8 + block_n, DV:D], KV8pe_shared)
+			for j, d in T.Parallel(block_n, DV):
+				KV_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8_shared[j, d]))
+			for j, d in T.Parallel(block_n, DPE):
+				K_pe_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8pe_shared[j, d]))
+		elif bulk:
 			row0 = kv_row(block_table, b, n0)
 			T.copy(KV[row0:row0 + block_n, 0:DV], KV_shared)
 			T.copy(KV[row0:row0 + block_n, DV:D], K_pe_shared)
@@ -196,7 +207,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 
 	@T.macro
 	def attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-			K_pe_shared, KV_t, K_pe_t, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
+			K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
 		r0 = by * block_h
 		# not TMA: TileLang 0.1.15 puts the wait for a TMA load of Q inside the first iteration
 		# of the pipelined loop, so a CTA whose loop is empty (tail only) would read Q early
@@ -218,7 +229,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		cnt = per + T.if_then_else(bz < rem, 1, 0)
 		start = per * bz + T.min(bz, rem)
 		for k in T.Pipelined(cnt, num_stages=num_stages):
-			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared)
+			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared)
 			scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
 			update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 		# the tiles holding a row's visible length (at most 1 + (s_q - 1) / block_n): last split,
@@ -258,6 +269,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				K_pe_shared = T.alloc_shared([block_n, DPE], dtype)
 				KV_t = T.alloc_shared([block_n, DV], dtype)
 				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
+				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
+				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				O_shared = T.alloc_shared([block_h, DV], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
@@ -270,7 +283,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				lsum = T.alloc_fragment([block_h], acc)
 				T.use_swizzle(10)
 				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-					K_pe_shared, KV_t, K_pe_t, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] * out_mul / lsum[i], 0)
 				T.copy(acc_o, O_shared)
@@ -298,6 +311,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				K_pe_shared = T.alloc_shared([block_n, DPE], dtype)
 				KV_t = T.alloc_shared([block_n, DV], dtype)
 				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
+				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
+				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
 				acc_o = T.alloc_fragment([block_h, DV], acc)
@@ -309,7 +324,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				lsum = T.alloc_fragment([block_h], acc)
 				T.use_swizzle(10)
 				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-					K_pe_shared, KV_t, K_pe_t, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] / lsum[i], 0)
 				T.copy(acc_o, O_part[bx, by * block_h:(by + 1) * block_h, bz, :])
