@@ -1,0 +1,415 @@
+"""tilelang.mla_decode: the TileLang MLA decode core, written here in TileLang.
+
+Design (TileLang's published MLA decode, examples/deepseek_mla/example_mla_decode_paged.py in
+tile-ai/tilelang, re-written for this harness's operator, see kernels/mla_decode.h):
+
+- split-KV: grid (batch, query-row tiles, num_splits); each CTA runs the online softmax over its
+  share of the key tiles and, with num_splits > 1, writes fp32 partials (O, log2-sum-exp) into the
+  harness's workspace; a second kernel merges them with an LSE-weighted sum.
+- 256 threads = two warpgroups.  Both GEMMs use TileLang's FullCol warp policy: for Q.K^T each
+  warpgroup computes half of the BLOCK_N score columns, for P.V each computes half of the 512
+  output columns; the exponentiated scores are exchanged through shared memory (S_shared), which
+  is the A operand of the P.V GEMM.
+- BLOCK_H query rows share each KV tile (the absorbed form has one latent KV head).  s_q > 1 is
+  folded into the rows: row r = s * h_q + h, so h_q 16 with s_q 2 fills 32 rows.
+
+Extended to the harness's operator:
+- the interleaved 576-wide paged cache [num_pages, page_size, 1, 576] read through block_table:
+  V is the first 512 columns of the K rows.  A full key tile inside one page (page_size a multiple
+  of BLOCK_N) is one bulk copy, as in the example; otherwise (page_size 1, 16) rows are gathered
+  one by one through block_table.
+- the tail: the key tiles that contain a row's visible length are processed after the pipelined
+  loop with predicated loads: rows at or past the visible length are never read (they hold NaN,
+  their block_table entries may be sentinels) and are zero in shared memory.
+- fp8_e4m3_fnuz: codes are decoded in the kernel with integer arithmetic (NVIDIA's hardware fp8
+  conversion is OCP e4m3fn, another format): |value| = m * 2^-10 (e == 0) or (8 + m) << (e - 1)
+  * 2^-10; 0x80 is NaN.  The decoded integers are exact in bf16; 2^-10 * kv_scale is folded into
+  the score scale and into the output.  With page_size a multiple of BLOCK_N the code tile is one
+  bulk (TMA) copy into shared memory, decoded shared -> shared into the bf16 tile the GEMMs read;
+  otherwise rows are gathered and decoded on the fly (TileLang takes minutes to lower that one).
+- ragged lengths including 0: a row with no visible key gives out 0, lse +inf (and an empty
+  split writes an lse of -inf that the merge weights by 0: no 0/0, no NaN).
+- causal s_q > 1: query i sees keys [0, seqlen - s_q + i].
+- lse in natural log; softmax_scale explicit (compiled in: prepare() compiles per task).
+
+The kernel reads seqlens and block_table on the device only, allocates nothing per launch
+(partials live in the workspace) and launches on torch's current stream (the bridge runs launch()
+under torch.cuda.stream(args.stream)), so a launch can be captured into a CUDA graph.
+"""
+
+import math
+
+NAME = "tilelang.mla_decode"
+BACKEND = "cuda"
+KV_DTYPES = ("bf16", "fp8_e4m3_fnuz")
+SUMMARY = ("TileLang MLA decode core (TileLang's published design: split-KV, two warpgroups "
+	"splitting the output columns, BLOCK_H heads per KV tile) on the paged 576-wide cache")
+
+D = 576
+DV = 512
+DPE = 64
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+FP8_UNIT = 2.0 ** -10  # value of decoded integer 1 (fnuz: bias 8, 3 mantissa bits)
+
+_tl = None
+_TARGET = "auto"  # tests off the GPU set {"kind": "cuda", "arch": "sm_90a"}
+_kernels = {}
+_views = {}
+
+
+def _rows(shape):
+	return shape.s_q * shape.h_q
+
+
+def _block_h(shape, config):
+	"""Query rows per CTA: the config's BLOCK_H when it divides the rows, else 16."""
+	bh = int(config.get("block_h", 64))
+	rows = _rows(shape)
+	if rows % bh == 0:
+		return bh
+	return 16
+
+
+def supports(shape):
+	if shape.kv_dtype not in KV_DTYPES:
+		return "kv_dtype %s: not a dtype this kernel decodes" % shape.kv_dtype
+	if _rows(shape) % 16 != 0:
+		return ("s_q*h_q %d: TileLang's tensor-core GEMMs take query rows in tiles of 16"
+			% _rows(shape))
+	if shape.page_size <= 0:
+		return "page_size %d: not a page size" % shape.page_size
+	return None
+
+
+def configs(arch):
+	if not str(arch).startswith("sm_90"):
+		return []
+	out = []
+	for ns in (1, 2, 4, 8):
+		out.append({"name": "bn64_bh64_sp%d_w8_st2" % ns, "block_n": 64, "block_h": 64,
+			"num_splits": ns, "num_warps": 8, "num_stages": 2})
+	return out
+
+
+def workspace_size(shape, config):
+	ns = int(config.get("num_splits", 1))
+	if ns <= 1:
+		return 0
+	return shape.batch * _rows(shape) * ns * (DV + 1) * 4
+
+
+def _import():
+	global _tl
+	if _tl is None:
+		import tilelang
+		import tilelang.language as T
+		_tl = (tilelang, T)
+	return _tl
+
+
+def _fnuz_decode(T, code):
+	"""fp8 e4m3 fnuz code (uint8 expr) -> float32 in units of 2^-10; NaN for 0x80."""
+	c = T.Cast("int32", code)
+	e = (c >> 3) & 15
+	m = c & 7
+	mag = T.Cast("float32", T.if_then_else(e == 0, m, (m + 8) << T.max(e - 1, 0)))
+	val = T.if_then_else(c >= 128, -mag, mag)
+	return T.if_then_else(c == 128, T.reinterpret(T.uint32(0x7FC00000), "float32"), val)
+
+
+def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, threads,
+		softmax_scale, kv_scale):
+	tilelang, T = _import()
+	# batch, cache rows and block_table columns are symbolic: one compile serves every batch
+	batch = T.dynamic("batch")
+	kv_rows = T.dynamic("kv_rows")
+	max_pages = T.dynamic("max_pages")
+	rows = s_q * h_q
+	n_htiles = rows // block_h
+	dtype = T.bfloat16
+	acc = T.float32
+	kv_dtype = T.uint8 if fp8 else T.bfloat16
+	unit = FP8_UNIT * kv_scale if fp8 else 1.0
+	sc2 = float(softmax_scale * unit * LOG2E)  # scores in log2 units
+	out_mul = float(unit)
+	bulk = (not fp8) and page_size % block_n == 0
+	bulk8 = fp8 and page_size % block_n == 0
+	ninf = -T.infinity(acc)
+
+	def kv_row(block_table, b, n):
+		"""Cache row of key n of sequence b (int64: the cache can pass 2^31 elements)."""
+		return T.Cast("int64", block_table[b, n // page_size]) * page_size + n % page_size
+
+	def kv_val(KV, block_table, b, n, d):
+		x = KV[kv_row(block_table, b, n), d]
+		if fp8:
+			return T.Cast(dtype, _fnuz_decode(T, x))
+		return x
+
+	@T.macro
+	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared):
+		for j, d in T.Parallel(block_n, DV):
+			KV_shared[j, d] = T.if_then_else(n0 + j < limit,
+				kv_val(KV, block_table, b, n0 + j, d), T.Cast(dtype, 0))
+		for j, d in T.Parallel(block_n, DPE):
+			K_pe_shared[j, d] = T.if_then_else(n0 + j < limit,
+				kv_val(KV, block_table, b, n0 + j, DV + d), T.Cast(dtype, 0))
+
+	@T.macro
+	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared):
+		"""Keys [n0, n0 + block_n) of sequence b, all visible."""
+		if bulk8:
+			row8 = kv_row(block_table, b, n0)
+			T.copy(KV[row8:row8 + block_n, 0:DV], KV8_shared)
+			T.copy(KV[row8:row8 + block_n, DV:D], KV8pe_shared)
+			for j, d in T.Parallel(block_n, DV):
+				KV_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8_shared[j, d]))
+			for j, d in T.Parallel(block_n, DPE):
+				K_pe_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8pe_shared[j, d]))
+		elif bulk:
+			row0 = kv_row(block_table, b, n0)
+			T.copy(KV[row0:row0 + block_n, 0:DV], KV_shared)
+			T.copy(KV[row0:row0 + block_n, DV:D], K_pe_shared)
+		else:
+			for j, d in T.Parallel(block_n, DV):
+				KV_shared[j, d] = kv_val(KV, block_table, b, n0 + j, d)
+			for j, d in T.Parallel(block_n, DPE):
+				K_pe_shared[j, d] = kv_val(KV, block_table, b, n0 + j, DV + d)
+
+	@T.macro
+	def scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s):
+		T.clear(acc_s)
+		T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+		T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True,
+			policy=T.GemmWarpPolicy.FullCol)
+
+	@T.macro
+	def update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
+		T.copy(m, m_prev)
+		T.fill(m, ninf)
+		T.reduce_max(acc_s, m, dim=1, clear=False)
+		for i in T.Parallel(block_h):
+			m[i] = T.max(m[i], m_prev[i])
+		for i in T.Parallel(block_h):
+			# a row with no visible key yet keeps m = -inf: use 0 there (no -inf - -inf)
+			m_s[i] = T.if_then_else(m[i] == ninf, T.float32(0), m[i] * sc2)
+			alpha[i] = T.exp2(m_prev[i] * sc2 - m_s[i])
+		for i, j in T.Parallel(block_h, block_n):
+			acc_s[i, j] = T.exp2(acc_s[i, j] * sc2 - m_s[i])
+		T.reduce_sum(acc_s, ssum, dim=1)
+		T.copy(acc_s, S_shared)
+		for i in T.Parallel(block_h):
+			lsum[i] = lsum[i] * alpha[i] + ssum[i]
+		for i, j in T.Parallel(block_h, DV):
+			acc_o[i, j] *= alpha[i]
+		T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
+
+	@T.macro
+	def attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
+			K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
+		r0 = by * block_h
+		# not TMA: TileLang 0.1.15 puts the wait for a TMA load of Q inside the first iteration
+		# of the pipelined loop, so a CTA whose loop is empty (tail only) would read Q early
+		T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared, disable_tma=True)
+		T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared, disable_tma=True)
+		T.fill(acc_o, 0)
+		T.fill(lsum, 0)
+		T.fill(m, ninf)
+		T.fill(m_s, 0)
+		seqlen = seqlens[bx]
+		# visible keys of the first and last row of this tile (causal: row r is query r // h_q)
+		l_min = T.max(seqlen - s_q + 1 + r0 // h_q, 0)
+		l_max = T.max(seqlen - s_q + 1 + (r0 + block_h - 1) // h_q, 0)
+		n_full = l_min // block_n
+		n_all = T.ceildiv(l_max, block_n)
+		# key tiles visible to every row of the tile, split evenly over the splits; pipelined
+		per = n_full // num_split
+		rem = n_full % num_split
+		cnt = per + T.if_then_else(bz < rem, 1, 0)
+		start = per * bz + T.min(bz, rem)
+		for k in T.Pipelined(cnt, num_stages=num_stages):
+			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared)
+			scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
+			update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+		# the tiles holding a row's visible length (at most 1 + (s_q - 1) / block_n): last split,
+		# own buffers, predicated loads, per-row causal mask
+		if bz == num_split - 1:
+			for t in T.serial(n_all - n_full):
+				n0 = (n_full + t) * block_n
+				load_pred(KV, block_table, bx, n0, l_max, KV_t, K_pe_t)
+				scores(Q_shared, Q_pe_shared, KV_t, K_pe_t, acc_s)
+				for i, j in T.Parallel(block_h, block_n):
+					acc_s[i, j] = T.if_then_else(
+						n0 + j >= seqlen - s_q + 1 + (r0 + i) // h_q, ninf, acc_s[i, j])
+				update(acc_s, S_shared, KV_t, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+
+	pass_configs = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
+	if not bulk:
+		# row gathers through block_table: TileLang 0.1.15 turns them into cp.async and then
+		# fails in codegen (a cp.async wait on a non-constant group count with the dynamic trip
+		# count); plain loads instead
+		pass_configs[tilelang.PassConfigKey.TL_ENABLE_ASYNC_COPY] = False
+		pass_configs[tilelang.PassConfigKey.TIR_USE_ASYNC_COPY] = False
+
+	if num_split == 1:
+		@T.prim_func
+		def main(
+			Q: T.Tensor([batch, rows, D], dtype),
+			KV: T.Tensor([kv_rows, D], kv_dtype),
+			block_table: T.Tensor([batch, max_pages], T.int32),
+			seqlens: T.Tensor([batch], T.int32),
+			Out: T.Tensor([batch, rows, DV], dtype),
+			Lse: T.Tensor([batch, h_q * s_q], acc),
+		):
+			with T.Kernel(batch, n_htiles, 1, threads=threads) as (bx, by, bz):
+				Q_shared = T.alloc_shared([block_h, DV], dtype)
+				Q_pe_shared = T.alloc_shared([block_h, DPE], dtype)
+				KV_shared = T.alloc_shared([block_n, DV], dtype)
+				K_pe_shared = T.alloc_shared([block_n, DPE], dtype)
+				KV_t = T.alloc_shared([block_n, DV], dtype)
+				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
+				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
+				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
+				S_shared = T.alloc_shared([block_h, block_n], dtype)
+				O_shared = T.alloc_shared([block_h, DV], dtype)
+				acc_s = T.alloc_fragment([block_h, block_n], acc)
+				acc_o = T.alloc_fragment([block_h, DV], acc)
+				m = T.alloc_fragment([block_h], acc)
+				m_prev = T.alloc_fragment([block_h], acc)
+				m_s = T.alloc_fragment([block_h], acc)
+				alpha = T.alloc_fragment([block_h], acc)
+				ssum = T.alloc_fragment([block_h], acc)
+				lsum = T.alloc_fragment([block_h], acc)
+				T.use_swizzle(10)
+				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+				for i, j in T.Parallel(block_h, DV):
+					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] * out_mul / lsum[i], 0)
+				T.copy(acc_o, O_shared)
+				T.copy(O_shared, Out[bx, by * block_h:(by + 1) * block_h, :])
+				for i in T.Parallel(block_h):
+					Lse[bx, ((by * block_h + i) % h_q) * s_q + (by * block_h + i) // h_q] = (
+						T.if_then_else(lsum[i] > 0, (T.log2(lsum[i]) + m_s[i]) * LN2,
+							T.infinity(acc)))
+	else:
+		@T.prim_func
+		def main(
+			Q: T.Tensor([batch, rows, D], dtype),
+			KV: T.Tensor([kv_rows, D], kv_dtype),
+			block_table: T.Tensor([batch, max_pages], T.int32),
+			seqlens: T.Tensor([batch], T.int32),
+			Out: T.Tensor([batch, rows, DV], dtype),
+			Lse: T.Tensor([batch, h_q * s_q], acc),
+			O_part: T.Tensor([batch, rows, num_split, DV], acc),
+			L_part: T.Tensor([batch, rows, num_split], acc),
+		):
+			with T.Kernel(batch, n_htiles, num_split, threads=threads) as (bx, by, bz):
+				Q_shared = T.alloc_shared([block_h, DV], dtype)
+				Q_pe_shared = T.alloc_shared([block_h, DPE], dtype)
+				KV_shared = T.alloc_shared([block_n, DV], dtype)
+				K_pe_shared = T.alloc_shared([block_n, DPE], dtype)
+				KV_t = T.alloc_shared([block_n, DV], dtype)
+				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
+				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
+				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
+				S_shared = T.alloc_shared([block_h, block_n], dtype)
+				acc_s = T.alloc_fragment([block_h, block_n], acc)
+				acc_o = T.alloc_fragment([block_h, DV], acc)
+				m = T.alloc_fragment([block_h], acc)
+				m_prev = T.alloc_fragment([block_h], acc)
+				m_s = T.alloc_fragment([block_h], acc)
+				alpha = T.alloc_fragment([block_h], acc)
+				ssum = T.alloc_fragment([block_h], acc)
+				lsum = T.alloc_fragment([block_h], acc)
+				T.use_swizzle(10)
+				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+				for i, j in T.Parallel(block_h, DV):
+					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] / lsum[i], 0)
+				T.copy(acc_o, O_part[bx, by * block_h:(by + 1) * block_h, bz, :])
+				for i in T.Parallel(block_h):
+					L_part[bx, by * block_h + i, bz] = T.if_then_else(
+						lsum[i] > 0, T.log2(lsum[i]) + m_s[i], ninf)
+
+			# merge the splits: one CTA per (row, batch)
+			with T.Kernel(rows, batch, threads=128) as (ry, bb):
+				o = T.alloc_fragment([DV], acc)
+				lmax = T.alloc_var(acc)
+				lref = T.alloc_var(acc)
+				lsum_ = T.alloc_var(acc)
+				w = T.alloc_var(acc)
+				lmax = ninf
+				for k in T.serial(num_split):
+					lmax = T.max(lmax, L_part[bb, ry, k])
+				lref = T.if_then_else(lmax == ninf, T.float32(0), lmax)
+				lsum_ = 0
+				for k in T.serial(num_split):
+					lsum_ += T.exp2(L_part[bb, ry, k] - lref)
+				T.clear(o)
+				for k in T.serial(num_split):
+					w = T.if_then_else(lsum_ > 0, T.exp2(L_part[bb, ry, k] - lref) / lsum_,
+						T.float32(0))
+					for i in T.Parallel(DV):
+						o[i] += O_part[bb, ry, k, i] * w
+				for i in T.Parallel(DV):
+					Out[bb, ry, i] = o[i] * out_mul
+				Lse[bb, (ry % h_q) * s_q + ry // h_q] = T.if_then_else(
+					lsum_ > 0, (T.log2(lsum_) + lref) * LN2, T.infinity(acc))
+
+	return tilelang.compile(main, out_idx=None, target=_TARGET, pass_configs=pass_configs)
+
+
+def _key(a, config):
+	return (a.s_q, a.h_q, a.page_size, a.kv_dtype == "fp8_e4m3_fnuz", int(config.get("block_n", 64)), _block_h(a, config),
+		max(1, int(config.get("num_splits", 1))), int(config.get("num_stages", 2)) or 2,
+		32 * (int(config.get("num_warps", 8)) or 8), float(a.softmax_scale),
+		float(a.kv_scale) if a.kv_dtype == "fp8_e4m3_fnuz" else 1.0)
+
+
+def _kernel(a, config):
+	k = _key(a, config)
+	kern = _kernels.get(k)
+	if kern is None:
+		why = supports(a)
+		if why:
+			raise ValueError(why)
+		kern = _build(*k)
+		_kernels[k] = kern
+	return k, kern
+
+
+def prepare(args, config):
+	_kernel(args, config)
+
+
+def _args(a, key):
+	ws = a.workspace
+	vk = (key, a.batch, a.num_pages, a.max_pages, a.q.data_ptr(), a.kv_cache.data_ptr(), a.block_table.data_ptr(),
+		a.seqlens.data_ptr(), a.out.data_ptr(), a.lse.data_ptr(),
+		ws.data_ptr() if ws is not None else 0)
+	v = _views.get(vk)
+	if v is not None:
+		return v
+	import torch
+	rows = _rows(a)
+	ns = key[6]
+	v = [a.q.view(a.batch, rows, D), a.kv_cache.view(a.num_pages * a.page_size, D),
+		a.block_table, a.seqlens, a.out.view(a.batch, rows, DV),
+		a.lse.view(a.batch, a.h_q * a.s_q)]
+	if ns > 1:
+		n_o = a.batch * rows * ns * DV
+		n_l = a.batch * rows * ns
+		f = ws[:(n_o + n_l) * 4].view(torch.float32)
+		v.append(f[:n_o].view(a.batch, rows, ns, DV))
+		v.append(f[n_o:].view(a.batch, rows, ns))
+	v = tuple(v)
+	if len(_views) >= 256:
+		_views.clear()
+	_views[vk] = v
+	return v
+
+
+def launch(args, config):
+	key, kern = _kernel(args, config)
+	kern(*_args(args, key))

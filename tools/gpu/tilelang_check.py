@@ -1,0 +1,560 @@
+#!/usr/bin/env python3
+"""tilelang_check.py - standalone device check of kernels/tilelang/mla_decode.py (tilelang.mla_decode).
+
+Runs on the GPU machine without the harness: builds harness-like inputs (q and cache N(0,1)/10 or
+N(0,1), clamped to [-1, 1]; pages randomly permuted; NaN in every cache slot past a sequence's
+length (0x80 for fp8); block_table entries past a sequence's pages hold a sentinel far outside the
+cache), calls the module through the Python implementation contract (kernels/python/mla_decode.py:
+args object, launch() under torch.cuda.stream(args.stream)), and checks against a float64 torch
+reference with the harness's tolerances, for every config on the edge cases; then a capture check
+(capture, replay, change seqlens/block_table in place, replay, check) and a benchmark of our kernel
+against TileLang's own published paged example (carried as a file, run as published but switched to
+bf16, num_split 1, BLOCK_N 64, BLOCK_H 64) on the four headline shapes.
+
+Usage (device):  python3 tilelang_check.py --module PATH/mla_decode.py --example PATH/example.py
+                 [--only-parity | --only-bench] [--jobs N] [--log DIR]
+"""
+
+import argparse
+import concurrent.futures as cf
+import importlib.util
+import json
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+import types
+
+SCALE = 0.1352  # DeepSeek-V3-like explicit softmax scale
+TOL = {"out": (8e-4, 2.01 / 128, 5e-6), "lse": (1e-5, 8.01 / 65536, None)}
+SENTINEL = 0x3FFFFFF0
+FP8_SCALE = 1.0 / 240.0
+
+
+def load_module(path, name):
+	spec = importlib.util.spec_from_file_location(name, path)
+	mod = importlib.util.module_from_spec(spec)
+	sys.modules[name] = mod
+	spec.loader.exec_module(mod)
+	return mod
+
+
+# --------------------------------------------------------------------------------------------
+# fp8 e4m3 fnuz
+
+
+def fnuz_table(torch):
+	vals = []
+	for c in range(256):
+		s, e, m = c >> 7, (c >> 3) & 15, c & 7
+		if c == 0x80:
+			v = float("nan")
+		elif e == 0:
+			v = m * 2.0 ** -10
+		else:
+			v = (1 + m / 8) * 2.0 ** (e - 8)
+		vals.append(-v if s else v)
+	return torch.tensor(vals, dtype=torch.float64)
+
+
+def fnuz_encode(torch, table, x):
+	"""Nearest fnuz code of each element of x (float64, |x| <= 240); never 0x80."""
+	codes = torch.tensor([c for c in range(256) if c != 0x80], dtype=torch.int64, device=x.device)
+	v = table.to(x.device)[codes]
+	order = torch.argsort(v)
+	sv, sc = v[order], codes[order]
+	idx = torch.searchsorted(sv, x.contiguous()).clamp(1, len(sv) - 1)
+	lo, hi = sv[idx - 1], sv[idx]
+	pick = torch.where((x - lo).abs() <= (hi - x).abs(), idx - 1, idx)
+	return sc[pick].to(torch.uint8)
+
+
+# --------------------------------------------------------------------------------------------
+# tasks
+
+
+def make_task(torch, dev, batch, s_q, h_q, lens, page_size, kv_dtype, sigma=0.1, seed=0,
+		spare_pages=3, max_pages=None, num_pages=None):
+	g = torch.Generator(device=dev).manual_seed(seed)
+	pages_per = [max(1, math.ceil(n / page_size)) for n in lens]
+	if max_pages is None:
+		max_pages = max(pages_per) + 1
+	if num_pages is None:
+		num_pages = sum(pages_per) + spare_pages
+	assert num_pages >= sum(pages_per) and max_pages >= max(pages_per)
+	perm = torch.randperm(num_pages, generator=g, device=dev)
+	bt = torch.full((batch, max_pages), SENTINEL, dtype=torch.int32, device=dev)
+	p = 0
+	for b, n in enumerate(lens):
+		need = math.ceil(n / page_size)
+		bt[b, :need] = perm[p:p + need].to(torch.int32)
+		p += pages_per[b]
+	q = (torch.randn(batch, s_q, h_q, 576, generator=g, device=dev) * sigma).clamp(-1, 1)
+	vals = torch.randn(num_pages * page_size, 576, generator=g, device=dev) * sigma
+	vals = vals.clamp(-1, 1)
+	visible = torch.zeros(num_pages * page_size, dtype=torch.bool, device=dev)
+	for b, n in enumerate(lens):
+		j = torch.arange(n, device=dev)
+		rows = bt[b, (j // page_size)].to(torch.int64) * page_size + j % page_size
+		visible[rows] = True
+	t = types.SimpleNamespace(batch=batch, s_q=s_q, h_q=h_q, num_pages=num_pages,
+		page_size=page_size, max_pages=max_pages, kv_dtype=kv_dtype, softmax_scale=SCALE,
+		kv_scale=1.0, num_cus=torch.cuda.get_device_properties(dev).multi_processor_count)
+	if kv_dtype == "fp8_e4m3_fnuz":
+		table = fnuz_table(torch).to(dev)
+		t.kv_scale = FP8_SCALE  # a fixed legal scale (the clamp bound / 240): kernels precompile
+		codes = fnuz_encode(torch, table, (vals.double() / t.kv_scale).clamp(-240, 240))
+		# the extreme codes 0x7F / 0xFF in visible rows
+		vis_rows = visible.nonzero().flatten()
+		if len(vis_rows) >= 2:
+			codes[vis_rows[0], 3] = 0x7F
+			codes[vis_rows[-1], 5] = 0xFF
+		codes[~visible] = 0x80
+		cache = codes.view(num_pages, page_size, 1, 576)
+		t._ref_kv = (table[codes.to(torch.int64)] * t.kv_scale)
+	else:
+		kvb = vals.to(torch.bfloat16)
+		del vals
+		kvb[~visible] = float("nan")
+		cache = kvb.view(num_pages, page_size, 1, 576)
+		t._ref_kv = kvb  # converted to float64 per sequence by the reference
+	t.q = q.to(torch.bfloat16)
+	t.kv_cache = cache
+	t.block_table = bt
+	t.seqlens = torch.tensor(lens, dtype=torch.int32, device=dev)
+	t.out = torch.full((batch, s_q, h_q, 512), float("nan"), dtype=torch.bfloat16, device=dev)
+	t.lse = torch.full((batch, h_q, s_q), float("nan"), dtype=torch.float32, device=dev)
+	t.workspace = None
+	t.stream = None
+	t.device = dev
+	t._lens = list(lens)
+	return t
+
+
+def reference(torch, t, nb=None):
+	"""float64 out [b, s_q, h_q, 512], lse [b, h_q, s_q] (natural log, +inf with no key), for
+	the first nb sequences (all by default)."""
+	dev = t.q.device
+	nb = t.batch if nb is None else nb
+	out = torch.zeros(nb, t.s_q, t.h_q, 512, dtype=torch.float64, device=dev)
+	lse = torch.full((nb, t.h_q, t.s_q), float("inf"), dtype=torch.float64, device=dev)
+	bt = t.block_table.to(torch.int64)
+	ps = t.page_size
+	kvf = t._ref_kv.view(-1, 576)
+	for b, n in enumerate(t._lens[:nb]):
+		if n <= 0:
+			continue
+		j = torch.arange(n, device=dev)
+		rows = bt[b, j // ps] * ps + j % ps
+		k = kvf[rows].double()                                # [n, 576]
+		qb = t.q[b].double()                                  # [s_q, h_q, 576]
+		s = torch.einsum("shd,nd->shn", qb, k) * t.softmax_scale
+		for i in range(t.s_q):
+			nv = n - t.s_q + 1 + i
+			if nv <= 0:
+				continue
+			si = s[i, :, :nv]
+			l = torch.logsumexp(si, dim=-1)
+			lse[b, :, i] = l
+			out[b, i] = torch.exp(si - l[:, None]) @ k[:nv, :512]
+	return out, lse
+
+
+def compare(torch, got, ref, atol, rtol, cos_tol):
+	"""The harness's rule: |err| <= atol or rel <= rtol per element, cos diff, non-finite masks."""
+	g = got.double()
+	r = ref
+	fg, fr = torch.isfinite(g), torch.isfinite(r)
+	res = {"ok": True}
+	if not torch.equal(fg, fr):
+		bad = (fg != fr).nonzero()
+		w = tuple(bad[0].tolist())
+		res.update(ok=False, why="non-finite mask differs at %d elements, first %s (got %s, "
+			"expected %s)" % (len(bad), w, g[w].item(), r[w].item()))
+		return res
+	if not torch.equal(g[~fg], r[~fr]):
+		res.update(ok=False, why="non-finite values differ")
+		return res
+	x, y = g[fg], r[fr]
+	err = (x - y).abs()
+	rel = err / y.abs()
+	fail = ~((err <= atol) | (rel <= rtol))
+	den = (x * x + y * y).sum().item()
+	cosd = 1 - 2 * (x * y).sum().item() / den if den > 0 else 0.0
+	res["max_abs"] = err.max().item() if err.numel() else 0.0
+	res["cos"] = cosd
+	if fail.any():
+		w = torch.argmax(torch.where(fail, err, torch.zeros_like(err)))
+		full = tuple(fg.nonzero()[w].tolist())
+		res.update(ok=False, why="%d elements out of tolerance, worst %s got %.6g expected %.6g"
+			% (int(fail.sum()), full, g[full].item(), r[full].item()))
+	elif cos_tol is not None and cosd > cos_tol:
+		res.update(ok=False, why="cos diff %.3g > %.3g" % (cosd, cos_tol))
+	return res
+
+
+def bits(torch, x):
+	return x.contiguous().view(torch.uint8).clone()
+
+
+def run_launch(torch, M, t, cfg, stream):
+	with torch.cuda.stream(stream):
+		M.launch(t, cfg)
+
+
+def check_case(torch, M, t, cfg, stream, ref=None):
+	"""Poison, launch, compare; relaunch into other buffers and require bit-identical output."""
+	if ref is None:
+		ref = reference(torch, t)
+	ws = M.workspace_size(t, cfg) if hasattr(M, "workspace_size") else 0
+	t.workspace = torch.full((ws,), 0xFF, dtype=torch.uint8, device=t.device) if ws else None
+	t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
+	ins = [bits(torch, x) for x in (t.q, t.kv_cache, t.block_table, t.seqlens)]
+	t.out.fill_(float("nan"))
+	t.lse.fill_(float("nan"))
+	with torch.cuda.stream(t.stream):
+		M.prepare(t, cfg)
+		M.launch(t, cfg)
+	torch.cuda.synchronize()
+	r_out = compare(torch, t.out.float(), ref[0], *TOL["out"])
+	r_lse = compare(torch, t.lse, ref[1], *TOL["lse"])
+	o1, l1 = t.out.clone(), t.lse.clone()
+	# second launch into other, poisoned buffers
+	keep = (t.out, t.lse)
+	t.out = torch.full_like(keep[0], float("nan"))
+	t.lse = torch.full_like(keep[1], float("nan"))
+	with torch.cuda.stream(t.stream):
+		M.launch(t, cfg)
+	torch.cuda.synchronize()
+	det = torch.equal(bits(torch, t.out), bits(torch, o1)) and torch.equal(bits(torch, t.lse),
+		bits(torch, l1))
+	t.out, t.lse = keep
+	same_in = all(torch.equal(a, bits(torch, x)) for a, x in
+		zip(ins, (t.q, t.kv_cache, t.block_table, t.seqlens)))
+	return r_out, r_lse, det, same_in
+
+
+# --------------------------------------------------------------------------------------------
+# cases
+
+
+def cases():
+	r = []
+	add = lambda name, **kw: r.append((name, kw))
+	add("ragged0_p64_h128", batch=8, s_q=1, h_q=128, lens=[0, 1, 63, 64, 65, 1000, 0, 4097],
+		page_size=64, kv_dtype="bf16")
+	add("ragged0_p16_h128", batch=8, s_q=1, h_q=128, lens=[0, 1, 15, 16, 17, 700, 0, 2049],
+		page_size=16, kv_dtype="bf16")
+	add("ragged0_p1_h128", batch=6, s_q=1, h_q=128, lens=[0, 1, 5, 64, 130, 333],
+		page_size=1, kv_dtype="bf16")
+	add("sq2_p64_h128", batch=8, s_q=2, h_q=128, lens=[0, 1, 2, 3, 64, 65, 200, 1025],
+		page_size=64, kv_dtype="bf16")
+	add("sq2_p16_h16", batch=8, s_q=2, h_q=16, lens=[0, 1, 2, 17, 64, 65, 511, 3000],
+		page_size=16, kv_dtype="bf16")
+	add("ragged0_p64_h16", batch=8, s_q=1, h_q=16, lens=[0, 1, 63, 64, 129, 777, 0, 5000],
+		page_size=64, kv_dtype="bf16")
+	add("allzero_p64_h128", batch=4, s_q=1, h_q=128, lens=[0, 0, 0, 0], page_size=64,
+		kv_dtype="bf16")
+	add("one_len1_p64_h128", batch=1, s_q=1, h_q=128, lens=[1], page_size=64, kv_dtype="bf16")
+	add("sigma1_p64_h128", batch=4, s_q=1, h_q=128, lens=[3, 100, 2048, 4100], page_size=64,
+		kv_dtype="bf16", sigma=1.0)
+	add("long_p64_h128", batch=2, s_q=1, h_q=128, lens=[9000, 16385], page_size=64,
+		kv_dtype="bf16")
+	add("fp8_p64_h128", batch=8, s_q=1, h_q=128, lens=[0, 1, 63, 64, 65, 1000, 0, 4097],
+		page_size=64, kv_dtype="fp8_e4m3_fnuz")
+	add("fp8_sq2_p16_h16", batch=8, s_q=2, h_q=16, lens=[0, 1, 2, 17, 64, 65, 511, 3000],
+		page_size=16, kv_dtype="fp8_e4m3_fnuz")
+	return r
+
+
+HEADLINE = [(128, 128, 8192), (128, 64, 8192), (16, 128, 32768), (16, 128, 4096)]
+
+
+# --------------------------------------------------------------------------------------------
+# parallel precompile (spawned processes fill TileLang's disk cache)
+
+
+def _pc_worker(job):
+	kind, path, key = job
+	t0 = time.time()
+	try:
+		if kind == "ours":
+			M = load_module(path, "tl_mla_pc")
+			M._build(*key)
+		else:
+			E = load_module(path, "tl_example_pc")
+			E.mla_decode_tilelang(*key)
+		return (kind, key, None, time.time() - t0)
+	except Exception as e:  # reported, the check goes on
+		return (kind, key, "%s: %s" % (type(e).__name__, str(e)[-400:]), time.time() - t0)
+
+
+def precompile(jobs, n, budget_s):
+	"""Compile jobs in n spawned processes; returns {(kind, key): reason} for the failed ones and
+	for those not done within budget_s (the check then skips them, naming the reason)."""
+	ctx = mp.get_context("spawn")
+	errs = {}
+	ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+	futs = {ex.submit(_pc_worker, j): j for j in jobs}
+	done, pending = cf.wait(futs, timeout=budget_s)
+	for f in done:
+		kind, key, err, dt = f.result()
+		if err:
+			errs[(kind, key)] = "compile failed: " + err
+			print("precompile %s %s FAILED (%.0fs): %s" % (kind, key, dt, err), flush=True)
+	for f in pending:
+		kind, _, key = futs[f]
+		errs[(kind, key)] = "compile not done within the check's %ds compile budget" % budget_s
+		print("precompile %s %s NOT DONE in %ds: skipped" % (kind, key, budget_s), flush=True)
+	# leave the stragglers behind: kill the workers instead of waiting for them
+	for p in list(getattr(ex, "_processes", {}).values()):
+		p.kill()
+	ex.shutdown(wait=False, cancel_futures=True)
+	return errs
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main():
+	ap = argparse.ArgumentParser()
+	ap.add_argument("--module", required=True)
+	ap.add_argument("--example", required=True)
+	ap.add_argument("--jobs", type=int, default=12)
+	ap.add_argument("--compile-budget", type=int, default=120,
+		help="seconds for the parallel precompile; kernels not done by then are skipped")
+	ap.add_argument("--log", default=None)
+	ap.add_argument("--only-parity", action="store_true")
+	ap.add_argument("--only-bench", action="store_true")
+	ap.add_argument("--cases", default=None, help="comma list of case names")
+	opt = ap.parse_args()
+
+	import torch
+	dev = torch.device("cuda")
+	M = load_module(opt.module, "tl_mla")
+	arch = "sm_%d%d" % torch.cuda.get_device_capability(dev)
+	cfgs = M.configs(arch)
+	print("device %s arch %s configs %s" % (torch.cuda.get_device_name(dev), arch,
+		[c["name"] for c in cfgs]), flush=True)
+	log = {"configs": cfgs, "parity": [], "capture": [], "bench": []}
+	sel = cases()
+	if opt.cases:
+		want = opt.cases.split(",")
+		sel = [c for c in sel if c[0] in want]
+	T0 = time.time()
+
+	# ---- precompile everything in parallel
+	jobs = []
+	shapes = []
+	if not opt.only_bench:
+		for name, kw in sel:
+			shapes.append(types.SimpleNamespace(batch=kw["batch"], s_q=kw["s_q"], h_q=kw["h_q"],
+				page_size=kw["page_size"], kv_dtype=kw["kv_dtype"], softmax_scale=SCALE,
+				kv_scale=FP8_SCALE if kw["kv_dtype"] != "bf16" else 1.0, num_pages=1,
+				max_pages=1))
+	if not opt.only_parity:
+		for h_q, b, n in HEADLINE:
+			shapes.append(types.SimpleNamespace(batch=b, s_q=1, h_q=h_q, page_size=64,
+				kv_dtype="bf16", softmax_scale=576 ** -0.5, kv_scale=1.0, num_pages=1,
+				max_pages=1))
+			jobs.append(("example", opt.example,
+				(b, h_q, 1, n, 512, 64, 64, min(64, h_q), 1, 64, 576 ** -0.5)))
+	keys = set()
+	for s in shapes:
+		if M.supports(s):
+			continue
+		for c in cfgs:
+			keys.add(M._key(s, c))
+	jobs = [("ours", opt.module, k) for k in sorted(keys)] + jobs
+	print("precompiling %d kernels with %d processes" % (len(jobs), opt.jobs), flush=True)
+	errs = precompile(jobs, opt.jobs, opt.compile_budget)
+	print("precompile done in %.0fs, %d failed" % (time.time() - T0, len(errs)), flush=True)
+
+	stream = torch.cuda.Stream()
+
+	# ---- parity
+	if not opt.only_bench:
+		nfail = 0
+		for ci, (name, kw) in enumerate(sel):
+			t = make_task(torch, dev, seed=ci + 1, **kw)
+			why = M.supports(t)
+			if why:
+				print("%-20s REFUSED: %s" % (name, why), flush=True)
+				log["parity"].append({"case": name, "refused": why})
+				continue
+			ref = reference(torch, t)
+			line = []
+			for c in cfgs:
+				skip = errs.get(("ours", M._key(t, c)))
+				if skip:
+					line.append("%s SKIP" % c["name"].split("_")[2])
+					log["parity"].append({"case": name, "config": c["name"], "skipped": skip})
+					continue
+				try:
+					ro, rl, det, same = check_case(torch, M, t, c, stream, ref)
+					ok = ro["ok"] and rl["ok"] and det and same
+					rec = {"case": name, "config": c["name"], "ok": ok, "out": ro, "lse": rl,
+						"deterministic": det, "inputs_unchanged": same}
+					if ok:
+						line.append("%s ok(%.1e,%.1e)" % (c["name"].split("_")[2], ro["max_abs"],
+							rl["max_abs"]))
+					else:
+						nfail += 1
+						line.append("%s FAIL" % c["name"].split("_")[2])
+						print("  FAIL %s %s: out %s | lse %s | det %s | inputs %s" % (name,
+							c["name"], ro.get("why", "ok"), rl.get("why", "ok"), det, same),
+							flush=True)
+				except Exception as e:
+					nfail += 1
+					rec = {"case": name, "config": c["name"], "ok": False,
+						"error": "%s: %s" % (type(e).__name__, str(e)[-600:])}
+					line.append("%s ERROR" % c["name"].split("_")[2])
+					print("  ERROR %s %s: %s" % (name, c["name"], rec["error"]), flush=True)
+				log["parity"].append(rec)
+			print("%-20s %s" % (name, " ".join(line)), flush=True)
+		print("parity: %d failures (%.0fs)" % (nfail, time.time() - T0), flush=True)
+
+		# ---- capture: capture, replay, change seqlens/block_table in place, replay, check
+		for c in cfgs:
+			try:
+				kw = dict(batch=8, s_q=2, h_q=128, lens=[0, 5, 64, 65, 300, 1000, 2049, 77],
+					page_size=64, kv_dtype="bf16")
+				t = make_task(torch, dev, seed=101, max_pages=40, num_pages=120, **kw)
+				ref = reference(torch, t)
+				ws = M.workspace_size(t, c)
+				t.workspace = torch.full((ws,), 0xFF, dtype=torch.uint8, device=dev) if ws else None
+				t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
+				with torch.cuda.stream(t.stream):
+					M.prepare(t, c)
+					M.launch(t, c)
+				torch.cuda.synchronize()
+				g = torch.cuda.CUDAGraph()
+				with torch.cuda.graph(g, stream=stream):
+					with torch.cuda.stream(t.stream):
+						M.launch(t, c)
+				t.out.fill_(float("nan"))
+				t.lse.fill_(float("nan"))
+				g.replay()
+				torch.cuda.synchronize()
+				a1 = compare(torch, t.out.float(), ref[0], *TOL["out"])["ok"] and \
+					compare(torch, t.lse, ref[1], *TOL["lse"])["ok"]
+				# new lengths and pages, same buffers
+				t2 = make_task(torch, dev, seed=202, max_pages=40, num_pages=120,
+					**dict(kw, lens=[2500, 0, 1, 640, 63, 2, 1111, 2200]))
+				assert t2.kv_cache.shape == t.kv_cache.shape, (t2.kv_cache.shape, t.kv_cache.shape)
+				t.kv_cache.copy_(t2.kv_cache)
+				t.block_table.copy_(t2.block_table)
+				t.seqlens.copy_(t2.seqlens)
+				t2.q = t.q
+				t2.kv_cache, t2.block_table, t2.seqlens = t.kv_cache, t.block_table, t.seqlens
+				ref2 = reference(torch, t2)
+				t.out.fill_(float("nan"))
+				t.lse.fill_(float("nan"))
+				g.replay()
+				torch.cuda.synchronize()
+				a2 = compare(torch, t.out.float(), ref2[0], *TOL["out"])["ok"] and \
+					compare(torch, t.lse, ref2[1], *TOL["lse"])["ok"]
+				print("capture %s: replay %s, after in-place change %s" % (c["name"],
+					"ok" if a1 else "FAIL", "ok" if a2 else "FAIL"), flush=True)
+				log["capture"].append({"config": c["name"], "replay": a1, "changed": a2})
+			except Exception as e:
+				print("capture %s ERROR %s: %s" % (c["name"], type(e).__name__, str(e)[-600:]),
+					flush=True)
+				log["capture"].append({"config": c["name"], "error": str(e)[-600:]})
+
+	# ---- benchmark: ours vs TileLang's published paged example
+	if not opt.only_parity:
+		import triton.testing as tt
+		E = load_module(opt.example, "tl_example")
+		print("bench (do_bench, L2 flush, median ms; bf16 page 64 s_q 1 equal lengths, random "
+			"page permutation)", flush=True)
+		print("%-18s %-26s %9s %8s %7s" % ("shape", "impl", "ms", "TFLOPS", "TB/s"), flush=True)
+		for h_q, b, n in HEADLINE:
+			lens = [n] * b
+			kw = dict(batch=b, s_q=1, h_q=h_q, lens=lens, page_size=64, kv_dtype="bf16")
+			t = make_task(torch, dev, seed=7, spare_pages=0, max_pages=n // 64, **kw)
+			t.softmax_scale = 576 ** -0.5
+			flops = 2 * 1 * h_q * sum(lens) * 1088
+			byts = sum(lens) * 576 * 2 + t.q.numel() * 2 + t.out.numel() * 2
+			shape = "h%d_b%d_%dk" % (h_q, b, n // 1024)
+			row = {"shape": shape}
+			NB = 4  # parity of the benchmark runs on the first sequences (float64 is slow)
+			ref = reference(torch, t, NB)
+			t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
+			for c in cfgs:
+				try:
+					ws = M.workspace_size(t, c)
+					t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
+					with torch.cuda.stream(t.stream):
+						M.prepare(t, c)
+					t.out.fill_(float("nan"))
+					t.lse.fill_(float("nan"))
+					with torch.cuda.stream(t.stream):
+						M.launch(t, c)
+					torch.cuda.synchronize()
+					ro = compare(torch, t.out[:NB].float(), ref[0], *TOL["out"])
+					rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
+					with torch.cuda.stream(stream):
+						ms = tt.do_bench(lambda: M.launch(t, c), warmup=50, rep=400,
+							return_mode="median")
+					g = torch.cuda.CUDAGraph()
+					with torch.cuda.graph(g, stream=stream):
+						with torch.cuda.stream(t.stream):
+							M.launch(t, c)
+					ms_g = tt.do_bench(lambda: g.replay(), warmup=50, rep=400,
+						return_mode="median")
+					okp = ro["ok"] and rl["ok"]
+					print("%-18s %-26s %9.4f %8.1f %7.2f%s  (graph replay %.4f ms)" % (shape,
+						"ours " + c["name"], ms, flops / ms / 1e9, byts / ms / 1e9,
+						"" if okp else " PARITY FAIL", ms_g), flush=True)
+					row[c["name"]] = {"ms": ms, "ms_graph": ms_g, "parity": okp}
+				except Exception as e:
+					print("%-18s ours %s ERROR %s" % (shape, c["name"], str(e)[-400:]), flush=True)
+			# TileLang's example, as published (its own input layout: split nope / rope tensors)
+			try:
+				bh = min(64, h_q)
+				kern = E.mla_decode_tilelang(b, h_q, 1, n, 512, 64, 64, bh, 1, 64, 576 ** -0.5)
+				ps = 64
+				kvf = t.kv_cache.view(-1, 576)
+				# the example reads KV as [batch * max_seqlen_pad, 1, d]: lay the same pages out
+				npg = b * n // ps
+				assert t.num_pages == npg, (t.num_pages, npg)
+				qn = t.q[:, 0, :, :512].contiguous()
+				qp = t.q[:, 0, :, 512:].contiguous()
+				kn = kvf[:, :512].contiguous().view(-1, 1, 512)
+				kp = kvf[:, 512:].contiguous().view(-1, 1, 64)
+				glse = torch.empty(b, h_q, 1, dtype=torch.bfloat16, device=dev)
+				opart = torch.empty(b, h_q, 1, 512, dtype=torch.bfloat16, device=dev)
+				fn = lambda: kern(qn, qp, kn, kp, t.block_table, t.seqlens, glse, opart)
+				with torch.cuda.stream(stream):
+					o = fn()
+					torch.cuda.synchronize()
+					eo = compare(torch, o[:NB].float().view(NB, 1, h_q, 512), ref[0], *TOL["out"])
+					ms = tt.do_bench(fn, warmup=50, rep=400, return_mode="median")
+				print("%-18s %-26s %9.4f %8.1f %7.2f  (example out vs ref: %s)" % (shape,
+					"tilelang example", ms, flops / ms / 1e9, byts / ms / 1e9,
+					"ok" if eo["ok"] else eo.get("why")), flush=True)
+				row["example"] = {"ms": ms, "parity": eo["ok"]}
+			except Exception as e:
+				print("%-18s example ERROR %s: %s" % (shape, type(e).__name__, str(e)[-600:]),
+					flush=True)
+			best = min((v["ms"] for k, v in row.items() if k not in ("shape", "example")
+				and v.get("parity")), default=None)
+			if best and "example" in row:
+				print("%-18s floor: best ours %.4f ms vs example %.4f ms: ours/example time %.3f "
+					"(%s)" % (shape, best, row["example"]["ms"], best / row["example"]["ms"],
+					"within 5%" if best <= 1.05 * row["example"]["ms"] else "NOT within 5%"),
+					flush=True)
+			log["bench"].append(row)
+			del t
+			torch.cuda.empty_cache()
+	print("total %.0fs" % (time.time() - T0), flush=True)
+	if opt.log:
+		os.makedirs(opt.log, exist_ok=True)
+		with open(os.path.join(opt.log, "tilelang_check.json"), "w") as f:
+			json.dump(log, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+	main()
