@@ -38,10 +38,13 @@ struct cli_args {
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
 	const char *baseline_lib, *candidate_lib, *gpus, *publish;
+	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
+	int nreferences;
 	int threads, gpu, max_age_days, part, timeout, slurm, force;
 };
 
-enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG };
+/* OPT_LIST: a repeatable OPT_STR into a const char *[] field followed by its int count. */
+enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG, OPT_LIST };
 
 struct cli_option {
 	const char *name;
@@ -69,6 +72,10 @@ static int mode_help(const struct cli_args *a);
 static int mode_version(const struct cli_args *a);
 
 #define F(field) offsetof(struct cli_args, field)
+
+_Static_assert(offsetof(struct cli_args, nreferences) ==
+	       offsetof(struct cli_args, references) + sizeof(((struct cli_args *)0)->references),
+	       "OPT_LIST: the count follows the list");
 
 static const struct cli_option options[] = {
 	{"--static", OPT_MODE, "CARD...", 0, mode_static, 1, 256,
@@ -101,6 +108,9 @@ static const struct cli_option options[] = {
 	{"--baseline-lib", OPT_STR, "FILE.so", F(baseline_lib), NULL, 0, 0,
 	 "plugin providing the baseline (kernels/mla_decode.h ABI; the plan records it and its sha256)"},
 	{"--candidate-lib", OPT_STR, "FILE.so", F(candidate_lib), NULL, 0, 0, "plugin providing the candidate"},
+	{"--reference", OPT_LIST, "IMPL|FILE", F(references), NULL, 0, 0,
+	 "repeatable (up to 4): also time this implementation (a name, or a file as --candidate-lib takes) "
+	 "against the candidate on every task it supports; reported, never gating"},
 	{"--slurm", OPT_FLAG, "", F(slurm), NULL, 0, 0,
 	 "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"},
 	{"--task", OPT_STR, "NAME|HASH", F(task), NULL, 0, 0, "only tasks whose name contains this or hash starts with it"},
@@ -180,6 +190,21 @@ static int parse(struct cli_args *a, int argc, char **argv)
 			if (a->mode >= 0 && a->mode != k)
 				return usage_error("only one mode at a time ('%s' and another)", arg);
 			a->mode = k;
+			continue;
+		}
+		if (options[k].kind == OPT_LIST) {
+			const char **list = (const char **)((char *)a + options[k].offset);
+			int *count = (int *)((char *)a + options[k].offset + sizeof(a->references));
+
+			if (eq)
+				val = eq + 1;
+			else if (i + 1 < argc)
+				val = argv[++i];
+			else
+				return usage_error("option '%s' needs a value", arg);
+			if (*count >= VS_PLAN_MAX_REFERENCES)
+				return usage_error("option '%s' is given more than 4 times", arg);
+			list[(*count)++] = val;
 			continue;
 		}
 		if (options[k].kind == OPT_STR || options[k].kind == OPT_INT) {
@@ -264,8 +289,10 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 {
 	struct card c;
 	struct plan p;
-	struct plan_options po = {a->tier, a->gen, a->baseline, a->candidate, a->build_figures, a->baseline_lib,
-				  a->candidate_lib};
+	struct plan_options po = {.tier = a->tier, .gen = a->gen, .baseline = a->baseline, .candidate = a->candidate,
+				  .build_figures = a->build_figures, .baseline_lib = a->baseline_lib,
+				  .candidate_lib = a->candidate_lib, .references = a->references,
+				  .nreferences = a->nreferences};
 	char *path = NULL, *script = NULL;
 	int err;
 
@@ -722,6 +749,7 @@ static const struct {
 } scoped[] = {
 	{"--baseline-lib", F(baseline_lib), 0, " --emit-plan --validate "},
 	{"--candidate-lib", F(candidate_lib), 0, " --emit-plan --validate "},
+	{"--reference", F(nreferences), 1, " --emit-plan --validate "},
 	{"--slurm", F(slurm), 1, " --emit-plan --validate "},
 	{"--gpus", F(gpus), 1, " --run --validate "},
 	{"--part", F(part), 2, " --run "},
