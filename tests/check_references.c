@@ -11,6 +11,7 @@
 
 #include "card.h"
 #include "fsutil.h"
+#include "mla_decode.h"
 #include "plan.h"
 #include "vs_error.h"
 
@@ -167,6 +168,52 @@ START_TEST(plan_records_references_and_the_tasks_they_skip)
 	free(text);
 	free(example);
 	free(picky);
+}
+END_TEST
+
+/* A CPU implementation with code for no generation of this machine. */
+static int gpu_only_configs(const char *arch, struct mla_decode_config *out, int cap)
+{
+	(void)arch;
+	(void)out;
+	(void)cap;
+	return MLA_EUNSUPPORTED;
+}
+
+static size_t no_workspace(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	return 0;
+}
+
+static int never_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	return MLA_EUNSUPPORTED;
+}
+
+static const struct mla_decode_impl no_configs_impl = {MLA_DECODE_ABI_VERSION, "test.no_configs", "cpu", "",
+						       gpu_only_configs, no_workspace, never_launch, NULL, NULL};
+
+START_TEST(reference_without_configs_skips_every_task)
+{
+	const char *refs[1] = {"test.no_configs"};
+	struct plan p, q;
+	char *text = NULL;
+
+	ck_assert_int_eq(mla_decode_impl_register(&no_configs_impl), MLA_OK);
+	ck_assert_msg(build(&p, refs, 1) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(p.refs[0].impl.nconfigs, 0);
+	for (int i = 0; i < p.ntasks; i++)
+		ck_assert_str_eq(plan_reference_skip(&p, 0, i), "no configs for generation 'x86_64'");
+	ck_assert_int_eq(plan_to_text(&text, &p), 0);
+	ck_assert_msg(plan_parse(&q, text, strlen(text), "t.plan.json") == 0, "%s", vs_last_error());
+	ck_assert_int_eq(q.refs[0].impl.nconfigs, 0);
+	plan_release(&q);
+	plan_release(&p);
+	free(text);
 }
 END_TEST
 
@@ -449,6 +496,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, plan_records_references_and_the_tasks_they_skip);
+	tcase_add_test(tc, reference_without_configs_skips_every_task);
 	tcase_add_test(tc, plan_refuses_bad_references);
 	tcase_add_test(tc, edited_reference_skips_are_refused);
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
