@@ -1070,6 +1070,10 @@ static void print_reference(const struct plan *p, int k, FILE *f)
 		p->ntasks - nskip, p->ntasks);
 	if (pi->plugin_path)
 		fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", "reference", pi->plugin_path, pi->plugin_sha256);
+	if (nskip == p->ntasks && pi->nconfigs == 0) {
+		fprintf(f, "    skips every task: %s\n", plan_reference_skip(p, k, 0));
+		return;
+	}
 	for (int i = 0; i < p->ntasks; i++)
 		if (plan_reference_skip(p, k, i))
 			fprintf(f, "    skips %s: %s\n", p->tasks[i].name, plan_reference_skip(p, k, i));
