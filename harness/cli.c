@@ -39,11 +39,14 @@ struct cli_args {
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
 	const char *baseline_lib, *candidate_lib, *gpus, *publish;
+	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
+	int nreferences;
 	int threads, gpu, max_age_days, part, timeout, slurm, force;
 	struct vs_layout layout;  /* the repository's directories: the *_dir options over the defaults */
 };
 
-enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG };
+/* OPT_LIST: a repeatable OPT_STR into a const char *[] field followed by its int count. */
+enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG, OPT_LIST };
 
 /* One bit per mode: an option's `modes` says which modes read it (curl's aliases[] flags). */
 enum {
@@ -83,6 +86,10 @@ static int mode_version(const struct cli_args *a);
 
 #define F(field) offsetof(struct cli_args, field)
 
+_Static_assert(offsetof(struct cli_args, nreferences) ==
+	       offsetof(struct cli_args, references) + sizeof(((struct cli_args *)0)->references),
+	       "OPT_LIST: the count follows the list");
+
 #define MODE(name_, arg_, run_, lo_, hi_, bit_, help_)                                              \
 	{.name = name_, .kind = OPT_MODE, .arg = arg_, .modes = bit_, .run = run_, .min_pos = lo_,         \
 	 .max_pos = hi_, .help = help_}
@@ -91,6 +98,8 @@ static int mode_version(const struct cli_args *a);
 #define INT(name_, arg_, field_, unset_, modes_, help_)                                              \
 	{.name = name_, .kind = OPT_INT, .arg = arg_, .offset = F(field_), .unset = unset_, .modes = modes_, \
 	 .help = help_}
+#define LIST(name_, arg_, field_, modes_, help_)                                                     \
+	{.name = name_, .kind = OPT_LIST, .arg = arg_, .offset = F(field_), .modes = modes_, .help = help_}
 #define FLAG(name_, field_, modes_, help_)                                                           \
 	{.name = name_, .kind = OPT_FLAG, .arg = "", .offset = F(field_), .modes = modes_, .help = help_}
 
@@ -135,6 +144,9 @@ static const struct cli_option options[] = {
 	    "plugin providing the baseline (kernels/mla_decode.h ABI; the plan records it and its sha256)"),
 	STR("--candidate-lib", "FILE.so", candidate_lib, M_EMIT_PLAN | M_VALIDATE,
 	    "plugin providing the candidate"),
+	LIST("--reference", "IMPL|FILE", references, M_EMIT_PLAN | M_VALIDATE,
+	     "repeatable (up to 4): also time this implementation (a name, or a file as --candidate-lib takes) "
+	     "against the candidate on every task it supports; reported, never gating"),
 	FLAG("--slurm", slurm, M_EMIT_PLAN | M_VALIDATE,
 	     "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"),
 	STR("--task", "NAME|HASH", task, M_ALL,
@@ -231,6 +243,21 @@ static int parse(struct cli_args *a, int argc, char **argv)
 			if (a->mode >= 0 && a->mode != k)
 				return usage_error("only one mode at a time ('%s' and another)", arg);
 			a->mode = k;
+			continue;
+		}
+		if (options[k].kind == OPT_LIST) {
+			const char **list = (const char **)((char *)a + options[k].offset);
+			int *count = (int *)((char *)a + options[k].offset + sizeof(a->references));
+
+			if (eq)
+				val = eq + 1;
+			else if (i + 1 < argc)
+				val = argv[++i];
+			else
+				return usage_error("option '%s' needs a value", arg);
+			if (*count >= VS_PLAN_MAX_REFERENCES)
+				return usage_error("option '%s' is given more than 4 times", arg);
+			list[(*count)++] = val;
 			continue;
 		}
 		if (options[k].kind == OPT_STR || options[k].kind == OPT_INT) {
@@ -332,6 +359,8 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		.build_figures = a->build_figures,
 		.baseline_lib = a->baseline_lib,
 		.candidate_lib = a->candidate_lib,
+		.references = a->references,
+		.nreferences = a->nreferences,
 	};
 	char *path = NULL, *script = NULL;
 	int err;
@@ -798,7 +827,8 @@ static int check_scoped(const struct cli_args *a)
 		if (o->kind == OPT_MODE || o->modes == M_ALL || (o->modes & bit))
 			continue;
 		set = o->kind == OPT_STR ? *(const char *const *)field != NULL :
-		      o->kind == OPT_INT ? *(const int *)field != o->unset : *(const int *)field != 0;
+		      o->kind == OPT_INT ? *(const int *)field != o->unset :
+		      o->kind == OPT_LIST ? a->nreferences > 0 : *(const int *)field != 0;
 		if (!set)
 			continue;
 		for (int m = 0; m < NOPTIONS; m++)

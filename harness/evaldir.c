@@ -313,6 +313,151 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 	return j;
 }
 
+/* ---- references ------------------------------------------------------------------------- */
+
+static const char *const ref_status_names[] = {"not timed", "timed", "skipped", "failed"};
+
+/* 1 when some config of ir passed parity, 0 when every one that ran failed, -1 when none ran. */
+static int any_config_passed(const struct measure_impl *ir)
+{
+	int ran = 0;
+
+	for (int i = 0; i < ir->nconfigs; i++) {
+		if (ir->config_pass[i] == 1)
+			return 1;
+		ran |= ir->config_pass[i] == 0;
+	}
+	return ran ? 0 : -1;
+}
+
+int evaldir_ref_status(const struct measure_ref *rf)
+{
+	if (rf->skip)
+		return EVALDIR_REF_SKIPPED;
+	if (rf->has_ratio && rf->t)
+		return EVALDIR_REF_TIMED;
+	if (any_config_passed(&rf->m) == 0 || rf->m.capture == 0 || rf->timed_check_failures > 0)
+		return EVALDIR_REF_FAILED;
+	return EVALDIR_REF_NOT_TIMED;
+}
+
+const char *evaldir_ref_status_name(int status)
+{
+	return status >= 0 && status <= EVALDIR_REF_FAILED ? ref_status_names[status] : "not timed";
+}
+
+int evaldir_ref_status_parse(const char *name)
+{
+	for (int k = 0; name && k <= EVALDIR_REF_FAILED; k++)
+		if (!strcmp(name, ref_status_names[k]))
+			return k;
+	return EVALDIR_REF_NOT_TIMED;
+}
+
+/* A reference's parity on a task: "pass", "fail", "n/a" (skipped) or "not run". */
+static const char *ref_parity(const struct measure_ref *rf)
+{
+	int passed = any_config_passed(&rf->m);
+
+	if (rf->skip)
+		return "n/a";
+	if (passed == 0 || rf->timed_check_failures > 0)
+		return "fail";
+	return passed == 1 ? "pass" : "not run";
+}
+
+/*
+ * A task's "references": each reference's configs, capture and timing as the candidate's are
+ * written, its role in samples.csv, its status (with the plan's reason when it skips the task),
+ * and its ratio t_ref / t_cand when it was timed and passed (a failing reference has none).
+ */
+static cJSON *refs_json(int *oom, const struct measure_result *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	if (!arr)
+		*oom = 1;
+	for (int k = 0; k < r->nrefs; k++) {
+		const struct measure_ref *rf = &r->refs[k];
+		int st = evaldir_ref_status(rf);
+		cJSON *j = impl_json(oom, &rf->m, r, rf->t != NULL && r->npairs > 0);
+		char role[24];
+
+		snprintf(role, sizeof(role), "reference%d", k + 1);
+		jsonfile_put_str(oom, j, "role", role);
+		jsonfile_put_str(oom, j, "status", evaldir_ref_status_name(st));
+		if (rf->skip)
+			jsonfile_put_str(oom, j, "reason", rf->skip);
+		jsonfile_put_str(oom, j, "parity", ref_parity(rf));
+		jsonfile_put_num(oom, j, "timed_checks", rf->timed_checks);
+		jsonfile_put_num(oom, j, "timed_check_failures", rf->timed_check_failures);
+		if (st == EVALDIR_REF_TIMED)
+			jsonfile_put(oom, j, "ratio", ci_json(oom, &rf->ratio));
+		push(oom, arr, j);
+	}
+	return arr;
+}
+
+/*
+ * result.json's "references": per reference of the plan, the geometric mean of its per-task ratios
+ * t_ref / t_cand over the tasks it was timed on (those whose candidate passed parity), with the
+ * joint bootstrap CI of the speedup (stats.h), and its task counts. Never a gate.
+ */
+static int refs_overall(int *oom, cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n)
+{
+	const double **tr = calloc((size_t)n + 1, sizeof(double *));
+	const double **tc = calloc((size_t)n + 1, sizeof(double *));
+	int *np = calloc((size_t)n + 1, sizeof(int)), err = 0;
+	cJSON *arr = jsonfile_put_arr(oom, root, "references");
+
+	if (!tr || !tc || !np) {
+		err = vs_oom();
+		goto done;
+	}
+	for (int k = 0; k < p->nrefs; k++) {
+		int m = 0, counts[4] = {0, 0, 0, 0};
+		cJSON *j = cJSON_CreateObject();
+		char role[24];
+
+		for (int i = 0; i < n; i++) {
+			int st = t[i].ref_status[k];
+
+			counts[st >= 0 && st < 4 ? st : 0]++;
+			if (st == EVALDIR_REF_TIMED && t[i].t_ref[k] && t[i].complete && t[i].parity_pass &&
+			    t[i].npairs > 0) {
+				tr[m] = t[i].t_ref[k];
+				tc[m] = t[i].t_cand;
+				np[m++] = t[i].npairs;
+			}
+		}
+		snprintf(role, sizeof(role), "reference%d", k + 1);
+		jsonfile_put_str(oom, j, "role", role);
+		jsonfile_put_str(oom, j, "impl", p->refs[k].impl.name);
+		jsonfile_put_str(oom, j, "backend", p->refs[k].impl.backend);
+		jsonfile_put_num(oom, j, "tasks_timed", m);
+		jsonfile_put_num(oom, j, "tasks_skipped", counts[EVALDIR_REF_SKIPPED]);
+		jsonfile_put_num(oom, j, "tasks_failed", counts[EVALDIR_REF_FAILED]);
+		jsonfile_put_str(oom, j, "parity", counts[EVALDIR_REF_FAILED] ? "fail" : "pass");
+		if (m > 0) {
+			struct stats_ci ci;
+
+			if ((err = stats_geomean_speedup(&ci, tr, tc, np, m, p->protocol.resamples, p->protocol.seed))) {
+				cJSON_Delete(j);
+				goto done;
+			}
+			jsonfile_put(oom, j, "ratio", ci_json(oom, &ci));
+		} else {
+			jsonfile_put(oom, j, "ratio", cJSON_CreateNull());
+		}
+		push(oom, arr, j);
+	}
+done:
+	free(tr);
+	free(tc);
+	free(np);
+	return err;
+}
+
 static cJSON *task_json(int *oom, const struct measure_result *r, const struct plan *p, cJSON *flags)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -327,6 +472,8 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 		jsonfile_put_str(oom, j, "error", r->error);
 	jsonfile_put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
 	jsonfile_put(oom, j, "candidate", impl_json(oom, &r->cand, r, r->complete));
+	if (r->nrefs)
+		jsonfile_put(oom, j, "references", refs_json(oom, r));
 	if (r->complete) {
 		jsonfile_put_num(oom, j, "pairs", r->npairs);
 		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
@@ -396,14 +543,16 @@ cJSON *evaldir_plugins_json(const struct plan *p)
 	cJSON *arr = cJSON_CreateArray();
 	int oom = 0;
 
-	for (int k = 0; k < 2; k++) {
-		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+	for (int k = 0; k < 2 + p->nrefs; k++) {
+		const struct plan_impl *pi = k >= 2 ? &p->refs[k - 2].impl : k ? &p->candidate : &p->baseline;
+		char role[24];
 		cJSON *j;
 
 		if (!pi->plugin_path)
 			continue;
 		j = cJSON_CreateObject();
-		jsonfile_put_str(&oom, j, "role", k ? "candidate" : "baseline");
+		snprintf(role, sizeof(role), "reference%d", k - 1);
+		jsonfile_put_str(&oom, j, "role", k >= 2 ? role : k ? "candidate" : "baseline");
 		jsonfile_put_str(&oom, j, "impl", pi->name);
 		jsonfile_put_str(&oom, j, "path", pi->plugin_path);
 		jsonfile_put_str(&oom, j, "sha256", pi->plugin_sha256);
@@ -465,6 +614,10 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		jsonfile_put(&oom, ov, "isolated", cJSON_CreateNull());
 	jsonfile_put_num(&oom, ov, "tasks_timed", nspeed);
 	jsonfile_put_str(&oom, ov, "parity", pass_parity ? "pass" : "fail");
+	if (p->nrefs && (err = refs_overall(&oom, root, p, t, n))) {
+		cJSON_Delete(flags);
+		goto done;
+	}
 	gates = jsonfile_put_obj(&oom, root, "gates");
 	g = jsonfile_put_obj(&oom, gates, "parity");
 	jsonfile_put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
@@ -497,6 +650,23 @@ done:
 	free(tc);
 	free(np);
 	return err;
+}
+
+int evaldir_reference_line(char *line, size_t cap, const cJSON *root, int k)
+{
+	const cJSON *o = cJSON_GetArrayItem(jget(root, "references"), k), *ratio = jget(o, "ratio");
+	char r[96] = "n/a";
+
+	if (!o)
+		return VS_ENOTFOUND;
+	if (cJSON_IsObject(ratio))
+		snprintf(r, sizeof(r), "%.3f [%.3f, %.3f]", cJSON_GetNumberValue(jget(ratio, "estimate")),
+			 cJSON_GetNumberValue(cJSON_GetArrayItem(jget(ratio, "ci95"), 0)),
+			 cJSON_GetNumberValue(cJSON_GetArrayItem(jget(ratio, "ci95"), 1)));
+	snprintf(line, cap, "reference %s: t_ref / t_cand (geomean of %d tasks): %s; %d skipped, %d failed "
+		 "(never gates)", jstr(o, "impl") ? jstr(o, "impl") : "?", (int)cJSON_GetNumberValue(jget(o, "tasks_timed")),
+		 r, (int)cJSON_GetNumberValue(jget(o, "tasks_skipped")), (int)cJSON_GetNumberValue(jget(o, "tasks_failed")));
+	return 0;
 }
 
 /* ---- the writer ------------------------------------------------------------------------------- */
@@ -722,30 +892,59 @@ static int check_bound_files(const char *dir, const cJSON *result, const char *p
 	return 0;
 }
 
-static int pairs_put(struct sample_pairs *tp, int pair, int cand, double ms)
+/* Grow *x from cap to ncap values, the new ones NaN (*x NULL: a new array of NaN). */
+static int grow_nan(double **x, int cap, int ncap)
 {
-	if (pair < 0 || pair > 10000000)
+	double *nx = realloc(*x, (size_t)ncap * sizeof(double));
+
+	if (!nx)
+		return -1;
+	for (int i = cap; i < ncap; i++)
+		nx[i] = NAN;
+	*x = nx;
+	return 0;
+}
+
+/* Store one sample of role (0 baseline, 1 candidate, 2 + k reference k) at pair. */
+static int pairs_put(struct sample_pairs *tp, int pair, int role, double ms)
+{
+	double **x;
+
+	if (pair < 0 || pair > 10000000 || role < 0 || role >= 2 + VS_PLAN_MAX_REFERENCES)
 		return -1;
 	if (pair >= tp->cap) {
 		int ncap = pair + 64;
-		double *nb = realloc(tp->base, (size_t)ncap * sizeof(double));
-		double *nc;
 
-		if (!nb)
+		if (grow_nan(&tp->base, tp->cap, ncap) || grow_nan(&tp->cand, tp->cap, ncap))
 			return -1;
-		tp->base = nb;
-		nc = realloc(tp->cand, (size_t)ncap * sizeof(double));
-		if (!nc)
-			return -1;
-		tp->cand = nc;
-		for (int i = tp->cap; i < ncap; i++)
-			tp->base[i] = tp->cand[i] = NAN;
+		for (int k = 0; k < VS_PLAN_MAX_REFERENCES; k++)
+			if (tp->ref[k] && grow_nan(&tp->ref[k], tp->cap, ncap))
+				return -1;
 		tp->cap = ncap;
 	}
-	(cand ? tp->cand : tp->base)[pair] = ms;
+	x = role == 0 ? &tp->base : role == 1 ? &tp->cand : &tp->ref[role - 2];
+	if (!*x && grow_nan(x, 0, tp->cap))
+		return -1;
+	(*x)[pair] = ms;
 	if (pair + 1 > tp->n)
 		tp->n = pair + 1;
 	return 0;
+}
+
+/* The role column's index for pairs_put(), or -1 for a name that is no role. */
+static int role_index(const char *role)
+{
+	int k;
+	char end;
+
+	if (!strcmp(role, "baseline"))
+		return 0;
+	if (!strcmp(role, "candidate"))
+		return 1;
+	if (sscanf(role, "reference%d%c", &k, &end) == 1 && k >= 1 && k <= VS_PLAN_MAX_REFERENCES &&
+	    role[9] >= '1' && role[9] <= '9')
+		return 1 + k;
+	return -1;
 }
 
 void samples_free(struct sample_pairs *tp, int n)
@@ -753,6 +952,8 @@ void samples_free(struct sample_pairs *tp, int n)
 	for (int k = 0; tp && k < n; k++) {
 		free(tp[k].base);
 		free(tp[k].cand);
+		for (int j = 0; j < VS_PLAN_MAX_REFERENCES; j++)
+			free(tp[k].ref[j]);
 	}
 	free(tp);
 }
@@ -774,8 +975,8 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 		double ms;
 		const char *eol = strchr(s, '\n');
 
-		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg,
-			   &ms, &checked) != 8 || !(ms > 0)) {
+		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z0-9],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg,
+			   &ms, &checked) != 8 || !(ms > 0) || role_index(role) < 0) {
 			err = vs_error(VS_EVERIFY, "%s:%d: malformed sample row", path, line + 1);
 			break;
 		}
@@ -793,23 +994,24 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 			memcpy(tp[n].hash, hash, 65);
 			n++;
 		}
-		if (pairs_put(&tp[k], pair, !strcmp(role, "candidate"), ms)) {
+		if (pairs_put(&tp[k], pair, role_index(role), ms)) {
 			err = vs_error(VS_EVERIFY, "%s:%d: bad pair index", path, line + 1);
 			break;
 		}
 		s = eol ? eol + 1 : s + strlen(s);
 	}
 	for (int k = 0; !err && k < n; k++)
-		for (int i = 0; i < tp[k].n; i++)
+		for (int i = 0; i < tp[k].n && !err; i++) {
 			if (isnan(tp[k].base[i]) || isnan(tp[k].cand[i]))
 				err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a baseline or candidate sample",
 					       path, tp[k].hash, i);
-	if (err) {
-		for (int k = 0; k < n; k++) {
-			free(tp[k].base);
-			free(tp[k].cand);
+			for (int j = 0; j < VS_PLAN_MAX_REFERENCES && !err; j++)
+				if (tp[k].ref[j] && isnan(tp[k].ref[j][i]))
+					err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a reference%d sample", path,
+						       tp[k].hash, i, j + 1);
 		}
-		free(tp);
+	if (err) {
+		samples_free(tp, n);
 		return err;
 	}
 	*out = tp;
@@ -820,6 +1022,101 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 static int same(double a, double b)
 {
 	return a == b || fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
+}
+
+/* A reported ratio object {estimate, ci95} equals ci. */
+static int ci_same(const cJSON *j, const struct stats_ci *ci)
+{
+	return same(ci->estimate, cJSON_GetNumberValue(jget(j, "estimate"))) &&
+	       same(ci->lo, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 0))) &&
+	       same(ci->hi, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 1)));
+}
+
+/*
+ * The references' numbers recompute from samples.csv: every task's ratio, and every overall
+ * geometric mean over the tasks that report a ratio (and whose candidate passed parity); the
+ * overall list names the plan's references in its order.
+ */
+static int recompute_refs(const struct evidence *e, const struct plan *p, const struct sample_pairs *tp, int ntp,
+			  int *status)
+{
+	const cJSON *tasks = jget(e->result, "tasks"), *ov = jget(e->result, "references"), *t;
+	int ntasks = cJSON_GetArraySize(tasks), err = 0;
+	const double **tr = calloc((size_t)ntasks + 1, sizeof(*tr)), **tc = calloc((size_t)ntasks + 1, sizeof(*tc));
+	int *n = calloc((size_t)ntasks + 1, sizeof(*n));
+
+	*status = EVIDENCE_MISMATCH;
+	if (!tr || !tc || !n) {
+		err = vs_oom();
+		goto done;
+	}
+	if (p->nrefs != (ov ? cJSON_GetArraySize(ov) : 0) || (ov && !cJSON_IsArray(ov))) {
+		err = vs_error(VS_EVERIFY, "%s: result.json lists %d references, the plan %d", e->eval_dir,
+			       ov ? cJSON_GetArraySize(ov) : 0, p->nrefs);
+		goto done;
+	}
+	for (int k = 0; k < p->nrefs; k++) {
+		const cJSON *o = cJSON_GetArrayItem(ov, k), *ratio = jget(o, "ratio");
+		int m = 0;
+
+		if (!jstr(o, "impl") || strcmp(jstr(o, "impl"), p->refs[k].impl.name)) {
+			err = vs_error(VS_EVERIFY, "%s: references[%d] is '%s' in result.json but '%s' in the plan",
+				       e->eval_dir, k, jstr(o, "impl") ? jstr(o, "impl") : "", p->refs[k].impl.name);
+			goto done;
+		}
+		cJSON_ArrayForEach(t, tasks) {
+			const cJSON *rj = cJSON_GetArrayItem(jget(t, "references"), k), *tr_j = jget(rj, "ratio");
+			const char *hash = jstr(t, "hash");
+			struct stats_ci ci;
+			int i;
+
+			if (!tr_j)
+				continue;
+			for (i = 0; i < ntp && (!hash || strcmp(tp[i].hash, hash)); i++)
+				;
+			if (i == ntp || !tp[i].ref[k] || !tp[i].cand) {
+				err = vs_error(VS_EVERIFY, "%s: task '%s' reports a ratio against %s but samples.csv has "
+					       "no reference%d samples for it", e->eval_dir, jstr(t, "name"),
+					       p->refs[k].impl.name, k + 1);
+				goto done;
+			}
+			if ((err = stats_speedup(&ci, tp[i].ref[k], tp[i].cand, tp[i].n, p->protocol.resamples,
+						 p->protocol.seed)))
+				goto done;
+			if (!ci_same(tr_j, &ci)) {
+				err = vs_error(VS_EVERIFY, "%s: task '%s' ratio against %s in result.json does not "
+					       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir,
+					       jstr(t, "name"), p->refs[k].impl.name, ci.estimate, ci.lo, ci.hi);
+				goto done;
+			}
+			if (cJSON_IsTrue(jget(t, "complete")) && jstr(t, "parity") && !strcmp(jstr(t, "parity"), "pass")) {
+				tr[m] = tp[i].ref[k];
+				tc[m] = tp[i].cand;
+				n[m++] = tp[i].n;
+			}
+		}
+		if (m > 0) {
+			struct stats_ci ci;
+
+			if ((err = stats_geomean_speedup(&ci, tr, tc, n, m, p->protocol.resamples, p->protocol.seed)))
+				goto done;
+			if (!cJSON_IsObject(ratio) || !ci_same(ratio, &ci)) {
+				err = vs_error(VS_EVERIFY, "%s: the overall ratio against %s in result.json does not "
+					       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir,
+					       p->refs[k].impl.name, ci.estimate, ci.lo, ci.hi);
+				goto done;
+			}
+		} else if (!cJSON_IsNull(ratio)) {
+			err = vs_error(VS_EVERIFY, "%s: result.json reports an overall ratio against %s but no task has "
+				       "one", e->eval_dir, p->refs[k].impl.name);
+			goto done;
+		}
+	}
+done:
+	free(tr);
+	free(tc);
+	free(n);
+	return err;
 }
 
 /* Recompute every speedup in result.json from samples.csv with the plan's seed. */
@@ -900,12 +1197,10 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		err = vs_error(VS_EVERIFY, "%s: result.json reports an overall speedup but no task has samples",
 			       e->eval_dir);
 	}
+	if (!err)
+		err = recompute_refs(e, p, tp, ntp, status);
 done:
-	for (int k = 0; k < ntp; k++) {
-		free(tp[k].base);
-		free(tp[k].cand);
-	}
-	free(tp);
+	samples_free(tp, ntp);
 	free(tb);
 	free(tc);
 	free(n);

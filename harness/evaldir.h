@@ -133,12 +133,29 @@ int evaldir_writer_task(struct evaldir_writer *w, const struct measure_result *r
 /** --merge: append a copy of a part's task object and of its flags. Errors: VS_ENOMEM. */
 int evaldir_writer_task_copy(struct evaldir_writer *w, const struct cJSON *task, const struct cJSON *flags);
 
+/** A reference's outcome on one task (result.json's tasks[].references[].status). */
+enum evaldir_ref_status {
+	EVALDIR_REF_NOT_TIMED = 0, /* "not timed": the task stopped before its rounds, or a filtered run */
+	EVALDIR_REF_TIMED = 1,     /* "timed": parity, capture and timed checks passed; its ratio holds */
+	EVALDIR_REF_SKIPPED = 2,   /* "skipped": the plan says it does not run the task (with the reason) */
+	EVALDIR_REF_FAILED = 3,    /* "failed": no config passed parity, the capture gate or a timed check */
+};
+
+/** The status of reference outcome rf, and its name in result.json. */
+int evaldir_ref_status(const struct measure_ref *rf);
+const char *evaldir_ref_status_name(int status);
+
+/** The inverse of evaldir_ref_status_name() (an unknown name gives EVALDIR_REF_NOT_TIMED). */
+int evaldir_ref_status_parse(const char *name);
+
 /** One task's outcome as the overall numbers and gates need it (the runner's and --merge's). */
 struct evaldir_task_summary {
 	int complete, parity_pass;
 	int base_capture, cand_capture; /* 1 pass, 0 fail, -1 not applicable */
 	const double *t_base, *t_cand;  /* [npairs] ms */
 	int npairs;
+	int ref_status[VS_PLAN_MAX_REFERENCES];    /* enum evaldir_ref_status of the plan's references */
+	const double *t_ref[VS_PLAN_MAX_REFERENCES]; /* [npairs] ms when EVALDIR_REF_TIMED, else NULL */
 };
 
 /**
@@ -159,12 +176,21 @@ int evaldir_writer_commit(struct evaldir_writer *w, const char *plan_text, size_
 void evaldir_writer_release(struct evaldir_writer *w);
 
 /**
- * Add "overall" (geometric-mean speedup with its joint bootstrap CI), "gates", "flags" (takes
+ * Add "overall" (geometric-mean speedup with its joint bootstrap CI), "references" (when the plan
+ * has references: per reference the geometric mean over the tasks it was timed on of its ratio
+ * t_ref / t_cand, with the joint CI; never a gate), "gates", "flags" (takes
  * ownership of flags; NULL for none) and "verdict" to a result.json object, from n task outcomes
  * of plan p. line (may be NULL) receives the one-line summary. Returns 0 or VS_ENOMEM.
  */
 int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n,
 		    int partial, struct cJSON *flags, char *line, size_t cap);
+
+/**
+ * The one-line summary of reference k in a result.json object root that evaldir_verdict() filled:
+ * its overall ratio t_ref / t_cand with the CI and task counts. Returns 0, or VS_ENOTFOUND when
+ * root has no reference k.
+ */
+int evaldir_reference_line(char *line, size_t cap, const struct cJSON *root, int k);
 
 /** result.json's "tool" object: version, git head, kernels tree and dirty flag of this build (or NULL). */
 struct cJSON *evaldir_tool_json(void);
@@ -232,12 +258,15 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 struct sample_pairs {
 	char hash[65];
 	double *base, *cand;    /* [n] ms, pair by pair */
+	double *ref[VS_PLAN_MAX_REFERENCES]; /* [n] ms of role reference<k+1>, NULL when it has no samples */
 	int n, cap;
 };
 
 /**
  * Parse samples.csv text into per-task pairs, tasks in order of first appearance; *out (free with
- * samples_free) and *count set only on success. Errors: VS_EVERIFY naming path:line.
+ * samples_free) and *count set only on success. Roles: baseline, candidate, reference1..4 (a
+ * reference's samples, when it has any, cover every pair of its task). Errors: VS_EVERIFY naming
+ * path:line.
  */
 int samples_parse(struct sample_pairs **out, int *count, const char *text, const char *path);
 

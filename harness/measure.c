@@ -136,6 +136,16 @@ static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_devic
 
 		best = w > best ? w : best;
 	}
+	for (int k = 0; k < ctx->plan->nrefs; k++) {
+		const struct plan_impl *pi = &ctx->plan->refs[k].impl;
+		const struct mla_decode_impl *impl = mla_decode_impl_find(pi->name);
+
+		for (int i = 0; impl && i < pi->nconfigs; i++) {
+			size_t w = impl->workspace_size(&a, &pi->configs[i]);
+
+			best = w > best ? w : best;
+		}
+	}
 	return best;
 }
 
@@ -461,9 +471,9 @@ static int impl_result_init(struct measure_impl *ir, const struct mla_decode_imp
 	ir->configs = pi->configs;
 	ir->chosen = -1;
 	ir->capture = -1;
-	ir->config_pass = calloc((size_t)pi->nconfigs, sizeof(int));
-	ir->config_detail = calloc((size_t)pi->nconfigs, sizeof(char *));
-	ir->tune_ms = calloc((size_t)pi->nconfigs, sizeof(double));
+	ir->config_pass = calloc((size_t)pi->nconfigs + 1, sizeof(int));
+	ir->config_detail = calloc((size_t)pi->nconfigs + 1, sizeof(char *));
+	ir->tune_ms = calloc((size_t)pi->nconfigs + 1, sizeof(double));
 	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms)
 		return vs_oom();
 	for (int i = 0; i < pi->nconfigs; i++)
@@ -498,6 +508,10 @@ void measure_result_release(struct measure_result *r)
 		return;
 	impl_result_release(&r->base);
 	impl_result_release(&r->cand);
+	for (int k = 0; k < r->nrefs; k++) {
+		impl_result_release(&r->refs[k].m);
+		free(r->refs[k].t);
+	}
 	free(r->t_base);
 	free(r->t_cand);
 	free(r->error);
@@ -614,28 +628,64 @@ static int read_clock(const struct measure_ctx *ctx, uint64_t *reasons)
 	return -1;
 }
 
+/* One role timed in the A/B rounds: baseline, candidate or a reference. */
+struct ab_role {
+	struct measure_impl *ir;
+	double *t;                  /* [max_pairs] */
+	int *checks, *failures;     /* its timed-output checks */
+	char role[24];              /* samples.csv's role column */
+};
+
+/*
+ * The roles of the rounds, in round order: baseline, candidate, then every reference that runs the
+ * task with a config that passed parity and the capture gate (its samples array allocated here).
+ * Returns how many, or VS_ENOMEM.
+ */
+static int ab_roles(struct ab_role *roles, struct measure_result *r, int max_pairs)
+{
+	int n = 2;
+
+	roles[0] = (struct ab_role){&r->base, r->t_base, &r->timed_checks, &r->timed_check_failures, "baseline"};
+	roles[1] = (struct ab_role){&r->cand, r->t_cand, &r->timed_checks, &r->timed_check_failures, "candidate"};
+	for (int k = 0; k < r->nrefs; k++) {
+		struct measure_ref *rf = &r->refs[k];
+
+		if (rf->skip || rf->m.chosen < 0 || rf->m.capture == 0)
+			continue;
+		rf->t = calloc((size_t)max_pairs, sizeof(double));
+		if (!rf->t)
+			return vs_oom();
+		roles[n] = (struct ab_role){&rf->m, rf->t, &rf->timed_checks, &rf->timed_check_failures, ""};
+		snprintf(roles[n].role, sizeof(roles[n].role), "reference%d", k + 1);
+		n++;
+	}
+	return n;
+}
+
 /* The A/B: alternating timed samples of the chosen configs until the stop rule says so. */
 static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
 	      struct measure_result *r)
 {
 	struct vs_device *d = ctx->device;
 	const struct plan_protocol *pr = &ctx->plan->protocol;
-	struct measure_impl *ir[2] = {&r->base, &r->cand};
 	struct stats_stop_rule rule = {pr->rel_halfwidth, pr->min_pairs, pr->max_pairs, pr->max_seconds,
 				       500, pr->seed};
+	struct ab_role roles[2 + VS_PLAN_MAX_REFERENCES];
 	double t0, ms;
-	int err = 0, sample = 0;
+	int err = 0, sample = 0, n;
 
 	r->t_base = calloc((size_t)pr->max_pairs, sizeof(double));
 	r->t_cand = calloc((size_t)pr->max_pairs, sizeof(double));
 	if (!r->t_base || !r->t_cand)
 		return vs_oom();
-	for (int k = 0; k < 2; k++) {
+	if ((n = ab_roles(roles, r, pr->max_pairs)) < 0)
+		return n;
+	for (int k = 0; k < n; k++) {
 		struct mla_decode_args a;
 
 		for (int w = 0; w < pr->warmup && !err; w++) {
 			make_args(&a, d, t, b, w % t->nsets, 0);
-			err = timed_launch(d, b, ir[k]->impl, &ir[k]->configs[ir[k]->chosen], &a, &ms);
+			err = timed_launch(d, b, roles[k].ir->impl, &roles[k].ir->configs[roles[k].ir->chosen], &a, &ms);
 		}
 	}
 	if (err)
@@ -648,37 +698,39 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 		/* Both outputs of every check_every-th pair are checked: the roles are checked alike. */
 		int checked = pair % pr->check_every == 0;
 
-		for (int j = 0; j < 2; j++) {
+		for (int j = 0; j < n; j++) {
 			/*
-			 * The order flips every nsets pairs (AB on each set, then BA on each set, ...):
-			 * flipping every pair would tie the order to the input set, and any effect of
-			 * (set, position) would then show as a difference between the roles.
+			 * The order reverses every nsets pairs (AB on each set, then BA on each set, ...;
+			 * with references B C R1 R2, then R2 R1 C B): reversing every pair would tie the
+			 * order to the input set, and any effect of (set, position) would then show as a
+			 * difference between the roles.
 			 */
-			int k = ((pair / t->nsets) & 1) ? 1 - j : j;
+			const struct ab_role *ro = &roles[((pair / t->nsets) & 1) ? n - 1 - j : j];
+			struct measure_impl *ir = ro->ir;
 			struct mla_decode_args a;
 			char *why = NULL;
 
 			make_args(&a, d, t, b, set, 0);
-			err = timed_launch(d, b, ir[k]->impl, &ir[k]->configs[ir[k]->chosen], &a, &ms);
+			err = timed_launch(d, b, ir->impl, &ir->configs[ir->chosen], &a, &ms);
 			if (err)
 				return err;
-			(k ? r->t_cand : r->t_base)[pair] = ms;
+			ro->t[pair] = ms;
 			if (checked) {
 				int ok = check_output(d, t, b, set, 0, &why);
 
 				if (ok < 0)
 					return ok;
-				r->timed_checks++;
+				(*ro->checks)++;
 				if (!ok) {
-					r->timed_check_failures++;
-					say(ctx->log, "    %s: timed output %d failed parity: %s\n", ir[k]->impl->name,
+					(*ro->failures)++;
+					say(ctx->log, "    %s: timed output %d failed parity: %s\n", ir->impl->name,
 					    sample, why ? why : "");
 				}
 				free(why);
 			}
 			if (ctx->samples)
 				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,%d\n", t->hash, set, pair, j,
-					k ? "candidate" : "baseline", ir[k]->configs[ir[k]->chosen].name, ms, checked);
+					ro->role, ir->configs[ir->chosen].name, ms, checked);
 			sample++;
 		}
 		r->npairs = pair + 1;
@@ -694,6 +746,8 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 
 int measure_result_finish(struct measure_result *r, const struct plan *p)
 {
+	int err;
+
 	if (r->npairs < 1 || !r->t_base || !r->t_cand)
 		return 0;
 	stats_summarize(&r->base.timing, r->t_base, r->npairs);
@@ -701,7 +755,41 @@ int measure_result_finish(struct measure_result *r, const struct plan *p)
 	r->base.outliers = count_outliers(r->t_base, r->npairs);
 	r->cand.outliers = count_outliers(r->t_cand, r->npairs);
 	r->parity_pass = r->base.chosen >= 0 && r->cand.chosen >= 0 && r->timed_check_failures == 0 && !r->error;
-	return stats_speedup(&r->speedup, r->t_base, r->t_cand, r->npairs, p->protocol.resamples, p->protocol.seed);
+	if ((err = stats_speedup(&r->speedup, r->t_base, r->t_cand, r->npairs, p->protocol.resamples,
+				 p->protocol.seed)))
+		return err;
+	for (int k = 0; k < r->nrefs; k++) {
+		struct measure_ref *rf = &r->refs[k];
+
+		if (!rf->t)
+			continue;
+		stats_summarize(&rf->m.timing, rf->t, r->npairs);
+		rf->m.outliers = count_outliers(rf->t, r->npairs);
+		rf->has_ratio = rf->m.chosen >= 0 && rf->m.capture != 0 && rf->timed_check_failures == 0;
+		if (rf->has_ratio && (err = stats_speedup(&rf->ratio, rf->t, r->t_cand, r->npairs, p->protocol.resamples,
+							  p->protocol.seed)))
+			return err;
+	}
+	return 0;
+}
+
+/* The plan's references on the task with this hash: their implementations and skip reasons. */
+static int refs_init(struct measure_result *r, const struct plan *p, const char *hash)
+{
+	int i = plan_task_index(p, hash), err;
+
+	for (int k = 0; k < p->nrefs; k++) {
+		const struct mla_decode_impl *impl = mla_decode_impl_find(p->refs[k].impl.name);
+
+		if (!impl)
+			return vs_error(VS_ENOTFOUND, "reference '%s' names no implementation of this process",
+					p->refs[k].impl.name);
+		r->nrefs = k + 1;
+		if ((err = impl_result_init(&r->refs[k].m, impl, &p->refs[k].impl)))
+			return err;
+		r->refs[k].skip = plan_reference_skip(p, k, i);
+	}
+	return 0;
 }
 
 int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
@@ -718,7 +806,7 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 	if ((err = impl_result_init(&r->base, ctx->base, &ctx->plan->baseline)) ||
 	    (err = impl_result_init(&r->cand, ctx->cand, &ctx->plan->candidate)))
 		return err;
-	return 0;
+	return refs_init(r, ctx->plan, hash);
 }
 
 int measure_task(struct measure_result *r, const struct measure_ctx *ctx,
@@ -737,10 +825,17 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx,
 		goto done;
 	if (ctx->check_cand && (err = parity_all(ctx, t, &b, &r->cand, ctx->config_filter)))
 		goto done;
+	for (int k = 0; k < r->nrefs; k++)
+		if (!r->refs[k].skip && (ctx->timing || (ctx->check_refs >> k & 1u)) &&
+		    (err = parity_all(ctx, t, &b, &r->refs[k].m, ctx->timing ? NULL : ctx->config_filter)))
+			goto done;
 	if (!ctx->timing)
 		goto done;
 	if ((err = tune_both(ctx, t, &b, r)))
 		goto done;
+	for (int k = 0; k < r->nrefs; k++)
+		if (!r->refs[k].skip && (err = tune(ctx, t, &b, &r->refs[k].m)))
+			goto done;
 	if (r->base.chosen < 0 || r->cand.chosen < 0) {
 		say(ctx->log, "    no passing config for %s: task not timed\n",
 		    r->base.chosen < 0 ? r->base.impl->name : r->cand.impl->name);
@@ -749,6 +844,9 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx,
 	if (ctx->plan->capture_required &&
 	    ((err = capture_gate(ctx, t, &b, &r->base)) || (err = capture_gate(ctx, t, &b, &r->cand))))
 		goto done;
+	for (int k = 0; k < r->nrefs && ctx->plan->capture_required; k++)
+		if (r->refs[k].m.chosen >= 0 && (err = capture_gate(ctx, t, &b, &r->refs[k].m)))
+			goto done;
 	if ((err = ab(ctx, t, &b, r)))
 		goto done;
 	r->complete = 1;

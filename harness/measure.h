@@ -16,6 +16,10 @@
  *     outputs and workspace and flushing the last-level cache, rotating input sets per pair,
  *     checking every k-th timed output, until the bootstrap CI of the speedup is within the plan's
  *     width or a cap is reached.
+ * References (the plan's, on the tasks they do not skip) go through phases 2-4 as the candidate
+ * does, and are timed in the same rounds: a round is baseline, candidate, then each reference
+ * (B C R1 R2), on one input set; the order is reversed every nsets rounds (R2 R1 C B), as the two
+ * roles alternate without references, so that a drift in time weighs on every role alike.
  */
 #ifndef VS_MEASURE_H
 #define VS_MEASURE_H
@@ -44,6 +48,20 @@ struct measure_impl {
 	int outliers;              /* samples beyond Q3 + 3 IQR (kept, shown) */
 };
 
+/**
+ * One reference implementation's outcome on one task (docs/DESIGN.md "References"): the phases of
+ * the candidate (parity of every config, tuning, capture), then its samples in the candidate's
+ * rounds. Never part of the task's parity or verdict.
+ */
+struct measure_ref {
+	struct measure_impl m;
+	const char *skip;          /* the plan's reason it skips this task (borrowed), or NULL */
+	int timed_checks, timed_check_failures;
+	double *t;                 /* [npairs] ms when it was timed, else NULL */
+	int has_ratio;             /* timed, parity and capture passed: ratio holds */
+	struct stats_ci ratio;     /* median of t[i] / t_cand[i] with its bootstrap CI */
+};
+
 /** One task's outcome; owns what its pointers point to (measure_result_release() frees it). */
 struct measure_result {
 	char name[96];
@@ -60,6 +78,8 @@ struct measure_result {
 	struct stats_ci speedup;
 	int sm_mhz_begin, sm_mhz_end; /* clocks around sampling, -1 unknown */
 	uint64_t throttle_begin, throttle_end; /* clocks event reasons then (gpu_clocks.h), 0 none */
+	struct measure_ref refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs]: the plan's references, in its order */
+	int nrefs;
 };
 
 /** What a measurement runs with; every pointer is borrowed. */
@@ -70,6 +90,7 @@ struct measure_ctx {
 	const struct mla_decode_impl *base, *cand;
 	const char *config_filter;      /* candidate config name, or NULL */
 	int check_base, check_cand;     /* parity-check this implementation's configs */
+	unsigned check_refs;            /* bit k: parity-check reference k (with timing: all of them) */
 	int timing;                     /* run tuning, capture and the A/B (0 = parity only) */
 	FILE *samples;                  /* CSV rows, or NULL */
 	FILE *log;                      /* progress lines (also echoed to stdout), or NULL */

@@ -232,6 +232,13 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 			sum[i].t_cand = pairs[i][0].cand;
 			sum[i].npairs = pairs[i][0].n;
 		}
+		for (int k = 0; k < p.nrefs; k++) {
+			const cJSON *rj = cJSON_GetArrayItem(jget(task_json[i], "references"), k);
+
+			sum[i].ref_status[k] = evaldir_ref_status_parse(jstr(rj, "status"));
+			if (np > 0 && sum[i].ref_status[k] == EVALDIR_REF_TIMED)
+				sum[i].t_ref[k] = pairs[i][0].ref[k];
+		}
 		if (!started || strcmp(jstr(pt->result, "started") ? jstr(pt->result, "started") : "", started) < 0)
 			started = jstr(pt->result, "started");
 		if (!finished || strcmp(jstr(pt->result, "finished") ? jstr(pt->result, "finished") : "", finished) > 0)
@@ -253,7 +260,14 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 			goto done;
 	if ((err = evaldir_writer_verdict(&w, &p, sum, p.ntasks, 0, line, sizeof(line))))
 		goto done;
-	fprintf(w.log, "\n%s\neval dir: %s\n", line, eval_dir);
+	fprintf(w.log, "\n%s\n", line);
+	for (int k = 0; k < p.nrefs; k++) {
+		char rl[512];
+
+		if (evaldir_reference_line(rl, sizeof(rl), w.root, k) == 0)
+			fprintf(w.log, "%s\n", rl);
+	}
+	fprintf(w.log, "eval dir: %s\n", eval_dir);
 	if ((err = evaldir_writer_commit(&w, plan_text, plan_len)))
 		goto done;
 	printf("merged %d parts (%d tasks) into %s\n%s\n", npaths, p.ntasks, eval_dir, line);

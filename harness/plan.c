@@ -162,7 +162,9 @@ static int is_cpu_gen(const char *gen)
 	return strncmp(gen, "sm_", 3) && strncmp(gen, "gfx", 3);
 }
 
-static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *name, const char *gen)
+/* allow_empty: a reference with no config for gen is planned with none (it skips every task). */
+static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *name, const char *gen,
+			  int allow_empty)
 {
 	const struct mla_decode_impl *impl = mla_decode_impl_find(name);
 	int n;
@@ -173,14 +175,15 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 		return vs_error(VS_EUNSUPPORTED, "%s '%s' runs on the %s backend, which cannot run generation "
 				"'%s'", role, name, impl->backend, gen);
 	n = impl->configs(gen, NULL, 0);
-	if (n <= 0)
+	if (n <= 0 && !allow_empty)
 		return vs_error(VS_EUNSUPPORTED, "%s '%s' has no configs for generation '%s'", role, name, gen);
-	pi->configs = calloc((size_t)n, sizeof(*pi->configs));
+	n = n > 0 ? n : 0;
+	pi->configs = calloc(n ? (size_t)n : 1, sizeof(*pi->configs));
 	pi->name = strdup(impl->name);
 	pi->backend = strdup(impl->backend);
 	if (!pi->configs || !pi->name || !pi->backend)
 		return vs_oom();
-	pi->nconfigs = impl->configs(gen, pi->configs, n);
+	pi->nconfigs = n ? impl->configs(gen, pi->configs, n) : 0;
 	if (pi->nconfigs > n)
 		pi->nconfigs = n;
 	if (plugin_for_impl(impl->name)) {
@@ -283,6 +286,139 @@ done:
 	return out;
 }
 
+/* ---- references ------------------------------------------------------------------------- */
+
+/* A --reference that names a file (what --candidate-lib takes) rather than an implementation. */
+static int reference_is_file(const char *spec)
+{
+	size_t n = strlen(spec);
+
+	return strchr(spec, '/') || (n > 3 && (!strcmp(spec + n - 3, ".so") || !strcmp(spec + n - 3, ".py")));
+}
+
+/* The shapes and scalars of task s, as supports() sees them (every pointer NULL, no device). */
+static void shape_args(struct mla_decode_args *a, const struct task_spec *s)
+{
+	memset(a, 0, sizeof(*a));
+	a->batch = s->batch;
+	a->s_q = s->s_q;
+	a->h_q = s->h_q;
+	a->num_pages = (int32_t)(s->num_pages + s->page_offset);
+	a->page_size = s->page_size;
+	a->max_pages = s->max_pages;
+	a->kv_dtype = s->kv_dtype;
+	a->softmax_scale = s->softmax_scale;
+	a->kv_scale = 1.0f;
+}
+
+/*
+ * Why reference ref skips each task of p (NULL: it runs it): no config for the generation, or its
+ * supports() says no. *out is an array of p->ntasks reasons (malloc'd).
+ */
+static int reference_skips(char ***out, const struct plan *p, const struct plan_impl *ref)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find(ref->name);
+	char **skip = calloc((size_t)p->ntasks + 1, sizeof(*skip));
+
+	if (!skip)
+		return vs_oom();
+	for (int i = 0; i < p->ntasks; i++) {
+		struct mla_decode_args a;
+		char why[256] = "";
+
+		if (ref->nconfigs == 0) {
+			skip[i] = fs_printf("no configs for generation '%s'", p->gen);
+		} else if (impl && impl->supports) {
+			shape_args(&a, &p->tasks[i]);
+			if (impl->supports(&a, why, sizeof(why)) != 1) {
+				why[sizeof(why) - 1] = '\0';
+				skip[i] = strdup(*why ? why : "not supported (supports() gave no reason)");
+			} else {
+				continue;
+			}
+		} else {
+			continue;
+		}
+		if (!skip[i]) {
+			for (int k = 0; k < i; k++)
+				free(skip[k]);
+			free(skip);
+			return vs_oom();
+		}
+	}
+	*out = skip;
+	return 0;
+}
+
+static void reference_release(struct plan_reference *r, int ntasks)
+{
+	for (int i = 0; r->skip && i < ntasks; i++)
+		free(r->skip[i]);
+	free(r->skip);
+	r->skip = NULL;
+}
+
+/*
+ * Whether name may not be reference k of np: it is the candidate (the ratios are against it) or a
+ * reference before k. The baseline may be a reference too (its ratio then repeats the speedup).
+ */
+static const char *role_taken(const struct plan *np, const char *name, int k)
+{
+	if (!strcmp(name, np->candidate.name))
+		return "the candidate";
+	for (int j = 0; j < k; j++)
+		if (!strcmp(name, np->refs[j].impl.name))
+			return "another reference";
+	return NULL;
+}
+
+/* The --reference implementations of o, with the tasks each skips (after np's tasks are built). */
+static int plan_references(struct plan *np, const struct plan_options *o, const char *gen)
+{
+	int err;
+
+	if (o->nreferences > VS_PLAN_MAX_REFERENCES)
+		return vs_error(VS_EUSAGE, "%d references given: a plan takes at most %d", o->nreferences,
+				VS_PLAN_MAX_REFERENCES);
+	for (int k = 0; k < o->nreferences; k++) {
+		const char *spec = o->references[k], *name = spec, *taken;
+		struct plan_reference *r = &np->refs[k];
+
+		if (!spec || !*spec)
+			return vs_error(VS_EUSAGE, "--reference needs an implementation name or a plugin file");
+		/* A file goes through the code of --candidate-lib, a name through that of --candidate. */
+		if (reference_is_file(spec)) {
+			name = NULL;
+			if ((err = plan_lib(&name, spec, "reference")))
+				return err;
+		}
+		if (!mla_decode_impl_find(name))
+			return known_impls_error("reference", name);
+		if ((taken = role_taken(np, name, k)))
+			return vs_error(VS_EUSAGE, "--reference '%s' is %s of this plan already", name, taken);
+		np->nrefs = k + 1;
+		if ((err = plan_impl_fill(&r->impl, "reference", name, gen, 1)) ||
+		    (err = reference_skips(&r->skip, np, &r->impl)))
+			return err;
+	}
+	return 0;
+}
+
+const char *plan_reference_skip(const struct plan *p, int k, int i)
+{
+	if (k < 0 || k >= p->nrefs || i < 0 || i >= p->ntasks || !p->refs[k].skip)
+		return NULL;
+	return p->refs[k].skip[i];
+}
+
+int plan_task_index(const struct plan *p, const char *hash)
+{
+	for (int i = 0; p->task_hash && i < p->ntasks; i++)
+		if (!strcmp(p->task_hash[i], hash))
+			return i;
+	return -1;
+}
+
 static void protocol_defaults(struct plan_protocol *pr, int gpu, const char *tier)
 {
 	memset(pr, 0, sizeof(*pr));
@@ -380,9 +516,9 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	}
 	err = card_hash(c, np.card_hash);
 	if (!err)
-		err = plan_impl_fill(&np.baseline, "baseline", base, gen);
+		err = plan_impl_fill(&np.baseline, "baseline", base, gen, 0);
 	if (!err)
-		err = plan_impl_fill(&np.candidate, "candidate", cand, gen);
+		err = plan_impl_fill(&np.candidate, "candidate", cand, gen, 0);
 	if (err)
 		goto done;
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
@@ -408,6 +544,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 			np.ntasks++;
 		}
 	}
+	if (o && o->nreferences && (err = plan_references(&np, o, gen)))
+		goto done;
 	protocol_defaults(&np.protocol, gpu, tier);
 	np.speedup_min = c->expects.isolated_speedup_min;
 	np.parity_required = !c->expects.parity || strcmp(c->expects.parity, "advisory") != 0;
@@ -452,6 +590,39 @@ static cJSON *impl_to_json(int *oom, const struct plan_impl *pi)
 	return j;
 }
 
+/* "references": each an implementation as the candidate is written, with the tasks it skips and why. */
+static cJSON *references_to_json(int *oom, const struct plan *p)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	if (!arr)
+		*oom = 1;
+	for (int k = 0; arr && k < p->nrefs; k++) {
+		cJSON *j = impl_to_json(oom, &p->refs[k].impl), *skips = jsonfile_put_arr(oom, j, "skips");
+
+		for (int i = 0; i < p->ntasks; i++) {
+			const char *why = plan_reference_skip(p, k, i);
+			cJSON *s;
+
+			if (!why)
+				continue;
+			s = cJSON_CreateObject();
+			jsonfile_put_str(oom, s, "task", p->task_hash[i]);
+			jsonfile_put_str(oom, s, "name", p->tasks[i].name);
+			jsonfile_put_str(oom, s, "reason", why);
+			if (!skips || !s || !cJSON_AddItemToArray(skips, s)) {
+				*oom = 1;
+				cJSON_Delete(s);
+			}
+		}
+		if (!j || !cJSON_AddItemToArray(arr, j)) {
+			*oom = 1;
+			cJSON_Delete(j);
+		}
+	}
+	return arr;
+}
+
 /* Seeds above 2^53 do not survive a JSON number: they are written as decimal strings. */
 static void add_u64(int *oom, cJSON *j, const char *key, uint64_t v)
 {
@@ -480,6 +651,8 @@ int plan_to_text(char **out, const struct plan *p)
 	jsonfile_put_str(oom, root, "model", p->model);
 	jsonfile_put(oom, root, "baseline", impl_to_json(oom, &p->baseline));
 	jsonfile_put(oom, root, "candidate", impl_to_json(oom, &p->candidate));
+	if (p->nrefs)
+		jsonfile_put(oom, root, "references", references_to_json(oom, p));
 	if (p->build)
 		jsonfile_put(oom, root, "build", cJSON_Duplicate(p->build, 1));
 	tasks = jsonfile_put_arr(oom, root, "tasks");
@@ -613,7 +786,7 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 }
 
 static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
-			  const char *path)
+			  const char *path, int allow_empty)
 {
 	const cJSON *arr, *c;
 	const struct mla_decode_impl *impl;
@@ -643,10 +816,10 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		return vs_error(VS_ESCHEMA, "%s: %s '%s' has backend '%s', not '%s'", path, role, pi->name,
 				impl->backend, pi->backend);
 	arr = cJSON_GetObjectItemCaseSensitive(j, "configs");
-	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < 1)
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < (allow_empty ? 0 : 1))
 		return vs_error(VS_ESCHEMA, "%s: %s.configs must be a non-empty array", path, role);
 	nknown = impl->configs(gen, NULL, 0);
-	pi->configs = calloc((size_t)cJSON_GetArraySize(arr), sizeof(*pi->configs));
+	pi->configs = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*pi->configs));
 	known = calloc(nknown > 0 ? (size_t)nknown : 1, sizeof(*known));
 	if (!pi->configs || !known) {
 		err = vs_oom();
@@ -696,6 +869,66 @@ done:
 	return err;
 }
 
+/*
+ * A plan's "references" (optional; after its tasks are read): each implementation checked as the
+ * candidate is, and its skip list must be the one this build computes (same tasks skipped; the
+ * reasons recorded are kept).
+ */
+static int references_from_json(struct plan *np, const cJSON *arr, const char *path)
+{
+	const cJSON *rj;
+	int err = 0, k = 0;
+
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > VS_PLAN_MAX_REFERENCES)
+		return vs_error(VS_ESCHEMA, "%s: \"references\" must be an array of at most %d implementations", path,
+				VS_PLAN_MAX_REFERENCES);
+	cJSON_ArrayForEach(rj, arr) {
+		struct plan_reference *r = &np->refs[k];
+		const cJSON *skips = cJSON_GetObjectItemCaseSensitive(rj, "skips"), *sk;
+		char role[32], **want = NULL;
+		const char *taken;
+
+		snprintf(role, sizeof(role), "references[%d]", k);
+		np->nrefs = ++k;
+		if ((err = impl_from_json(&r->impl, rj, role, np->gen, path, 1)))
+			return err;
+		if ((taken = role_taken(np, r->impl.name, k - 1)))
+			return vs_error(VS_ESCHEMA, "%s: %s '%s' is %s of this plan already", path, role, r->impl.name,
+					taken);
+		if (!cJSON_IsArray(skips))
+			return vs_error(VS_ESCHEMA, "%s: %s.skips must be an array", path, role);
+		r->skip = calloc((size_t)np->ntasks + 1, sizeof(*r->skip));
+		if (!r->skip)
+			return vs_oom();
+		cJSON_ArrayForEach(sk, skips) {
+			const char *hash = get_str(sk, "task"), *why = get_str(sk, "reason");
+			int i = hash ? plan_task_index(np, hash) : -1;
+
+			if (i < 0 || !why || r->skip[i])
+				return vs_error(VS_ESCHEMA, "%s: %s.skips: each entry needs the \"task\" hash of a plan "
+						"task (once) and a \"reason\"", path, role);
+			if (!(r->skip[i] = strdup(why)))
+				return vs_oom();
+		}
+		if ((err = reference_skips(&want, np, &r->impl)))
+			return err;
+		for (int i = 0; i < np->ntasks && !err; i++)
+			if (!want[i] != !r->skip[i])
+				err = vs_error(VS_ESCHEMA, "%s: %s '%s' %s task '%s' but this build says it %s (the plan "
+					       "was edited or comes from another build: emit it again)", path, role,
+					       r->impl.name, r->skip[i] ? "skips" : "runs", np->tasks[i].name,
+					       want[i] ? "skips it" : "runs it");
+		for (int i = 0; i < np->ntasks; i++)
+			free(want[i]);
+		free(want);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int plan_read(struct plan *p, const char *path)
 {
 	char *text = NULL;
@@ -738,9 +971,9 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	    (err = dup_str(&np.model, root, "model", path)) || (err = dup_str(&np.regime, root, "regime", path)))
 		goto done;
 	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline",
-				  np.gen, path)) ||
+				  np.gen, path, 0)) ||
 	    (err = impl_from_json(&np.candidate, cJSON_GetObjectItemCaseSensitive(root, "candidate"), "candidate",
-				  np.gen, path)))
+				  np.gen, path, 0)))
 		goto done;
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "build")))
 		np.build = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(root, "build"), 1);
@@ -774,6 +1007,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		}
 		memcpy(np.task_hash[i - 1], hash, 65);
 	}
+	if ((err = references_from_json(&np, cJSON_GetObjectItemCaseSensitive(root, "references"), path)))
+		goto done;
 	pr = cJSON_GetObjectItemCaseSensitive(root, "protocol");
 	if (!cJSON_IsObject(pr)) {
 		err = vs_error(VS_ESCHEMA, "%s: \"protocol\" is missing", path);
@@ -831,6 +1066,28 @@ static double sum_lens(const struct task_spec *s)
 	return n;
 }
 
+/* A reference's lines of the summary: what it is and the tasks it skips, each with the reason. */
+static void print_reference(const struct plan *p, int k, FILE *f)
+{
+	const struct plan_impl *pi = &p->refs[k].impl;
+	int nskip = 0;
+
+	for (int i = 0; i < p->ntasks; i++)
+		nskip += plan_reference_skip(p, k, i) != NULL;
+	fprintf(f, "  reference  %-14s %3d config%s (%s), times against the candidate on %d of %d tasks "
+		"(never gates)\n", pi->name, pi->nconfigs, pi->nconfigs == 1 ? " " : "s", pi->backend,
+		p->ntasks - nskip, p->ntasks);
+	if (pi->plugin_path)
+		fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", "reference", pi->plugin_path, pi->plugin_sha256);
+	if (nskip == p->ntasks && pi->nconfigs == 0) {
+		fprintf(f, "    skips every task: %s\n", plan_reference_skip(p, k, 0));
+		return;
+	}
+	for (int i = 0; i < p->ntasks; i++)
+		if (plan_reference_skip(p, k, i))
+			fprintf(f, "    skips %s: %s\n", p->tasks[i].name, plan_reference_skip(p, k, i));
+}
+
 void plan_print_summary(const struct plan *p, FILE *f)
 {
 	double bytes = 0, flops = 0;
@@ -848,6 +1105,8 @@ void plan_print_summary(const struct plan *p, FILE *f)
 			fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", k ? "candidate" : "baseline", pi->plugin_path,
 				pi->plugin_sha256);
 	}
+	for (int k = 0; k < p->nrefs; k++)
+		print_reference(p, k, f);
 	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory", p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
@@ -917,6 +1176,10 @@ void plan_release(struct plan *p)
 	free(p->regime);
 	impl_release(&p->baseline);
 	impl_release(&p->candidate);
+	for (int k = 0; k < p->nrefs; k++) {
+		reference_release(&p->refs[k], p->ntasks);
+		impl_release(&p->refs[k].impl);
+	}
 	for (int i = 0; i < p->ntasks; i++)
 		task_spec_release(&p->tasks[i]);
 	free(p->tasks);

@@ -45,6 +45,20 @@ struct plan_impl {
 	char plugin_sha256[65];/* sha256 of that file when the plan was made */
 };
 
+/** Most reference implementations one plan names (`--reference`, repeatable). */
+#define VS_PLAN_MAX_REFERENCES 4
+
+/**
+ * A reference implementation (docs/DESIGN.md "References"): parity-checked, tuned, capture-gated
+ * and timed in the same rounds as the candidate on every task it supports; its ratios against the
+ * candidate are reported and never gate the verdict. A reference with no config for the plan's
+ * generation skips every task.
+ */
+struct plan_reference {
+	struct plan_impl impl;  /* configs may be empty (nconfigs 0) */
+	char **skip;            /* [plan ntasks]: NULL when it runs task i, else why not (malloc'd); owned */
+};
+
 struct plan {
 	char *card_id;
 	char *card_path;       /* as given on the command line, repo-relative when possible */
@@ -54,6 +68,8 @@ struct plan {
 	char *model;           /* the model shape set the tasks follow */
 	char *regime;          /* "decode" */
 	struct plan_impl baseline, candidate;
+	struct plan_reference refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs], in --reference order */
+	int nrefs;
 	struct task_spec *tasks;
 	char (*task_hash)[65];
 	int ntasks;
@@ -74,6 +90,9 @@ struct plan_options {
 	const char *baseline_lib;  /* plugin (.so) providing the baseline: loaded, and its implementation
 	                            * is the baseline unless `baseline` names another (an error) */
 	const char *candidate_lib; /* the same for the candidate */
+	const char *const *references; /* [nreferences] --reference IMPL: a built-in name or a file that
+	                                * --candidate-lib accepts (a path: contains '/' or ends in .so/.py) */
+	int nreferences;
 };
 
 /** The tier names, NULL-terminated. */
@@ -105,6 +124,15 @@ int plan_read(struct plan *p, const char *path);
  * hash that does not match its spec), VS_ENOTFOUND (an implementation this build does not know).
  */
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path);
+
+/**
+ * The reason plan p's reference k skips task i, or NULL when it runs it (a plan built in memory
+ * without skip lists runs every task).
+ */
+const char *plan_reference_skip(const struct plan *p, int k, int i);
+
+/** The index of the task with this hash in p, or -1. */
+int plan_task_index(const struct plan *p, const char *hash);
 
 /** Print the one-screen summary of a plan. */
 void plan_print_summary(const struct plan *p, FILE *f);

@@ -240,7 +240,7 @@ closefd:
 	*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 	for (int k = 0; k < 2; k++) {
 		if (!buf[k] && !(buf[k] = malloc(1))) {
-			rc = vs_error(VS_ENOMEM, "out of memory");
+			rc = vs_oom();
 			goto done;
 		}
 		buf[k][len[k]] = 0;
@@ -321,7 +321,7 @@ static int configs_from_json(struct mla_decode_config **out, int *n, const cJSON
 		return vs_error(VS_EPARSE, "python module '%s': the description has no configs array", path);
 	c = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*c));
 	if (!c)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	cJSON_ArrayForEach(it, arr) {
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
 
@@ -393,7 +393,7 @@ int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
 		goto done;
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	p->slot = -1;
@@ -419,7 +419,7 @@ int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
 	memcpy(p->sha256, it->valuestring, FS_SHA256_HEX);
 	p->backend = strdup(strcmp(p->py_backend, "cpu") ? "hip" : "cpu");
 	if (!p->backend) {
-		err = vs_error(VS_ENOMEM, "out of memory");
+		err = vs_oom();
 		goto done;
 	}
 	kv = cJSON_GetObjectItemCaseSensitive(j, "kv_dtypes");
@@ -1030,7 +1030,7 @@ int pyimpl_start(void)
 		py.Py_InitializeEx(0); /* 0: no signal handlers, SIGINT stays the harness's */
 	code = bootstrap_code(first);
 	if (!code)
-		return vs_error(VS_ENOMEM, "out of memory");
+		return vs_oom();
 	if (py.PyRun_SimpleStringFlags(code, NULL)) {
 		free(code);
 		return vs_error(VS_EIO, "cannot import the python bridge '%s' with '%s' (its traceback is above)",

@@ -36,6 +36,8 @@ struct row {
 	double ci_lo, ci_hi;
 	struct shape_speedup *shapes; /* per task shape, from the evidence (html chart) */
 	int nshapes;
+	struct ref_summary *refs;     /* the run's reference implementations, from the evidence */
+	int nrefs;
 };
 
 /* One task shape's measured speedup, from result.json. */
@@ -43,6 +45,24 @@ struct shape_speedup {
 	char *name;
 	int timed;
 	double est, lo, hi;
+	double cand_ms;    /* the candidate's median, 0 when not timed */
+};
+
+/* A reference on one task: its ratio t_ref / t_cand, or its status and the reason. */
+struct ref_task {
+	char *status;      /* "timed", "skipped", "failed", "not timed" */
+	char *reason;      /* skipped: the plan's reason; failed: parity or capture (or NULL) */
+	int has;
+	double est, lo, hi, ms;
+};
+
+/* A reference implementation of a card's run: overall ratio and one entry per task (as r->shapes). */
+struct ref_summary {
+	char *impl;
+	int has;
+	double est, lo, hi;
+	int timed, skipped, failed;
+	struct ref_task *tasks; /* [row nshapes] */
 };
 
 static char *dupz(const char *s)
@@ -66,6 +86,15 @@ static void row_release(struct row *r)
 	free(r->flags);
 	for (int i = 0; i < r->nshapes; i++)
 		free(r->shapes[i].name);
+	for (int k = 0; k < r->nrefs; k++) {
+		for (int i = 0; r->refs[k].tasks && i < r->nshapes; i++) {
+			free(r->refs[k].tasks[i].status);
+			free(r->refs[k].tasks[i].reason);
+		}
+		free(r->refs[k].tasks);
+		free(r->refs[k].impl);
+	}
+	free(r->refs);
 	free(r->shapes);
 }
 
@@ -89,6 +118,10 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 		sh->name = strdup(name ? name : "?");
 		if (!sh->name)
 			break;
+		sh->cand_ms = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(t,
+				"candidate"), "timing"), "median_ms"));
+		if (isnan(sh->cand_ms))
+			sh->cand_ms = 0;
 		if (cJSON_IsObject(sp)) {
 			sh->timed = 1;
 			sh->est = cJSON_GetNumberValue(cJSON_GetObjectItem(sp, "estimate"));
@@ -96,6 +129,63 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 			sh->hi = cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "ci95"), 1));
 		}
 		r->nshapes++;
+	}
+}
+
+/* {estimate, ci95} into est, lo, hi; 1 when j is such an object. */
+static int ci_from(const cJSON *j, double *est, double *lo, double *hi)
+{
+	if (!cJSON_IsObject(j))
+		return 0;
+	*est = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "estimate"));
+	*lo = cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ci95"), 0));
+	*hi = cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "ci95"), 1));
+	return 1;
+}
+
+/* The references of a verified evidence (after fill_shapes: one entry per task shape). */
+static void fill_refs(struct row *r, const struct evidence *e)
+{
+	const cJSON *ov = cJSON_GetObjectItem(e->result, "references"), *o;
+	const cJSON *tasks = cJSON_GetObjectItem(e->result, "tasks");
+	int n = cJSON_GetArraySize(ov), k = 0;
+
+	if (n <= 0 || !(r->refs = calloc((size_t)n, sizeof(*r->refs))))
+		return;
+	cJSON_ArrayForEach(o, ov) {
+		struct ref_summary *rs = &r->refs[k];
+		const char *impl = cJSON_GetStringValue(cJSON_GetObjectItem(o, "impl"));
+
+		rs->impl = strdup(impl ? impl : "?");
+		rs->tasks = calloc((size_t)r->nshapes + 1, sizeof(*rs->tasks));
+		if (!rs->impl || !rs->tasks) {
+			free(rs->impl);
+			free(rs->tasks);
+			return;
+		}
+		r->nrefs = ++k;
+		rs->has = ci_from(cJSON_GetObjectItem(o, "ratio"), &rs->est, &rs->lo, &rs->hi);
+		rs->timed = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "tasks_timed"));
+		rs->skipped = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "tasks_skipped"));
+		rs->failed = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "tasks_failed"));
+		for (int i = 0; i < r->nshapes; i++) {
+			const cJSON *rj = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, i),
+										"references"), k - 1);
+			const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(rj, "status"));
+			const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(rj, "reason"));
+			struct ref_task *rt = &rs->tasks[i];
+
+			if (!why && st && !strcmp(st, "failed"))
+				why = !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(rj, "capture")) ?
+					      cJSON_GetStringValue(cJSON_GetObjectItem(rj, "capture")) : "", "fail") ?
+				      "capture gate" : "parity";
+			rt->status = strdup(st ? st : "not timed");
+			rt->reason = why ? strdup(why) : NULL;
+			rt->has = ci_from(cJSON_GetObjectItem(rj, "ratio"), &rt->est, &rt->lo, &rt->hi);
+			rt->ms = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rj, "timing"), "median_ms"));
+			if (isnan(rt->ms))
+				rt->ms = 0;
+		}
 	}
 }
 
@@ -221,6 +311,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 
 				r->evidence = strdup("ok");
 				fill_shapes(r, &e);
+				fill_refs(r, &e);
 				r->nflags = cJSON_GetArraySize(flags);
 				if (r->nflags) {
 					size_t cap = 1;
@@ -319,6 +410,149 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 	}
 }
 
+/* ---- references ------------------------------------------------------------------------- */
+
+/* One cell of a references table: "est [lo, hi]", or the status (with the reason when long is set). */
+static void ref_cell(char *buf, size_t cap, const struct ref_task *rt, int with_reason)
+{
+	if (rt->has)
+		snprintf(buf, cap, "%.3f [%.3f, %.3f]", rt->est, rt->lo, rt->hi);
+	else if (with_reason && rt->reason)
+		snprintf(buf, cap, "%s: %s", rt->status, rt->reason);
+	else if (rt->reason && !strcmp(rt->status, "failed"))
+		snprintf(buf, cap, "failed (%s)", rt->reason);
+	else
+		snprintf(buf, cap, "%s", rt->status);
+}
+
+static void overall_cell(char *buf, size_t cap, const struct ref_summary *rs)
+{
+	if (rs->has)
+		snprintf(buf, cap, "%.3f [%.3f, %.3f]", rs->est, rs->lo, rs->hi);
+	else
+		snprintf(buf, cap, "-");
+}
+
+/*
+ * The references of every card whose evidence has them: per task the ratio t_impl / t_cand with its
+ * 95% CI of the baseline (the speedup) and of each reference, overall the geometric means; text
+ * (columns; the skip reasons listed below) or markdown (one table per card).
+ */
+static void print_refs_text(FILE *f, struct row *rows, int n, int markdown)
+{
+	char c[256];
+
+	for (int i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+
+		if (!r->nrefs)
+			continue;
+		if (markdown) {
+			fprintf(f, "\n### %s: references\n\nt_impl / t_cand per task (median of paired ratios, 95%% CI) "
+				"and overall (geometric mean, joint CI): above 1 the candidate is faster. References "
+				"never gate the verdict.\n\n| task | baseline |", r->id);
+			for (int k = 0; k < r->nrefs; k++)
+				fprintf(f, " %s |", r->refs[k].impl);
+			fprintf(f, "\n|---|---|");
+			for (int k = 0; k < r->nrefs; k++)
+				fprintf(f, "---|");
+			snprintf(c, sizeof(c), r->has_ci ? "%.3f [%.3f, %.3f]" : "-", r->measured, r->ci_lo, r->ci_hi);
+			fprintf(f, "\n| overall (geomean) | %s |", c);
+			for (int k = 0; k < r->nrefs; k++) {
+				overall_cell(c, sizeof(c), &r->refs[k]);
+				fprintf(f, " %s (%d timed, %d skipped, %d failed) |", c, r->refs[k].timed, r->refs[k].skipped,
+					r->refs[k].failed);
+			}
+			fprintf(f, "\n");
+			for (int t = 0; t < r->nshapes; t++) {
+				const struct shape_speedup *sh = &r->shapes[t];
+
+				snprintf(c, sizeof(c), sh->timed ? "%.3f [%.3f, %.3f]" : "not timed", sh->est, sh->lo, sh->hi);
+				fprintf(f, "| %s | %s |", sh->name, c);
+				for (int k = 0; k < r->nrefs; k++) {
+					ref_cell(c, sizeof(c), &r->refs[k].tasks[t], 1);
+					fprintf(f, " %s |", c);
+				}
+				fprintf(f, "\n");
+			}
+			continue;
+		}
+		fprintf(f, "  %s: references (t_impl / t_cand, 95%% CI; above 1 the candidate is faster; never gate)\n",
+			r->id);
+		fprintf(f, "    %-34s %-24s", "task", "baseline");
+		for (int k = 0; k < r->nrefs; k++)
+			fprintf(f, " %-24s", r->refs[k].impl);
+		snprintf(c, sizeof(c), r->has_ci ? "%.3f [%.3f, %.3f]" : "-", r->measured, r->ci_lo, r->ci_hi);
+		fprintf(f, "\n    %-34s %-24s", "overall (geomean)", c);
+		for (int k = 0; k < r->nrefs; k++) {
+			overall_cell(c, sizeof(c), &r->refs[k]);
+			fprintf(f, " %-24s", c);
+		}
+		fprintf(f, "\n");
+		for (int t = 0; t < r->nshapes; t++) {
+			const struct shape_speedup *sh = &r->shapes[t];
+
+			snprintf(c, sizeof(c), sh->timed ? "%.3f [%.3f, %.3f]" : "not timed", sh->est, sh->lo, sh->hi);
+			fprintf(f, "    %-34s %-24s", sh->name, c);
+			for (int k = 0; k < r->nrefs; k++) {
+				ref_cell(c, sizeof(c), &r->refs[k].tasks[t], 0);
+				fprintf(f, " %-24s", c);
+			}
+			fprintf(f, "\n");
+		}
+		for (int k = 0; k < r->nrefs; k++)
+			for (int t = 0; t < r->nshapes; t++)
+				if (!strcmp(r->refs[k].tasks[t].status, "skipped"))
+					fprintf(f, "    %s skips %s: %s\n", r->refs[k].impl, r->shapes[t].name,
+						r->refs[k].tasks[t].reason ? r->refs[k].tasks[t].reason : "");
+	}
+}
+
+static cJSON *ci_obj(int has, double est, double lo, double hi)
+{
+	cJSON *j, *arr;
+
+	if (!has)
+		return cJSON_CreateNull();
+	j = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(j, "ci95");
+	cJSON_AddNumberToObject(j, "estimate", est);
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(lo));
+	cJSON_AddItemToArray(arr, cJSON_CreateNumber(hi));
+	return j;
+}
+
+/* A card's "references" in the JSON report: overall and per task, as result.json has them. */
+static cJSON *refs_report_json(const struct row *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (int k = 0; k < r->nrefs; k++) {
+		const struct ref_summary *rs = &r->refs[k];
+		cJSON *j = cJSON_CreateObject(), *tasks;
+
+		cJSON_AddStringToObject(j, "impl", rs->impl);
+		cJSON_AddItemToObject(j, "ratio", ci_obj(rs->has, rs->est, rs->lo, rs->hi));
+		cJSON_AddNumberToObject(j, "tasks_timed", rs->timed);
+		cJSON_AddNumberToObject(j, "tasks_skipped", rs->skipped);
+		cJSON_AddNumberToObject(j, "tasks_failed", rs->failed);
+		tasks = cJSON_AddArrayToObject(j, "tasks");
+		for (int t = 0; t < r->nshapes; t++) {
+			const struct ref_task *rt = &rs->tasks[t];
+			cJSON *tj = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(tj, "task", r->shapes[t].name);
+			cJSON_AddStringToObject(tj, "status", rt->status);
+			if (rt->reason)
+				cJSON_AddStringToObject(tj, "reason", rt->reason);
+			cJSON_AddItemToObject(tj, "ratio", ci_obj(rt->has, rt->est, rt->lo, rt->hi));
+			cJSON_AddItemToArray(tasks, tj);
+		}
+		cJSON_AddItemToArray(arr, j);
+	}
+	return arr;
+}
+
 static void print_json(FILE *f, struct row *rows, int n)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -351,6 +585,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 			cJSON_AddStringToObject(j, "evidence_detail", r->evidence_why);
 		if (r->flags)
 			cJSON_AddStringToObject(j, "review_flags", r->flags);
+		if (r->nrefs)
+			cJSON_AddItemToObject(j, "references", refs_report_json(r));
 		cJSON_AddItemToArray(arr, j);
 	}
 	text = cJSON_Print(arr);
@@ -484,6 +720,184 @@ static void print_chart(FILE *f, struct row *rows, int n)
 	fprintf(f, "</svg>\n");
 }
 
+/* ---- html: the references' chart (ratios to the candidate on a log axis) ---------------------- */
+
+#define RC_ROW 14         /* height of one implementation's bar */
+#define RC_GAP 10         /* space between tasks */
+
+static double lxpos(double v, double lmin, double lmax)
+{
+	double l = log2(v > 0 ? v : 1e-9);
+
+	l = l < lmin ? lmin : l > lmax ? lmax : l;
+	return CH_LABEL + (CH_RIGHT - CH_LABEL) * (l - lmin) / (lmax - lmin);
+}
+
+/* One bar from the candidate's 1x to v (log axis), with its CI whisker and a tooltip. */
+static void ref_bar(FILE *f, double y, double v, double lo, double hi, double ms, double lmin, double lmax,
+		    int color, const char *impl, const char *task)
+{
+	double x1 = lxpos(1, lmin, lmax), x = lxpos(v, lmin, lmax);
+
+	fprintf(f, "<g class=\"rbar c%d\"><title>", color);
+	esc(f, impl);
+	fputs(" on ", f);
+	esc(f, task);
+	fprintf(f, ": t / t_cand %.3f [%.3f, %.3f]", v, lo, hi);
+	if (ms > 0)
+		fprintf(f, ", median %.4g ms", ms);
+	fprintf(f, "</title><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"/>", x < x1 ? x : x1, y + 2,
+		fabs(x - x1) > 1 ? fabs(x - x1) : 1, RC_ROW - 4);
+	fprintf(f, "<line class=\"ci\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", lxpos(lo, lmin, lmax),
+		lxpos(hi, lmin, lmax), y + RC_ROW / 2.0, y + RC_ROW / 2.0);
+	fprintf(f, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%.2fx</text></g>\n", lxpos(hi, lmin, lmax) + 4,
+		y + RC_ROW - 3, v);
+}
+
+/*
+ * Per task of a card with references: the baseline's and each reference's time relative to the
+ * candidate's (t / t_cand, 95% CI) as bars from the candidate's 1x line, log2 axis; a skipped or
+ * failed reference is named in its row instead of a bar.
+ */
+static void print_refs_chart(FILE *f, const struct row *r)
+{
+	double lmin = 0, lmax = 0, y;
+	int nimpl = 1 + r->nrefs, height;
+
+	for (int t = 0; t < r->nshapes; t++) {
+		const struct shape_speedup *sh = &r->shapes[t];
+
+		if (sh->timed) {
+			lmin = fmin(lmin, log2(sh->lo > 0 ? sh->lo : 1));
+			lmax = fmax(lmax, log2(sh->hi > 0 ? sh->hi : 1));
+		}
+		for (int k = 0; k < r->nrefs; k++) {
+			const struct ref_task *rt = &r->refs[k].tasks[t];
+
+			if (rt->has) {
+				lmin = fmin(lmin, log2(rt->lo > 0 ? rt->lo : 1));
+				lmax = fmax(lmax, log2(rt->hi > 0 ? rt->hi : 1));
+			}
+		}
+	}
+	lmin = floor(lmin - 0.25);
+	lmax = ceil(lmax + 0.25);
+	height = r->nshapes * (nimpl * RC_ROW + RC_GAP) + 70;
+	fprintf(f, "<svg class=\"refs-chart\" data-card=\"");
+	esc(f, r->id);
+	fprintf(f, "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+		"role=\"img\" aria-label=\"time of the baseline and the references relative to the candidate per "
+		"task, log axis\">\n", CH_W, height, CH_W, height);
+	for (int e = (int)lmin; e <= (int)lmax; e++) {
+		double x = CH_LABEL + (CH_RIGHT - CH_LABEL) * (e - lmin) / (lmax - lmin);
+
+		if (e >= 0)
+			fprintf(f, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text class=\"tick\" "
+				"x=\"%.1f\" y=\"18\">%gx%s</text>\n", e ? "grid" : "grid one", x, x, height - 30, x - 8,
+				pow(2, e), e ? "" : " candidate");
+		else
+			fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text class=\"tick\" "
+				"x=\"%.1f\" y=\"18\">1/%gx</text>\n", x, x, height - 30, x - 8, pow(2, -e));
+	}
+	y = 30;
+	for (int t = 0; t < r->nshapes; t++) {
+		const struct shape_speedup *sh = &r->shapes[t];
+
+		fprintf(f, "<text class=\"label\" x=\"4\" y=\"%.1f\">", y + RC_ROW - 3);
+		esc(f, sh->name);
+		fputs("</text>\n", f);
+		if (sh->timed)
+			ref_bar(f, y, sh->est, sh->lo, sh->hi, sh->cand_ms > 0 ? sh->cand_ms * sh->est : 0, lmin, lmax,
+				0, "baseline", sh->name);
+		y += RC_ROW;
+		for (int k = 0; k < r->nrefs; k++) {
+			const struct ref_task *rt = &r->refs[k].tasks[t];
+
+			if (rt->has) {
+				ref_bar(f, y, rt->est, rt->lo, rt->hi, rt->ms, lmin, lmax, 1 + k, r->refs[k].impl, sh->name);
+			} else {
+				fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">", CH_LABEL + 6, y + RC_ROW - 3);
+				esc(f, r->refs[k].impl);
+				fputs(": ", f);
+				esc(f, rt->status);
+				if (rt->reason) {
+					fputs(" (", f);
+					esc(f, rt->reason);
+					fputs(")", f);
+				}
+				fputs("</text>\n", f);
+			}
+			y += RC_ROW;
+		}
+		y += RC_GAP;
+	}
+	/* legend */
+	fprintf(f, "<g class=\"legend\"><rect class=\"c0\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/>"
+		"<text x=\"%d\" y=\"%.1f\">baseline</text>", CH_LABEL, y + 4, CH_LABEL + 14, y + 13);
+	for (int k = 0; k < r->nrefs; k++) {
+		fprintf(f, "<rect class=\"c%d\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/><text x=\"%d\" "
+			"y=\"%.1f\">", 1 + k, CH_LABEL + 110 * (k + 1), y + 4, CH_LABEL + 110 * (k + 1) + 14, y + 13);
+		esc(f, r->refs[k].impl);
+		fputs("</text>", f);
+	}
+	fputs("</g>\n</svg>\n", f);
+}
+
+/* The references section: per card with references, its table (as markdown's) and its chart. */
+static void print_refs_html(FILE *f, struct row *rows, int n)
+{
+	int any = 0;
+	char c[256];
+
+	for (int i = 0; i < n; i++)
+		any |= rows[i].nrefs > 0;
+	if (!any)
+		return;
+	fputs("<h2>References</h2>\n<p>Time of the baseline and of each reference relative to the candidate's "
+	      "(t / t_cand: median of the paired ratios with its 95% CI per task; geometric mean with the joint CI "
+	      "overall), measured in the same rounds as the A/B; above 1x the candidate is faster. References never "
+	      "gate the verdict.</p>\n", f);
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+
+		if (!r->nrefs)
+			continue;
+		fputs("<h3>", f);
+		esc(f, r->id);
+		fputs("</h3>\n<table class=\"references\" data-card=\"", f);
+		esc(f, r->id);
+		fputs("\">\n<thead><tr><th>task</th><th>baseline</th>", f);
+		for (int k = 0; k < r->nrefs; k++) {
+			fputs("<th>", f);
+			esc(f, r->refs[k].impl);
+			fputs("</th>", f);
+		}
+		fputs("</tr></thead>\n<tbody>\n<tr><td>overall (geomean)</td>", f);
+		snprintf(c, sizeof(c), r->has_ci ? "%.3f [%.3f, %.3f]" : "-", r->measured, r->ci_lo, r->ci_hi);
+		cell(f, c);
+		for (int k = 0; k < r->nrefs; k++) {
+			overall_cell(c, sizeof(c), &r->refs[k]);
+			cell(f, c);
+		}
+		fputs("</tr>\n", f);
+		for (int t = 0; t < r->nshapes; t++) {
+			const struct shape_speedup *sh = &r->shapes[t];
+
+			fputs("<tr>", f);
+			cell(f, sh->name);
+			snprintf(c, sizeof(c), sh->timed ? "%.3f [%.3f, %.3f]" : "not timed", sh->est, sh->lo, sh->hi);
+			cell(f, c);
+			for (int k = 0; k < r->nrefs; k++) {
+				ref_cell(c, sizeof(c), &r->refs[k].tasks[t], 1);
+				cell(f, c);
+			}
+			fputs("</tr>\n", f);
+		}
+		fputs("</tbody>\n</table>\n", f);
+		print_refs_chart(f, r);
+	}
+}
+
 static void print_html(FILE *f, struct row *rows, int n)
 {
 	char today[11];
@@ -502,6 +916,9 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "svg .overall rect{fill:#2b6cb0}svg .shape rect{fill:#90cdf4}\n"
 	      "svg .ci{stroke:#111;stroke-width:2}svg .expected line{stroke:#c53030;stroke-width:2;"
 	      "stroke-dasharray:5 3}svg .expected text{fill:#c53030}svg .none{fill:#888;font-style:italic}\n"
+	      "svg .c0 rect,svg rect.c0{fill:#a0aec0}svg .c1 rect,svg rect.c1{fill:#dd6b20}"
+	      "svg .c2 rect,svg rect.c2{fill:#38a169}svg .c3 rect,svg rect.c3{fill:#805ad5}"
+	      "svg .c4 rect,svg rect.c4{fill:#d53f8c}\n"
 	      "</style>\n</head>\n<body>\n<h1>Skill cards: status</h1>\n", f);
 	fprintf(f, "<p>validate_skill %s, kernels tree %.12s%s, %s (UTC)</p>\n", VS_TOOL_VERSION, VS_KERNELS_TREE,
 		VS_KERNELS_DIRTY ? " (dirty)" : "", today);
@@ -548,6 +965,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "<p>Bars: measured isolated speedup (baseline time / candidate time) with its 95% CI, overall and per "
 	      "task shape; dashed line: the card's expects.isolated_speedup_min.</p>\n", f);
 	print_chart(f, rows, n);
+	print_refs_html(f, rows, n);
 	fputs("</body>\n</html>\n", f);
 }
 
@@ -601,6 +1019,8 @@ int report_run(const struct report_options *o)
 			print_html(f, rows, n);
 		else
 			print_text(f, rows, n, !strcmp(format, "markdown"));
+		if (!strcmp(format, "text") || !strcmp(format, "markdown"))
+			print_refs_text(f, rows, n, !strcmp(format, "markdown"));
 		if (mismatches)
 			err = vs_error(VS_EVERIFY, "%d card%s claim%s what the evidence does not show (see above)",
 				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "");

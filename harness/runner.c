@@ -53,6 +53,34 @@ static void print_table_row(FILE *log, const struct measure_result *r)
 	}
 }
 
+/* Bit k set when the plan's reference k is called name (0: none is). */
+static unsigned reference_mask(const struct plan *p, const char *name)
+{
+	unsigned m = 0;
+
+	for (int k = 0; k < p->nrefs; k++)
+		if (!strcmp(p->refs[k].impl.name, name))
+			m |= 1u << k;
+	return m;
+}
+
+/* The run log's lines for the references of a task: ratio t_ref / t_cand, or why there is none. */
+static void print_ref_rows(FILE *log, const struct plan *p, const struct measure_result *r)
+{
+	for (int k = 0; k < r->nrefs; k++) {
+		const struct measure_ref *rf = &r->refs[k];
+		int st = evaldir_ref_status(rf);
+
+		if (st == EVALDIR_REF_TIMED)
+			fprintf(log, "  vs %-29s %10.4f %10.4f  %.3f [%.3f, %.3f] (t_ref / t_cand)\n", p->refs[k].impl.name,
+				rf->m.timing.median, r->cand.timing.median, rf->ratio.estimate, rf->ratio.lo, rf->ratio.hi);
+		else
+			fprintf(log, "  vs %-29s %s%s%s\n", p->refs[k].impl.name, evaldir_ref_status_name(st),
+				rf->skip ? ": " : st != EVALDIR_REF_FAILED ? "" : rf->m.capture == 0 ? " (capture gate)" :
+				" (parity)", rf->skip ? rf->skip : "");
+	}
+}
+
 /* The one line a finished task gets on stdout. */
 static void task_line(struct progress *pg, int i, int n, const struct measure_result *r)
 {
@@ -170,9 +198,10 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	fs_sha256_hex(plan_hex, plan_text, plan_len);
 	base = mla_decode_impl_find(p.baseline.name);
 	cand = mla_decode_impl_find(p.candidate.name);
-	if (o->impl_filter && strcmp(o->impl_filter, p.baseline.name) && strcmp(o->impl_filter, p.candidate.name)) {
-		err = vs_error(VS_EUSAGE, "--impl '%s' is neither the plan's baseline '%s' nor its candidate '%s'",
-			       o->impl_filter, p.baseline.name, p.candidate.name);
+	if (o->impl_filter && strcmp(o->impl_filter, p.baseline.name) && strcmp(o->impl_filter, p.candidate.name) &&
+	    !reference_mask(&p, o->impl_filter)) {
+		err = vs_error(VS_EUSAGE, "--impl '%s' is neither the plan's baseline '%s' nor its candidate '%s' nor "
+			       "one of its references", o->impl_filter, p.baseline.name, p.candidate.name);
 		goto done;
 	}
 	if (o->config_filter) {
@@ -182,6 +211,9 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			found |= !strcmp(p.candidate.configs[i].name, o->config_filter);
 		for (int i = 0; i < p.baseline.nconfigs && o->impl_filter && !strcmp(o->impl_filter, p.baseline.name); i++)
 			found |= !strcmp(p.baseline.configs[i].name, o->config_filter);
+		for (int k = 0; k < p.nrefs && o->impl_filter; k++)
+			for (int i = 0; i < p.refs[k].impl.nconfigs && !strcmp(o->impl_filter, p.refs[k].impl.name); i++)
+				found |= !strcmp(p.refs[k].impl.configs[i].name, o->config_filter);
 		if (!found) {
 			err = vs_error(VS_EUSAGE, "--config '%s' is not a config of %s in this plan", o->config_filter,
 				       p.candidate.name);
@@ -260,6 +292,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	ctx.config_filter = o->config_filter;
 	ctx.check_base = !o->impl_filter || !strcmp(o->impl_filter, base->name);
 	ctx.check_cand = !o->impl_filter || !strcmp(o->impl_filter, cand->name);
+	ctx.check_refs = o->impl_filter ? reference_mask(&p, o->impl_filter) : ~0u;
 	ctx.timing = !parity_only;
 	for (int k = 0; k < nslots; k++) {
 		slots[k].ordinal = ordinals[k];
@@ -380,10 +413,16 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		sum[k].t_base = to->r.t_base;
 		sum[k].t_cand = to->r.t_cand;
 		sum[k].npairs = to->r.npairs;
+		for (int j = 0; j < to->r.nrefs; j++) {
+			sum[k].ref_status[j] = evaldir_ref_status(&to->r.refs[j]);
+			sum[k].t_ref[j] = sum[k].ref_status[j] == EVALDIR_REF_TIMED ? to->r.refs[j].t : NULL;
+		}
 	}
 	print_table_header(w.log);
-	for (int k = 0; k < nsel; k++)
+	for (int k = 0; k < nsel; k++) {
 		print_table_row(w.log, &out[k].r);
+		print_ref_rows(w.log, &p, &out[k].r);
+	}
 
 	/* result.json */
 	utc_stamp(finished, sizeof(finished), "%Y-%m-%dT%H:%M:%SZ");
@@ -409,8 +448,13 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			goto done;
 	if ((err = evaldir_writer_verdict(&w, &p, sum, nsel, partial, line, sizeof(line))))
 		goto done;
-	fprintf(w.log, "\n%s\neval dir: %s\n", line, eval_dir);
+	fprintf(w.log, "\n%s\n", line);
 	progress_line(&pg, "%s", line);
+	for (int k = 0; evaldir_reference_line(line, sizeof(line), w.root, k) == 0; k++) {
+		fprintf(w.log, "%s\n", line);
+		progress_line(&pg, "%s", line);
+	}
+	fprintf(w.log, "eval dir: %s\n", eval_dir);
 	progress_line(&pg, "eval dir: %s", eval_dir);
 	if ((err = evaldir_writer_commit(&w, plan_text, plan_len)))
 		goto done;

@@ -82,6 +82,40 @@ static void impl_unmsg(struct measure_impl *ir, const cJSON *j)
 	ir->capture_detail = dup_or_null(cJSON_GetObjectItem(j, "capture_detail"));
 }
 
+/* The references' outcomes (present only when the plan has references). */
+static cJSON *refs_msg(const struct measure_result *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (int k = 0; k < r->nrefs; k++) {
+		const struct measure_ref *rf = &r->refs[k];
+		cJSON *j = impl_msg(&rf->m);
+
+		if (rf->t)
+			cJSON_AddItemToObject(j, "t", doubles_json(rf->t, r->npairs));
+		cJSON_AddNumberToObject(j, "timed_checks", rf->timed_checks);
+		cJSON_AddNumberToObject(j, "timed_check_failures", rf->timed_check_failures);
+		cJSON_AddItemToArray(arr, j);
+	}
+	return arr;
+}
+
+static void refs_unmsg(struct measure_result *r, const cJSON *arr)
+{
+	for (int k = 0; k < r->nrefs; k++) {
+		struct measure_ref *rf = &r->refs[k];
+		const cJSON *j = cJSON_GetArrayItem(arr, k), *t = cJSON_GetObjectItem(j, "t");
+
+		if (!j)
+			continue;
+		impl_unmsg(&rf->m, j);
+		if (cJSON_IsString(t) && r->npairs > 0)
+			rf->t = doubles_parse(t->valuestring, r->npairs);
+		rf->timed_checks = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_checks"));
+		rf->timed_check_failures = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_check_failures"));
+	}
+}
+
 static char *result_msg(const struct measure_result *r, int code, const char *samples, const char *log)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -93,6 +127,8 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 		cJSON_AddStringToObject(j, "error", r->error);
 	cJSON_AddItemToObject(j, "baseline", impl_msg(&r->base));
 	cJSON_AddItemToObject(j, "candidate", impl_msg(&r->cand));
+	if (r->nrefs)
+		cJSON_AddItemToObject(j, "references", refs_msg(r));
 	cJSON_AddNumberToObject(j, "npairs", r->npairs);
 	cJSON_AddItemToObject(j, "t_base", doubles_json(r->t_base, r->npairs));
 	cJSON_AddItemToObject(j, "t_cand", doubles_json(r->t_cand, r->npairs));
@@ -123,6 +159,7 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 		r->t_base = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_base")), r->npairs);
 		r->t_cand = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_cand")), r->npairs);
 	}
+	refs_unmsg(r, cJSON_GetObjectItem(j, "references"));
 	r->stop_reason = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "stop_reason"));
 	r->timed_checks = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_checks"));
 	r->timed_check_failures = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_check_failures"));

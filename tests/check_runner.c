@@ -10,6 +10,7 @@
 
 #include "cpu/cpu_impls.h"
 #include "device.h"
+#include "evaldir.h"
 #include "fsutil.h"
 #include "mla_decode.h"
 #include "mla_numeric.h"
@@ -625,6 +626,145 @@ START_TEST(clock_change_during_sampling_is_flagged)
 }
 END_TEST
 
+/* ---- references: the candidate's phases and rounds, never its verdict -------------------------- */
+
+static struct mla_decode_config ref_cfgs[VS_PLAN_MAX_REFERENCES];
+
+/*
+ * measure_task() with the plan's references refs (registered so that the measurement finds them by
+ * name), each with the one config ref_cfgs[k]; skip (may be NULL) the reason reference 0 skips the
+ * task. samples (may be NULL) receives the CSV rows.
+ */
+static int run_refs(struct measure_result *r, const struct mla_decode_impl *const *refs, int nrefs, int capture,
+		    const char *skip, FILE *samples)
+{
+	struct vs_device d;
+	struct plan p;
+	struct measure_ctx ctx;
+	char hash[65], *skips[1] = {(char *)skip};
+	char(*hashes)[65] = &hash;
+	int err;
+
+	open_fake_device(&d, capture);
+	make_plan(&p, &honest, &honest, 1, capture);
+	for (int k = 0; k < nrefs; k++) {
+		mla_decode_impl_register(refs[k]); /* MLA_EINVAL when a test registered it already */
+		p.refs[k].impl.name = (char *)refs[k]->name;
+		p.refs[k].impl.backend = "cpu";
+		p.refs[k].impl.configs = &ref_cfgs[k];
+		p.refs[k].impl.nconfigs = 1;
+	}
+	p.nrefs = nrefs;
+	if (skip) {
+		memcpy(hash, task.hash, sizeof(hash));
+		p.task_hash = hashes;
+		p.ntasks = 1;
+		p.refs[0].skip = skips;
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.device = &d;
+	ctx.plan = &p;
+	ctx.plan_path = "plans/test.plan.json";
+	ctx.base = &honest;
+	ctx.cand = &honest;
+	ctx.check_base = ctx.check_cand = 1;
+	ctx.timing = 1;
+	ctx.samples = samples;
+	err = measure_task(r, &ctx, &task);
+	d.ops = cpu_ops;
+	vs_device_release(&d);
+	return err;
+}
+
+START_TEST(references_are_timed_in_the_candidates_rounds)
+{
+	const struct mla_decode_impl *refs[2] = {&honest, &one_wrong};
+	struct measure_result r;
+	char *rows = NULL, line[256];
+	size_t len = 0;
+	FILE *f = open_memstream(&rows, &len);
+	const char *want[6] = {"baseline", "candidate", "reference1", "reference1", "candidate", "baseline"};
+	const char *s;
+	int n = 0;
+
+	/* baseline 2 ms, candidate 1 ms, reference 1 4 ms, reference 2 wrong in one element */
+	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
+	ref_cfgs[0] = (struct mla_decode_config){"cost4", 4, 0, 0, 0, 0};
+	ref_cfgs[1] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run_refs(&r, refs, 2, 0, NULL, f), 0);
+	fclose(f);
+	ck_assert_msg(r.complete && r.parity_pass, "a failing reference must not fail the task: complete %d parity %d",
+		      r.complete, r.parity_pass);
+	ck_assert_msg(fabs(r.speedup.estimate - 2.0) < 0.03, "speedup %g", r.speedup.estimate);
+	ck_assert_int_eq(r.nrefs, 2);
+	ck_assert_msg(r.refs[0].has_ratio && fabs(r.refs[0].ratio.estimate - 4.0) < 0.06,
+		      "reference ratio t_ref/t_cand %g (has %d), expected 4", r.refs[0].ratio.estimate, r.refs[0].has_ratio);
+	ck_assert_msg(r.refs[0].ratio.lo <= 4.0 && 4.0 <= r.refs[0].ratio.hi, "CI [%g, %g] should hold 4",
+		      r.refs[0].ratio.lo, r.refs[0].ratio.hi);
+	ck_assert_int_eq(r.refs[0].m.timing.n, r.npairs);
+	ck_assert_msg(r.refs[0].timed_checks > 0 && r.refs[0].timed_check_failures == 0, "checks %d failures %d",
+		      r.refs[0].timed_checks, r.refs[0].timed_check_failures);
+	/* the wrong reference: parity failed on its one config, never timed, no ratio */
+	ck_assert_int_eq(r.refs[1].m.config_pass[0], 0);
+	ck_assert_ptr_null(r.refs[1].t);
+	ck_assert_int_eq(r.refs[1].has_ratio, 0);
+	ck_assert_int_eq(evaldir_ref_status(&r.refs[1]), EVALDIR_REF_FAILED);
+	ck_assert_int_eq(evaldir_ref_status(&r.refs[0]), EVALDIR_REF_TIMED);
+	/* rounds: B C R1 on set 0 and set 1, then R1 C B on both sets, ... */
+	for (s = rows; s && *s && n < 12; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL, n++) {
+		char role[32];
+		int set, pair, order;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(strchr(s, '\n') ? strchr(s, '\n') - s : (long)strlen(s)), s);
+		ck_assert_msg(sscanf(line, "%*64[0-9a-f],%d,%d,%d,%31[a-z0-9]", &set, &pair, &order, role) == 4, "row '%s'",
+			      line);
+		ck_assert_msg(order == n % 3 && pair == n / 3, "row %d is '%s'", n, line);
+		ck_assert_msg(!strcmp(role, want[(n / 3 / 2 % 2) * 3 + n % 3]), "row %d: role %s, expected %s (%s)", n, role,
+			      want[(n / 3 / 2 % 2) * 3 + n % 3], line);
+		ck_assert_msg(!strstr(line, "reference2"), "a reference that failed parity is timed: %s", line);
+	}
+	ck_assert_int_eq(n, 12);
+	free(rows);
+	measure_result_release(&r);
+}
+END_TEST
+
+START_TEST(skipped_reference_never_runs)
+{
+	const struct mla_decode_impl *refs[1] = {&one_wrong};
+	struct measure_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
+	ref_cfgs[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run_refs(&r, refs, 1, 0, "page_size 16: not this kernel's", NULL), 0);
+	ck_assert(r.complete && r.parity_pass);
+	ck_assert_str_eq(r.refs[0].skip, "page_size 16: not this kernel's");
+	ck_assert_msg(r.refs[0].m.config_pass[0] == -1, "a skipped reference ran parity (%d)", r.refs[0].m.config_pass[0]);
+	ck_assert_ptr_null(r.refs[0].t);
+	ck_assert_int_eq(evaldir_ref_status(&r.refs[0]), EVALDIR_REF_SKIPPED);
+	measure_result_release(&r);
+}
+END_TEST
+
+START_TEST(reference_failing_the_capture_gate_is_not_timed)
+{
+	const struct mla_decode_impl *refs[1] = {&unsafe_capture};
+	struct measure_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
+	ref_cfgs[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run_refs(&r, refs, 1, 1, NULL, NULL), 0);
+	ck_assert_msg(r.complete && r.parity_pass && r.cand.capture == 1, "complete %d parity %d capture %d error %s",
+		      r.complete, r.parity_pass, r.cand.capture, r.error ? r.error : "");
+	ck_assert_int_eq(r.refs[0].m.config_pass[0], 1);
+	ck_assert_int_eq(r.refs[0].m.capture, 0);
+	ck_assert_ptr_nonnull(r.refs[0].m.capture_detail);
+	ck_assert_ptr_null(r.refs[0].t);
+	ck_assert_int_eq(evaldir_ref_status(&r.refs[0]), EVALDIR_REF_FAILED);
+	measure_result_release(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("runner");
@@ -642,6 +782,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, honest_fp8_launch_passes_the_capture_gate);
 	tcase_add_test(tc, page_offset_past_4gib_passes_parity);
 	tcase_add_test(tc, clock_change_during_sampling_is_flagged);
+	tcase_add_test(tc, references_are_timed_in_the_candidates_rounds);
+	tcase_add_test(tc, skipped_reference_never_runs);
+	tcase_add_test(tc, reference_failing_the_capture_gate_is_not_timed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -161,6 +161,22 @@ char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int nc
 	tasks = cJSON_GetObjectItem(j, "tasks");
 	while (cJSON_GetArraySize(tasks) > ntasks)
 		cJSON_DeleteItemFromArray(tasks, cJSON_GetArraySize(tasks) - 1);
+	/* A reference's skips of the tasks cut go with them. */
+	for (cJSON *ref = cJSON_GetObjectItem(j, "references") ? cJSON_GetObjectItem(j, "references")->child : NULL;
+	     ref; ref = ref->next) {
+		cJSON *skips = cJSON_GetObjectItem(ref, "skips");
+
+		for (int i = cJSON_GetArraySize(skips) - 1; i >= 0; i--) {
+			const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(skips, i), "task"));
+			int keep = 0;
+
+			for (int t = 0; t < cJSON_GetArraySize(tasks); t++)
+				keep |= h && !strcmp(h, cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, t),
+												    "hash")));
+			if (!keep)
+				cJSON_DeleteItemFromArray(skips, i);
+		}
+	}
 	for (int k = 0; k < 2; k++) {
 		cJSON *cfgs = cJSON_GetObjectItem(cJSON_GetObjectItem(j, k ? "candidate" : "baseline"), "configs");
 

@@ -11,11 +11,14 @@
  *   -DPLUGIN_ABI_VERSION=99        claim another ABI version (the harness must refuse it)
  *   -DPLUGIN_NO_SYMBOL             export the descriptor under another name (must be refused)
  *   -DPLUGIN_WRONG                 add 0.25 to one output element (parity must fail)
+ *   -DPLUGIN_PICKY                 a supports() that declines tasks of page_size 1 (the planner lists
+ *                                  them as skipped, with the reason)
  */
 #include "mla_decode.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifndef PLUGIN_NAME
@@ -151,6 +154,16 @@ static int example_launch(const struct mla_decode_args *a, const struct mla_deco
 	return MLA_OK;
 }
 
+#ifdef PLUGIN_PICKY
+static int example_supports(const struct mla_decode_args *shape, char *why, size_t cap)
+{
+	if (shape->page_size != 1)
+		return 1;
+	snprintf(why, cap, "page_size 1: this plugin reads whole pages of 16 rows or more");
+	return 0;
+}
+#endif
+
 static const struct mla_decode_impl example = {
 	PLUGIN_ABI_VERSION,
 	PLUGIN_NAME,
@@ -159,7 +172,11 @@ static const struct mla_decode_impl example = {
 	example_configs,
 	example_workspace,
 	example_launch,
+#ifdef PLUGIN_PICKY
+	example_supports,
+#else
 	NULL, /* supports: every task */
+#endif
 	NULL, /* prepare: nothing to do */
 };
 
