@@ -37,7 +37,7 @@ struct cli_args {
 	int npositional;
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
-	const char *baseline_lib, *candidate_lib, *gpus, *publish;
+	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing;
 	int threads, gpu, max_age_days, part, timeout, slurm, force;
 };
 
@@ -98,9 +98,14 @@ static const struct cli_option options[] = {
 	{"--gen", OPT_STR, "GEN", F(gen), NULL, 0, 0, "target generation (default: the card's first gens entry)"},
 	{"--baseline", OPT_STR, "IMPL", F(baseline), NULL, 0, 0, "baseline implementation (default match.from_backend)"},
 	{"--candidate", OPT_STR, "IMPL", F(candidate), NULL, 0, 0, "candidate implementation (default match.to_backend)"},
-	{"--baseline-lib", OPT_STR, "FILE.so", F(baseline_lib), NULL, 0, 0,
-	 "plugin providing the baseline (kernels/mla_decode.h ABI; the plan records it and its sha256)"},
-	{"--candidate-lib", OPT_STR, "FILE.so", F(candidate_lib), NULL, 0, 0, "plugin providing the candidate"},
+	{"--baseline-lib", OPT_STR, "FILE.so|FILE.py", F(baseline_lib), NULL, 0, 0,
+	 "plugin (.so, kernels/mla_decode.h ABI) or Python module (.py, kernels/python/mla_decode.py; "
+	 "interpreter $VS_PYTHON) providing the baseline; the plan records the file and its sha256"},
+	{"--candidate-lib", OPT_STR, "FILE.so|FILE.py", F(candidate_lib), NULL, 0, 0,
+	 "plugin or Python module providing the candidate"},
+	{"--timing", OPT_STR, "graph_replay|launch", F(timing), NULL, 0, 0,
+	 "timed sample of --emit-plan: graph_replay (GPU default: the replay of a graph holding one launch) "
+	 "or launch (CPU plans; GPU implementations that are not capture-safe)"},
 	{"--slurm", OPT_FLAG, "", F(slurm), NULL, 0, 0,
 	 "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"},
 	{"--task", OPT_STR, "NAME|HASH", F(task), NULL, 0, 0, "only tasks whose name contains this or hash starts with it"},
@@ -264,8 +269,16 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 {
 	struct card c;
 	struct plan p;
-	struct plan_options po = {a->tier, a->gen, a->baseline, a->candidate, a->build_figures, a->baseline_lib,
-				  a->candidate_lib};
+	struct plan_options po = {
+		.tier = a->tier,
+		.gen = a->gen,
+		.baseline = a->baseline,
+		.candidate = a->candidate,
+		.build_figures = a->build_figures,
+		.baseline_lib = a->baseline_lib,
+		.candidate_lib = a->candidate_lib,
+		.timing = a->timing,
+	};
 	char *path = NULL, *script = NULL;
 	int err;
 
@@ -722,6 +735,7 @@ static const struct {
 } scoped[] = {
 	{"--baseline-lib", F(baseline_lib), 0, " --emit-plan --validate "},
 	{"--candidate-lib", F(candidate_lib), 0, " --emit-plan --validate "},
+	{"--timing", F(timing), 0, " --emit-plan --validate "},
 	{"--slurm", F(slurm), 1, " --emit-plan --validate "},
 	{"--gpus", F(gpus), 1, " --run --validate "},
 	{"--part", F(part), 2, " --run "},

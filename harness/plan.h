@@ -34,6 +34,15 @@ struct plan_protocol {
 	int check_every;       /* check both timed outputs of every k-th A/B pair against the reference */
 	double flush_factor;   /* LLC flush buffer size as a multiple of the LLC (>= 2) */
 	double review_bound;   /* a speedup above this is flagged for review (10) */
+	char timing[16];       /* the timed sample: "graph_replay" (GPU plans: the replay of a graph
+	                        * holding one launch) or "launch" (CPU plans, or --timing launch: the
+	                        * launch itself between two events / clock reads) */
+};
+
+/** One task an implementation does not run (its supports() said why): skipped, never passed. */
+struct plan_skip {
+	char hash[65];         /* the task's hash */
+	char *reason;          /* supports()'s answer */
 };
 
 struct plan_impl {
@@ -43,6 +52,16 @@ struct plan_impl {
 	int nconfigs;
 	char *plugin_path;     /* the shared object that provides it (plugin.h), or NULL for a built-in */
 	char plugin_sha256[65];/* sha256 of that file when the plan was made */
+	/*
+	 * A Python implementation (pyimpl.h): the module file (repo-relative when it lies in the
+	 * repository, else absolute), its sha256, and the interpreter that described it; NULL path for
+	 * a C implementation. python_json is the plan's "python" object (compact JSON).
+	 */
+	char *python_path;
+	char python_sha256[65];
+	char *python_json;
+	struct plan_skip *skips; /* tasks it does not support, in plan order */
+	int nskips;
 };
 
 struct plan {
@@ -74,7 +93,22 @@ struct plan_options {
 	const char *baseline_lib;  /* plugin (.so) providing the baseline: loaded, and its implementation
 	                            * is the baseline unless `baseline` names another (an error) */
 	const char *candidate_lib; /* the same for the candidate */
+	                            /* A FILE.py for either is a Python implementation (pyimpl.h). */
+	const char *timing;        /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
+	                            * the CPU (which has no graphs) */
 };
+
+/**
+ * The Python implementations shipped in the repository, addressable by name like built-ins:
+ * {"numpy.mla_decode", "kernels/python/numpy_mla.py"}, ... (paths relative to the repository root);
+ * {NULL, NULL} ends the table.
+ */
+extern const struct plan_shipped_py {
+	const char *name, *path;
+} plan_shipped_python[];
+
+/** The reason plan p's implementation pi skips task i, or NULL when it runs it. */
+const char *plan_skip_reason(const struct plan *p, const struct plan_impl *pi, int i);
 
 /** The tier names, NULL-terminated. */
 extern const char *const plan_tiers[];

@@ -62,7 +62,7 @@ static char *plan_text(const struct card *c, const struct plan_options *o)
 START_TEST(plan_is_deterministic)
 {
 	struct card c;
-	struct plan_options o = {"smoke", NULL, NULL, NULL, NULL, NULL, NULL};
+	struct plan_options o = {"smoke", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	char *a, *b;
 
 	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
@@ -193,7 +193,7 @@ START_TEST(plan_refuses_what_it_cannot_plan)
 	const struct refusal *r = &refusals[_i];
 	struct card c;
 	struct plan p;
-	struct plan_options o = {r->tier, r->gen, NULL, r->candidate, NULL, NULL, NULL};
+	struct plan_options o = {r->tier, r->gen, NULL, r->candidate, NULL, NULL, NULL, NULL};
 	int err;
 
 	load_variant(&c, "mla_decode_cpu_splitkv", r->from, r->to);
@@ -207,7 +207,7 @@ END_TEST
 static int count_tasks(const struct card *c, const char *tier, const char *gen, const char *needle)
 {
 	struct plan p;
-	struct plan_options o = {tier, gen, NULL, NULL, NULL, NULL, NULL};
+	struct plan_options o = {tier, gen, NULL, NULL, NULL, NULL, NULL, NULL};
 	int n = 0;
 
 	ck_assert_msg(plan_build(&p, c, &o) == 0, "%s", vs_last_error());
@@ -240,7 +240,7 @@ START_TEST(standard_tier_has_the_required_shapes)
 {
 	struct card c;
 	struct plan p;
-	struct plan_options o = {"standard", NULL, NULL, NULL, NULL, NULL, NULL};
+	struct plan_options o = {"standard", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	int seen_len[6] = {0}, seen_h[4] = {0}, seen_ps[3] = {0}, seen_sq2 = 0, seen_odd_h = 0, seen_big_offset = 0;
 	static const int lens[6] = {0, 1, 63, 64, 65, 127};
 	static const int hs[4] = {16, 64, 128, 24};
@@ -277,7 +277,7 @@ END_TEST
 START_TEST(gfx942_plan_carries_build_figures)
 {
 	struct card c;
-	struct plan_options o = {"smoke", NULL, NULL, NULL, NULL, NULL, NULL};
+	struct plan_options o = {"smoke", NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 	char *fig = fs_printf("%s/resources.json", tmp), *text;
 	const char *json = "{\"target\": \"gfx942\", \"compiler\": \"clang 19\", \"pass\": true, \"kernels\": ["
 			   "{\"impl\": \"hip.flash\", \"config\": \"bn32-bh16-sp0-w4-st1\", \"vgpr\": 128, \"agpr\": 0, "

@@ -91,7 +91,7 @@ static struct plan plan;
 static void make_plan(const char *candidate)
 {
 	struct card c;
-	struct plan_options o = {"smoke", NULL, NULL, candidate, NULL, NULL, NULL};
+	struct plan_options o = {"smoke", NULL, NULL, candidate, NULL, NULL, NULL, NULL};
 	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL);
 	char *dir = fs_join(tmp, "skills"), *path = fs_join(dir, "mla_decode_cpu_splitkv.md");
 
