@@ -6,6 +6,10 @@
 #include "vs_build_info.h"
 #include "vs_error.h"
 
+#ifndef VS_REPO_ROOT
+#define VS_REPO_ROOT "."
+#endif
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
@@ -373,7 +377,9 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	put_num(oom, j, "bytes", r->bytes);
 	put_num(oom, j, "flops", r->flops);
 	put_bool(oom, j, "complete", r->complete);
-	put_str(oom, j, "parity", r->parity_pass ? "pass" : "fail");
+	put_str(oom, j, "parity", r->skipped ? "skipped" : r->parity_pass ? "pass" : "fail");
+	if (r->skipped)
+		put_str(oom, j, "skipped", r->skipped);
 	if (r->error)
 		put_str(oom, j, "error", r->error);
 	put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
@@ -467,6 +473,41 @@ cJSON *evaldir_plugins_json(const struct plan *p)
 	return arr;
 }
 
+cJSON *evaldir_python_json(const struct plan *p, const char *run_versions)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int oom = 0;
+
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		cJSON *j, *pj, *v;
+
+		if (!pi->python_json)
+			continue;
+		pj = cJSON_Parse(pi->python_json);
+		j = cJSON_CreateObject();
+		put_str(&oom, j, "role", k ? "candidate" : "baseline");
+		put_str(&oom, j, "impl", pi->name);
+		put_str(&oom, j, "path", pi->python_path);
+		put_str(&oom, j, "sha256", pi->python_sha256);
+		put_str(&oom, j, "interpreter", jstr(pj, "interpreter") ? jstr(pj, "interpreter") : "");
+		put_str(&oom, j, "executable", jstr(pj, "executable") ? jstr(pj, "executable") : "");
+		put_str(&oom, j, "libpython", jstr(pj, "libpython") ? jstr(pj, "libpython") : "");
+		put(&oom, j, "planned_versions", jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
+		    cJSON_CreateObject());
+		v = run_versions ? cJSON_Parse(run_versions) : NULL;
+		put(&oom, j, "versions", v ? v : jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
+		    cJSON_CreateObject());
+		cJSON_Delete(pj);
+		push(&oom, arr, j);
+	}
+	if (oom || !arr) {
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	return arr;
+}
+
 /* ---- the verdict ------------------------------------------------------------------------------ */
 
 int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
@@ -476,6 +517,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	const double **tc = calloc((size_t)n + 1, sizeof(double *));
 	int *np = calloc((size_t)n + 1, sizeof(int));
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0, oom = 0;
+	int nskipped = 0, ran_dtypes = 0, planned_dtypes = 0, pass_coverage;
 	int pass_speed, pass_parity, verdict_ok;
 	struct stats_ci overall = {0};
 	cJSON *ov, *gates, *g;
@@ -487,6 +529,11 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		goto done;
 	}
 	for (int i = 0; i < n; i++) {
+		if (t[i].skipped) {
+			nskipped++;
+			continue;
+		}
+		ran_dtypes |= 1 << t[i].kv_dtype;
 		gate_parity &= t[i].parity_pass;
 		complete_all &= t[i].complete;
 		if (t[i].cand_capture == 0 || t[i].base_capture == 0)
@@ -504,10 +551,17 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		cJSON_Delete(flags);
 		goto done;
 	}
+	/*
+	 * Skipped tasks (an implementation does not support them) are neither passed nor failed; but a
+	 * planned dtype none of whose tasks ran cannot be validated: the coverage gate fails.
+	 */
+	for (int i = 0; i < p->ntasks; i++)
+		planned_dtypes |= 1 << p->tasks[i].kv_dtype;
+	pass_coverage = (planned_dtypes & ~ran_dtypes) == 0 || partial;
 	pass_speed = nspeed > 0 && complete_all && overall.lo >= p->speedup_min;
-	pass_parity = n > 0 && gate_parity;
+	pass_parity = n - nskipped > 0 && gate_parity;
 	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
-		     (gate_capture || !p->capture_required) && complete_all;
+		     (gate_capture || !p->capture_required) && complete_all && pass_coverage;
 	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
 	ov = put_obj(&oom, root, "overall");
 	if (nspeed > 0)
@@ -529,6 +583,17 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	put_bool(&oom, g, "pass", p->capture_required ? gate_capture && complete_all : 1);
 	g = put_obj(&oom, gates, "complete");
 	put_bool(&oom, g, "pass", complete_all && !partial && n == p->ntasks);
+	if (nskipped || !pass_coverage) {
+		cJSON *missing;
+
+		g = put_obj(&oom, gates, "coverage");
+		put_num(&oom, g, "skipped", nskipped);
+		missing = put_arr(&oom, g, "dtypes_not_run");
+		for (int d = 0; d < 31; d++)
+			if ((planned_dtypes & ~ran_dtypes) & (1 << d))
+				push(&oom, missing, cJSON_CreateString(mla_kv_dtype_name(d)));
+		put_bool(&oom, g, "pass", pass_coverage);
+	}
 	put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
 	put_str(&oom, root, "verdict", verdict);
 	if (oom)
@@ -542,6 +607,17 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			 "capture %s; verdict %s", nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL",
 			 pass_parity ? "pass" : "FAIL",
 			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a", verdict);
+		if (nskipped || !pass_coverage) {
+			char dts[64] = "";
+
+			for (int d = 0; d < 31; d++)
+				if ((planned_dtypes & ~ran_dtypes) & (1 << d))
+					snprintf(dts + strlen(dts), sizeof(dts) - strlen(dts), "%s%s", *dts ? ", " : "",
+						 mla_kv_dtype_name(d));
+			snprintf(line + strlen(line), cap - strlen(line), " (%d task%s skipped: not supported%s%s%s)",
+				 nskipped, nskipped == 1 ? "" : "s", *dts ? "; no task of " : "", dts,
+				 *dts ? " ran: coverage FAIL" : "");
+		}
 	}
 done:
 	free(tb);
@@ -598,6 +674,8 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 
 		for (size_t k = 0; k < sizeof(copied) / sizeof(copied[0]); k++)
 			put(oom, w->root, copied[k], cJSON_Duplicate(jget(h->copy_from, copied[k]), 1));
+		if (jget(h->copy_from, "python"))
+			put(oom, w->root, "python", cJSON_Duplicate(jget(h->copy_from, "python"), 1));
 	} else {
 		cJSON *card, *plan;
 
@@ -618,6 +696,8 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 	put_str(oom, w->root, "baseline", p->baseline.name);
 	put_str(oom, w->root, "candidate", p->candidate.name);
 	put(oom, w->root, "plugins", evaldir_plugins_json(p));
+	if (!h->copy_from && (p->baseline.python_json || p->candidate.python_json))
+		put(oom, w->root, "python", evaldir_python_json(p, h->py_versions));
 	put_bool(oom, w->root, "partial", h->partial);
 	if (h->partial) {
 		cJSON *f = put_obj(oom, w->root, "filters");
@@ -1067,6 +1147,34 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
 				       "evidence binds %.12s...): run the plan again with this build of it", dir,
 				       role ? role : "", lib, hex, want);
+			goto done;
+		}
+	}
+	/* Python modules that ran are bound by their file's sha256 too. */
+	cJSON_ArrayForEach(t, jget(e->result, "python")) {
+		const char *file = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
+		char hex[65], *abs;
+
+		status = EVIDENCE_MISMATCH;
+		if (!file || !want) {
+			err = vs_error(VS_EVERIFY, "%s: a python entry lacks its path or sha256", path);
+			goto done;
+		}
+		abs = file[0] == '/' ? strdup(file) : fs_join(VS_REPO_ROOT, file);
+		if (!abs) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		err = fs_exists(abs) ? fs_sha256_file(hex, abs) :
+		      vs_error(VS_EVERIFY, "%s: the %s python module '%s' that ran is gone: the evidence cannot be "
+			       "checked against it", dir, role ? role : "", file);
+		free(abs);
+		if (err)
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s python module '%s' changed since the run (sha256 %.12s..., "
+				       "the evidence binds %.12s...): run the plan again with this version of it", dir,
+				       role ? role : "", file, hex, want);
 			goto done;
 		}
 	}

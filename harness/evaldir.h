@@ -97,6 +97,8 @@ struct evaldir_head {
 	int part_index;
 	const char *const *merged_from; /* --merge: the part dirs joined */
 	int nmerged;
+	const char *py_versions;      /* the package versions a worker's embedded interpreter saw
+	                               * (compact JSON), or NULL */
 };
 
 /**
@@ -139,6 +141,9 @@ struct evaldir_task_summary {
 	int base_capture, cand_capture; /* 1 pass, 0 fail, -1 not applicable */
 	const double *t_base, *t_cand;  /* [npairs] ms */
 	int npairs;
+	int kv_dtype;                   /* enum mla_kv_dtype of the task */
+	const char *skipped;            /* why the task was not run (an implementation does not
+	                                 * support it), or NULL: not run is not passed */
 };
 
 /**
@@ -171,6 +176,14 @@ struct cJSON *evaldir_tool_json(void);
 
 /** result.json's "plugins" array: role, impl, path and sha256 of every plugin the plan names (or NULL). */
 struct cJSON *evaldir_plugins_json(const struct plan *p);
+
+/**
+ * result.json's "python" array: role, impl, path, sha256, interpreter, executable, libpython, the
+ * versions the plan recorded ("planned_versions") and those seen at run time ("versions", from
+ * run_versions, compact JSON; NULL: the plan's) of every Python implementation the plan names (or
+ * NULL when out of memory).
+ */
+struct cJSON *evaldir_python_json(const struct plan *p, const char *run_versions);
 
 /* ---- the reader ------------------------------------------------------------------------------- */
 
