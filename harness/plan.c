@@ -280,6 +280,11 @@ static int plan_shipped(const char *name, const char *role, const char *gen)
 		file = py_abs(plan_shipped_python[i].path);
 		if (!file)
 			return vs_error(VS_ENOMEM, "out of memory");
+		if (!fs_exists(file)) {
+			free(file);
+			return vs_error(VS_ENOTFOUND, "%s '%s' is the Python module %s, which this checkout lacks", role,
+					name, plan_shipped_python[i].path);
+		}
 		err = plan_python(&name, file, role, gen);
 		free(file);
 		return err;
