@@ -378,8 +378,10 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	put_num(oom, j, "flops", r->flops);
 	put_bool(oom, j, "complete", r->complete);
 	put_str(oom, j, "parity", r->skipped ? "skipped" : r->parity_pass ? "pass" : "fail");
-	if (r->skipped)
+	if (r->skipped) {
 		put_str(oom, j, "skipped", r->skipped);
+		push_flag(oom, flags, fs_printf("task %s skipped: %s", r->name, r->skipped));
+	}
 	if (r->error)
 		put_str(oom, j, "error", r->error);
 	put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
