@@ -51,6 +51,8 @@ struct timed_graph {
 struct bufs {
 	struct timed_graph *graphs; /* captured once each, replayed by every timed sample; freed with b */
 	int ngraphs, graphs_cap;
+	struct timed_graph *prepared; /* (impl, cfg) pairs whose prepare() ran for this task (graph NULL) */
+	int nprepared;
 	int nsets;
 	void *q[VS_TASK_MAX_SETS], *kv[VS_TASK_MAX_SETS], *bt[VS_TASK_MAX_SETS], *sl[VS_TASK_MAX_SETS];
 	void *out[2];
@@ -84,6 +86,7 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 	for (int g = 0; g < b->ngraphs; g++)
 		d->ops->graph_free(d, b->graphs[g].graph);
 	free(b->graphs);
+	free(b->prepared);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -335,10 +338,21 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 
 	if (!impl->prepare)
 		return 1;
+	/* Once per task and config, also when both sides are one implementation (an A/A run). */
+	for (int k = 0; k < b->nprepared; k++)
+		if (b->prepared[k].impl == impl && !strcmp(b->prepared[k].cfg->name, cfg->name))
+			return 1;
 	make_args(&a, d, t, b, 0, 0);
 	rc = impl->prepare(&a, cfg);
-	if (rc == MLA_OK)
+	if (rc == MLA_OK) {
+		struct timed_graph *np = realloc(b->prepared, (size_t)(b->nprepared + 1) * sizeof(*np));
+
+		if (!np)
+			return vs_error(VS_ENOMEM, "out of memory");
+		b->prepared = np;
+		b->prepared[b->nprepared++] = (struct timed_graph){impl, cfg, 0, NULL};
 		return (err = d->ops->synchronize(d)) ? err : 1;
+	}
 	if (pyimpl_for_impl(impl->name) && *pyimpl_last_error())
 		*why = fs_printf("prepare: %s", pyimpl_last_error());
 	else
@@ -468,13 +482,17 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, const st
 	rc = impl->launch(&a, cfg);
 	err = d->ops->graph_end(d, &g);
 	if (rc != MLA_OK || err) {
+		char why[512];
+
+		/* vs_error() writes the buffer vs_last_error() reads: copy it first. */
+		snprintf(why, sizeof(why), "%s", err ? vs_last_error() : pyimpl_for_impl(impl->name) ?
+			 pyimpl_last_error() : "");
 		if (g)
 			d->ops->graph_free(d, g);
 		return vs_error(rc == MLA_EDEVICE && !pyimpl_for_impl(impl->name) ? VS_EDEVICE : VS_EFAIL,
 				"%s %s cannot be timed by graph replay: its launch could not be captured (launch "
 				"status %d%s%s); emit the plan with --timing launch for an implementation that is not "
-				"capture-safe", impl->name, cfg->name, rc, err ? ", " : "",
-				err ? vs_last_error() : pyimpl_for_impl(impl->name) ? pyimpl_last_error() : "");
+				"capture-safe", impl->name, cfg->name, rc, *why ? ", " : "", why);
 	}
 	b->graphs[b->ngraphs++] = (struct timed_graph){impl, cfg, set, g};
 	/* One untimed replay: the first launch of an instantiated graph uploads it. */
