@@ -844,6 +844,9 @@ static int check_bound_files(const char *dir, const cJSON *result, const char *p
 		char *name;
 
 		i++;
+		/* A skipped task was never materialized (the plan copy must list it: checked below). */
+		if (h && jstr(t, "skipped") && !jstr(manifests, h))
+			continue;
 		if (!h || !jstr(manifests, h)) {
 			*status = EVIDENCE_MISMATCH;
 			return vs_error(VS_EVERIFY, "%s: task %d has no manifest copy recorded", path, i);
@@ -1194,7 +1197,18 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		int found = 0;
 
 		for (int k = 0; k < p.ntasks; k++)
-			found |= jstr(t, "hash") && !strcmp(p.task_hash[k], jstr(t, "hash"));
+			if (jstr(t, "hash") && !strcmp(p.task_hash[k], jstr(t, "hash"))) {
+				found = 1;
+				/* Skipped only where the plan lists it as unsupported (a skip is not a pass). */
+				if (jstr(t, "skipped") && !plan_skip_reason(&p, &p.baseline, k) &&
+				    !plan_skip_reason(&p, &p.candidate, k))
+					found = -1;
+			}
+		if (found < 0) {
+			err = vs_error(VS_EVERIFY, "%s: task '%s' is marked skipped but the plan copy lists it as "
+				       "supported by both implementations", dir, jstr(t, "name"));
+			goto done;
+		}
 		if (!found) {
 			err = vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan copy", dir, jstr(t, "name"));
 			goto done;

@@ -278,6 +278,20 @@ START_TEST(exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped)
 			 "fp8_e4m3_fnuz");
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "verdict")), "failed");
 	cJSON_Delete(r);
+	if (!VS_KERNELS_DIRTY) {
+		/* Evidence with skipped tasks (never materialized) records and verifies as what it is. */
+		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval), *o2 = NULL, *e2 = NULL;
+		int status = tu_run_tool(tmp, rec, &o2, &e2);
+
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, e2);
+		free(o2);
+		free(e2);
+		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &o2, &e2);
+		ck_assert_msg(status == 0, "verify: exit %d: %s", status, e2);
+		free(o2);
+		free(e2);
+		free(rec);
+	}
 	free(rel);
 	free(log);
 	free(out);
