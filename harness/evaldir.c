@@ -2,6 +2,7 @@
 #include "fsutil.h"
 #include "gpu_clocks.h"
 #include "jsonfile.h"
+#include "pyimpl.h"
 #include "stats.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
@@ -482,6 +483,7 @@ cJSON *evaldir_python_json(const struct plan *p, const char *run_versions)
 
 	for (int k = 0; k < 2; k++) {
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		const struct pyimpl *py;
 		cJSON *j, *pj, *v;
 
 		if (!pi->python_json)
@@ -492,9 +494,11 @@ cJSON *evaldir_python_json(const struct plan *p, const char *run_versions)
 		put_str(&oom, j, "impl", pi->name);
 		put_str(&oom, j, "path", pi->python_path);
 		put_str(&oom, j, "sha256", pi->python_sha256);
-		put_str(&oom, j, "interpreter", jstr(pj, "interpreter") ? jstr(pj, "interpreter") : "");
-		put_str(&oom, j, "executable", jstr(pj, "executable") ? jstr(pj, "executable") : "");
-		put_str(&oom, j, "libpython", jstr(pj, "libpython") ? jstr(pj, "libpython") : "");
+		/* The interpreter that ran (this process registered the module), else the plan's. */
+		py = pyimpl_for_impl(pi->name);
+		put_str(&oom, j, "interpreter", py ? py->interpreter : jstr(pj, "interpreter") ? jstr(pj, "interpreter") : "");
+		put_str(&oom, j, "executable", py ? py->executable : jstr(pj, "executable") ? jstr(pj, "executable") : "");
+		put_str(&oom, j, "libpython", py ? py->libpython : jstr(pj, "libpython") ? jstr(pj, "libpython") : "");
 		put(&oom, j, "planned_versions", jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
 		    cJSON_CreateObject());
 		v = run_versions ? cJSON_Parse(run_versions) : NULL;

@@ -178,7 +178,8 @@ struct cJSON *evaldir_tool_json(void);
 struct cJSON *evaldir_plugins_json(const struct plan *p);
 
 /**
- * result.json's "python" array: role, impl, path, sha256, interpreter, executable, libpython, the
+ * result.json's "python" array: role, impl, path, sha256, the interpreter that ran (interpreter,
+ * executable, libpython: this process's registration, else the plan's), the
  * versions the plan recorded ("planned_versions") and those seen at run time ("versions", from
  * run_versions, compact JSON; NULL: the plan's) of every Python implementation the plan names (or
  * NULL when out of memory).

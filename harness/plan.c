@@ -867,6 +867,10 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 			       py->name, pi->name);
 		goto done;
 	}
+	if (get_str(pj, "executable") && strcmp(get_str(pj, "executable"), py->executable))
+		vs_warn("%s: %s python module '%s' was planned with the interpreter %s; this process uses %s "
+			"($VS_PYTHON): the evidence records the one that ran", path, role, file,
+			get_str(pj, "executable"), py->executable);
 	pi->python_path = strdup(file);
 	memcpy(pi->python_sha256, sha, 65);
 	pi->python_json = cJSON_PrintUnformatted(pj);
