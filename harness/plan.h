@@ -5,7 +5,16 @@
  * card's dtypes and regimes), the baseline and candidate implementations with their config spaces
  * for the target generation, tolerances (inside each task spec), the measurement protocol and the
  * gates (card's isolated_speedup_min, parity, capture safety). Same card and options give a
- * byte-identical plan (no clocks, no paths outside the repository, stable key order).
+ * byte-identical plan (no clocks, no paths outside the repository, stable key order), but for what
+ * a Python implementation's plan records by design: the interpreter ($VS_PYTHON), its executable
+ * and libpython, the package versions, and the path of a module outside the repository.
+ *
+ * Python implementations (pyimpl.h): a plan names one by a shipped name (plan_shipped_python) or a
+ * --baseline-lib/--candidate-lib FILE.py; building or reading the plan registers the module (a
+ * describe subprocess; the parent never starts Python). Module paths are stored relative to the
+ * repository root (the checkout this binary was built from) when the file lies in it, and read
+ * back against that root; reading refuses a module whose sha256 differs from the plan's before any
+ * interpreter runs.
  */
 #ifndef VS_PLAN_H
 #define VS_PLAN_H
@@ -129,7 +138,10 @@ int plan_write(const struct plan *p, const char *path);
 /**
  * Read and check a plan file (schema, implementations exist, task specs valid). A plan whose
  * baseline or candidate names a plugin loads it (plugin_load) and refuses it with VS_EVERIFY when
- * the file's sha256 differs from the one the plan recorded.
+ * the file's sha256 differs from the one the plan recorded; the same for a Python module (one line
+ * naming the file and both hashes), which is then registered (pyimpl_register). The unsupported
+ * lists must be what the implementations' supports() answer now (VS_EVERIFY otherwise: a task is
+ * not skipped by editing the plan).
  */
 int plan_read(struct plan *p, const char *path);
 
