@@ -1166,11 +1166,14 @@ void plan_print_summary(const struct plan *p, FILE *f)
 {
 	double bytes = 0, flops = 0;
 	const cJSON *k;
+	int w = 14;
 
 	fprintf(f, "plan for %s (%s), tier %s, generation %s\n", p->card_id, p->card_path, p->tier, p->gen);
-	fprintf(f, "  baseline   %-14s %3d config%s (%s)\n", p->baseline.name, p->baseline.nconfigs,
+	w = (int)strlen(p->baseline.name) > w ? (int)strlen(p->baseline.name) : w;
+	w = (int)strlen(p->candidate.name) > w ? (int)strlen(p->candidate.name) : w;
+	fprintf(f, "  baseline   %-*s %3d config%s (%s)\n", w, p->baseline.name, p->baseline.nconfigs,
 		p->baseline.nconfigs == 1 ? " " : "s", p->baseline.backend);
-	fprintf(f, "  candidate  %-14s %3d config%s (%s)\n", p->candidate.name, p->candidate.nconfigs,
+	fprintf(f, "  candidate  %-*s %3d config%s (%s)\n", w, p->candidate.name, p->candidate.nconfigs,
 		p->candidate.nconfigs == 1 ? " " : "s", p->candidate.backend);
 	for (int k = 0; k < 2; k++) {
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
