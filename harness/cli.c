@@ -38,7 +38,7 @@ struct cli_args {
 	int npositional;
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
-	const char *baseline_lib, *candidate_lib, *gpus, *publish;
+	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing;
 	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
 	int nreferences;
 	int threads, gpu, max_age_days, part, timeout, slurm, force;
@@ -140,10 +140,14 @@ static const struct cli_option options[] = {
 	    "baseline implementation (default match.from_backend)"),
 	STR("--candidate", "IMPL", candidate, M_ALL,
 	    "candidate implementation (default match.to_backend)"),
-	STR("--baseline-lib", "FILE.so", baseline_lib, M_EMIT_PLAN | M_VALIDATE,
-	    "plugin providing the baseline (kernels/mla_decode.h ABI; the plan records it and its sha256)"),
-	STR("--candidate-lib", "FILE.so", candidate_lib, M_EMIT_PLAN | M_VALIDATE,
-	    "plugin providing the candidate"),
+	STR("--baseline-lib", "FILE.so|FILE.py", baseline_lib, M_EMIT_PLAN | M_VALIDATE,
+	    "plugin (.so, kernels/mla_decode.h ABI) or Python module (.py, kernels/python/mla_decode.py; "
+	    "interpreter $VS_PYTHON) providing the baseline; the plan records the file and its sha256"),
+	STR("--candidate-lib", "FILE.so|FILE.py", candidate_lib, M_EMIT_PLAN | M_VALIDATE,
+	    "plugin or Python module providing the candidate"),
+	STR("--timing", "graph_replay|launch", timing, M_EMIT_PLAN | M_VALIDATE,
+	    "timed sample of --emit-plan: graph_replay (GPU default: the replay of a graph holding one launch) "
+	    "or launch (CPU plans; GPU implementations that are not capture-safe)"),
 	LIST("--reference", "IMPL|FILE", references, M_EMIT_PLAN | M_VALIDATE,
 	     "repeatable (up to 4): also time this implementation (a name, or a file as --candidate-lib takes) "
 	     "against the candidate on every task it supports; reported, never gating"),
@@ -361,6 +365,7 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		.candidate_lib = a->candidate_lib,
 		.references = a->references,
 		.nreferences = a->nreferences,
+		.timing = a->timing,
 	};
 	char *path = NULL, *script = NULL;
 	int err;

@@ -3,9 +3,14 @@
 #include "gpu_clocks.h"
 #include "jsonfile.h"
 #include "layout.h"
+#include "pyimpl.h"
 #include "stats.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
+
+#ifndef VS_REPO_ROOT
+#define VS_REPO_ROOT "."
+#endif
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -467,7 +472,11 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	jsonfile_put_num(oom, j, "bytes", r->bytes);
 	jsonfile_put_num(oom, j, "flops", r->flops);
 	jsonfile_put_bool(oom, j, "complete", r->complete);
-	jsonfile_put_str(oom, j, "parity", r->parity_pass ? "pass" : "fail");
+	jsonfile_put_str(oom, j, "parity", r->skipped ? "skipped" : r->parity_pass ? "pass" : "fail");
+	if (r->skipped) {
+		jsonfile_put_str(oom, j, "skipped", r->skipped);
+		push_flag(oom, flags, fs_printf("task %s skipped: %s", r->name, r->skipped));
+	}
 	if (r->error)
 		jsonfile_put_str(oom, j, "error", r->error);
 	jsonfile_put(oom, j, "baseline", impl_json(oom, &r->base, r, r->complete));
@@ -556,7 +565,45 @@ cJSON *evaldir_plugins_json(const struct plan *p)
 		jsonfile_put_str(&oom, j, "impl", pi->name);
 		jsonfile_put_str(&oom, j, "path", pi->plugin_path);
 		jsonfile_put_str(&oom, j, "sha256", pi->plugin_sha256);
-		push(&oom, arr, j);
+		jsonfile_put(&oom, arr, NULL, j);
+	}
+	if (oom || !arr) {
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+cJSON *evaldir_python_json(const struct plan *p, const char *run_versions)
+{
+	cJSON *arr = cJSON_CreateArray();
+	int oom = 0;
+
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		const struct pyimpl *py;
+		cJSON *j, *pj, *v;
+
+		if (!pi->python_json)
+			continue;
+		pj = cJSON_Parse(pi->python_json);
+		j = cJSON_CreateObject();
+		jsonfile_put_str(&oom, j, "role", k ? "candidate" : "baseline");
+		jsonfile_put_str(&oom, j, "impl", pi->name);
+		jsonfile_put_str(&oom, j, "path", pi->python_path);
+		jsonfile_put_str(&oom, j, "sha256", pi->python_sha256);
+		/* The interpreter that ran (this process registered the module), else the plan's. */
+		py = pyimpl_for_impl(pi->name);
+		jsonfile_put_str(&oom, j, "interpreter", py ? py->interpreter : jstr(pj, "interpreter") ? jstr(pj, "interpreter") : "");
+		jsonfile_put_str(&oom, j, "executable", py ? py->executable : jstr(pj, "executable") ? jstr(pj, "executable") : "");
+		jsonfile_put_str(&oom, j, "libpython", py ? py->libpython : jstr(pj, "libpython") ? jstr(pj, "libpython") : "");
+		jsonfile_put(&oom, j, "planned_versions", jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
+		    cJSON_CreateObject());
+		v = run_versions ? cJSON_Parse(run_versions) : NULL;
+		jsonfile_put(&oom, j, "versions", v ? v : jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
+		    cJSON_CreateObject());
+		cJSON_Delete(pj);
+		jsonfile_put(&oom, arr, NULL, j);
 	}
 	if (oom || !arr) {
 		cJSON_Delete(arr);
@@ -574,6 +621,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	const double **tc = calloc((size_t)n + 1, sizeof(double *));
 	int *np = calloc((size_t)n + 1, sizeof(int));
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0, oom = 0;
+	int nskipped = 0, ran_dtypes = 0, planned_dtypes = 0, pass_coverage;
 	int pass_speed, pass_parity, verdict_ok;
 	struct stats_ci overall = {0};
 	cJSON *ov, *gates, *g;
@@ -585,6 +633,11 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		goto done;
 	}
 	for (int i = 0; i < n; i++) {
+		if (t[i].skipped) {
+			nskipped++;
+			continue;
+		}
+		ran_dtypes |= 1 << t[i].kv_dtype;
 		gate_parity &= t[i].parity_pass;
 		complete_all &= t[i].complete;
 		if (t[i].cand_capture == 0 || t[i].base_capture == 0)
@@ -602,10 +655,17 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		cJSON_Delete(flags);
 		goto done;
 	}
+	/*
+	 * Skipped tasks (an implementation does not support them) are neither passed nor failed; but a
+	 * planned dtype none of whose tasks ran cannot be validated: the coverage gate fails.
+	 */
+	for (int i = 0; i < p->ntasks; i++)
+		planned_dtypes |= 1 << p->tasks[i].kv_dtype;
+	pass_coverage = (planned_dtypes & ~ran_dtypes) == 0 || partial;
 	pass_speed = nspeed > 0 && complete_all && overall.lo >= p->speedup_min;
-	pass_parity = n > 0 && gate_parity;
+	pass_parity = n - nskipped > 0 && gate_parity;
 	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
-		     (gate_capture || !p->capture_required) && complete_all;
+		     (gate_capture || !p->capture_required) && complete_all && pass_coverage;
 	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
 	ov = jsonfile_put_obj(&oom, root, "overall");
 	if (nspeed > 0)
@@ -631,6 +691,17 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	jsonfile_put_bool(&oom, g, "pass", p->capture_required ? gate_capture && complete_all : 1);
 	g = jsonfile_put_obj(&oom, gates, "complete");
 	jsonfile_put_bool(&oom, g, "pass", complete_all && !partial && n == p->ntasks);
+	if (nskipped || !pass_coverage) {
+		cJSON *missing;
+
+		g = jsonfile_put_obj(&oom, gates, "coverage");
+		jsonfile_put_num(&oom, g, "skipped", nskipped);
+		missing = jsonfile_put_arr(&oom, g, "dtypes_not_run");
+		for (int d = 0; d < 31; d++)
+			if ((planned_dtypes & ~ran_dtypes) & (1 << d))
+				jsonfile_put(&oom, missing, NULL, cJSON_CreateString(mla_kv_dtype_name(d)));
+		jsonfile_put_bool(&oom, g, "pass", pass_coverage);
+	}
 	jsonfile_put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
 	jsonfile_put_str(&oom, root, "verdict", verdict);
 	if (oom)
@@ -644,6 +715,17 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			 "capture %s; verdict %s", nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL",
 			 pass_parity ? "pass" : "FAIL",
 			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a", verdict);
+		if (nskipped || !pass_coverage) {
+			char dts[64] = "";
+
+			for (int d = 0; d < 31; d++)
+				if ((planned_dtypes & ~ran_dtypes) & (1 << d))
+					snprintf(dts + strlen(dts), sizeof(dts) - strlen(dts), "%s%s", *dts ? ", " : "",
+						 mla_kv_dtype_name(d));
+			snprintf(line + strlen(line), cap - strlen(line), " (%d task%s skipped: not supported%s%s%s)",
+				 nskipped, nskipped == 1 ? "" : "s", *dts ? "; no task of " : "", dts,
+				 *dts ? " ran: coverage FAIL" : "");
+		}
 	}
 done:
 	free(tb);
@@ -716,6 +798,8 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 
 		for (size_t k = 0; k < sizeof(copied) / sizeof(copied[0]); k++)
 			jsonfile_put(oom, w->root, copied[k], cJSON_Duplicate(jget(h->copy_from, copied[k]), 1));
+		if (jget(h->copy_from, "python"))
+			jsonfile_put(oom, w->root, "python", cJSON_Duplicate(jget(h->copy_from, "python"), 1));
 	} else {
 		cJSON *card, *plan;
 
@@ -736,6 +820,8 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 	jsonfile_put_str(oom, w->root, "baseline", p->baseline.name);
 	jsonfile_put_str(oom, w->root, "candidate", p->candidate.name);
 	jsonfile_put(oom, w->root, "plugins", evaldir_plugins_json(p));
+	if (!h->copy_from && (p->baseline.python_json || p->candidate.python_json))
+		jsonfile_put(oom, w->root, "python", evaldir_python_json(p, h->py_versions));
 	jsonfile_put_bool(oom, w->root, "partial", h->partial);
 	if (h->partial) {
 		cJSON *f = jsonfile_put_obj(oom, w->root, "filters");
@@ -879,6 +965,9 @@ static int check_bound_files(const char *dir, const cJSON *result, const char *p
 		char *name;
 
 		i++;
+		/* A skipped task was never materialized (the plan copy must list it: checked below). */
+		if (h && jstr(t, "skipped") && !jstr(manifests, h))
+			continue;
 		if (!h || !jstr(manifests, h)) {
 			*status = EVIDENCE_MISMATCH;
 			return vs_error(VS_EVERIFY, "%s: task %d has no manifest copy recorded", path, i);
@@ -1312,6 +1401,34 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 			goto done;
 		}
 	}
+	/* Python modules that ran are bound by their file's sha256 too. */
+	cJSON_ArrayForEach(t, jget(e->result, "python")) {
+		const char *file = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
+		char hex[65], *abs;
+
+		status = EVIDENCE_MISMATCH;
+		if (!file || !want) {
+			err = vs_error(VS_EVERIFY, "%s: a python entry lacks its path or sha256", path);
+			goto done;
+		}
+		abs = file[0] == '/' ? strdup(file) : fs_join(VS_REPO_ROOT, file);
+		if (!abs) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		err = fs_exists(abs) ? fs_sha256_file(hex, abs) :
+		      vs_error(VS_EVERIFY, "%s: the %s python module '%s' that ran is gone: the evidence cannot be "
+			       "checked against it", dir, role ? role : "", file);
+		free(abs);
+		if (err)
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s python module '%s' changed since the run (sha256 %.12s..., "
+				       "the evidence binds %.12s...): run the plan again with this version of it", dir,
+				       role ? role : "", file, hex, want);
+			goto done;
+		}
+	}
 	/* The plan copy: same card, same tasks. */
 	plan_path = fs_join(dir, "plan.json");
 	if ((err = plan_read(&p, plan_path)))
@@ -1326,7 +1443,18 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		int found = 0;
 
 		for (int k = 0; k < p.ntasks; k++)
-			found |= jstr(t, "hash") && !strcmp(p.task_hash[k], jstr(t, "hash"));
+			if (jstr(t, "hash") && !strcmp(p.task_hash[k], jstr(t, "hash"))) {
+				found = 1;
+				/* Skipped only where the plan lists it as unsupported (a skip is not a pass). */
+				if (jstr(t, "skipped") && !plan_skip_reason(&p, &p.baseline, k) &&
+				    !plan_skip_reason(&p, &p.candidate, k))
+					found = -1;
+			}
+		if (found < 0) {
+			err = vs_error(VS_EVERIFY, "%s: task '%s' is marked skipped but the plan copy lists it as "
+				       "supported by both implementations", dir, jstr(t, "name"));
+			goto done;
+		}
 		if (!found) {
 			err = vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan copy", dir, jstr(t, "name"));
 			goto done;

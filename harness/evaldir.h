@@ -97,6 +97,8 @@ struct evaldir_head {
 	int part_index;
 	const char *const *merged_from; /* --merge: the part dirs joined */
 	int nmerged;
+	const char *py_versions;      /* the package versions a worker's embedded interpreter saw
+	                               * (compact JSON), or NULL */
 };
 
 /**
@@ -156,6 +158,9 @@ struct evaldir_task_summary {
 	int npairs;
 	int ref_status[VS_PLAN_MAX_REFERENCES];    /* enum evaldir_ref_status of the plan's references */
 	const double *t_ref[VS_PLAN_MAX_REFERENCES]; /* [npairs] ms when EVALDIR_REF_TIMED, else NULL */
+	int kv_dtype;                   /* enum mla_kv_dtype of the task */
+	const char *skipped;            /* why the task was not run (an implementation does not
+	                                 * support it), or NULL: not run is not passed */
 };
 
 /**
@@ -197,6 +202,15 @@ struct cJSON *evaldir_tool_json(void);
 
 /** result.json's "plugins" array: role, impl, path and sha256 of every plugin the plan names (or NULL). */
 struct cJSON *evaldir_plugins_json(const struct plan *p);
+
+/**
+ * result.json's "python" array: role, impl, path, sha256, the interpreter that ran (interpreter,
+ * executable, libpython: this process's registration, else the plan's), the
+ * versions the plan recorded ("planned_versions") and those seen at run time ("versions", from
+ * run_versions, compact JSON; NULL: the plan's) of every Python implementation the plan names (or
+ * NULL when out of memory).
+ */
+struct cJSON *evaldir_python_json(const struct plan *p, const char *run_versions);
 
 /* ---- the reader ------------------------------------------------------------------------------- */
 

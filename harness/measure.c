@@ -3,6 +3,7 @@
 #include "gpu_clocks.h"
 #include "mla_numeric.h"
 #include "parity.h"
+#include "pyimpl.h"
 #include "vs_error.h"
 
 #include <math.h>
@@ -38,8 +39,20 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* A graph holding one implementation's launch of one config on one input set (timing "graph_replay"). */
+struct timed_graph {
+	const struct mla_decode_impl *impl;
+	const struct mla_decode_config *cfg;
+	int set;
+	void *graph;
+};
+
 /* Device buffers of one task: every input set, two output pairs at distinct addresses, workspace. */
 struct bufs {
+	struct timed_graph *graphs; /* captured once each, replayed by every timed sample; freed with b */
+	int ngraphs, graphs_cap;
+	struct timed_graph *prepared; /* (impl, cfg) pairs whose prepare() ran for this task (graph NULL) */
+	int nprepared;
 	int nsets;
 	void *q[VS_TASK_MAX_SETS], *kv[VS_TASK_MAX_SETS], *bt[VS_TASK_MAX_SETS], *sl[VS_TASK_MAX_SETS];
 	void *out[2];
@@ -70,6 +83,10 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 	}
 	d->ops->free(d, b->ws);
 	free(b->h_in);
+	for (int g = 0; g < b->ngraphs; g++)
+		d->ops->graph_free(d, b->graphs[g].graph);
+	free(b->graphs);
+	free(b->prepared);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -223,9 +240,17 @@ static int launch_status(int rc, const char *impl, const char *cfg, char **detai
 		*detail = fs_printf("launch of %s %s: config does not support these arguments", impl, cfg);
 		return 1;
 	case MLA_ENODEVICE:
+		if (pyimpl_for_impl(impl))
+			return vs_error(VS_EUNSUPPORTED, "%s: the python interpreter did not start in this worker",
+					impl);
 		return vs_error(VS_EUNSUPPORTED, "%s is not built into this binary (no GPU toolchain at build "
 				"time)", impl);
 	default:
+		/* A Python exception fails the config with the bridge's one line, not the task. */
+		if (pyimpl_for_impl(impl) && *pyimpl_last_error()) {
+			*detail = fs_printf("%s", pyimpl_last_error());
+			return 1;
+		}
 		return vs_error(VS_EDEVICE, "launch of %s %s failed on the device (status %d)", impl, cfg, rc);
 	}
 }
@@ -310,6 +335,42 @@ static char *repro(const struct measure_ctx *ctx, const struct task_data *t, con
 }
 
 /*
+ * The implementation's prepare() for this task and config (kernels/mla_decode.h: JIT, autotune),
+ * once, before the config's first launch, outside timing and capture. Returns 1 when ready, 0 when
+ * prepare() refused (*why set), negative on a harness error.
+ */
+static int prepare_config(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+			  const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **why)
+{
+	struct vs_device *d = ctx->device;
+	struct mla_decode_args a;
+	int rc, err;
+
+	if (!impl->prepare)
+		return 1;
+	/* Once per task and config, also when both sides are one implementation (an A/A run). */
+	for (int k = 0; k < b->nprepared; k++)
+		if (b->prepared[k].impl == impl && !strcmp(b->prepared[k].cfg->name, cfg->name))
+			return 1;
+	make_args(&a, d, t, b, 0, 0);
+	rc = impl->prepare(&a, cfg);
+	if (rc == MLA_OK) {
+		struct timed_graph *np = realloc(b->prepared, (size_t)(b->nprepared + 1) * sizeof(*np));
+
+		if (!np)
+			return vs_error(VS_ENOMEM, "out of memory");
+		b->prepared = np;
+		b->prepared[b->nprepared++] = (struct timed_graph){impl, cfg, 0, NULL};
+		return (err = d->ops->synchronize(d)) ? err : 1;
+	}
+	if (pyimpl_for_impl(impl->name) && *pyimpl_last_error())
+		*why = fs_printf("prepare: %s", pyimpl_last_error());
+	else
+		*why = fs_printf("prepare of %s %s failed (status %d)", impl->name, cfg->name, rc);
+	return rc == MLA_ENODEVICE ? launch_status(rc, impl->name, cfg->name, why) : 0;
+}
+
+/*
  * Parity of one config (docs/DESIGN.md "Parity"): every input set into poisoned outputs; set 0 again
  * into the second output pair (another address) and bit-identical; inputs unchanged.
  * Returns 1 pass, 0 fail (*detail set), negative on a device error.
@@ -320,8 +381,11 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 	struct vs_device *d = ctx->device;
 	struct mla_decode_args a;
 	char *why = NULL, *cmd;
-	int ok = 1, err;
+	int ok, err;
 
+	ok = prepare_config(ctx, t, b, impl, cfg, &why);
+	if (ok < 0)
+		return ok;
 	for (int set = 0; set < t->nsets && ok == 1; set++) {
 		if ((err = poison(d, b, 0)))
 			return err;
@@ -395,6 +459,80 @@ static int timed_launch(struct vs_device *d, struct bufs *b, const struct mla_de
 		}
 		return err;
 	}
+	return d->ops->timer_end(d, ms);
+}
+
+/* The graph of impl's launch of cfg on input set `set` (captured on first use, after warm-up). */
+static int timed_graph_for(void **graph, const struct measure_ctx *ctx, const struct task_data *t,
+			   struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
+			   int set)
+{
+	struct vs_device *d = ctx->device;
+	struct mla_decode_args a;
+	void *g = NULL;
+	int err, rc;
+
+	for (int k = 0; k < b->ngraphs; k++)
+		if (b->graphs[k].impl == impl && b->graphs[k].cfg == cfg && b->graphs[k].set == set) {
+			*graph = b->graphs[k].graph;
+			return 0;
+		}
+	if (b->ngraphs == b->graphs_cap) {
+		int cap = b->graphs_cap ? 2 * b->graphs_cap : 8;
+		struct timed_graph *ng = realloc(b->graphs, (size_t)cap * sizeof(*ng));
+
+		if (!ng)
+			return vs_error(VS_ENOMEM, "out of memory");
+		b->graphs = ng;
+		b->graphs_cap = cap;
+	}
+	make_args(&a, d, t, b, set, 0);
+	if ((err = d->ops->synchronize(d)) || (err = d->ops->graph_begin(d)))
+		return err;
+	rc = impl->launch(&a, cfg);
+	err = d->ops->graph_end(d, &g);
+	if (rc != MLA_OK || err) {
+		char why[512];
+
+		/* vs_error() writes the buffer vs_last_error() reads: copy it first. */
+		snprintf(why, sizeof(why), "%s", err ? vs_last_error() : pyimpl_for_impl(impl->name) ?
+			 pyimpl_last_error() : "");
+		if (g)
+			d->ops->graph_free(d, g);
+		return vs_error(rc == MLA_EDEVICE && !pyimpl_for_impl(impl->name) ? VS_EDEVICE : VS_EFAIL,
+				"%s %s cannot be timed by graph replay: its launch could not be captured (launch "
+				"status %d%s%s); emit the plan with --timing launch for an implementation that is not "
+				"capture-safe", impl->name, cfg->name, rc, *why ? ", " : "", why);
+	}
+	b->graphs[b->ngraphs++] = (struct timed_graph){impl, cfg, set, g};
+	/* One untimed replay: the first launch of an instantiated graph uploads it. */
+	if ((err = poison(d, b, 0)) || (err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
+		return err;
+	*graph = g;
+	return 0;
+}
+
+/*
+ * One timed sample of impl's cfg on input set `set` (a: its arguments), in the plan's timing mode:
+ * "launch" times the launch itself; "graph_replay" the replay of a graph that holds it (the host
+ * cost of a launch, Python's above all, stays out of the sample). Poisoning and the LLC flush
+ * precede the timed region in both.
+ */
+static int timed_sample(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+			const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
+			const struct mla_decode_args *a, int set, double *ms)
+{
+	struct vs_device *d = ctx->device;
+	void *graph = NULL;
+	int err;
+
+	if (strcmp(ctx->plan->protocol.timing, "graph_replay") || !d->ops->graph_begin)
+		return timed_launch(d, b, impl, cfg, a, ms);
+	if ((err = timed_graph_for(&graph, ctx, t, b, impl, cfg, set)))
+		return err;
+	if ((err = poison(d, b, 0)) || (err = d->ops->flush_llc(d)) || (err = d->ops->timer_begin(d)) ||
+	    (err = d->ops->graph_launch(d, graph)))
+		return err;
 	return d->ops->timer_end(d, ms);
 }
 
@@ -515,6 +653,8 @@ void measure_result_release(struct measure_result *r)
 	free(r->t_base);
 	free(r->t_cand);
 	free(r->error);
+	free(r->skipped);
+	free(r->py_versions);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -569,7 +709,7 @@ static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct
 			continue;
 		for (int k = 0; k < n && !err; k++) {
 			make_args(&a, d, t, b, k % t->nsets, 0);
-			err = timed_launch(d, b, ir->impl, &ir->configs[i], &a, &ms);
+			err = timed_sample(ctx, t, b, ir->impl, &ir->configs[i], &a, k % t->nsets, &ms);
 			x[k] = ms;
 		}
 		if (err)
@@ -711,7 +851,7 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 			char *why = NULL;
 
 			make_args(&a, d, t, b, set, 0);
-			err = timed_launch(d, b, ir->impl, &ir->configs[ir->chosen], &a, &ms);
+			err = timed_sample(ctx, t, b, ir->impl, &ir->configs[ir->chosen], &a, set, &ms);
 			if (err)
 				return err;
 			ro->t[pair] = ms;

@@ -70,6 +70,10 @@ struct measure_result {
 	int complete;              /* parity, capture and timing all ran */
 	int parity_pass;           /* both implementations have a passing config, no timed check failed */
 	char *error;               /* a fault that stopped the task (malloc'd), or NULL */
+	char *skipped;             /* not run: "<impl> does not support it: <reason>" (the plan's
+	                            * unsupported list; malloc'd), or NULL. Skipped is not passed. */
+	char *py_versions;         /* the embedded interpreter's package versions in the worker
+	                            * (compact JSON, malloc'd), or NULL when no Python ran */
 	struct measure_impl base, cand;
 	double *t_base, *t_cand;   /* [npairs] ms */
 	int npairs;

@@ -151,7 +151,7 @@ static int copy_manifest(struct evaldir_writer *w, const struct evaldir_part *pt
 
 int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const struct merge_options *o)
 {
-	char **paths = NULL, *eval_dir = NULL, *plan_path = NULL, *plan_text = NULL, line[512];
+	char **paths = NULL, *eval_dir = NULL, *plan_path = NULL, *plan_text = NULL, line[640];
 	size_t plan_len = 0;
 	int npaths = 0, err, created = 0;
 	struct evaldir_part *parts = NULL;
@@ -216,7 +216,8 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		const char *hsh = p.task_hash[i];
 		int np = 0;
 
-		if ((err = copy_manifest(&w, pt, hsh, p.tasks[i].name)))
+		/* A skipped task (not supported) was never materialized: it has no manifest. */
+		if (!jstr(task_json[i], "skipped") && (err = copy_manifest(&w, pt, hsh, p.tasks[i].name)))
 			goto done;
 		copy_rows(w.samples, pt->samples, hsh);
 		fprintf(w.log, "---- part %s\n%s", pt->dir, pt->log);
@@ -227,6 +228,8 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		sum[i].parity_pass = jstr(task_json[i], "parity") && !strcmp(jstr(task_json[i], "parity"), "pass");
 		sum[i].base_capture = capture_code(jget(task_json[i], "baseline"));
 		sum[i].cand_capture = capture_code(jget(task_json[i], "candidate"));
+		sum[i].kv_dtype = p.tasks[i].kv_dtype;
+		sum[i].skipped = jstr(task_json[i], "skipped");
 		if (np > 0) {
 			sum[i].t_base = pairs[i][0].base;
 			sum[i].t_cand = pairs[i][0].cand;

@@ -3,6 +3,7 @@
 #include "fsutil.h"
 #include "jsonfile.h"
 #include "plugin.h"
+#include "pyimpl.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -13,7 +14,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef VS_REPO_ROOT
+#define VS_REPO_ROOT "."
+#endif
+
 const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
+
+const struct plan_shipped_py plan_shipped_python[] = {
+	{"numpy.mla_decode", "kernels/python/numpy_mla.py"},
+	{"triton.mla_decode", "kernels/triton/mla_decode.py"},
+	{"tilelang.mla_decode", "kernels/tilelang/mla_decode.py"},
+	{"torch.mla_decode", "kernels/torch/mla_decode.py"},
+	{NULL, NULL},
+};
 
 /*
  * The shape grid. Each row becomes one task per planned dtype. Lengths are explicit, or ragged:
@@ -162,6 +175,9 @@ static int is_cpu_gen(const char *gen)
 	return strncmp(gen, "sm_", 3) && strncmp(gen, "gfx", 3);
 }
 
+static char *py_rel(const char *path);
+static char *python_json_of(const struct pyimpl *py, const char *rel);
+
 /* allow_empty: a reference with no config for gen is planned with none (it skips every task). */
 static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *name, const char *gen,
 			  int allow_empty)
@@ -193,23 +209,185 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 		memcpy(pi->plugin_sha256, pl->sha256, sizeof(pi->plugin_sha256));
 		VS_CHECK_ALLOC(pi->plugin_path);
 	}
+	if (pyimpl_for_impl(impl->name)) {
+		const struct pyimpl *py = pyimpl_for_impl(impl->name);
+
+		pi->python_path = py_rel(py->real_path);
+		memcpy(pi->python_sha256, py->sha256, sizeof(pi->python_sha256));
+		pi->python_json = pi->python_path ? python_json_of(py, pi->python_path) : NULL;
+		if (!pi->python_path || !pi->python_json)
+			return vs_error(VS_ENOMEM, "out of memory");
+	}
 	return 0;
 }
 
-/* Load a --baseline-lib/--candidate-lib plugin; its implementation fills *name unless one was named. */
-static int plan_lib(const char **name, const char *lib, const char *role)
+/* A module path as plans hold it, made absolute: a relative one is relative to the repository root. */
+static char *py_abs(const char *path)
+{
+	return path[0] == '/' ? strdup(path) : fs_join(VS_REPO_ROOT, path);
+}
+
+/* An existing file's path as plans record it: relative to the repository root when it lies in it. */
+static char *py_rel(const char *path)
+{
+	char *real = realpath(path, NULL), *root = realpath(VS_REPO_ROOT, NULL), *rel = NULL;
+	size_t n = root ? strlen(root) : 0;
+
+	if (real && root && !strncmp(real, root, n) && real[n] == '/')
+		rel = strdup(real + n + 1);
+	else if (real)
+		rel = strdup(real);
+	free(real);
+	free(root);
+	return rel;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
+/* Register the Python module at file (as the user or the shipped table names it) for gen. */
+static int plan_python(const char **name, const char *file, const char *role, const char *gen)
+{
+	const struct pyimpl *py;
+	int err;
+
+	if (!fs_exists(file))
+		return vs_error(VS_ENOTFOUND, "%s '%s': python module '%s' does not exist", role, *name ? *name : file,
+				file);
+	if ((err = pyimpl_register(&py, file, gen)))
+		return err;
+	if (*name && strcmp(*name, py->name))
+		return vs_error(VS_EUSAGE, "--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
+				"provides", role, *name, py->name, role, file);
+	*name = py->name;
+	return 0;
+}
+
+/* A shipped Python implementation's module, registered when a plan names it (NULL name: nothing). */
+static int plan_shipped(const char *name, const char *role, const char *gen)
+{
+	char *file;
+	int err;
+
+	if (!name || mla_decode_impl_find(name))
+		return 0;
+	for (int i = 0; plan_shipped_python[i].name; i++) {
+		if (strcmp(plan_shipped_python[i].name, name))
+			continue;
+		file = py_abs(plan_shipped_python[i].path);
+		if (!file)
+			return vs_error(VS_ENOMEM, "out of memory");
+		if (!fs_exists(file)) {
+			free(file);
+			return vs_error(VS_ENOTFOUND, "%s '%s' is the Python module %s, which this checkout lacks", role,
+					name, plan_shipped_python[i].path);
+		}
+		err = plan_python(&name, file, role, gen);
+		free(file);
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * Load a --baseline-lib/--candidate-lib: a plugin (.so) or a Python module (.py, by its extension);
+ * its implementation fills *name unless one was named.
+ */
+static int plan_lib(const char **name, const char *lib, const char *role, const char *gen)
 {
 	const struct plugin *pl;
 	int err;
 
 	if (!lib)
 		return 0;
+	if (has_suffix(lib, ".py"))
+		return plan_python(name, lib, role, gen);
 	if ((err = plugin_load(&pl, lib)))
 		return err;
 	if (*name && strcmp(*name, pl->impl->name))
 		return vs_error(VS_EUSAGE, "--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
 				"provides", role, *name, pl->impl->name, role, lib);
 	*name = pl->impl->name;
+	return 0;
+}
+
+/* The plan's "python" object of a registered module (compact JSON text, malloc'd), or NULL. */
+static char *python_json_of(const struct pyimpl *py, const char *rel)
+{
+	cJSON *j = cJSON_CreateObject(), *v = cJSON_Parse(py->versions_json);
+	char *text = NULL;
+
+	if (j && v && cJSON_AddStringToObject(j, "path", rel) && cJSON_AddStringToObject(j, "sha256", py->sha256) &&
+	    cJSON_AddStringToObject(j, "backend", py->py_backend) &&
+	    cJSON_AddStringToObject(j, "interpreter", py->interpreter) &&
+	    cJSON_AddStringToObject(j, "executable", py->executable) &&
+	    cJSON_AddStringToObject(j, "libpython", py->libpython) && cJSON_AddItemToObject(j, "versions", v)) {
+		v = NULL;
+		text = cJSON_PrintUnformatted(j);
+	}
+	cJSON_Delete(v);
+	cJSON_Delete(j);
+	return text;
+}
+
+const char *plan_skip_reason(const struct plan *p, const struct plan_impl *pi, int i)
+{
+	if (i < 0 || i >= p->ntasks)
+		return NULL;
+	for (int k = 0; k < pi->nskips; k++)
+		if (!strcmp(pi->skips[k].hash, p->task_hash[i]))
+			return pi->skips[k].reason;
+	return NULL;
+}
+
+static void skips_release(struct plan_skip *s, int n)
+{
+	for (int k = 0; k < n; k++)
+		free(s[k].reason);
+	free(s);
+}
+
+/*
+ * Ask impl's supports() about every task of p (shapes only: every pointer NULL, kv_scale 1, num_cus
+ * 0: a plan is made without a device). *out (malloc'd, *n entries) lists the tasks it skips.
+ */
+static int skips_compute(struct plan_skip **out, int *n, const struct mla_decode_impl *impl, const struct plan *p)
+{
+	struct plan_skip *s = calloc((size_t)p->ntasks + 1, sizeof(*s));
+	int k = 0;
+
+	if (!s)
+		return vs_error(VS_ENOMEM, "out of memory");
+	for (int i = 0; impl->supports && i < p->ntasks; i++) {
+		const struct task_spec *t = &p->tasks[i];
+		struct mla_decode_args a;
+		char why[256] = "";
+
+		memset(&a, 0, sizeof(a));
+		a.batch = t->batch;
+		a.s_q = t->s_q;
+		a.h_q = t->h_q;
+		a.num_pages = (int32_t)(t->num_pages + t->page_offset);
+		a.page_size = t->page_size;
+		a.max_pages = t->max_pages;
+		a.kv_dtype = t->kv_dtype;
+		a.softmax_scale = t->softmax_scale;
+		a.kv_scale = 1.0f;
+		if (impl->supports(&a, why, sizeof(why)))
+			continue;
+		memcpy(s[k].hash, p->task_hash[i], sizeof(s[k].hash));
+		s[k].reason = strdup(*why ? why : "not supported (supports() gave no reason)");
+		if (!s[k++].reason) {
+			skips_release(s, k);
+			return vs_error(VS_ENOMEM, "out of memory");
+		}
+	}
+	*out = s;
+	*n = k;
 	return 0;
 }
 
@@ -389,7 +567,7 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 		/* A file goes through the code of --candidate-lib, a name through that of --candidate. */
 		if (reference_is_file(spec)) {
 			name = NULL;
-			if ((err = plan_lib(&name, spec, "reference")))
+			if ((err = plan_lib(&name, spec, "reference", gen)))
 				return err;
 		}
 		if (!mla_decode_impl_find(name))
@@ -455,13 +633,6 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	int32_t dtypes[2];
 
 	memset(&np, 0, sizeof(np));
-	if (o && ((err = plan_lib(&base, o->baseline_lib, "baseline")) ||
-		  (err = plan_lib(&cand, o->candidate_lib, "candidate"))))
-		return err;
-	if (!base)
-		base = c->match.from_backend;
-	if (!cand)
-		cand = c->match.to_backend;
 	for (int i = 0; plan_tiers[i]; i++)
 		if (!strcmp(plan_tiers[i], tier))
 			tier_bit = 1 << i;
@@ -492,6 +663,15 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	} else if (!list_has(&c->match.gens, gen)) {
 		return vs_error(VS_EUSAGE, "generation '%s' is not in %s's match.gens", gen, c->path);
 	}
+	if (o && ((err = plan_lib(&base, o->baseline_lib, "baseline", gen)) ||
+		  (err = plan_lib(&cand, o->candidate_lib, "candidate", gen))))
+		return err;
+	if (!base)
+		base = c->match.from_backend;
+	if (!cand)
+		cand = c->match.to_backend;
+	if ((err = plan_shipped(base, "baseline", gen)) || (err = plan_shipped(cand, "candidate", gen)))
+		return err;
 	if (!base || !*base)
 		return vs_error(VS_EUSAGE, "%s: match.from_backend is unset: name a baseline with --baseline IMPL",
 				c->path);
@@ -547,6 +727,20 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (o && o->nreferences && (err = plan_references(&np, o, gen)))
 		goto done;
 	protocol_defaults(&np.protocol, gpu, tier);
+	if (o && o->timing && strcmp(o->timing, "graph_replay") && strcmp(o->timing, "launch")) {
+		err = vs_error(VS_EUSAGE, "--timing '%s': the timing modes are graph_replay and launch", o->timing);
+		goto done;
+	}
+	if (o && o->timing && !strcmp(o->timing, "graph_replay") && !gpu) {
+		err = vs_error(VS_EUSAGE, "--timing graph_replay needs a GPU plan: the CPU has no graphs (its plans "
+			       "time the launch)");
+		goto done;
+	}
+	snprintf(np.protocol.timing, sizeof(np.protocol.timing), "%s",
+		 o && o->timing ? o->timing : gpu ? "graph_replay" : "launch");
+	if ((err = skips_compute(&np.baseline.skips, &np.baseline.nskips, mla_decode_impl_find(base), &np)) ||
+	    (err = skips_compute(&np.candidate.skips, &np.candidate.nskips, mla_decode_impl_find(cand), &np)))
+		goto done;
 	np.speedup_min = c->expects.isolated_speedup_min;
 	np.parity_required = !c->expects.parity || strcmp(c->expects.parity, "advisory") != 0;
 	np.capture_required = gpu;
@@ -584,6 +778,8 @@ static cJSON *impl_to_json(int *oom, const struct plan_impl *pi)
 		jsonfile_put_str(oom, pl, "path", pi->plugin_path);
 		jsonfile_put_str(oom, pl, "sha256", pi->plugin_sha256);
 	}
+	if (pi->python_json)
+		jsonfile_put(oom, j, "python", cJSON_Parse(pi->python_json));
 	arr = jsonfile_put_arr(oom, j, "configs");
 	for (int i = 0; i < pi->nconfigs; i++)
 		jsonfile_put(oom, arr, NULL, config_to_json(oom, &pi->configs[i]));
@@ -623,6 +819,26 @@ static cJSON *references_to_json(int *oom, const struct plan *p)
 	return arr;
 }
 
+/* The tasks pi does not run, with supports()'s reasons (written only when there are some). */
+static void skips_to_json(int *oom, cJSON *j, const struct plan_impl *pi, const struct plan *p)
+{
+	cJSON *arr;
+
+	if (!pi->nskips || !j)
+		return;
+	arr = jsonfile_put_arr(oom, j, "unsupported");
+	for (int k = 0; arr && k < pi->nskips; k++) {
+		cJSON *t = cJSON_CreateObject();
+
+		for (int i = 0; i < p->ntasks; i++)
+			if (!strcmp(p->task_hash[i], pi->skips[k].hash))
+				jsonfile_put_str(oom, t, "task", p->tasks[i].name);
+		jsonfile_put_str(oom, t, "hash", pi->skips[k].hash);
+		jsonfile_put_str(oom, t, "reason", pi->skips[k].reason);
+		jsonfile_put(oom, arr, NULL, t);
+	}
+}
+
 /* Seeds above 2^53 do not survive a JSON number: they are written as decimal strings. */
 static void add_u64(int *oom, cJSON *j, const char *key, uint64_t v)
 {
@@ -651,6 +867,8 @@ int plan_to_text(char **out, const struct plan *p)
 	jsonfile_put_str(oom, root, "model", p->model);
 	jsonfile_put(oom, root, "baseline", impl_to_json(oom, &p->baseline));
 	jsonfile_put(oom, root, "candidate", impl_to_json(oom, &p->candidate));
+	skips_to_json(oom, cJSON_GetObjectItem(root, "baseline"), &p->baseline, p);
+	skips_to_json(oom, cJSON_GetObjectItem(root, "candidate"), &p->candidate, p);
 	if (p->nrefs)
 		jsonfile_put(oom, root, "references", references_to_json(oom, p));
 	if (p->build)
@@ -677,6 +895,7 @@ int plan_to_text(char **out, const struct plan *p)
 	jsonfile_put_num(oom, pr, "check_every", p->protocol.check_every);
 	jsonfile_put_num(oom, pr, "flush_factor", p->protocol.flush_factor);
 	jsonfile_put_num(oom, pr, "review_bound", p->protocol.review_bound);
+	jsonfile_put_str(oom, pr, "timing", p->protocol.timing);
 	gates = jsonfile_put_obj(oom, root, "gates");
 	jsonfile_put_str(oom, gates, "parity", p->parity_required ? "required" : "advisory");
 	jsonfile_put_num(oom, gates, "isolated_speedup_min", p->speedup_min);
@@ -785,6 +1004,103 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	return pi->plugin_path ? 0 : vs_oom();
 }
 
+/*
+ * A plan's "python": {"path", "sha256", ...}: the module must still hold the bytes planned (checked
+ * before the interpreter runs), then it is registered for gen.
+ */
+static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const char *role, const char *gen,
+				 const char *path)
+{
+	const struct pyimpl *py;
+	const char *file = get_str(pj, "path"), *sha = get_str(pj, "sha256");
+	char *abs = NULL, hex[65];
+	int err;
+
+	if (!pj)
+		return 0;
+	if (!file || !sha || strlen(sha) != 64)
+		return vs_error(VS_ESCHEMA, "%s: %s.python needs \"path\" and a 64-digit \"sha256\"", path, role);
+	abs = py_abs(file);
+	if (!abs)
+		return vs_error(VS_ENOMEM, "out of memory");
+	if (!fs_exists(abs)) {
+		err = vs_error(VS_ENOTFOUND, "%s: %s python module '%s' does not exist", path, role, file);
+		goto done;
+	}
+	if ((err = fs_sha256_file(hex, abs)))
+		goto done;
+	if (strcmp(hex, sha)) {
+		err = vs_error(VS_EVERIFY, "%s: %s python module '%s' changed since the plan was made (sha256 %s, plan "
+			       "%s): emit the plan again", path, role, file, hex, sha);
+		goto done;
+	}
+	if ((err = pyimpl_register(&py, abs, gen)))
+		goto done;
+	if (strcmp(py->name, pi->name)) {
+		err = vs_error(VS_ESCHEMA, "%s: %s python module '%s' provides '%s', not '%s'", path, role, file,
+			       py->name, pi->name);
+		goto done;
+	}
+	if (get_str(pj, "executable") && strcmp(get_str(pj, "executable"), py->executable))
+		vs_warn("%s: %s python module '%s' was planned with the interpreter %s; this process uses %s "
+			"($VS_PYTHON): the evidence records the one that ran", path, role, file,
+			get_str(pj, "executable"), py->executable);
+	pi->python_path = strdup(file);
+	memcpy(pi->python_sha256, sha, 65);
+	pi->python_json = cJSON_PrintUnformatted(pj);
+	err = pi->python_path && pi->python_json ? 0 : vs_error(VS_ENOMEM, "out of memory");
+done:
+	free(abs);
+	return err;
+}
+
+/* A plan's "unsupported" list of an implementation (absent: it runs every task). */
+static int impl_skips_from_json(struct plan_impl *pi, const cJSON *arr, const char *role, const char *path)
+{
+	const cJSON *t;
+	int n = cJSON_GetArraySize(arr);
+
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return vs_error(VS_ESCHEMA, "%s: %s.unsupported must be an array", path, role);
+	pi->skips = calloc((size_t)n + 1, sizeof(*pi->skips));
+	if (!pi->skips)
+		return vs_error(VS_ENOMEM, "out of memory");
+	cJSON_ArrayForEach(t, arr) {
+		const char *hash = get_str(t, "hash"), *reason = get_str(t, "reason");
+
+		if (!hash || strlen(hash) != 64 || !reason)
+			return vs_error(VS_ESCHEMA, "%s: %s.unsupported[%d] needs a 64-digit \"hash\" and a \"reason\"",
+					path, role, pi->nskips);
+		memcpy(pi->skips[pi->nskips].hash, hash, 65);
+		if (!(pi->skips[pi->nskips++].reason = strdup(reason)))
+			return vs_error(VS_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* The plan's unsupported list must be what the implementation answers now (not edited by hand). */
+static int impl_skips_check(const struct plan_impl *pi, const struct plan *p, const char *role, const char *path)
+{
+	struct plan_skip *now = NULL;
+	int n = 0, err = skips_compute(&now, &n, mla_decode_impl_find(pi->name), p);
+
+	for (int i = 0; !err && i < p->ntasks; i++) {
+		const char *a = plan_skip_reason(p, pi, i), *b = NULL;
+
+		for (int k = 0; k < n; k++)
+			if (!strcmp(now[k].hash, p->task_hash[i]))
+				b = now[k].reason;
+		if ((a || b) && (!a || !b || strcmp(a, b)))
+			err = vs_error(VS_EVERIFY, "%s: %s '%s' on task %s: the plan says '%s', its supports() says '%s' "
+				       "now: emit the plan again", path, role, pi->name, p->tasks[i].name,
+				       a ? a : "supported", b ? b : "supported");
+	}
+	skips_release(now, n);
+	return err;
+}
+
 static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
 			  const char *path, int allow_empty)
 {
@@ -800,7 +1116,9 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		err = dup_str(&pi->backend, j, "backend", path);
 	if (err)
 		return err;
-	if ((err = impl_plugin_from_json(pi, cJSON_GetObjectItemCaseSensitive(j, "plugin"), role, path)))
+	if ((err = impl_plugin_from_json(pi, cJSON_GetObjectItemCaseSensitive(j, "plugin"), role, path)) ||
+	    (err = impl_python_from_json(pi, cJSON_GetObjectItemCaseSensitive(j, "python"), role, gen, path)) ||
+	    (err = impl_skips_from_json(pi, cJSON_GetObjectItemCaseSensitive(j, "unsupported"), role, path)))
 		return err;
 	impl = mla_decode_impl_find(pi->name);
 	if (!impl) {
@@ -1026,6 +1344,17 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	    (err = get_real(&np.protocol.flush_factor, pr, "flush_factor", 2, 1000, path, "protocol")) ||
 	    (err = get_real(&np.protocol.review_bound, pr, "review_bound", 1, 1e9, path, "protocol")))
 		goto done;
+	{
+		/* Plans made before the timing mode was recorded timed the launch. */
+		const char *timing = get_str(pr, "timing") ? get_str(pr, "timing") : "launch";
+
+		if (strcmp(timing, "graph_replay") && strcmp(timing, "launch")) {
+			err = vs_error(VS_ESCHEMA, "%s: protocol.timing is '%s', expected 'graph_replay' or 'launch'",
+				       path, timing);
+			goto done;
+		}
+		snprintf(np.protocol.timing, sizeof(np.protocol.timing), "%s", timing);
+	}
 	seed = get_str(pr, "bootstrap_seed");
 	{
 		char *end = NULL;
@@ -1049,6 +1378,9 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if ((err = get_real(&np.speedup_min, gates, "isolated_speedup_min", 0, 1e9, path, "gates")))
 		goto done;
 	np.capture_required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gates, "capture"));
+	if ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
+	    (err = impl_skips_check(&np.candidate, &np, "candidate", path)))
+		goto done;
 	*p = np;
 	memset(&np, 0, sizeof(np));
 done:
@@ -1092,11 +1424,14 @@ void plan_print_summary(const struct plan *p, FILE *f)
 {
 	double bytes = 0, flops = 0;
 	const cJSON *k;
+	int w = 14;
 
 	fprintf(f, "plan for %s (%s), tier %s, generation %s\n", p->card_id, p->card_path, p->tier, p->gen);
-	fprintf(f, "  baseline   %-14s %3d config%s (%s)\n", p->baseline.name, p->baseline.nconfigs,
+	w = (int)strlen(p->baseline.name) > w ? (int)strlen(p->baseline.name) : w;
+	w = (int)strlen(p->candidate.name) > w ? (int)strlen(p->candidate.name) : w;
+	fprintf(f, "  baseline   %-*s %3d config%s (%s)\n", w, p->baseline.name, p->baseline.nconfigs,
 		p->baseline.nconfigs == 1 ? " " : "s", p->baseline.backend);
-	fprintf(f, "  candidate  %-14s %3d config%s (%s)\n", p->candidate.name, p->candidate.nconfigs,
+	fprintf(f, "  candidate  %-*s %3d config%s (%s)\n", w, p->candidate.name, p->candidate.nconfigs,
 		p->candidate.nconfigs == 1 ? " " : "s", p->candidate.backend);
 	for (int k = 0; k < 2; k++) {
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
@@ -1104,14 +1439,22 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		if (pi->plugin_path)
 			fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", k ? "candidate" : "baseline", pi->plugin_path,
 				pi->plugin_sha256);
+		if (pi->python_path)
+			fprintf(f, "  %-10s python %s (sha256 %.16s...), interpreter %s\n", k ? "candidate" : "baseline",
+				pi->python_path, pi->python_sha256, pyimpl_interpreter());
+		for (int s = 0; s < pi->nskips; s++)
+			for (int i = 0; i < p->ntasks; i++)
+				if (!strcmp(p->task_hash[i], pi->skips[s].hash))
+					fprintf(f, "  %-10s skips %s: %s\n", k ? "candidate" : "baseline", p->tasks[i].name,
+						pi->skips[s].reason);
 	}
 	for (int k = 0; k < p->nrefs; k++)
 		print_reference(p, k, f);
 	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory", p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
-	fprintf(f, "  protocol   warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d-th pair\n",
-		p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs, p->protocol.max_seconds,
+	fprintf(f, "  protocol   timing %s, warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d-th pair\n",
+		p->protocol.timing, p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs, p->protocol.max_seconds,
 		p->protocol.rel_halfwidth * 100, p->protocol.flush_factor, p->protocol.check_every);
 	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");
 	for (int i = 0; i < p->ntasks; i++) {
@@ -1161,6 +1504,9 @@ static void impl_release(struct plan_impl *pi)
 	free(pi->backend);
 	free(pi->configs);
 	free(pi->plugin_path);
+	free(pi->python_path);
+	free(pi->python_json);
+	skips_release(pi->skips, pi->nskips);
 	memset(pi, 0, sizeof(*pi));
 }
 

@@ -5,7 +5,16 @@
  * card's dtypes and regimes), the baseline and candidate implementations with their config spaces
  * for the target generation, tolerances (inside each task spec), the measurement protocol and the
  * gates (card's isolated_speedup_min, parity, capture safety). Same card and options give a
- * byte-identical plan (no clocks, no paths outside the repository, stable key order).
+ * byte-identical plan (no clocks, no paths outside the repository, stable key order), but for what
+ * a Python implementation's plan records by design: the interpreter ($VS_PYTHON), its executable
+ * and libpython, the package versions, and the path of a module outside the repository.
+ *
+ * Python implementations (pyimpl.h): a plan names one by a shipped name (plan_shipped_python) or a
+ * --baseline-lib/--candidate-lib FILE.py; building or reading the plan registers the module (a
+ * describe subprocess; the parent never starts Python). Module paths are stored relative to the
+ * repository root (the checkout this binary was built from) when the file lies in it, and read
+ * back against that root; reading refuses a module whose sha256 differs from the plan's before any
+ * interpreter runs.
  */
 #ifndef VS_PLAN_H
 #define VS_PLAN_H
@@ -34,6 +43,15 @@ struct plan_protocol {
 	int check_every;       /* check both timed outputs of every k-th A/B pair against the reference */
 	double flush_factor;   /* LLC flush buffer size as a multiple of the LLC (>= 2) */
 	double review_bound;   /* a speedup above this is flagged for review (10) */
+	char timing[16];       /* the timed sample: "graph_replay" (GPU plans: the replay of a graph
+	                        * holding one launch) or "launch" (CPU plans, or --timing launch: the
+	                        * launch itself between two events / clock reads) */
+};
+
+/** One task an implementation does not run (its supports() said why): skipped, never passed. */
+struct plan_skip {
+	char hash[65];         /* the task's hash */
+	char *reason;          /* supports()'s answer */
 };
 
 struct plan_impl {
@@ -43,6 +61,16 @@ struct plan_impl {
 	int nconfigs;
 	char *plugin_path;     /* the shared object that provides it (plugin.h), or NULL for a built-in */
 	char plugin_sha256[65];/* sha256 of that file when the plan was made */
+	/*
+	 * A Python implementation (pyimpl.h): the module file (repo-relative when it lies in the
+	 * repository, else absolute), its sha256, and the interpreter that described it; NULL path for
+	 * a C implementation. python_json is the plan's "python" object (compact JSON).
+	 */
+	char *python_path;
+	char python_sha256[65];
+	char *python_json;
+	struct plan_skip *skips; /* tasks it does not support, in plan order */
+	int nskips;
 };
 
 /** Most reference implementations one plan names (`--reference`, repeatable). */
@@ -93,7 +121,22 @@ struct plan_options {
 	const char *const *references; /* [nreferences] --reference IMPL: a built-in name or a file that
 	                                * --candidate-lib accepts (a path: contains '/' or ends in .so/.py) */
 	int nreferences;
+	                            /* A FILE.py for either is a Python implementation (pyimpl.h). */
+	const char *timing;        /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
+	                            * the CPU (which has no graphs) */
 };
+
+/**
+ * The Python implementations shipped in the repository, addressable by name like built-ins:
+ * {"numpy.mla_decode", "kernels/python/numpy_mla.py"}, ... (paths relative to the repository root);
+ * {NULL, NULL} ends the table.
+ */
+extern const struct plan_shipped_py {
+	const char *name, *path;
+} plan_shipped_python[];
+
+/** The reason plan p's implementation pi skips task i, or NULL when it runs it. */
+const char *plan_skip_reason(const struct plan *p, const struct plan_impl *pi, int i);
 
 /** The tier names, NULL-terminated. */
 extern const char *const plan_tiers[];
@@ -114,7 +157,10 @@ int plan_write(const struct plan *p, const char *path);
 /**
  * Read and check a plan file (schema, implementations exist, task specs valid). A plan whose
  * baseline or candidate names a plugin loads it (plugin_load) and refuses it with VS_EVERIFY when
- * the file's sha256 differs from the one the plan recorded.
+ * the file's sha256 differs from the one the plan recorded; the same for a Python module (one line
+ * naming the file and both hashes), which is then registered (pyimpl_register). The unsupported
+ * lists must be what the implementations' supports() answer now (VS_EVERIFY otherwise: a task is
+ * not skipped by editing the plan).
  */
 int plan_read(struct plan *p, const char *path);
 

@@ -44,6 +44,7 @@ struct row {
 struct shape_speedup {
 	char *name;
 	int timed;
+	int skipped;       /* not run: an implementation does not support it (result.json "skipped") */
 	double est, lo, hi;
 	double cand_ms;    /* the candidate's median, 0 when not timed */
 };
@@ -122,6 +123,7 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 				"candidate"), "timing"), "median_ms"));
 		if (isnan(sh->cand_ms))
 			sh->cand_ms = 0;
+		sh->skipped = cJSON_IsString(cJSON_GetObjectItem(t, "skipped"));
 		if (cJSON_IsObject(sp)) {
 			sh->timed = 1;
 			sh->est = cJSON_GetNumberValue(cJSON_GetObjectItem(sp, "estimate"));
@@ -704,8 +706,8 @@ static void print_chart(FILE *f, struct row *rows, int n)
 			if (sh->timed)
 				bar(f, y, sh->est, sh->lo, sh->hi, vmax, "shape", sh->name);
 			else
-				fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not timed (parity or fault)</text>\n",
-					CH_LABEL + 6, y + 15);
+				fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">%s</text>\n", CH_LABEL + 6, y + 15,
+					sh->skipped ? "skipped: not supported (not a pass)" : "not timed (parity or fault)");
 			y += CH_ROW;
 		}
 		if (r->has_expected) {

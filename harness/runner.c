@@ -37,6 +37,11 @@ static void print_table_header(FILE *log)
 
 static void print_table_row(FILE *log, const struct measure_result *r)
 {
+	if (r->skipped) {
+		fprintf(log, "%-34s %10s %10s  %-22s %8s %8s %7s  %s\n", r->name, "-", "-", "-", "-", "-", "skipped",
+		    r->skipped);
+		return;
+	}
 	if (!r->complete) {
 		fprintf(log, "%-34s %10s %10s  %-22s %8s %8s %7s%s%s\n", r->name, "-", "-", "-", "-", "-",
 		    r->parity_pass ? "pass" : "FAIL", r->error ? "  error: " : "", r->error ? r->error : "");
@@ -84,7 +89,9 @@ static void print_ref_rows(FILE *log, const struct plan *p, const struct measure
 /* The one line a finished task gets on stdout. */
 static void task_line(struct progress *pg, int i, int n, const struct measure_result *r)
 {
-	if (r->error)
+	if (r->skipped)
+		progress_line(pg, "[%d/%d] %s: SKIPPED: %s", i + 1, n, r->name, r->skipped);
+	else if (r->error)
 		progress_line(pg, "[%d/%d] %s: FAILED: %s", i + 1, n, r->name, r->error);
 	else if (!r->complete)
 		progress_line(pg, "[%d/%d] %s: parity %s, not timed", i + 1, n, r->name, r->parity_pass ? "pass" :
@@ -110,6 +117,25 @@ struct slot {
 	int task;              /* index into the selection, -1 when free */
 	struct worker_proc wp;
 };
+
+/*
+ * Whether plan task i is skipped (an implementation's supports() said no at plan time): r gets
+ * "<impl> does not support it: <reason>". Returns 1 when skipped, 0 when not, or VS_ENOMEM.
+ */
+static int skip_task(struct measure_result *r, const struct measure_ctx *ctx, const struct plan *p, int i)
+{
+	const struct plan_impl *pi = plan_skip_reason(p, &p->baseline, i) ? &p->baseline : &p->candidate;
+	const char *why = plan_skip_reason(p, pi, i);
+	int err;
+
+	if (!why)
+		return 0;
+	if ((err = measure_result_init(r, ctx, &p->tasks[i], p->task_hash[i])))
+		return err;
+	r->skipped = fs_printf("%s %s does not support it: %s", pi == &p->baseline ? "baseline" : "candidate",
+			       pi->name, why);
+	return r->skipped ? 1 : vs_error(VS_ENOMEM, "out of memory");
+}
 
 /* Materialize task i and copy its manifest into the eval dir; *dir is its task dir. */
 static int prepare_task(char **dir, struct evaldir_writer *w, const struct runner_options *o, const struct plan *p,
@@ -180,7 +206,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	struct slot *slots = NULL;
 	struct evaldir_task_summary *sum = NULL;
 	const struct mla_decode_impl *base, *cand;
-	char *plan_text = NULL, *eval_dir = NULL, plan_hex[65], started[32], finished[32], line[512];
+	char *plan_text = NULL, *eval_dir = NULL, plan_hex[65], started[32], finished[32], line[640];
+	const char *py_versions = NULL;
 	size_t plan_len = 0;
 	int err, nsel = 0, parity_only, partial, nslots, next = 0, running = 0, in_process;
 	int *sel = NULL;
@@ -310,6 +337,17 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 				continue;
 			to = &out[next];
 			i = to->plan_index = sel[next];
+			if ((terr = skip_task(&to->r, &ctx, &p, i)) != 0) {
+				if (terr < 0) {
+					err = terr;
+					goto done;
+				}
+				progress_step(&pg);
+				task_line(&pg, i, p.ntasks, &to->r);
+				next++;
+				s--; /* the slot is still free */
+				continue;
+			}
 			progress_status(&pg, "materializing %s", p.tasks[i].name);
 			terr = prepare_task(&to->dir, &w, o, &p, i);
 			if (terr) {
@@ -404,8 +442,14 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			fputs(to->log, w.log);
 		if (to->samples)
 			fputs(to->samples, w.samples);
+		if (to->r.skipped)
+			fprintf(w.log, "    task %s skipped: %s\n", p.tasks[i].name, to->r.skipped);
 		if (to->r.error)
 			fprintf(w.log, "    task %s failed: %s\n", p.tasks[i].name, to->r.error);
+		if (to->r.py_versions && !py_versions)
+			py_versions = to->r.py_versions;
+		sum[k].kv_dtype = p.tasks[i].kv_dtype;
+		sum[k].skipped = to->r.skipped;
 		sum[k].complete = to->r.complete;
 		sum[k].parity_pass = to->r.parity_pass;
 		sum[k].base_capture = to->r.base.capture;
@@ -440,6 +484,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		.has_part = o->has_part,
 		.run_id = o->run_id,
 		.part_index = o->part_index,
+		.py_versions = py_versions,
 	};
 	if ((err = evaldir_writer_head(&w, &h)))
 		goto done;

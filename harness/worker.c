@@ -1,5 +1,6 @@
 #include "worker.h"
 #include "fsutil.h"
+#include "pyimpl.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -139,6 +140,8 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 	cJSON_AddNumberToObject(j, "sm_mhz_end", r->sm_mhz_end);
 	cJSON_AddNumberToObject(j, "throttle_begin", (double)r->throttle_begin);
 	cJSON_AddNumberToObject(j, "throttle_end", (double)r->throttle_end);
+	if (r->py_versions)
+		cJSON_AddStringToObject(j, "py_versions", r->py_versions);
 	cJSON_AddStringToObject(j, "samples", samples ? samples : "");
 	cJSON_AddStringToObject(j, "log", log ? log : "");
 	text = cJSON_PrintUnformatted(j);
@@ -167,6 +170,7 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	r->sm_mhz_end = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "sm_mhz_end"));
 	r->throttle_begin = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_begin"));
 	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
+	r->py_versions = dup_or_null(cJSON_GetObjectItem(j, "py_versions"));
 	*samples = dup_or_null(cJSON_GetObjectItem(j, "samples"));
 	*log = dup_or_null(cJSON_GetObjectItem(j, "log"));
 	measure_result_finish(r, p);
@@ -202,10 +206,17 @@ static char *work(const struct worker_spec *w, int *code_out)
 		code = open_device(&dev, w->backend, w->gpu_ordinal);
 		ctx.device = &dev;
 	}
+	/*
+	 * The Python implementations' interpreter starts here, after the fork (pyimpl.h); one that
+	 * cannot start fails this task with its line, and the run goes on.
+	 */
+	if (!code && pyimpl_at(0))
+		code = pyimpl_start();
 	if (!code)
 		code = task_load(&t, w->task_dir);
 	if (!code) {
 		code = measure_task(&r, &ctx, &t);
+		r.py_versions = pyimpl_versions_now();
 	} else {
 		measure_result_init(&r, &ctx, w->spec, w->task_hash);
 		r.error = strdup(vs_last_error());

@@ -96,6 +96,39 @@ static void fake_graph_free(struct vs_device *d, void *graph)
 	(void)graph;
 }
 
+/* Graphs that outlive the next capture (timing "graph_replay" keeps one per impl, config and set). */
+static int in_replay;
+static int graph_end_copy(struct vs_device *d, void **graph)
+{
+	struct fake_stream *g;
+
+	(void)d;
+	stream.capturing = 0;
+	if (!stream.impl)
+		return vs_error(VS_EDEVICE, "nothing was captured");
+	g = malloc(sizeof(*g));
+	ck_assert_ptr_nonnull(g);
+	*g = stream;
+	*graph = g;
+	return 0;
+}
+
+static int graph_launch_copy(struct vs_device *d, void *graph)
+{
+	int rc;
+
+	in_replay = 1;
+	rc = fake_graph_launch(d, graph);
+	in_replay = 0;
+	return rc;
+}
+
+static void graph_free_copy(struct vs_device *d, void *graph)
+{
+	(void)d;
+	free(graph);
+}
+
 static struct vs_device_ops fake_ops;
 
 static void open_fake_device(struct vs_device *d, int with_graphs)
@@ -163,6 +196,39 @@ static int honest_launch(const struct mla_decode_args *a, const struct mla_decod
 	virtual_ms += (c->block_n ? c->block_n : 2.0) * (1.0 + noise(0.01));
 	return mla_cpu_naive.launch(a, &naive_cfg);
 }
+
+/* 2 ms of kernel, plus 40 ms of host time per launch (a Python launch); a graph replay has no host part. */
+static int host_heavy_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static const struct mla_decode_impl host_heavy = {MLA_DECODE_ABI_VERSION, "test.host_heavy", "cpu", "", no_configs,
+						  no_ws, host_heavy_launch, NULL, NULL};
+
+static int host_heavy_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	if (captured(&host_heavy, a, c))
+		return MLA_OK;
+	virtual_ms += (in_replay ? 0.0 : 40.0) + 2.0 * (1.0 + noise(0.01));
+	return mla_cpu_naive.launch(a, &naive_cfg);
+}
+
+/* Counts prepare() calls per config (ABI v2): once per task and config, before its first launch. */
+static int prepared[2], launched_unprepared;
+static int prepared_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	if (!prepared[c->block_n])
+		launched_unprepared++;
+	virtual_ms += 1.0;
+	return mla_cpu_naive.launch(a, &naive_cfg);
+}
+
+static int count_prepare(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	prepared[c->block_n]++;
+	return MLA_OK;
+}
+
+static const struct mla_decode_impl with_prepare = {MLA_DECODE_ABI_VERSION, "test.with_prepare", "cpu", "",
+						    no_configs, no_ws, prepared_launch, NULL, count_prepare};
 
 /* Returns the output of the first call forever (a cached/static buffer). */
 static uint16_t *stale_out;
@@ -360,8 +426,8 @@ static void make_plan(struct plan *p, const struct mla_decode_impl *base, const 
 	p->capture_required = capture;
 }
 
-static int run(struct measure_result *r, const struct mla_decode_impl *base, const struct mla_decode_impl *cand,
-	       int ncfg, int capture)
+static int run_timed(struct measure_result *r, const struct mla_decode_impl *base, const struct mla_decode_impl *cand,
+		     int ncfg, int capture, const char *timing)
 {
 	struct vs_device d;
 	struct plan p;
@@ -369,7 +435,13 @@ static int run(struct measure_result *r, const struct mla_decode_impl *base, con
 	int err;
 
 	open_fake_device(&d, capture);
+	if (timing && !strcmp(timing, "graph_replay")) {
+		fake_ops.graph_end = graph_end_copy;
+		fake_ops.graph_launch = graph_launch_copy;
+		fake_ops.graph_free = graph_free_copy;
+	}
 	make_plan(&p, base, cand, ncfg, capture);
+	snprintf(p.protocol.timing, sizeof(p.protocol.timing), "%s", timing ? timing : "launch");
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.device = &d;
 	ctx.plan = &p;
@@ -382,6 +454,12 @@ static int run(struct measure_result *r, const struct mla_decode_impl *base, con
 	d.ops = cpu_ops;
 	vs_device_release(&d);
 	return err;
+}
+
+static int run(struct measure_result *r, const struct mla_decode_impl *base, const struct mla_decode_impl *cand,
+	       int ncfg, int capture)
+{
+	return run_timed(r, base, cand, ncfg, capture, NULL);
 }
 
 /* ---- statistics through the runner ---------------------------------------------------------- */
@@ -430,6 +508,70 @@ START_TEST(tuning_chooses_the_fastest_passing_config)
 		      r.cand.tune_ms[1]);
 	/* Reported numbers come from the A/B samples, not the tuning samples. */
 	ck_assert_int_ge(r.npairs, 10);
+	measure_result_release(&r);
+}
+END_TEST
+
+/* ---- timing modes ------------------------------------------------------------------------------ */
+
+/*
+ * The same pair under both timing modes: a launch with 40 ms of host time reads 42 ms when the
+ * launch is timed, 2 ms (its kernel) when the replay of its graph is; both sides are timed alike.
+ */
+START_TEST(graph_replay_keeps_host_launch_cost_out_of_the_sample)
+{
+	struct measure_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run_timed(&r, &honest, &host_heavy, 1, 1, "launch"), 0);
+	ck_assert_msg(r.complete && fabs(r.cand.timing.median - 42.0) < 0.5, "launch timing: median %g (%s)",
+		      r.cand.timing.median, r.error ? r.error : "");
+	measure_result_release(&r);
+	ck_assert_int_eq(run_timed(&r, &honest, &host_heavy, 1, 1, "graph_replay"), 0);
+	ck_assert_msg(r.complete && r.parity_pass, "complete %d parity %d error %s", r.complete, r.parity_pass,
+		      r.error ? r.error : "");
+	ck_assert_msg(fabs(r.cand.timing.median - 2.0) < 0.05, "graph replay: median %g", r.cand.timing.median);
+	ck_assert_msg(fabs(r.base.timing.median - 2.0) < 0.05, "graph replay: baseline median %g", r.base.timing.median);
+	ck_assert_msg(r.speedup.lo <= 1.0 && 1.0 <= r.speedup.hi, "CI [%g, %g] should contain 1", r.speedup.lo,
+		      r.speedup.hi);
+	/* Replayed graphs are checked too: every checked timed output matched its set's reference. */
+	ck_assert_int_gt(r.timed_checks, 0);
+	ck_assert_int_eq(r.timed_check_failures, 0);
+	measure_result_release(&r);
+}
+END_TEST
+
+/* An implementation that cannot be captured is not timed by graph replay: the line names --timing launch. */
+START_TEST(graph_replay_of_an_uncapturable_launch_fails_the_task_with_its_line)
+{
+	struct measure_result r;
+
+	/* cpu.naive computes during a capture instead of recording itself: nothing is captured. */
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run_timed(&r, &mla_cpu_naive, &honest, 1, 1, "graph_replay"), VS_EFAIL);
+	ck_assert_int_eq(r.base.capture, 0);
+	ck_assert_msg(r.error && !strcmp(r.error, "cpu.naive default cannot be timed by graph replay: its launch "
+					"could not be captured (launch status 0, nothing was captured); emit the plan "
+					"with --timing launch for an implementation that is not capture-safe"),
+		      "%s", r.error ? r.error : "(none)");
+	ck_assert_int_eq(r.complete, 0);
+	measure_result_release(&r);
+}
+END_TEST
+
+START_TEST(prepare_runs_once_per_config_before_its_first_launch)
+{
+	struct measure_result r;
+
+	/* An A/A run: the baseline's "default" is the candidate's too, prepared once for both sides. */
+	prepared[0] = prepared[1] = launched_unprepared = 0;
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	cfgs2[1] = (struct mla_decode_config){"b", 1, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &with_prepare, &with_prepare, 2, 0), 0);
+	ck_assert_int_eq(prepared[0], 1);
+	ck_assert_int_eq(prepared[1], 1);
+	ck_assert_int_eq(launched_unprepared, 0);
+	ck_assert_int_eq(r.complete, 1);
 	measure_result_release(&r);
 }
 END_TEST
@@ -775,6 +917,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, ab_speedup_two_is_measured_with_tight_ci);
 	tcase_add_test(tc, aa_run_has_ci_containing_one);
 	tcase_add_test(tc, tuning_chooses_the_fastest_passing_config);
+	tcase_add_test(tc, graph_replay_keeps_host_launch_cost_out_of_the_sample);
+	tcase_add_test(tc, graph_replay_of_an_uncapturable_launch_fails_the_task_with_its_line);
+	tcase_add_test(tc, prepare_runs_once_per_config_before_its_first_launch);
 	tcase_add_test(tc, parity_failure_names_worst_element);
 	tcase_add_loop_test(tc, cheats_are_caught_in_parity, 0, (int)(sizeof(cheats) / sizeof(cheats[0])));
 	tcase_add_test(tc, capture_unsafe_launch_fails_the_capture_gate);

@@ -1,0 +1,430 @@
+/*
+ * check_pyrun.c - Python implementations through `validate_skill --run` on the CPU (issue 9, CI
+ * without a GPU): numpy.mla_decode, addressed by its shipped name, passes parity against cpu.naive
+ * and is bound by its sha256 and versions in the plan and in result.json; a user's module by path
+ * (--candidate-lib FILE.py) edited after --emit-plan is refused by --run and by --verify; a wrong
+ * module is caught with its worst element named; an exception in launch gives its one line and the
+ * run goes on; tasks a module does not support are skipped with the reason (never passed), and a
+ * dtype none of whose tasks ran fails the coverage gate; a module writing into q is caught by the
+ * input check. The interpreter is Debian's /usr/bin/python3 with python3-numpy ($VS_PYTHON).
+ */
+#include "testutil.h"
+
+#include "fsutil.h"
+#include "vs_build_info.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *tmp;
+
+static void setup(void)
+{
+	tmp = tu_tmpdir();
+	setenv("VS_PYTHON", "/usr/bin/python3", 1);
+}
+
+static void teardown(void)
+{
+	fs_remove_tree(tmp);
+	free(tmp);
+}
+
+static cJSON *json_file(const char *root, const char *rel)
+{
+	char *path = fs_join(root, rel), *text = tu_read(path, NULL);
+	cJSON *j = cJSON_Parse(text);
+
+	ck_assert_msg(j != NULL, "%s is not JSON", path);
+	free(text);
+	free(path);
+	return j;
+}
+
+/* The first 16 hex digits of plan task i's hash (what reproduce lines show). */
+static char *task_hash16(const char *plan, int i)
+{
+	cJSON *j = json_file(tmp, plan);
+	const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), i),
+								 "hash"));
+	char *out;
+
+	ck_assert_ptr_nonnull(h);
+	out = strndup(h, 16);
+	cJSON_Delete(j);
+	return out;
+}
+
+/* Run `--run plan`; returns the eval dir (relative to tmp); *out and *err keep the streams. */
+static char *run_plan(const char *plan, int want_status, char **out, char **err)
+{
+	char *args = fs_printf("--run %s --threads 2", plan), *eval;
+	int status = tu_run_tool(tmp, args, out, err);
+
+	ck_assert_msg(status == want_status, "%s: exit %d, not %d: %s\n%s", args, status, want_status, *err, *out);
+	eval = tu_eval_dir_of(*out);
+	ck_assert_msg(eval != NULL, "no eval dir in: %s", *out);
+	free(args);
+	return eval;
+}
+
+static char *run_log(const char *eval)
+{
+	char *path = fs_printf("%s/%s/run.log", tmp, eval), *text = tu_read(path, NULL);
+
+	free(path);
+	return text;
+}
+
+static void assert_line(const char *text, const char *line)
+{
+	char *want = fs_printf("%s\n", line);
+
+	ck_assert_msg(strstr(text, want) != NULL, "missing line:\n%s\nin:\n%s", line, text);
+	free(want);
+}
+
+START_TEST(numpy_by_its_name_passes_parity_and_is_bound_by_sha256)
+{
+	char *plan = tu_small_plan(tmp, "--candidate numpy.mla_decode", 2, 1), *src = tu_source("kernels/python/numpy_mla.py");
+	char *out = NULL, *err = NULL, *eval, *rel, hex[65];
+	cJSON *p = json_file(tmp, plan), *py, *r, *t;
+
+	ck_assert_int_eq(fs_sha256_file(hex, src), 0);
+	py = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "python");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "path")), "kernels/python/numpy_mla.py");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "sha256")), hex);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "interpreter")), "/usr/bin/python3");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "executable")), "/usr/bin/python3");
+	ck_assert_ptr_nonnull(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(py, "libpython")), "libpython3"));
+	ck_assert_ptr_nonnull(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(py, "versions"), "numpy")));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "protocol"), "timing")), "launch");
+	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "unsupported"));
+	cJSON_Delete(p);
+
+	eval = run_plan(plan, 0, &out, &err);
+	ck_assert_msg(strstr(out, "[1/2] bf16-ragged-h16-ps64: speedup ") && strstr(out, "[2/2] bf16-causal-h7-ps16: speedup "),
+		      "%s", out);
+	rel = fs_printf("%s/result.json", eval);
+	r = json_file(tmp, rel);
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tasks")) {
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity")), "pass");
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(t, "complete")));
+	}
+	py = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "python"), 0);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "role")), "candidate");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "impl")), "numpy.mla_decode");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "sha256")), hex);
+	/* The versions the worker's embedded interpreter saw, beside those planned. */
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(py, "versions"), "numpy")),
+			 cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(py, "planned_versions"), "numpy")));
+	ck_assert_ptr_nonnull(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(py, "versions"), "python")));
+	cJSON_Delete(r);
+	free(rel);
+	free(out);
+	free(err);
+	free(eval);
+	free(src);
+	free(plan);
+}
+END_TEST
+
+/* A user's module by path, edited after the plan (and after the run): --run and --verify refuse it. */
+START_TEST(module_edited_after_the_plan_is_refused)
+{
+	char *src = tu_source("kernels/python/numpy_mla.py"), *text = tu_read(src, NULL), *mod = fs_join(tmp, "team_mla.py");
+	char *args = fs_printf("--candidate-lib %s", mod), *plan, *out = NULL, *err = NULL, *eval, *line;
+	char *name = strstr(text, "NAME = \"numpy.mla_decode\""), before[65], after[65];
+	FILE *f;
+	int status;
+
+	ck_assert_ptr_nonnull(name);
+	f = fopen(mod, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%.*sNAME = \"team.mla_decode\"%s", (int)(name - text), text, name + strlen("NAME = \"numpy.mla_decode\""));
+	fclose(f);
+	ck_assert_int_eq(fs_sha256_file(before, mod), 0);
+	plan = tu_small_plan(tmp, args, 1, 1);
+	eval = run_plan(plan, 0, &out, &err);
+	free(out);
+	free(err);
+	if (!VS_KERNELS_DIRTY) {
+		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
+
+		status = tu_run_tool(tmp, rec, &out, &err);
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
+		free(out);
+		free(err);
+		free(rec);
+	}
+
+	f = fopen(mod, "a");
+	ck_assert_ptr_nonnull(f);
+	fputs("# edited after the plan\n", f);
+	fclose(f);
+	ck_assert_int_eq(fs_sha256_file(after, mod), 0);
+	free(args);
+	args = fs_printf("--run %s", plan);
+	status = tu_run_tool(tmp, args, &out, &err);
+	line = fs_printf("validate_skill: error: %s: candidate python module '%s' changed since the plan was made "
+			 "(sha256 %s, plan %s): emit the plan again\n", plan, mod, after, before);
+	ck_assert_msg(status == 1 && !strcmp(err, line), "exit %d:\n%s\nwanted:\n%s", status, err, line);
+	free(line);
+	free(out);
+	free(err);
+	if (!VS_KERNELS_DIRTY) {
+		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+		line = fs_printf("the candidate python module '%s' changed since the run (sha256 %.12s..., the evidence "
+				 "binds %.12s...): run the plan again with this version of it", mod, after, before);
+		ck_assert_msg(status == 1 && strstr(err, line), "verify: exit %d: %s\nwanted: %s", status, err, line);
+		free(line);
+		free(out);
+		free(err);
+	}
+	free(args);
+	free(eval);
+	free(plan);
+	free(mod);
+	free(text);
+	free(src);
+}
+END_TEST
+
+START_TEST(wrong_module_is_caught_with_its_worst_element)
+{
+	char *mod = tu_resource("python/wrong.py"), *args = fs_printf("--candidate-lib %s", mod), *plan, *h;
+	char *out = NULL, *err = NULL, *eval, *log, *line;
+	cJSON *p;
+
+	plan = tu_small_plan(tmp, args, 1, 1);
+	p = json_file(tmp, plan);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p,
+			 "candidate"), "python"), "path")), "tests/resources/python/wrong.py");
+	cJSON_Delete(p);
+	h = task_hash16(plan, 0);
+	eval = run_plan(plan, 0, &out, &err);
+	assert_line(out, "[1/1] bf16-ragged-h16-ps64: parity FAIL (details in run.log), not timed");
+	log = run_log(eval);
+	line = fs_printf("    test.py_wrong bn64: parity FAILED: input set 0: out: 1 of 16384 elements over tolerance "
+			 "(0 non-finite mismatches); worst at (b=0, s=0, h=1, d=7): expected -0.001988776, got "
+			 "0.24804688; max abs err 0.25; cos_diff 0.0733; reproduce: validate_skill --run %s --task %s "
+			 "--impl test.py_wrong --config bn64", plan, h);
+	assert_line(log, line);
+	free(line);
+	free(log);
+	free(out);
+	free(err);
+	free(eval);
+	free(h);
+	free(plan);
+	free(args);
+	free(mod);
+}
+END_TEST
+
+/*
+ * raises_launch.py raises in launch, runs bf16 only (KV_DTYPES) and refuses page_size 16
+ * (supports()): every task it runs fails with the exception's one line and the run goes on; the
+ * others are skipped with the reason, in the plan, on stdout, in run.log and in result.json; no
+ * fp8 task ran, so the coverage gate fails.
+ */
+START_TEST(exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped)
+{
+	char *mod = tu_resource("python/raises_launch.py"), *args = fs_printf("--candidate-lib %s", mod), *plan, *h;
+	char *out = NULL, *err = NULL, *eval, *log, *line, *rel;
+	cJSON *p, *un, *r, *t, *cov;
+
+	plan = tu_small_plan(tmp, args, 6, 1);
+	p = json_file(tmp, plan);
+	un = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "unsupported");
+	ck_assert_int_eq(cJSON_GetArraySize(un), 4);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(un, 0), "task")), "bf16-causal-h7-ps16");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(un, 0), "reason")),
+			 "page_size 16: this module reads pages of 64 rows");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(un, 1), "reason")),
+			 "kv dtype fp8_e4m3_fnuz: the module's KV_DTYPES lacks it");
+	cJSON_Delete(p);
+	h = task_hash16(plan, 0);
+	eval = run_plan(plan, 0, &out, &err);
+	assert_line(out, "[1/6] bf16-ragged-h16-ps64: parity FAIL (details in run.log), not timed");
+	assert_line(out, "[2/6] bf16-causal-h7-ps16: SKIPPED: candidate test.py_raises does not support it: page_size "
+		    "16: this module reads pages of 64 rows");
+	assert_line(out, "[3/6] bf16-page1-h32: parity FAIL (details in run.log), not timed");
+	assert_line(out, "[4/6] fp8_e4m3_fnuz-ragged-h16-ps64: SKIPPED: candidate test.py_raises does not support it: "
+		    "kv dtype fp8_e4m3_fnuz: the module's KV_DTYPES lacks it");
+	assert_line(out, "overall isolated speedup (geomean of 0 tasks): n/a; gate >= 1.1: FAIL; parity FAIL; capture "
+		    "n/a; verdict failed (4 tasks skipped: not supported; no task of fp8_e4m3_fnuz ran: coverage FAIL)");
+	log = run_log(eval);
+	line = fs_printf("    test.py_raises only: parity FAILED: %s: launch: ValueError: block_n 64 does not divide "
+			 "the page (at %s:19 in _inner); reproduce: validate_skill --run %s --task %s --impl "
+			 "test.py_raises --config only", mod, mod, plan, h);
+	assert_line(log, line);
+	free(line);
+	assert_line(log, "    task bf16-causal-h7-ps16 skipped: candidate test.py_raises does not support it: page_size "
+		    "16: this module reads pages of 64 rows");
+	rel = fs_printf("%s/result.json", eval);
+	r = json_file(tmp, rel);
+	t = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "tasks"), 1);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity")), "skipped");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "skipped")),
+			 "candidate test.py_raises does not support it: page_size 16: this module reads pages of 64 rows");
+	cov = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "gates"), "coverage");
+	ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cov, "skipped")), 4);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cov, "pass")));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(cov, "dtypes_not_run"), 0)),
+			 "fp8_e4m3_fnuz");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "verdict")), "failed");
+	cJSON_Delete(r);
+	if (!VS_KERNELS_DIRTY) {
+		/* Evidence with skipped tasks (never materialized) records and verifies as what it is. */
+		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval), *o2 = NULL, *e2 = NULL;
+		int status = tu_run_tool(tmp, rec, &o2, &e2);
+
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, e2);
+		free(o2);
+		free(e2);
+		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &o2, &e2);
+		ck_assert_msg(status == 0, "verify: exit %d: %s", status, e2);
+		free(o2);
+		free(e2);
+		free(rec);
+	}
+	free(rel);
+	free(log);
+	free(out);
+	free(err);
+	free(eval);
+	free(h);
+	free(plan);
+	free(args);
+	free(mod);
+}
+END_TEST
+
+/* A plan whose unsupported list was edited (a task skipped by hand) is refused. */
+START_TEST(edited_unsupported_list_is_refused)
+{
+	char *mod = tu_resource("python/raises_launch.py"), *args = fs_printf("--candidate-lib %s", mod), *plan, *path;
+	char *out = NULL, *err = NULL, *text, *line;
+	cJSON *p, *un;
+	int status;
+
+	plan = tu_small_plan(tmp, args, 2, 1);
+	p = json_file(tmp, plan);
+	un = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "unsupported");
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(un, 0), "reason"), "too slow to show");
+	text = cJSON_Print(p);
+	path = fs_join(tmp, plan);
+	tu_write(path, text, strlen(text));
+	free(args);
+	args = fs_printf("--run %s", plan);
+	status = tu_run_tool(tmp, args, &out, &err);
+	line = fs_printf("validate_skill: error: %s: candidate 'test.py_raises' on task bf16-causal-h7-ps16: the plan "
+			 "says 'too slow to show', its supports() says 'page_size 16: this module reads pages of 64 "
+			 "rows' now: emit the plan again\n", plan);
+	ck_assert_msg(status == 1 && !strcmp(err, line), "exit %d:\n%s\nwanted:\n%s", status, err, line);
+	free(line);
+	free(out);
+	free(err);
+	free(text);
+	free(path);
+	cJSON_Delete(p);
+	free(plan);
+	free(args);
+	free(mod);
+}
+END_TEST
+
+START_TEST(module_writing_into_q_is_caught_by_the_input_check)
+{
+	char *mod = tu_resource("python/writes_q.py"), *args = fs_printf("--candidate-lib %s", mod), *plan, *h;
+	char *out = NULL, *err = NULL, *eval, *log, *line;
+
+	plan = tu_small_plan(tmp, args, 1, 2);
+	h = task_hash16(plan, 0);
+	eval = run_plan(plan, 0, &out, &err);
+	log = run_log(eval);
+	/* Through the view: numpy refuses (the view is read-only); around it: the input check. */
+	line = fs_printf("    test.py_writes_q direct: parity FAILED: %s: launch: ValueError: assignment destination "
+			 "is read-only (at %s:16 in launch); reproduce: validate_skill --run %s --task %s --impl "
+			 "test.py_writes_q --config direct", mod, mod, plan, h);
+	assert_line(log, line);
+	free(line);
+	line = fs_printf("    test.py_writes_q ctypes: parity FAILED: input 'q' of set 0 was modified by the launch; "
+			 "reproduce: validate_skill --run %s --task %s --impl test.py_writes_q --config ctypes", plan, h);
+	assert_line(log, line);
+	free(line);
+	free(log);
+	free(out);
+	free(err);
+	free(eval);
+	free(h);
+	free(plan);
+	free(args);
+	free(mod);
+}
+END_TEST
+
+/* CPU plans time the launch: graph replay is refused there, and a mode that does not exist. */
+START_TEST(timing_mode_is_checked_at_emit)
+{
+	struct {
+		const char *args;
+		int status;
+		const char *err;
+	} cases[] = {
+		{"--timing graph_replay", 2, "validate_skill: error: --timing graph_replay needs a GPU plan: the CPU has "
+					     "no graphs (its plans time the launch)\n"},
+		{"--timing fast", 2, "validate_skill: error: --timing 'fast': the timing modes are graph_replay and "
+				     "launch\n"},
+	};
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(tmp, "skills");
+	char *dst = fs_join(dir, "mla_decode_cpu_splitkv.md"), *card = tu_read(src, NULL);
+
+	fs_mkdir_p(dir);
+	tu_write(dst, card, strlen(card));
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		char *args = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md %s", cases[k].args), *out = NULL,
+		     *err = NULL;
+		int status = tu_run_tool(tmp, args, &out, &err);
+
+		ck_assert_msg(status == cases[k].status && !strcmp(err, cases[k].err), "%s: exit %d: %s", args, status,
+			      err);
+		free(args);
+		free(out);
+		free(err);
+	}
+	free(card);
+	free(dst);
+	free(dir);
+	free(src);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("pyrun");
+	TCase *tc = tcase_create("pyrun");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, numpy_by_its_name_passes_parity_and_is_bound_by_sha256);
+	tcase_add_test(tc, module_edited_after_the_plan_is_refused);
+	tcase_add_test(tc, wrong_module_is_caught_with_its_worst_element);
+	tcase_add_test(tc, exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped);
+	tcase_add_test(tc, edited_unsupported_list_is_refused);
+	tcase_add_test(tc, module_writing_into_q_is_caught_by_the_input_check);
+	tcase_add_test(tc, timing_mode_is_checked_at_emit);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	if (access("/usr/bin/python3", X_OK) != 0)
+		return 77; /* tools/install-deps installs python3 and python3-numpy */
+	return tu_run_suite(suite());
+}
