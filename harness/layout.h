@@ -19,4 +19,11 @@ struct vs_layout {
 /** The layout of a repository whose directories have their default names. */
 extern const struct vs_layout vs_layout_default;
 
+/**
+ * The repository root against which recorded module paths (kernels/python/..., a user's .py) are
+ * resolved: $VS_REPO_ROOT when set; else the source tree the binary was built from, while it still
+ * holds kernels/python/mla_decode.py; else the working directory. Static storage, never NULL.
+ */
+const char *vs_repo_root(void);
+
 #endif /* VS_LAYOUT_H */

@@ -1,5 +1,6 @@
 #include "plan.h"
 #include "card.h"
+#include "layout.h"
 #include "fsutil.h"
 #include "jsonfile.h"
 #include "plugin.h"
@@ -14,9 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef VS_REPO_ROOT
-#define VS_REPO_ROOT "."
-#endif
 
 const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
 
@@ -224,13 +222,13 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 /* A module path as plans hold it, made absolute: a relative one is relative to the repository root. */
 static char *py_abs(const char *path)
 {
-	return path[0] == '/' ? strdup(path) : fs_join(VS_REPO_ROOT, path);
+	return path[0] == '/' ? strdup(path) : fs_join(vs_repo_root(), path);
 }
 
 /* An existing file's path as plans record it: relative to the repository root when it lies in it. */
 static char *py_rel(const char *path)
 {
-	char *real = realpath(path, NULL), *root = realpath(VS_REPO_ROOT, NULL), *rel = NULL;
+	char *real = realpath(path, NULL), *root = realpath(vs_repo_root(), NULL), *rel = NULL;
 	size_t n = root ? strlen(root) : 0;
 
 	if (real && root && !strncmp(real, root, n) && real[n] == '/')
@@ -265,6 +263,24 @@ static int plan_python(const char **name, const char *file, const char *role, co
 				"provides", role, *name, py->name, role, file);
 	*name = py->name;
 	return 0;
+}
+
+/*
+ * A backend family as cards name it (match.from_backend: tilelang, triton, torch, numpy: no '.')
+ * stands for the project's implementation of the operator in that family, "<family>.mla_decode";
+ * any other name is returned as it is. The plan, and the record, name the implementation chosen.
+ */
+static const char *family_impl(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (!n || strchr(name, '.'))
+		return name;
+	for (int i = 0; plan_shipped_python[i].name; i++)
+		if (!strncmp(plan_shipped_python[i].name, name, n) &&
+		    !strcmp(plan_shipped_python[i].name + n, ".mla_decode"))
+			return plan_shipped_python[i].name;
+	return name;
 }
 
 /* A shipped Python implementation's module, registered when a plan names it (NULL name: nothing). */
@@ -670,6 +686,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		base = c->match.from_backend;
 	if (!cand)
 		cand = c->match.to_backend;
+	base = family_impl(base);
+	cand = family_impl(cand);
 	if ((err = plan_shipped(base, "baseline", gen)) || (err = plan_shipped(cand, "candidate", gen)))
 		return err;
 	if (!base || !*base)

@@ -1,5 +1,6 @@
 /* Python implementations behind the kernel ABI: describe by subprocess, embed after the fork. */
 #include "pyimpl.h"
+#include "layout.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -17,9 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef VS_PYSHIM_DEFAULT
-#define VS_PYSHIM_DEFAULT "kernels/python/mla_decode.py"
-#endif
+#define VS_PYSHIM_REL "kernels/python/mla_decode.py" /* the shim, under vs_repo_root() */
 
 #define SUPPORTS_CACHE 64
 #define OUT_MAX (16u << 20) /* bytes of a describe's output accepted */
@@ -137,9 +136,13 @@ const char *pyimpl_interpreter(void)
 
 static const char *shim_path(void)
 {
+	static char path[4096];
 	const char *e = getenv("VS_PYSHIM");
 
-	return e && *e ? e : VS_PYSHIM_DEFAULT;
+	if (e && *e)
+		return e;
+	snprintf(path, sizeof(path), "%s/%s", vs_repo_root(), VS_PYSHIM_REL);
+	return path;
 }
 
 const struct pyimpl *pyimpl_at(int i)

@@ -176,9 +176,12 @@ struct refusal {
 };
 
 static const struct refusal refusals[] = {
-	{"to_backend: cpu.splitkv", "to_backend: triton", NULL, NULL, NULL, VS_ENOTFOUND,
+	{"to_backend: cpu.splitkv", "to_backend: pallas", NULL, NULL, NULL, VS_ENOTFOUND,
 	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash"},
-	{NULL, NULL, NULL, NULL, "tilelang", VS_ENOTFOUND, "candidate 'tilelang' names no implementation"},
+	{NULL, NULL, NULL, NULL, "pallas", VS_ENOTFOUND, "candidate 'pallas' names no implementation"},
+	/* A family names the project's implementation in it: tilelang is tilelang.mla_decode (a GPU one). */
+	{NULL, NULL, NULL, NULL, "tilelang", VS_EUNSUPPORTED,
+	 "candidate 'tilelang.mla_decode' runs on the hip backend, which cannot run generation 'x86_64'"},
 	{"scope: kernel", "scope: e2e", NULL, NULL, NULL, VS_EUNSUPPORTED, "scope 'e2e' cannot be planned"},
 	{"operator: mla_attention", "operator: gemm", NULL, NULL, NULL, VS_EUNSUPPORTED, "'gemm' is not an operator"},
 	{"regimes: [decode]", "regimes: [prefill]", NULL, NULL, NULL, VS_EUNSUPPORTED, "no 'decode'"},

@@ -1,0 +1,107 @@
+#!/bin/bash
+# h200_cards.sh - the sm_90 cards' runs on the lent H200 (the `device` tool), with the Python
+# kernels (Triton, TileLang, torch) and FlashMLA as a reference. Everything the device needs travels
+# in one carried folder, .dev/final (git-ignored), prepared here:
+#
+#   cmake -S . -B build-rel -DVS_GPU=NVIDIA -DCMAKE_BUILD_TYPE=Release && cmake --build build-rel -j2
+#   ../shared/tools/device-bundle -o .dev/final/devbundle build-rel/validate_skill
+#   tools/gpu/build_flashmla.sh FLASHMLA CUTLASS .dev/final/libflashmla.so
+#   .dev/final/tilelang-0.1.15-site.tar.xz: tilelang 0.1.15 and the wheels it needs, unzipped and
+#     stripped (recipe in BENCHMARKS.md)
+#   device run, carry [".dev/final"]:  tools/gpu/h200_cards.sh start plans hip triton aa
+#   (if it has not finished when the call returns, at once:)  tools/gpu/h200_cards.sh wait
+#
+# `start STEP...` runs the steps in a background session (setsid: it outlives the call) and waits;
+# `wait` waits again; both stop waiting after WAIT_S seconds (default 540) and copy the logs and
+# one tarball of plans and eval dirs to $OUT. Steps:
+#   plans   --emit-plan of the sm_90 cards (Python modules are described by the venv's interpreter)
+#   hip     --run the HIP port's sm_90 card (baseline tilelang.mla_decode, FlashMLA as a reference)
+#   triton  --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
+#   aa      A/A of triton.mla_decode against itself on one task
+set -u
+OUT=${OUT:-/tmp/h200_out}
+WORK=/tmp/h200
+WAIT_S=${WAIT_S:-540}
+D=.dev/final
+VS="$D/devbundle/run validate_skill"
+export VS_PYTHON=/opt/torch/.venv/bin/python3 PYTHONPATH=/tmp/tlsite PYTHONUNBUFFERED=1
+mkdir -p "$OUT" "$WORK"
+
+run_steps() {
+	local threads
+	threads=$(nproc)
+	for step in "$@"; do
+		local start
+		start=$(date +%s)
+		echo "== step $step started $(date -u +%H:%M:%S)"
+		case $step in
+		plans)
+			{
+				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --reference $D/libflashmla.so
+				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --reference $D/libflashmla.so
+				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier smoke --baseline triton.mla_decode \
+					--candidate triton.mla_decode --out plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json
+				$VS --emit-plan skills/mla_tilelang_to_triton.md --tier standard
+				$VS --emit-plan skills/mla_decode_hip_port.md --tier standard
+			} >"$WORK/plans.log" 2>&1
+			;;
+		hip)
+			$VS --run plans/mla_decode_hip_port_sm90.plan.json --threads "$threads" >"$WORK/hip.log" 2>&1
+			;;
+		triton)
+			$VS --run plans/mla_tilelang_to_triton_sm90.plan.json --threads "$threads" >"$WORK/triton.log" 2>&1
+			;;
+		aa)
+			$VS --run plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16 \
+				--results-dir results/aa --threads "$threads" >"$WORK/aa.log" 2>&1
+			;;
+		*)
+			echo "unknown step '$step'"
+			;;
+		esac
+		echo "== step $step: $(($(date +%s) - start)) s"
+		tar czf "$WORK/evidence.tgz" plans results 2>/dev/null
+	done
+	touch "$WORK/done"
+}
+
+collect() {
+	local deadline=$(($(date +%s) + WAIT_S))
+	while [ ! -e "$WORK/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
+		sleep 5
+	done
+	tar czf "$WORK/evidence.tgz" plans results 2>/dev/null
+	cp "$WORK"/*.tgz "$WORK"/*.log "$OUT"/ 2>/dev/null
+	cat "$WORK/steps.log"
+	for f in "$WORK"/*.log; do
+		case $f in */steps.log) continue ;; esac
+		echo "---- $(basename "$f") (tail)"
+		tail -n 25 "$f"
+	done
+	[ -e "$WORK/done" ] && echo "ALL STEPS DONE" || echo "STILL RUNNING: call '$0 wait' again"
+}
+
+case ${1:-} in
+start)
+	shift
+	rm -rf "$WORK" && mkdir -p "$WORK" /tmp/tlsite
+	tar -xJf $D/tilelang-0.1.15-site.tar.xz -C /tmp/tlsite
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+		--format=csv,noheader
+	$VS --version
+	setsid nohup "$0" steps "$@" >"$WORK/steps.log" 2>&1 </dev/null &
+	sleep 1
+	collect
+	;;
+steps)
+	shift
+	run_steps "$@"
+	;;
+wait)
+	collect
+	;;
+*)
+	echo "usage: $0 start STEP... | wait" >&2
+	exit 2
+	;;
+esac
