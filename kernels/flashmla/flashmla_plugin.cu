@@ -131,13 +131,13 @@ static int arch_is_sm90(const char *arch)
 }
 
 /*
- * Whether FlashMLA runs tasks of these shapes: ABI version 2's supports() (CONTRACT.md), to be
- * named in the descriptor once kernels/mla_decode.h carries it; until then workspace_size() and
- * launch() use it. Reads only shapes and scalars; 1 when supported, 0 with the reason in why.
+ * Whether FlashMLA runs tasks of these shapes: the ABI's supports(), also used by workspace_size()
+ * and launch(). Reads only shapes and scalars; 1 when supported, 0 with the reason in why.
  */
 static int fmla_supports(const struct mla_decode_args *shape, char *why, size_t why_cap)
 {
 	long long rows, tiles, parts, accum;
+	int cus;
 
 	if (!shape) {
 		say(why, why_cap, "no shape");
@@ -152,11 +152,16 @@ static int fmla_supports(const struct mla_decode_args *shape, char *why, size_t 
 		say(why, why_cap, "page_size %d: FlashMLA reads pages of %d rows", shape->page_size, FMLA_PAGE);
 		return 0;
 	}
-	if (shape->batch < 1 || shape->s_q < 1 || shape->h_q < 1 || shape->num_pages < 1 || shape->num_cus < 1) {
+	if (shape->batch < 1 || shape->s_q < 1 || shape->h_q < 1 || shape->num_pages < 1 || shape->num_cus < 0) {
 		say(why, why_cap, "batch %d, s_q %d, h_q %d, num_pages %d, num_cus %d: each must be >= 1",
 		    shape->batch, shape->s_q, shape->h_q, shape->num_pages, shape->num_cus);
 		return 0;
 	}
+	/*
+	 * num_cus 0: asked by the planner, which has no device; judge for the 132 SMs of the H100/H200
+	 * SXM that sm_90a FlashMLA targets (launch() asks again with the device's count).
+	 */
+	cus = shape->num_cus ? shape->num_cus : 132;
 	if (shape->max_pages < 1) {
 		say(why, why_cap, "max_pages %d: FlashMLA reads block_table[b][0] even for an empty sequence",
 		    shape->max_pages);
@@ -164,15 +169,15 @@ static int fmla_supports(const struct mla_decode_args *shape, char *why, size_t 
 	}
 	rows = (long long)shape->s_q * shape->h_q;
 	tiles = (rows + FMLA_BLOCK_M - 1) / FMLA_BLOCK_M;
-	if (tiles > shape->num_cus) {
+	if (tiles > cus) {
 		say(why, why_cap, "s_q*h_q %lld: %lld tiles of %d q rows exceed the %d SMs (FlashMLA's "
-		    "num_sm_parts would be 0)", rows, tiles, FMLA_BLOCK_M, shape->num_cus);
+		    "num_sm_parts would be 0)", rows, tiles, FMLA_BLOCK_M, cus);
 		return 0;
 	}
-	parts = shape->num_cus / tiles;
+	parts = cus / tiles;
 	if (parts > FMLA_MAX_SPLITS) {
 		say(why, why_cap, "%lld SM parts (num_cus %d, s_q*h_q %lld): FlashMLA's combine is built "
-		    "for at most %d", parts, shape->num_cus, rows, FMLA_MAX_SPLITS);
+		    "for at most %d", parts, cus, rows, FMLA_MAX_SPLITS);
 		return 0;
 	}
 	if (sizeof(int) * (2 * (size_t)shape->batch + 1) > FMLA_SMEM_OPTIN) {
