@@ -50,7 +50,8 @@ struct measure_result {
 	char hash[65];
 	double bytes, flops;
 	int complete;              /* parity, capture and timing all ran */
-	int parity_pass;           /* both implementations have a passing config, no timed check failed */
+	int parity_pass;           /* both implementations have a passing config, no timed check failed
+	                            * (parity-only runs: each side checked has a passing config) */
 	char *error;               /* a fault that stopped the task (malloc'd), or NULL */
 	struct measure_impl base, cand;
 	double *t_base, *t_cand;   /* [npairs] ms */
@@ -68,7 +69,8 @@ struct measure_ctx {
 	const struct plan *plan;
 	const char *plan_path;          /* for the reproduce command in failure details */
 	const struct mla_decode_impl *base, *cand;
-	const char *config_filter;      /* candidate config name, or NULL */
+	const char *config_filter;      /* config name of the candidate (of the baseline when only it is
+	                                 * checked: --impl BASELINE --config C), or NULL */
 	int check_base, check_cand;     /* parity-check this implementation's configs */
 	int timing;                     /* run tuning, capture and the A/B (0 = parity only) */
 	FILE *samples;                  /* CSV rows, or NULL */
