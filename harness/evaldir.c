@@ -534,14 +534,34 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	if (oom)
 		err = vs_error(VS_ENOMEM, "out of memory");
 	if (line) {
-		char iso[96] = "n/a";
+		char iso[96] = "n/a", why[256] = "";
+		int ncomplete = 0;
 
+		for (int i = 0; i < n; i++)
+			ncomplete += t[i].complete;
 		if (nspeed)
 			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
+		/* A failed verdict names every gate that failed it, the complete gate too. */
+		if (strcmp(verdict, "validated")) {
+			if (!pass_speed)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sspeedup gate", *why ? ", " : "");
+			if (!pass_parity && p->parity_required)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sparity", *why ? ", " : "");
+			if (p->capture_required && !(gate_capture && complete_all))
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%scapture", *why ? ", " : "");
+			if (partial)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sincomplete: partial run, %d of %d "
+					 "tasks run", *why ? ", " : "", n, p->ntasks);
+			else if (n != p->ntasks || !complete_all)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sincomplete: %d of %d tasks run to "
+					 "the end", *why ? ", " : "", ncomplete, p->ntasks);
+		}
 		snprintf(line, cap, "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
-			 "capture %s; verdict %s", nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL",
-			 pass_parity ? "pass" : "FAIL",
-			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a", verdict);
+			 "capture %s; complete %s; verdict %s%s%s%s", nspeed, iso, p->speedup_min,
+			 pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
+			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a",
+			 complete_all && !partial && n == p->ntasks ? "pass" : "FAIL", verdict, *why ? " (" : "", why,
+			 *why ? ")" : "");
 	}
 done:
 	free(tb);
@@ -870,6 +890,20 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 	return 0;
 }
 
+/*
+ * v in the fewest significant digits that read back as v (at most 17): two numbers that differ
+ * never print alike, as %.6g would print 6.2874100001 and 6.28741 alike.
+ */
+static const char *exact(char buf[32], double v)
+{
+	for (int prec = 6; prec <= 17; prec++) {
+		snprintf(buf, 32, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	return buf;
+}
+
 static int same(double a, double b)
 {
 	return a == b || fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
@@ -920,12 +954,14 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		    !same(ci.lo, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))) ||
 		    !same(ci.hi, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)))) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY, "%s: task '%s' speedup %.6g [%.6g, %.6g] in result.json does not "
-				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, jstr(t, "name"),
-				       cJSON_GetNumberValue(jget(sp, "estimate")),
-				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0)),
-				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)), ci.estimate,
-				       ci.lo, ci.hi);
+			char b[6][32];
+
+			err = vs_error(VS_EVERIFY, "%s: task '%s' speedup %s [%s, %s] in result.json does not "
+				       "recompute from samples.csv (%s [%s, %s])", e->eval_dir, jstr(t, "name"),
+				       exact(b[0], cJSON_GetNumberValue(jget(sp, "estimate"))),
+				       exact(b[1], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))),
+				       exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1))),
+				       exact(b[3], ci.estimate), exact(b[4], ci.lo), exact(b[5], ci.hi));
 			goto done;
 		}
 		if (!strcmp(jstr(t, "parity") ? jstr(t, "parity") : "", "pass")) {
@@ -943,9 +979,12 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		if (!e->has_isolated || !same(ov.estimate, e->isolated) || !same(ov.lo, e->isolated_lo) ||
 		    !same(ov.hi, e->isolated_hi)) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY, "%s: overall speedup %.6g [%.6g, %.6g] in result.json does not "
-				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, e->isolated,
-				       e->isolated_lo, e->isolated_hi, ov.estimate, ov.lo, ov.hi);
+			char b[6][32];
+
+			err = vs_error(VS_EVERIFY, "%s: overall speedup %s [%s, %s] in result.json does not "
+				       "recompute from samples.csv (%s [%s, %s])", e->eval_dir, exact(b[0], e->isolated),
+				       exact(b[1], e->isolated_lo), exact(b[2], e->isolated_hi), exact(b[3], ov.estimate),
+				       exact(b[4], ov.lo), exact(b[5], ov.hi));
 			goto done;
 		}
 	} else if (e->has_isolated) {
