@@ -311,6 +311,12 @@ START_TEST(filters_give_partial_runs_that_record_refuses)
 	}
 	cJSON_Delete(j);
 	ck_assert_msg(strstr(out, "(partial: filtered)"), "%s", out);
+	/* The gate that failed the verdict is named, whatever the other gates say. */
+	ck_assert_msg(strstr(out, "complete FAIL; verdict failed (") && strstr(out, "incomplete: partial run, "), "%s",
+		      out);
+	/* A parity-only run of a correct implementation (the reproduce line) passes parity. */
+	if (!strcmp(c->filter, "impl"))
+		ck_assert_msg(strstr(out, "parity pass, not timed") && !strstr(out, "parity FAIL"), "%s", out);
 	eval = tu_eval_dir_of(out);
 	path = fs_printf("%s/%s/result.json", tmp, eval);
 	text = tu_read(path, NULL);

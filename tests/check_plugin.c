@@ -227,6 +227,21 @@ START_TEST(wrong_plugin_fails_parity)
 	verdict = tu_json_str(res, "verdict");
 	ck_assert_str_eq(verdict, "failed");
 	ck_assert_msg(strstr(out, "parity FAIL"), "stdout: %s", out);
+	/* No speedup for a task that failed parity; the verdict names the gates that failed it. */
+	ck_assert_msg(!strstr(out, ": speedup "), "stdout: %s", out);
+	ck_assert_msg(strstr(out, "complete FAIL; verdict failed (speedup gate, parity, incomplete: 0 of 1 tasks run "
+			      "to the end)"), "stdout: %s", out);
+	if (!VS_KERNELS_DIRTY) {
+		/* The record line says n/a where the value is n/a. */
+		free(out);
+		free(err);
+		free(args);
+		args = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
+		status = tu_run_tool(tmp, args, &out, &err);
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
+		ck_assert_msg(strstr(out, "recorded failed (isolated speedup n/a") && !strstr(out, "0.000 [0.000"),
+			      "record: %s", out);
+	}
 	free(verdict);
 	free(res);
 	free(eval);
