@@ -830,6 +830,28 @@ static double sum_lens(const struct task_spec *s)
 	return n;
 }
 
+/*
+ * The shapes tier full adds to standard that a backend cannot run (the GPU benchmark shapes on the
+ * CPU), as "a, b" into buf; returns how many tier full adds that it can run.
+ */
+static int full_tier_extra(char *buf, size_t cap, int gpu)
+{
+	int runnable = 0;
+
+	*buf = '\0';
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		const struct shape *sh = &shapes[i];
+
+		if (!(sh->tiers & T_FULL) || (sh->tiers & T_STD))
+			continue;
+		if (sh->gpu_only && !gpu)
+			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? ", " : "", sh->tag);
+		else
+			runnable++;
+	}
+	return runnable;
+}
+
 void plan_print_summary(const struct plan *p, FILE *f)
 {
 	double bytes = 0, flops = 0;
@@ -864,6 +886,14 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	}
 	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
 		flops / 1e9);
+	if (!strcmp(p->tier, "full")) {
+		char gpu_only[256];
+		int gpu = strcmp(p->candidate.backend, "cpu") != 0;
+
+		if (!full_tier_extra(gpu_only, sizeof(gpu_only), gpu))
+			fprintf(f, "  note: tier full equals tier standard on the %s backend: the shapes it adds (%s) "
+				"are GPU benchmark shapes, planned for GPU backends only\n", p->candidate.backend, gpu_only);
+	}
 	if (!strncmp(p->gen, "gfx", 3)) {
 		const cJSON *ks = p->build ? cJSON_GetObjectItem(p->build, "kernels") : NULL;
 
