@@ -496,15 +496,21 @@ static int mode_merge(const struct cli_args *a)
 	return err;
 }
 
-/* The newest eval dir of a card (evaldir_latest()), or NULL with the error said. */
+/* The newest complete eval dir of a card (evaldir_latest()), said on stdout, or NULL with the error said. */
 static char *latest_eval_dir(const struct cli_args *a, const char *card_path)
 {
 	struct card c;
+	struct evaldir_skipped sk;
 	char *out = NULL;
 
 	memset(&c, 0, sizeof(c));
-	if (!card_load(&c, card_path) && evaldir_latest(&out, a->results_dir, c.id))
+	if (!card_load(&c, card_path) && evaldir_latest(&out, &sk, a->results_dir, c.id))
 		out = NULL;
+	if (out && (sk.unfinished || sk.partial))
+		printf("%s: no --eval-dir: using %s, the latest complete eval dir (passed over %d newer: %d without "
+		       "result.json, %d partial)\n", card_path, out, sk.unfinished + sk.partial, sk.unfinished, sk.partial);
+	else if (out)
+		printf("%s: no --eval-dir: using %s, the latest complete eval dir\n", card_path, out);
 	card_release(&c);
 	return out;
 }
@@ -640,33 +646,23 @@ static int mode_gc(const struct cli_args *a)
 	const char *plans_dir = a->plans_dir ? a->plans_dir : "plans";
 	const char *tasks_root = a->tasks_dir ? a->tasks_dir : "tasks";
 	char **keep = NULL, *opdir = NULL;
-	int nkeep = 0, removed = 0, temporaries = 0, err = 0;
+	int nkeep = 0, removed = 0, temporaries = 0, runs = 0, err = 0;
 	DIR *d = opendir(plans_dir);
 	struct dirent *de;
 
+	/*
+	 * The task hashes of every plan, read as plain JSON: no plugin or Python module is loaded, so
+	 * that any number of plugin plans, or a plugin file gone, leaves --gc working.
+	 */
 	while (d && (de = readdir(d)) && !err) {
 		size_t n = strlen(de->d_name);
-		struct plan p;
 		char *path;
 
 		if (n < 11 || strcmp(de->d_name + n - 10, ".plan.json"))
 			continue;
 		path = fs_join(plans_dir, de->d_name);
-		err = path ? plan_read(&p, path) : VS_ENOMEM;
+		err = path ? plan_read_task_hashes(&keep, &nkeep, path) : vs_error(VS_ENOMEM, "out of memory");
 		free(path);
-		if (err)
-			break;
-		for (int i = 0; i < p.ntasks; i++) {
-			char **nk = realloc(keep, (size_t)(nkeep + 1) * sizeof(*keep));
-
-			if (!nk) {
-				err = vs_error(VS_ENOMEM, "out of memory");
-				break;
-			}
-			keep = nk;
-			keep[nkeep++] = strdup(p.task_hash[i]);
-		}
-		plan_release(&p);
 	}
 	if (d)
 		closedir(d);
@@ -701,10 +697,13 @@ static int mode_gc(const struct cli_args *a)
 	if (!err)
 		err = gc_temporaries(plans_dir, 0, &temporaries);
 	if (!err)
+		err = evaldir_gc(a->results_dir, &runs);
+	if (!err)
 		err = gc_temporaries(a->results_dir ? a->results_dir : "results", 3, &temporaries);
 	if (!err)
-		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed\n",
-		       removed, removed == 1 ? "" : "s", nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies");
+		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed; "
+		       "%d eval dir%s removed (interrupted runs' stubs, debug runs)\n", removed, removed == 1 ? "" : "s",
+		       nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies", runs, runs == 1 ? "" : "s");
 done:
 	for (int i = 0; i < nkeep; i++)
 		free(keep[i]);

@@ -8,12 +8,15 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *jstr(const cJSON *o, const char *key)
 {
@@ -51,20 +54,39 @@ char *evaldir_parts_root(const char *results_root, const char *card_id)
 	return fs_printf("%s/%s/.parts", root_or_default(results_root), card_id);
 }
 
-/* dir/manifests, the last step of creating an eval dir. */
+char *evaldir_debug_root(const char *results_root, const char *card_id)
+{
+	return fs_printf("%s/%s/.debug", root_or_default(results_root), card_id);
+}
+
+/* The marker of the process writing an eval dir: named like a temporary, so that it says who. */
+static char *writer_marker(void)
+{
+	return fs_printf(".writer.tmp.%ld", (long)getpid());
+}
+
+/*
+ * dir/manifests and the writer's marker, the last steps of creating an eval dir: an eval dir
+ * without result.json whose marker names no live process is the stub of an interrupted run
+ * (evaldir_gc() removes it).
+ */
 static int make_manifests(const char *dir)
 {
-	char *m = fs_join(dir, "manifests");
-	int err = m ? fs_mkdir_p(m) : vs_error(VS_ENOMEM, "out of memory");
+	char *m = fs_join(dir, "manifests"), *marker = writer_marker();
+	int err = m && marker ? fs_mkdir_p(m) : vs_error(VS_ENOMEM, "out of memory");
 
+	if (!err)
+		err = fs_write_in(dir, marker, "", 0, NULL);
+	free(marker);
 	free(m);
 	return err;
 }
 
 int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
-		       const char *arch)
+		       const char *arch, int debug)
 {
-	char stamp[32], *dir = NULL, *base = evaldir_card_dir(results_root, card_id);
+	char stamp[32], *dir = NULL;
+	char *base = debug ? evaldir_debug_root(results_root, card_id) : evaldir_card_dir(results_root, card_id);
 	int err;
 
 	if (!base)
@@ -146,43 +168,192 @@ int evaldir_create_merged(char **out, const char *results_root, const char *card
 	return 0;
 }
 
-int evaldir_latest(char **out, const char *results_root, const char *card_id)
-{
-	char *base = evaldir_card_dir(results_root, card_id), *best = NULL;
-	DIR *d;
-	struct dirent *de;
-	int err = 0;
-
-	if (!base)
-		return vs_error(VS_ENOMEM, "out of memory");
-	d = opendir(base);
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (!best || strcmp(de->d_name, best) > 0) {
-			free(best);
-			best = strdup(de->d_name);
-			if (!best) {
-				err = vs_error(VS_ENOMEM, "out of memory");
-				break;
-			}
-		}
-	}
-	if (d)
-		closedir(d);
-	if (!err && !best)
-		err = vs_error(VS_ENOTFOUND, "no eval dir under '%s': run the card's plan first, or pass --eval-dir",
-			       base);
-	if (!err && !(*out = fs_join(base, best)))
-		err = vs_error(VS_ENOMEM, "out of memory");
-	free(best);
-	free(base);
-	return err;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_str_desc(const void *a, const void *b)
+{
+	return -cmp_str(a, b);
+}
+
+/* The names in dir that do not start with '.', sorted by cmp; *n of them. */
+static int list_names(char ***out, int *n, const char *dir, int (*cmp)(const void *, const void *))
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **list = NULL;
+	int count = 0, err = 0;
+
+	while (d && !err && (de = readdir(d))) {
+		char **nl;
+
+		if (de->d_name[0] == '.')
+			continue;
+		nl = realloc(list, (size_t)(count + 1) * sizeof(*list));
+		if (!nl || !(nl[count] = strdup(de->d_name))) {
+			list = nl ? nl : list;
+			err = vs_error(VS_ENOMEM, "out of memory");
+			break;
+		}
+		list = nl;
+		count++;
+	}
+	if (d)
+		closedir(d);
+	if (!err && count > 1)
+		qsort(list, (size_t)count, sizeof(*list), cmp);
+	if (err) {
+		for (int i = 0; i < count; i++)
+			free(list[i]);
+		free(list);
+		return err;
+	}
+	*out = list;
+	*n = count;
+	return 0;
+}
+
+/* What dir holds: 1 a finished, whole run (result.json, not partial), 0 a partial run, -1 no result. */
+static int run_kind(const char *dir)
+{
+	char *path = fs_join(dir, "result.json"), *text = NULL;
+	size_t len;
+	cJSON *root;
+	int kind = -1;
+
+	if (path && fs_exists(path) && !fs_read_file(&text, &len, path, 64u << 20)) {
+		root = cJSON_ParseWithLength(text, len);
+		if (root)
+			kind = cJSON_IsFalse(jget(root, "partial")) && jstr(root, "verdict") ? 1 : 0;
+		cJSON_Delete(root);
+	}
+	free(text);
+	free(path);
+	return kind;
+}
+
+int evaldir_latest(char **out, struct evaldir_skipped *skipped, const char *results_root, const char *card_id)
+{
+	char *base = evaldir_card_dir(results_root, card_id), **names = NULL, *dir = NULL;
+	int n = 0, err;
+
+	if (skipped)
+		memset(skipped, 0, sizeof(*skipped));
+	if (!base)
+		return vs_error(VS_ENOMEM, "out of memory");
+	err = list_names(&names, &n, base, cmp_str_desc);
+	for (int i = 0; !err && i < n && !dir; i++) {
+		char *cand = fs_join(base, names[i]);
+		int kind;
+
+		if (!cand) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			break;
+		}
+		kind = fs_is_dir(cand) ? run_kind(cand) : -2;
+		if (kind == 1) {
+			dir = cand;
+			break;
+		}
+		if (skipped && kind == 0)
+			skipped->partial++;
+		else if (skipped && kind == -1)
+			skipped->unfinished++;
+		free(cand);
+	}
+	if (!err && !dir)
+		err = vs_error(VS_ENOTFOUND, "no complete eval dir under '%s' (%d without result.json, %d partial): run "
+			       "the card's whole plan first, or pass --eval-dir", base, skipped ? skipped->unfinished : 0,
+			       skipped ? skipped->partial : 0);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(base);
+	if (err)
+		return err;
+	*out = dir;
+	return 0;
+}
+
+/* Whether dir holds the marker of a live writer (make_manifests()). */
+static int has_live_writer(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int live = 0;
+
+	while (d && !live && (de = readdir(d))) {
+		long pid;
+		char *end;
+
+		if (strncmp(de->d_name, ".writer.tmp.", 12))
+			continue;
+		errno = 0;
+		pid = strtol(de->d_name + 12, &end, 10);
+		live = !*end && !errno && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+	}
+	if (d)
+		closedir(d);
+	return live;
+}
+
+/* In one folder of eval dirs: remove those without result.json and no live writer, or (all) every finished one. */
+static int gc_runs(const char *base, int all, int *removed)
+{
+	char **names = NULL;
+	int n = 0, err = list_names(&names, &n, base, cmp_str);
+
+	for (int i = 0; i < n; i++) {
+		char *dir = err ? NULL : fs_join(base, names[i]);
+		int finished;
+
+		if (!err && !dir)
+			err = vs_error(VS_ENOMEM, "out of memory");
+		if (!dir || fs_is_link(dir) || !fs_is_dir(dir) || has_live_writer(dir)) {
+			free(dir);
+			free(names[i]);
+			continue;
+		}
+		finished = run_kind(dir) >= 0;
+		if (!finished || all) {
+			err = fs_remove_tree(dir);
+			if (!err) {
+				printf("removed %s (%s)\n", dir, finished ? "a debug run: --task/--impl/--config" :
+				       "the stub of an interrupted run: no result.json");
+				(*removed)++;
+			}
+		}
+		free(dir);
+		free(names[i]);
+	}
+	free(names);
+	return err;
+}
+
+int evaldir_gc(const char *results_root, int *removed)
+{
+	char **cards = NULL;
+	int n = 0, err = list_names(&cards, &n, root_or_default(results_root), cmp_str);
+
+	*removed = 0;
+	for (int i = 0; i < n; i++) {
+		char *card = err ? NULL : evaldir_card_dir(results_root, cards[i]);
+		char *debug = err ? NULL : evaldir_debug_root(results_root, cards[i]);
+
+		if (!err && (!card || !debug))
+			err = vs_error(VS_ENOMEM, "out of memory");
+		if (!err && fs_is_dir(card) && !fs_is_link(card))
+			err = gc_runs(card, 0, removed);
+		if (!err && fs_is_dir(debug) && !fs_is_link(debug))
+			err = gc_runs(debug, 1, removed);
+		free(card);
+		free(debug);
+		free(cards[i]);
+	}
+	free(cards);
+	return err;
 }
 
 /* Append path to the list (takes ownership). */
@@ -713,6 +884,15 @@ int evaldir_writer_commit(struct evaldir_writer *w, const char *plan_text, size_
 		return vs_error(VS_ENOMEM, "out of memory: result.json not written");
 	err = fs_write_in(w->dir, "result.json", text, strlen(text), NULL);
 	cJSON_free(text);
+	if (!err) {
+		/* complete now: the writer's marker goes (a marker left by a kill here is a stale temporary) */
+		char *marker = writer_marker(), *path = marker ? fs_join(w->dir, marker) : NULL;
+
+		if (path)
+			unlink(path);
+		free(path);
+		free(marker);
+	}
 	return err;
 }
 

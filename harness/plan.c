@@ -709,6 +709,51 @@ int plan_read(struct plan *p, const char *path)
 	return err;
 }
 
+int plan_read_task_hashes(char ***hashes, int *n, const char *path)
+{
+	char *text = NULL;
+	size_t len;
+	cJSON *root = NULL;
+	const cJSON *t, *tasks;
+	int err = fs_check_link(path, "plan");
+
+	if (!err)
+		err = fs_read_file(&text, &len, path, 64u << 20);
+	if (!err)
+		err = jsonfile_parse(&root, text, len, path);
+	if (err)
+		goto done;
+	tasks = cJSON_GetObjectItemCaseSensitive(root, "tasks");
+	if (!cJSON_IsArray(tasks)) {
+		err = vs_error(VS_ESCHEMA, "%s: \"tasks\" must be an array", path);
+		goto done;
+	}
+	cJSON_ArrayForEach(t, tasks) {
+		const char *h = get_str(t, "hash");
+		char **nl;
+
+		if (!h || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64) {
+			err = vs_error(VS_ESCHEMA, "%s: a task's \"hash\" is not 64 hex digits", path);
+			goto done;
+		}
+		nl = realloc(*hashes, (size_t)(*n + 1) * sizeof(**hashes));
+		if (!nl) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		*hashes = nl;
+		if (!(nl[*n] = strdup(h))) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		(*n)++;
+	}
+done:
+	cJSON_Delete(root);
+	free(text);
+	return err;
+}
+
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 {
 	struct plan np;

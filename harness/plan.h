@@ -106,6 +106,14 @@ int plan_read(struct plan *p, const char *path);
  */
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path);
 
+/**
+ * The task hashes of the plan file at path, appended to *hashes (malloc'd strings; free each and
+ * the array) and *n, read without checking the plan or loading its implementations: what `--gc`
+ * needs, which must work with plugins missing or too many to load. A hash repeated is listed once
+ * per plan. Errors: VS_EPARSE, VS_ESCHEMA (no "tasks" array of 64-digit "hash"es), VS_EIO, VS_ENOMEM.
+ */
+int plan_read_task_hashes(char ***hashes, int *n, const char *path);
+
 /** Print the one-screen summary of a plan. */
 void plan_print_summary(const struct plan *p, FILE *f);
 

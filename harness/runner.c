@@ -233,7 +233,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	parity_only = o->impl_filter != NULL;
 	partial = parity_only || o->config_filter || o->task_filter || o->has_part;
 	err = o->has_part ? evaldir_create_part(&eval_dir, o->results_root, p.card_id, o->run_id, o->part_index) :
-			    evaldir_create_run(&eval_dir, o->results_root, p.card_id, o->run_id, info.arch);
+			    evaldir_create_run(&eval_dir, o->results_root, p.card_id, o->run_id, info.arch, partial);
 	if (err || (err = evaldir_writer_init(&w, eval_dir)))
 		goto done;
 	slots = calloc((size_t)nslots, sizeof(*slots));

@@ -4,8 +4,9 @@
  * a single-worker run apart from timings; `--run --part I --run-id R` writes one part per plan task,
  * which --record refuses alone and `--merge` joins into an eval dir equal to a direct run's (apart
  * from timings) that --record accepts; merging refuses missing, duplicated and tampered parts.
- * Also the housekeeping around runs: --task/--impl/--config give partial runs, --gc removes unused
- * task dirs and stale temporary dirs but not live ones.
+ * Also the housekeeping around runs: --task/--impl/--config give partial runs (under .debug/), --gc
+ * removes unused task dirs (without loading plugins), stale temporary dirs, interrupted runs' stubs
+ * and debug runs, but not live ones; --record without --eval-dir takes the latest complete eval dir.
  */
 #include "testutil.h"
 
@@ -374,6 +375,135 @@ START_TEST(gc_removes_unused_and_stale_dirs_but_not_live_ones)
 }
 END_TEST
 
+/* Whether dir (under tmp) exists. */
+static int exists_in_tmp(const char *rel)
+{
+	char *p = fs_join(tmp, rel);
+	int e = fs_exists(p);
+
+	free(p);
+	return e;
+}
+
+/*
+ * --record without --eval-dir takes the newest complete eval dir and says which; filtered runs go
+ * to results/<card>/.debug/; --gc removes interrupted runs' stubs (no result.json, writer gone) and
+ * finished debug runs, and keeps complete eval dirs and the dir of a run still going.
+ */
+START_TEST(record_takes_the_latest_complete_eval_dir_and_gc_removes_stubs_and_debug_runs)
+{
+	char *plan = tu_small_plan(tmp, "", 1, 1), *out, *err, *eval, *debug, *path, *marker;
+	const char *card_dir = "results/mla_decode_cpu_splitkv";
+
+	out = tool(0, NULL, "--run %s --threads 2", plan);
+	eval = tu_eval_dir_of(out);
+	ck_assert_msg(eval && !strstr(eval, ".debug"), "%s", out);
+	free(out);
+	out = tool(0, NULL, "--run %s --threads 2 --impl cpu.naive", plan);
+	debug = tu_eval_dir_of(out);
+	ck_assert_msg(debug && !strncmp(debug, "results/mla_decode_cpu_splitkv/.debug/", 38), "a debug run went to %s",
+		      debug ? debug : "(none)");
+	free(out);
+	/* Newer than the complete one: the stub of an interrupted run, a run still going, a partial result. */
+	path = fs_printf("%s/%s/29990101T000000Z-x86_64", tmp, card_dir);
+	fs_mkdir_p(path);
+	marker = fs_printf("%s/.writer.tmp.999999999", path);
+	tu_write(marker, "", 0);
+	free(marker);
+	free(path);
+	path = fs_printf("%s/%s/29990102T000000Z-x86_64", tmp, card_dir);
+	fs_mkdir_p(path);
+	marker = fs_printf("%s/.writer.tmp.%d", path, (int)getpid());
+	tu_write(marker, "", 0);
+	free(marker);
+	free(path);
+	{
+		char *from = fs_printf("%s/%s/result.json", tmp, debug), *text = tu_read(from, NULL);
+
+		path = fs_printf("%s/%s/29990103T000000Z-x86_64", tmp, card_dir);
+		fs_mkdir_p(path);
+		free(from);
+		from = fs_join(path, "result.json");
+		tu_write(from, text, strlen(text));
+		free(from);
+		free(text);
+		free(path);
+	}
+	tu_run_tool(tmp, "--record skills/mla_decode_cpu_splitkv.md", &out, &err);
+	path = fs_printf("using %s, the latest complete eval dir (passed over 3 newer: 2 without result.json, 1 partial)",
+			 eval);
+	ck_assert_msg(strstr(out, path), "--record without --eval-dir: want '%s'\nstdout: %s\nstderr: %s", path, out, err);
+	free(path);
+	free(out);
+	free(err);
+
+	out = tool(0, NULL, "--gc");
+	ck_assert_msg(!exists_in_tmp("results/mla_decode_cpu_splitkv/29990101T000000Z-x86_64"),
+		      "gc kept an interrupted run's stub:\n%s", out);
+	ck_assert_msg(exists_in_tmp("results/mla_decode_cpu_splitkv/29990102T000000Z-x86_64"),
+		      "gc removed the dir of a live run:\n%s", out);
+	ck_assert_msg(!exists_in_tmp(debug), "gc kept a debug run:\n%s", out);
+	ck_assert_msg(exists_in_tmp(eval), "gc removed a complete eval dir:\n%s", out);
+	ck_assert_msg(exists_in_tmp("results/mla_decode_cpu_splitkv/29990103T000000Z-x86_64"),
+		      "gc removed a finished (partial) result:\n%s", out);
+	ck_assert_msg(strstr(out, "2 eval dirs removed"), "%s", out);
+	path = fs_printf("%s/%s/.writer.tmp.%d", tmp, eval, (int)getpid());
+	ck_assert_msg(!fs_exists(path), "a complete eval dir keeps its writer's marker");
+	free(path);
+	free(out);
+	free(eval);
+	free(debug);
+	free(plan);
+}
+END_TEST
+
+/* --gc reads plans without loading plugins: 17 plugin plans, whose plugin files do not exist. */
+START_TEST(gc_needs_no_plugins_to_know_the_task_dirs_in_use)
+{
+	char *plan = tu_small_plan(tmp, "", 1, 1), *path = fs_join(tmp, plan), *text = tu_read(path, NULL), *out;
+	char *unused = fs_printf("%s/tasks/mla_decode/%064d", tmp, 7);
+	cJSON *j = cJSON_Parse(text);
+	DIR *d;
+	struct dirent *de;
+	int ntasks = 0;
+
+	free(tool(0, NULL, "--materialize %s --threads 2", plan));
+	unlink(path); /* only the plugin plans name the task dir */
+	for (int k = 0; k < 17; k++) {
+		cJSON *pl = cJSON_CreateObject(), *cand = cJSON_GetObjectItem(j, "candidate");
+		char *lib = fs_printf("build-%d/libmissing.so", k), *dst = fs_printf("%s/plans/team%d.plan.json", tmp, k), *t;
+
+		cJSON_AddStringToObject(pl, "path", lib);
+		cJSON_AddStringToObject(pl, "sha256", "0000000000000000000000000000000000000000000000000000000000000000");
+		cJSON_DeleteItemFromObject(cand, "plugin");
+		cJSON_AddItemToObject(cand, "plugin", pl);
+		t = cJSON_Print(j);
+		tu_write(dst, t, strlen(t));
+		cJSON_free(t);
+		free(lib);
+		free(dst);
+	}
+	fs_mkdir_p(unused);
+	out = tool(0, NULL, "--gc");
+	ck_assert_msg(!fs_exists(unused), "gc kept an unused task dir:\n%s", out);
+	ck_assert_msg(strstr(out, "1 task dir removed; 17 in use by plans in plans/"), "%s", out);
+	free(out);
+	free(path);
+	path = fs_join(tmp, "tasks/mla_decode");
+	d = opendir(path);
+	while (d && (de = readdir(d)))
+		ntasks += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	ck_assert_int_eq(ntasks, 1);
+	cJSON_Delete(j);
+	free(text);
+	free(unused);
+	free(path);
+	free(plan);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("merge");
@@ -385,6 +515,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, parts_merge_into_the_eval_dir_of_a_direct_run);
 	tcase_add_loop_test(tc, filters_give_partial_runs_that_record_refuses, 0, (int)(sizeof(filters) / sizeof(filters[0])));
 	tcase_add_test(tc, gc_removes_unused_and_stale_dirs_but_not_live_ones);
+	tcase_add_test(tc, record_takes_the_latest_complete_eval_dir_and_gc_removes_stubs_and_debug_runs);
+	tcase_add_test(tc, gc_needs_no_plugins_to_know_the_task_dirs_in_use);
 	suite_add_tcase(s, tc);
 	return s;
 }
