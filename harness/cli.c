@@ -74,7 +74,7 @@ static const struct cli_option options[] = {
 	{"--static", OPT_MODE, "CARD...", 0, mode_static, 1, 256,
 	 "lint cards: front matter, schema, types, enums, body sections"},
 	{"--emit-plan", OPT_MODE, "CARD", 0, mode_emit_plan, 1, 1,
-	 "write plans/<id>.plan.json (tasks, implementations, gates, protocol) and print a summary"},
+	 "write plans/<id>.plan.json (with a plugin: plans/<id>.<impl>.plan.json; or --out) and print a summary"},
 	{"--materialize", OPT_MODE, "PLAN", 0, mode_materialize, 1, 1,
 	 "write the plan's task dirs (inputs + oracle reference outputs, sha256-checked)"},
 	{"--run", OPT_MODE, "PLAN", 0, mode_run, 1, 1,
@@ -253,11 +253,28 @@ static int mode_static(const struct cli_args *a)
 	return worst;
 }
 
-static char *plan_path_for(const struct cli_args *a, const char *id)
+/*
+ * Where --emit-plan writes: --out, else plans/<id>.plan.json, or plans/<id>.<impl>.plan.json for a
+ * plan with a plugin (the plugin's implementation: the candidate's, else the baseline's), so that a
+ * team's plugin plan never replaces the committed plan of the card.
+ */
+static char *plan_path_for(const struct cli_args *a, const struct plan *p)
 {
+	const struct plan_impl *pl = p->candidate.plugin_path ? &p->candidate :
+				     p->baseline.plugin_path ? &p->baseline : NULL;
+	const char *dir = a->plans_dir ? a->plans_dir : "plans";
+	char *path, *name;
+
 	if (a->out)
 		return strdup(a->out);
-	return fs_printf("%s/%s.plan.json", a->plans_dir ? a->plans_dir : "plans", id);
+	if (!pl)
+		return fs_printf("%s/%s.plan.json", dir, p->card_id);
+	path = fs_printf("%s/%s.%s.plan.json", dir, p->card_id, pl->name);
+	for (name = path ? path + strlen(dir) + 1 : NULL; name && *name; name++)
+		if (!(('a' <= *name && *name <= 'z') || ('A' <= *name && *name <= 'Z') || ('0' <= *name && *name <= '9') ||
+		      *name == '.' || *name == '-' || *name == '_'))
+			*name = '_';
+	return path;
 }
 
 static int emit_plan(const struct cli_args *a, char **path_out)
@@ -275,7 +292,7 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		goto done;
 	if ((err = plan_build(&p, &c, &po)))
 		goto done;
-	path = plan_path_for(a, c.id);
+	path = plan_path_for(a, &p);
 	if (!path) {
 		err = vs_error(VS_ENOMEM, "out of memory");
 		goto done;

@@ -139,6 +139,11 @@ START_TEST(plugin_built_outside_the_tree_is_ab_tested_and_recorded)
 	args = fs_printf("--candidate-lib %s", so);
 	plan = tu_small_plan(tmp, args, 2, 1);
 	free(args);
+	/* A plugin plan has its own name: the card's own plan is not replaced. */
+	ck_assert_str_eq(plan, "plans/mla_decode_cpu_splitkv.example.online.plan.json");
+	res = fs_join(tmp, "plans/mla_decode_cpu_splitkv.plan.json");
+	ck_assert_msg(!fs_exists(res), "--emit-plan --candidate-lib wrote the card's own plan");
+	free(res);
 	/* The plan names the plugin and its sha256. */
 	res = fs_join(tmp, plan);
 	ck_assert_int_eq(fs_sha256_file(hex, so), 0);
