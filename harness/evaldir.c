@@ -1184,13 +1184,91 @@ done:
 	return err;
 }
 
+/*
+ * The checks of an eval dir that need no card (evidence_load() and, for each part, --merge): every
+ * file bound by its sha256, the plugins that ran still the same files, the plan copy (read into
+ * *p, release it) holding every task, and every speedup recomputing from samples.csv.
+ */
+static int check_run(const struct evidence *e, struct plan *p, const char *dir, const char *path, int *status)
+{
+	char *plan_path = NULL, *samples = NULL;
+	size_t slen;
+	const cJSON *t;
+	int err, i = 0;
+
+	/* Files bound by hash. */
+	if ((err = check_bound_files(dir, e->result, path, status)))
+		goto done;
+	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
+	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
+		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
+		char hex[65];
+
+		*status = EVIDENCE_MISMATCH;
+		if (!lib || !want) {
+			err = vs_error(VS_EVERIFY, "%s: a plugin entry lacks its path or sha256", path);
+			goto done;
+		}
+		if (!fs_exists(lib)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
+				       "checked against it", dir, role ? role : "", lib);
+			goto done;
+		}
+		if ((err = fs_sha256_file(hex, lib)))
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
+				       "evidence binds %.12s...): run the plan again with this build of it", dir,
+				       role ? role : "", lib, hex, want);
+			goto done;
+		}
+	}
+	/* The plan copy: same card, same tasks. */
+	plan_path = fs_join(dir, "plan.json");
+	if ((err = plan_read(p, plan_path)))
+		goto done;
+	i = 0;
+	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
+		int found = 0;
+
+		for (int k = 0; k < p->ntasks; k++)
+			found |= jstr(t, "hash") && !strcmp(p->task_hash[k], jstr(t, "hash"));
+		if (!found) {
+			err = vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan copy", dir, jstr(t, "name"));
+			goto done;
+		}
+		i++;
+	}
+	if (!e->partial && i != p->ntasks) {
+		err = vs_error(VS_EVERIFY, "%s: result.json covers %d of the plan's %d tasks but is not marked "
+			       "partial", dir, i, p->ntasks);
+		goto done;
+	}
+	/* Numbers recompute from the raw samples. */
+	samples = fs_join(dir, "samples.csv");
+	{
+		char *stext = NULL;
+
+		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : VS_ENOMEM;
+		if (!err)
+			err = recompute(e, p, stext, samples, status);
+		free(stext);
+		if (err)
+			goto done;
+	}
+done:
+	free(plan_path);
+	free(samples);
+	return err;
+}
+
 int evidence_load(struct evidence *e, int *status_out, const char *dir, const struct card *c)
 {
-	char *path = NULL, *text = NULL, *samples = NULL, *plan_path = NULL, hash[65];
-	size_t len, slen;
-	const cJSON *card, *plan, *dev, *ov, *iso, *t, *tool;
+	char *path = NULL, *text = NULL, hash[65];
+	size_t len;
+	const cJSON *card, *plan, *dev, *ov, *iso, *tool;
 	struct plan p;
-	int err, status = EVIDENCE_OK, i = 0;
+	int err, status = EVIDENCE_OK;
 
 	memset(e, 0, sizeof(*e));
 	memset(&p, 0, sizeof(p));
@@ -1262,70 +1340,13 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		e->isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
 		e->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 	}
-	/* Files bound by hash. */
-	if ((err = check_bound_files(dir, e->result, path, &status)))
+	if ((err = check_run(e, &p, dir, path, &status)))
 		goto done;
-	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
-	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
-		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
-		char hex[65];
-
-		status = EVIDENCE_MISMATCH;
-		if (!lib || !want) {
-			err = vs_error(VS_EVERIFY, "%s: a plugin entry lacks its path or sha256", path);
-			goto done;
-		}
-		if (!fs_exists(lib)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
-				       "checked against it", dir, role ? role : "", lib);
-			goto done;
-		}
-		if ((err = fs_sha256_file(hex, lib)))
-			goto done;
-		if (strcmp(hex, want)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
-				       "evidence binds %.12s...): run the plan again with this build of it", dir,
-				       role ? role : "", lib, hex, want);
-			goto done;
-		}
-	}
-	/* The plan copy: same card, same tasks. */
-	plan_path = fs_join(dir, "plan.json");
-	if ((err = plan_read(&p, plan_path)))
-		goto done;
+	/* The plan copy is for this card. */
 	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
 		err = vs_error(VS_EVERIFY, "%s: plan.json is for card '%s' (hash %.12s...), result.json for '%s' "
 			       "(hash %.12s...)", dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
 		goto done;
-	}
-	i = 0;
-	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
-		int found = 0;
-
-		for (int k = 0; k < p.ntasks; k++)
-			found |= jstr(t, "hash") && !strcmp(p.task_hash[k], jstr(t, "hash"));
-		if (!found) {
-			err = vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan copy", dir, jstr(t, "name"));
-			goto done;
-		}
-		i++;
-	}
-	if (!e->partial && i != p.ntasks) {
-		err = vs_error(VS_EVERIFY, "%s: result.json covers %d of the plan's %d tasks but is not marked "
-			       "partial", dir, i, p.ntasks);
-		goto done;
-	}
-	/* Numbers recompute from the raw samples. */
-	samples = fs_join(dir, "samples.csv");
-	{
-		char *stext = NULL;
-
-		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : VS_ENOMEM;
-		if (!err)
-			err = recompute(e, &p, stext, samples, &status);
-		free(stext);
-		if (err)
-			goto done;
 	}
 	/* Finally the card itself: content unchanged since the plan was made. */
 	if ((err = card_hash(c, hash)))
@@ -1342,8 +1363,6 @@ done:
 	if (status_out)
 		*status_out = status;
 	plan_release(&p);
-	free(plan_path);
-	free(samples);
 	free(path);
 	free(text);
 	return err;
@@ -1452,8 +1471,26 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 	if (!err && (jget(f, "impl") || jget(f, "config")))
 		err = vs_error(VS_EUSAGE, "%s: a part run with --impl or --config is not a measurement of the plan: "
 			       "rerun it with --part", dir);
-	if (!err)
-		err = check_bound_files(dir, pt->result, path, &status);
+	if (!err) {
+		/* the checks --record makes that need no card: a part with edited samples is refused here */
+		struct evidence e;
+		const cJSON *iso = jget(jget(pt->result, "overall"), "isolated");
+		struct plan p;
+
+		memset(&e, 0, sizeof(e));
+		memset(&p, 0, sizeof(p));
+		e.eval_dir = pt->dir;
+		e.result = pt->result;
+		e.partial = cJSON_IsTrue(jget(pt->result, "partial"));
+		if (cJSON_IsObject(iso)) {
+			e.has_isolated = 1;
+			e.isolated = cJSON_GetNumberValue(jget(iso, "estimate"));
+			e.isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
+			e.isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
+		}
+		err = check_run(&e, &p, dir, path, &status);
+		plan_release(&p);
+	}
 	free(path);
 	if (err)
 		return err;

@@ -276,8 +276,9 @@ struct evaldir_part {
 
 /**
  * Load the part at dir: result.json parsed with the duplicate-key check, its schema, a part not
- * filtered by --impl/--config, and every file it binds matching its sha256 (the checks of
- * evidence_load() that need no card). Errors: VS_EVERIFY, VS_EUSAGE (filtered), VS_EPARSE, VS_EIO.
+ * filtered by --impl/--config, and the checks of evidence_load() that need no card: every file it
+ * binds matching its sha256, the plugins that ran unchanged, the plan copy holding its tasks, every
+ * speedup recomputing from samples.csv. Errors: VS_EVERIFY, VS_EUSAGE (filtered), VS_EPARSE, VS_EIO.
  */
 int evaldir_part_load(struct evaldir_part *pt, const char *dir);
 

@@ -198,7 +198,7 @@ END_TEST
 
 START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 {
-	char *plan = tu_small_plan(tmp, "", 3, 1), *out, *err, *direct, *merged, *a, *b, *path, *text;
+	char *plan = tu_small_plan(tmp, "", 3, 1), *out, *err, *direct, *merged, *a, *b, *path, *text, *orig;
 	const char *parts = "results/mla_decode_cpu_splitkv/.parts/R";
 
 	out = tool(0, NULL, "--run %s --threads 2 --run-id direct", plan);
@@ -265,11 +265,38 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	/* A tampered part does not merge. */
 	path = fs_printf("%s/%s/0002/samples.csv", tmp, parts);
 	text = tu_read(path, NULL);
+	orig = strdup(text);
 	text[strlen(text) - 3] = text[strlen(text) - 3] == '1' ? '0' : '1';
 	tu_write(path, text, strlen(text));
 	free(tool(1, &err, "--merge %s --run-id again", parts));
 	ck_assert_msg(strstr(err, "samples.csv' does not match"), "%s", err);
 	free(err);
+	/*
+	 * Samples edited with the sha256 in result.json updated to match: --merge recomputes the
+	 * speedups as --record does, and refuses the part.
+	 */
+	{
+		char *row = strchr(orig, '\n') + 1, *ms = row, hex[65], *res = fs_printf("%s/%s/0002/result.json", tmp, parts);
+		char *rtext = tu_read(res, NULL), *at = strstr(rtext, "\"samples_sha256\":\t\"");
+		char *edited;
+
+		for (int f = 0; f < 6; f++)
+			ms = strchr(ms, ',') + 1;
+		edited = fs_printf("%.*s99%s", (int)(ms - orig), orig, strchr(ms, ','));
+		tu_write(path, edited, strlen(edited));
+		fs_sha256_hex(hex, edited, strlen(edited));
+		ck_assert_ptr_nonnull(at);
+		memcpy(at + strlen("\"samples_sha256\":\t\""), hex, 64);
+		tu_write(res, rtext, strlen(rtext));
+		free(tool(1, &err, "--merge %s --run-id edited", parts));
+		ck_assert_msg(strstr(err, "does not recompute from samples.csv"), "%s", err);
+		ck_assert_int_eq(tu_count_lines(err), 1);
+		free(err);
+		free(edited);
+		free(rtext);
+		free(res);
+		free(orig);
+	}
 	free(text);
 	free(path);
 	free(direct);
