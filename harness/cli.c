@@ -107,7 +107,7 @@ static const struct cli_option options[] = {
 	MODE("--static", "CARD...", mode_static, 1, 256, M_STATIC,
 	     "lint cards: front matter, schema, types, enums, body sections"),
 	MODE("--emit-plan", "CARD", mode_emit_plan, 1, 1, M_EMIT_PLAN,
-	     "write plans/<id>.plan.json (tasks, implementations, gates, protocol) and print a summary"),
+	     "write plans/<id>.plan.json (with a plugin: plans/<id>.<impl>.plan.json; or --out) and print a summary"),
 	MODE("--materialize", "PLAN", mode_materialize, 1, 1, M_MATERIALIZE,
 	     "write the plan's task dirs (inputs + oracle reference outputs, sha256-checked)"),
 	MODE("--run", "PLAN", mode_run, 1, 1, M_RUN,
@@ -344,11 +344,27 @@ static int mode_static(const struct cli_args *a)
 	return worst;
 }
 
-static char *plan_path_for(const struct cli_args *a, const char *id)
+/*
+ * Where --emit-plan writes: --out, else plans/<id>.plan.json, or plans/<id>.<impl>.plan.json for a
+ * plan with a plugin (the plugin's implementation: the candidate's, else the baseline's), so that a
+ * team's plugin plan never replaces the committed plan of the card.
+ */
+static char *plan_path_for(const struct cli_args *a, const struct plan *p)
 {
+	/* A file given with --candidate-lib / --baseline-lib (.so or .py) names the plan after its kernel. */
+	const struct plan_impl *pl = a->candidate_lib ? &p->candidate : a->baseline_lib ? &p->baseline : NULL;
+	char *path, *name;
+
 	if (a->out)
 		return strdup(a->out);
-	return fs_printf("%s/%s.plan.json", a->layout.plans, id);
+	if (!pl)
+		return fs_printf("%s/%s.plan.json", a->layout.plans, p->card_id);
+	path = fs_printf("%s/%s.%s.plan.json", a->layout.plans, p->card_id, pl->name);
+	for (name = path ? path + strlen(a->layout.plans) + 1 : NULL; name && *name; name++)
+		if (!(('a' <= *name && *name <= 'z') || ('A' <= *name && *name <= 'Z') || ('0' <= *name && *name <= '9') ||
+		      *name == '.' || *name == '-' || *name == '_'))
+			*name = '_';
+	return path;
 }
 
 static int emit_plan(const struct cli_args *a, char **path_out)
@@ -376,7 +392,7 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		goto done;
 	if ((err = plan_build(&p, &c, &po)))
 		goto done;
-	path = plan_path_for(a, c.id);
+	path = plan_path_for(a, &p);
 	if (!path) {
 		err = vs_oom();
 		goto done;
@@ -597,15 +613,21 @@ static int mode_merge(const struct cli_args *a)
 	return err;
 }
 
-/* The newest eval dir of a card (evaldir_latest()), or NULL with the error said. */
+/* The newest complete eval dir of a card (evaldir_latest()), said on stdout, or NULL with the error said. */
 static char *latest_eval_dir(const struct cli_args *a, const char *card_path)
 {
 	struct card c;
+	struct evaldir_skipped sk;
 	char *out = NULL;
 
 	memset(&c, 0, sizeof(c));
-	if (!card_load(&c, card_path) && evaldir_latest(&out, a->layout.results, c.id))
+	if (!card_load(&c, card_path) && evaldir_latest(&out, &sk, a->layout.results, c.id))
 		out = NULL;
+	if (out && (sk.unfinished || sk.partial))
+		printf("%s: no --eval-dir: using %s, the latest complete eval dir (passed over %d newer: %d without "
+		       "result.json, %d partial)\n", card_path, out, sk.unfinished + sk.partial, sk.unfinished, sk.partial);
+	else if (out)
+		printf("%s: no --eval-dir: using %s, the latest complete eval dir\n", card_path, out);
 	card_release(&c);
 	return out;
 }
@@ -745,33 +767,23 @@ static int mode_gc(const struct cli_args *a)
 	const char *plans_dir = a->layout.plans;
 	const char *tasks_root = a->layout.tasks;
 	char **keep = NULL, *opdir = NULL;
-	int nkeep = 0, removed = 0, temporaries = 0, err = 0;
+	int nkeep = 0, removed = 0, temporaries = 0, runs = 0, err = 0;
 	DIR *d = opendir(plans_dir);
 	struct dirent *de;
 
+	/*
+	 * The task hashes of every plan, read as plain JSON: no plugin or Python module is loaded, so
+	 * that any number of plugin plans, or a plugin file gone, leaves --gc working.
+	 */
 	while (d && (de = readdir(d)) && !err) {
 		size_t n = strlen(de->d_name);
-		struct plan p;
 		char *path;
 
 		if (n < 11 || strcmp(de->d_name + n - 10, ".plan.json"))
 			continue;
 		path = fs_join(plans_dir, de->d_name);
-		err = path ? plan_read(&p, path) : vs_oom();
+		err = path ? plan_read_task_hashes(&keep, &nkeep, path) : vs_oom();
 		free(path);
-		if (err)
-			break;
-		for (int i = 0; i < p.ntasks; i++) {
-			char **nk = realloc(keep, (size_t)(nkeep + 1) * sizeof(*keep));
-
-			if (!nk) {
-				err = vs_oom();
-				break;
-			}
-			keep = nk;
-			keep[nkeep++] = strdup(p.task_hash[i]);
-		}
-		plan_release(&p);
 	}
 	if (d)
 		closedir(d);
@@ -806,10 +818,13 @@ static int mode_gc(const struct cli_args *a)
 	if (!err)
 		err = gc_temporaries(plans_dir, 0, &temporaries);
 	if (!err)
+		err = evaldir_gc(a->layout.results, &runs);
+	if (!err)
 		err = gc_temporaries(a->layout.results, 3, &temporaries);
 	if (!err)
-		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed\n",
-		       removed, removed == 1 ? "" : "s", nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies");
+		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed; "
+		       "%d eval dir%s removed (interrupted runs' stubs, debug runs)\n", removed, removed == 1 ? "" : "s",
+		       nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies", runs, runs == 1 ? "" : "s");
 done:
 	for (int i = 0; i < nkeep; i++)
 		free(keep[i]);

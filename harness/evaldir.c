@@ -11,12 +11,15 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *jstr(const cJSON *o, const char *key)
 {
@@ -54,20 +57,39 @@ char *evaldir_parts_root(const char *results_root, const char *card_id)
 	return fs_printf("%s/%s/.parts", root_or_default(results_root), card_id);
 }
 
-/* dir/manifests, the last step of creating an eval dir. */
+char *evaldir_debug_root(const char *results_root, const char *card_id)
+{
+	return fs_printf("%s/%s/.debug", root_or_default(results_root), card_id);
+}
+
+/* The marker of the process writing an eval dir: named like a temporary, so that it says who. */
+static char *writer_marker(void)
+{
+	return fs_printf(".writer.tmp.%ld", (long)getpid());
+}
+
+/*
+ * dir/manifests and the writer's marker, the last steps of creating an eval dir: an eval dir
+ * without result.json whose marker names no live process is the stub of an interrupted run
+ * (evaldir_gc() removes it).
+ */
 static int make_manifests(const char *dir)
 {
-	char *m = fs_join(dir, "manifests");
-	int err = m ? fs_mkdir_p(m) : vs_oom();
+	char *m = fs_join(dir, "manifests"), *marker = writer_marker();
+	int err = m && marker ? fs_mkdir_p(m) : vs_oom();
 
+	if (!err)
+		err = fs_write_in(dir, marker, "", 0, NULL);
+	free(marker);
 	free(m);
 	return err;
 }
 
 int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
-		       const char *arch)
+		       const char *arch, int debug)
 {
-	char stamp[32], *dir = NULL, *base = evaldir_card_dir(results_root, card_id);
+	char stamp[32], *dir = NULL;
+	char *base = debug ? evaldir_debug_root(results_root, card_id) : evaldir_card_dir(results_root, card_id);
 	int err;
 
 	VS_CHECK_ALLOC(base);
@@ -145,42 +167,192 @@ int evaldir_create_merged(char **out, const char *results_root, const char *card
 	return 0;
 }
 
-int evaldir_latest(char **out, const char *results_root, const char *card_id)
-{
-	char *base = evaldir_card_dir(results_root, card_id), *best = NULL;
-	DIR *d;
-	struct dirent *de;
-	int err = 0;
-
-	VS_CHECK_ALLOC(base);
-	d = opendir(base);
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		if (!best || strcmp(de->d_name, best) > 0) {
-			free(best);
-			best = strdup(de->d_name);
-			if (!best) {
-				err = vs_oom();
-				break;
-			}
-		}
-	}
-	if (d)
-		closedir(d);
-	if (!err && !best)
-		err = vs_error(VS_ENOTFOUND, "no eval dir under '%s': run the card's plan first, or pass --eval-dir",
-			       base);
-	if (!err && !(*out = fs_join(base, best)))
-		err = vs_oom();
-	free(best);
-	free(base);
-	return err;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_str_desc(const void *a, const void *b)
+{
+	return -cmp_str(a, b);
+}
+
+/* The names in dir that do not start with '.', sorted by cmp; *n of them. */
+static int list_names(char ***out, int *n, const char *dir, int (*cmp)(const void *, const void *))
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **list = NULL;
+	int count = 0, err = 0;
+
+	while (d && !err && (de = readdir(d))) {
+		char **nl;
+
+		if (de->d_name[0] == '.')
+			continue;
+		nl = realloc(list, (size_t)(count + 1) * sizeof(*list));
+		if (!nl || !(nl[count] = strdup(de->d_name))) {
+			list = nl ? nl : list;
+			err = vs_error(VS_ENOMEM, "out of memory");
+			break;
+		}
+		list = nl;
+		count++;
+	}
+	if (d)
+		closedir(d);
+	if (!err && count > 1)
+		qsort(list, (size_t)count, sizeof(*list), cmp);
+	if (err) {
+		for (int i = 0; i < count; i++)
+			free(list[i]);
+		free(list);
+		return err;
+	}
+	*out = list;
+	*n = count;
+	return 0;
+}
+
+/* What dir holds: 1 a finished, whole run (result.json, not partial), 0 a partial run, -1 no result. */
+static int run_kind(const char *dir)
+{
+	char *path = fs_join(dir, "result.json"), *text = NULL;
+	size_t len;
+	cJSON *root;
+	int kind = -1;
+
+	if (path && fs_exists(path) && !fs_read_file(&text, &len, path, 64u << 20)) {
+		root = cJSON_ParseWithLength(text, len);
+		if (root)
+			kind = cJSON_IsFalse(jget(root, "partial")) && jstr(root, "verdict") ? 1 : 0;
+		cJSON_Delete(root);
+	}
+	free(text);
+	free(path);
+	return kind;
+}
+
+int evaldir_latest(char **out, struct evaldir_skipped *skipped, const char *results_root, const char *card_id)
+{
+	char *base = evaldir_card_dir(results_root, card_id), **names = NULL, *dir = NULL;
+	int n = 0, err;
+
+	if (skipped)
+		memset(skipped, 0, sizeof(*skipped));
+	if (!base)
+		return vs_error(VS_ENOMEM, "out of memory");
+	err = list_names(&names, &n, base, cmp_str_desc);
+	for (int i = 0; !err && i < n && !dir; i++) {
+		char *cand = fs_join(base, names[i]);
+		int kind;
+
+		if (!cand) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			break;
+		}
+		kind = fs_is_dir(cand) ? run_kind(cand) : -2;
+		if (kind == 1) {
+			dir = cand;
+			break;
+		}
+		if (skipped && kind == 0)
+			skipped->partial++;
+		else if (skipped && kind == -1)
+			skipped->unfinished++;
+		free(cand);
+	}
+	if (!err && !dir)
+		err = vs_error(VS_ENOTFOUND, "no complete eval dir under '%s' (%d without result.json, %d partial): run "
+			       "the card's whole plan first, or pass --eval-dir", base, skipped ? skipped->unfinished : 0,
+			       skipped ? skipped->partial : 0);
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(base);
+	if (err)
+		return err;
+	*out = dir;
+	return 0;
+}
+
+/* Whether dir holds the marker of a live writer (make_manifests()). */
+static int has_live_writer(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int live = 0;
+
+	while (d && !live && (de = readdir(d))) {
+		long pid;
+		char *end;
+
+		if (strncmp(de->d_name, ".writer.tmp.", 12))
+			continue;
+		errno = 0;
+		pid = strtol(de->d_name + 12, &end, 10);
+		live = !*end && !errno && pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH);
+	}
+	if (d)
+		closedir(d);
+	return live;
+}
+
+/* In one folder of eval dirs: remove those without result.json and no live writer, or (all) every finished one. */
+static int gc_runs(const char *base, int all, int *removed)
+{
+	char **names = NULL;
+	int n = 0, err = list_names(&names, &n, base, cmp_str);
+
+	for (int i = 0; i < n; i++) {
+		char *dir = err ? NULL : fs_join(base, names[i]);
+		int finished;
+
+		if (!err && !dir)
+			err = vs_error(VS_ENOMEM, "out of memory");
+		if (!dir || fs_is_link(dir) || !fs_is_dir(dir) || has_live_writer(dir)) {
+			free(dir);
+			free(names[i]);
+			continue;
+		}
+		finished = run_kind(dir) >= 0;
+		if (!finished || all) {
+			err = fs_remove_tree(dir);
+			if (!err) {
+				printf("removed %s (%s)\n", dir, finished ? "a debug run: --task/--impl/--config" :
+				       "the stub of an interrupted run: no result.json");
+				(*removed)++;
+			}
+		}
+		free(dir);
+		free(names[i]);
+	}
+	free(names);
+	return err;
+}
+
+int evaldir_gc(const char *results_root, int *removed)
+{
+	char **cards = NULL;
+	int n = 0, err = list_names(&cards, &n, root_or_default(results_root), cmp_str);
+
+	*removed = 0;
+	for (int i = 0; i < n; i++) {
+		char *card = err ? NULL : evaldir_card_dir(results_root, cards[i]);
+		char *debug = err ? NULL : evaldir_debug_root(results_root, cards[i]);
+
+		if (!err && (!card || !debug))
+			err = vs_error(VS_ENOMEM, "out of memory");
+		if (!err && fs_is_dir(card) && !fs_is_link(card))
+			err = gc_runs(card, 0, removed);
+		if (!err && fs_is_dir(debug) && !fs_is_link(debug))
+			err = gc_runs(debug, 1, removed);
+		free(card);
+		free(debug);
+		free(cards[i]);
+	}
+	free(cards);
+	return err;
 }
 
 /* Append path to the list (takes ownership). */
@@ -704,14 +876,34 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	if (oom)
 		err = vs_oom();
 	if (line) {
-		char iso[96] = "n/a";
+		char iso[96] = "n/a", why[256] = "";
+		int ncomplete = 0;
 
+		for (int i = 0; i < n; i++)
+			ncomplete += t[i].complete;
 		if (nspeed)
 			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
+		/* A failed verdict names every gate that failed it, the complete gate too. */
+		if (strcmp(verdict, "validated")) {
+			if (!pass_speed)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sspeedup gate", *why ? ", " : "");
+			if (!pass_parity && p->parity_required)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sparity", *why ? ", " : "");
+			if (p->capture_required && !(gate_capture && complete_all))
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%scapture", *why ? ", " : "");
+			if (partial)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sincomplete: partial run, %d of %d "
+					 "tasks run", *why ? ", " : "", n, p->ntasks);
+			else if (n != p->ntasks || !complete_all)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sincomplete: %d of %d tasks run to "
+					 "the end", *why ? ", " : "", ncomplete, p->ntasks);
+		}
 		snprintf(line, cap, "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
-			 "capture %s; verdict %s", nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL",
-			 pass_parity ? "pass" : "FAIL",
-			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a", verdict);
+			 "capture %s; complete %s; verdict %s%s%s%s", nspeed, iso, p->speedup_min,
+			 pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
+			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a",
+			 complete_all && !partial && n == p->ntasks ? "pass" : "FAIL", verdict, *why ? " (" : "", why,
+			 *why ? ")" : "");
 		if (nskipped || !pass_coverage) {
 			char dts[64] = "";
 
@@ -894,6 +1086,15 @@ int evaldir_writer_commit(struct evaldir_writer *w, const char *plan_text, size_
 		return vs_error(VS_ENOMEM, "out of memory: result.json not written");
 	err = fs_write_in(w->dir, "result.json", text, strlen(text), NULL);
 	cJSON_free(text);
+	if (!err) {
+		/* complete now: the writer's marker goes (a marker left by a kill here is a stale temporary) */
+		char *marker = writer_marker(), *path = marker ? fs_join(w->dir, marker) : NULL;
+
+		if (path)
+			unlink(path);
+		free(path);
+		free(marker);
+	}
 	return err;
 }
 
@@ -1105,6 +1306,20 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 	return 0;
 }
 
+/*
+ * v in the fewest significant digits that read back as v (at most 17): two numbers that differ
+ * never print alike, as %.6g would print 6.2874100001 and 6.28741 alike.
+ */
+static const char *exact(char buf[32], double v)
+{
+	for (int prec = 6; prec <= 17; prec++) {
+		snprintf(buf, 32, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	return buf;
+}
+
 static int same(double a, double b)
 {
 	return a == b || fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b));
@@ -1250,12 +1465,14 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		    !same(ci.lo, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))) ||
 		    !same(ci.hi, cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)))) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY, "%s: task '%s' speedup %.6g [%.6g, %.6g] in result.json does not "
-				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, jstr(t, "name"),
-				       cJSON_GetNumberValue(jget(sp, "estimate")),
-				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0)),
-				       cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)), ci.estimate,
-				       ci.lo, ci.hi);
+			char b[6][32];
+
+			err = vs_error(VS_EVERIFY, "%s: task '%s' speedup %s [%s, %s] in result.json does not "
+				       "recompute from samples.csv (%s [%s, %s])", e->eval_dir, jstr(t, "name"),
+				       exact(b[0], cJSON_GetNumberValue(jget(sp, "estimate"))),
+				       exact(b[1], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))),
+				       exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1))),
+				       exact(b[3], ci.estimate), exact(b[4], ci.lo), exact(b[5], ci.hi));
 			goto done;
 		}
 		if (!strcmp(jstr(t, "parity") ? jstr(t, "parity") : "", "pass")) {
@@ -1273,9 +1490,12 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		if (!e->has_isolated || !same(ov.estimate, e->isolated) || !same(ov.lo, e->isolated_lo) ||
 		    !same(ov.hi, e->isolated_hi)) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY, "%s: overall speedup %.6g [%.6g, %.6g] in result.json does not "
-				       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir, e->isolated,
-				       e->isolated_lo, e->isolated_hi, ov.estimate, ov.lo, ov.hi);
+			char b[6][32];
+
+			err = vs_error(VS_EVERIFY, "%s: overall speedup %s [%s, %s] in result.json does not "
+				       "recompute from samples.csv (%s [%s, %s])", e->eval_dir, exact(b[0], e->isolated),
+				       exact(b[1], e->isolated_lo), exact(b[2], e->isolated_hi), exact(b[3], ov.estimate),
+				       exact(b[4], ov.lo), exact(b[5], ov.hi));
 			goto done;
 		}
 	} else if (e->has_isolated) {
@@ -1293,13 +1513,136 @@ done:
 	return err;
 }
 
+/*
+ * The checks of an eval dir that need no card (evidence_load() and, for each part, --merge): every
+ * file bound by its sha256, the plugins that ran still the same files, the plan copy (read into
+ * *p, release it) holding every task, and every speedup recomputing from samples.csv.
+ */
+static int check_run(const struct evidence *e, struct plan *p, const char *dir, const char *path, int *status)
+{
+	char *plan_path = NULL, *samples = NULL;
+	size_t slen;
+	const cJSON *t;
+	int err, i = 0;
+
+	/* Files bound by hash. */
+	if ((err = check_bound_files(dir, e->result, path, status)))
+		goto done;
+	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
+	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
+		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
+		char hex[65];
+
+		*status = EVIDENCE_MISMATCH;
+		if (!lib || !want) {
+			err = vs_error(VS_EVERIFY, "%s: a plugin entry lacks its path or sha256", path);
+			goto done;
+		}
+		/*
+		 * A reference never gates the verdict and is often built from sources outside the
+		 * repository (FlashMLA: tools/gpu/build_flashmla.sh): a checkout without its file can
+		 * still verify the card; where the file is present it must be the one that ran.
+		 */
+		if (!fs_exists(lib) && role && !strncmp(role, "reference", 9))
+			continue;
+		if (!fs_exists(lib)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
+				       "checked against it", dir, role ? role : "", lib);
+			goto done;
+		}
+		if ((err = fs_sha256_file(hex, lib)))
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
+				       "evidence binds %.12s...): run the plan again with this build of it", dir,
+				       role ? role : "", lib, hex, want);
+			goto done;
+		}
+	}
+	/* Python modules that ran are bound by their file's sha256 too. */
+	cJSON_ArrayForEach(t, jget(e->result, "python")) {
+		const char *file = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
+		char hex[65], *abs;
+
+		*status = EVIDENCE_MISMATCH;
+		if (!file || !want) {
+			err = vs_error(VS_EVERIFY, "%s: a python entry lacks its path or sha256", path);
+			goto done;
+		}
+		abs = file[0] == '/' ? strdup(file) : fs_join(vs_repo_root(), file);
+		if (!abs) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		err = fs_exists(abs) ? fs_sha256_file(hex, abs) :
+		      vs_error(VS_EVERIFY, "%s: the %s python module '%s' that ran is gone: the evidence cannot be "
+			       "checked against it", dir, role ? role : "", file);
+		free(abs);
+		if (err)
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY, "%s: the %s python module '%s' changed since the run (sha256 %.12s..., "
+				       "the evidence binds %.12s...): run the plan again with this version of it", dir,
+				       role ? role : "", file, hex, want);
+			goto done;
+		}
+	}
+	/* The plan copy: same card, same tasks. */
+	plan_path = fs_join(dir, "plan.json");
+	if ((err = plan_read(p, plan_path)))
+	i = 0;
+	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
+		int found = 0;
+
+		for (int k = 0; k < p->ntasks; k++)
+			if (jstr(t, "hash") && !strcmp(p->task_hash[k], jstr(t, "hash"))) {
+				found = 1;
+				/* Skipped only where the plan lists it as unsupported (a skip is not a pass). */
+				if (jstr(t, "skipped") && !plan_skip_reason(p, &p->baseline, k) &&
+				    !plan_skip_reason(p, &p->candidate, k))
+					found = -1;
+			}
+		if (found < 0) {
+			err = vs_error(VS_EVERIFY, "%s: task '%s' is marked skipped but the plan copy lists it as "
+				       "supported by both implementations", dir, jstr(t, "name"));
+			goto done;
+		}
+		if (!found) {
+			err = vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan copy", dir, jstr(t, "name"));
+			goto done;
+		}
+		i++;
+	}
+	if (!e->partial && i != p->ntasks) {
+		err = vs_error(VS_EVERIFY, "%s: result.json covers %d of the plan's %d tasks but is not marked "
+			       "partial", dir, i, p->ntasks);
+		goto done;
+	}
+	/* Numbers recompute from the raw samples. */
+	samples = fs_join(dir, "samples.csv");
+	{
+		char *stext = NULL;
+
+		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : vs_oom();
+		if (!err)
+			err = recompute(e, p, stext, samples, status);
+		free(stext);
+		if (err)
+			goto done;
+	}
+done:
+	free(plan_path);
+	free(samples);
+	return err;
+}
+
 int evidence_load(struct evidence *e, int *status_out, const char *dir, const struct card *c)
 {
-	char *path = NULL, *text = NULL, *samples = NULL, *plan_path = NULL, hash[65];
-	size_t len, slen;
-	const cJSON *card, *plan, *dev, *ov, *iso, *t, *tool;
+	char *path = NULL, *text = NULL, hash[65];
+	size_t len;
+	const cJSON *card, *plan, *dev, *ov, *iso, *tool;
 	struct plan p;
-	int err, status = EVIDENCE_OK, i = 0;
+	int err, status = EVIDENCE_OK;
 
 	memset(e, 0, sizeof(*e));
 	memset(&p, 0, sizeof(p));
@@ -1371,116 +1714,13 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		e->isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
 		e->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 	}
-	/* Files bound by hash. */
-	if ((err = check_bound_files(dir, e->result, path, &status)))
+	if ((err = check_run(e, &p, dir, path, &status)))
 		goto done;
-	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
-	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
-		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
-		char hex[65];
-
-		status = EVIDENCE_MISMATCH;
-		if (!lib || !want) {
-			err = vs_error(VS_EVERIFY, "%s: a plugin entry lacks its path or sha256", path);
-			goto done;
-		}
-		/*
-		 * A reference never gates the verdict and is often built from sources outside the
-		 * repository (FlashMLA: tools/gpu/build_flashmla.sh): a checkout without its file can
-		 * still verify the card; where the file is present it must be the one that ran.
-		 */
-		if (!fs_exists(lib) && role && !strncmp(role, "reference", 9))
-			continue;
-		if (!fs_exists(lib)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
-				       "checked against it", dir, role ? role : "", lib);
-			goto done;
-		}
-		if ((err = fs_sha256_file(hex, lib)))
-			goto done;
-		if (strcmp(hex, want)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
-				       "evidence binds %.12s...): run the plan again with this build of it", dir,
-				       role ? role : "", lib, hex, want);
-			goto done;
-		}
-	}
-	/* Python modules that ran are bound by their file's sha256 too. */
-	cJSON_ArrayForEach(t, jget(e->result, "python")) {
-		const char *file = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
-		char hex[65], *abs;
-
-		status = EVIDENCE_MISMATCH;
-		if (!file || !want) {
-			err = vs_error(VS_EVERIFY, "%s: a python entry lacks its path or sha256", path);
-			goto done;
-		}
-		abs = file[0] == '/' ? strdup(file) : fs_join(vs_repo_root(), file);
-		if (!abs) {
-			err = vs_error(VS_ENOMEM, "out of memory");
-			goto done;
-		}
-		err = fs_exists(abs) ? fs_sha256_file(hex, abs) :
-		      vs_error(VS_EVERIFY, "%s: the %s python module '%s' that ran is gone: the evidence cannot be "
-			       "checked against it", dir, role ? role : "", file);
-		free(abs);
-		if (err)
-			goto done;
-		if (strcmp(hex, want)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s python module '%s' changed since the run (sha256 %.12s..., "
-				       "the evidence binds %.12s...): run the plan again with this version of it", dir,
-				       role ? role : "", file, hex, want);
-			goto done;
-		}
-	}
-	/* The plan copy: same card, same tasks. */
-	plan_path = fs_join(dir, "plan.json");
-	if ((err = plan_read(&p, plan_path)))
-		goto done;
+	/* The plan copy is for this card. */
 	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
 		err = vs_error(VS_EVERIFY, "%s: plan.json is for card '%s' (hash %.12s...), result.json for '%s' "
 			       "(hash %.12s...)", dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
 		goto done;
-	}
-	i = 0;
-	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
-		int found = 0;
-
-		for (int k = 0; k < p.ntasks; k++)
-			if (jstr(t, "hash") && !strcmp(p.task_hash[k], jstr(t, "hash"))) {
-				found = 1;
-				/* Skipped only where the plan lists it as unsupported (a skip is not a pass). */
-				if (jstr(t, "skipped") && !plan_skip_reason(&p, &p.baseline, k) &&
-				    !plan_skip_reason(&p, &p.candidate, k))
-					found = -1;
-			}
-		if (found < 0) {
-			err = vs_error(VS_EVERIFY, "%s: task '%s' is marked skipped but the plan copy lists it as "
-				       "supported by both implementations", dir, jstr(t, "name"));
-			goto done;
-		}
-		if (!found) {
-			err = vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan copy", dir, jstr(t, "name"));
-			goto done;
-		}
-		i++;
-	}
-	if (!e->partial && i != p.ntasks) {
-		err = vs_error(VS_EVERIFY, "%s: result.json covers %d of the plan's %d tasks but is not marked "
-			       "partial", dir, i, p.ntasks);
-		goto done;
-	}
-	/* Numbers recompute from the raw samples. */
-	samples = fs_join(dir, "samples.csv");
-	{
-		char *stext = NULL;
-
-		err = samples ? fs_read_file(&stext, &slen, samples, 256u << 20) : vs_oom();
-		if (!err)
-			err = recompute(e, &p, stext, samples, &status);
-		free(stext);
-		if (err)
-			goto done;
 	}
 	/* Finally the card itself: content unchanged since the plan was made. */
 	if ((err = card_hash(c, hash)))
@@ -1497,8 +1737,6 @@ done:
 	if (status_out)
 		*status_out = status;
 	plan_release(&p);
-	free(plan_path);
-	free(samples);
 	free(path);
 	free(text);
 	return err;
@@ -1607,8 +1845,26 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 	if (!err && (jget(f, "impl") || jget(f, "config")))
 		err = vs_error(VS_EUSAGE, "%s: a part run with --impl or --config is not a measurement of the plan: "
 			       "rerun it with --part", dir);
-	if (!err)
-		err = check_bound_files(dir, pt->result, path, &status);
+	if (!err) {
+		/* the checks --record makes that need no card: a part with edited samples is refused here */
+		struct evidence e;
+		const cJSON *iso = jget(jget(pt->result, "overall"), "isolated");
+		struct plan p;
+
+		memset(&e, 0, sizeof(e));
+		memset(&p, 0, sizeof(p));
+		e.eval_dir = pt->dir;
+		e.result = pt->result;
+		e.partial = cJSON_IsTrue(jget(pt->result, "partial"));
+		if (cJSON_IsObject(iso)) {
+			e.has_isolated = 1;
+			e.isolated = cJSON_GetNumberValue(jget(iso, "estimate"));
+			e.isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
+			e.isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
+		}
+		err = check_run(&e, &p, dir, path, &status);
+		plan_release(&p);
+	}
 	free(path);
 	if (err)
 		return err;

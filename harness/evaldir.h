@@ -46,11 +46,19 @@ char *evaldir_card_dir(const char *results_root, const char *card_id);
 char *evaldir_parts_root(const char *results_root, const char *card_id);
 
 /**
- * Create a new, empty eval dir (with manifests/) for a run of card_id; *out (malloc'd) names it.
- * run_id NULL: <UTC stamp>-<arch>; a name taken gets -2, -3, ... Errors: VS_ENOMEM, VS_EIO.
+ * results_root/card_id/.debug: where the eval dirs of filtered runs (--task, --impl, --config) live,
+ * apart from the evidence: never picked by evaldir_latest(), removed by evaldir_gc() (malloc'd or NULL).
+ */
+char *evaldir_debug_root(const char *results_root, const char *card_id);
+
+/**
+ * Create a new, empty eval dir (with manifests/) for a run of card_id, under the card's debug root
+ * when debug (a filtered run); *out (malloc'd) names it. run_id NULL: <UTC stamp>-<arch>; a name
+ * taken gets -2, -3, ... Every evaldir_create_*() leaves the marker .writer.tmp.<pid> in the dir,
+ * which evaldir_writer_commit() removes after result.json. Errors: VS_ENOMEM, VS_EIO.
  */
 int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
-		       const char *arch);
+		       const char *arch, int debug);
 
 /**
  * Create the part dir results_root/card_id/.parts/run_id/<index as %04d> (with manifests/),
@@ -66,11 +74,26 @@ int evaldir_create_part(char **out, const char *results_root, const char *card_i
 int evaldir_create_merged(char **out, const char *results_root, const char *card_id, const char *run_id,
 			  const char *gen);
 
+/** The newer eval dirs evaldir_latest() passed over. */
+struct evaldir_skipped {
+	int unfinished;  /* no result.json: an interrupted run's stub, or a run still going */
+	int partial;     /* a partial (filtered) run's result */
+};
+
 /**
- * The newest eval dir of a card: results_root/card_id/<run id> with the greatest name (UTC stamps
- * sort); *out malloc'd. Errors: VS_ENOTFOUND (none), VS_ENOMEM.
+ * The newest complete eval dir of a card: results_root/card_id/<run id> with the greatest name
+ * (UTC stamps sort) whose result.json exists and is not partial; *out malloc'd; skipped (may be
+ * NULL) counts the newer ones passed over. Errors: VS_ENOTFOUND (none), VS_ENOMEM.
  */
-int evaldir_latest(char **out, const char *results_root, const char *card_id);
+int evaldir_latest(char **out, struct evaldir_skipped *skipped, const char *results_root, const char *card_id);
+
+/**
+ * `--gc` of the eval dirs under results_root: removes every eval dir of results/<card>/ without a
+ * result.json whose writer is gone (the stub of an interrupted run), and every finished debug run
+ * under results/<card>/.debug/; an eval dir whose writer lives is kept. Prints one line per removal;
+ * *removed counts them. Errors: VS_ENOMEM, VS_EIO.
+ */
+int evaldir_gc(const char *results_root, int *removed);
 
 /**
  * The part dirs named by dirs: each a part (holds result.json) or a directory of parts (sorted by
@@ -296,8 +319,9 @@ struct evaldir_part {
 
 /**
  * Load the part at dir: result.json parsed with the duplicate-key check, its schema, a part not
- * filtered by --impl/--config, and every file it binds matching its sha256 (the checks of
- * evidence_load() that need no card). Errors: VS_EVERIFY, VS_EUSAGE (filtered), VS_EPARSE, VS_EIO.
+ * filtered by --impl/--config, and the checks of evidence_load() that need no card: every file it
+ * binds matching its sha256, the plugins that ran unchanged, the plan copy holding its tasks, every
+ * speedup recomputing from samples.csv. Errors: VS_EVERIFY, VS_EUSAGE (filtered), VS_EPARSE, VS_EIO.
  */
 int evaldir_part_load(struct evaldir_part *pt, const char *dir);
 

@@ -68,7 +68,8 @@ struct measure_result {
 	char hash[65];
 	double bytes, flops;
 	int complete;              /* parity, capture and timing all ran */
-	int parity_pass;           /* both implementations have a passing config, no timed check failed */
+	int parity_pass;           /* both implementations have a passing config, no timed check failed
+	                            * (parity-only runs: each side checked has a passing config) */
 	char *error;               /* a fault that stopped the task (malloc'd), or NULL */
 	char *skipped;             /* not run: "<impl> does not support it: <reason>" (the plan's
 	                            * unsupported list; malloc'd), or NULL. Skipped is not passed. */
@@ -92,7 +93,8 @@ struct measure_ctx {
 	const struct plan *plan;
 	const char *plan_path;          /* for the reproduce command in failure details */
 	const struct mla_decode_impl *base, *cand;
-	const char *config_filter;      /* candidate config name, or NULL */
+	const char *config_filter;      /* config name of the candidate (of the baseline when only it is
+	                                 * checked: --impl BASELINE --config C), or NULL */
 	int check_base, check_cand;     /* parity-check this implementation's configs */
 	unsigned check_refs;            /* bit k: parity-check reference k (with timing: all of them) */
 	int timing;                     /* run tuning, capture and the A/B (0 = parity only) */

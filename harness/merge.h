@@ -5,8 +5,10 @@
  * Each part is an eval dir that `--run PLAN --part I --run-id RUN` wrote for one plan task
  * (results/<card>/.parts/<RUN>/<I>/). A DIR argument is a part or a directory of parts. The parts
  * must come from one plan file (same sha256), one card hash, one build (tool identity) and one kind
- * of device, and together hold every task of the plan exactly once; each part's files must match
- * the sha256 its result.json records. The merged eval dir has the structure of a direct run's:
+ * of device, and together hold every task of the plan exactly once; each part passes the checks
+ * `--record` makes that need no card (evaldir_part_load(): files match the sha256s its result.json
+ * records, the plugins that ran are unchanged, its plan copy holds its tasks, and its speedups
+ * recompute from its samples.csv, so that a part with edited samples is refused here). The merged eval dir has the structure of a direct run's:
  * tasks in plan order, samples.csv rows and manifest copies of every task, the plan copy, a run.log
  * joining the parts' logs, and the overall numbers, gates and verdict recomputed from the samples
  * (evaldir_verdict), so that it verifies like any other.

@@ -52,12 +52,17 @@ static void parity_compare(struct parity_report *r, const uint16_t *a16, const f
 				continue;
 			r->n_bad++;
 			r->n_nonfinite_mismatch++;
+			if (!ce) {
+				r->n_nan += ca == 1;
+				r->n_inf += ca != 1;
+			}
 			if (!worst_nonfinite) {
 				worst_nonfinite = 1;
 				r->worst_index = k;
 			}
 			continue;
 		}
+		r->n_finite++;
 		err = fabs(a - e);
 		if (err > r->max_abs_err)
 			r->max_abs_err = err;
@@ -119,10 +124,19 @@ void parity_describe(char *buf, size_t cap, const char *what, const struct parit
 	}
 	if (ndim < 1)
 		snprintf(coords, sizeof(coords), "index %zu", r->worst_index);
+	if (r->n_finite == 0 && r->n_total > 0) {
+		snprintf(buf, cap,
+			 "%s: non-finite output: %zu of %zu elements are NaN or inf where the reference is finite "
+			 "(%zu NaN, %zu inf; %zu non-finite mismatches in all), no finite element to compare; first "
+			 "at (%s): expected %.8g, got %.8g",
+			 what ? what : "output", r->n_nan + r->n_inf, r->n_total, r->n_nan, r->n_inf,
+			 r->n_nonfinite_mismatch, coords, r->worst_expected, r->worst_actual);
+		return;
+	}
 	snprintf(buf, cap,
 		 "%s: %zu of %zu elements over tolerance (%zu non-finite mismatches); worst at (%s): "
-		 "expected %.8g, got %.8g; max abs err %.3g; cos_diff %.3g%s",
+		 "expected %.8g, got %.8g; max abs err %.3g; cos_diff %.3g%s (over the %zu finite elements)",
 		 what ? what : "output", r->n_bad, r->n_total, r->n_nonfinite_mismatch, coords,
 		 r->worst_expected, r->worst_actual, r->max_abs_err, r->cos_diff,
-		 !r->pass && r->n_bad == 0 ? " over tolerance" : "");
+		 !r->pass && r->n_bad == 0 ? " over tolerance" : "", r->n_finite);
 }

@@ -19,6 +19,8 @@ struct parity_report {
 	size_t n_total;
 	size_t n_bad;          /* elements over tolerance, plus non-finite mismatches */
 	size_t n_nonfinite_mismatch;
+	size_t n_finite;       /* elements where both values are finite (max_abs_err, cos_diff are over these) */
+	size_t n_nan, n_inf;   /* actual values that are NaN / infinite where the reference is finite */
 	double cos_diff;
 	/* The worst element: largest |a - e| / (atol + rtol*|e|); a non-finite mismatch is worst. */
 	size_t worst_index;
@@ -42,7 +44,9 @@ void parity_compare_f32(struct parity_report *r, const float *actual, const floa
 /**
  * One line describing a failure, e.g.
  * "out: 17 of 1048576 elements over tolerance; worst at (b=0, s=1, h=3, d=77): expected 0.01234,
- *  got nan; cos_diff 2.1e-03".  names are the dims' names ("b","s","h","d").
+ *  got nan; cos_diff 2.1e-03".  names are the dims' names ("b","s","h","d"). An output with no
+ * finite element to compare says so ("non-finite output: 24 of 24 elements are NaN or inf where
+ * the reference is finite (24 NaN, 0 inf)") instead of an error and a cos_diff over nothing.
  */
 void parity_describe(char *buf, size_t cap, const char *what, const struct parity_report *r,
 		     const char *const *names, int ndim);

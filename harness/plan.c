@@ -1279,6 +1279,51 @@ int plan_read(struct plan *p, const char *path)
 	return err;
 }
 
+int plan_read_task_hashes(char ***hashes, int *n, const char *path)
+{
+	char *text = NULL;
+	size_t len;
+	cJSON *root = NULL;
+	const cJSON *t, *tasks;
+	int err = fs_check_link(path, "plan");
+
+	if (!err)
+		err = fs_read_file(&text, &len, path, 64u << 20);
+	if (!err)
+		err = jsonfile_parse(&root, text, len, path);
+	if (err)
+		goto done;
+	tasks = cJSON_GetObjectItemCaseSensitive(root, "tasks");
+	if (!cJSON_IsArray(tasks)) {
+		err = vs_error(VS_ESCHEMA, "%s: \"tasks\" must be an array", path);
+		goto done;
+	}
+	cJSON_ArrayForEach(t, tasks) {
+		const char *h = get_str(t, "hash");
+		char **nl;
+
+		if (!h || strlen(h) != 64 || strspn(h, "0123456789abcdef") != 64) {
+			err = vs_error(VS_ESCHEMA, "%s: a task's \"hash\" is not 64 hex digits", path);
+			goto done;
+		}
+		nl = realloc(*hashes, (size_t)(*n + 1) * sizeof(**hashes));
+		if (!nl) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		*hashes = nl;
+		if (!(nl[*n] = strdup(h))) {
+			err = vs_error(VS_ENOMEM, "out of memory");
+			goto done;
+		}
+		(*n)++;
+	}
+done:
+	cJSON_Delete(root);
+	free(text);
+	return err;
+}
+
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 {
 	struct plan np;
@@ -1438,6 +1483,28 @@ static void print_reference(const struct plan *p, int k, FILE *f)
 			fprintf(f, "    skips %s: %s\n", p->tasks[i].name, plan_reference_skip(p, k, i));
 }
 
+/*
+ * The shapes tier full adds to standard that a backend cannot run (the GPU benchmark shapes on the
+ * CPU), as "a, b" into buf; returns how many tier full adds that it can run.
+ */
+static int full_tier_extra(char *buf, size_t cap, int gpu)
+{
+	int runnable = 0;
+
+	*buf = '\0';
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		const struct shape *sh = &shapes[i];
+
+		if (!(sh->tiers & T_FULL) || (sh->tiers & T_STD))
+			continue;
+		if (sh->gpu_only && !gpu)
+			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? ", " : "", sh->tag);
+		else
+			runnable++;
+	}
+	return runnable;
+}
+
 void plan_print_summary(const struct plan *p, FILE *f)
 {
 	double bytes = 0, flops = 0;
@@ -1485,6 +1552,14 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	}
 	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
 		flops / 1e9);
+	if (!strcmp(p->tier, "full")) {
+		char gpu_only[256];
+		int gpu = strcmp(p->candidate.backend, "cpu") != 0;
+
+		if (!full_tier_extra(gpu_only, sizeof(gpu_only), gpu))
+			fprintf(f, "  note: tier full equals tier standard on the %s backend: the shapes it adds (%s) "
+				"are GPU benchmark shapes, planned for GPU backends only\n", p->candidate.backend, gpu_only);
+	}
 	if (!strncmp(p->gen, "gfx", 3)) {
 		const cJSON *ks = p->build ? cJSON_GetObjectItem(p->build, "kernels") : NULL;
 

@@ -180,6 +180,14 @@ const char *plan_reference_skip(const struct plan *p, int k, int i);
 /** The index of the task with this hash in p, or -1. */
 int plan_task_index(const struct plan *p, const char *hash);
 
+/**
+ * The task hashes of the plan file at path, appended to *hashes (malloc'd strings; free each and
+ * the array) and *n, read without checking the plan or loading its implementations: what `--gc`
+ * needs, which must work with plugins missing or too many to load. A hash repeated is listed once
+ * per plan. Errors: VS_EPARSE, VS_ESCHEMA (no "tasks" array of 64-digit "hash"es), VS_EIO, VS_ENOMEM.
+ */
+int plan_read_task_hashes(char ***hashes, int *n, const char *path);
+
 /** Print the one-screen summary of a plan. */
 void plan_print_summary(const struct plan *p, FILE *f);
 

@@ -81,8 +81,14 @@ int record_card(const char *card_path, const char *eval_dir)
 		goto done;
 	if ((err = fs_write_atomic(card_path, text, len, 0644)))
 		goto done;
-	printf("%s: recorded %s (isolated speedup %.3f [%.3f, %.3f], parity %s, %s %s, %s) from %s\n", card_path,
-	       v.status, e.isolated, e.isolated_lo, e.isolated_hi, e.parity, e.device_name, e.gen, e.date, artifact);
+	{
+		char iso[96] = "n/a (no task timed with passing parity)";
+
+		if (e.has_isolated)
+			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", e.isolated, e.isolated_lo, e.isolated_hi);
+		printf("%s: recorded %s (isolated speedup %s, parity %s, %s %s, %s) from %s\n", card_path, v.status, iso,
+		       e.parity ? e.parity : "n/a", e.device_name, e.gen, e.date, artifact);
+	}
 done:
 	free(text);
 	free(artifact);

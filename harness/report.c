@@ -38,6 +38,14 @@ struct row {
 	int nshapes;
 	struct ref_summary *refs;     /* the run's reference implementations, from the evidence */
 	int nrefs;
+	char *title;       /* the card's title */
+	char *eval_dir;    /* validation.artifact: the eval dir the card points at */
+	char *baseline, *candidate; /* the implementations that ran (from the evidence) */
+	int cores;         /* the device's compute units (CPU cores, SMs, CUs), -1 unknown */
+	char *configs;     /* the configs chosen: "baseline default; candidate bn64 (2 tasks), bn32 (1)" */
+	char **flag_list;  /* the run's review flags, one each (nflags) */
+	int flagged_tasks; /* tasks named by a flag */
+	int ntasks;        /* tasks in the evidence */
 };
 
 /* One task shape's measured speedup, from result.json. */
@@ -85,6 +93,14 @@ static void row_release(struct row *r)
 	free(r->evidence);
 	free(r->evidence_why);
 	free(r->flags);
+	free(r->title);
+	free(r->eval_dir);
+	free(r->baseline);
+	free(r->candidate);
+	free(r->configs);
+	for (int i = 0; i < r->nflags && r->flag_list; i++)
+		free(r->flag_list[i]);
+	free(r->flag_list);
 	for (int i = 0; i < r->nshapes; i++)
 		free(r->shapes[i].name);
 	for (int k = 0; k < r->nrefs; k++) {
@@ -191,6 +207,86 @@ static void fill_refs(struct row *r, const struct evidence *e)
 	}
 }
 
+
+/* The distinct configs chosen for role over the tasks, with counts: "bn64 (2 tasks), bn32 (1)". */
+static void chosen_configs(char *buf, size_t cap, const cJSON *tasks, const char *role)
+{
+	const char *names[64];
+	int counts[64], n = 0, total = 0;
+	const cJSON *t;
+
+	*buf = '\0';
+	cJSON_ArrayForEach(t, tasks) {
+		const char *c = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, role), "chosen"));
+		int k;
+
+		if (!c)
+			continue;
+		for (k = 0; k < n && strcmp(names[k], c); k++)
+			;
+		if (k == n && n < 64) {
+			names[n] = c;
+			counts[n++] = 0;
+		}
+		if (k < n)
+			counts[k]++;
+		total++;
+	}
+	for (int k = 0; k < n; k++)
+		snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", k ? ", " : "", names[k]);
+	if (n > 1) {
+		*buf = '\0';
+		for (int k = 0; k < n; k++)
+			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s (%d task%s)", k ? ", " : "", names[k],
+				 counts[k], counts[k] == 1 ? "" : "s");
+	}
+	if (!total)
+		snprintf(buf, cap, "none (no task timed)");
+}
+
+/* What the verified evidence says about the run: implementations, cores, configs, flags. */
+static void fill_run(struct row *r, const struct evidence *e)
+{
+	const cJSON *tasks = cJSON_GetObjectItem(e->result, "tasks");
+	const cJSON *dev = cJSON_GetObjectItem(e->result, "device");
+	const cJSON *flags = cJSON_GetObjectItem(e->result, "flags"), *fl, *t;
+	const cJSON *cu = cJSON_GetObjectItem(dev, "compute_units");
+	char b[512], c[512];
+
+	r->baseline = dupz(cJSON_GetStringValue(cJSON_GetObjectItem(e->result, "baseline")));
+	r->candidate = dupz(cJSON_GetStringValue(cJSON_GetObjectItem(e->result, "candidate")));
+	r->cores = cJSON_IsNumber(cu) ? (int)cJSON_GetNumberValue(cu) : -1;
+	chosen_configs(b, sizeof(b), tasks, "baseline");
+	chosen_configs(c, sizeof(c), tasks, "candidate");
+	r->configs = fs_printf("baseline %s; candidate %s", b, c);
+	r->ntasks = cJSON_GetArraySize(tasks);
+	r->nflags = 0;
+	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 1, sizeof(*r->flag_list));
+	cJSON_ArrayForEach(fl, flags)
+		if (r->flag_list && cJSON_GetStringValue(fl) && (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl))))
+			r->nflags++;
+	/* a task is flagged when a flag names it ("task NAME: ...") */
+	cJSON_ArrayForEach(t, tasks) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
+		int hit = 0;
+
+		for (int k = 0; name && k < r->nflags && !hit; k++)
+			hit = !strncmp(r->flag_list[k], "task ", 5) && !strncmp(r->flag_list[k] + 5, name, strlen(name)) &&
+			      r->flag_list[k][5 + strlen(name)] == ':';
+		r->flagged_tasks += hit;
+	}
+}
+
+/* "flagged for review on 12 of 19 tasks" (or "3 review flags" when no flag names a task). */
+static void flag_summary(char *buf, size_t cap, const struct row *r)
+{
+	if (r->flagged_tasks)
+		snprintf(buf, cap, "flagged for review on %d of %d task%s", r->flagged_tasks, r->ntasks,
+			 r->ntasks == 1 ? "" : "s");
+	else
+		snprintf(buf, cap, "%d review flag%s", r->nflags, r->nflags == 1 ? "" : "s");
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -267,6 +363,9 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	}
 	v = &c.validation;
 	r->id = dupz(c.id);
+	r->title = dupz(c.title);
+	r->eval_dir = dupz(v->artifact);
+	r->cores = -1;
 	r->status = dupz(v->status && *v->status ? v->status : "draft");
 	r->last_verified = dupz(v->last_verified);
 	r->device = dupz(v->gpu);
@@ -315,6 +414,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				fill_shapes(r, &e);
 				fill_refs(r, &e);
 				r->nflags = cJSON_GetArraySize(flags);
+				fill_run(r, &e);
 				if (r->nflags) {
 					size_t cap = 1;
 
@@ -368,46 +468,114 @@ static void num_or_dash(char *buf, size_t cap, int has, double v)
 		snprintf(buf, cap, "-");
 }
 
+/* The run a row's evidence describes, in one line: "cpu.naive vs cpu.splitkv, 2 cores; configs ...". */
+static void run_line(char *buf, size_t cap, const struct row *r)
+{
+	char cores[32] = "";
+
+	if (!r->baseline) {
+		snprintf(buf, cap, "-");
+		return;
+	}
+	if (r->cores > 0)
+		snprintf(cores, sizeof(cores), ", %d cores", r->cores);
+	snprintf(buf, cap, "%s vs %s on %s%s; chosen configs: %s", r->baseline, r->candidate,
+		 r->device && *r->device ? r->device : "?", cores, r->configs ? r->configs : "-");
+}
+
+/* s with '|' escaped and newlines as spaces, for a markdown table cell. */
+static void md(FILE *f, const char *s)
+{
+	for (; s && *s; s++)
+		if (*s == '|')
+			fputs("\\|", f);
+		else
+			fputc(*s == '\n' ? ' ' : *s, f);
+}
+
 static void print_text(FILE *f, struct row *rows, int n, int markdown)
 {
 	if (markdown) {
-		fprintf(f, "| card | status | gens | last verified | device | speedup (measured / min) | parity | "
-			"evidence |\n|---|---|---|---|---|---|---|---|\n");
+		fprintf(f, "| card | title | status | gens | last verified | device | speedup (measured / min) | parity | "
+			"evidence | run | eval dir |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
 	} else {
 		fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", "card", "status", "gens",
 			"verified", "device", "speedup meas/min", "parity", "evidence");
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
-		char m[32], e[32], sp[80];
+		char m[32], e[32], sp[80], fl[96] = "", run[1200];
 
 		num_or_dash(m, sizeof(m), r->has_measured, r->measured);
 		num_or_dash(e, sizeof(e), r->has_expected, r->expected);
 		snprintf(sp, sizeof(sp), "%s / %s", m, e);
-		if (markdown)
-			fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s%s%s%s%s |\n", r->id, r->status,
-				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
-				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
-				r->evidence, r->evidence_why ? ": " : "", r->evidence_why ? r->evidence_why : "",
-				r->flags ? "; flagged for review: " : "", r->flags ? r->flags : "");
-		else
+		if (r->nflags)
+			flag_summary(fl, sizeof(fl), r);
+		run_line(run, sizeof(run), r);
+		if (markdown) {
+			fprintf(f, "| %s | ", r->id);
+			md(f, r->title && *r->title ? r->title : "-");
+			fprintf(f, " | %s | %s | %s | %s | %s | %s | ", r->status, r->gens ? r->gens : "",
+				r->last_verified && *r->last_verified ? r->last_verified : "-",
+				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-");
+			md(f, r->evidence);
+			if (r->evidence_why) {
+				fputs(": ", f);
+				md(f, r->evidence_why);
+			}
+			if (r->nflags)
+				fprintf(f, ", **%s** (below)", fl);
+			fputs(" | ", f);
+			md(f, run);
+			fprintf(f, " | %s |\n", r->eval_dir && *r->eval_dir ? r->eval_dir : "-");
+		} else {
+			char ev[128];
+
+			snprintf(ev, sizeof(ev), "%s%s%s", r->evidence, r->nflags ? ", FLAGGED: " : "", r->nflags ? fl : "");
 			fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", r->id, r->status,
 				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
-				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-",
-				r->nflags ? "ok, flagged for review" : r->evidence);
+				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-", ev);
+		}
 	}
-	for (int i = 0; i < n && !markdown; i++) {
-		if (rows[i].evidence_why)
-			fprintf(f, "  %s: evidence %s: %s\n", rows[i].id, rows[i].evidence, rows[i].evidence_why);
-		if (rows[i].stale_why)
-			fprintf(f, "  %s: stale: %s\n", rows[i].id, rows[i].stale_why);
-		if (rows[i].flags) {
-			const char *sep = strstr(rows[i].flags, "; ");
+	if (markdown) {
+		/* The flags on demand: one folded block per flagged card. */
+		for (int i = 0; i < n; i++) {
+			char fl[96];
 
-			/* The first flag in full; the rest are in the JSON report and in result.json. */
-			fprintf(f, "  %s: flagged for review (%d): %.*s%s\n", rows[i].id, rows[i].nflags,
-				sep ? (int)(sep - rows[i].flags) : (int)strlen(rows[i].flags), rows[i].flags,
-				rows[i].nflags > 1 ? "; ..." : "");
+			if (!rows[i].nflags)
+				continue;
+			flag_summary(fl, sizeof(fl), &rows[i]);
+			fprintf(f, "\n<details><summary>%s: %s</summary>\n\n", rows[i].id, fl);
+			for (int k = 0; k < rows[i].nflags; k++) {
+				fputs("- ", f);
+				md(f, rows[i].flag_list[k]);
+				fputc('\n', f);
+			}
+			fputs("\n</details>\n", f);
+		}
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct row *r = &rows[i];
+		char run[1200];
+
+		run_line(run, sizeof(run), r);
+		fprintf(f, "  %s: \"%s\"; ", r->id, r->title ? r->title : "");
+		if (r->eval_dir && *r->eval_dir)
+			fprintf(f, "eval dir %s; %s\n", r->eval_dir, run);
+		else
+			fprintf(f, "no eval dir\n");
+		if (r->evidence_why)
+			fprintf(f, "  %s: evidence %s: %s\n", r->id, r->evidence, r->evidence_why);
+		if (r->stale_why)
+			fprintf(f, "  %s: stale: %s\n", r->id, r->stale_why);
+		if (r->nflags) {
+			char fl[96];
+
+			/* The count and the first flag; every flag with --format json, markdown or html. */
+			flag_summary(fl, sizeof(fl), r);
+			fprintf(f, "  %s: %s (%d flag%s): %s%s\n", r->id, fl, r->nflags, r->nflags == 1 ? "" : "s",
+				r->flag_list[0], r->nflags > 1 ? "; ... (all: --report --format json, markdown or html)" : "");
 		}
 	}
 }
@@ -589,6 +757,24 @@ static void print_json(FILE *f, struct row *rows, int n)
 			cJSON_AddStringToObject(j, "review_flags", r->flags);
 		if (r->nrefs)
 			cJSON_AddItemToObject(j, "references", refs_report_json(r));
+		cJSON_AddStringToObject(j, "title", r->title ? r->title : "");
+		cJSON_AddStringToObject(j, "eval_dir", r->eval_dir ? r->eval_dir : "");
+		if (r->baseline) {
+			cJSON *run = cJSON_AddObjectToObject(j, "run"), *fl;
+
+			cJSON_AddStringToObject(run, "baseline", r->baseline);
+			cJSON_AddStringToObject(run, "candidate", r->candidate);
+			if (r->cores > 0)
+				cJSON_AddNumberToObject(run, "cores", r->cores);
+			else
+				cJSON_AddNullToObject(run, "cores");
+			cJSON_AddStringToObject(run, "chosen_configs", r->configs ? r->configs : "");
+			cJSON_AddNumberToObject(run, "tasks", r->ntasks);
+			cJSON_AddNumberToObject(run, "flagged_tasks", r->flagged_tasks);
+			fl = cJSON_AddArrayToObject(run, "review_flags");
+			for (int k = 0; k < r->nflags; k++)
+				cJSON_AddItemToArray(fl, cJSON_CreateString(r->flag_list[k]));
+		}
 		cJSON_AddItemToArray(arr, j);
 	}
 	text = cJSON_Print(arr);
@@ -913,6 +1099,8 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "th{background:#f0f0f0}\n"
 	      ".status-validated{background:#d9f2d9}.status-failed{background:#f8d7d7}"
 	      ".status-stale{background:#fff3cd}.status-draft{background:#eee}.status-invalid{background:#f8d7d7}\n"
+	      "tr.flagged td:first-child{border-left:6px solid #dd6b20}tr.flagged td.evidence{background:#feebc8}\n"
+	      "details.flags summary{color:#9c4221;font-weight:bold;cursor:pointer}\n"
 	      "svg text{font-size:12px;fill:#222}svg .card-title{font-weight:bold;font-size:13px}\n"
 	      "svg .grid{stroke:#ddd}svg .one{stroke:#888}svg .tick{fill:#666}\n"
 	      "svg .overall rect{fill:#2b6cb0}svg .shape rect{fill:#90cdf4}\n"
@@ -926,14 +1114,14 @@ static void print_html(FILE *f, struct row *rows, int n)
 		VS_KERNELS_DIRTY ? " (dirty)" : "", today);
 	fputs("<table id=\"status\">\n<thead><tr><th>card</th><th>status</th><th>gens</th><th>last verified</th>"
 	      "<th>device</th><th>measured speedup</th><th>expected min</th><th>parity</th><th>evidence</th>"
-	      "</tr></thead>\n<tbody>\n", f);
+	      "<th>title</th><th>run</th><th>eval dir</th></tr></thead>\n<tbody>\n", f);
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
 		char m[32], e[32];
 
 		num_or_dash(m, sizeof(m), r->has_measured, r->measured);
 		num_or_dash(e, sizeof(e), r->has_expected, r->expected);
-		fputs("<tr>", f);
+		fputs(r->nflags ? "<tr class=\"flagged\">" : "<tr>", f);
 		cell(f, r->id);
 		fputs("<td class=\"status-", f);
 		esc(f, r->status);
@@ -951,17 +1139,37 @@ static void print_html(FILE *f, struct row *rows, int n)
 		cell(f, m);
 		cell(f, e);
 		cell(f, r->parity);
-		fputs("<td>", f);
+		fputs("<td class=\"evidence\">", f);
 		esc(f, r->evidence);
 		if (r->evidence_why) {
 			fputs(": ", f);
 			esc(f, r->evidence_why);
 		}
-		if (r->flags) {
-			fputs("; flagged for review: ", f);
-			esc(f, r->flags);
+		if (r->nflags) {
+			char fl[96];
+
+			/* the count shown, every flag on demand */
+			flag_summary(fl, sizeof(fl), r);
+			fputs("<details class=\"flags\"><summary>", f);
+			esc(f, fl);
+			fputs("</summary><ul>", f);
+			for (int k = 0; k < r->nflags; k++) {
+				fputs("<li>", f);
+				esc(f, r->flag_list[k]);
+				fputs("</li>", f);
+			}
+			fputs("</ul></details>", f);
 		}
-		fputs("</td></tr>\n", f);
+		fputs("</td>", f);
+		cell(f, r->title);
+		{
+			char run[1200];
+
+			run_line(run, sizeof(run), r);
+			cell(f, run);
+		}
+		cell(f, r->eval_dir);
+		fputs("</tr>\n", f);
 	}
 	fputs("</tbody>\n</table>\n<h2>Measured against expected speedup</h2>\n"
 	      "<p>Bars: measured isolated speedup (baseline time / candidate time) with its 95% CI, overall and per "

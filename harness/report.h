@@ -6,7 +6,10 @@
  * max_age_days), per-generation status (validated/failed/stale on the measured generation; built
  * where only the gfx942 build gate passed, per the card's emitted plan; untested elsewhere), last
  * verified, device, measured against expected speedup, parity, and evidence (ok, missing, mismatch,
- * none). Formats: text (default), markdown, json, and html: one self-contained page (no external
+ * none); the card's title and eval dir; from verified evidence, the run: baseline and candidate,
+ * cores (the device's compute units), the configs chosen, and the review flags, shown as a count
+ * ("flagged for review on 12 of 19 tasks") with every flag on demand (html and markdown: a
+ * <details> block; text: the first; json: all), a flagged row marked apart from a clean one. Formats: text (default), markdown, json, and html: one self-contained page (no external
  * resources) with the status table and an inline SVG chart of measured against expected speedup per
  * card and per task shape (from each card's verified evidence).
  */

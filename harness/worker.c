@@ -124,6 +124,7 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 
 	cJSON_AddNumberToObject(j, "code", code);
 	cJSON_AddBoolToObject(j, "complete", r->complete);
+	cJSON_AddBoolToObject(j, "parity_pass", r->parity_pass); /* a parity-only run's verdict (measure.c) */
 	if (r->error)
 		cJSON_AddStringToObject(j, "error", r->error);
 	cJSON_AddItemToObject(j, "baseline", impl_msg(&r->base));
@@ -154,6 +155,7 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 			char **log)
 {
 	r->complete = cJSON_IsTrue(cJSON_GetObjectItem(j, "complete"));
+	r->parity_pass = cJSON_IsTrue(cJSON_GetObjectItem(j, "parity_pass"));
 	r->error = dup_or_null(cJSON_GetObjectItem(j, "error"));
 	impl_unmsg(&r->base, cJSON_GetObjectItem(j, "baseline"));
 	impl_unmsg(&r->cand, cJSON_GetObjectItem(j, "candidate"));

@@ -73,7 +73,7 @@ static const struct bad_case bad[] = {
 	{"--materialize plans/broken.plan.json", 1, "plans/broken.plan.json:1: not valid JSON", 1},
 	{"--run plans/foreign.plan.json", 1, "\"schema\" is 'something/else', expected 'validate_skill.plan/1'", 1},
 	{"--run plans/broken.plan.json", 1, "not valid JSON", 1},
-	{"--record skills/mla_decode_cpu_splitkv.md", 1, "no eval dir under 'results/mla_decode_cpu_splitkv'", 1},
+	{"--record skills/mla_decode_cpu_splitkv.md", 1, "no complete eval dir under 'results/mla_decode_cpu_splitkv'", 1},
 	{"--record skills/mla_decode_cpu_splitkv.md --eval-dir results/nothing", 1, "no eval dir with a result.json", 1},
 	{"--report --format yaml", 2, "unknown report format 'yaml'", 1},
 	{"--verify skills/missing.md", 1, "cannot open", 1},

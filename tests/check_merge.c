@@ -4,8 +4,9 @@
  * a single-worker run apart from timings; `--run --part I --run-id R` writes one part per plan task,
  * which --record refuses alone and `--merge` joins into an eval dir equal to a direct run's (apart
  * from timings) that --record accepts; merging refuses missing, duplicated and tampered parts.
- * Also the housekeeping around runs: --task/--impl/--config give partial runs, --gc removes unused
- * task dirs and stale temporary dirs but not live ones.
+ * Also the housekeeping around runs: --task/--impl/--config give partial runs (under .debug/), --gc
+ * removes unused task dirs (without loading plugins), stale temporary dirs, interrupted runs' stubs
+ * and debug runs, but not live ones; --record without --eval-dir takes the latest complete eval dir.
  */
 #include "testutil.h"
 
@@ -197,7 +198,7 @@ END_TEST
 
 START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 {
-	char *plan = tu_small_plan(tmp, "", 3, 1), *out, *err, *direct, *merged, *a, *b, *path, *text;
+	char *plan = tu_small_plan(tmp, "", 3, 1), *out, *err, *direct, *merged, *a, *b, *path, *text, *orig;
 	const char *parts = "results/mla_decode_cpu_splitkv/.parts/R";
 
 	out = tool(0, NULL, "--run %s --threads 2 --run-id direct", plan);
@@ -264,11 +265,38 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	/* A tampered part does not merge. */
 	path = fs_printf("%s/%s/0002/samples.csv", tmp, parts);
 	text = tu_read(path, NULL);
+	orig = strdup(text);
 	text[strlen(text) - 3] = text[strlen(text) - 3] == '1' ? '0' : '1';
 	tu_write(path, text, strlen(text));
 	free(tool(1, &err, "--merge %s --run-id again", parts));
 	ck_assert_msg(strstr(err, "samples.csv' does not match"), "%s", err);
 	free(err);
+	/*
+	 * Samples edited with the sha256 in result.json updated to match: --merge recomputes the
+	 * speedups as --record does, and refuses the part.
+	 */
+	{
+		char *row = strchr(orig, '\n') + 1, *ms = row, hex[65], *res = fs_printf("%s/%s/0002/result.json", tmp, parts);
+		char *rtext = tu_read(res, NULL), *at = strstr(rtext, "\"samples_sha256\":\t\"");
+		char *edited;
+
+		for (int f = 0; f < 6; f++)
+			ms = strchr(ms, ',') + 1;
+		edited = fs_printf("%.*s99%s", (int)(ms - orig), orig, strchr(ms, ','));
+		tu_write(path, edited, strlen(edited));
+		fs_sha256_hex(hex, edited, strlen(edited));
+		ck_assert_ptr_nonnull(at);
+		memcpy(at + strlen("\"samples_sha256\":\t\""), hex, 64);
+		tu_write(res, rtext, strlen(rtext));
+		free(tool(1, &err, "--merge %s --run-id edited", parts));
+		ck_assert_msg(strstr(err, "does not recompute from samples.csv"), "%s", err);
+		ck_assert_int_eq(tu_count_lines(err), 1);
+		free(err);
+		free(edited);
+		free(rtext);
+		free(res);
+		free(orig);
+	}
 	free(text);
 	free(path);
 	free(direct);
@@ -311,6 +339,12 @@ START_TEST(filters_give_partial_runs_that_record_refuses)
 	}
 	cJSON_Delete(j);
 	ck_assert_msg(strstr(out, "(partial: filtered)"), "%s", out);
+	/* The gate that failed the verdict is named, whatever the other gates say. */
+	ck_assert_msg(strstr(out, "complete FAIL; verdict failed (") && strstr(out, "incomplete: partial run, "), "%s",
+		      out);
+	/* A parity-only run of a correct implementation (the reproduce line) passes parity. */
+	if (!strcmp(c->filter, "impl"))
+		ck_assert_msg(strstr(out, "parity pass, not timed") && !strstr(out, "parity FAIL"), "%s", out);
 	eval = tu_eval_dir_of(out);
 	path = fs_printf("%s/%s/result.json", tmp, eval);
 	text = tu_read(path, NULL);
@@ -368,6 +402,135 @@ START_TEST(gc_removes_unused_and_stale_dirs_but_not_live_ones)
 }
 END_TEST
 
+/* Whether dir (under tmp) exists. */
+static int exists_in_tmp(const char *rel)
+{
+	char *p = fs_join(tmp, rel);
+	int e = fs_exists(p);
+
+	free(p);
+	return e;
+}
+
+/*
+ * --record without --eval-dir takes the newest complete eval dir and says which; filtered runs go
+ * to results/<card>/.debug/; --gc removes interrupted runs' stubs (no result.json, writer gone) and
+ * finished debug runs, and keeps complete eval dirs and the dir of a run still going.
+ */
+START_TEST(record_takes_the_latest_complete_eval_dir_and_gc_removes_stubs_and_debug_runs)
+{
+	char *plan = tu_small_plan(tmp, "", 1, 1), *out, *err, *eval, *debug, *path, *marker;
+	const char *card_dir = "results/mla_decode_cpu_splitkv";
+
+	out = tool(0, NULL, "--run %s --threads 2", plan);
+	eval = tu_eval_dir_of(out);
+	ck_assert_msg(eval && !strstr(eval, ".debug"), "%s", out);
+	free(out);
+	out = tool(0, NULL, "--run %s --threads 2 --impl cpu.naive", plan);
+	debug = tu_eval_dir_of(out);
+	ck_assert_msg(debug && !strncmp(debug, "results/mla_decode_cpu_splitkv/.debug/", 38), "a debug run went to %s",
+		      debug ? debug : "(none)");
+	free(out);
+	/* Newer than the complete one: the stub of an interrupted run, a run still going, a partial result. */
+	path = fs_printf("%s/%s/29990101T000000Z-x86_64", tmp, card_dir);
+	fs_mkdir_p(path);
+	marker = fs_printf("%s/.writer.tmp.999999999", path);
+	tu_write(marker, "", 0);
+	free(marker);
+	free(path);
+	path = fs_printf("%s/%s/29990102T000000Z-x86_64", tmp, card_dir);
+	fs_mkdir_p(path);
+	marker = fs_printf("%s/.writer.tmp.%d", path, (int)getpid());
+	tu_write(marker, "", 0);
+	free(marker);
+	free(path);
+	{
+		char *from = fs_printf("%s/%s/result.json", tmp, debug), *text = tu_read(from, NULL);
+
+		path = fs_printf("%s/%s/29990103T000000Z-x86_64", tmp, card_dir);
+		fs_mkdir_p(path);
+		free(from);
+		from = fs_join(path, "result.json");
+		tu_write(from, text, strlen(text));
+		free(from);
+		free(text);
+		free(path);
+	}
+	tu_run_tool(tmp, "--record skills/mla_decode_cpu_splitkv.md", &out, &err);
+	path = fs_printf("using %s, the latest complete eval dir (passed over 3 newer: 2 without result.json, 1 partial)",
+			 eval);
+	ck_assert_msg(strstr(out, path), "--record without --eval-dir: want '%s'\nstdout: %s\nstderr: %s", path, out, err);
+	free(path);
+	free(out);
+	free(err);
+
+	out = tool(0, NULL, "--gc");
+	ck_assert_msg(!exists_in_tmp("results/mla_decode_cpu_splitkv/29990101T000000Z-x86_64"),
+		      "gc kept an interrupted run's stub:\n%s", out);
+	ck_assert_msg(exists_in_tmp("results/mla_decode_cpu_splitkv/29990102T000000Z-x86_64"),
+		      "gc removed the dir of a live run:\n%s", out);
+	ck_assert_msg(!exists_in_tmp(debug), "gc kept a debug run:\n%s", out);
+	ck_assert_msg(exists_in_tmp(eval), "gc removed a complete eval dir:\n%s", out);
+	ck_assert_msg(exists_in_tmp("results/mla_decode_cpu_splitkv/29990103T000000Z-x86_64"),
+		      "gc removed a finished (partial) result:\n%s", out);
+	ck_assert_msg(strstr(out, "2 eval dirs removed"), "%s", out);
+	path = fs_printf("%s/%s/.writer.tmp.%d", tmp, eval, (int)getpid());
+	ck_assert_msg(!fs_exists(path), "a complete eval dir keeps its writer's marker");
+	free(path);
+	free(out);
+	free(eval);
+	free(debug);
+	free(plan);
+}
+END_TEST
+
+/* --gc reads plans without loading plugins: 17 plugin plans, whose plugin files do not exist. */
+START_TEST(gc_needs_no_plugins_to_know_the_task_dirs_in_use)
+{
+	char *plan = tu_small_plan(tmp, "", 1, 1), *path = fs_join(tmp, plan), *text = tu_read(path, NULL), *out;
+	char *unused = fs_printf("%s/tasks/mla_decode/%064d", tmp, 7);
+	cJSON *j = cJSON_Parse(text);
+	DIR *d;
+	struct dirent *de;
+	int ntasks = 0;
+
+	free(tool(0, NULL, "--materialize %s --threads 2", plan));
+	unlink(path); /* only the plugin plans name the task dir */
+	for (int k = 0; k < 17; k++) {
+		cJSON *pl = cJSON_CreateObject(), *cand = cJSON_GetObjectItem(j, "candidate");
+		char *lib = fs_printf("build-%d/libmissing.so", k), *dst = fs_printf("%s/plans/team%d.plan.json", tmp, k), *t;
+
+		cJSON_AddStringToObject(pl, "path", lib);
+		cJSON_AddStringToObject(pl, "sha256", "0000000000000000000000000000000000000000000000000000000000000000");
+		cJSON_DeleteItemFromObject(cand, "plugin");
+		cJSON_AddItemToObject(cand, "plugin", pl);
+		t = cJSON_Print(j);
+		tu_write(dst, t, strlen(t));
+		cJSON_free(t);
+		free(lib);
+		free(dst);
+	}
+	fs_mkdir_p(unused);
+	out = tool(0, NULL, "--gc");
+	ck_assert_msg(!fs_exists(unused), "gc kept an unused task dir:\n%s", out);
+	ck_assert_msg(strstr(out, "1 task dir removed; 17 in use by plans in plans/"), "%s", out);
+	free(out);
+	free(path);
+	path = fs_join(tmp, "tasks/mla_decode");
+	d = opendir(path);
+	while (d && (de = readdir(d)))
+		ntasks += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	ck_assert_int_eq(ntasks, 1);
+	cJSON_Delete(j);
+	free(text);
+	free(unused);
+	free(path);
+	free(plan);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("merge");
@@ -379,6 +542,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, parts_merge_into_the_eval_dir_of_a_direct_run);
 	tcase_add_loop_test(tc, filters_give_partial_runs_that_record_refuses, 0, (int)(sizeof(filters) / sizeof(filters[0])));
 	tcase_add_test(tc, gc_removes_unused_and_stale_dirs_but_not_live_ones);
+	tcase_add_test(tc, record_takes_the_latest_complete_eval_dir_and_gc_removes_stubs_and_debug_runs);
+	tcase_add_test(tc, gc_needs_no_plugins_to_know_the_task_dirs_in_use);
 	suite_add_tcase(s, tc);
 	return s;
 }

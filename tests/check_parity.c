@@ -237,6 +237,33 @@ START_TEST(describe_names_count_coordinates_and_values)
 }
 END_TEST
 
+/* An all-NaN output has no error to report: the line says it is non-finite, with counts, not "max abs err 0". */
+START_TEST(describe_all_nan_output_says_non_finite_with_counts)
+{
+	static const char *const names[] = { "b", "s", "h", "d" };
+	static const int dims[4] = { 2, 1, 3, 4 };
+	struct task_tol tol = { 8e-4, 2.01 / 128, 5e-6 };
+	float e[24], a[24];
+	struct parity_report r;
+	char line[512];
+
+	for (int k = 0; k < 24; k++) {
+		e[k] = (float)(k + 1) / 64.0f;
+		a[k] = k == 5 ? INFINITY : NAN;
+	}
+	parity_compare_f32(&r, a, e, 24, &tol, dims, 4);
+	ck_assert(!r.pass);
+	ck_assert_uint_eq(r.n_finite, 0);
+	ck_assert_uint_eq(r.n_nan, 23);
+	ck_assert_uint_eq(r.n_inf, 1);
+	parity_describe(line, sizeof(line), "out", &r, names, 4);
+	ck_assert_msg(strstr(line, "non-finite output") && strstr(line, "24 of 24") && strstr(line, "23 NaN") &&
+			      strstr(line, "1 inf"), "describe: %s", line);
+	ck_assert_msg(!strstr(line, "max abs err") && !strstr(line, "cos_diff"), "describe of an all-NaN output: %s",
+		      line);
+}
+END_TEST
+
 static Suite *parity_suite(void)
 {
 	Suite *s = suite_create("parity");
@@ -249,6 +276,7 @@ static Suite *parity_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("describe");
 	tcase_add_test(tc, describe_names_count_coordinates_and_values);
+	tcase_add_test(tc, describe_all_nan_output_says_non_finite_with_counts);
 	suite_add_tcase(s, tc);
 	return s;
 }

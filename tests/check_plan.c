@@ -239,6 +239,37 @@ START_TEST(tiers_cover_the_edge_cases)
 }
 END_TEST
 
+/* --tier full on the CPU plans what standard plans, and the summary says so (a GPU plan adds shapes). */
+START_TEST(full_tier_says_when_it_equals_standard)
+{
+	struct card cpu, gpu;
+	const struct card *cards[2] = {&cpu, &gpu};
+
+	load_variant(&cpu, "mla_decode_cpu_splitkv", NULL, NULL);
+	load_variant(&gpu, "mla_decode_hip_port_sm90", NULL, NULL);
+	for (int k = 0; k < 2; k++) {
+		struct plan p;
+		struct plan_options o = {.tier = "full"};
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		int same = count_tasks(cards[k], "full", NULL, NULL) == count_tasks(cards[k], "standard", NULL, NULL);
+
+		ck_assert_int_eq(same, k == 0);
+		ck_assert_msg(plan_build(&p, cards[k], &o) == 0, "%s", vs_last_error());
+		plan_print_summary(&p, f);
+		fclose(f);
+		ck_assert_msg(!strstr(buf, "tier full equals tier standard") == !same, "card %d summary:\n%s", k, buf);
+		if (same)
+			ck_assert_msg(strstr(buf, "perf-h128-b128-8k"), "the note does not name the shapes:\n%s", buf);
+		free(buf);
+		plan_release(&p);
+	}
+	card_release(&cpu);
+	card_release(&gpu);
+}
+END_TEST
+
 START_TEST(standard_tier_has_the_required_shapes)
 {
 	struct card c;
@@ -315,6 +346,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, plan_refuses_what_it_cannot_plan, 0, (int)(sizeof(refusals) / sizeof(refusals[0])));
 	tcase_add_test(tc, tiers_cover_the_edge_cases);
 	tcase_add_test(tc, standard_tier_has_the_required_shapes);
+	tcase_add_test(tc, full_tier_says_when_it_equals_standard);
 	tcase_add_test(tc, gfx942_plan_carries_build_figures);
 	suite_add_tcase(s, tc);
 	return s;

@@ -139,6 +139,11 @@ START_TEST(plugin_built_outside_the_tree_is_ab_tested_and_recorded)
 	args = fs_printf("--candidate-lib %s", so);
 	plan = tu_small_plan(tmp, args, 2, 1);
 	free(args);
+	/* A plugin plan has its own name: the card's own plan is not replaced. */
+	ck_assert_str_eq(plan, "plans/mla_decode_cpu_splitkv.example.online.plan.json");
+	res = fs_join(tmp, "plans/mla_decode_cpu_splitkv.plan.json");
+	ck_assert_msg(!fs_exists(res), "--emit-plan --candidate-lib wrote the card's own plan");
+	free(res);
 	/* The plan names the plugin and its sha256. */
 	res = fs_join(tmp, plan);
 	ck_assert_int_eq(fs_sha256_file(hex, so), 0);
@@ -210,6 +215,36 @@ START_TEST(plugin_built_outside_the_tree_is_ab_tested_and_recorded)
 }
 END_TEST
 
+/* A plugin right in the parity phase and wrong when timed: the task fails parity and no speedup is printed. */
+START_TEST(plugin_wrong_when_timed_gets_no_speedup_on_the_console)
+{
+	char *so = build_outside("libteam_late.so", "-DPLUGIN_WRONG_AFTER=3 -DPLUGIN_NAME='\"team.late\"'");
+	char *args = fs_printf("--candidate-lib %s", so), *plan, *out = NULL, *err = NULL, *eval, *res, *text;
+	int status;
+
+	plan = tu_small_plan(tmp, args, 1, 1);
+	free(args);
+	args = fs_printf("--run %s --threads 2", plan);
+	status = tu_run_tool(tmp, args, &out, &err);
+	ck_assert_msg(status == 0, "run: exit %d: %s", status, err);
+	eval = tu_eval_dir_of(out);
+	res = fs_printf("%s/%s/result.json", tmp, eval);
+	text = tu_read(res, NULL);
+	/* timed, and failed by the timed checks */
+	ck_assert_msg(strstr(text, "\"speedup\":") && strstr(text, "\"parity\":\t\"fail\""), "%s", text);
+	ck_assert_msg(strstr(out, "parity FAIL (details in run.log)") && strstr(out, "no speedup") &&
+			      !strstr(out, ": speedup "), "stdout: %s", out);
+	free(text);
+	free(res);
+	free(eval);
+	free(args);
+	free(out);
+	free(err);
+	free(plan);
+	free(so);
+}
+END_TEST
+
 /* A plugin that is wrong in one element fails parity in the A/B, like a built-in would. */
 START_TEST(wrong_plugin_fails_parity)
 {
@@ -227,6 +262,21 @@ START_TEST(wrong_plugin_fails_parity)
 	verdict = tu_json_str(res, "verdict");
 	ck_assert_str_eq(verdict, "failed");
 	ck_assert_msg(strstr(out, "parity FAIL"), "stdout: %s", out);
+	/* No speedup for a task that failed parity; the verdict names the gates that failed it. */
+	ck_assert_msg(!strstr(out, ": speedup "), "stdout: %s", out);
+	ck_assert_msg(strstr(out, "complete FAIL; verdict failed (speedup gate, parity, incomplete: 0 of 1 tasks run "
+			      "to the end)"), "stdout: %s", out);
+	if (!VS_KERNELS_DIRTY) {
+		/* The record line says n/a where the value is n/a. */
+		free(out);
+		free(err);
+		free(args);
+		args = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
+		status = tu_run_tool(tmp, args, &out, &err);
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
+		ck_assert_msg(strstr(out, "recorded failed (isolated speedup n/a") && !strstr(out, "0.000 [0.000"),
+			      "record: %s", out);
+	}
 	free(verdict);
 	free(res);
 	free(eval);
@@ -250,6 +300,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, cli_refuses_a_plugin_of_another_abi);
 	tcase_add_test(tc, plugin_built_outside_the_tree_is_ab_tested_and_recorded);
 	tcase_add_test(tc, wrong_plugin_fails_parity);
+	tcase_add_test(tc, plugin_wrong_when_timed_gets_no_speedup_on_the_console);
 	suite_add_tcase(s, tc);
 	return s;
 }

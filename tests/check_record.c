@@ -378,6 +378,70 @@ START_TEST(report_shows_recorded_card_and_staleness)
 }
 END_TEST
 
+struct report_case {
+	const char *format;
+	const char *has[4];      /* besides the names, cores and eval dir every format shows */
+};
+
+static const struct report_case report_cases[] = {
+	{"text", {"FLAGGED: flagged for review on 1 of 1 task", "(5 flags): task bf16-ragged-h16-ps64: speedup",
+		  "chosen configs: baseline ", "\"MLA decode on the CPU"}},
+	{"markdown", {"<details><summary>mla_decode_cpu_splitkv: flagged for review on 1 of 1 task</summary>",
+		      "- task bf16-ragged-h16-ps64: flag 4", "| MLA decode on the CPU", "chosen configs: baseline "}},
+	{"json", {"\"flagged_tasks\":\t1", "\"cores\":\t", "\"title\":\t\"MLA decode on the CPU",
+		  "\"chosen_configs\":\t\"baseline "}},
+	{"html", {"<tr class=\"flagged\">", "<details class=\"flags\"><summary>flagged for review on 1 of 1 task</summary>",
+		  "<li>task bf16-ragged-h16-ps64: flag 4</li>", "<td>MLA decode on the CPU"}},
+};
+
+/*
+ * Every format names the eval dir, baseline and candidate, card title, cores and chosen configs; a
+ * card flagged several times shows a count (the flags on demand), and differs from a clean one.
+ */
+START_TEST(report_shows_the_run_and_counts_flags)
+{
+	const struct report_case *c = &report_cases[_i];
+	char *text, *cores;
+	int status;
+	cJSON *flags = cJSON_CreateArray();
+
+	mark_clean();
+	cJSON_AddItemToArray(flags, cJSON_CreateString("task bf16-ragged-h16-ps64: speedup above the review bound"));
+	for (int k = 1; k < 5; k++) {
+		char *fl = fs_printf("task bf16-ragged-h16-ps64: flag %d", k);
+
+		cJSON_AddItemToArray(flags, cJSON_CreateString(fl));
+		free(fl);
+	}
+	edit_result("flags", NULL, flags);
+	ck_assert_int_eq(record_card(card_path, eval_dir), 0);
+	text = report_text(&status, c->format);
+	ck_assert_msg(status == 0, "%s: %s", c->format, vs_last_error());
+	{
+		char *rp = fs_join(eval_dir, "result.json"), *rt = tu_read(rp, NULL);
+		cJSON *r = cJSON_Parse(rt);
+
+		cores = fs_printf("%d cores", (int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "device"),
+											 "compute_units")));
+		if (!strcmp(c->format, "json"))
+			memcpy(strchr(cores, ' '), "\0", 1);
+		cJSON_Delete(r);
+		free(rt);
+		free(rp);
+	}
+	ck_assert_msg(strstr(text, "run1") && strstr(text, "cpu.naive") && strstr(text, "cpu.splitkv") &&
+			      strstr(text, cores), "%s report lacks the eval dir, the names or the cores (%s):\n%s",
+		      c->format, cores, text);
+	for (int k = 0; k < 4 && c->has[k]; k++)
+		ck_assert_msg(strstr(text, c->has[k]), "%s report lacks '%s':\n%s", c->format, c->has[k], text);
+	/* the flags are counted, not repeated in the row */
+	if (strcmp(c->format, "json"))
+		ck_assert_msg(!strstr(text, "flag 4; task"), "%s report repeats the flags:\n%s", c->format, text);
+	free(cores);
+	free(text);
+}
+END_TEST
+
 START_TEST(report_marks_claims_without_evidence)
 {
 	char *text;
@@ -409,6 +473,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, partial_run_is_not_recorded);
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
+	tcase_add_loop_test(tc, report_shows_the_run_and_counts_flags, 0,
+			    (int)(sizeof(report_cases) / sizeof(report_cases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

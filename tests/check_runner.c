@@ -462,6 +462,81 @@ static int run(struct measure_result *r, const struct mla_decode_impl *base, con
 	return run_timed(r, base, cand, ncfg, capture, NULL);
 }
 
+
+/* A reproduce line: parity of one side's one config, no timing (--impl I --config C). */
+static int run_parity_only(struct measure_result *r, const struct mla_decode_impl *base,
+			   const struct mla_decode_impl *cand, int check_base, const char *config, char **log)
+{
+	struct vs_device d;
+	struct plan p;
+	struct measure_ctx ctx;
+	size_t loglen;
+	int err;
+
+	open_fake_device(&d, 0);
+	make_plan(&p, base, cand, 2, 0);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.device = &d;
+	ctx.plan = &p;
+	ctx.plan_path = "plans/test.plan.json";
+	ctx.base = base;
+	ctx.cand = cand;
+	ctx.check_base = check_base;
+	ctx.check_cand = !check_base;
+	ctx.config_filter = config;
+	ctx.log = open_memstream(log, &loglen);
+	err = measure_task(r, &ctx, &task);
+	fclose(ctx.log);
+	d.ops = cpu_ops;
+	vs_device_release(&d);
+	return err;
+}
+
+struct reproduce_case {
+	const char *name;
+	int check_base;         /* --impl names the baseline (else the candidate) */
+	const char *config;     /* --config */
+	int wrong_candidate;    /* the candidate is test.one_wrong */
+	int pass;               /* parity_pass expected */
+	const char *log_has;    /* in the task's log */
+};
+
+static const struct reproduce_case reproduce_cases[] = {
+	{"built-in baseline, its config", 1, "default", 0, 1, "cpu.naive default: parity pass"},
+	{"correct candidate, one config", 0, "cost2", 0, 1, "test.honest cost2: parity pass"},
+	{"correct candidate, every config", 0, NULL, 0, 1, "test.honest cost1: parity pass"},
+	{"wrong candidate, one config", 0, "cost2", 1, 0, "test.one_wrong cost2: parity FAILED: input set 0: out: 1 of"},
+};
+
+START_TEST(reproduce_line_passes_a_correct_implementation)
+{
+	const struct reproduce_case *c = &reproduce_cases[_i];
+	struct measure_result r;
+	char *log = NULL;
+
+	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
+	cfgs2[1] = (struct mla_decode_config){"cost2", 2, 0, 0, 0, 0};
+	ck_assert_int_eq(run_parity_only(&r, &mla_cpu_naive, c->wrong_candidate ? &one_wrong : &honest, c->check_base,
+					 c->config, &log), 0);
+	ck_assert_msg(r.parity_pass == c->pass, "%s: parity_pass %d, expected %d; log:\n%s", c->name, r.parity_pass,
+		      c->pass, log);
+	ck_assert_msg(!r.complete && r.npairs == 0, "%s: a parity-only run was timed", c->name);
+	ck_assert_msg(strstr(log, c->log_has), "%s: the log lacks \"%s\":\n%s", c->name, c->log_has, log);
+	ck_assert_msg(strstr(log, "not checked (--impl"), "%s: the log does not say which side was not run:\n%s",
+		      c->name, log);
+	if (c->config) {
+		const struct measure_impl *ir = c->check_base ? &r.base : &r.cand;
+
+		for (int i = 0; i < ir->nconfigs; i++)
+			ck_assert_msg((ir->config_pass[i] != -1) == !strcmp(ir->configs[i].name, c->config),
+				      "%s: config %s ran %d with --config %s", c->name, ir->configs[i].name,
+				      ir->config_pass[i], c->config);
+	}
+	free(log);
+	measure_result_release(&r);
+}
+END_TEST
+
 /* ---- statistics through the runner ---------------------------------------------------------- */
 
 START_TEST(ab_speedup_two_is_measured_with_tight_ci)
@@ -915,6 +990,8 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, ab_speedup_two_is_measured_with_tight_ci);
+	tcase_add_loop_test(tc, reproduce_line_passes_a_correct_implementation, 0,
+			    (int)(sizeof(reproduce_cases) / sizeof(reproduce_cases[0])));
 	tcase_add_test(tc, aa_run_has_ci_containing_one);
 	tcase_add_test(tc, tuning_chooses_the_fastest_passing_config);
 	tcase_add_test(tc, graph_replay_keeps_host_launch_cost_out_of_the_sample);

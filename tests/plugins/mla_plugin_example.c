@@ -13,6 +13,8 @@
  *   -DPLUGIN_WRONG                 add 0.25 to one output element (parity must fail)
  *   -DPLUGIN_PICKY                 a supports() that declines tasks of page_size 1 (the planner lists
  *                                  them as skipped, with the reason)
+ *   -DPLUGIN_WRONG_AFTER=N         right for N launches, then wrong as PLUGIN_WRONG (the timed checks
+ *                                  must catch it)
  */
 #include "mla_decode.h"
 
@@ -150,6 +152,14 @@ static int example_launch(const struct mla_decode_args *a, const struct mla_deco
 			}
 #ifdef PLUGIN_WRONG
 	((uint16_t *)a->out)[7] = float_to_bf16(bf16_to_float(((uint16_t *)a->out)[7]) + 0.25f);
+#endif
+#ifdef PLUGIN_WRONG_AFTER
+	{
+		static int launches;
+
+		if (++launches > PLUGIN_WRONG_AFTER)
+			((uint16_t *)a->out)[7] = float_to_bf16(bf16_to_float(((uint16_t *)a->out)[7]) + 0.25f);
+	}
 #endif
 	return MLA_OK;
 }
