@@ -1,4 +1,5 @@
 #include "measure.h"
+#include "freshset.h"
 #include "fsutil.h"
 #include "gpu_clocks.h"
 #include "mla_numeric.h"
@@ -52,7 +53,18 @@ struct bufs {
 	float *h_lse[2];
 	unsigned char *h_in;
 	size_t h_in_bytes;
+	/* guard regions: out, lse and ws point GUARD_BYTES into these allocations */
+	void *out_base[2], *lse_base[2], *ws_base;
+	unsigned char *h_guard;
+	/* run-time inputs: a fresh q at two addresses (rotated per pair), its generator and reference */
+	void *fq[2];
+	struct freshset fresh;
+	float *h_cmp_out;      /* the baseline's output as float (reference above the oracle bound) */
 };
+
+/* Bytes of guard before and after out, lse and the workspace; GUARD_BYTE in every one. */
+#define GUARD_BYTES 4096
+#define GUARD_BYTE 0xA5
 
 static void bufs_release(struct vs_device *d, struct bufs *b)
 {
@@ -63,13 +75,17 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 		d->ops->free(d, b->sl[s]);
 	}
 	for (int i = 0; i < 2; i++) {
-		d->ops->free(d, b->out[i]);
-		d->ops->free(d, b->lse[i]);
+		d->ops->free(d, b->out_base[i]);
+		d->ops->free(d, b->lse_base[i]);
+		d->ops->free(d, b->fq[i]);
 		free(b->h_out[i]);
 		free(b->h_lse[i]);
 	}
-	d->ops->free(d, b->ws);
+	d->ops->free(d, b->ws_base);
 	free(b->h_in);
+	free(b->h_guard);
+	free(b->h_cmp_out);
+	freshset_release(&b->fresh);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -139,6 +155,21 @@ static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_devic
 	return best;
 }
 
+/*
+ * A device buffer of `bytes` with GUARD_BYTES of GUARD_BYTE on each side: *base is what to free,
+ * *user what the implementation gets.
+ */
+static int guarded_alloc(struct vs_device *d, void **base, void **user, size_t bytes)
+{
+	int err;
+
+	if ((err = d->ops->alloc(d, base, bytes + 2 * GUARD_BYTES)) ||
+	    (err = d->ops->fill(d, *base, GUARD_BYTE, bytes + 2 * GUARD_BYTES)))
+		return err;
+	*user = (unsigned char *)*base + GUARD_BYTES;
+	return 0;
+}
+
 static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t,
 		      struct bufs *b)
 {
@@ -160,8 +191,9 @@ static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const 
 		err = upload_set(d, t, b, i, i);
 	}
 	for (int i = 0; i < 2 && !err; i++) {
-		if ((err = d->ops->alloc(d, &b->out[i], b->out_bytes)) ||
-		    (err = d->ops->alloc(d, &b->lse[i], b->lse_bytes)))
+		if ((err = guarded_alloc(d, &b->out_base[i], &b->out[i], b->out_bytes)) ||
+		    (err = guarded_alloc(d, &b->lse_base[i], &b->lse[i], b->lse_bytes)) ||
+		    (err = d->ops->alloc(d, &b->fq[i], t->sets[0].q_bytes)))
 			break;
 		b->h_out[i] = malloc(b->out_bytes ? b->out_bytes : 1);
 		b->h_lse[i] = malloc(b->lse_bytes ? b->lse_bytes : 1);
@@ -171,8 +203,15 @@ static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const 
 	if (!err) {
 		b->ws_bytes = max_workspace(ctx, d, t, b);
 		if (b->ws_bytes)
-			err = d->ops->alloc(d, &b->ws, b->ws_bytes);
+			err = guarded_alloc(d, &b->ws_base, &b->ws, b->ws_bytes);
 	}
+	if (!err && !(b->h_guard = malloc(GUARD_BYTES)))
+		err = vs_error(VS_ENOMEM, "out of memory for the guard check");
+	if (!err && !(b->h_cmp_out = malloc(t->sets[0].out_elems * sizeof(float) + 1)))
+		err = vs_error(VS_ENOMEM, "out of memory for the run-time comparison");
+	if (!err)
+		err = freshset_init(&b->fresh, s, t->sets[0].q_bytes / sizeof(uint16_t), t->sets[0].out_elems,
+				    t->sets[0].lse_elems);
 	if (!err) {
 		/* Largest input buffer (for the no-mutation check). */
 		size_t m = t->sets[0].kv_bytes;
@@ -200,6 +239,65 @@ static int poison(struct vs_device *d, struct bufs *b, int which)
 	return 0;
 }
 
+/*
+ * Check one guard region (GUARD_BYTES at dev) and restore it. Returns the number of bytes written
+ * into it, counted from the buffer's edge (back guard: up to the last changed byte; front guard:
+ * from the first changed byte), 0 if none, or a negative error.
+ */
+static long guard_written(struct vs_device *d, struct bufs *b, void *dev, int front)
+{
+	long n = 0;
+	int err;
+
+	if ((err = d->ops->download(d, b->h_guard, dev, GUARD_BYTES)))
+		return err;
+	for (long i = 0; i < GUARD_BYTES; i++)
+		if (b->h_guard[i] != GUARD_BYTE) {
+			n = front ? GUARD_BYTES - i : i + 1;
+			if (front)
+				break;
+		}
+	if (n && (err = d->ops->fill(d, dev, GUARD_BYTE, GUARD_BYTES)))
+		return err;
+	return n;
+}
+
+/*
+ * The guards around out and lse of pair `which` and around the workspace, after a launch:
+ * 1 intact, 0 with *detail ("wrote N bytes past the end of 'out'"), negative on a device error.
+ */
+static int guards_intact(struct vs_device *d, struct bufs *b, int which, char **detail)
+{
+	unsigned char *bufs[3] = {b->out[which], (unsigned char *)b->lse[which], b->ws};
+	size_t bytes[3] = {b->out_bytes, b->lse_bytes, b->ws_bytes};
+	static const char *const names[3] = {"out", "lse", "workspace"};
+	int err;
+
+	if ((err = d->ops->synchronize(d)))
+		return err;
+	for (int i = 0; i < 3; i++) {
+		long back, front;
+
+		if (!bufs[i])
+			continue;
+		back = guard_written(d, b, bufs[i] + bytes[i], 0);
+		front = guard_written(d, b, bufs[i] - GUARD_BYTES, 1);
+		if (back < 0)
+			return (int)back;
+		if (front < 0)
+			return (int)front;
+		if (back) {
+			*detail = fs_printf("wrote %ld bytes past the end of '%s'", back, names[i]);
+			return 0;
+		}
+		if (front) {
+			*detail = fs_printf("wrote %ld bytes before the start of '%s'", front, names[i]);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* Map a launch status to a harness error: config-level failures return 1 with detail. */
 static int launch_status(int rc, const char *impl, const char *cfg, char **detail)
 {
@@ -224,34 +322,60 @@ static const char *const out_dims_names[] = {"b", "s", "h", "d"};
 static const char *const lse_dims_names[] = {"b", "h", "s"};
 
 /*
- * Download output pair `which` and compare with set `set`'s reference. Returns 1 pass, 0 fail
- * (with *detail), or a negative error.
+ * Compare host outputs with a reference (label names the input set in the detail). Returns 1 pass,
+ * 0 fail (with *detail).
  */
-static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set,
-			int which, char **detail)
+static int compare_outputs(const struct task_data *t, const uint16_t *h_out, const float *h_lse,
+			   const float *ref_out, const float *ref_lse, const struct task_tol *tol_out,
+			   const struct task_tol *tol_lse, const char *label, char **detail)
 {
 	const struct task_spec *s = &t->spec;
-	const struct task_set *ts = &t->sets[set];
+	const struct task_set *ts = &t->sets[0];
 	struct parity_report ro, rl;
 	int dims_out[4] = {s->batch, s->s_q, s->h_q, MLA_D_V};
 	int dims_lse[3] = {s->batch, s->h_q, s->s_q};
 	char line_o[512] = "", line_l[512] = "";
-	int err;
 
-	if ((err = d->ops->synchronize(d)) ||
-	    (err = d->ops->download(d, b->h_out[which], b->out[which], b->out_bytes)) ||
-	    (err = d->ops->download(d, b->h_lse[which], b->lse[which], b->lse_bytes)))
-		return err;
-	parity_compare_bf16(&ro, b->h_out[which], ts->ref_out, ts->out_elems, &s->tol_out, dims_out, 4);
-	parity_compare_f32(&rl, b->h_lse[which], ts->ref_lse, ts->lse_elems, &s->tol_lse, dims_lse, 3);
+	parity_compare_bf16(&ro, h_out, ref_out, ts->out_elems, tol_out, dims_out, 4);
+	parity_compare_f32(&rl, h_lse, ref_lse, ts->lse_elems, tol_lse, dims_lse, 3);
 	if (ro.pass && rl.pass)
 		return 1;
 	if (!ro.pass)
 		parity_describe(line_o, sizeof(line_o), "out", &ro, out_dims_names, 4);
 	if (!rl.pass)
 		parity_describe(line_l, sizeof(line_l), "lse", &rl, lse_dims_names, 3);
-	*detail = fs_printf("input set %d: %s%s%s", set, line_o, *line_o && *line_l ? "; " : "", line_l);
+	*detail = fs_printf("%s: %s%s%s", label, line_o, *line_o && *line_l ? "; " : "", line_l);
 	return 0;
+}
+
+/* Download output pair `which` into its host scratch. */
+static int download_outputs(struct vs_device *d, struct bufs *b, int which)
+{
+	int err;
+
+	if ((err = d->ops->synchronize(d)) ||
+	    (err = d->ops->download(d, b->h_out[which], b->out[which], b->out_bytes)) ||
+	    (err = d->ops->download(d, b->h_lse[which], b->lse[which], b->lse_bytes)))
+		return err;
+	return 0;
+}
+
+/*
+ * Download output pair `which` and compare with set `set`'s reference. Returns 1 pass, 0 fail
+ * (with *detail), or a negative error.
+ */
+static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set,
+			int which, char **detail)
+{
+	const struct task_set *ts = &t->sets[set];
+	char label[32];
+	int err;
+
+	if ((err = download_outputs(d, b, which)))
+		return err;
+	snprintf(label, sizeof(label), "input set %d", set);
+	return compare_outputs(t, b->h_out[which], b->h_lse[which], ts->ref_out, ts->ref_lse, &t->spec.tol_out,
+			       &t->spec.tol_lse, label, detail);
 }
 
 /* Inputs larger than this are checked once per config instead of after every launch. */
@@ -299,6 +423,47 @@ static char *repro(const struct measure_ctx *ctx, const struct task_data *t, con
 			 ctx->plan_path ? ctx->plan_path : "PLAN", t->hash, impl, cfg);
 }
 
+/* Launch impl on the fresh q in b->fq[slot] over set `set`'s keys into output pair 0 (poisoned). */
+static int launch_fresh(struct vs_device *d, const struct task_data *t, struct bufs *b, int set, int slot,
+			const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **why)
+{
+	struct mla_decode_args a;
+	int err;
+
+	if ((err = poison(d, b, 0)))
+		return err;
+	make_args(&a, d, t, b, set, 0);
+	a.q = b->fq[slot];
+	err = launch_status(impl->launch(&a, cfg), impl->name, cfg->name, why);
+	return err > 0 ? 0 : err < 0 ? err : 1;
+}
+
+/*
+ * Parity on the run-time input set (freshset.h): a q drawn in this run, on set 0's keys; the
+ * oracle computes its reference after the launch. Tasks above VS_FRESH_ORACLE_FLOPS skip it here
+ * (their timed checks compare with the baseline on fresh inputs). 1 pass, 0 fail, negative error.
+ */
+static int parity_fresh(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+			const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **why)
+{
+	struct vs_device *d = ctx->device;
+	int ok, err;
+
+	if (!b->fresh.oracle)
+		return 1;
+	freshset_next(&b->fresh, 0);
+	if ((err = d->ops->upload(d, b->fq[0], b->fresh.q, b->fresh.q_elems * sizeof(uint16_t))))
+		return err;
+	if ((ok = launch_fresh(d, t, b, 0, 0, impl, cfg, why)) != 1)
+		return ok;
+	if ((ok = guards_intact(d, b, 0, why)) != 1)
+		return ok;
+	if ((err = download_outputs(d, b, 0)) || (err = freshset_reference(&b->fresh, t, 0)))
+		return err;
+	return compare_outputs(t, b->h_out[0], b->h_lse[0], b->fresh.ref_out, b->fresh.ref_lse, &t->spec.tol_out,
+			       &t->spec.tol_lse, "run-time input set (drawn in this run)", why);
+}
+
 /*
  * Parity of one config (docs/DESIGN.md "Parity"): every input set into poisoned outputs; set 0 again
  * into the second output pair (another address) and bit-identical; inputs unchanged.
@@ -323,7 +488,9 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 			ok = 0;
 			break;
 		}
-		ok = inputs_unchanged(d, t, b, set, 0, &why);
+		ok = guards_intact(d, b, 0, &why);
+		if (ok == 1)
+			ok = inputs_unchanged(d, t, b, set, 0, &why);
 		if (ok == 1)
 			ok = check_output(d, t, b, set, 0, &why);
 		if (ok < 0)
@@ -337,6 +504,11 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 				return err;
 			if (err > 0) {
 				ok = 0;
+				break;
+			}
+			if ((ok = guards_intact(d, b, 1, &why)) != 1) {
+				if (ok < 0)
+					return ok;
 				break;
 			}
 			if ((err = d->ops->synchronize(d)) ||
@@ -354,6 +526,11 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 	}
 	if (ok == 1) {
 		ok = inputs_unchanged(d, t, b, -1, 1, &why);
+		if (ok < 0)
+			return ok;
+	}
+	if (ok == 1) {
+		ok = parity_fresh(ctx, t, b, impl, cfg, &why);
 		if (ok < 0)
 			return ok;
 	}
@@ -615,6 +792,80 @@ static int read_clock(const struct measure_ctx *ctx, uint64_t *reasons)
 	return -1;
 }
 
+/*
+ * After a checked timed launch of role k (0 baseline, 1 candidate): the guards, then its outputs
+ * kept in host scratch k for timed_check_pair(). *guard_ok is 0 after a guard failure (counted).
+ */
+static int timed_keep(const struct measure_ctx *ctx, struct bufs *b, struct measure_result *r,
+		      const struct measure_impl *ir, int k, int sample, int *guard_ok)
+{
+	struct vs_device *d = ctx->device;
+	char *why = NULL;
+	int ok, err;
+
+	if ((ok = guards_intact(d, b, 0, &why)) < 0)
+		return ok;
+	if (!ok) {
+		r->timed_checks++;
+		r->timed_check_failures++;
+		say(ctx->log, "    %s: timed output %d failed parity: %s\n", ir->impl->name, sample, why);
+		*guard_ok = 0;
+	}
+	free(why);
+	if ((err = d->ops->download(d, b->h_out[k], b->out[0], b->out_bytes)) ||
+	    (err = d->ops->download(d, b->h_lse[k], b->lse[0], b->lse_bytes)))
+		return err;
+	return 0;
+}
+
+/*
+ * The outputs of checked pair `pair` (host scratch 0 baseline, 1 candidate, on the pair's fresh q
+ * over set `set`'s keys): both against the oracle's reference computed now, or, above
+ * VS_FRESH_ORACLE_FLOPS, the candidate against the baseline with tolerances doubled.
+ */
+static int timed_check_pair(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+			    struct measure_result *r, int set, int pair, const int *guard_ok)
+{
+	const struct measure_impl *ir[2] = {&r->base, &r->cand};
+	struct task_tol to = t->spec.tol_out, tl = t->spec.tol_lse;
+	char label[96];
+	int err;
+
+	snprintf(label, sizeof(label), "run-time input set of pair %d on set %d's keys", pair, set);
+	if (b->fresh.oracle && (err = freshset_reference(&b->fresh, t, set)))
+		return err;
+	if (!b->fresh.oracle) {
+		for (size_t i = 0; i < t->sets[0].out_elems; i++)
+			b->h_cmp_out[i] = mla_bf16_to_float(b->h_out[0][i]);
+		to.atol *= 2;
+		to.rtol *= 2;
+		to.cos_tol *= to.cos_tol > 0 ? 4 : 1;
+		tl.atol *= 2;
+		tl.rtol *= 2;
+		tl.cos_tol *= tl.cos_tol > 0 ? 4 : 1;
+		snprintf(label, sizeof(label), "run-time input set of pair %d, compared with the baseline", pair);
+	}
+	for (int k = b->fresh.oracle ? 0 : 1; k < 2; k++) {
+		char *why = NULL;
+		int ok;
+
+		if (!guard_ok[k])
+			continue;
+		ok = b->fresh.oracle ?
+			compare_outputs(t, b->h_out[k], b->h_lse[k], b->fresh.ref_out, b->fresh.ref_lse, &to, &tl,
+					label, &why) :
+			compare_outputs(t, b->h_out[1], b->h_lse[1], b->h_cmp_out, b->h_lse[0], &to, &tl, label, &why);
+		r->timed_checks++;
+		if (!ok) {
+			r->timed_check_failures++;
+			say(ctx->log, "    %s: timed output of pair %d failed parity: %s\n", ir[k]->impl->name, pair,
+			    why ? why : "");
+		}
+		free(why);
+	}
+	return 0;
+}
+
 /* The A/B: alternating timed samples of the chosen configs until the stop rule says so. */
 static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
 	      struct measure_result *r)
@@ -644,11 +895,16 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 	r->sm_mhz_begin = read_clock(ctx, &r->throttle_begin);
 	t0 = now_s();
 	for (int pair = 0; pair < pr->max_pairs; pair++) {
-		int set = pair % t->nsets;
+		int set = pair % t->nsets, slot = pair & 1;
 
-		/* Both outputs of every check_every-th pair are checked: the roles are checked alike. */
-		int checked = pair % pr->check_every == 0;
+		/* Both outputs of a checked pair are checked: the roles are checked alike. */
+		int checked = freshset_checked(&b->fresh, pair, pr->check_every);
+		int guard_ok[2] = {1, 1};
 
+		/* A fresh q per pair, at alternating addresses, written outside the timed region. */
+		freshset_next(&b->fresh, 1 + (uint64_t)pair);
+		if ((err = d->ops->upload(d, b->fq[slot], b->fresh.q, b->fresh.q_elems * sizeof(uint16_t))))
+			return err;
 		for (int j = 0; j < 2; j++) {
 			/*
 			 * The order flips every nsets pairs (AB on each set, then BA on each set, ...):
@@ -657,31 +913,22 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 			 */
 			int k = ((pair / t->nsets) & 1) ? 1 - j : j;
 			struct mla_decode_args a;
-			char *why = NULL;
 
 			make_args(&a, d, t, b, set, 0);
+			a.q = b->fq[slot];
 			err = timed_launch(d, b, ir[k]->impl, &ir[k]->configs[ir[k]->chosen], &a, &ms);
 			if (err)
 				return err;
 			(k ? r->t_cand : r->t_base)[pair] = ms;
-			if (checked) {
-				int ok = check_output(d, t, b, set, 0, &why);
-
-				if (ok < 0)
-					return ok;
-				r->timed_checks++;
-				if (!ok) {
-					r->timed_check_failures++;
-					say(ctx->log, "    %s: timed output %d failed parity: %s\n", ir[k]->impl->name,
-					    sample, why ? why : "");
-				}
-				free(why);
-			}
+			if (checked && (err = timed_keep(ctx, b, r, ir[k], k, sample, &guard_ok[k])))
+				return err;
 			if (ctx->samples)
 				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,%d\n", t->hash, set, pair, j,
 					k ? "candidate" : "baseline", ir[k]->configs[ir[k]->chosen].name, ms, checked);
 			sample++;
 		}
+		if (checked && (err = timed_check_pair(ctx, t, b, r, set, pair, guard_ok)))
+			return err;
 		r->npairs = pair + 1;
 		r->stop_reason = stats_should_stop(&rule, r->t_base, r->t_cand, r->npairs, now_s() - t0);
 		if (r->stop_reason != STATS_CONTINUE)
