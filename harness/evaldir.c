@@ -398,6 +398,11 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	}
 	put_num(oom, j, "timed_checks", r->timed_checks);
 	put_num(oom, j, "timed_check_failures", r->timed_check_failures);
+	if (r->sandbox[0]) {
+		put_str(oom, j, "sandbox", r->sandbox);
+		if (strncmp(r->sandbox, "landlock", 8))
+			push_flag(oom, flags, fs_printf("task %s: sandbox %s", r->name, r->sandbox));
+	}
 	if (r->sm_mhz_begin > 0) {
 		cJSON *c = put_obj(oom, j, "sm_clock_mhz");
 

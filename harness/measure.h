@@ -60,6 +60,7 @@ struct measure_result {
 	struct stats_ci speedup;
 	int sm_mhz_begin, sm_mhz_end; /* clocks around sampling, -1 unknown */
 	uint64_t throttle_begin, throttle_end; /* clocks event reasons then (gpu_clocks.h), 0 none */
+	char sandbox[320];         /* what the worker's implementation ran under (sandbox.h), "" in process */
 };
 
 /** What a measurement runs with; every pointer is borrowed. */

@@ -156,6 +156,9 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	int err, nsel = 0, parity_only, partial, nslots, next = 0, running = 0, in_process;
 	int *sel = NULL;
 	const int *ordinals;
+	const char *deny[6];
+	char *plan_dir = NULL;
+	int ndeny = 0;
 
 	memset(&p, 0, sizeof(p));
 	memset(&w, 0, sizeof(w));
@@ -251,6 +254,20 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			      strcmp(p.candidate.backend, "cpu") ? "GPUs" : "CPU workers", list);
 	}
 
+	/* What the implementations may not read (sandbox.h): task dirs, eval dirs, cards, plans. */
+	plan_dir = strdup(o->plan_path);
+	if (plan_dir && strrchr(plan_dir, '/'))
+		*strrchr(plan_dir, '/') = '\0';
+	else {
+		free(plan_dir);
+		plan_dir = NULL;
+	}
+	deny[ndeny++] = o->tasks_root ? o->tasks_root : "tasks";
+	deny[ndeny++] = o->results_root ? o->results_root : "results";
+	deny[ndeny++] = "skills";
+	deny[ndeny++] = "plans";
+	if (plan_dir)
+		deny[ndeny++] = plan_dir;
 	ctx.device = o->device;
 	ctx.plan = &p;
 	ctx.plan_path = o->plan_path;
@@ -295,6 +312,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			to->w.task_hash = p.task_hash[i];
 			to->w.timeout_s = o->task_timeout_s > 0 ? o->task_timeout_s : 900;
 			to->w.in_process = in_process;
+			to->w.sandbox_deny = deny;
+			to->w.nsandbox_deny = ndeny;
 			progress_status(&pg, "%s", p.tasks[i].name);
 			if (in_process) {
 				terr = worker_run_task(&to->r, &to->w, &to->samples, &to->log);
@@ -434,6 +453,7 @@ done:
 	free(sum);
 	free(sel);
 	free(plan_text);
+	free(plan_dir);
 	plan_release(&p);
 	return err;
 }

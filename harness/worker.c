@@ -1,5 +1,6 @@
 #include "worker.h"
 #include "fsutil.h"
+#include "sandbox.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,6 +105,7 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 	cJSON_AddNumberToObject(j, "sm_mhz_end", r->sm_mhz_end);
 	cJSON_AddNumberToObject(j, "throttle_begin", (double)r->throttle_begin);
 	cJSON_AddNumberToObject(j, "throttle_end", (double)r->throttle_end);
+	cJSON_AddStringToObject(j, "sandbox", r->sandbox);
 	cJSON_AddStringToObject(j, "samples", samples ? samples : "");
 	cJSON_AddStringToObject(j, "log", log ? log : "");
 	text = cJSON_PrintUnformatted(j);
@@ -130,6 +133,8 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	r->sm_mhz_end = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "sm_mhz_end"));
 	r->throttle_begin = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_begin"));
 	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
+	snprintf(r->sandbox, sizeof(r->sandbox), "%s",
+		 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) ? cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) : "");
 	*samples = dup_or_null(cJSON_GetObjectItem(j, "samples"));
 	*log = dup_or_null(cJSON_GetObjectItem(j, "log"));
 	measure_result_finish(r, p);
@@ -150,6 +155,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 	struct measure_ctx ctx = *w->ctx;
 	struct vs_device dev;
 	struct task_data t;
+	struct sandbox_state sb;
 	char *samples = NULL, *log = NULL, *msg;
 	size_t slen = 0, llen = 0;
 	FILE *fs = open_memstream(&samples, &slen), *fl = open_memstream(&log, &llen);
@@ -158,6 +164,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 	memset(&r, 0, sizeof(r));
 	memset(&dev, 0, sizeof(dev));
 	memset(&t, 0, sizeof(t));
+	memset(&sb, 0, sizeof(sb));
 	ctx.samples = fs;
 	ctx.log = fl;
 	ctx.gpu_ordinal = strcmp(w->backend, "cpu") ? w->gpu_ordinal : -1;
@@ -167,8 +174,14 @@ static char *work(const struct worker_spec *w, int *code_out)
 	}
 	if (!code)
 		code = task_load(&t, w->task_dir);
+	if (!code && !w->in_process) {
+		code = sandbox_enter(&sb, w->sandbox_deny, w->nsandbox_deny);
+		if (!code && sb.landlock_abi == 0)
+			fprintf(fl, "    warning: sandbox: %s\n", sb.line);
+	}
 	if (!code) {
 		code = measure_task(&r, &ctx, &t);
+		snprintf(r.sandbox, sizeof(r.sandbox), "%s", sb.line);
 	} else {
 		measure_result_init(&r, &ctx, w->spec, w->task_hash);
 		r.error = strdup(vs_last_error());
@@ -182,6 +195,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 		vs_device_release(&dev);
 	free(samples);
 	free(log);
+	sandbox_leave(&sb);
 	*code_out = code;
 	return msg;
 }
@@ -239,7 +253,7 @@ static int read_some(struct worker_proc *wp)
 int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 {
 	int fds[2], code;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	memset(wp, 0, sizeof(*wp));
 	wp->fd = -1;
@@ -257,6 +271,9 @@ int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 		char *msg;
 
 		close(fds[0]);
+		/* Die with the parent (a SIGKILLed validate_skill leaves no worker holding the device). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(4);
 		msg = work(w, &code);
 		if (msg)
 			write_all(fds[1], msg, strlen(msg));
