@@ -37,6 +37,8 @@ struct card_validation {
 	double measured_e2e_pct;
 	char *measured_parity; /* "pass", "fail" or "" */
 	char *artifact;        /* repo-relative eval dir or "" */
+	char *impl_baseline;   /* validation.implementations.baseline: the implementation measured */
+	char *impl_candidate;  /* validation.implementations.candidate */
 };
 
 /** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
@@ -127,5 +129,16 @@ int card_hash(const struct card *c, char hex[65]);
  */
 int card_set_validation(char **out, size_t *out_len, const struct card *c,
 			const struct card_validation *v);
+
+/**
+ * Does implementation impl ("hip.flash") fill the card's backend value want? A value with a '.'
+ * names one implementation (equal names); one without names a family ("hip", "triton",
+ * "tilelang"), filled by any implementation named "<family>.<something>". An unset want accepts
+ * any implementation.
+ */
+int card_backend_matches(const char *want, const char *impl);
+
+/** 1 if the card's backend value names a family rather than one implementation. */
+int card_backend_is_family(const char *want);
 
 #endif /* VS_CARD_H */

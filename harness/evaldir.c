@@ -1032,6 +1032,20 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		err = vs_error(VS_EVERIFY, "%s: the evidence is for card '%s', not '%s'", dir, jstr(card, "id"), c->id);
 		goto done;
 	}
+	e->baseline = jstr(e->result, "baseline") ? jstr(e->result, "baseline") : "";
+	e->candidate = jstr(e->result, "candidate") ? jstr(e->result, "candidate") : "";
+	e->family_baseline = card_backend_is_family(c->match.from_backend);
+	e->family_candidate = card_backend_is_family(c->match.to_backend);
+	if (!card_backend_matches(c->match.from_backend, e->baseline) ||
+	    !card_backend_matches(c->match.to_backend, e->candidate)) {
+		int cand = card_backend_matches(c->match.from_backend, e->baseline);
+
+		err = vs_error(VS_EVERIFY, "%s: the evidence measured %s '%s', but %s's match.%s is '%s': it cannot "
+			       "speak for this card (name the implementation in the card, or run the card's own)", dir,
+			       cand ? "candidate" : "baseline", cand ? e->candidate : e->baseline, c->path,
+			       cand ? "to_backend" : "from_backend", cand ? c->match.to_backend : c->match.from_backend);
+		goto done;
+	}
 	e->verdict = jstr(e->result, "verdict");
 	e->device_name = jstr(dev, "name");
 	e->gen = jstr(dev, "gen");
@@ -1158,6 +1172,8 @@ void evidence_validation(struct card_validation *v, const struct evidence *e, co
 	v->has_e2e_pct = 0;
 	v->measured_parity = (char *)e->parity;
 	v->artifact = (char *)artifact;
+	v->impl_baseline = (char *)e->baseline;
+	v->impl_candidate = (char *)e->candidate;
 }
 
 static int str_eq(const char *a, const char *b)
@@ -1201,6 +1217,11 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 	CHECK_STR(gen, "gen");
 	CHECK_STR(model, "model");
 	CHECK_STR(measured_parity, "measured.parity");
+	/* The implementations: as recorded when the card has them, and required where it names a family. */
+	if ((have->impl_baseline && *have->impl_baseline) || e->family_baseline)
+		CHECK_STR(impl_baseline, "implementations.baseline");
+	if ((have->impl_candidate && *have->impl_candidate) || e->family_candidate)
+		CHECK_STR(impl_candidate, "implementations.candidate");
 #undef CHECK_STR
 	if (have->has_isolated != want.has_isolated ||
 	    (want.has_isolated && fabs(have->measured_isolated - want.measured_isolated) > 0.0005))

@@ -189,6 +189,8 @@ struct evidence {
 	double isolated;          /* overall geomean speedup estimate */
 	double isolated_lo, isolated_hi;
 	const char *parity;       /* "pass" / "fail" */
+	const char *baseline, *candidate; /* the implementations measured */
+	int family_baseline, family_candidate; /* the card names a family there (record the name) */
 	char date[11];            /* YYYY-MM-DD of the run's end (UTC) */
 	char result_sha256[65];
 };

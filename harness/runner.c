@@ -295,6 +295,11 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			i = to->plan_index = sel[next];
 			progress_status(&pg, "materializing %s", p.tasks[i].name);
 			terr = prepare_task(&to->dir, &w, o, &p, i);
+			if (terr == VS_EVERIFY) {
+				/* a task dir that does not verify: no run can be made of this plan here */
+				err = terr;
+				goto done;
+			}
 			if (terr) {
 				measure_result_init(&to->r, &ctx, &p.tasks[i], p.task_hash[i]);
 				to->r.error = strdup(vs_last_error());
@@ -435,6 +440,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	*eval_dir_out = eval_dir;
 	eval_dir = NULL;
 	err = 0;
+
 done:
 	progress_end(&pg);
 	for (int s = 0; slots && s < nslots; s++)
