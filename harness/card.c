@@ -811,6 +811,7 @@ static const struct field fields[] = {
 	{"expects.e2e_delta_min_pct", F_NUM, OFF(expects.e2e_delta_min_pct),
 	 OFF(expects.has_e2e_delta_min_pct), NULL},
 	{"expects.parity", F_ENUM, OFF(expects.parity), 0, parity_values},
+	{"expects.do_no_harm", F_STR, OFF(expects.do_no_harm), 0, NULL},
 	{"validation", F_MAP, 0, 0, NULL},
 	{"validation.status", F_ENUM, OFF(validation.status), 0, status_values},
 	{"validation.last_verified", F_DATE, OFF(validation.last_verified), 0, NULL},
@@ -1652,6 +1653,31 @@ static void lint_near_known(const struct card *c)
 	}
 }
 
+/*
+ * A card must claim a change: from_backend and to_backend differ, and the speedup gate is at
+ * least 1.0, or, with expects.do_no_harm saying why, at least CARD_DO_NO_HARM_MIN.
+ */
+static int lint_gate(const struct card *c)
+{
+	const char *from = nz(c->match.from_backend), *to = nz(c->match.to_backend);
+	double g = c->expects.isolated_speedup_min;
+	int n = 0;
+
+	if (*from && !strcmp(from, to))
+		n += lint_at(c, "match.to_backend", "'%s' is also match.from_backend: a card compares two "
+			     "implementations (an A/A run validates nothing)", to);
+	if (!c->expects.has_isolated_speedup_min || !(g > 0))
+		return n;
+	if (g < CARD_DO_NO_HARM_MIN)
+		n += lint_at(c, "expects.isolated_speedup_min", "%g is below %.2f: no card can be validated "
+			     "by a slowdown", g, CARD_DO_NO_HARM_MIN);
+	else if (g < 1.0 && !*nz(c->expects.do_no_harm))
+		n += lint_at(c, "expects.isolated_speedup_min", "%g is below 1.0: a change that may be slower "
+			     "says why in expects.do_no_harm (\"a port that must not slow down\"), else the gate is >= "
+			     "1.0", g);
+	return n;
+}
+
 int card_lint(const struct card *c)
 {
 	int n = 0;
@@ -1682,6 +1708,7 @@ int card_lint(const struct card *c)
 	    !(c->expects.has_isolated_speedup_min && c->expects.isolated_speedup_min > 0))
 		n += lint_at(c, "expects.isolated_speedup_min",
 			     "scope 'kernel' needs a number > 0 here");
+	n += lint_gate(c);
 	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
 		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
 	if (!strcmp(nz(c->validation.status), "validated"))

@@ -25,6 +25,9 @@ struct card_unknown {
 };
 
 /** The `validation:` block. "" means unset for strings; has_* flags tell set numbers from "". */
+/** The lowest isolated_speedup_min a card may set, with expects.do_no_harm saying why. */
+#define CARD_DO_NO_HARM_MIN 0.95
+
 struct card_validation {
 	char *status;        /* "draft", "validated", "failed" ("" when unset) */
 	char *last_verified; /* YYYY-MM-DD or "" */
@@ -70,6 +73,9 @@ struct card {
 		int has_e2e_delta_min_pct;
 		double e2e_delta_min_pct;
 		char *parity;    /* "required" (default when absent) or "advisory" */
+		char *do_no_harm; /* why a gate below 1.0 is right (a change that must not slow down:
+		                   * a refactor, a port); allows isolated_speedup_min down to
+		                   * CARD_DO_NO_HARM_MIN */
 	} expects;
 	struct card_validation validation;
 
