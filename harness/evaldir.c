@@ -341,6 +341,13 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 			put_str(oom, c, "detail", ir->config_detail[i]);
 		if (ir->tune_ms[i] > 0)
 			put_num(oom, c, "tune_median_ms", ir->tune_ms[i]);
+		if (ir->margin && ir->margin[i] >= 0 && isfinite(ir->margin[i])) {
+			/* how close parity was: the worst element over its tolerance (< 1 passes), cos_diff */
+			cJSON *m = put_obj(oom, c, "margin");
+
+			put_num(oom, m, "worst_over_tol", ir->margin[i]);
+			put_num(oom, m, "cos_diff", ir->cos_diff[i]);
+		}
 		push(oom, cfgs, c);
 	}
 	put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");

@@ -325,6 +325,23 @@ static const char *const lse_dims_names[] = {"b", "h", "s"};
  * Compare host outputs with a reference (label names the input set in the detail). Returns 1 pass,
  * 0 fail (with *detail).
  */
+/* The worst element's |a - e| / (atol + rtol |e|) of a report (infinite for a non-finite mismatch). */
+static double worst_ratio(const struct parity_report *r, const struct task_tol *tol)
+{
+	double e = r->worst_expected, a = r->worst_actual;
+
+	if (r->n_total == 0)
+		return 0;
+	if (r->n_nonfinite_mismatch)
+		return INFINITY;
+	if (!isfinite(e) || !isfinite(a))
+		return 0; /* the same infinity */
+	return fabs(a - e) / (tol->atol + tol->rtol * fabs(e));
+}
+
+/* The parity margin being gathered for a config: the worst over what was compared (NULL: none). */
+static double *cur_margin, *cur_cos;
+
 static int compare_outputs(const struct task_data *t, const uint16_t *h_out, const float *h_lse,
 			   const float *ref_out, const float *ref_lse, const struct task_tol *tol_out,
 			   const struct task_tol *tol_lse, const char *label, char **detail)
@@ -338,6 +355,12 @@ static int compare_outputs(const struct task_data *t, const uint16_t *h_out, con
 
 	parity_compare_bf16(&ro, h_out, ref_out, ts->out_elems, tol_out, dims_out, 4);
 	parity_compare_f32(&rl, h_lse, ref_lse, ts->lse_elems, tol_lse, dims_lse, 3);
+	if (cur_margin) {
+		double m = fmax(worst_ratio(&ro, tol_out), worst_ratio(&rl, tol_lse));
+
+		*cur_margin = fmax(*cur_margin, m);
+		*cur_cos = fmax(*cur_cos, ro.cos_diff);
+	}
 	if (ro.pass && rl.pass)
 		return 1;
 	if (!ro.pass)
@@ -641,10 +664,14 @@ static int impl_result_init(struct measure_impl *ir, const struct mla_decode_imp
 	ir->config_pass = calloc((size_t)pi->nconfigs, sizeof(int));
 	ir->config_detail = calloc((size_t)pi->nconfigs, sizeof(char *));
 	ir->tune_ms = calloc((size_t)pi->nconfigs, sizeof(double));
-	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms)
+	ir->margin = calloc((size_t)pi->nconfigs + 1, sizeof(double));
+	ir->cos_diff = calloc((size_t)pi->nconfigs + 1, sizeof(double));
+	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms || !ir->margin || !ir->cos_diff)
 		return vs_error(VS_ENOMEM, "out of memory");
-	for (int i = 0; i < pi->nconfigs; i++)
+	for (int i = 0; i < pi->nconfigs; i++) {
 		ir->config_pass[i] = -1;
+		ir->margin[i] = ir->cos_diff[i] = -1;
+	}
 	return 0;
 }
 
@@ -665,6 +692,8 @@ static void impl_result_release(struct measure_impl *ir)
 	free(ir->config_detail);
 	free(ir->config_pass);
 	free(ir->tune_ms);
+	free(ir->margin);
+	free(ir->cos_diff);
 	free(ir->capture_detail);
 	memset(ir, 0, sizeof(*ir));
 }
@@ -690,7 +719,12 @@ static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, 
 
 		if (filter && strcmp(filter, ir->configs[i].name))
 			continue;
+		ir->margin[i] = 0;
+		ir->cos_diff[i] = 0;
+		cur_margin = &ir->margin[i];
+		cur_cos = &ir->cos_diff[i];
 		ok = parity_config(ctx, t, b, ir->impl, &ir->configs[i], &detail);
+		cur_margin = cur_cos = NULL;
 		if (ok < 0)
 			return ok;
 		ir->config_pass[i] = ok;

@@ -37,6 +37,9 @@ struct measure_impl {
 	int *config_pass;          /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
 	char **config_detail;      /* [nconfigs]: failure detail (malloc'd) or NULL */
 	double *tune_ms;           /* [nconfigs]: tuning medians (candidate) or 0 */
+	double *margin;            /* [nconfigs]: parity margin, the worst |a - e| / (atol + rtol |e|)
+	                            * over every checked output (out and lse; < 1 passes), -1 not run */
+	double *cos_diff;          /* [nconfigs]: the worst cos_diff of out (tol_out.cos_tol bounds it) */
 	int chosen;                /* index of the measured config, -1 if none passed */
 	int capture;               /* 1 pass, 0 fail, -1 not applicable / not run */
 	char *capture_detail;

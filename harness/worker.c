@@ -52,6 +52,8 @@ static cJSON *impl_msg(const struct measure_impl *ir)
 	cJSON *det = cJSON_AddArrayToObject(j, "detail");
 
 	cJSON_AddItemToObject(j, "tune", doubles_json(ir->tune_ms, ir->nconfigs));
+	cJSON_AddItemToObject(j, "margin", doubles_json(ir->margin, ir->nconfigs));
+	cJSON_AddItemToObject(j, "cos_diff", doubles_json(ir->cos_diff, ir->nconfigs));
 	for (int i = 0; i < ir->nconfigs; i++) {
 		cJSON_AddItemToArray(pass, cJSON_CreateNumber(ir->config_pass[i]));
 		cJSON_AddItemToArray(det, ir->config_detail[i] ? cJSON_CreateString(ir->config_detail[i]) : cJSON_CreateNull());
@@ -72,13 +74,19 @@ static void impl_unmsg(struct measure_impl *ir, const cJSON *j)
 {
 	const cJSON *pass = cJSON_GetObjectItem(j, "pass"), *det = cJSON_GetObjectItem(j, "detail");
 	double *tune = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "tune")), ir->nconfigs);
+	double *margin = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "margin")), ir->nconfigs);
+	double *cosd = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "cos_diff")), ir->nconfigs);
 
 	for (int i = 0; i < ir->nconfigs; i++) {
 		ir->config_pass[i] = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(pass, i));
 		ir->config_detail[i] = dup_or_null(cJSON_GetArrayItem(det, i));
 		ir->tune_ms[i] = tune ? tune[i] : 0;
+		ir->margin[i] = margin && cJSON_GetObjectItem(j, "margin") ? margin[i] : -1;
+		ir->cos_diff[i] = cosd && cJSON_GetObjectItem(j, "cos_diff") ? cosd[i] : -1;
 	}
 	free(tune);
+	free(margin);
+	free(cosd);
 	ir->chosen = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "chosen"));
 	ir->capture = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "capture"));
 	ir->capture_detail = dup_or_null(cJSON_GetObjectItem(j, "capture_detail"));

@@ -26,8 +26,8 @@
 #define EVAL "results/mla_decode_cpu_splitkv/run1"
 #define RECORD "--record " CARD " --eval-dir " EVAL
 #define MATERIALIZE "--materialize " PLAN
-#define T0 "tasks/mla_decode/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6"
-#define T1 "tasks/mla_decode/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26"
+#define T0 "tasks/mla_decode/5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa"
+#define T1 "tasks/mla_decode/8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea"
 #define REF0 T0 "/reference.safetensors"
 #define TASK_REFUSED "existing task dir '" T0 "' fails verification, refusing to overwrite it (remove it to " \
 		     "rebuild): "
@@ -478,7 +478,7 @@ static void other_card(void)
 
 static void samples_edited(void)
 {
-	edit(EVAL "/samples.csv", ",default,4.", ",default,3.");
+	edit(EVAL "/samples.csv", ",default,11.880103,", ",default,10.880103,");
 }
 
 static void result_truncated(void)
@@ -504,7 +504,7 @@ static void result_schema(void)
 
 static void result_speedup(void)
 {
-	edit(EVAL "/result.json", "\"estimate\":\t6.28", "\"estimate\":\t7.28");
+	edit(EVAL "/result.json", "\"estimate\":\t2.29", "\"estimate\":\t3.29");
 }
 
 static void result_partial(void)
@@ -524,7 +524,7 @@ static void result_foreign_gen(void)
 
 static void manifest_copy_missing(void)
 {
-	char *path = at(EVAL "/manifests/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6.json");
+	char *path = at(EVAL "/manifests/5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa.json");
 
 	unlink(path);
 	free(path);
@@ -532,7 +532,7 @@ static void manifest_copy_missing(void)
 
 static void manifest_copy_edited(void)
 {
-	edit(EVAL "/manifests/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26.json", "\"seed\":",
+	edit(EVAL "/manifests/8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea.json", "\"seed\":",
 	     "\"seed\": ");
 }
 
@@ -668,8 +668,8 @@ static const struct bad_input catalogue[] = {
 	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash", 3},
 	{"plan whose task spec was edited", NULL, NULL, plan_spec_edited, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: hash "
-	 "'9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6' does not match its spec (which hashes to "
-	 "'e6057222337bb7e1a7d8e9b64bb1f3231957deabe95940da30cf5c62091034a5'): the plan was edited; emit it again", 3},
+	 "'5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa' does not match its spec (which hashes to "
+	 "'74b4a389dc9429cff7a0747271fd97fa60156975fc24bef470152d3f80c68141'): the plan was edited; emit it again", 3},
 	{"plan with a negative sequence length", NULL, NULL, plan_negative_seqlen, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: task 'bf16-page1-h32': seqlens[0] is -64, outside [0, "
 	 "max_pages x page_size = 127]", 3},
@@ -706,8 +706,8 @@ static const struct bad_input catalogue[] = {
 	 TASK_REFUSED "task dir '" T0 "' is a symlink: task dirs are real directories under the tasks root", 3},
 	{"task dirs swapped (name is not the spec's hash)", NULL, NULL, task_renamed, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/manifest.json': the spec's hash "
-	 "7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26 is not the dir's name "
-	 "'9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6'", 3},
+	 "8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea is not the dir's name "
+	 "'5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa'", 3},
 	{"task dir without its manifest", NULL, NULL, manifest_missing, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/manifest.json' is missing", 3},
 	{"manifest reformatted by hand", NULL, NULL, manifest_reformatted, MATERIALIZE,
@@ -743,8 +743,8 @@ static const struct bad_input catalogue[] = {
 	{"eval dir from another card", NULL, NULL, other_card, "--record skills/other_card.md --eval-dir " EVAL,
 	 "results/mla_decode_cpu_splitkv/run1: the evidence is for card 'mla_decode_cpu_splitkv', not 'other_card'", 3},
 	{"eval dir whose samples were edited", NULL, NULL, samples_edited, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: 'samples.csv' does not match result.json (sha256 e1a0ec8b12e4..., "
-	 "recorded 77c5d2ec905b...): the evidence was modified", 3},
+	 "results/mla_decode_cpu_splitkv/run1: 'samples.csv' does not match result.json (sha256 dfd2837df391..., "
+	 "recorded 7caafc3e4a92...): the evidence was modified", 3},
 	{"result.json cut short", NULL, NULL, result_truncated, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1/result.json:17: not valid JSON", 3},
 	{"result.json with a duplicate key", NULL, NULL, result_duplicate, RECORD,
@@ -756,26 +756,26 @@ static const struct bad_input catalogue[] = {
 	 "results/mla_decode_cpu_splitkv/run1/result.json: \"schema\" is 'validate_skill.result/0', expected "
 	 "'validate_skill.result/1' (not a result written by this tool)", 3},
 	{"result.json with a speedup edited", NULL, NULL, result_speedup, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: overall speedup 7.28741 [4.31224, 6.7766] in result.json does not "
-	 "recompute from samples.csv (6.28741 [4.31224, 6.7766])", 3},
+	 "results/mla_decode_cpu_splitkv/run1: overall speedup 3.29461 [1.46393, 3.43402] in result.json does not "
+	 "recompute from samples.csv (2.29461 [1.46393, 3.43402])", 3},
 	{"a partial run", NULL, NULL, result_partial, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: a filtered (--task/--impl/--config) run is partial evidence and cannot "
 	 "be recorded: run the whole plan", 3},
 	{"a dirty build's run", NULL, NULL, result_dirty, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: the binary that ran was built from uncommitted kernels/ sources "
-	 "(kernels tree ede469173265cf4d2ae0906d2e472bb74c743fa7, dirty): commit, rebuild and run again before "
+	 "(kernels tree cdec330e3cc7bc11ef89ec2a2163483bdcfaff00, dirty): commit, rebuild and run again before "
 	 "recording", 3},
 	{"a run on a generation the card does not list", NULL, NULL, result_foreign_gen, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: measured on 'sm_90' (Intel(R) Xeon(R) Processor), which is not in "
+	 "results/mla_decode_cpu_splitkv/run1: measured on 'sm_90' (AMD EPYC), which is not in "
 	 "skills/mla_decode_cpu_splitkv.md's match.gens: this evidence cannot speak for the card", 3},
 	{"eval dir without a manifest copy", NULL, NULL, manifest_copy_missing, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: "
-	 "'manifests/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6.json' is missing from the "
+	 "'manifests/5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa.json' is missing from the "
 	 "eval dir", 3},
 	{"eval dir with a manifest copy edited", NULL, NULL, manifest_copy_edited, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: "
-	 "'manifests/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26.json' does not match "
-	 "result.json (sha256 7fd2797ccbaa..., recorded fb65231aca25...): the evidence was modified", 3},
+	 "'manifests/8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea.json' does not match "
+	 "result.json (sha256 ff7c7a88e24a..., recorded 910375612970...): the evidence was modified", 3},
 	{"card changed after the run", NULL, NULL, card_changed, RECORD,
 	 "skills/mla_decode_cpu_splitkv.md: the card changed since this evidence was produced (card hash "
 	 "2cf2725bc841..., evidence f640bc5341d4...): emit the plan and run again", 3},

@@ -25,7 +25,7 @@
 #define CARD "skills/mla_decode_cpu_splitkv.md"
 #define PLAN "plans/mla_decode_cpu_splitkv.plan.json"
 #define EVAL "results/mla_decode_cpu_splitkv/run1"
-#define T0 "9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6"
+#define T0 "5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa"
 
 static char *tmp, *mnt;
 

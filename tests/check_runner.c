@@ -378,6 +378,19 @@ static int memo_launch(const struct mla_decode_args *a, const struct mla_decode_
 static const struct mla_decode_impl memo = {MLA_DECODE_ABI_VERSION, "test.memo", "cpu", "", no_configs, no_ws,
 					    memo_launch, NULL, NULL};
 
+/* Issue 12, case 6: softmax_scale off by 0.1% (a wrong constant in a port). */
+static int scale_off_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	struct mla_decode_args b = *a;
+
+	(void)c;
+	virtual_ms += 1.0;
+	b.softmax_scale = a->softmax_scale * 1.001f;
+	return mla_cpu_naive.launch(&b, &naive_cfg);
+}
+static const struct mla_decode_impl scale_off = {MLA_DECODE_ABI_VERSION, "test.scale_off", "cpu", "", no_configs,
+						 no_ws, scale_off_launch, NULL, NULL};
+
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
 static char *root;
@@ -575,6 +588,7 @@ static const struct cheat_case cheats[] = {
 	{&past_lse, "wrote 4 bytes past the end of 'lse'; reproduce: "},
 	{&before_out, "wrote 3 bytes before the start of 'out'; reproduce: "},
 	{&lookup, "run-time input set (drawn in this run): out: "}, /* the stored sets pass */
+	{&scale_off, "input set 1: "}, /* set 0 (N(0,1)/10) lets it pass; set 1, the softmax set, does not */
 };
 
 START_TEST(cheats_are_caught_in_parity)
@@ -589,6 +603,20 @@ START_TEST(cheats_are_caught_in_parity)
 		      "%s: detail '%s' lacks '%s'", cc->impl->name,
 		      r.cand.config_detail[0] ? r.cand.config_detail[0] : "(none)", cc->expect);
 	ck_assert_int_eq(r.parity_pass, 0);
+	measure_result_release(&r);
+}
+END_TEST
+
+/* Parity records how close it was: the worst element over its tolerance and cos_diff, per config. */
+START_TEST(parity_records_its_margins)
+{
+	struct measure_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &scale_off, 1, 0), 0);
+	ck_assert_msg(r.base.margin[0] >= 0 && r.base.margin[0] < 1, "baseline margin %g", r.base.margin[0]);
+	ck_assert_msg(r.base.cos_diff[0] >= 0 && r.base.cos_diff[0] <= 5e-6, "baseline cos_diff %g", r.base.cos_diff[0]);
+	ck_assert_msg(r.cand.margin[0] > 1, "a failing config's margin %g is not over 1", r.cand.margin[0]);
 	measure_result_release(&r);
 }
 END_TEST
@@ -771,6 +799,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, parity_failure_names_worst_element);
 	tcase_add_loop_test(tc, cheats_are_caught_in_parity, 0, (int)(sizeof(cheats) / sizeof(cheats[0])));
 	tcase_add_test(tc, memoizing_launch_gains_nothing_in_the_timed_loop);
+	tcase_add_test(tc, parity_records_its_margins);
 	tcase_add_test(tc, capture_unsafe_launch_fails_the_capture_gate);
 	tcase_add_test(tc, honest_launch_passes_the_capture_gate);
 	tcase_add_test(tc, honest_fp8_launch_passes_the_capture_gate);
