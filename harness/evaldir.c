@@ -8,12 +8,16 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *jstr(const cJSON *o, const char *key)
 {
@@ -49,6 +53,57 @@ char *evaldir_card_dir(const char *results_root, const char *card_id)
 char *evaldir_parts_root(const char *results_root, const char *card_id)
 {
 	return fs_printf("%s/%s/.parts", root_or_default(results_root), card_id);
+}
+
+int evaldir_lock(int *fd_out, const char *results_root, const char *card_id)
+{
+	char *dir = evaldir_card_dir(results_root, card_id), *path = NULL, held[160] = "", stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int fd = -1, err = 0;
+	ssize_t k;
+
+	*fd_out = -1;
+	if (!dir || !(path = fs_join(dir, ".lock"))) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((err = fs_mkdir_p(dir)))
+		goto done;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = vs_error(VS_EIO, "cannot open the lock '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		k = pread(fd, held, sizeof(held) - 1, 0);
+		held[k > 0 ? k : 0] = '\0';
+		held[strcspn(held, "\n")] = '\0';
+		err = vs_error(VS_EIO, "%s: another --run of card '%s' holds the results (%s): wait for it to end, "
+			       "or stop it", path, card_id, *held ? held : "pid unknown");
+		goto done;
+	}
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(held, sizeof(held), "pid %ld, started %s\n", (long)getpid(), stamp);
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, held, strlen(held), 0) != (ssize_t)strlen(held)) {
+		err = vs_error(VS_EIO, "cannot write the lock '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	*fd_out = fd;
+	fd = -1;
+done:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	free(dir);
+	return err;
+}
+
+void evaldir_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* the lock goes with the descriptor; the file stays, holding the last holder */
 }
 
 /* dir/manifests, the last step of creating an eval dir. */

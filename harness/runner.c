@@ -158,7 +158,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	const int *ordinals;
 	const char *deny[6];
 	char *plan_dir = NULL;
-	int ndeny = 0;
+	int ndeny = 0, lock_fd = -1;
 
 	memset(&p, 0, sizeof(p));
 	memset(&w, 0, sizeof(w));
@@ -229,6 +229,9 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	}
 	parity_only = o->impl_filter != NULL;
 	partial = parity_only || o->config_filter || o->task_filter || o->has_part;
+	/* One whole run of a card at a time (parts of a cluster run write their own dirs side by side). */
+	if (!o->has_part && (err = evaldir_lock(&lock_fd, o->results_root, p.card_id)))
+		goto done;
 	err = o->has_part ? evaldir_create_part(&eval_dir, o->results_root, p.card_id, o->run_id, o->part_index) :
 			    evaldir_create_run(&eval_dir, o->results_root, p.card_id, o->run_id, info.arch);
 	if (err || (err = evaldir_writer_init(&w, eval_dir)))
@@ -460,6 +463,7 @@ done:
 	free(sel);
 	free(plan_text);
 	free(plan_dir);
+	evaldir_unlock(lock_fd);
 	plan_release(&p);
 	return err;
 }

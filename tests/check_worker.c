@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "card.h"
+#include "evaldir.h"
 #include "cpu/cpu_impls.h"
 #include "fsutil.h"
 #include "mla_decode.h"
@@ -399,6 +400,37 @@ START_TEST(run_goes_on_after_a_fault_and_writes_the_eval_dir)
 }
 END_TEST
 
+/* Issue 12, case 9: a second --run of a card while the first holds its results is refused. */
+START_TEST(second_run_of_a_card_is_refused_while_the_first_runs)
+{
+	struct runner_options ro;
+	char *plan_path = fs_join(tmp, "p.plan.json"), *eval = NULL, *results = fs_join(tmp, "results");
+	char *want = NULL;
+	int fd = -1;
+
+	make_plan(mla_cpu_splitkv.name);
+	ck_assert_int_eq(plan_write(&plan, plan_path), 0);
+	ck_assert_int_eq(evaldir_lock(&fd, results, "mla_decode_cpu_splitkv"), 0); /* the first run */
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = results;
+	ro.threads = 2;
+	ck_assert_int_eq(runner_run(&eval, &ro), VS_EIO);
+	want = fs_printf("%s/mla_decode_cpu_splitkv/.lock: another --run of card 'mla_decode_cpu_splitkv' holds the "
+			 "results (pid %ld, started ", results, (long)getpid());
+	ck_assert_msg(!strncmp(vs_last_error(), want, strlen(want)), "'%s' does not start with '%s'", vs_last_error(),
+		      want);
+	ck_assert_msg(strstr(vs_last_error(), "Z): wait for it to end, or stop it"), "%s", vs_last_error());
+	ck_assert_ptr_null(eval);
+	evaldir_unlock(fd);
+	free(want);
+	free(plan_path);
+	free(results);
+	free((char *)ro.tasks_root);
+}
+END_TEST
+
 START_TEST(registry_refuses_bad_descriptors)
 {
 	struct mla_decode_impl wrong_abi = segv, dup = segv, no_launch = segv;
@@ -428,6 +460,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, registry_refuses_bad_descriptors);
 	tcase_add_test(tc, sandbox_closes_the_task_dirs_to_the_implementation);
 	tcase_add_test(tc, worker_dies_with_its_parent);
+	tcase_add_test(tc, second_run_of_a_card_is_refused_while_the_first_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }
