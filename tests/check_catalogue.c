@@ -507,6 +507,17 @@ static void result_speedup(void)
 	edit(EVAL "/result.json", "\"estimate\":\t2.29", "\"estimate\":\t3.29");
 }
 
+/* Issue 12, case 11: the card recorded from the evidence, then relabelled to another model. */
+static void card_relabelled(void)
+{
+	char *out = NULL, *err = NULL;
+
+	ck_assert_int_eq(tu_run_tool(scratch, RECORD, &out, &err), 0);
+	edit(CARD, "model: \"DeepSeek-V3 MLA, h_q 16-128\"", "model: \"Llama-3 70B\"");
+	free(out);
+	free(err);
+}
+
 static void result_partial(void)
 {
 	edit(EVAL "/result.json", "\"partial\":\tfalse", "\"partial\":\ttrue");
@@ -758,6 +769,8 @@ static const struct bad_input catalogue[] = {
 	{"result.json with a speedup edited", NULL, NULL, result_speedup, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: overall speedup 3.29461 [1.46393, 3.43402] in result.json does not "
 	 "recompute from samples.csv (2.29461 [1.46393, 3.43402])", 3},
+	{"a card relabelled to another model", NULL, NULL, card_relabelled, "--verify " CARD,
+	 CARD ": validation.model is 'Llama-3 70B' but the evidence says 'DeepSeek-V3 MLA, h_q 16-128'", 3},
 	{"a partial run", NULL, NULL, result_partial, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: a filtered (--task/--impl/--config) run is partial evidence and cannot "
 	 "be recorded: run the whole plan", 3},
