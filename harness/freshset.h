@@ -25,7 +25,7 @@
 #include "task.h"
 
 /** Tasks up to this many flops (task_flops()) get the oracle's reference for every fresh check. */
-#define VS_FRESH_ORACLE_FLOPS 4e9
+#define VS_FRESH_ORACLE_FLOPS 1e9
 
 struct freshset {
 	uint64_t seed;       /* drawn at run time; never written to disk or to the result */
