@@ -340,7 +340,7 @@ static int mode_materialize(const struct cli_args *a)
 	int err, done = 0, n = 0;
 	const char *root = a->tasks_dir ? a->tasks_dir : "tasks";
 
-	if ((err = plan_read(&p, a->positional[0])))
+	if ((err = plan_read(&p, a->positional[0])) || (err = plan_check_current(&p, a->positional[0])))
 		return err;
 	for (int i = 0; i < p.ntasks; i++)
 		n += !a->task || strstr(p.tasks[i].name, a->task) || !strncmp(p.task_hash[i], a->task, strlen(a->task));

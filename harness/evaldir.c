@@ -1199,6 +1199,13 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 			       jstr(card, "hash"));
 		goto done;
 	}
+	/* A run of an earlier build's generator: it verifies, and no longer speaks for this build's tasks. */
+	if (p.generator && strcmp(p.generator, VS_GENERATOR_VERSION)) {
+		status = EVIDENCE_STALE_CARD;
+		err = vs_error(VS_EVERIFY, "%s: measured on the inputs of generator %s (this build generates %s): emit "
+			       "the plan and run again", dir, p.generator, VS_GENERATOR_VERSION);
+		goto done;
+	}
 	status = EVIDENCE_OK;
 done:
 	if (status_out)

@@ -220,7 +220,8 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 		if (err && status == EVIDENCE_STALE_CARD) {
 			free(r->status);
 			r->status = strdup("stale");
-			r->stale_why = strdup("card content changed after validation");
+			r->stale_why = strdup(strstr(vs_last_error(), "generator") ? "measured on an earlier generator's "
+					      "inputs: run again" : "card content changed after validation");
 			r->evidence = strdup("ok");
 		} else if (err) {
 			r->evidence = strdup(status == EVIDENCE_MISSING ? "missing" : "mismatch");

@@ -66,6 +66,17 @@ static void task_line(struct progress *pg, int i, int n, const struct measure_re
 			      r->base.timing.median, r->cand.timing.median, r->parity_pass ? "pass" : "FAIL");
 }
 
+/* 1 if a and b name the same directory. */
+static int same_dir(const char *a, const char *b)
+{
+	char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+	int same = ra && rb && !strcmp(ra, rb);
+
+	free(ra);
+	free(rb);
+	return same;
+}
+
 /* What one selected task gave back. */
 struct task_out {
 	int plan_index;
@@ -167,6 +178,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	progress_init(&pg, stdout, 0);
 	if ((err = plan_read(&p, o->plan_path)))
 		return err;
+	if ((err = plan_check_current(&p, o->plan_path)))
+		goto done;
 	if ((err = fs_read_file(&plan_text, &plan_len, o->plan_path, 64u << 20)))
 		goto done;
 	fs_sha256_hex(plan_hex, plan_text, plan_len);
@@ -269,8 +282,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	deny[ndeny++] = o->results_root ? o->results_root : "results";
 	deny[ndeny++] = "skills";
 	deny[ndeny++] = "plans";
-	if (plan_dir)
-		deny[ndeny++] = plan_dir;
+	if (plan_dir && !same_dir(plan_dir, "."))
+		deny[ndeny++] = plan_dir; /* a plan kept in the working directory closes nothing more */
 	ctx.device = o->device;
 	ctx.plan = &p;
 	ctx.plan_path = o->plan_path;

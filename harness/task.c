@@ -416,6 +416,11 @@ int task_spec_validate(const struct task_spec *s, const char *where)
 
 int task_spec_hash(const struct task_spec *s, char hex[65])
 {
+	return task_spec_hash_for(s, VS_GENERATOR_VERSION, hex);
+}
+
+int task_spec_hash_for(const struct task_spec *s, const char *generator, char hex[65])
+{
 	cJSON *j = task_spec_to_json(s);
 	char *text = j ? cJSON_PrintUnformatted(j) : NULL;
 	struct fs_sha256 h;
@@ -427,8 +432,9 @@ int task_spec_hash(const struct task_spec *s, char hex[65])
 	err = fs_sha256_init(&h);
 	if (!err) {
 		fs_sha256_update(&h, text, strlen(text));
-		fs_sha256_update(&h, "\n" VS_GENERATOR_VERSION "\n" MLA_ORACLE_VERSION,
-				 strlen("\n" VS_GENERATOR_VERSION "\n" MLA_ORACLE_VERSION));
+		fs_sha256_update(&h, "\n", 1);
+		fs_sha256_update(&h, generator, strlen(generator));
+		fs_sha256_update(&h, "\n" MLA_ORACLE_VERSION, strlen("\n" MLA_ORACLE_VERSION));
 		fs_sha256_final(&h, hex);
 	}
 	free(text);

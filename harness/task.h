@@ -74,6 +74,8 @@ struct cJSON;
 
 #define VS_GENERATOR_VERSION "vs_gen/3" /* /2: one kv_scale per task (amax 1), not per set;
                                           * /3: softmax sets, q and cache N(0,1) */
+/* The generator before this one: its plans and evidence still verify (and are shown stale), never run. */
+#define VS_GENERATOR_PREVIOUS "vs_gen/2"
 #define VS_FP8_AMAX 1.0f
 #define VS_BLOCK_TABLE_SENTINEL ((int32_t)0x40000000) /* far outside any cache */
 #define VS_TASK_MAX_SETS 4
@@ -171,6 +173,9 @@ int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *
  * s_q > 1 is allowed (causal). where prefixes the message. Errors: VS_ESCHEMA.
  */
 int task_spec_validate(const struct task_spec *s, const char *where);
+
+/** The task's identity under another generator version (VS_GENERATOR_PREVIOUS): old evidence. */
+int task_spec_hash_for(const struct task_spec *s, const char *generator, char hex[65]);
 
 /** The task's identity: sha256 hex of canonical spec JSON + generator + oracle versions. */
 int task_spec_hash(const struct task_spec *s, char hex[65]);
