@@ -4,18 +4,23 @@
  * measure_task() once per task.
  *
  * The phases, in order (measure.c has one function per phase):
- *  1. buffers: every input set uploaded, two output pairs at distinct addresses, the workspace;
+ *  1. buffers: every input set uploaded, two output pairs at distinct addresses, the workspace,
+ *     each of out, lse and the workspace between guard regions (checked after every checked
+ *     launch: "wrote N bytes past the end of 'out'"); two buffers for the run-time q (freshset.h);
  *  2. parity of every config of both implementations: outputs poisoned with NaN before each
  *     launch; a second launch into another poisoned buffer at another address must be
- *     bit-identical; inputs unchanged; every input set;
+ *     bit-identical; inputs unchanged; every input set, then the run-time set (a q drawn in this
+ *     run, its reference computed by the oracle after the launch); the margins are kept;
  *  3. tuning: a few timed samples of every passing config, the fastest median is chosen (an A/A
  *     run measures one config twice: the baseline takes the candidate's choice);
  *  4. the capture-safety gate on GPUs: the chosen config captured once in a graph, replayed, then
  *     replayed again after the inputs, seqlens and block_table included, were changed in place;
  *  5. the A/B: alternating (AB BA ...) timed samples of the chosen configs, each after poisoning
- *     outputs and workspace and flushing the last-level cache, rotating input sets per pair,
- *     checking every k-th timed output, until the bootstrap CI of the speedup is within the plan's
- *     width or a cap is reached.
+ *     outputs and workspace and flushing the last-level cache, a fresh q per pair (at alternating
+ *     addresses, over the keys of the input sets in rotation), the outputs of a random one pair in
+ *     check_every checked (guards, then the oracle's reference or, above VS_FRESH_ORACLE_FLOPS,
+ *     the baseline's output), until the bootstrap CI of the speedup is within the plan's width or
+ *     a cap is reached.
  */
 #ifndef VS_MEASURE_H
 #define VS_MEASURE_H
