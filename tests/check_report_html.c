@@ -167,6 +167,7 @@ START_TEST(forged_card_is_shown_unverified_without_a_bar)
 	free(err);
 	args = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
 	ck_assert_int_eq(tu_run_tool(tmp, args, NULL, NULL), 0);
+	free(args);
 	card = tu_read(path, &len);
 	at = strstr(card, "id: mla_decode_cpu_splitkv");
 	ck_assert_ptr_nonnull(at);
@@ -176,7 +177,6 @@ START_TEST(forged_card_is_shown_unverified_without_a_bar)
 	ck_assert_int_ne(status, 0); /* a claim the evidence does not prove fails the report */
 	free(out);
 	free(err);
-	free(page = NULL);
 	{
 		char *html = fs_join(tmp, "report.html");
 
