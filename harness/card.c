@@ -1669,7 +1669,7 @@ static int lint_gate(const struct card *c)
 	if (!c->expects.has_isolated_speedup_min || !(g > 0))
 		return n;
 	if (g < CARD_DO_NO_HARM_MIN)
-		n += lint_at(c, "expects.isolated_speedup_min", "%g is below %.2f: no card can be validated "
+		n += lint_at(c, "expects.isolated_speedup_min", "%.3g is below %.2f: no card can be validated "
 			     "by a slowdown", g, CARD_DO_NO_HARM_MIN);
 	else if (g < 1.0 && !*nz(c->expects.do_no_harm))
 		n += lint_at(c, "expects.isolated_speedup_min", "%g is below 1.0: a change that may be slower "
