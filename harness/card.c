@@ -811,6 +811,7 @@ static const struct field fields[] = {
 	{"expects.e2e_delta_min_pct", F_NUM, OFF(expects.e2e_delta_min_pct),
 	 OFF(expects.has_e2e_delta_min_pct), NULL},
 	{"expects.parity", F_ENUM, OFF(expects.parity), 0, parity_values},
+	{"expects.do_no_harm", F_STR, OFF(expects.do_no_harm), 0, NULL},
 	{"validation", F_MAP, 0, 0, NULL},
 	{"validation.status", F_ENUM, OFF(validation.status), 0, status_values},
 	{"validation.last_verified", F_DATE, OFF(validation.last_verified), 0, NULL},
@@ -824,6 +825,9 @@ static const struct field fields[] = {
 	 OFF(validation.has_e2e_pct), NULL},
 	{"validation.measured.parity", F_ENUM, OFF(validation.measured_parity), 0,
 	 measured_parity_values},
+	{"validation.implementations", F_MAP, 0, 0, NULL},
+	{"validation.implementations.baseline", F_STR, OFF(validation.impl_baseline), 0, NULL},
+	{"validation.implementations.candidate", F_STR, OFF(validation.impl_candidate), 0, NULL},
 	{"validation.artifact", F_STR, OFF(validation.artifact), 0, NULL},
 };
 #undef OFF
@@ -1643,6 +1647,31 @@ static void lint_near_known(const struct card *c)
 	}
 }
 
+/*
+ * A card must claim a change: from_backend and to_backend differ, and the speedup gate is at
+ * least 1.0, or, with expects.do_no_harm saying why, at least CARD_DO_NO_HARM_MIN.
+ */
+static int lint_gate(const struct card *c)
+{
+	const char *from = nz(c->match.from_backend), *to = nz(c->match.to_backend);
+	double g = c->expects.isolated_speedup_min;
+	int n = 0;
+
+	if (*from && !strcmp(from, to))
+		n += lint_at(c, "match.to_backend", "'%s' is also match.from_backend: a card compares two "
+			     "implementations (an A/A run validates nothing)", to);
+	if (!c->expects.has_isolated_speedup_min || !(g > 0))
+		return n;
+	if (g < CARD_DO_NO_HARM_MIN)
+		n += lint_at(c, "expects.isolated_speedup_min", "%.3g is below %.2f: no card can be validated "
+			     "by a slowdown", g, CARD_DO_NO_HARM_MIN);
+	else if (g < 1.0 && !*nz(c->expects.do_no_harm))
+		n += lint_at(c, "expects.isolated_speedup_min", "%g is below 1.0: a change that may be slower "
+			     "says why in expects.do_no_harm (\"a port that must not slow down\"), else the gate is >= "
+			     "1.0", g);
+	return n;
+}
+
 int card_lint(const struct card *c)
 {
 	int n = 0;
@@ -1672,6 +1701,7 @@ int card_lint(const struct card *c)
 	    !(c->expects.has_isolated_speedup_min && c->expects.isolated_speedup_min > 0))
 		n += lint_at(c, "expects.isolated_speedup_min",
 			     "scope 'kernel' needs a number > 0 here");
+	n += lint_gate(c);
 	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
 		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
 	if (!strcmp(nz(c->validation.status), "validated"))
@@ -1862,6 +1892,8 @@ struct rval {
 	const char *s;
 	int has;
 	double num;
+	const struct rval *sub; /* R_MAP: its keys */
+	int nsub;
 };
 
 /* The text of value r, given the style of the scalar it replaces (plain for new keys). */
@@ -2007,8 +2039,7 @@ static const char *eol_before(const struct doc *d, size_t p)
 
 /* Insert the keys rv[idx[0..np)] into mapping map, after its last key. */
 static int edit_insert(const struct doc *d, const struct ynode *map, const struct rval *rv,
-		       const int *idx, int np, const struct rval *meas, int nmeas,
-		       struct edits *ed)
+		       const int *idx, int np, struct edits *ed)
 {
 	struct sbuf sb = {0};
 	size_t pos;
@@ -2021,7 +2052,7 @@ static int edit_insert(const struct doc *d, const struct ynode *map, const struc
 			sb_adds(&sb, rv[idx[i]].key);
 			sb_adds(&sb, ": ");
 			if (rv[idx[i]].kind == R_MAP)
-				fmt_flow_map(&sb, meas, nmeas);
+				fmt_flow_map(&sb, rv[idx[i]].sub, rv[idx[i]].nsub);
 			else
 				fmt_value(&sb, &rv[idx[i]], YAML_PLAIN_SCALAR_STYLE);
 		}
@@ -2037,7 +2068,7 @@ static int edit_insert(const struct doc *d, const struct ynode *map, const struc
 			sb_adds(&sb, rv[idx[i]].key);
 			sb_adds(&sb, ": ");
 			if (rv[idx[i]].kind == R_MAP)
-				fmt_flow_map(&sb, meas, nmeas);
+				fmt_flow_map(&sb, rv[idx[i]].sub, rv[idx[i]].nsub);
 			else
 				fmt_value(&sb, &rv[idx[i]], YAML_PLAIN_SCALAR_STYLE);
 			sb_adds(&sb, eol);
@@ -2047,8 +2078,7 @@ static int edit_insert(const struct doc *d, const struct ynode *map, const struc
 }
 
 static int edit_map(const struct doc *d, const struct ynode *map, const char *prefix,
-		    const struct rval *rv, int n, const struct rval *meas, int nmeas,
-		    struct edits *ed)
+		    const struct rval *rv, int n, struct edits *ed)
 {
 	int pending[16], np = 0, err = 0;
 
@@ -2062,12 +2092,12 @@ static int edit_map(const struct doc *d, const struct ynode *map, const char *pr
 		if (!v) {
 			pending[np++] = i;
 		} else if (rv[i].kind == R_MAP && v->kind == YN_MAP) {
-			err = edit_map(d, v, key, meas, nmeas, NULL, 0, ed);
+			err = edit_map(d, v, key, rv[i].sub, rv[i].nsub, ed);
 		} else if (rv[i].kind == R_MAP && scalar_unset(v)) {
 			size_t b, e;
 
 			err = value_span(d, map->kid[ki], v, key, &b, &e, &sb);
-			fmt_flow_map(&sb, meas, nmeas);
+			fmt_flow_map(&sb, rv[i].sub, rv[i].nsub);
 			space_before_comment(d, e, &sb);
 			if (!err)
 				err = edits_add(ed, b, e, &sb);
@@ -2080,13 +2110,12 @@ static int edit_map(const struct doc *d, const struct ynode *map, const char *pr
 		sb_release(&sb);
 	}
 	if (!err && np)
-		err = edit_insert(d, map, rv, pending, np, meas, nmeas, ed);
+		err = edit_insert(d, map, rv, pending, np, ed);
 	return err;
 }
 
 /* The validation block for a card that has none, appended at the end of the front matter. */
-static int edit_append(const struct doc *d, const struct rval *rv, int n, const struct rval *meas,
-		       int nmeas, struct edits *ed)
+static int edit_append(const struct doc *d, const struct rval *rv, int n, struct edits *ed)
 {
 	struct sbuf sb = {0};
 	size_t indent = 2;
@@ -2108,7 +2137,7 @@ static int edit_append(const struct doc *d, const struct rval *rv, int n, const 
 		sb_adds(&sb, rv[i].key);
 		sb_adds(&sb, ": ");
 		if (rv[i].kind == R_MAP)
-			fmt_flow_map(&sb, meas, nmeas);
+			fmt_flow_map(&sb, rv[i].sub, rv[i].nsub);
 		else
 			fmt_value(&sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
 		sb_adds(&sb, eol);
@@ -2120,7 +2149,7 @@ static int check_validation_values(const struct card *c, const struct card_valid
 {
 	char buf[256];
 	const char *strs[] = {v->status, v->last_verified, v->gpu, v->gen, v->model,
-			      v->measured_parity, v->artifact};
+			      v->measured_parity, v->artifact, v->impl_baseline, v->impl_candidate};
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strs[i] && !utf8_valid(strs[i], strlen(strs[i])))
@@ -2171,7 +2200,8 @@ static int check_edited_card(const struct card *c, const char *hash, const char 
 	     same_str(w->status, v->status) && same_str(w->last_verified, v->last_verified) &&
 	     same_str(w->gpu, v->gpu) && same_str(w->gen, v->gen) && same_str(w->model, v->model) &&
 	     same_str(w->measured_parity, v->measured_parity) &&
-	     same_str(w->artifact, v->artifact) && w->has_isolated == !!v->has_isolated &&
+	     same_str(w->artifact, v->artifact) && same_str(w->impl_baseline, v->impl_baseline) &&
+	     same_str(w->impl_candidate, v->impl_candidate) && w->has_isolated == !!v->has_isolated &&
 	     (!v->has_isolated || w->measured_isolated == v->measured_isolated) &&
 	     w->has_e2e_pct == !!v->has_e2e_pct &&
 	     (!v->has_e2e_pct || w->measured_e2e_pct == v->measured_e2e_pct);
@@ -2195,20 +2225,26 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 	size_t at = 0;
 	int err;
 	const struct rval meas[] = {
-		{"isolated", R_NUM, "", v->has_isolated, v->measured_isolated},
-		{"e2e_pct", R_NUM, "", v->has_e2e_pct, v->measured_e2e_pct},
-		{"parity", R_STR, nz(v->measured_parity), 0, 0},
+		{"isolated", R_NUM, "", v->has_isolated, v->measured_isolated, NULL, 0},
+		{"e2e_pct", R_NUM, "", v->has_e2e_pct, v->measured_e2e_pct, NULL, 0},
+		{"parity", R_STR, nz(v->measured_parity), 0, 0, NULL, 0},
+	};
+	const struct rval impls[] = {
+		{"baseline", R_STR, nz(v->impl_baseline), 0, 0, NULL, 0},
+		{"candidate", R_STR, nz(v->impl_candidate), 0, 0, NULL, 0},
 	};
 	const struct rval rv[] = {
-		{"status", R_STR, nz(v->status), 0, 0},
-		{"last_verified", R_DATE, nz(v->last_verified), 0, 0},
-		{"gpu", R_STR, nz(v->gpu), 0, 0},
-		{"gen", R_STR, nz(v->gen), 0, 0},
-		{"model", R_STR, nz(v->model), 0, 0},
-		{"measured", R_MAP, "", 0, 0},
-		{"artifact", R_STR, nz(v->artifact), 0, 0},
+		{"status", R_STR, nz(v->status), 0, 0, NULL, 0},
+		{"last_verified", R_DATE, nz(v->last_verified), 0, 0, NULL, 0},
+		{"gpu", R_STR, nz(v->gpu), 0, 0, NULL, 0},
+		{"gen", R_STR, nz(v->gen), 0, 0, NULL, 0},
+		{"model", R_STR, nz(v->model), 0, 0, NULL, 0},
+		{"measured", R_MAP, "", 0, 0, meas, (int)(sizeof(meas) / sizeof(meas[0]))},
+		{"artifact", R_STR, nz(v->artifact), 0, 0, NULL, 0},
+		{"implementations", R_MAP, "", 0, 0, impls, (int)(sizeof(impls) / sizeof(impls[0]))},
 	};
-	const int nrv = (int)(sizeof(rv) / sizeof(rv[0])), nmeas = (int)(sizeof(meas) / sizeof(meas[0]));
+	/* implementations (last) only when there are names to record */
+	const int nrv = (int)(sizeof(rv) / sizeof(rv[0])) - (!*nz(v->impl_baseline) && !*nz(v->impl_candidate));
 
 	err = doc_open(&d, c->path, c->text, c->text_len);
 	if (err)
@@ -2227,12 +2263,12 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 	}
 	vn = map_find(d.root, "validation", NULL);
 	if (!vn)
-		err = edit_append(&d, rv, nrv, meas, nmeas, &ed);
+		err = edit_append(&d, rv, nrv, &ed);
 	else if (vn->kind != YN_MAP)
 		err = doc_err(&d, VS_ESCHEMA, vn->b, "validation", "expected a mapping of keys, found %s",
 			      kind_name(vn));
 	else
-		err = edit_map(&d, vn, "validation", rv, nrv, meas, nmeas, &ed);
+		err = edit_map(&d, vn, "validation", rv, nrv, &ed);
 	if (err)
 		goto done;
 	/* apply in order of position (stable: insertions at one point keep their order) */
@@ -2270,4 +2306,23 @@ done:
 	edits_release(&ed);
 	doc_release(&d);
 	return err;
+}
+
+int card_backend_is_family(const char *want)
+{
+	return want && *want && !strchr(want, '.');
+}
+
+int card_backend_matches(const char *want, const char *impl)
+{
+	size_t n;
+
+	if (!want || !*want)
+		return 1;
+	if (!impl)
+		return 0;
+	if (!card_backend_is_family(want))
+		return !strcmp(want, impl);
+	n = strlen(want);
+	return !strncmp(impl, want, n) && impl[n] == '.' && impl[n + 1];
 }

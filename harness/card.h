@@ -25,6 +25,9 @@ struct card_unknown {
 };
 
 /** The `validation:` block. "" means unset for strings; has_* flags tell set numbers from "". */
+/** The lowest isolated_speedup_min a card may set, with expects.do_no_harm saying why. */
+#define CARD_DO_NO_HARM_MIN 0.95
+
 struct card_validation {
 	char *status;        /* "draft", "validated", "failed" ("" when unset) */
 	char *last_verified; /* YYYY-MM-DD or "" */
@@ -37,6 +40,8 @@ struct card_validation {
 	double measured_e2e_pct;
 	char *measured_parity; /* "pass", "fail" or "" */
 	char *artifact;        /* repo-relative eval dir or "" */
+	char *impl_baseline;   /* validation.implementations.baseline: the implementation measured */
+	char *impl_candidate;  /* validation.implementations.candidate */
 };
 
 /** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
@@ -68,6 +73,9 @@ struct card {
 		int has_e2e_delta_min_pct;
 		double e2e_delta_min_pct;
 		char *parity;    /* "required" (default when absent) or "advisory" */
+		char *do_no_harm; /* why a gate below 1.0 is right (a change that must not slow down:
+		                   * a refactor, a port); allows isolated_speedup_min down to
+		                   * CARD_DO_NO_HARM_MIN */
 	} expects;
 	struct card_validation validation;
 
@@ -127,5 +135,16 @@ int card_hash(const struct card *c, char hex[65]);
  */
 int card_set_validation(char **out, size_t *out_len, const struct card *c,
 			const struct card_validation *v);
+
+/**
+ * Does implementation impl ("hip.flash") fill the card's backend value want? A value with a '.'
+ * names one implementation (equal names); one without names a family ("hip", "triton",
+ * "tilelang"), filled by any implementation named "<family>.<something>". An unset want accepts
+ * any implementation.
+ */
+int card_backend_matches(const char *want, const char *impl);
+
+/** 1 if the card's backend value names a family rather than one implementation. */
+int card_backend_is_family(const char *want);
 
 #endif /* VS_CARD_H */

@@ -1,7 +1,9 @@
 /*
  * cli.c - the command table of validate_skill. Options are declared once in `options` below; the
  * parser and --help are both driven by it. Each mode is one function; cli_main() only dispatches
- * and maps internal error codes to exit statuses (0 ok, 1 failure, 2 usage).
+ * and maps internal error codes to exit statuses: 0 done (a run: completed and validated), 1 done
+ * and failed (a run's verdict, a measured check), 2 usage error, 3 could not be done (bad input,
+ * evidence that does not verify, a device or I/O error).
  */
 #include "cli.h"
 #include "card.h"
@@ -202,7 +204,9 @@ static int exit_status(int err)
 {
 	if (err == 0)
 		return 0;
-	return err == VS_EUSAGE ? 2 : 1;
+	if (err == VS_EFAIL)
+		return 1;
+	return err == VS_EUSAGE ? 2 : 3;
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -317,7 +321,10 @@ static int mode_help(const struct cli_args *a)
 	for (int k = 0; k < NOPTIONS; k++)
 		if (options[k].kind != OPT_MODE)
 			printf("  %-15s %-20s %s\n", options[k].name, options[k].arg, options[k].help);
-	printf("\nexit status: 0 ok, 1 failure (bad input, failed check), 2 usage error\n");
+	printf("\nexit status: 0 done (--run/--validate/--merge: the run completed and its verdict is validated;\n"
+	       "  a filtered run: every task it ran passed parity), 1 done and failed (a failed verdict or\n"
+	       "  check), 2 usage error, 3 could not be done (bad input, evidence that does not verify,\n"
+	       "  a device or I/O error)\n");
 	return 0;
 }
 
@@ -450,7 +457,7 @@ static int mode_materialize(const struct cli_args *a)
 	int err, done = 0, n = 0;
 	const char *root = a->layout.tasks;
 
-	if ((err = plan_read(&p, a->positional[0])))
+	if ((err = plan_read(&p, a->positional[0])) || (err = plan_check_current(&p, a->positional[0])))
 		return err;
 	for (int i = 0; i < p.ntasks; i++)
 		n += !a->task || strstr(p.tasks[i].name, a->task) || !strncmp(p.task_hash[i], a->task, strlen(a->task));
@@ -533,11 +540,63 @@ static int run_plan(const struct cli_args *a, const char *plan_path, char **eval
 	return runner_run(eval_dir, &ro);
 }
 
+/* A filtered run failed when a task it ran stopped, or a config it checked failed parity. */
+static int partial_failed(const cJSON *j)
+{
+	const cJSON *t;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(j, "tasks")) {
+		if (cJSON_GetObjectItem(t, "error") || cJSON_GetNumberValue(cJSON_GetObjectItem(t, "timed_check_failures")) > 0)
+			return 1;
+		for (int k = 0; k < 2; k++) {
+			const cJSON *c;
+
+			cJSON_ArrayForEach(c, cJSON_GetObjectItem(cJSON_GetObjectItem(t, k ? "candidate" : "baseline"), "configs"))
+				if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "parity")) ?
+					    cJSON_GetStringValue(cJSON_GetObjectItem(c, "parity")) : "", "fail"))
+					return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The outcome of a completed run as a status: 0 when its verdict is validated (a filtered run:
+ * when no task it ran stopped or failed a check), VS_EFAIL otherwise (the run said why on stdout).
+ */
+static int run_outcome(const char *eval_dir)
+{
+	char *path = fs_join(eval_dir, "result.json"), *text = NULL;
+	cJSON *j = NULL;
+	size_t len;
+	int err;
+
+	if (!path)
+		return vs_error(VS_ENOMEM, "out of memory");
+	err = fs_read_file(&text, &len, path, 64u << 20);
+	if (!err && !(j = cJSON_ParseWithLength(text, len)))
+		err = vs_error(VS_EPARSE, "%s: not JSON", path);
+	if (!err) {
+		const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItem(j, "verdict"));
+
+		if (cJSON_IsTrue(cJSON_GetObjectItem(j, "partial")))
+			err = partial_failed(j) ? VS_EFAIL : 0;
+		else
+			err = verdict && !strcmp(verdict, "validated") ? 0 : VS_EFAIL;
+	}
+	cJSON_Delete(j);
+	free(text);
+	free(path);
+	return err;
+}
+
 static int mode_run(const struct cli_args *a)
 {
 	char *eval_dir = NULL;
 	int err = run_plan(a, a->positional[0], &eval_dir);
 
+	if (!err)
+		err = run_outcome(eval_dir);
 	free(eval_dir);
 	return err;
 }
@@ -609,6 +668,8 @@ static int mode_merge(const struct cli_args *a)
 	char *eval_dir = NULL;
 	int err = merge_parts(&eval_dir, a->positional, a->npositional, &mo);
 
+	if (!err)
+		err = run_outcome(eval_dir);
 	free(eval_dir);
 	return err;
 }
@@ -703,6 +764,8 @@ static int mode_validate(const struct cli_args *a)
 		err = record_card(a->positional[0], eval_dir);
 	if (!err)
 		err = publish_record(a, a->positional[0], eval_dir);
+	if (!err)
+		err = run_outcome(eval_dir); /* recorded either way; the status says which */
 	free(plan);
 	free(eval_dir);
 	return err;

@@ -12,12 +12,14 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +58,58 @@ char *evaldir_parts_root(const char *results_root, const char *card_id)
 {
 	return fs_printf("%s/%s/.parts", root_or_default(results_root), card_id);
 }
+
+int evaldir_lock(int *fd_out, const char *results_root, const char *card_id)
+{
+	char *dir = evaldir_card_dir(results_root, card_id), *path = NULL, held[160] = "", stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int fd = -1, err = 0;
+	ssize_t k;
+
+	*fd_out = -1;
+	if (!dir || !(path = fs_join(dir, ".lock"))) {
+		err = vs_oom();
+		goto done;
+	}
+	if ((err = fs_mkdir_p(dir)))
+		goto done;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		err = vs_error(VS_EIO, "cannot open the lock '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		k = pread(fd, held, sizeof(held) - 1, 0);
+		held[k > 0 ? k : 0] = '\0';
+		held[strcspn(held, "\n")] = '\0';
+		err = vs_error(VS_EIO, "%s: another --run of card '%s' holds the results (%s): wait for it to end, "
+			       "or stop it", path, card_id, *held ? held : "pid unknown");
+		goto done;
+	}
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(held, sizeof(held), "pid %ld, started %s\n", (long)getpid(), stamp);
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, held, strlen(held), 0) != (ssize_t)strlen(held)) {
+		err = vs_error(VS_EIO, "cannot write the lock '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	*fd_out = fd;
+	fd = -1;
+done:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	free(dir);
+	return err;
+}
+
+void evaldir_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* the lock goes with the descriptor; the file stays, holding the last holder */
+}
+
 
 char *evaldir_debug_root(const char *results_root, const char *card_id)
 {
@@ -464,6 +518,13 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 			jsonfile_put_str(oom, c, "detail", ir->config_detail[i]);
 		if (ir->tune_ms[i] > 0)
 			jsonfile_put_num(oom, c, "tune_median_ms", ir->tune_ms[i]);
+		if (ir->margin && ir->margin[i] >= 0 && isfinite(ir->margin[i])) {
+			/* how close parity was: the worst element over its tolerance (< 1 passes), cos_diff */
+			cJSON *m = jsonfile_put_obj(oom, c, "margin");
+
+			jsonfile_put_num(oom, m, "worst_over_tol", ir->margin[i]);
+			jsonfile_put_num(oom, m, "cos_diff", ir->cos_diff[i]);
+		}
 		push(oom, cfgs, c);
 	}
 	jsonfile_put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
@@ -672,6 +733,11 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	}
 	jsonfile_put_num(oom, j, "timed_checks", r->timed_checks);
 	jsonfile_put_num(oom, j, "timed_check_failures", r->timed_check_failures);
+	if (r->sandbox[0]) {
+		jsonfile_put_str(oom, j, "sandbox", r->sandbox);
+		if (strncmp(r->sandbox, "landlock", 8))
+			push_flag(oom, flags, fs_printf("task %s: sandbox %s", r->name, r->sandbox));
+	}
 	if (r->sm_mhz_begin > 0) {
 		cJSON *c = jsonfile_put_obj(oom, j, "sm_clock_mhz");
 
@@ -1698,6 +1764,20 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		err = vs_error(VS_EVERIFY, "%s: the evidence is for card '%s', not '%s'", dir, jstr(card, "id"), c->id);
 		goto done;
 	}
+	e->baseline = jstr(e->result, "baseline") ? jstr(e->result, "baseline") : "";
+	e->candidate = jstr(e->result, "candidate") ? jstr(e->result, "candidate") : "";
+	e->family_baseline = card_backend_is_family(c->match.from_backend);
+	e->family_candidate = card_backend_is_family(c->match.to_backend);
+	if (!card_backend_matches(c->match.from_backend, e->baseline) ||
+	    !card_backend_matches(c->match.to_backend, e->candidate)) {
+		int cand = card_backend_matches(c->match.from_backend, e->baseline);
+
+		err = vs_error(VS_EVERIFY, "%s: the evidence measured %s '%s', but %s's match.%s is '%s': it cannot "
+			       "speak for this card (name the implementation in the card, or run the card's own)", dir,
+			       cand ? "candidate" : "baseline", cand ? e->candidate : e->baseline, c->path,
+			       cand ? "to_backend" : "from_backend", cand ? c->match.to_backend : c->match.from_backend);
+		goto done;
+	}
 	e->verdict = jstr(e->result, "verdict");
 	e->device_name = jstr(dev, "name");
 	e->gen = jstr(dev, "gen");
@@ -1730,6 +1810,13 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		err = vs_error(VS_EVERIFY, "%s: the card changed since this evidence was produced (card hash "
 			       "%.12s..., evidence %.12s...): emit the plan and run again", c->path, hash,
 			       jstr(card, "hash"));
+		goto done;
+	}
+	/* A run of an earlier build's generator: it verifies, and no longer speaks for this build's tasks. */
+	if (p.generator && strcmp(p.generator, VS_GENERATOR_VERSION)) {
+		status = EVIDENCE_STALE_CARD;
+		err = vs_error(VS_EVERIFY, "%s: measured on the inputs of generator %s (this build generates %s): emit "
+			       "the plan and run again", dir, p.generator, VS_GENERATOR_VERSION);
 		goto done;
 	}
 	status = EVIDENCE_OK;
@@ -1765,6 +1852,8 @@ void evidence_validation(struct card_validation *v, const struct evidence *e, co
 	v->has_e2e_pct = 0;
 	v->measured_parity = (char *)e->parity;
 	v->artifact = (char *)artifact;
+	v->impl_baseline = (char *)e->baseline;
+	v->impl_candidate = (char *)e->candidate;
 }
 
 static int str_eq(const char *a, const char *b)
@@ -1808,6 +1897,11 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 	CHECK_STR(gen, "gen");
 	CHECK_STR(model, "model");
 	CHECK_STR(measured_parity, "measured.parity");
+	/* The implementations: as recorded when the card has them, and required where it names a family. */
+	if ((have->impl_baseline && *have->impl_baseline) || e->family_baseline)
+		CHECK_STR(impl_baseline, "implementations.baseline");
+	if ((have->impl_candidate && *have->impl_candidate) || e->family_candidate)
+		CHECK_STR(impl_candidate, "implementations.candidate");
 #undef CHECK_STR
 	if (have->has_isolated != want.has_isolated ||
 	    (want.has_isolated && fabs(have->measured_isolated - want.measured_isolated) > 0.0005))

@@ -43,6 +43,16 @@ struct cJSON;
 char *evaldir_card_dir(const char *results_root, const char *card_id);
 
 /** results_root/card_id/.parts: where the parts of a card's cluster runs live (malloc'd or NULL). */
+/**
+ * Take the lock of a card's results (flock on results/<card>/.lock, which then names this process:
+ * "pid N, started T"), held until evaldir_unlock(*fd). A second --run of the card is refused with
+ * VS_EIO and one line naming the holder. Errors: VS_EIO, VS_ENOMEM.
+ */
+int evaldir_lock(int *fd, const char *results_root, const char *card_id);
+
+/** Release a lock taken by evaldir_lock() (accepts -1). */
+void evaldir_unlock(int fd);
+
 char *evaldir_parts_root(const char *results_root, const char *card_id);
 
 /**
@@ -252,6 +262,8 @@ struct evidence {
 	double isolated;          /* overall geomean speedup estimate */
 	double isolated_lo, isolated_hi;
 	const char *parity;       /* "pass" / "fail" */
+	const char *baseline, *candidate; /* the implementations measured */
+	int family_baseline, family_candidate; /* the card names a family there (record the name) */
 	char date[11];            /* YYYY-MM-DD of the run's end (UTC) */
 	char result_sha256[65];
 };

@@ -1,4 +1,5 @@
 #include "measure.h"
+#include "freshset.h"
 #include "fsutil.h"
 #include "gpu_clocks.h"
 #include "mla_numeric.h"
@@ -44,6 +45,7 @@ struct timed_graph {
 	const struct mla_decode_impl *impl;
 	const struct mla_decode_config *cfg;
 	int set;
+	const void *q;  /* the q it reads: a set's, or a fresh q's slot (the A/B) */
 	void *graph;
 };
 
@@ -61,11 +63,22 @@ struct bufs {
 	size_t ws_bytes;
 	size_t out_bytes, lse_bytes;
 	/* host scratch */
-	uint16_t *h_out[2];
-	float *h_lse[2];
+	uint16_t *h_out[2 + VS_PLAN_MAX_REFERENCES]; /* [0], [1]: the output pairs; all: the A/B's roles */
+	float *h_lse[2 + VS_PLAN_MAX_REFERENCES];
 	unsigned char *h_in;
 	size_t h_in_bytes;
+	/* guard regions: out, lse and ws point GUARD_BYTES into these allocations */
+	void *out_base[2], *lse_base[2], *ws_base;
+	unsigned char *h_guard;
+	/* run-time inputs: a fresh q at two addresses (rotated per pair), its generator and reference */
+	void *fq[2];
+	struct freshset fresh;
+	float *h_cmp_out;      /* the baseline's output as float (reference above the oracle bound) */
 };
+
+/* Bytes of guard before and after out, lse and the workspace; GUARD_BYTE in every one. */
+#define GUARD_BYTES 4096
+#define GUARD_BYTE 0xA5
 
 static void bufs_release(struct vs_device *d, struct bufs *b)
 {
@@ -76,17 +89,23 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 		d->ops->free(d, b->sl[s]);
 	}
 	for (int i = 0; i < 2; i++) {
-		d->ops->free(d, b->out[i]);
-		d->ops->free(d, b->lse[i]);
+		d->ops->free(d, b->out_base[i]);
+		d->ops->free(d, b->lse_base[i]);
+		d->ops->free(d, b->fq[i]);
+	}
+	for (int i = 0; i < 2 + VS_PLAN_MAX_REFERENCES; i++) {
 		free(b->h_out[i]);
 		free(b->h_lse[i]);
 	}
-	d->ops->free(d, b->ws);
+	d->ops->free(d, b->ws_base);
 	free(b->h_in);
 	for (int g = 0; g < b->ngraphs; g++)
 		d->ops->graph_free(d, b->graphs[g].graph);
 	free(b->graphs);
 	free(b->prepared);
+	free(b->h_guard);
+	free(b->h_cmp_out);
+	freshset_release(&b->fresh);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -166,6 +185,21 @@ static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_devic
 	return best;
 }
 
+/*
+ * A device buffer of `bytes` with GUARD_BYTES of GUARD_BYTE on each side: *base is what to free,
+ * *user what the implementation gets.
+ */
+static int guarded_alloc(struct vs_device *d, void **base, void **user, size_t bytes)
+{
+	int err;
+
+	if ((err = d->ops->alloc(d, base, bytes + 2 * GUARD_BYTES)) ||
+	    (err = d->ops->fill(d, *base, GUARD_BYTE, bytes + 2 * GUARD_BYTES)))
+		return err;
+	*user = (unsigned char *)*base + GUARD_BYTES;
+	return 0;
+}
+
 static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t,
 		      struct bufs *b)
 {
@@ -187,9 +221,12 @@ static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const 
 		err = upload_set(d, t, b, i, i);
 	}
 	for (int i = 0; i < 2 && !err; i++) {
-		if ((err = d->ops->alloc(d, &b->out[i], b->out_bytes)) ||
-		    (err = d->ops->alloc(d, &b->lse[i], b->lse_bytes)))
+		if ((err = guarded_alloc(d, &b->out_base[i], &b->out[i], b->out_bytes)) ||
+		    (err = guarded_alloc(d, &b->lse_base[i], &b->lse[i], b->lse_bytes)) ||
+		    (err = d->ops->alloc(d, &b->fq[i], t->sets[0].q_bytes)))
 			break;
+	}
+	for (int i = 0; i < 2 + ctx->plan->nrefs && !err; i++) {
 		b->h_out[i] = malloc(b->out_bytes ? b->out_bytes : 1);
 		b->h_lse[i] = malloc(b->lse_bytes ? b->lse_bytes : 1);
 		if (!b->h_out[i] || !b->h_lse[i])
@@ -198,8 +235,15 @@ static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const 
 	if (!err) {
 		b->ws_bytes = max_workspace(ctx, d, t, b);
 		if (b->ws_bytes)
-			err = d->ops->alloc(d, &b->ws, b->ws_bytes);
+			err = guarded_alloc(d, &b->ws_base, &b->ws, b->ws_bytes);
 	}
+	if (!err && !(b->h_guard = malloc(GUARD_BYTES)))
+		err = vs_error(VS_ENOMEM, "out of memory for the guard check");
+	if (!err && !(b->h_cmp_out = malloc(t->sets[0].out_elems * sizeof(float) + 1)))
+		err = vs_error(VS_ENOMEM, "out of memory for the run-time comparison");
+	if (!err)
+		err = freshset_init(&b->fresh, s, t->sets[0].q_bytes / sizeof(uint16_t), t->sets[0].out_elems,
+				    t->sets[0].lse_elems);
 	if (!err) {
 		/* Largest input buffer (for the no-mutation check). */
 		size_t m = t->sets[0].kv_bytes;
@@ -225,6 +269,65 @@ static int poison(struct vs_device *d, struct bufs *b, int which)
 	if (b->ws_bytes)
 		return d->ops->fill(d, b->ws, 0xff, b->ws_bytes);
 	return 0;
+}
+
+/*
+ * Check one guard region (GUARD_BYTES at dev) and restore it. Returns the number of bytes written
+ * into it, counted from the buffer's edge (back guard: up to the last changed byte; front guard:
+ * from the first changed byte), 0 if none, or a negative error.
+ */
+static long guard_written(struct vs_device *d, struct bufs *b, void *dev, int front)
+{
+	long n = 0;
+	int err;
+
+	if ((err = d->ops->download(d, b->h_guard, dev, GUARD_BYTES)))
+		return err;
+	for (long i = 0; i < GUARD_BYTES; i++)
+		if (b->h_guard[i] != GUARD_BYTE) {
+			n = front ? GUARD_BYTES - i : i + 1;
+			if (front)
+				break;
+		}
+	if (n && (err = d->ops->fill(d, dev, GUARD_BYTE, GUARD_BYTES)))
+		return err;
+	return n;
+}
+
+/*
+ * The guards around out and lse of pair `which` and around the workspace, after a launch:
+ * 1 intact, 0 with *detail ("wrote N bytes past the end of 'out'"), negative on a device error.
+ */
+static int guards_intact(struct vs_device *d, struct bufs *b, int which, char **detail)
+{
+	unsigned char *bufs[3] = {b->out[which], (unsigned char *)b->lse[which], b->ws};
+	size_t bytes[3] = {b->out_bytes, b->lse_bytes, b->ws_bytes};
+	static const char *const names[3] = {"out", "lse", "workspace"};
+	int err;
+
+	if ((err = d->ops->synchronize(d)))
+		return err;
+	for (int i = 0; i < 3; i++) {
+		long back, front;
+
+		if (!bufs[i])
+			continue;
+		back = guard_written(d, b, bufs[i] + bytes[i], 0);
+		front = guard_written(d, b, bufs[i] - GUARD_BYTES, 1);
+		if (back < 0)
+			return (int)back;
+		if (front < 0)
+			return (int)front;
+		if (back) {
+			*detail = fs_printf("wrote %ld bytes past the end of '%s'", back, names[i]);
+			return 0;
+		}
+		if (front) {
+			*detail = fs_printf("wrote %ld bytes before the start of '%s'", front, names[i]);
+			return 0;
+		}
+	}
+	return 1;
 }
 
 /* Map a launch status to a harness error: config-level failures return 1 with detail. */
@@ -259,34 +362,83 @@ static const char *const out_dims_names[] = {"b", "s", "h", "d"};
 static const char *const lse_dims_names[] = {"b", "h", "s"};
 
 /*
- * Download output pair `which` and compare with set `set`'s reference. Returns 1 pass, 0 fail
- * (with *detail), or a negative error.
+ * Compare host outputs with a reference (label names the input set in the detail). Returns 1 pass,
+ * 0 fail (with *detail).
  */
-static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set,
-			int which, char **detail)
+/* The worst element's |a - e| / (atol + rtol |e|) of a report (infinite for a non-finite mismatch). */
+static double worst_ratio(const struct parity_report *r, const struct task_tol *tol)
+{
+	double e = r->worst_expected, a = r->worst_actual;
+
+	if (r->n_total == 0)
+		return 0;
+	if (r->n_nonfinite_mismatch)
+		return INFINITY;
+	if (!isfinite(e) || !isfinite(a))
+		return 0; /* the same infinity */
+	return fabs(a - e) / (tol->atol + tol->rtol * fabs(e));
+}
+
+/* The parity margin being gathered for a config: the worst over what was compared (NULL: none). */
+static double *cur_margin, *cur_cos;
+
+static int compare_outputs(const struct task_data *t, const uint16_t *h_out, const float *h_lse,
+			   const float *ref_out, const float *ref_lse, const struct task_tol *tol_out,
+			   const struct task_tol *tol_lse, const char *label, char **detail)
 {
 	const struct task_spec *s = &t->spec;
-	const struct task_set *ts = &t->sets[set];
+	const struct task_set *ts = &t->sets[0];
 	struct parity_report ro, rl;
 	int dims_out[4] = {s->batch, s->s_q, s->h_q, MLA_D_V};
 	int dims_lse[3] = {s->batch, s->h_q, s->s_q};
 	char line_o[512] = "", line_l[512] = "";
-	int err;
 
-	if ((err = d->ops->synchronize(d)) ||
-	    (err = d->ops->download(d, b->h_out[which], b->out[which], b->out_bytes)) ||
-	    (err = d->ops->download(d, b->h_lse[which], b->lse[which], b->lse_bytes)))
-		return err;
-	parity_compare_bf16(&ro, b->h_out[which], ts->ref_out, ts->out_elems, &s->tol_out, dims_out, 4);
-	parity_compare_f32(&rl, b->h_lse[which], ts->ref_lse, ts->lse_elems, &s->tol_lse, dims_lse, 3);
+	parity_compare_bf16(&ro, h_out, ref_out, ts->out_elems, tol_out, dims_out, 4);
+	parity_compare_f32(&rl, h_lse, ref_lse, ts->lse_elems, tol_lse, dims_lse, 3);
+	if (cur_margin) {
+		double m = fmax(worst_ratio(&ro, tol_out), worst_ratio(&rl, tol_lse));
+
+		*cur_margin = fmax(*cur_margin, m);
+		*cur_cos = fmax(*cur_cos, ro.cos_diff);
+	}
 	if (ro.pass && rl.pass)
 		return 1;
 	if (!ro.pass)
 		parity_describe(line_o, sizeof(line_o), "out", &ro, out_dims_names, 4);
 	if (!rl.pass)
 		parity_describe(line_l, sizeof(line_l), "lse", &rl, lse_dims_names, 3);
-	*detail = fs_printf("input set %d: %s%s%s", set, line_o, *line_o && *line_l ? "; " : "", line_l);
+	*detail = fs_printf("%s: %s%s%s", label, line_o, *line_o && *line_l ? "; " : "", line_l);
 	return 0;
+}
+
+/* Download output pair `which` into its host scratch. */
+static int download_outputs(struct vs_device *d, struct bufs *b, int which)
+{
+	int err;
+
+	if ((err = d->ops->synchronize(d)) ||
+	    (err = d->ops->download(d, b->h_out[which], b->out[which], b->out_bytes)) ||
+	    (err = d->ops->download(d, b->h_lse[which], b->lse[which], b->lse_bytes)))
+		return err;
+	return 0;
+}
+
+/*
+ * Download output pair `which` and compare with set `set`'s reference. Returns 1 pass, 0 fail
+ * (with *detail), or a negative error.
+ */
+static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set,
+			int which, char **detail)
+{
+	const struct task_set *ts = &t->sets[set];
+	char label[32];
+	int err;
+
+	if ((err = download_outputs(d, b, which)))
+		return err;
+	snprintf(label, sizeof(label), "input set %d", set);
+	return compare_outputs(t, b->h_out[which], b->h_lse[which], ts->ref_out, ts->ref_lse, &t->spec.tol_out,
+			       &t->spec.tol_lse, label, detail);
 }
 
 /* Inputs larger than this are checked once per config instead of after every launch. */
@@ -334,6 +486,47 @@ static char *repro(const struct measure_ctx *ctx, const struct task_data *t, con
 			 ctx->plan_path ? ctx->plan_path : "PLAN", t->hash, impl, cfg);
 }
 
+/* Launch impl on the fresh q in b->fq[slot] over set `set`'s keys into output pair 0 (poisoned). */
+static int launch_fresh(struct vs_device *d, const struct task_data *t, struct bufs *b, int set, int slot,
+			const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **why)
+{
+	struct mla_decode_args a;
+	int err;
+
+	if ((err = poison(d, b, 0)))
+		return err;
+	make_args(&a, d, t, b, set, 0);
+	a.q = b->fq[slot];
+	err = launch_status(impl->launch(&a, cfg), impl->name, cfg->name, why);
+	return err > 0 ? 0 : err < 0 ? err : 1;
+}
+
+/*
+ * Parity on the run-time input set (freshset.h): a q drawn in this run, on set 0's keys; the
+ * oracle computes its reference after the launch. Tasks above VS_FRESH_ORACLE_FLOPS skip it here
+ * (their timed checks compare with the baseline on fresh inputs). 1 pass, 0 fail, negative error.
+ */
+static int parity_fresh(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+			const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **why)
+{
+	struct vs_device *d = ctx->device;
+	int ok, err;
+
+	if (!b->fresh.oracle)
+		return 1;
+	freshset_next(&b->fresh, 0);
+	if ((err = d->ops->upload(d, b->fq[0], b->fresh.q, b->fresh.q_elems * sizeof(uint16_t))))
+		return err;
+	if ((ok = launch_fresh(d, t, b, 0, 0, impl, cfg, why)) != 1)
+		return ok;
+	if ((ok = guards_intact(d, b, 0, why)) != 1)
+		return ok;
+	if ((err = download_outputs(d, b, 0)) || (err = freshset_reference(&b->fresh, t, 0)))
+		return err;
+	return compare_outputs(t, b->h_out[0], b->h_lse[0], b->fresh.ref_out, b->fresh.ref_lse, &t->spec.tol_out,
+			       &t->spec.tol_lse, "run-time input set (drawn in this run)", why);
+}
+
 /*
  * The implementation's prepare() for this task and config (kernels/mla_decode.h: JIT, autotune),
  * once, before the config's first launch, outside timing and capture. Returns 1 when ready, 0 when
@@ -360,7 +553,7 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 		if (!np)
 			return vs_error(VS_ENOMEM, "out of memory");
 		b->prepared = np;
-		b->prepared[b->nprepared++] = (struct timed_graph){impl, cfg, 0, NULL};
+		b->prepared[b->nprepared++] = (struct timed_graph){.impl = impl, .cfg = cfg};
 		return (err = d->ops->synchronize(d)) ? err : 1;
 	}
 	if (pyimpl_for_impl(impl->name) && *pyimpl_last_error())
@@ -397,7 +590,9 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 			ok = 0;
 			break;
 		}
-		ok = inputs_unchanged(d, t, b, set, 0, &why);
+		ok = guards_intact(d, b, 0, &why);
+		if (ok == 1)
+			ok = inputs_unchanged(d, t, b, set, 0, &why);
 		if (ok == 1)
 			ok = check_output(d, t, b, set, 0, &why);
 		if (ok < 0)
@@ -411,6 +606,11 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 				return err;
 			if (err > 0) {
 				ok = 0;
+				break;
+			}
+			if ((ok = guards_intact(d, b, 1, &why)) != 1) {
+				if (ok < 0)
+					return ok;
 				break;
 			}
 			if ((err = d->ops->synchronize(d)) ||
@@ -428,6 +628,11 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 	}
 	if (ok == 1) {
 		ok = inputs_unchanged(d, t, b, -1, 1, &why);
+		if (ok < 0)
+			return ok;
+	}
+	if (ok == 1) {
+		ok = parity_fresh(ctx, t, b, impl, cfg, &why);
 		if (ok < 0)
 			return ok;
 	}
@@ -462,18 +667,21 @@ static int timed_launch(struct vs_device *d, struct bufs *b, const struct mla_de
 	return d->ops->timer_end(d, ms);
 }
 
-/* The graph of impl's launch of cfg on input set `set` (captured on first use, after warm-up). */
-static int timed_graph_for(void **graph, const struct measure_ctx *ctx, const struct task_data *t,
-			   struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
-			   int set)
+/*
+ * The graph of impl's launch of cfg with the arguments a0 (input set `set`, or a fresh q over its keys),
+ * captured on first use, after warm-up; one per (implementation, config, set, q).
+ */
+static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
+			   const struct mla_decode_args *a0, int set)
 {
 	struct vs_device *d = ctx->device;
-	struct mla_decode_args a;
+	struct mla_decode_args a = *a0;
 	void *g = NULL;
 	int err, rc;
 
 	for (int k = 0; k < b->ngraphs; k++)
-		if (b->graphs[k].impl == impl && b->graphs[k].cfg == cfg && b->graphs[k].set == set) {
+		if (b->graphs[k].impl == impl && b->graphs[k].cfg == cfg && b->graphs[k].set == set &&
+		    b->graphs[k].q == a0->q) {
 			*graph = b->graphs[k].graph;
 			return 0;
 		}
@@ -486,7 +694,6 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, const st
 		b->graphs = ng;
 		b->graphs_cap = cap;
 	}
-	make_args(&a, d, t, b, set, 0);
 	if ((err = d->ops->synchronize(d)) || (err = d->ops->graph_begin(d)))
 		return err;
 	rc = impl->launch(&a, cfg);
@@ -504,7 +711,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, const st
 				"status %d%s%s); emit the plan with --timing launch for an implementation that is not "
 				"capture-safe", impl->name, cfg->name, rc, *why ? ", " : "", why);
 	}
-	b->graphs[b->ngraphs++] = (struct timed_graph){impl, cfg, set, g};
+	b->graphs[b->ngraphs++] = (struct timed_graph){impl, cfg, set, a0->q, g};
 	/* One untimed replay: the first launch of an instantiated graph uploads it. */
 	if ((err = poison(d, b, 0)) || (err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
 		return err;
@@ -518,7 +725,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, const st
  * cost of a launch, Python's above all, stays out of the sample). Poisoning and the LLC flush
  * precede the timed region in both.
  */
-static int timed_sample(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+static int timed_sample(const struct measure_ctx *ctx, struct bufs *b,
 			const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
 			const struct mla_decode_args *a, int set, double *ms)
 {
@@ -528,7 +735,7 @@ static int timed_sample(const struct measure_ctx *ctx, const struct task_data *t
 
 	if (strcmp(ctx->plan->protocol.timing, "graph_replay") || !d->ops->graph_begin)
 		return timed_launch(d, b, impl, cfg, a, ms);
-	if ((err = timed_graph_for(&graph, ctx, t, b, impl, cfg, set)))
+	if ((err = timed_graph_for(&graph, ctx, b, impl, cfg, a, set)))
 		return err;
 	if ((err = poison(d, b, 0)) || (err = d->ops->flush_llc(d)) || (err = d->ops->timer_begin(d)) ||
 	    (err = d->ops->graph_launch(d, graph)))
@@ -612,10 +819,14 @@ static int impl_result_init(struct measure_impl *ir, const struct mla_decode_imp
 	ir->config_pass = calloc((size_t)pi->nconfigs + 1, sizeof(int));
 	ir->config_detail = calloc((size_t)pi->nconfigs + 1, sizeof(char *));
 	ir->tune_ms = calloc((size_t)pi->nconfigs + 1, sizeof(double));
-	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms)
+	ir->margin = calloc((size_t)pi->nconfigs + 1, sizeof(double));
+	ir->cos_diff = calloc((size_t)pi->nconfigs + 1, sizeof(double));
+	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms || !ir->margin || !ir->cos_diff)
 		return vs_oom();
-	for (int i = 0; i < pi->nconfigs; i++)
+	for (int i = 0; i < pi->nconfigs; i++) {
 		ir->config_pass[i] = -1;
+		ir->margin[i] = ir->cos_diff[i] = -1;
+	}
 	return 0;
 }
 
@@ -636,6 +847,8 @@ static void impl_result_release(struct measure_impl *ir)
 	free(ir->config_detail);
 	free(ir->config_pass);
 	free(ir->tune_ms);
+	free(ir->margin);
+	free(ir->cos_diff);
 	free(ir->capture_detail);
 	memset(ir, 0, sizeof(*ir));
 }
@@ -667,7 +880,12 @@ static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, 
 
 		if (filter && strcmp(filter, ir->configs[i].name))
 			continue;
+		ir->margin[i] = 0;
+		ir->cos_diff[i] = 0;
+		cur_margin = &ir->margin[i];
+		cur_cos = &ir->cos_diff[i];
 		ok = parity_config(ctx, t, b, ir->impl, &ir->configs[i], &detail);
+		cur_margin = cur_cos = NULL;
 		if (ok < 0)
 			return ok;
 		ir->config_pass[i] = ok;
@@ -733,7 +951,7 @@ static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct
 			continue;
 		for (int k = 0; k < n && !err; k++) {
 			make_args(&a, d, t, b, k % t->nsets, 0);
-			err = timed_sample(ctx, t, b, ir->impl, &ir->configs[i], &a, k % t->nsets, &ms);
+			err = timed_sample(ctx, b, ir->impl, &ir->configs[i], &a, k % t->nsets, &ms);
 			x[k] = ms;
 		}
 		if (err)
@@ -826,6 +1044,80 @@ static int ab_roles(struct ab_role *roles, struct measure_result *r, int max_pai
 	return n;
 }
 
+/*
+ * After a checked timed launch of role k (roles[k], its output in pair 0): the guards, then its
+ * outputs kept in host scratch k for timed_check_pair(). *guard_ok is 0 after a guard failure
+ * (counted against the role).
+ */
+static int timed_keep(const struct measure_ctx *ctx, struct bufs *b, const struct ab_role *ro, int k, int sample,
+		      int *guard_ok)
+{
+	struct vs_device *d = ctx->device;
+	char *why = NULL;
+	int ok, err;
+
+	if ((ok = guards_intact(d, b, 0, &why)) < 0)
+		return ok;
+	if (!ok) {
+		(*ro->checks)++;
+		(*ro->failures)++;
+		say(ctx->log, "    %s: timed output %d failed parity: %s\n", ro->ir->impl->name, sample, why);
+		*guard_ok = 0;
+	}
+	free(why);
+	if ((err = d->ops->download(d, b->h_out[k], b->out[0], b->out_bytes)) ||
+	    (err = d->ops->download(d, b->h_lse[k], b->lse[0], b->lse_bytes)))
+		return err;
+	return 0;
+}
+
+/*
+ * The outputs of checked pair `pair` (host scratch k for roles[k], on the pair's fresh q over set
+ * `set`'s keys): every role against the oracle's reference computed now, or, above
+ * VS_FRESH_ORACLE_FLOPS, every other role against the baseline's (role 0) with tolerances doubled.
+ */
+static int timed_check_pair(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+			    const struct ab_role *roles, int n, int set, int pair, const int *guard_ok)
+{
+	struct task_tol to = t->spec.tol_out, tl = t->spec.tol_lse;
+	char label[96];
+	int err;
+
+	snprintf(label, sizeof(label), "run-time input set of pair %d on set %d's keys", pair, set);
+	if (b->fresh.oracle && (err = freshset_reference(&b->fresh, t, set)))
+		return err;
+	if (!b->fresh.oracle) {
+		for (size_t i = 0; i < t->sets[0].out_elems; i++)
+			b->h_cmp_out[i] = mla_bf16_to_float(b->h_out[0][i]);
+		to.atol *= 2;
+		to.rtol *= 2;
+		to.cos_tol *= to.cos_tol > 0 ? 4 : 1;
+		tl.atol *= 2;
+		tl.rtol *= 2;
+		tl.cos_tol *= tl.cos_tol > 0 ? 4 : 1;
+		snprintf(label, sizeof(label), "run-time input set of pair %d, compared with the baseline", pair);
+	}
+	for (int k = b->fresh.oracle ? 0 : 1; k < n; k++) {
+		char *why = NULL;
+		int ok;
+
+		if (!guard_ok[k])
+			continue;
+		ok = b->fresh.oracle ?
+			compare_outputs(t, b->h_out[k], b->h_lse[k], b->fresh.ref_out, b->fresh.ref_lse, &to, &tl,
+					label, &why) :
+			compare_outputs(t, b->h_out[k], b->h_lse[k], b->h_cmp_out, b->h_lse[0], &to, &tl, label, &why);
+		(*roles[k].checks)++;
+		if (!ok) {
+			(*roles[k].failures)++;
+			say(ctx->log, "    %s: timed output of pair %d failed parity: %s\n", roles[k].ir->impl->name,
+			    pair, why ? why : "");
+		}
+		free(why);
+	}
+	return 0;
+}
+
 /* The A/B: alternating timed samples of the chosen configs until the stop rule says so. */
 static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
 	      struct measure_result *r)
@@ -857,11 +1149,16 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 	r->sm_mhz_begin = read_clock(ctx, &r->throttle_begin);
 	t0 = now_s();
 	for (int pair = 0; pair < pr->max_pairs; pair++) {
-		int set = pair % t->nsets;
+		int set = pair % t->nsets, slot = pair & 1;
 
-		/* Both outputs of every check_every-th pair are checked: the roles are checked alike. */
-		int checked = pair % pr->check_every == 0;
+		/* Every role's output of a checked pair is checked: the roles are checked alike. */
+		int checked = freshset_checked(&b->fresh, pair, pr->check_every);
+		int guard_ok[2 + VS_PLAN_MAX_REFERENCES] = {1, 1, 1, 1, 1, 1};
 
+		/* A fresh q per pair, at alternating addresses, written outside the timed region. */
+		freshset_next(&b->fresh, 1 + (uint64_t)pair);
+		if ((err = d->ops->upload(d, b->fq[slot], b->fresh.q, b->fresh.q_elems * sizeof(uint16_t))))
+			return err;
 		for (int j = 0; j < n; j++) {
 			/*
 			 * The order reverses every nsets pairs (AB on each set, then BA on each set, ...;
@@ -872,31 +1169,22 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 			const struct ab_role *ro = &roles[((pair / t->nsets) & 1) ? n - 1 - j : j];
 			struct measure_impl *ir = ro->ir;
 			struct mla_decode_args a;
-			char *why = NULL;
 
 			make_args(&a, d, t, b, set, 0);
-			err = timed_sample(ctx, t, b, ir->impl, &ir->configs[ir->chosen], &a, set, &ms);
+			a.q = b->fq[slot];
+			err = timed_sample(ctx, b, ir->impl, &ir->configs[ir->chosen], &a, set, &ms);
 			if (err)
 				return err;
 			ro->t[pair] = ms;
-			if (checked) {
-				int ok = check_output(d, t, b, set, 0, &why);
-
-				if (ok < 0)
-					return ok;
-				(*ro->checks)++;
-				if (!ok) {
-					(*ro->failures)++;
-					say(ctx->log, "    %s: timed output %d failed parity: %s\n", ir->impl->name,
-					    sample, why ? why : "");
-				}
-				free(why);
-			}
+			if (checked && (err = timed_keep(ctx, b, ro, (int)(ro - roles), sample, &guard_ok[ro - roles])))
+				return err;
 			if (ctx->samples)
 				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,%d\n", t->hash, set, pair, j,
 					ro->role, ir->configs[ir->chosen].name, ms, checked);
 			sample++;
 		}
+		if (checked && (err = timed_check_pair(ctx, t, b, roles, n, set, pair, guard_ok)))
+			return err;
 		r->npairs = pair + 1;
 		r->stop_reason = stats_should_stop(&rule, r->t_base, r->t_cand, r->npairs, now_s() - t0);
 		if (r->stop_reason != STATS_CONTINUE)

@@ -4,10 +4,13 @@
  * measure_task() once per task.
  *
  * The phases, in order (measure.c has one function per phase):
- *  1. buffers: every input set uploaded, two output pairs at distinct addresses, the workspace;
+ *  1. buffers: every input set uploaded, two output pairs at distinct addresses, the workspace,
+ *     each of out, lse and the workspace between guard regions (checked after every checked
+ *     launch: "wrote N bytes past the end of 'out'"); two buffers for the run-time q (freshset.h);
  *  2. parity of every config of both implementations: outputs poisoned with NaN before each
  *     launch; a second launch into another poisoned buffer at another address must be
- *     bit-identical; inputs unchanged; every input set;
+ *     bit-identical; inputs unchanged; every input set, then the run-time set (a q drawn in this
+ *     run, its reference computed by the oracle after the launch); the margins are kept;
  *  3. tuning: a few timed samples of every passing config, the fastest median is chosen (an A/A
  *     run measures one config twice: the baseline takes the candidate's choice);
  *  4. the capture-safety gate on GPUs: the chosen config captured once in a graph, replayed, then
@@ -20,6 +23,9 @@
  * does, and are timed in the same rounds: a round is baseline, candidate, then each reference
  * (B C R1 R2), on one input set; the order is reversed every nsets rounds (R2 R1 C B), as the two
  * roles alternate without references, so that a drift in time weighs on every role alike.
+ *     A fresh q per pair (at alternating addresses, over the keys of the input sets in rotation);
+ *     the outputs of a random one pair in check_every checked for every role (guards, then the
+ *     oracle's reference or, above VS_FRESH_ORACLE_FLOPS, the baseline's output).
  */
 #ifndef VS_MEASURE_H
 #define VS_MEASURE_H
@@ -41,6 +47,9 @@ struct measure_impl {
 	int *config_pass;          /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
 	char **config_detail;      /* [nconfigs]: failure detail (malloc'd) or NULL */
 	double *tune_ms;           /* [nconfigs]: tuning medians (candidate) or 0 */
+	double *margin;            /* [nconfigs]: parity margin, the worst |a - e| / (atol + rtol |e|)
+	                            * over every checked output (out and lse; < 1 passes), -1 not run */
+	double *cos_diff;          /* [nconfigs]: the worst cos_diff of out (tol_out.cos_tol bounds it) */
 	int chosen;                /* index of the measured config, -1 if none passed */
 	int capture;               /* 1 pass, 0 fail, -1 not applicable / not run */
 	char *capture_detail;
@@ -85,6 +94,7 @@ struct measure_result {
 	uint64_t throttle_begin, throttle_end; /* clocks event reasons then (gpu_clocks.h), 0 none */
 	struct measure_ref refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs]: the plan's references, in its order */
 	int nrefs;
+	char sandbox[320];         /* what the worker's implementation ran under (sandbox.h), "" in process */
 };
 
 /** What a measurement runs with; every pointer is borrowed. */

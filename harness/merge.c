@@ -185,7 +185,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 	}
 	progress_end(&pg);
 	plan_path = fs_join(parts[0].dir, "plan.json");
-	if (!plan_path || (err = plan_read(&p, plan_path)) ||
+	if (!plan_path || (err = plan_read(&p, plan_path)) || (err = plan_check_current(&p, plan_path)) ||
 	    (err = fs_read_file(&plan_text, &plan_len, plan_path, 64u << 20)))
 		goto done;
 

@@ -638,6 +638,11 @@ static void protocol_defaults(struct plan_protocol *pr, int gpu, const char *tie
 	}
 }
 
+static const char *nz_or(const char *s)
+{
+	return s && *s ? s : "(any)";
+}
+
 int plan_build(struct plan *p, const struct card *c, const struct plan_options *o)
 {
 	struct plan np;
@@ -649,6 +654,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	int32_t dtypes[2];
 
 	memset(&np, 0, sizeof(np));
+	np.generator = VS_GENERATOR_VERSION;
 	for (int i = 0; plan_tiers[i]; i++)
 		if (!strcmp(plan_tiers[i], tier))
 			tier_bit = 1 << i;
@@ -700,6 +706,10 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		return known_impls_error("baseline", base);
 	if (!mla_decode_impl_find(cand))
 		return known_impls_error("candidate", cand);
+	if (!card_backend_matches(c->match.from_backend, base) || !card_backend_matches(c->match.to_backend, cand))
+		vs_warn("%s names %s -> %s, this plan measures %s -> %s: its runs are an A/B of their own and cannot "
+			"be recorded into the card", c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend),
+			base, cand);
 
 	np.card_id = strdup(c->id);
 	np.card_path = strdup(c->path);
@@ -1265,6 +1275,15 @@ static int references_from_json(struct plan *np, const cJSON *arr, const char *p
 	return 0;
 }
 
+/* Whether p was emitted for this build's generator (older plans still verify, never run). */
+int plan_check_current(const struct plan *p, const char *path)
+{
+	if (p->generator && strcmp(p->generator, VS_GENERATOR_VERSION))
+		return vs_error(VS_EVERIFY, "%s: emitted for generator %s, this build generates %s: emit it again", path,
+				p->generator, VS_GENERATOR_VERSION);
+	return 0;
+}
+
 int plan_read(struct plan *p, const char *path)
 {
 	char *text = NULL;
@@ -1326,12 +1345,14 @@ done:
 
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 {
+	static const char *const legacy = VS_GENERATOR_PREVIOUS;
 	struct plan np;
 	cJSON *root = NULL, *card, *tasks, *t, *pr, *gates;
 	const char *schema, *parity, *seed;
 	int err, i = 0;
 
 	memset(&np, 0, sizeof(np));
+	np.generator = VS_GENERATOR_VERSION;
 	if ((err = jsonfile_parse(&root, text, len, path)))
 		goto done;
 	schema = get_str(root, "schema");
@@ -1381,6 +1402,17 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		err = task_spec_hash(&np.tasks[i - 1], hash);
 		if (err)
 			goto done;
+		if (want && strcmp(want, hash) && (i == 1 || np.generator == legacy)) {
+			/* the plan of an earlier build (its evidence still verifies) */
+			char old[65];
+
+			if ((err = task_spec_hash_for(&np.tasks[i - 1], legacy, old)))
+				goto done;
+			if (!strcmp(want, old)) {
+				np.generator = legacy;
+				memcpy(hash, old, 65);
+			}
+		}
 		if (!want || strcmp(want, hash)) {
 			err = vs_error(VS_EVERIFY, "%s: hash '%s' does not match its spec (which hashes to '%s'): "
 				       "the plan was edited; emit it again", where, want ? want : "", hash);

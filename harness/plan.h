@@ -101,6 +101,8 @@ struct plan {
 	struct task_spec *tasks;
 	char (*task_hash)[65];
 	int ntasks;
+	const char *generator;   /* VS_GENERATOR_VERSION, or VS_GENERATOR_PREVIOUS for a plan of an earlier
+	                          * build (it verifies as evidence; plan_check_current() refuses to run it) */
 	struct plan_protocol protocol;
 	double speedup_min;    /* gate: lower CI bound of the overall speedup >= this */
 	int parity_required;   /* 1 = required, 0 = advisory */
@@ -192,5 +194,11 @@ int plan_read_task_hashes(char ***hashes, int *n, const char *path);
 void plan_print_summary(const struct plan *p, FILE *f);
 
 void plan_release(struct plan *p);
+
+/**
+ * Refuse a plan whose tasks are of an earlier generator (plan_read() accepts them, for evidence):
+ * VS_EVERIFY "...: emitted for generator vs_gen/2, this build generates vs_gen/3: emit it again".
+ */
+int plan_check_current(const struct plan *p, const char *path);
 
 #endif /* VS_PLAN_H */

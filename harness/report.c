@@ -29,9 +29,11 @@ struct row {
 	double expected;
 	char *parity;
 	char *evidence;    /* ok / missing / mismatch / none / invalid card */
+	char *impls;       /* "baseline -> candidate" measured (the evidence's when it verifies) */
 	char *evidence_why;
 	char *flags;       /* the run's review flags (speedup above the review bound, clock changes) */
 	int nflags;
+	int verified;      /* the evidence verifies and proves the card's claims */
 	int has_ci;        /* overall CI from the evidence */
 	double ci_lo, ci_hi;
 	struct shape_speedup *shapes; /* per task shape, from the evidence (html chart) */
@@ -91,6 +93,7 @@ static void row_release(struct row *r)
 	free(r->measured_gen);
 	free(r->parity);
 	free(r->evidence);
+	free(r->impls);
 	free(r->evidence_why);
 	free(r->flags);
 	free(r->title);
@@ -113,6 +116,11 @@ static void row_release(struct row *r)
 	}
 	free(r->refs);
 	free(r->shapes);
+}
+
+static const char *nz_str(const char *s)
+{
+	return s ? s : "";
 }
 
 /* The per-task speedups and overall CI of a verified evidence, for the chart. */
@@ -140,7 +148,7 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 		if (isnan(sh->cand_ms))
 			sh->cand_ms = 0;
 		sh->skipped = cJSON_IsString(cJSON_GetObjectItem(t, "skipped"));
-		if (cJSON_IsObject(sp)) {
+		if (cJSON_IsObject(sp) && !strcmp(nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity"))), "pass")) {
 			sh->timed = 1;
 			sh->est = cJSON_GetNumberValue(cJSON_GetObjectItem(sp, "estimate"));
 			sh->lo = cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "ci95"), 0));
@@ -339,6 +347,17 @@ static int days_since(const char *date)
 	return (int)((b - a) / 86400);
 }
 
+/*
+ * A card whose claim the evidence does not prove: its status shows that ("unverified", red), never
+ * the claim, and nothing it claims is drawn.
+ */
+static void unverified(struct row *r)
+{
+	free(r->status);
+	r->status = strdup("unverified");
+	r->has_measured = 0;
+}
+
 static void fill_row(struct row *r, const char *path, const struct report_options *o, int *mismatches)
 {
 	struct card c;
@@ -375,11 +394,14 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	r->has_expected = c.expects.has_isolated_speedup_min;
 	r->expected = c.expects.isolated_speedup_min;
 	r->parity = dupz(v->measured_parity);
+	if (*nz_str(v->impl_baseline) || *nz_str(v->impl_candidate))
+		r->impls = fs_printf("%s -> %s", nz_str(v->impl_baseline), nz_str(v->impl_candidate));
 	if (!v->artifact || !*v->artifact) {
 		if (!strcmp(r->status, "validated") || !strcmp(r->status, "failed")) {
 			r->evidence = strdup("missing");
 			r->evidence_why = strdup("status claimed without validation.artifact");
 			(*mismatches)++;
+			unverified(r);
 		} else {
 			r->evidence = strdup("none");
 		}
@@ -390,12 +412,14 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 		if (err && status == EVIDENCE_STALE_CARD) {
 			free(r->status);
 			r->status = strdup("stale");
-			r->stale_why = strdup("card content changed after validation");
+			r->stale_why = strdup(strstr(vs_last_error(), "generator") ? "measured on an earlier generator's "
+					      "inputs: run again" : "card content changed after validation");
 			r->evidence = strdup("ok");
 		} else if (err) {
 			r->evidence = strdup(status == EVIDENCE_MISSING ? "missing" : "mismatch");
 			r->evidence_why = strdup(vs_last_error());
 			(*mismatches)++;
+			unverified(r);
 		} else {
 			char why[160];
 			int bad;
@@ -407,10 +431,14 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				r->evidence = strdup("mismatch");
 				r->evidence_why = strdup(why);
 				(*mismatches)++;
+				unverified(r);
 			} else {
 				const cJSON *flags = cJSON_GetObjectItem(e.result, "flags"), *fl;
 
 				r->evidence = strdup("ok");
+				r->verified = 1;
+				free(r->impls);
+				r->impls = fs_printf("%s -> %s", e.baseline, e.candidate);
 				fill_shapes(r, &e);
 				fill_refs(r, &e);
 				r->nflags = cJSON_GetArraySize(flags);
@@ -499,8 +527,8 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 		fprintf(f, "| card | title | status | gens | last verified | device | speedup (measured / min) | parity | "
 			"evidence | run | eval dir |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
 	} else {
-		fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", "card", "status", "gens",
-			"verified", "device", "speedup meas/min", "parity", "evidence");
+		fprintf(f, "%-30s %-10s %-34s %-10s %-14s %-17s %-6s %-22s %s\n", "card", "status", "gens",
+			"verified", "device", "speedup meas/min", "parity", "evidence", "implementations");
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
@@ -751,6 +779,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 			cJSON_AddNullToObject(j, "isolated_speedup_min");
 		cJSON_AddStringToObject(j, "parity", r->parity ? r->parity : "");
 		cJSON_AddStringToObject(j, "evidence", r->evidence);
+		if (r->impls)
+			cJSON_AddStringToObject(j, "implementations", r->impls);
 		if (r->evidence_why)
 			cJSON_AddStringToObject(j, "evidence_detail", r->evidence_why);
 		if (r->flags)
@@ -811,20 +841,26 @@ static void cell(FILE *f, const char *s)
 #define CH_RIGHT 930      /* x where it ends */
 #define CH_ROW 22
 
+/* The chart's speedup axis is logarithmic over [ch_lo, vmax]: 0.5x and 2x lie equally far from 1x. */
+static double ch_lo = 0.5;
+
 static double xpos(double v, double vmax)
 {
-	return CH_LABEL + (CH_RIGHT - CH_LABEL) * (v < 0 ? 0 : v > vmax ? vmax : v) / vmax;
+	double l = log(ch_lo), h = log(vmax), x = v > ch_lo ? log(v > vmax ? vmax : v) : l;
+
+	return CH_LABEL + (CH_RIGHT - CH_LABEL) * (x - l) / (h - l);
 }
 
 /* One bar: value with its CI whisker; class "overall" or "shape". */
 static void bar(FILE *f, double y, double v, double lo, double hi, double vmax, const char *cls, const char *label)
 {
-	double x0 = xpos(0, vmax), x = xpos(v, vmax);
+	double x0 = xpos(1, vmax), x = xpos(v, vmax), left = x < x0 ? x : x0, w = fabs(x - x0);
 
+	/* bars grow from 1x: right for a speedup, left for a slowdown */
 	fprintf(f, "<g class=\"bar %s\"><title>", cls);
 	esc(f, label);
 	fprintf(f, ": %.3fx [%.3f, %.3f]</title>", v, lo, hi);
-	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"/>", x0, y + 4, x - x0 > 1 ? x - x0 : 1,
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\"/>", left, y + 4, w > 1 ? w : 1,
 		CH_ROW - 8);
 	fprintf(f, "<line class=\"ci\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", xpos(lo, vmax),
 		xpos(hi, vmax), y + CH_ROW / 2.0, y + CH_ROW / 2.0);
@@ -851,17 +887,23 @@ static void print_chart(FILE *f, struct row *rows, int n)
 			if (r->shapes[k].timed && r->shapes[k].hi > vmax)
 				vmax = r->shapes[k].hi;
 	}
-	vmax = ceil(vmax * 1.15);
+	ch_lo = 0.5;
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < rows[i].nshapes; k++)
+			if (rows[i].shapes[k].timed && rows[i].shapes[k].lo > 0 && rows[i].shapes[k].lo < ch_lo)
+				ch_lo = rows[i].shapes[k].lo;
+	ch_lo = pow(2, floor(log2(ch_lo)));
+	vmax = pow(2, ceil(log2(vmax * 1.15)));
 	fprintf(f, "<svg id=\"speedup-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"measured against expected speedup per card and "
 		"task shape\">\n", CH_W, nrows * CH_ROW + 60, CH_W, nrows * CH_ROW + 60);
-	/* Axis with integer ticks; 1x (no change) drawn stronger. */
+	/* Log axis, ticks at powers of two; 1x (no change) drawn stronger. */
 	y = 30;
-	for (int t = 0; t <= (int)vmax; t += vmax > 12 ? (int)(vmax / 8) : 1) {
+	for (double t = ch_lo; t <= vmax * 1.0001; t *= 2) {
 		double x = xpos(t, vmax);
 
 		fprintf(f, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%.1f\"/>"
-			"<text class=\"tick\" x=\"%.1f\" y=\"18\">%dx</text>\n", t == 1 ? "grid one" : "grid", x, x,
+			"<text class=\"tick\" x=\"%.1f\" y=\"18\">%gx</text>\n", t == 1 ? "grid one" : "grid", x, x,
 			nrows * CH_ROW + 30.0, x - 6, t);
 	}
 	for (int i = 0; i < n; i++) {
@@ -877,7 +919,7 @@ static void print_chart(FILE *f, struct row *rows, int n)
 		fprintf(f, ")</text>\n");
 		y += CH_ROW;
 		fprintf(f, "<text class=\"label\" x=\"16\" y=\"%.1f\">overall (geomean)</text>\n", y + 15);
-		if (r->has_measured)
+		if (r->has_measured && r->verified)
 			bar(f, y, r->measured, r->has_ci ? r->ci_lo : r->measured, r->has_ci ? r->ci_hi : r->measured,
 			    vmax, "overall", r->id);
 		else
@@ -1098,7 +1140,8 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}\n"
 	      "th{background:#f0f0f0}\n"
 	      ".status-validated{background:#d9f2d9}.status-failed{background:#f8d7d7}"
-	      ".status-stale{background:#fff3cd}.status-draft{background:#eee}.status-invalid{background:#f8d7d7}\n"
+	      ".status-stale{background:#fff3cd}.status-draft{background:#eee}.status-invalid{background:#f8d7d7}"
+	      ".status-unverified{background:#e53e3e;color:#fff;font-weight:bold}\n"
 	      "tr.flagged td:first-child{border-left:6px solid #dd6b20}tr.flagged td.evidence{background:#feebc8}\n"
 	      "details.flags summary{color:#9c4221;font-weight:bold;cursor:pointer}\n"
 	      "svg text{font-size:12px;fill:#222}svg .card-title{font-weight:bold;font-size:13px}\n"
@@ -1114,7 +1157,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 		VS_KERNELS_DIRTY ? " (dirty)" : "", today);
 	fputs("<table id=\"status\">\n<thead><tr><th>card</th><th>status</th><th>gens</th><th>last verified</th>"
 	      "<th>device</th><th>measured speedup</th><th>expected min</th><th>parity</th><th>evidence</th>"
-	      "<th>title</th><th>run</th><th>eval dir</th></tr></thead>\n<tbody>\n", f);
+	      "<th>title</th><th>run</th><th>eval dir</th><th>implementations</th></tr></thead>\n<tbody>\n", f);
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
 		char m[32], e[32];
@@ -1169,11 +1212,13 @@ static void print_html(FILE *f, struct row *rows, int n)
 			cell(f, run);
 		}
 		cell(f, r->eval_dir);
+		cell(f, r->impls);
 		fputs("</tr>\n", f);
 	}
 	fputs("</tbody>\n</table>\n<h2>Measured against expected speedup</h2>\n"
 	      "<p>Bars: measured isolated speedup (baseline time / candidate time) with its 95% CI, overall and per "
-	      "task shape; dashed line: the card's expects.isolated_speedup_min.</p>\n", f);
+	      "task shape, on a log axis, from verified evidence only (a task that failed parity has none); dashed "
+	      "line: the card's expects.isolated_speedup_min.</p>\n", f);
 	print_chart(f, rows, n);
 	print_refs_html(f, rows, n);
 	fputs("</body>\n</html>\n", f);

@@ -108,6 +108,17 @@ static void task_line(struct progress *pg, int i, int n, const struct measure_re
 			      r->base.timing.median, r->cand.timing.median);
 }
 
+/* 1 if a and b name the same directory. */
+static int same_dir(const char *a, const char *b)
+{
+	char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+	int same = ra && rb && !strcmp(ra, rb);
+
+	free(ra);
+	free(rb);
+	return same;
+}
+
 /* What one selected task gave back. */
 struct task_out {
 	int plan_index;
@@ -218,6 +229,9 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	int err, nsel = 0, parity_only, partial, nslots, next = 0, running = 0, in_process;
 	int *sel = NULL;
 	const int *ordinals;
+	const char *deny[6];
+	char *plan_dir = NULL;
+	int ndeny = 0, lock_fd = -1;
 
 	memset(&p, 0, sizeof(p));
 	memset(&w, 0, sizeof(w));
@@ -226,6 +240,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	progress_init(&pg, stdout, 0);
 	if ((err = plan_read(&p, o->plan_path)))
 		return err;
+	if ((err = plan_check_current(&p, o->plan_path)))
+		goto done;
 	if ((err = fs_read_file(&plan_text, &plan_len, o->plan_path, 64u << 20)))
 		goto done;
 	fs_sha256_hex(plan_hex, plan_text, plan_len);
@@ -292,6 +308,9 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	}
 	parity_only = o->impl_filter != NULL;
 	partial = parity_only || o->config_filter || o->task_filter || o->has_part;
+	/* One whole run of a card at a time (parts of a cluster run write their own dirs side by side). */
+	if (!o->has_part && (err = evaldir_lock(&lock_fd, o->results_root, p.card_id)))
+		goto done;
 	err = o->has_part ? evaldir_create_part(&eval_dir, o->results_root, p.card_id, o->run_id, o->part_index) :
 			    evaldir_create_run(&eval_dir, o->results_root, p.card_id, o->run_id, info.arch, partial);
 	if (err || (err = evaldir_writer_init(&w, eval_dir)))
@@ -317,6 +336,20 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			      strcmp(p.candidate.backend, "cpu") ? "GPUs" : "CPU workers", list);
 	}
 
+	/* What the implementations may not read (sandbox.h): task dirs, eval dirs, cards, plans. */
+	plan_dir = strdup(o->plan_path);
+	if (plan_dir && strrchr(plan_dir, '/'))
+		*strrchr(plan_dir, '/') = '\0';
+	else {
+		free(plan_dir);
+		plan_dir = NULL;
+	}
+	deny[ndeny++] = o->tasks_root ? o->tasks_root : "tasks";
+	deny[ndeny++] = o->results_root ? o->results_root : "results";
+	deny[ndeny++] = "skills";
+	deny[ndeny++] = "plans";
+	if (plan_dir && !same_dir(plan_dir, "."))
+		deny[ndeny++] = plan_dir; /* a plan kept in the working directory closes nothing more */
 	ctx.device = o->device;
 	ctx.plan = &p;
 	ctx.plan_path = o->plan_path;
@@ -356,6 +389,11 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			}
 			progress_status(&pg, "materializing %s", p.tasks[i].name);
 			terr = prepare_task(&to->dir, &w, o, &p, i);
+			if (terr == VS_EVERIFY) {
+				/* a task dir that does not verify: no run can be made of this plan here */
+				err = terr;
+				goto done;
+			}
 			if (terr) {
 				measure_result_init(&to->r, &ctx, &p.tasks[i], p.task_hash[i]);
 				to->r.error = strdup(vs_last_error());
@@ -373,6 +411,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			to->w.task_hash = p.task_hash[i];
 			to->w.timeout_s = o->task_timeout_s > 0 ? o->task_timeout_s : 900;
 			to->w.in_process = in_process;
+			to->w.sandbox_deny = deny;
+			to->w.nsandbox_deny = ndeny;
 			progress_status(&pg, "%s", p.tasks[i].name);
 			if (in_process) {
 				terr = worker_run_task(&to->r, &to->w, &to->samples, &to->log);
@@ -512,6 +552,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	*eval_dir_out = eval_dir;
 	eval_dir = NULL;
 	err = 0;
+
 done:
 	progress_end(&pg);
 	for (int s = 0; slots && s < nslots; s++)
@@ -530,6 +571,8 @@ done:
 	free(sum);
 	free(sel);
 	free(plan_text);
+	free(plan_dir);
+	evaldir_unlock(lock_fd);
 	plan_release(&p);
 	return err;
 }

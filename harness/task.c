@@ -416,6 +416,11 @@ int task_spec_validate(const struct task_spec *s, const char *where)
 
 int task_spec_hash(const struct task_spec *s, char hex[65])
 {
+	return task_spec_hash_for(s, VS_GENERATOR_VERSION, hex);
+}
+
+int task_spec_hash_for(const struct task_spec *s, const char *generator, char hex[65])
+{
 	cJSON *j = task_spec_to_json(s);
 	char *text = j ? cJSON_PrintUnformatted(j) : NULL;
 	struct fs_sha256 h;
@@ -427,8 +432,9 @@ int task_spec_hash(const struct task_spec *s, char hex[65])
 	err = fs_sha256_init(&h);
 	if (!err) {
 		fs_sha256_update(&h, text, strlen(text));
-		fs_sha256_update(&h, "\n" VS_GENERATOR_VERSION "\n" MLA_ORACLE_VERSION,
-				 strlen("\n" VS_GENERATOR_VERSION "\n" MLA_ORACLE_VERSION));
+		fs_sha256_update(&h, "\n", 1);
+		fs_sha256_update(&h, generator, strlen(generator));
+		fs_sha256_update(&h, "\n" MLA_ORACLE_VERSION, strlen("\n" MLA_ORACLE_VERSION));
 		fs_sha256_final(&h, hex);
 	}
 	free(text);
@@ -522,6 +528,7 @@ struct set_plan {
 	float kv_scale;
 	float amax;
 	int64_t fp8_pos, fp8_neg; /* elements forced to +amax / -amax; -1 when none */
+	double sd;            /* the normal's standard deviation: 0.1, or 1 in a softmax set */
 };
 
 static void set_plan_release(struct set_plan *p)
@@ -532,16 +539,16 @@ static void set_plan_release(struct set_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static inline float kv_value(uint64_t seed, uint64_t e)
+static inline float kv_value(const struct set_plan *p, uint64_t e)
 {
-	double x = rng_normal(seed, VS_STREAM_KV, e) / 10.0;
+	double x = rng_normal(p->seed, VS_STREAM_KV, e) * p->sd;
 
 	return (float)(x < -1.0 ? -1.0 : x > 1.0 ? 1.0 : x);
 }
 
-static inline float q_value(uint64_t seed, uint64_t e)
+static inline float q_value(const struct set_plan *p, uint64_t e)
 {
-	double x = rng_normal(seed, VS_STREAM_Q, e) / 10.0;
+	double x = rng_normal(p->seed, VS_STREAM_Q, e) * p->sd;
 
 	return (float)(x < -1.0 ? -1.0 : x > 1.0 ? 1.0 : x);
 }
@@ -638,7 +645,7 @@ static void amax_pages(void *arg, size_t lo, size_t hi, int worker)
 		uint64_t n = (uint64_t)c->p->valid[pg] * MLA_D_QK;
 
 		for (uint64_t e = e0; e < e0 + n; e++)
-			top2_add(t, fabsf(kv_value(c->p->seed, e)), (int64_t)e);
+			top2_add(t, fabsf(kv_value(c->p, e)), (int64_t)e);
 	}
 }
 
@@ -686,6 +693,7 @@ static int set_plan_build(struct set_plan *p, const struct task_spec *s, int k)
 
 	memset(p, 0, sizeof(*p));
 	p->seed = task_set_seed(s, k);
+	p->sd = task_set_is_softmax(s, k) ? 1.0 : 0.1;
 	p->kv_scale = 1.0f;
 	p->fp8_pos = p->fp8_neg = -1;
 	p->seqlens = malloc((size_t)s->batch * sizeof(int32_t));
@@ -746,7 +754,7 @@ static void fill_q_range(void *arg, size_t lo, size_t hi, int worker)
 
 	(void)worker;
 	for (size_t e = lo; e < hi; e++)
-		q[e] = mla_float_to_bf16(q_value(c->p->seed, e));
+		q[e] = mla_float_to_bf16(q_value(c->p, e));
 }
 
 static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
@@ -767,7 +775,7 @@ static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
 
 				if (s->kv_dtype == MLA_KV_BF16) {
 					((uint16_t *)c->dst)[e] = visible ?
-						mla_float_to_bf16(kv_value(p->seed, e)) : 0x7FC0;
+						mla_float_to_bf16(kv_value(p, e)) : 0x7FC0;
 					continue;
 				}
 				if (!visible) {
@@ -775,7 +783,7 @@ static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
 					continue;
 				}
 				x = (int64_t)e == p->fp8_pos ? p->amax :
-				    (int64_t)e == p->fp8_neg ? -p->amax : kv_value(p->seed, e);
+				    (int64_t)e == p->fp8_neg ? -p->amax : kv_value(p, e);
 				((uint8_t *)c->dst)[e] = vs_fp8_e4m3_fnuz_encode(x / p->kv_scale);
 			}
 		}
@@ -1851,4 +1859,9 @@ void task_data_release(struct task_data *t)
 	free(t->dir);
 	task_spec_release(&t->spec);
 	memset(t, 0, sizeof(*t));
+}
+
+int task_set_is_softmax(const struct task_spec *s, int k)
+{
+	return k % 2 == 1 || s->input_sets == 1;
 }

@@ -30,22 +30,27 @@
  * softmax_scale, page_offset (all strings, as safetensors requires).
  *
  * Input generation (deterministic, any element reproducible): counter-based generator
- * (VS_GENERATOR_VERSION); q and cache ~ N(0,1)/10 clamped to [-1,1]; pages randomly permuted;
+ * (VS_GENERATOR_VERSION); q and cache ~ N(0,1)/10 clamped to [-1,1] (N(0,1) in the softmax sets);
+ * pages randomly permuted;
  * every slot past a sequence's length is NaN (0x80 for fp8); unused block_table entries hold
  * VS_BLOCK_TABLE_SENTINEL; fp8 kv_scale = amax/240 with amax = 1 in every set (two visible
  * elements are set to +1 and -1), so the codes include 0x7F and 0xFF and the input sets of a task
  * share one kv_scale, as a model's per-tensor scale is shared by every batch.
  *
- * VS_GENERATOR_VERSION "vs_gen/2" is, exactly (harness/rng.h, harness/task.c):
+ * VS_GENERATOR_VERSION "vs_gen/3" is, exactly (harness/rng.h, harness/task.c):
+ *   sd_k        0.1, or 1 in a softmax set: every odd set k, and set 0 of a one-set task
+ *               (task_set_is_softmax()); a softmax set's logits spread like a model's (FlashMLA's
+ *               tests draw q and the cache N(0,1)), so lse lies far from log(seqlen) and the
+ *               softmax (softmax_scale included) is exercised, not averaged away
  *   set seed    s_k = rng_u64(seed, VS_STREAM_SET_SEED, k) for input set k
- *   q[e]        bf16_rne((float)clamp(rng_normal(s_k, VS_STREAM_Q, e) / 10, -1, 1)), e the flat
+ *   q[e]        bf16_rne((float)clamp(rng_normal(s_k, VS_STREAM_Q, e) * sd_k, -1, 1)), e the flat
  *               index into [b, s_q, h_q, 576]
  *   seqlens     set k: seqlens_k[b] = spec seqlens[(b + k) % batch]
  *   pages       perm = Fisher-Yates over [0, num_pages): for i = num_pages-1 .. 1, swap perm[i] with
  *               perm[rng_below(s_k, VS_STREAM_PERM, i, i + 1)]; sequence b's logical pages take
  *               perm[] in order (b = 0, 1, ...); block_table[b][p] = page_offset + perm[...]
  *   cache[e]    e the flat index into the stored [num_pages, page_size, 1, 576]: the value
- *               (float)clamp(rng_normal(s_k, VS_STREAM_KV, e) / 10, -1, 1) in a slot before its
+ *               (float)clamp(rng_normal(s_k, VS_STREAM_KV, e) * sd_k, -1, 1) in a slot before its
  *               sequence's length, NaN elsewhere (bf16 0x7FC0, fp8 0x80), unused pages included
  *   fp8         amax = VS_FP8_AMAX (1, the clamp bound); the visible element of largest |value|
  *               (first index wins ties) is set to +amax and the one of the next largest |value|
@@ -67,7 +72,10 @@
 
 struct cJSON;
 
-#define VS_GENERATOR_VERSION "vs_gen/2" /* /2: one kv_scale per task (amax 1), not per set */
+#define VS_GENERATOR_VERSION "vs_gen/3" /* /2: one kv_scale per task (amax 1), not per set;
+                                          * /3: softmax sets, q and cache N(0,1) */
+/* The generator before this one: its plans and evidence still verify (and are shown stale), never run. */
+#define VS_GENERATOR_PREVIOUS "vs_gen/2"
 #define VS_FP8_AMAX 1.0f
 #define VS_BLOCK_TABLE_SENTINEL ((int32_t)0x40000000) /* far outside any cache */
 #define VS_TASK_MAX_SETS 4
@@ -166,6 +174,9 @@ int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *
  */
 int task_spec_validate(const struct task_spec *s, const char *where);
 
+/** The task's identity under another generator version (VS_GENERATOR_PREVIOUS): old evidence. */
+int task_spec_hash_for(const struct task_spec *s, const char *generator, char hex[65]);
+
 /** The task's identity: sha256 hex of canonical spec JSON + generator + oracle versions. */
 int task_spec_hash(const struct task_spec *s, char hex[65]);
 
@@ -178,6 +189,9 @@ size_t task_page_bytes(const struct task_spec *s);
 
 /** The store limit in force: VS_TASK_STORE_LIMIT_BYTES from the environment, else the default. */
 size_t task_store_limit(void);
+
+/** 1 if input set k of s is a softmax set (q and cache N(0,1); VS_GENERATOR_VERSION). */
+int task_set_is_softmax(const struct task_spec *s, int k);
 
 /** The seed of input set k (VS_GENERATOR_VERSION). */
 uint64_t task_set_seed(const struct task_spec *s, int k);

@@ -1,6 +1,7 @@
 #include "worker.h"
 #include "fsutil.h"
 #include "pyimpl.h"
+#include "sandbox.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +53,8 @@ static cJSON *impl_msg(const struct measure_impl *ir)
 	cJSON *det = cJSON_AddArrayToObject(j, "detail");
 
 	cJSON_AddItemToObject(j, "tune", doubles_json(ir->tune_ms, ir->nconfigs));
+	cJSON_AddItemToObject(j, "margin", doubles_json(ir->margin, ir->nconfigs));
+	cJSON_AddItemToObject(j, "cos_diff", doubles_json(ir->cos_diff, ir->nconfigs));
 	for (int i = 0; i < ir->nconfigs; i++) {
 		cJSON_AddItemToArray(pass, cJSON_CreateNumber(ir->config_pass[i]));
 		cJSON_AddItemToArray(det, ir->config_detail[i] ? cJSON_CreateString(ir->config_detail[i]) : cJSON_CreateNull());
@@ -71,13 +75,19 @@ static void impl_unmsg(struct measure_impl *ir, const cJSON *j)
 {
 	const cJSON *pass = cJSON_GetObjectItem(j, "pass"), *det = cJSON_GetObjectItem(j, "detail");
 	double *tune = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "tune")), ir->nconfigs);
+	double *margin = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "margin")), ir->nconfigs);
+	double *cosd = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "cos_diff")), ir->nconfigs);
 
 	for (int i = 0; i < ir->nconfigs; i++) {
 		ir->config_pass[i] = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(pass, i));
 		ir->config_detail[i] = dup_or_null(cJSON_GetArrayItem(det, i));
 		ir->tune_ms[i] = tune ? tune[i] : 0;
+		ir->margin[i] = margin && cJSON_GetObjectItem(j, "margin") ? margin[i] : -1;
+		ir->cos_diff[i] = cosd && cJSON_GetObjectItem(j, "cos_diff") ? cosd[i] : -1;
 	}
 	free(tune);
+	free(margin);
+	free(cosd);
 	ir->chosen = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "chosen"));
 	ir->capture = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "capture"));
 	ir->capture_detail = dup_or_null(cJSON_GetObjectItem(j, "capture_detail"));
@@ -143,6 +153,7 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 	cJSON_AddNumberToObject(j, "throttle_end", (double)r->throttle_end);
 	if (r->py_versions)
 		cJSON_AddStringToObject(j, "py_versions", r->py_versions);
+	cJSON_AddStringToObject(j, "sandbox", r->sandbox);
 	cJSON_AddStringToObject(j, "samples", samples ? samples : "");
 	cJSON_AddStringToObject(j, "log", log ? log : "");
 	text = cJSON_PrintUnformatted(j);
@@ -173,6 +184,8 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	r->throttle_begin = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_begin"));
 	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
 	r->py_versions = dup_or_null(cJSON_GetObjectItem(j, "py_versions"));
+	snprintf(r->sandbox, sizeof(r->sandbox), "%s",
+		 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) ? cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) : "");
 	*samples = dup_or_null(cJSON_GetObjectItem(j, "samples"));
 	*log = dup_or_null(cJSON_GetObjectItem(j, "log"));
 	measure_result_finish(r, p);
@@ -193,6 +206,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 	struct measure_ctx ctx = *w->ctx;
 	struct vs_device dev;
 	struct task_data t;
+	struct sandbox_state sb;
 	char *samples = NULL, *log = NULL, *msg;
 	size_t slen = 0, llen = 0;
 	FILE *fs = open_memstream(&samples, &slen), *fl = open_memstream(&log, &llen);
@@ -201,6 +215,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 	memset(&r, 0, sizeof(r));
 	memset(&dev, 0, sizeof(dev));
 	memset(&t, 0, sizeof(t));
+	memset(&sb, 0, sizeof(sb));
 	ctx.samples = fs;
 	ctx.log = fl;
 	ctx.gpu_ordinal = strcmp(w->backend, "cpu") ? w->gpu_ordinal : -1;
@@ -216,9 +231,15 @@ static char *work(const struct worker_spec *w, int *code_out)
 		code = pyimpl_start();
 	if (!code)
 		code = task_load(&t, w->task_dir);
+	if (!code && !w->in_process) {
+		code = sandbox_enter(&sb, w->sandbox_deny, w->nsandbox_deny);
+		if (!code && sb.landlock_abi == 0)
+			fprintf(fl, "    warning: sandbox: %s\n", sb.line);
+	}
 	if (!code) {
 		code = measure_task(&r, &ctx, &t);
 		r.py_versions = pyimpl_versions_now();
+		snprintf(r.sandbox, sizeof(r.sandbox), "%s", sb.line);
 	} else {
 		measure_result_init(&r, &ctx, w->spec, w->task_hash);
 		r.error = strdup(vs_last_error());
@@ -232,6 +253,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 		vs_device_release(&dev);
 	free(samples);
 	free(log);
+	sandbox_leave(&sb);
 	*code_out = code;
 	return msg;
 }
@@ -289,7 +311,7 @@ static int read_some(struct worker_proc *wp)
 int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 {
 	int fds[2], code;
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	memset(wp, 0, sizeof(*wp));
 	wp->fd = -1;
@@ -307,6 +329,9 @@ int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 		char *msg;
 
 		close(fds[0]);
+		/* Die with the parent (a SIGKILLed validate_skill leaves no worker holding the device). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(4);
 		msg = work(w, &code);
 		if (msg)
 			write_all(fds[1], msg, strlen(msg));

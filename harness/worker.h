@@ -7,6 +7,9 @@
  * time limit, or dies without a result gives a FAILED task with the reason; the next task gets a
  * fresh worker (and, on a GPU, a fresh context: CUDA errors are sticky for a process). The parent
  * never touches the GPU runtime, which does not survive fork().
+ *
+ * A worker dies with its parent (PR_SET_PDEATHSIG), and, once its task is loaded, runs in the
+ * sandbox of sandbox.h: its implementation cannot read the task dirs, eval dirs, cards or plans.
  */
 #ifndef VS_WORKER_H
 #define VS_WORKER_H
@@ -23,6 +26,8 @@ struct worker_spec {
 	const char *task_hash;
 	double timeout_s;                  /* the worker is killed after this long (<= 0: no limit) */
 	int in_process;                    /* no fork (VS_NO_FORK=1; debugging under a debugger) */
+	const char *const *sandbox_deny;   /* paths closed to the implementation (sandbox.h), or NULL */
+	int nsandbox_deny;
 };
 
 /**

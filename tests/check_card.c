@@ -234,6 +234,7 @@ END_TEST
 /* ---- cards that pass load and lint ------------------------------------------------------ */
 
 static const char *const passing[] = {
+	"cards/ok_do_no_harm.md", /* a gate of 0.98 that says why (issue 12, case 5) */
 	"cards/ok_minimal.md", "cards/ok_bom.md", "cards/ok_crlf.md", "cards/ok_bom_crlf.md",
 	"cards/ok_dashes_in_body.md", "cards/ok_block_style.md", "cards/ok_flow_style.md",
 	"cards/ok_unknown_keys.md", "cards/ok_e2e.md", "cards/ok_validated.md",
@@ -555,6 +556,17 @@ static const struct lint_case lint_cases[] = {
 	  "'fail'",
 	  ":23:24: validation.measured.isolated: status 'validated' on a kernel card needs the "
 	  "measured isolated speedup"}},
+	/* issue 12, case 5: a no-op change, an absurd gate, a slowdown without a reason */
+	{"lint_aa_card.md", 2,
+	 {":12:15: match.to_backend: 'cpu.splitkv' is also match.from_backend: a card compares two "
+	  "implementations (an A/A run validates nothing)",
+	  ":14:25: expects.isolated_speedup_min: 0.5 is below 0.95: no card can be validated by a slowdown"}},
+	{"lint_absurd_gate.md", 1,
+	 {":12:25: expects.isolated_speedup_min: 1e-320 is below 0.95: no card can be validated by a "
+	  "slowdown"}},
+	{"lint_slower_without_reason.md", 1,
+	 {":12:25: expects.isolated_speedup_min: 0.98 is below 1.0: a change that may be slower says why in "
+	  "expects.do_no_harm (\"a port that must not slow down\"), else the gate is >= 1.0"}},
 	{"lint_validated_wrong_gen.md", 2,
 	 {":22:8: validation.gen: measured generation 'sm_90' is not in match.gens",
 	  ":24:24: validation.measured.isolated: status 'validated' but the measured speedup 1.2 is "

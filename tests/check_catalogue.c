@@ -26,8 +26,8 @@
 #define EVAL "results/mla_decode_cpu_splitkv/run1"
 #define RECORD "--record " CARD " --eval-dir " EVAL
 #define MATERIALIZE "--materialize " PLAN
-#define T0 "tasks/mla_decode/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6"
-#define T1 "tasks/mla_decode/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26"
+#define T0 "tasks/mla_decode/5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa"
+#define T1 "tasks/mla_decode/8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea"
 #define REF0 T0 "/reference.safetensors"
 #define TASK_REFUSED "existing task dir '" T0 "' fails verification, refusing to overwrite it (remove it to " \
 		     "rebuild): "
@@ -478,7 +478,7 @@ static void other_card(void)
 
 static void samples_edited(void)
 {
-	edit(EVAL "/samples.csv", ",default,4.", ",default,3.");
+	edit(EVAL "/samples.csv", ",default,11.880103,", ",default,10.880103,");
 }
 
 static void result_truncated(void)
@@ -504,7 +504,18 @@ static void result_schema(void)
 
 static void result_speedup(void)
 {
-	edit(EVAL "/result.json", "\"estimate\":\t6.28", "\"estimate\":\t7.28");
+	edit(EVAL "/result.json", "\"estimate\":\t2.29", "\"estimate\":\t3.29");
+}
+
+/* Issue 12, case 11: the card recorded from the evidence, then relabelled to another model. */
+static void card_relabelled(void)
+{
+	char *out = NULL, *err = NULL;
+
+	ck_assert_int_eq(tu_run_tool(scratch, RECORD, &out, &err), 0);
+	edit(CARD, "model: \"DeepSeek-V3 MLA, h_q 16-128\"", "model: \"Llama-3 70B\"");
+	free(out);
+	free(err);
 }
 
 static void result_partial(void)
@@ -524,7 +535,7 @@ static void result_foreign_gen(void)
 
 static void manifest_copy_missing(void)
 {
-	char *path = at(EVAL "/manifests/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6.json");
+	char *path = at(EVAL "/manifests/5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa.json");
 
 	unlink(path);
 	free(path);
@@ -532,7 +543,7 @@ static void manifest_copy_missing(void)
 
 static void manifest_copy_edited(void)
 {
-	edit(EVAL "/manifests/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26.json", "\"seed\":",
+	edit(EVAL "/manifests/8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea.json", "\"seed\":",
 	     "\"seed\": ");
 }
 
@@ -572,217 +583,222 @@ struct bad_input {
 static const struct bad_input catalogue[] = {
 	/* cards: front matter */
 	{"front matter never closed", "cards/split_no_closing_fence.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:1:1: front matter: no closing '---' line for the front matter opened here", 1},
+	 "skills/a.md:1:1: front matter: no closing '---' line for the front matter opened here", 3},
 	{"a title line above the opening fence", "cards/split_text_before_fence.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
-	 "skills/a.md:1:1: front matter: the first line must be '---' (found 'Mla Tilelang To Triton')", 1},
+	 "skills/a.md:1:1: front matter: the first line must be '---' (found 'Mla Tilelang To Triton')", 3},
 	{"empty file", "cards/split_empty_file.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:1:1: front matter: the file is empty; the first line must be '---'", 1},
+	 "skills/a.md:1:1: front matter: the file is empty; the first line must be '---'", 3},
 	{"not UTF-8", "cards/split_not_utf8.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:4:13: encoding: invalid UTF-8 byte 0xff (a card is UTF-8 text)", 1},
+	 "skills/a.md:4:13: encoding: invalid UTF-8 byte 0xff (a card is UTF-8 text)", 3},
 	{"a NUL byte", "cards/split_nul_byte.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:33:6: encoding: NUL byte in the file (a card is UTF-8 text)", 1},
+	 "skills/a.md:33:6: encoding: NUL byte in the file (a card is UTF-8 text)", 3},
 	{"a lone CR line break", "cards/split_lone_cr.md", "skills/a.md", NULL, "--static skills/a.md",
 	 "skills/a.md:4:19: front matter: a lone CR is a line break in YAML; end front matter lines with LF or CRLF "
-	 "only", 1},
+	 "only", 3},
 	{"huge file (5 MiB)", NULL, NULL, huge_card, "--static skills/huge.md",
-	 "'skills/huge.md' is larger than the limit of 4194304 bytes", 1},
+	 "'skills/huge.md' is larger than the limit of 4194304 bytes", 3},
 	{"binary junk", NULL, NULL, junk_card, "--static skills/junk.md",
-	 "skills/junk.md:1:1: encoding: invalid UTF-8 byte 0x91 (a card is UTF-8 text)", 1},
+	 "skills/junk.md:1:1: encoding: invalid UTF-8 byte 0x91 (a card is UTF-8 text)", 3},
 	{"a directory named like a card", NULL, NULL, dir_card, "--static skills/adir.md",
-	 "cannot read 'skills/adir.md': is a directory", 1},
+	 "cannot read 'skills/adir.md': is a directory", 3},
 	{"a symlink to a card outside the repository", NULL, NULL, card_link_out, "--static skills/linked.md",
-	 "card 'skills/linked.md' is a symlink to '{*}/repo.outside.md', outside the repository '{*}/repo': refused", 1},
+	 "card 'skills/linked.md' is a symlink to '{*}/repo.outside.md', outside the repository '{*}/repo': refused", 3},
 	{"a symlinked card given to --record", NULL, NULL, card_link_in, "--record skills/alias.md --eval-dir " EVAL,
 	 "card 'skills/alias.md' is a symlink: recording replaces the file and would turn the link into a copy; "
-	 "record the file it points to", 1},
+	 "record the file it points to", 3},
 	/* cards: YAML */
 	{"malformed YAML: unclosed flow sequence", "catalogue/yaml_unclosed_flow.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
 	 "skills/a.md:11:9: front matter: invalid yaml: did not find expected ',' or ']' (while parsing a flow "
-	 "sequence at line 10)", 1},
+	 "sequence at line 10)", 3},
 	{"malformed YAML: a tab in the indentation", "catalogue/yaml_tab_indent.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
 	 "skills/a.md:8:1: front matter: invalid yaml: a tab character, which YAML does not allow in indentation "
-	 "(indent with spaces)", 1},
+	 "(indent with spaces)", 3},
 	{"malformed YAML: a key indented under a scalar", "catalogue/yaml_bad_indent.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
-	 "skills/a.md:17:11: front matter: invalid yaml: mapping values are not allowed in this context", 1},
+	 "skills/a.md:17:11: front matter: invalid yaml: mapping values are not allowed in this context", 3},
 	{"YAML anchors and aliases", "catalogue/yaml_alias.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:11:11: match.dtypes: anchors ('&d') are not supported in cards", 1},
+	 "skills/a.md:11:11: match.dtypes: anchors ('&d') are not supported in cards", 3},
 	{"a YAML tag", "catalogue/yaml_tag.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:16:25: expects.isolated_speedup_min: tags ('!!str') are not supported in cards", 1},
+	 "skills/a.md:16:25: expects.isolated_speedup_min: tags ('!!str') are not supported in cards", 3},
 	{"nesting 70 deep", NULL, NULL, deep_card, "--static skills/deep.md",
-	 "skills/deep.md:3:72: notes: nesting deeper than 64 levels", 1},
+	 "skills/deep.md:3:72: notes: nesting deeper than 64 levels", 3},
 	{"duplicate top-level key", "cards/dup_top_level.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:27:1: title: duplicate key 'title' (first at line 3, again at line 27)", 1},
+	 "skills/a.md:27:1: title: duplicate key 'title' (first at line 3, again at line 27)", 3},
 	{"duplicate nested key", "cards/dup_nested.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:11:3: match.gens: duplicate key 'gens' (first at line 9, again at line 11)", 1},
+	 "skills/a.md:11:3: match.gens: duplicate key 'gens' (first at line 9, again at line 11)", 3},
 	{"duplicate key in a flow mapping", "cards/dup_flow_measured.md", "skills/a.md", NULL, "--static skills/a.md",
 	 "skills/a.md:20:40: validation.measured.isolated: duplicate key 'isolated' (first at line 20, again at line "
-	 "20)", 1},
+	 "20)", 3},
 	/* cards: schema */
 	{"wrong type: title is a list", "cards/type_title_list.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:3:8: title: expected a string, found a list", 1},
+	 "skills/a.md:3:8: title: expected a string, found a list", 3},
 	{"wrong type: match.gens is a scalar", "cards/type_gens_scalar.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
-	 "skills/a.md:9:9: match.gens: expected a list of strings like [a, b], found 'gfx942'", 1},
+	 "skills/a.md:9:9: match.gens: expected a list of strings like [a, b], found 'gfx942'", 3},
 	{"wrong type: match is a scalar", "cards/type_match_scalar.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:7:8: match: expected a mapping of keys, found a scalar 'mla_attention'", 1},
+	 "skills/a.md:7:8: match: expected a mapping of keys, found a scalar 'mla_attention'", 3},
 	{"wrong type: isolated_speedup_min is text", "cards/num_isolated_text.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
-	 "skills/a.md:16:25: expects.isolated_speedup_min: expected a number, found 'fast'", 1},
+	 "skills/a.md:16:25: expects.isolated_speedup_min: expected a number, found 'fast'", 3},
 	{"wrong type: validation.status is a list", "cards/type_status_list.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
-	 "skills/a.md:19:11: validation.status: expected one of: draft, validated, failed, found a list", 1},
+	 "skills/a.md:19:11: validation.status: expected one of: draft, validated, failed, found a list", 3},
 	{"missing key: id", "cards/missing_id.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:2:1: id: required key is missing (add 'id:' to the front matter, lines 2-25)", 1},
+	 "skills/a.md:2:1: id: required key is missing (add 'id:' to the front matter, lines 2-25)", 3},
 	{"missing key: match.gens", "cards/missing_match_gens.md", "skills/a.md", NULL, "--static skills/a.md",
 	 "skills/a.md:8:3: match.gens: required key is missing (add 'gens:' to the mapping 'match', which "
-	 "starts at line 8)", 1},
+	 "starts at line 8)", 3},
 	{"missing key: validation.status (a card without a validation block is a draft)",
 	 "cards/missing_validation_status.md", "skills/a.md", NULL, "--static skills/a.md",
 	 "skills/a.md:19:3: validation.status: required key is missing (add 'status:' to the mapping "
-	 "'validation', which starts at line 19)", 1},
+	 "'validation', which starts at line 19)", 3},
 	{"status 'stale' (computed, never written)", "cards/enum_status_stale.md", "skills/a.md",
 	 NULL, "--static skills/a.md",
 	 "skills/a.md:19:11: validation.status: 'stale' is computed by the report and never written; use one of: "
-	 "draft, validated, failed", 1},
+	 "draft, validated, failed", 3},
 	{"a date that does not exist", "cards/date_not_real.md", "skills/a.md", NULL, "--static skills/a.md",
-	 "skills/a.md:20:18: validation.last_verified: '2025-02-30' is not a real date written YYYY-MM-DD", 1},
+	 "skills/a.md:20:18: validation.last_verified: '2025-02-30' is not a real date written YYYY-MM-DD", 3},
 	{"id is not the file name", "cards/lint_id_mismatch.md", "skills/a.md", NULL, "--static skills/a.md",
 	 "skills/a.md:2:5: id: 'something_else' does not match the file name 'a.md' (id must equal the file name "
-	 "without .md)", 1},
+	 "without .md)", 3},
 	{"a body section missing", "cards/lint_missing_section.md", "skills/lint_missing_section.md",
 	 NULL, "--static skills/lint_missing_section.md",
-	 "skills/lint_missing_section.md:28:1: body: missing section '## Procedure'", 1},
+	 "skills/lint_missing_section.md:28:1: body: missing section '## Procedure'", 3},
 	/* plans */
 	{"plan cut short", NULL, NULL, plan_truncated, "--materialize plans/cut.plan.json",
-	 "plans/cut.plan.json:12: not valid JSON", 1},
+	 "plans/cut.plan.json:12: not valid JSON", 3},
 	{"plan of binary junk", NULL, NULL, plan_junk, "--materialize plans/junk.plan.json",
-	 "plans/junk.plan.json:1: not valid JSON", 1},
+	 "plans/junk.plan.json:1: not valid JSON", 3},
 	{"plan over 64 MiB", NULL, NULL, plan_huge, "--materialize plans/huge.plan.json",
-	 "'plans/huge.plan.json' is larger than the limit of 67108864 bytes", 1},
+	 "'plans/huge.plan.json' is larger than the limit of 67108864 bytes", 3},
 	{"plan naming an unknown implementation", NULL, NULL, plan_unknown_impl, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: candidate 'cpu.turbo' names no implementation of this build; the "
-	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash", 1},
+	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash", 3},
 	{"plan whose task spec was edited", NULL, NULL, plan_spec_edited, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: hash "
-	 "'9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6' does not match its spec (which hashes to "
-	 "'e6057222337bb7e1a7d8e9b64bb1f3231957deabe95940da30cf5c62091034a5'): the plan was edited; emit it again", 1},
+	 "'5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa' does not match its spec (which hashes to "
+	 "'74b4a389dc9429cff7a0747271fd97fa60156975fc24bef470152d3f80c68141'): the plan was edited; emit it again", 3},
 	{"plan with a negative sequence length", NULL, NULL, plan_negative_seqlen, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: task 'bf16-page1-h32': seqlens[0] is -64, outside [0, "
-	 "max_pages x page_size = 127]", 1},
+	 "max_pages x page_size = 127]", 3},
 	{"plan with a config the implementation does not have", NULL, NULL, plan_foreign_config, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: candidate.configs[3] 'bn16-bh8-sp64-w0-st0' is not a config of "
-	 "cpu.splitkv for 'x86_64' (the plan was edited or comes from another build: emit it again)", 1},
+	 "cpu.splitkv for 'x86_64' (the plan was edited or comes from another build: emit it again)", 3},
 	{"plan with a protocol out of range", NULL, NULL, plan_protocol_range, MATERIALIZE,
-	 "plans/mla_decode_cpu_splitkv.plan.json: protocol.min_pairs is 1, expected an integer from 2 to 10000000", 1},
+	 "plans/mla_decode_cpu_splitkv.plan.json: protocol.min_pairs is 1, expected an integer from 2 to 10000000", 3},
 	{"plan with a wrong type", NULL, NULL, plan_wrong_type, MATERIALIZE,
-	 "plans/mla_decode_cpu_splitkv.plan.json: \"tier\" is missing or not a string", 1},
+	 "plans/mla_decode_cpu_splitkv.plan.json: \"tier\" is missing or not a string", 3},
 	{"plan with a duplicate key", NULL, NULL, plan_duplicate_key, MATERIALIZE,
-	 "plans/mla_decode_cpu_splitkv.plan.json: key 'gen' appears twice in the top-level object", 1},
+	 "plans/mla_decode_cpu_splitkv.plan.json: key 'gen' appears twice in the top-level object", 3},
 	{"plan missing its protocol", NULL, NULL, plan_missing_key, MATERIALIZE,
-	 "plans/mla_decode_cpu_splitkv.plan.json: \"protocol\" is missing", 1},
+	 "plans/mla_decode_cpu_splitkv.plan.json: \"protocol\" is missing", 3},
 	{"plan that is a symlink out of the repository", NULL, NULL,
 	 plan_link_out, "--materialize plans/linked.plan.json",
 	 "plan 'plans/linked.plan.json' is a symlink to '{*}/repo.outside.plan.json', outside the repository "
-	 "'{*}/repo': refused", 1},
+	 "'{*}/repo': refused", 3},
 	/* task dirs */
 	{"task file truncated", NULL, NULL, task_truncated, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/reference.safetensors' has 1000 bytes, the manifest says 131752", 1},
+	 TASK_REFUSED "'" T0 "/reference.safetensors' has 1000 bytes, the manifest says 131752", 3},
 	{"task file with bytes appended", NULL, NULL, task_oversized, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/inputs.safetensors' has 324182 bytes, the manifest says 324168", 1},
+	 TASK_REFUSED "'" T0 "/inputs.safetensors' has 324182 bytes, the manifest says 324168", 3},
 	{"task file with one byte changed", NULL, NULL, task_flipped, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/reference.safetensors': sha256 is {*}, the manifest says {*}", 1},
+	 TASK_REFUSED "'" T0 "/reference.safetensors': sha256 is {*}, the manifest says {*}", 3},
+	/* issue 12, case 7: a run over a tampered task dir is no run (exit 3, not 0) */
+	{"run over a task file with one byte changed", NULL, NULL, task_flipped, "--run " PLAN " --threads 2",
+	 TASK_REFUSED "'" T0 "/reference.safetensors': sha256 is {*}, the manifest says {*}", 3},
 	{"task dir with a file not in its manifest", NULL, NULL, task_extra_file, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/notes.txt' is not listed in the manifest", 1},
+	 TASK_REFUSED "'" T0 "/notes.txt' is not listed in the manifest", 3},
 	{"task file that is a symlink out of the tree", NULL, NULL, task_file_link, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/reference.safetensors' is not a regular file", 1},
+	 TASK_REFUSED "'" T0 "/reference.safetensors' is not a regular file", 3},
 	{"task dir that is a symlink", NULL, NULL, task_dir_link, MATERIALIZE,
-	 TASK_REFUSED "task dir '" T0 "' is a symlink: task dirs are real directories under the tasks root", 1},
+	 TASK_REFUSED "task dir '" T0 "' is a symlink: task dirs are real directories under the tasks root", 3},
 	{"task dirs swapped (name is not the spec's hash)", NULL, NULL, task_renamed, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/manifest.json': the spec's hash "
-	 "7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26 is not the dir's name "
-	 "'9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6'", 1},
+	 "8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea is not the dir's name "
+	 "'5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa'", 3},
 	{"task dir without its manifest", NULL, NULL, manifest_missing, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/manifest.json' is missing", 1},
+	 TASK_REFUSED "'" T0 "/manifest.json' is missing", 3},
 	{"manifest reformatted by hand", NULL, NULL, manifest_reformatted, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/manifest.json' differs from the canonical manifest of its own values at byte 12 "
-	 "(edited?)", 1},
+	 "(edited?)", 3},
 	{"manifest cut short", NULL, NULL, manifest_not_json, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/manifest.json' is not valid JSON", 1},
+	 TASK_REFUSED "'" T0 "/manifest.json' is not valid JSON", 3},
 	{"manifest with a wrong sha256", NULL, NULL, manifest_wrong_sha, MATERIALIZE,
-	 TASK_REFUSED "'" T0 "/reference.safetensors': sha256 is {*}, the manifest says 0000000000000000{*}", 1},
+	 TASK_REFUSED "'" T0 "/reference.safetensors': sha256 is {*}, the manifest says 0000000000000000{*}", 3},
 	{"safetensors offsets that overlap", NULL, NULL, st_overlap, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/reference.safetensors': tensor 'lse' [131064, 131320) overlaps tensor 'out' ending "
-	 "at byte 131072 (the file matches its sha256 in the manifest: the task dir was written wrong)", 1},
+	 "at byte 131072 (the file matches its sha256 in the manifest: the task dir was written wrong)", 3},
 	{"safetensors offsets past the end of the file", NULL, NULL, st_past_end, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/reference.safetensors': tensor 'lse' ends at byte 131336, past the data section of "
-	 "131328 bytes (the file matches its sha256 in the manifest: the task dir was written wrong)", 1},
+	 "131328 bytes (the file matches its sha256 in the manifest: the task dir was written wrong)", 3},
 	{"safetensors header length past the end of the file", NULL, NULL, st_header_length, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/reference.safetensors': header length 1048576 runs past the end of the file (131752 "
-	 "bytes) (the file matches its sha256 in the manifest: the task dir was written wrong)", 1},
+	 "bytes) (the file matches its sha256 in the manifest: the task dir was written wrong)", 3},
 	{"safetensors truncated (manifest agrees)", NULL, NULL, st_truncated, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/reference.safetensors': tensor 'out' ends at byte 131072, past the data section of "
-	 "3672 bytes (the file matches its sha256 in the manifest: the task dir was written wrong)", 1},
+	 "3672 bytes (the file matches its sha256 in the manifest: the task dir was written wrong)", 3},
 	{"safetensors with trailing bytes (manifest agrees)", NULL, NULL, st_oversized, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/reference.safetensors': the tensors cover 131328 bytes, but the data section has "
 	 "131336 (trailing bytes belong to no tensor) (the file matches its sha256 in the manifest: the task dir "
-	 "was written wrong)", 1},
+	 "was written wrong)", 3},
 	{"safetensors header not a JSON object", NULL, NULL, st_bad_json, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/reference.safetensors': header is not valid JSON (near byte 15 of the header) (the "
-	 "file matches its sha256 in the manifest: the task dir was written wrong)", 1},
+	 "file matches its sha256 in the manifest: the task dir was written wrong)", 3},
 	{"safetensors with an unsupported dtype", NULL, NULL, st_dtype, MATERIALIZE,
 	 TASK_REFUSED "'" T0 "/reference.safetensors': tensor 'out' has unsupported dtype 'F64' (BF16, F32, I32 and "
-	 "U8 are supported) (the file matches its sha256 in the manifest: the task dir was written wrong)", 1},
+	 "U8 are supported) (the file matches its sha256 in the manifest: the task dir was written wrong)", 3},
 	/* eval dirs */
 	{"eval dir from another card", NULL, NULL, other_card, "--record skills/other_card.md --eval-dir " EVAL,
-	 "results/mla_decode_cpu_splitkv/run1: the evidence is for card 'mla_decode_cpu_splitkv', not 'other_card'", 1},
+	 "results/mla_decode_cpu_splitkv/run1: the evidence is for card 'mla_decode_cpu_splitkv', not 'other_card'", 3},
 	{"eval dir whose samples were edited", NULL, NULL, samples_edited, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: 'samples.csv' does not match result.json (sha256 e1a0ec8b12e4..., "
-	 "recorded 77c5d2ec905b...): the evidence was modified", 1},
+	 "results/mla_decode_cpu_splitkv/run1: 'samples.csv' does not match result.json (sha256 dfd2837df391..., "
+	 "recorded 7caafc3e4a92...): the evidence was modified", 3},
 	{"result.json cut short", NULL, NULL, result_truncated, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1/result.json:17: not valid JSON", 1},
+	 "results/mla_decode_cpu_splitkv/run1/result.json:17: not valid JSON", 3},
 	{"result.json with a duplicate key", NULL, NULL, result_duplicate, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1/result.json: key 'verdict' appears twice in the top-level object", 1},
+	 "results/mla_decode_cpu_splitkv/run1/result.json: key 'verdict' appears twice in the top-level object", 3},
 	{"result.json without a verdict", NULL, NULL, result_missing_key, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1/result.json: incomplete result: \"verdict\" is missing or not a "
-	 "string", 1},
+	 "string", 3},
 	{"result.json of another schema", NULL, NULL, result_schema, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1/result.json: \"schema\" is 'validate_skill.result/0', expected "
-	 "'validate_skill.result/1' (not a result written by this tool)", 1},
+	 "'validate_skill.result/1' (not a result written by this tool)", 3},
 	{"result.json with a speedup edited", NULL, NULL, result_speedup, RECORD,
 	/* the numbers in the shortest digits that read back: 4.3122357732381[8] and [81] differ in the 16th */
 	 "results/mla_decode_cpu_splitkv/run1: overall speedup 7.287408824613806 [4.31223577323818, 6.776603866674305] "
 	 "in result.json does not recompute from samples.csv (6.287408824613806 [4.312235773238181, 6.776603866674305])",
-	 1},
+	 3},
+	{"a card relabelled to another model", NULL, NULL, card_relabelled, "--verify " CARD,
+	 CARD ": validation.model is 'Llama-3 70B' but the evidence says 'DeepSeek-V3 MLA, h_q 16-128'", 3},
 	{"a partial run", NULL, NULL, result_partial, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: a filtered (--task/--impl/--config) run is partial evidence and cannot "
-	 "be recorded: run the whole plan", 1},
+	 "be recorded: run the whole plan", 3},
 	{"a dirty build's run", NULL, NULL, result_dirty, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: the binary that ran was built from uncommitted kernels/ sources "
-	 "(kernels tree ede469173265cf4d2ae0906d2e472bb74c743fa7, dirty): commit, rebuild and run again before "
-	 "recording", 1},
+	 "(kernels tree cdec330e3cc7bc11ef89ec2a2163483bdcfaff00, dirty): commit, rebuild and run again before "
+	 "recording", 3},
 	{"a run on a generation the card does not list", NULL, NULL, result_foreign_gen, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: measured on 'sm_90' (Intel(R) Xeon(R) Processor), which is not in "
-	 "skills/mla_decode_cpu_splitkv.md's match.gens: this evidence cannot speak for the card", 1},
+	 "results/mla_decode_cpu_splitkv/run1: measured on 'sm_90' (AMD EPYC), which is not in "
+	 "skills/mla_decode_cpu_splitkv.md's match.gens: this evidence cannot speak for the card", 3},
 	{"eval dir without a manifest copy", NULL, NULL, manifest_copy_missing, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: "
-	 "'manifests/9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6.json' is missing from the "
-	 "eval dir", 1},
+	 "'manifests/5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa.json' is missing from the "
+	 "eval dir", 3},
 	{"eval dir with a manifest copy edited", NULL, NULL, manifest_copy_edited, RECORD,
 	 "results/mla_decode_cpu_splitkv/run1: "
-	 "'manifests/7588809d82c3e434a94283976ac21b343bc9c4300ddcf72fae6a9aaedc668e26.json' does not match "
-	 "result.json (sha256 7fd2797ccbaa..., recorded fb65231aca25...): the evidence was modified", 1},
+	 "'manifests/8adedd193887e4db8ec6d4cb1a7f2a309f961dca538bb4417bb2013b029081ea.json' does not match "
+	 "result.json (sha256 ff7c7a88e24a..., recorded 910375612970...): the evidence was modified", 3},
 	{"card changed after the run", NULL, NULL, card_changed, RECORD,
 	 "skills/mla_decode_cpu_splitkv.md: the card changed since this evidence was produced (card hash "
-	 "2cf2725bc841..., evidence f640bc5341d4...): emit the plan and run again", 1},
+	 "2cf2725bc841..., evidence f640bc5341d4...): emit the plan and run again", 3},
 	{"eval dir file that is a symlink", NULL, NULL, eval_plan_link, RECORD,
-	 "results/mla_decode_cpu_splitkv/run1: 'plan.json' is a symlink: an eval dir holds its own files", 1},
+	 "results/mla_decode_cpu_splitkv/run1: 'plan.json' is a symlink: an eval dir holds its own files", 3},
 	{"eval dir without result.json", NULL, NULL,
 	 eval_dir_empty, "--record " CARD " --eval-dir results/mla_decode_cpu_splitkv/empty",
-	 "results/mla_decode_cpu_splitkv/empty: no eval dir with a result.json there", 1},
+	 "results/mla_decode_cpu_splitkv/empty: no eval dir with a result.json there", 3},
 };
 
 #define NCATALOGUE ((int)(sizeof(catalogue) / sizeof(catalogue[0])))

@@ -25,7 +25,7 @@
 #define CARD "skills/mla_decode_cpu_splitkv.md"
 #define PLAN "plans/mla_decode_cpu_splitkv.plan.json"
 #define EVAL "results/mla_decode_cpu_splitkv/run1"
-#define T0 "9b899551642473739ffd8a2c9a3fb7b47c565e8461127114a48a8ddefcc548c6"
+#define T0 "5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa"
 
 static char *tmp, *mnt;
 
@@ -129,7 +129,7 @@ START_TEST(materialize_onto_a_disk_too_small_refuses_before_writing)
 	mount_tmpfs("size=256k");
 	args = fs_printf("--materialize " PLAN " --threads 1 --tasks-dir %s/tasks", mnt);
 	status = tu_run_tool(repo, args, &out, &err);
-	ck_assert_msg(status == 1, "exit %d: %s", status, err);
+	ck_assert_msg(status == 3, "exit %d: %s", status, err);
 	assert_one_line(err, "validate_skill: error: not enough free disk for task 'bf16-page1-h32' under '",
 			"/tasks/mla_decode': it needs about ");
 	opdir = fs_printf("%s/tasks/mla_decode", mnt);
@@ -158,7 +158,7 @@ START_TEST(materialize_running_out_midway_keeps_the_finished_task_dirs)
 	mount_tmpfs("size=64m,nr_inodes=12");
 	args = fs_printf("--materialize " PLAN " --threads 1 --tasks-dir %s/tasks", mnt);
 	status = tu_run_tool(repo, args, &out, &err);
-	ck_assert_msg(status == 1, "exit %d: %s", status, err);
+	ck_assert_msg(status == 3, "exit %d: %s", status, err);
 	assert_one_line(err, "validate_skill: error: cannot create '",
 			": No space left on device (nothing was written)");
 	opdir = fs_printf("%s/tasks/mla_decode", mnt);
@@ -188,7 +188,7 @@ START_TEST(record_onto_a_full_disk_keeps_the_old_card)
 	before = tu_read(card, &before_len);
 	fill_disk(mnt);
 	status = tu_run_tool(repo, "--record " CARD " --eval-dir " EVAL, &out, &err);
-	ck_assert_msg(status == 1, "exit %d: %s", status, err);
+	ck_assert_msg(status == 3, "exit %d: %s", status, err);
 	assert_one_line(err, "validate_skill: error: cannot write '" CARD ".tmp.",
 			": No space left on device (the old file is intact)");
 	after = tu_read(card, &after_len);
@@ -226,7 +226,7 @@ START_TEST(emit_plan_onto_a_full_disk_keeps_the_old_plan)
 	before = tu_read(plan, &before_len);
 	fill_disk(mnt);
 	status = tu_run_tool(repo, "--emit-plan " CARD, &out, &err);
-	ck_assert_msg(status == 1, "exit %d: %s", status, err);
+	ck_assert_msg(status == 3, "exit %d: %s", status, err);
 	assert_one_line(err, "validate_skill: error: cannot write '" PLAN ".tmp.",
 			": No space left on device (the old file is intact)");
 	after = tu_read(plan, &after_len);

@@ -213,15 +213,15 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	ck_assert_msg(strstr(err, "--part needs --run-id"), "%s", err);
 	free(err);
 	/* A part alone is partial evidence. */
-	free(tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s/0001", parts));
+	free(tool(3, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s/0001", parts));
 	ck_assert_msg(strstr(err, "partial"), "%s", err);
 	free(err);
 	/* Missing and duplicated parts are refused with what to do. */
-	free(tool(1, &err, "--merge %s/0000 %s/0001 --run-id m1", parts, parts));
+	free(tool(3, &err, "--merge %s/0000 %s/0001 --run-id m1", parts, parts));
 	ck_assert_msg(strstr(err, "missing: 2 (") && strstr(err, "--part N"), "%s", err);
 	ck_assert_int_eq(tu_count_lines(err), 1);
 	free(err);
-	free(tool(1, &err, "--merge %s %s/0001 --run-id m2", parts, parts));
+	free(tool(3, &err, "--merge %s %s/0001 --run-id m2", parts, parts));
 	ck_assert_msg(strstr(err, "in two parts"), "%s", err);
 	free(err);
 
@@ -240,7 +240,7 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	free(a);
 	free(b);
 	if (VS_KERNELS_DIRTY) {
-		free(tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged));
+		free(tool(3, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged));
 		ck_assert_msg(strstr(err, "uncommitted kernels/"), "%s", err);
 		free(err);
 	} else {
@@ -254,7 +254,7 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 		char *dup = fs_printf("{\n\t\"verdict\":\t\"validated\",%s", strchr(text, '{') + 1);
 
 		tu_write(path, dup, strlen(dup));
-		free(tool(1, &err, "--merge %s --run-id dup", parts));
+		free(tool(3, &err, "--merge %s --run-id dup", parts));
 		ck_assert_msg(strstr(err, "appears twice"), "%s", err);
 		free(err);
 		free(dup);
@@ -268,7 +268,7 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 	orig = strdup(text);
 	text[strlen(text) - 3] = text[strlen(text) - 3] == '1' ? '0' : '1';
 	tu_write(path, text, strlen(text));
-	free(tool(1, &err, "--merge %s --run-id again", parts));
+	free(tool(3, &err, "--merge %s --run-id again", parts));
 	ck_assert_msg(strstr(err, "samples.csv' does not match"), "%s", err);
 	free(err);
 	/*
@@ -354,7 +354,7 @@ START_TEST(filters_give_partial_runs_that_record_refuses)
 	ck_assert_ptr_nonnull(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "filters"), c->filter));
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "verdict")), "failed");
 	cJSON_Delete(j);
-	free(tool(1, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
+	free(tool(3, &err, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
 	ck_assert_msg(strstr(err, "partial"), "%s", err);
 	free(err);
 	free(text);

@@ -337,10 +337,130 @@ static int unsafe_capture_launch(const struct mla_decode_args *a, const struct m
 	return mla_cpu_naive.launch(&baked, &naive_cfg);
 }
 
+/* Writes one element (2 bytes) past the end of out after a correct answer (issue 12, case 4). */
+static int past_out_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	size_t no = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V;
+	int rc = mla_cpu_naive.launch(a, &naive_cfg);
+
+	(void)c;
+	virtual_ms += 1.0;
+	((uint16_t *)a->out)[no] = 0x3f80;
+	return rc;
+}
+static const struct mla_decode_impl past_out = {MLA_DECODE_ABI_VERSION, "test.past_out", "cpu", "", no_configs,
+						no_ws, past_out_launch, NULL, NULL};
+
+/* Writes one float past the end of lse. */
+static int past_lse_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	size_t nl = (size_t)a->batch * a->h_q * a->s_q;
+	int rc = mla_cpu_naive.launch(a, &naive_cfg);
+
+	(void)c;
+	virtual_ms += 1.0;
+	a->lse[nl] = 1.0f;
+	return rc;
+}
+static const struct mla_decode_impl past_lse = {MLA_DECODE_ABI_VERSION, "test.past_lse", "cpu", "", no_configs,
+						no_ws, past_lse_launch, NULL, NULL};
+
+/* Writes 3 bytes before the start of out. */
+static int before_out_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	int rc = mla_cpu_naive.launch(a, &naive_cfg);
+
+	(void)c;
+	virtual_ms += 1.0;
+	memset((unsigned char *)a->out - 3, 0, 3);
+	return rc;
+}
+static const struct mla_decode_impl before_out = {MLA_DECODE_ABI_VERSION, "test.before_out", "cpu", "",
+						  no_configs, no_ws, before_out_launch, NULL, NULL};
+
+/*
+ * Issue 12, case 1 (in process): does no math; finds the stored input set whose q holds the bytes
+ * it was handed (here straight from the loaded task, as a plugin would from tasks/ or from its
+ * process's memory) and copies that set's reference; zeros when no set matches.
+ */
+static struct task_data task;
+static int lookup_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	size_t no = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V, nl = (size_t)a->batch * a->h_q * a->s_q;
+
+	(void)c;
+	virtual_ms += 1.0;
+	memset(a->out, 0, no * 2);
+	memset(a->lse, 0, nl * 4);
+	for (int k = 0; k < task.nsets; k++)
+		if (!memcmp(task.sets[k].q, a->q, task.sets[k].q_bytes)) {
+			for (size_t i = 0; i < no; i++)
+				((uint16_t *)a->out)[i] = mla_float_to_bf16(task.sets[k].ref_out[i]);
+			memcpy(a->lse, task.sets[k].ref_lse, nl * 4);
+		}
+	return MLA_OK;
+}
+static const struct mla_decode_impl lookup = {MLA_DECODE_ABI_VERSION, "test.lookup", "cpu", "", no_configs,
+					      no_ws, lookup_launch, NULL, NULL};
+
+/*
+ * Issue 12, case 2: memoizes on the content of q (a full hash): a hit replays the stored output
+ * for 0.1 ms, a miss computes honestly for 2 ms. Correct and deterministic.
+ */
+#define MEMO_SLOTS 64
+static uint64_t memo_key[MEMO_SLOTS];
+static uint16_t *memo_out[MEMO_SLOTS];
+static float *memo_lse[MEMO_SLOTS];
+static int memo_hits;
+static int memo_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	size_t no = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V, nl = (size_t)a->batch * a->h_q * a->s_q;
+	size_t nq = (size_t)a->batch * a->s_q * a->h_q * MLA_D_QK;
+	uint64_t h = 1469598103934665603ull;
+	int slot;
+
+	(void)c;
+	for (size_t i = 0; i < nq; i++)
+		h = (h ^ ((const uint16_t *)a->q)[i]) * 1099511628211ull;
+	h ^= (uint64_t)(uintptr_t)a->kv_cache;
+	slot = (int)(h % MEMO_SLOTS);
+	if (memo_out[slot] && memo_key[slot] == h) {
+		virtual_ms += 0.1;
+		memo_hits++;
+		memcpy(a->out, memo_out[slot], no * 2);
+		memcpy(a->lse, memo_lse[slot], nl * 4);
+		return MLA_OK;
+	}
+	virtual_ms += 2.0 * (1.0 + noise(0.01));
+	mla_cpu_naive.launch(a, &naive_cfg);
+	free(memo_out[slot]);
+	free(memo_lse[slot]);
+	memo_out[slot] = malloc(no * 2);
+	memo_lse[slot] = malloc(nl * 4);
+	memcpy(memo_out[slot], a->out, no * 2);
+	memcpy(memo_lse[slot], a->lse, nl * 4);
+	memo_key[slot] = h;
+	return MLA_OK;
+}
+static const struct mla_decode_impl memo = {MLA_DECODE_ABI_VERSION, "test.memo", "cpu", "", no_configs, no_ws,
+					    memo_launch, NULL, NULL};
+
+/* Issue 12, case 6: softmax_scale off by 0.1% (a wrong constant in a port). */
+static int scale_off_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	struct mla_decode_args b = *a;
+
+	(void)c;
+	virtual_ms += 1.0;
+	b.softmax_scale = a->softmax_scale * 1.001f;
+	return mla_cpu_naive.launch(&b, &naive_cfg);
+}
+static const struct mla_decode_impl scale_off = {MLA_DECODE_ABI_VERSION, "test.scale_off", "cpu", "", no_configs,
+						 no_ws, scale_off_launch, NULL, NULL};
+
 /* ---- fixtures -------------------------------------------------------------------------------- */
 
 static char *root;
-static struct task_data task;
 
 static int32_t task_dtype = MLA_KV_BF16;
 
@@ -682,6 +802,11 @@ static const struct cheat_case cheats[] = {
 	{&writes_input, "input 'q' of set 0 was modified"},
 	{&skip_repeat, "second launch"},            /* the repeat into a fresh buffer stays poisoned */
 	{&nondet, "second launch"},
+	{&past_out, "wrote 2 bytes past the end of 'out'; reproduce: "},
+	{&past_lse, "wrote 4 bytes past the end of 'lse'; reproduce: "},
+	{&before_out, "wrote 3 bytes before the start of 'out'; reproduce: "},
+	{&lookup, "run-time input set (drawn in this run): out: "}, /* the stored sets pass */
+	{&scale_off, "input set 1: "}, /* set 0 (N(0,1)/10) lets it pass; set 1, the softmax set, does not */
 };
 
 START_TEST(cheats_are_caught_in_parity)
@@ -697,6 +822,42 @@ START_TEST(cheats_are_caught_in_parity)
 		      r.cand.config_detail[0] ? r.cand.config_detail[0] : "(none)", cc->expect);
 	ck_assert_int_eq(r.parity_pass, 0);
 	measure_result_release(&r);
+}
+END_TEST
+
+/* Parity records how close it was: the worst element over its tolerance and cos_diff, per config. */
+START_TEST(parity_records_its_margins)
+{
+	struct measure_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &scale_off, 1, 0), 0);
+	ck_assert_msg(r.base.margin[0] >= 0 && r.base.margin[0] < 1, "baseline margin %g", r.base.margin[0]);
+	ck_assert_msg(r.base.cos_diff[0] >= 0 && r.base.cos_diff[0] <= 5e-6, "baseline cos_diff %g", r.base.cos_diff[0]);
+	ck_assert_msg(r.cand.margin[0] > 1, "a failing config's margin %g is not over 1", r.cand.margin[0]);
+	measure_result_release(&r);
+}
+END_TEST
+
+/* Issue 12, case 2: a fresh q per timed pair leaves a content-keyed cache nothing to replay. */
+START_TEST(memoizing_launch_gains_nothing_in_the_timed_loop)
+{
+	struct measure_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	memo_hits = 0;
+	ck_assert_int_eq(run(&r, &honest, &memo, 1, 0), 0);
+	ck_assert_msg(r.complete && r.parity_pass, "complete %d parity %d", r.complete, r.parity_pass);
+	ck_assert_msg(r.speedup.estimate < 1.1, "a memoizing launch measured %.3fx (%d cache hits)",
+		      r.speedup.estimate, memo_hits);
+	ck_assert_msg(r.timed_checks >= 2, "%d timed checks", r.timed_checks);
+	measure_result_release(&r);
+	for (int i = 0; i < MEMO_SLOTS; i++) {
+		free(memo_out[i]);
+		free(memo_lse[i]);
+		memo_out[i] = NULL;
+		memo_lse[i] = NULL;
+	}
 }
 END_TEST
 
@@ -999,6 +1160,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, prepare_runs_once_per_config_before_its_first_launch);
 	tcase_add_test(tc, parity_failure_names_worst_element);
 	tcase_add_loop_test(tc, cheats_are_caught_in_parity, 0, (int)(sizeof(cheats) / sizeof(cheats[0])));
+	tcase_add_test(tc, memoizing_launch_gains_nothing_in_the_timed_loop);
+	tcase_add_test(tc, parity_records_its_margins);
 	tcase_add_test(tc, capture_unsafe_launch_fails_the_capture_gate);
 	tcase_add_test(tc, honest_launch_passes_the_capture_gate);
 	tcase_add_test(tc, honest_fp8_launch_passes_the_capture_gate);

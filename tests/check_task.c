@@ -552,7 +552,7 @@ START_TEST(load_returns_what_the_generator_produces)
 		st_release(&st);
 		/* any element from (seed, stream, index) alone */
 		for (size_t e = 0; e < t.sets[k].q_bytes / 2; e += 97) {
-			double x = rng_normal(seed, VS_STREAM_Q, e) / 10;
+			double x = rng_normal(seed, VS_STREAM_Q, e) * (task_set_is_softmax(&s, k) ? 1.0 : 0.1);
 			uint16_t want = mla_float_to_bf16((float)(x < -1 ? -1 : x > 1 ? 1 : x));
 
 			ck_assert_msg(((const uint16_t *)t.sets[k].q)[e] == want, "set %d q[%zu] = 0x%04x, "
@@ -602,7 +602,7 @@ START_TEST(generated_cache_follows_the_documented_formula)
 
 			for (int d = 0; d < 576; d += 5) {
 				size_t e = ((size_t)page * 64 + (size_t)(j % 64)) * 576 + (size_t)d;
-				double x = rng_normal(seed, VS_STREAM_KV, e) / 10;
+				double x = rng_normal(seed, VS_STREAM_KV, e) * (task_set_is_softmax(&s, 1) ? 1.0 : 0.1);
 				float v = (float)(x < -1 ? -1 : x > 1 ? 1 : x);
 
 				if (s.kv_dtype == MLA_KV_BF16) {

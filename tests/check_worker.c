@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "card.h"
+#include "evaldir.h"
 #include "cpu/cpu_impls.h"
 #include "fsutil.h"
 #include "mla_decode.h"
@@ -18,6 +19,8 @@
 
 #include <cjson/cJSON.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -84,6 +87,25 @@ static const struct mla_decode_impl hangs = {MLA_DECODE_ABI_VERSION, "test.hang"
 static const struct mla_decode_impl nans = {MLA_DECODE_ABI_VERSION, "test.nan", "cpu", "", one_config, no_ws,
 					    nan_launch, NULL, NULL};
 
+/*
+ * Issue 12, case 1 (through a worker): reads the reference of its task from the task dir, as a
+ * plugin that copies reference*.safetensors would; refuses (MLA_EINVAL) when the file cannot be
+ * opened, computes honestly otherwise.
+ */
+static char peek_path[4096];
+static int peek_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	FILE *f = fopen(peek_path, "rb");
+
+	(void)c;
+	if (!f)
+		return MLA_EINVAL;
+	fclose(f);
+	return mla_cpu_naive.launch(a, &one_cfg);
+}
+static const struct mla_decode_impl peek = {MLA_DECODE_ABI_VERSION, "test.peek", "cpu", "", one_config, no_ws,
+					    peek_launch, NULL, NULL};
+
 static char *tmp;
 static struct plan plan;
 
@@ -123,6 +145,7 @@ static void setup(void)
 		ck_assert_int_eq(mla_decode_impl_register(&aborts), MLA_OK);
 		ck_assert_int_eq(mla_decode_impl_register(&hangs), MLA_OK);
 		ck_assert_int_eq(mla_decode_impl_register(&nans), MLA_OK);
+		ck_assert_int_eq(mla_decode_impl_register(&peek), MLA_OK);
 		registered = 1;
 	}
 }
@@ -221,6 +244,128 @@ START_TEST(nan_storm_fails_parity_without_a_crash)
 }
 END_TEST
 
+/* Run plan task 0 with candidate impl in a worker whose sandbox closes `deny` (NULL: none). */
+static int peek_run(struct measure_result *r, const struct mla_decode_impl *impl, const char *deny, char **log)
+{
+	struct measure_ctx ctx;
+	struct worker_spec w;
+	char *dir = NULL, *samples = NULL, *root = fs_join(tmp, "tasks"), *ref;
+	const char *closed[1] = {deny ? root : NULL};
+	int err;
+
+	plan_release(&plan); /* a test may run twice */
+	make_plan(impl->name);
+	ck_assert_int_eq(task_materialize(&dir, root, &plan.tasks[0], 2), 0);
+	ref = fs_join(dir, "reference.safetensors");
+	snprintf(peek_path, sizeof(peek_path), "%s", ref);
+	ck_assert_msg(access(ref, R_OK) == 0, "%s is not readable in the test itself", ref);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.plan = &plan;
+	ctx.plan_path = "plans/p.plan.json";
+	ctx.base = &mla_cpu_naive;
+	ctx.cand = impl;
+	ctx.check_base = ctx.check_cand = 1;
+	ctx.timing = 0;
+	memset(&w, 0, sizeof(w));
+	w.ctx = &ctx;
+	w.backend = "cpu";
+	w.task_dir = dir;
+	w.spec = &plan.tasks[0];
+	w.task_hash = plan.task_hash[0];
+	w.timeout_s = 60;
+	w.sandbox_deny = closed;
+	w.nsandbox_deny = deny ? 1 : 0;
+	err = worker_run_task(r, &w, &samples, log);
+	free(samples);
+	free(ref);
+	free(dir);
+	free(root);
+	return err;
+}
+
+/* Issue 12, case 1: with the task dirs closed, an implementation that reads them is refused. */
+START_TEST(sandbox_closes_the_task_dirs_to_the_implementation)
+{
+	struct measure_result r;
+	char *log = NULL, want[512];
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U /* LANDLOCK_CREATE_RULESET_VERSION */);
+
+	ck_assert_int_eq(peek_run(&r, &peek, "tasks", &log), 0);
+	if (abi <= 0) {
+		/* no Landlock here: the run says so, in the log and in the result */
+		ck_assert_msg(strstr(log, "    warning: sandbox: none: Landlock is not available on this kernel"), "%s", log);
+		ck_assert_msg(!strncmp(r.sandbox, "none: Landlock is not available", 31), "%s", r.sandbox);
+	} else {
+		char *root = fs_join(tmp, "tasks");
+
+		snprintf(want, sizeof(want), "landlock ABI %ld: %s closed to the implementation", abi, root);
+		free(root);
+		ck_assert_str_eq(r.sandbox, want);
+		ck_assert_int_eq(r.cand.config_pass[0], 0);
+		snprintf(want, sizeof(want), "launch of test.peek default refused the arguments (MLA_EINVAL); "
+			 "reproduce: validate_skill --run plans/p.plan.json --task %.16s --impl test.peek --config "
+			 "default", plan.task_hash[0]);
+		ck_assert_str_eq(r.cand.config_detail[0], want);
+		ck_assert_int_eq(r.base.config_pass[0], 1); /* the honest side is untouched */
+	}
+	measure_result_release(&r);
+	free(log);
+	/* the same implementation without the sandbox reads the file and passes: the test can fail */
+	ck_assert_int_eq(peek_run(&r, &peek, NULL, &log), 0);
+	ck_assert_int_eq(r.cand.config_pass[0], 1);
+	measure_result_release(&r);
+	free(log);
+}
+END_TEST
+
+/* Issue 12, case 10: a worker dies with its parent (PR_SET_PDEATHSIG). */
+START_TEST(worker_dies_with_its_parent)
+{
+	int fds[2];
+	pid_t mid, wpid = 0;
+
+	make_plan(hangs.name);
+	ck_assert_int_eq(pipe(fds), 0);
+	mid = fork();
+	ck_assert_int_ge(mid, 0);
+	if (mid == 0) {
+		struct measure_ctx ctx;
+		struct worker_spec w;
+		struct worker_proc wp;
+		char *dir = NULL, *root = fs_join(tmp, "tasks");
+
+		task_materialize(&dir, root, &plan.tasks[0], 2);
+		memset(&ctx, 0, sizeof(ctx));
+		ctx.plan = &plan;
+		ctx.base = &mla_cpu_naive;
+		ctx.cand = &hangs;
+		ctx.check_base = ctx.check_cand = 1;
+		memset(&w, 0, sizeof(w));
+		w.ctx = &ctx;
+		w.backend = "cpu";
+		w.task_dir = dir;
+		w.spec = &plan.tasks[0];
+		w.task_hash = plan.task_hash[0];
+		if (worker_start(&wp, &w) != 0)
+			_exit(1);
+		if (write(fds[1], &wp.pid, sizeof(wp.pid)) != (ssize_t)sizeof(wp.pid))
+			_exit(1);
+		sleep(1); /* the worker is in its hang */
+		raise(SIGKILL);
+	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &wpid, sizeof(wpid)), (ssize_t)sizeof(wpid));
+	close(fds[0]);
+	ck_assert_int_eq(waitpid(mid, NULL, 0), mid);
+	for (int i = 0; i < 100 && kill(wpid, 0) == 0; i++)
+		usleep(50000);
+	if (kill(wpid, 0) == 0) {
+		kill(wpid, SIGKILL);
+		ck_abort_msg("worker %d outlived its parent by 5 s", (int)wpid);
+	}
+}
+END_TEST
+
 /* The whole run: task 1 faults, task 0 completes, the eval dir is written with both. */
 START_TEST(run_goes_on_after_a_fault_and_writes_the_eval_dir)
 {
@@ -256,6 +401,37 @@ START_TEST(run_goes_on_after_a_fault_and_writes_the_eval_dir)
 }
 END_TEST
 
+/* Issue 12, case 9: a second --run of a card while the first holds its results is refused. */
+START_TEST(second_run_of_a_card_is_refused_while_the_first_runs)
+{
+	struct runner_options ro;
+	char *plan_path = fs_join(tmp, "p.plan.json"), *eval = NULL, *results = fs_join(tmp, "results");
+	char *want = NULL;
+	int fd = -1;
+
+	make_plan(mla_cpu_splitkv.name);
+	ck_assert_int_eq(plan_write(&plan, plan_path), 0);
+	ck_assert_int_eq(evaldir_lock(&fd, results, "mla_decode_cpu_splitkv"), 0); /* the first run */
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = results;
+	ro.threads = 2;
+	ck_assert_int_eq(runner_run(&eval, &ro), VS_EIO);
+	want = fs_printf("%s/mla_decode_cpu_splitkv/.lock: another --run of card 'mla_decode_cpu_splitkv' holds the "
+			 "results (pid %ld, started ", results, (long)getpid());
+	ck_assert_msg(!strncmp(vs_last_error(), want, strlen(want)), "'%s' does not start with '%s'", vs_last_error(),
+		      want);
+	ck_assert_msg(strstr(vs_last_error(), "Z): wait for it to end, or stop it"), "%s", vs_last_error());
+	ck_assert_ptr_null(eval);
+	evaldir_unlock(fd);
+	free(want);
+	free(plan_path);
+	free(results);
+	free((char *)ro.tasks_root);
+}
+END_TEST
+
 START_TEST(registry_refuses_bad_descriptors)
 {
 	struct mla_decode_impl wrong_abi = segv, dup = segv, no_launch = segv;
@@ -283,6 +459,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, nan_storm_fails_parity_without_a_crash);
 	tcase_add_test(tc, run_goes_on_after_a_fault_and_writes_the_eval_dir);
 	tcase_add_test(tc, registry_refuses_bad_descriptors);
+	tcase_add_test(tc, sandbox_closes_the_task_dirs_to_the_implementation);
+	tcase_add_test(tc, worker_dies_with_its_parent);
+	tcase_add_test(tc, second_run_of_a_card_is_refused_while_the_first_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -135,6 +135,12 @@ int tu_count_lines(const char *s)
 
 char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int ncfg)
 {
+	return tu_small_plan_edit(root, extra_args, ntasks, ncfg, NULL, NULL);
+}
+
+char *tu_small_plan_edit(const char *root, const char *extra_args, int ntasks, int ncfg, const char *find,
+			 const char *replace)
+{
 	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
 	char *dst = fs_join(dir, "mla_decode_cpu_splitkv.md"), *card = tu_read(src, NULL), *args = NULL;
 	char *out = NULL, *err = NULL, *plan_rel = strdup("plans/mla_decode_cpu_splitkv.plan.json");
@@ -149,6 +155,14 @@ char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int nc
 
 		if (g)
 			memcpy(g, "isolated_speedup_min: 1.1", 25);
+	}
+	if (find) {
+		char *at = strstr(card, find), *edited;
+
+		ck_assert_msg(at != NULL, "the card has no '%s'", find);
+		edited = fs_printf("%.*s%s%s", (int)(at - card), card, replace, at + strlen(find));
+		free(card);
+		card = edited;
 	}
 	tu_write(dst, card, strlen(card));
 	if (asprintf(&args, "--emit-plan skills/mla_decode_cpu_splitkv.md %s", extra_args ? extra_args : "") < 0)

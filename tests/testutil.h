@@ -36,6 +36,10 @@ int tu_run_tool(const char *cwd, const char *args, char **out, char **err);
  */
 char *tu_small_plan(const char *root, const char *extra_args, int ntasks, int ncfg);
 
+/** tu_small_plan() from a card copy with the first `find` replaced by `replace`. */
+char *tu_small_plan_edit(const char *root, const char *extra_args, int ntasks, int ncfg, const char *find,
+			 const char *replace);
+
 /** The eval dir a `--run`/`--merge` printed ("eval dir: X" or "merged ... into X"), malloc'd, or NULL. */
 char *tu_eval_dir_of(const char *out);
 
