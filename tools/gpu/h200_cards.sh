@@ -52,7 +52,7 @@ run_steps() {
 			$VS --run plans/mla_tilelang_to_triton_sm90.plan.json --threads "$threads" >"$WORK/triton.log" 2>&1
 			;;
 		aa)
-			$VS --run plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16 \
+			$VS --run plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \
 				--results-dir results/aa --threads "$threads" >"$WORK/aa.log" 2>&1
 			;;
 		*)
