@@ -1655,7 +1655,7 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 	}
 	/* The plan copy: same card, same tasks. */
 	plan_path = fs_join(dir, "plan.json");
-	if ((err = plan_read(p, plan_path)))
+	if ((err = plan_read_evidence(p, plan_path)))
 	i = 0;
 	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
 		int found = 0;

@@ -1009,6 +1009,14 @@ static int dup_str(char **out, const cJSON *o, const char *key, const char *path
 }
 
 /* A plan's "plugin": {"path", "sha256"}: load the file, which must still be the one planned. */
+/*
+ * Set while plan_read_evidence() reads an eval dir's plan copy: implementations are taken as the
+ * plan records them (names, configs, files and their sha256, skip lists) and nothing is loaded nor
+ * asked again, so evidence verifies on a machine without the kernels' runtimes (no GPU, no torch,
+ * no FlashMLA build); the eval dir's own checks bind every file by sha256.
+ */
+static int evidence_mode;
+
 static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const char *role, const char *path)
 {
 	const struct plugin *pl;
@@ -1019,6 +1027,11 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 		return 0;
 	if (!lib || !sha || strlen(sha) != 64)
 		return vs_error(VS_ESCHEMA, "%s: %s.plugin needs \"path\" and a 64-digit \"sha256\"", path, role);
+	if (evidence_mode) {
+		pi->plugin_path = strdup(lib);
+		memcpy(pi->plugin_sha256, sha, 65);
+		return pi->plugin_path ? 0 : vs_oom();
+	}
 	if ((err = plugin_load(&pl, lib)))
 		return err;
 	if (strcmp(pl->sha256, sha))
@@ -1048,6 +1061,12 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 		return 0;
 	if (!file || !sha || strlen(sha) != 64)
 		return vs_error(VS_ESCHEMA, "%s: %s.python needs \"path\" and a 64-digit \"sha256\"", path, role);
+	if (evidence_mode) {
+		pi->python_path = strdup(file);
+		memcpy(pi->python_sha256, sha, 65);
+		pi->python_json = cJSON_PrintUnformatted(pj);
+		return pi->python_path && pi->python_json ? 0 : vs_oom();
+	}
 	abs = py_abs(file);
 	if (!abs)
 		return vs_error(VS_ENOMEM, "out of memory");
@@ -1129,6 +1148,16 @@ static int impl_skips_check(const struct plan_impl *pi, const struct plan *p, co
 	return err;
 }
 
+/* Stands, in evidence mode, for an implementation this build lacks (a plugin or module not loaded). */
+static int recorded_configs(const char *arch, struct mla_decode_config *out, int cap)
+{
+	(void)arch, (void)out, (void)cap;
+	return 0;
+}
+
+static const struct mla_decode_impl recorded_impl = {.abi_version = MLA_DECODE_ABI_VERSION, .name = "",
+						     .backend = "", .configs = recorded_configs};
+
 static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
 			  const char *path, int allow_empty)
 {
@@ -1149,6 +1178,8 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 	    (err = impl_skips_from_json(pi, cJSON_GetObjectItemCaseSensitive(j, "unsupported"), role, path)))
 		return err;
 	impl = mla_decode_impl_find(pi->name);
+	if (evidence_mode && !impl)
+		impl = &recorded_impl;
 	if (!impl) {
 		char list[512] = "";
 
@@ -1158,13 +1189,13 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		return vs_error(VS_ENOTFOUND, "%s: %s '%s' names no implementation of this build; the "
 				"implementations are: %s", path, role, pi->name, list);
 	}
-	if (strcmp(impl->backend, pi->backend))
+	if (impl != &recorded_impl && strcmp(impl->backend, pi->backend))
 		return vs_error(VS_ESCHEMA, "%s: %s '%s' has backend '%s', not '%s'", path, role, pi->name,
 				impl->backend, pi->backend);
 	arr = cJSON_GetObjectItemCaseSensitive(j, "configs");
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < (allow_empty ? 0 : 1))
 		return vs_error(VS_ESCHEMA, "%s: %s.configs must be a non-empty array", path, role);
-	nknown = impl->configs(gen, NULL, 0);
+	nknown = impl == &recorded_impl ? 0 : impl->configs(gen, NULL, 0);
 	pi->configs = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*pi->configs));
 	known = calloc(nknown > 0 ? (size_t)nknown : 1, sizeof(*known));
 	if (!pi->configs || !known) {
@@ -1192,6 +1223,8 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		    (err = get_int(&cf->num_stages, c, "num_stages", 0, 1 << 20, path, where)))
 			goto done;
 		/* Only the implementation's own configs for the plan's generation are launched. */
+		if (impl == &recorded_impl)
+			goto listed;
 		for (k = 0; k < nknown; k++)
 			if (!strcmp(known[k].name, cf->name))
 				break;
@@ -1203,6 +1236,7 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 				       pi->name, gen);
 			goto done;
 		}
+listed:
 		for (k = 0; k < i - 1; k++)
 			if (!strcmp(pi->configs[k].name, cf->name)) {
 				err = vs_error(VS_ESCHEMA, "%s: %s '%s' is listed twice", path, where, cf->name);
@@ -1258,6 +1292,8 @@ static int references_from_json(struct plan *np, const cJSON *arr, const char *p
 			if (!(r->skip[i] = strdup(why)))
 				return vs_oom();
 		}
+		if (evidence_mode)
+			continue; /* the recorded skips are the evidence's; nothing is asked again */
 		if ((err = reference_skips(&want, np, &r->impl)))
 			return err;
 		for (int i = 0; i < np->ntasks && !err; i++)
@@ -1282,6 +1318,16 @@ int plan_check_current(const struct plan *p, const char *path)
 		return vs_error(VS_EVERIFY, "%s: emitted for generator %s, this build generates %s: emit it again", path,
 				p->generator, VS_GENERATOR_VERSION);
 	return 0;
+}
+
+int plan_read_evidence(struct plan *p, const char *path)
+{
+	int err;
+
+	evidence_mode = 1;
+	err = plan_read(p, path);
+	evidence_mode = 0;
+	return err;
 }
 
 int plan_read(struct plan *p, const char *path)
@@ -1473,8 +1519,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if ((err = get_real(&np.speedup_min, gates, "isolated_speedup_min", 0, 1e9, path, "gates")))
 		goto done;
 	np.capture_required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gates, "capture"));
-	if ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
-	    (err = impl_skips_check(&np.candidate, &np, "candidate", path)))
+	if (!evidence_mode && ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
+	    (err = impl_skips_check(&np.candidate, &np, "candidate", path))))
 		goto done;
 	*p = np;
 	memset(&np, 0, sizeof(np));

@@ -201,4 +201,12 @@ void plan_release(struct plan *p);
  */
 int plan_check_current(const struct plan *p, const char *path);
 
+/**
+ * plan_read() of an eval dir's plan copy, for verifying evidence: the implementations are taken
+ * as recorded (names, configs, plugin and module files with their sha256, skip lists); nothing is
+ * loaded, described or asked again, so a machine without the kernels' runtimes verifies evidence
+ * (the eval dir's checks bind every file by its sha256). Such a plan is never run.
+ */
+int plan_read_evidence(struct plan *p, const char *path);
+
 #endif /* VS_PLAN_H */
