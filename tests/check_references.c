@@ -417,14 +417,14 @@ START_TEST(run_times_references_and_never_gates_on_them)
 		cJSON_SetNumberValue(cJSON_GetObjectItem(ratio, "estimate"),
 				     cJSON_GetNumberValue(cJSON_GetObjectItem(ratio, "estimate")) * 1.5);
 		write_json(eval, "result.json", r2);
-		free(tool(1, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
+		free(tool(3, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
 		ck_assert_msg(strstr(err, "ratio against example.online") && strstr(err, "does not recompute"), "%s", err);
 		free(err);
 		cJSON_ReplaceItemInObject(r2, "tasks", cJSON_Duplicate(tasks, 1));
 		cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(r2, "references"), 3), "ratio",
 					  cJSON_CreateNull());
 		write_json(eval, "result.json", r2);
-		free(tool(1, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
+		free(tool(3, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
 		ck_assert_msg(strstr(err, "overall ratio against example.picky"), "%s", err);
 		free(err);
 		write_json(eval, "result.json", res);
@@ -434,7 +434,7 @@ START_TEST(run_times_references_and_never_gates_on_them)
 	/* a reference's plugin file changed after the run: the evidence no longer verifies */
 	text[len / 2] ^= 1;
 	tu_write(copy, text, len);
-	free(tool(1, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
+	free(tool(3, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
 	ck_assert_msg(strstr(err, "example_copy.so") && strstr(err, "changed"), "%s", err);
 	free(err);
 
