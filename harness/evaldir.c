@@ -738,6 +738,10 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 		if (strncmp(r->sandbox, "landlock", 8))
 			push_flag(oom, flags, fs_printf("task %s: sandbox %s", r->name, r->sandbox));
 	}
+	/* A run-time seed fixed from outside (a debugging aid: freshset.h) was knowable before the run. */
+	if (getenv("VS_FRESH_SEED") && *getenv("VS_FRESH_SEED"))
+		push_flag(oom, flags, fs_printf("task %s: the run-time input seed was fixed by VS_FRESH_SEED: "
+						"those inputs were known before the run", r->name));
 	if (r->sm_mhz_begin > 0) {
 		cJSON *c = jsonfile_put_obj(oom, j, "sm_clock_mhz");
 
