@@ -97,8 +97,7 @@ static void text_linecol(const char *t, size_t n, size_t off, int *line, int *co
  * The one error line: "<path>:<line>:<col>: <key>: <message>". Control characters in the
  * message (from quoted values) are replaced so the error stays on one line.
  */
-static int card_vmsg(int code, const char *path, int line, int col, const char *key,
-		     const char *fmt, va_list ap)
+static int card_vmsg(int code, const char *path, int line, int col, const char *key, const char *fmt, va_list ap)
 {
 	char msg[1024];
 
@@ -109,10 +108,9 @@ static int card_vmsg(int code, const char *path, int line, int col, const char *
 	return vs_error(code, "%s:%d:%d: %s: %s", path, line, col, key, msg);
 }
 
-static int card_msg(int code, const char *path, int line, int col, const char *key,
-		    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static int card_msg(int code, const char *path, int line, int col, const char *key,
-		    const char *fmt, ...)
+static int card_msg(int code, const char *path, int line, int col, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+static int card_msg(int code, const char *path, int line, int col, const char *key, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -128,13 +126,13 @@ enum ynode_kind { YN_SCALAR, YN_SEQ, YN_MAP };
 
 struct ynode {
 	enum ynode_kind kind;
-	int style;        /* scalar: yaml_scalar_style_t; collections: 1 for flow style */
-	int null_empty;   /* plain scalar with no text at all ("key:" with nothing after it) */
-	int colon;        /* null_empty map value: b is after its key's ':' (and one space) */
-	char *value;      /* scalar text (NUL-terminated) */
+	int style;      /* scalar: yaml_scalar_style_t; collections: 1 for flow style */
+	int null_empty; /* plain scalar with no text at all ("key:" with nothing after it) */
+	int colon;      /* null_empty map value: b is after its key's ':' (and one space) */
+	char *value;    /* scalar text (NUL-terminated) */
 	size_t len;
-	size_t b, e;      /* byte offsets in the file of the node's first char and its end */
-	size_t ce;        /* end of the node's content (block collections: of their last child) */
+	size_t b, e;        /* byte offsets in the file of the node's first char and its end */
+	size_t ce;          /* end of the node's content (block collections: of their last child) */
 	struct ynode **kid; /* sequence items; mapping: key, value, key, value, ... */
 	int n, cap;
 };
@@ -143,9 +141,9 @@ struct doc {
 	const char *path;
 	const char *text;
 	size_t len;
-	size_t bom;        /* 3 when the file starts with a UTF-8 BOM */
+	size_t bom; /* 3 when the file starts with a UTF-8 BOM */
 	size_t fm_begin, fm_end, body_begin;
-	size_t *c2b;       /* character index in the front matter -> byte offset in the file */
+	size_t *c2b; /* character index in the front matter -> byte offset in the file */
 	size_t nchars;
 	struct ynode *root;
 	yaml_parser_t parser;
@@ -254,12 +252,11 @@ static int doc_check_encoding(const struct doc *d)
 		size_t k;
 
 		if (t[i] == '\0')
-			return doc_err(d, VS_EPARSE, i, "encoding",
-				       "NUL byte in the file (a card is UTF-8 text)");
+			return doc_err(d, VS_EPARSE, i, "encoding", "NUL byte in the file (a card is UTF-8 text)");
 		k = utf8_seq(t + i, d->len - i);
 		if (!k)
-			return doc_err(d, VS_EPARSE, i, "encoding",
-				       "invalid UTF-8 byte 0x%02x (a card is UTF-8 text)", t[i]);
+			return doc_err(d, VS_EPARSE, i, "encoding", "invalid UTF-8 byte 0x%02x (a card is UTF-8 text)",
+				       t[i]);
 		i += k;
 	}
 	return 0;
@@ -290,17 +287,15 @@ static int doc_split(struct doc *d)
 	d->bom = (n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) ? 3 : 0;
 	p = d->bom;
 	if (p == n)
-		return doc_err(d, VS_EPARSE, p, "front matter",
-			       "the file is empty; the first line must be '---'");
+		return doc_err(d, VS_EPARSE, p, "front matter", "the file is empty; the first line must be '---'");
 	line_at(t, n, p, &ce, &next);
 	if (!is_fence(t, p, ce)) {
 		int shown = (int)(ce - p > 40 ? 40 : ce - p);
 
 		while (shown > 0 && ((unsigned char)t[p + shown] & 0xC0) == 0x80)
 			shown--;
-		return doc_err(d, VS_EPARSE, p, "front matter",
-			       "the first line must be '---' (found '%.*s%s')", shown, t + p,
-			       (size_t)shown < ce - p ? "..." : "");
+		return doc_err(d, VS_EPARSE, p, "front matter", "the first line must be '---' (found '%.*s%s')", shown,
+			       t + p, (size_t)shown < ce - p ? "..." : "");
 	}
 	d->fm_begin = next;
 	for (p = next; p < n; p = next) {
@@ -338,7 +333,8 @@ static int doc_split(struct doc *d)
 		if (what)
 			return doc_err(d, VS_EPARSE, p, "front matter",
 				       "%s is a line break in YAML; end front matter lines with LF or "
-				       "CRLF only", what);
+				       "CRLF only",
+				       what);
 	}
 	return 0;
 }
@@ -388,7 +384,8 @@ static int doc_next(struct doc *d, yaml_event_t *ev)
 		snprintf(ctx, sizeof(ctx), " (%s at line %d)", p->context, line);
 	}
 	if (off < d->len && d->text[off] == '\t' && p->problem && strstr(p->problem, "cannot start any token"))
-		return doc_err(d, VS_EPARSE, off, "front matter", "invalid yaml: a tab character, which YAML "
+		return doc_err(d, VS_EPARSE, off, "front matter",
+			       "invalid yaml: a tab character, which YAML "
 			       "does not allow in indentation (indent with spaces)");
 	return doc_err(d, VS_EPARSE, off, "front matter", "invalid yaml: %s%s",
 		       p->problem ? p->problem : "unknown error", ctx);
@@ -433,14 +430,13 @@ static int doc_check_node_props(struct doc *d, const yaml_event_t *ev, size_t at
 		const char *t = (const char *)tag, *std = "tag:yaml.org,2002:";
 		int is_std = !strncmp(t, std, strlen(std));
 
-		return doc_err(d, VS_EPARSE, at, key, "tags ('%s%s') are not supported in cards",
-			       is_std ? "!!" : "", is_std ? t + strlen(std) : t);
+		return doc_err(d, VS_EPARSE, at, key, "tags ('%s%s') are not supported in cards", is_std ? "!!" : "",
+			       is_std ? t + strlen(std) : t);
 	}
 	return 0;
 }
 
-static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int depth,
-		     struct ynode **out);
+static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int depth, struct ynode **out);
 
 static int doc_build_children(struct doc *d, struct ynode *n, const char *key, int depth)
 {
@@ -473,8 +469,8 @@ static int doc_build_children(struct doc *d, struct ynode *n, const char *key, i
 			continue;
 		}
 		if (sub.type != YAML_SCALAR_EVENT)
-			err = doc_err(d, VS_EPARSE, doc_mark(d, &sub.start_mark),
-				      *key ? key : "front matter", "mapping keys must be plain strings");
+			err = doc_err(d, VS_EPARSE, doc_mark(d, &sub.start_mark), *key ? key : "front matter",
+				      "mapping keys must be plain strings");
 		else
 			err = doc_build(d, &sub, key, depth + 1, &k);
 		if (err)
@@ -485,8 +481,8 @@ static int doc_build_children(struct doc *d, struct ynode *n, const char *key, i
 			if (n->kid[i]->len == k->len && !memcmp(n->kid[i]->value, k->value, k->len)) {
 				snprintf(child, sizeof(child), "%s%s%s", key, *key ? "." : "", k->value);
 				err = doc_err(d, VS_ESCHEMA, k->b, child,
-					      "duplicate key '%s' (first at line %d, again at line %d)",
-					      k->value, doc_line_of(d, n->kid[i]->b), doc_line_of(d, k->b));
+					      "duplicate key '%s' (first at line %d, again at line %d)", k->value,
+					      doc_line_of(d, n->kid[i]->b), doc_line_of(d, k->b));
 				goto done;
 			}
 		}
@@ -538,8 +534,7 @@ done:
 }
 
 /* Build the node that starts with event ev (not consumed); *out is set only on success. */
-static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int depth,
-		     struct ynode **out)
+static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int depth, struct ynode **out)
 {
 	struct ynode *n = NULL;
 	size_t at = doc_mark(d, &ev->start_mark);
@@ -576,9 +571,9 @@ static int doc_build(struct doc *d, const yaml_event_t *ev, const char *key, int
 		n->ce = n->e;
 	} else {
 		n->kind = ev->type == YAML_MAPPING_START_EVENT ? YN_MAP : YN_SEQ;
-		n->style = ev->type == YAML_MAPPING_START_EVENT
-				   ? ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE
-				   : ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
+		n->style = ev->type == YAML_MAPPING_START_EVENT ?
+				   ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE :
+				   ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
 		err = doc_build_children(d, n, key, depth);
 		if (err)
 			goto done;
@@ -598,8 +593,7 @@ static int doc_parse_yaml(struct doc *d)
 	if (!yaml_parser_initialize(&d->parser))
 		return vs_error(VS_ENOMEM, "out of memory parsing '%s'", d->path);
 	d->parser_ready = 1;
-	yaml_parser_set_input_string(&d->parser, (const unsigned char *)d->text + d->fm_begin,
-				     d->fm_end - d->fm_begin);
+	yaml_parser_set_input_string(&d->parser, (const unsigned char *)d->text + d->fm_begin, d->fm_end - d->fm_begin);
 	yaml_parser_set_encoding(&d->parser, YAML_UTF8_ENCODING);
 	for (int step = 0;; step++) {
 		err = doc_next(d, &ev);
@@ -700,8 +694,7 @@ static int is_null_word(const char *s)
 /* "" (quoted or not), an empty value or a plain null: unset. */
 static int scalar_unset(const struct ynode *v)
 {
-	return v->kind == YN_SCALAR &&
-	       (v->len == 0 || (v->style == YAML_PLAIN_SCALAR_STYLE && is_null_word(v->value)));
+	return v->kind == YN_SCALAR && (v->len == 0 || (v->style == YAML_PLAIN_SCALAR_STYLE && is_null_word(v->value)));
 }
 
 /*
@@ -777,8 +770,8 @@ enum ftype { F_MAP, F_STR, F_LIST, F_ENUM, F_NUM, F_NUM_POS, F_DATE };
 struct field {
 	const char *path;
 	enum ftype type;
-	size_t off;            /* char * / struct card_list / double in struct card */
-	size_t has_off;        /* int set flag of a number */
+	size_t off;                /* char * / struct card_list / double in struct card */
+	size_t has_off;            /* int set flag of a number */
 	const char *const *values; /* enum values, NULL-terminated */
 };
 
@@ -808,8 +801,7 @@ static const struct field fields[] = {
 	{"expects", F_MAP, 0, 0, NULL},
 	{"expects.isolated_speedup_min", F_NUM_POS, OFF(expects.isolated_speedup_min),
 	 OFF(expects.has_isolated_speedup_min), NULL},
-	{"expects.e2e_delta_min_pct", F_NUM, OFF(expects.e2e_delta_min_pct),
-	 OFF(expects.has_e2e_delta_min_pct), NULL},
+	{"expects.e2e_delta_min_pct", F_NUM, OFF(expects.e2e_delta_min_pct), OFF(expects.has_e2e_delta_min_pct), NULL},
 	{"expects.parity", F_ENUM, OFF(expects.parity), 0, parity_values},
 	{"expects.do_no_harm", F_STR, OFF(expects.do_no_harm), 0, NULL},
 	{"validation", F_MAP, 0, 0, NULL},
@@ -819,12 +811,9 @@ static const struct field fields[] = {
 	{"validation.gen", F_STR, OFF(validation.gen), 0, NULL},
 	{"validation.model", F_STR, OFF(validation.model), 0, NULL},
 	{"validation.measured", F_MAP, 0, 0, NULL},
-	{"validation.measured.isolated", F_NUM, OFF(validation.measured_isolated),
-	 OFF(validation.has_isolated), NULL},
-	{"validation.measured.e2e_pct", F_NUM, OFF(validation.measured_e2e_pct),
-	 OFF(validation.has_e2e_pct), NULL},
-	{"validation.measured.parity", F_ENUM, OFF(validation.measured_parity), 0,
-	 measured_parity_values},
+	{"validation.measured.isolated", F_NUM, OFF(validation.measured_isolated), OFF(validation.has_isolated), NULL},
+	{"validation.measured.e2e_pct", F_NUM, OFF(validation.measured_e2e_pct), OFF(validation.has_e2e_pct), NULL},
+	{"validation.measured.parity", F_ENUM, OFF(validation.measured_parity), 0, measured_parity_values},
 	{"validation.implementations", F_MAP, 0, 0, NULL},
 	{"validation.implementations.baseline", F_STR, OFF(validation.impl_baseline), 0, NULL},
 	{"validation.implementations.candidate", F_STR, OFF(validation.impl_candidate), 0, NULL},
@@ -931,34 +920,36 @@ static void list_release(struct card_list *l)
  * plan): a name with spaces around it, listed twice, or beside a case variant of itself is refused
  * rather than normalized, so that the card says exactly what is matched.
  */
-static int list_check_name(const struct doc *d, const struct card_list *l, const struct ynode *it,
-			   const char *key)
+static int list_check_name(const struct doc *d, const struct card_list *l, const struct ynode *it, const char *key)
 {
 	const char *s = it->value;
 
 	if (isspace((unsigned char)s[0]) || isspace((unsigned char)s[it->len - 1]))
-		return doc_err(d, VS_ESCHEMA, it->b, key, "'%s' has spaces around it (write the "
-			       "name alone)", s);
+		return doc_err(d, VS_ESCHEMA, it->b, key,
+			       "'%s' has spaces around it (write the "
+			       "name alone)",
+			       s);
 	for (int j = 0; j < l->count; j++) {
 		if (!strcmp(l->items[j], s))
 			return doc_err(d, VS_ESCHEMA, it->b, key, "'%s' is listed twice", s);
 		if (!strcasecmp(l->items[j], s))
-			return doc_err(d, VS_ESCHEMA, it->b, key, "'%s' and '%s' differ only in case "
-				       "(names are compared exactly: list one)", l->items[j], s);
+			return doc_err(d, VS_ESCHEMA, it->b, key,
+				       "'%s' and '%s' differ only in case "
+				       "(names are compared exactly: list one)",
+				       l->items[j], s);
 	}
 	return 0;
 }
 
-static int schema_list(const struct doc *d, struct card_list *l, const struct ynode *v,
-		       const char *key)
+static int schema_list(const struct doc *d, struct card_list *l, const struct ynode *v, const char *key)
 {
 	list_release(l);
 	if (v->kind == YN_SCALAR && scalar_unset(v))
 		return 0;
 	if (v->kind != YN_SEQ)
 		return doc_err(d, VS_ESCHEMA, v->b, key,
-			       v->kind == YN_MAP ? "expected a list of strings like [a, b], found a mapping"
-						 : "expected a list of strings like [a, b], found '%s'",
+			       v->kind == YN_MAP ? "expected a list of strings like [a, b], found a mapping" :
+						   "expected a list of strings like [a, b], found '%s'",
 			       v->value);
 	if (v->n) {
 		l->items = calloc((size_t)v->n, sizeof(*l->items));
@@ -985,8 +976,8 @@ static int schema_list(const struct doc *d, struct card_list *l, const struct yn
 	return 0;
 }
 
-static int schema_value(const struct doc *d, struct card *c, const struct field *f,
-			const struct ynode *v, const char *key)
+static int schema_value(const struct doc *d, struct card *c, const struct field *f, const struct ynode *v,
+			const char *key)
 {
 	char buf[256];
 	double num;
@@ -998,8 +989,10 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 			return doc_err(d, VS_ESCHEMA, v->b, key, "expected one of: %s, found %s",
 				       enum_list(f->values, buf, sizeof(buf)), kind_name(v));
 		return doc_err(d, VS_ESCHEMA, v->b, key, "expected %s, found %s",
-			       f->type == F_STR ? "a string" : f->type == F_DATE ? "a date YYYY-MM-DD"
-			       : "a number", kind_name(v));
+			       f->type == F_STR  ? "a string" :
+			       f->type == F_DATE ? "a date YYYY-MM-DD" :
+						   "a number",
+			       kind_name(v));
 	}
 	switch (f->type) {
 	case F_STR:
@@ -1019,8 +1012,8 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 		if (scalar_unset(v))
 			return set_str(str_at(c, f), "");
 		if (!valid_date(v->value))
-			return doc_err(d, VS_ESCHEMA, v->b, key,
-				       "'%s' is not a real date written YYYY-MM-DD", v->value);
+			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is not a real date written YYYY-MM-DD",
+				       v->value);
 		return set_str(str_at(c, f), v->value);
 	case F_NUM:
 	case F_NUM_POS:
@@ -1031,20 +1024,21 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 		if (v->style != YAML_PLAIN_SCALAR_STYLE)
 			return doc_err(d, VS_ESCHEMA, v->b, key,
 				       "expected a number, found the quoted string \"%s\" "
-				       "(write numbers without quotes)", v->value);
+				       "(write numbers without quotes)",
+				       v->value);
 		switch (parse_number(v->value, &num)) {
 		case 0:
 			break;
 		case -2:
-			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is out of range (a number's "
-				       "magnitude must be below 1.8e308)", v->value);
-		default:
-			return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found '%s'",
+			return doc_err(d, VS_ESCHEMA, v->b, key,
+				       "'%s' is out of range (a number's "
+				       "magnitude must be below 1.8e308)",
 				       v->value);
+		default:
+			return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found '%s'", v->value);
 		}
 		if (f->type == F_NUM_POS && !(num > 0))
-			return doc_err(d, VS_ESCHEMA, v->b, key, "must be a number > 0, found '%s'",
-				       v->value);
+			return doc_err(d, VS_ESCHEMA, v->b, key, "must be a number > 0, found '%s'", v->value);
 		*(int *)((char *)c + f->has_off) = 1;
 		*(double *)((char *)c + f->off) = num;
 		return 0;
@@ -1054,8 +1048,7 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 }
 
 /* Type the mapping map (at dotted prefix) into c; unknown keys go to c->unknown. */
-static int schema_map(const struct doc *d, struct card *c, const struct ynode *map,
-		      const char *prefix)
+static int schema_map(const struct doc *d, struct card *c, const struct ynode *map, const char *prefix)
 {
 	int err = 0;
 
@@ -1078,8 +1071,7 @@ static int schema_map(const struct doc *d, struct card *c, const struct ynode *m
 		else if (!scalar_unset(v))
 			err = doc_err(d, VS_ESCHEMA, v->b, key, "expected a mapping of keys, found %s%s%s%s",
 				      kind_name(v), v->kind == YN_SCALAR ? " '" : "",
-				      v->kind == YN_SCALAR ? v->value : "",
-				      v->kind == YN_SCALAR ? "'" : "");
+				      v->kind == YN_SCALAR ? v->value : "", v->kind == YN_SCALAR ? "'" : "");
 	}
 	return err;
 }
@@ -1119,8 +1111,7 @@ static void locate_near(const struct card *c, const char *key, int *line, int *c
  * Where and how to report the missing key: at the mapping that should hold it (its parent, else
  * the front matter's first line), with a hint naming that mapping and its line.
  */
-static void missing_at(const struct card *c, const char *key, int *line, int *col, char *hint,
-		       size_t size)
+static void missing_at(const struct card *c, const char *key, int *line, int *col, char *hint, size_t size)
 {
 	const char *dot = strchr(key, '.');
 	int last;
@@ -1142,16 +1133,16 @@ static void missing_at(const struct card *c, const char *key, int *line, int *co
 		snprintf(hint, size, " (add '%.*s:' with '%s:' in it to the front matter, lines %d-%d)",
 			 (int)(dot - key), key, dot + 1, *line, last - 1);
 	else
-		snprintf(hint, size, " (add '%s:' to the front matter, lines %d-%d)", key, *line,
-			 last - 1);
+		snprintf(hint, size, " (add '%s:' to the front matter, lines %d-%d)", key, *line, last - 1);
 }
 
 /* Missing or empty required keys, in schema order. */
 static int schema_required(const struct card *c)
 {
 	static const char *const required[] = {
-		"id", "title", "scope", "match", "match.operator", "match.gens", "match.dtypes",
-		"validation", "validation.status",
+		"id",           "title",          "scope",
+		"match",        "match.operator", "match.gens",
+		"match.dtypes", "validation",     "validation.status",
 	};
 	char hint[CARD_PATH_MAX + 96];
 	int line, col;
@@ -1166,8 +1157,7 @@ static int schema_required(const struct card *c)
 			continue;
 		if (card_locate(c, key, &line, &col)) {
 			missing_at(c, key, &line, &col, hint, sizeof(hint));
-			return card_msg(VS_ESCHEMA, c->path, line, col, key, "required key is missing%s",
-					hint);
+			return card_msg(VS_ESCHEMA, c->path, line, col, key, "required key is missing%s", hint);
 		}
 		if (f->type == F_LIST)
 			empty = ((const struct card_list *)((const char *)c + f->off))->count == 0;
@@ -1223,8 +1213,7 @@ void card_release(struct card *c)
 	for (size_t i = 0; i < NFIELDS; i++) {
 		if (fields[i].type == F_LIST)
 			list_release((struct card_list *)((char *)c + fields[i].off));
-		else if (fields[i].type != F_MAP && fields[i].type != F_NUM &&
-			 fields[i].type != F_NUM_POS)
+		else if (fields[i].type != F_MAP && fields[i].type != F_NUM && fields[i].type != F_NUM_POS)
 			free(*str_at(c, &fields[i]));
 	}
 	for (int i = 0; i < c->unknown_count; i++) {
@@ -1300,8 +1289,7 @@ static const char *const section_names[] = {
 };
 #define NSECTIONS ((int)(sizeof(section_names) / sizeof(section_names[0])))
 
-static int lint_at(const struct card *c, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static int lint_at(const struct card *c, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int lint_at(const struct card *c, const char *key, const char *fmt, ...)
 {
 	va_list ap;
@@ -1446,8 +1434,8 @@ static int lint_body(const struct card *c)
 			if (idx >= 0 && found[idx]) {
 				problems += card_msg(VS_ESCHEMA, c->path, line, 1, "body",
 						     "section '## %s' appears twice (first at line %d, "
-						     "again at line %d)", section_names[idx], found[idx],
-						     line) != 0;
+						     "again at line %d)",
+						     section_names[idx], found[idx], line) != 0;
 				idx = -1;
 			} else if (idx >= 0) {
 				found[idx] = line;
@@ -1466,12 +1454,13 @@ static int lint_body(const struct card *c)
 	}
 	for (int i = 0; i < NSECTIONS; i++) {
 		if (!found[i])
-			problems += card_msg(VS_ESCHEMA, c->path, body_line, 1, "body",
-					     "missing section '## %s'", section_names[i]) != 0;
+			problems += card_msg(VS_ESCHEMA, c->path, body_line, 1, "body", "missing section '## %s'",
+					     section_names[i]) != 0;
 		else if (!visible[i])
 			problems += card_msg(VS_ESCHEMA, c->path, found[i], 1, "body",
 					     "section '## %s' is empty (whitespace and HTML comments "
-					     "do not count)", section_names[i]) != 0;
+					     "do not count)",
+					     section_names[i]) != 0;
 	}
 	return problems;
 }
@@ -1484,19 +1473,20 @@ static int list_has(const struct card_list *l, const char *s)
 	return 0;
 }
 
-static int lint_enum(const struct card *c, const char *key, const char *value,
-		     const char *const *values, int allow_empty)
+static int lint_enum(const struct card *c, const char *key, const char *value, const char *const *values,
+		     int allow_empty)
 {
 	char buf[256];
 
 	if (!*value && allow_empty)
 		return 0;
 	if (!strcmp(key, "validation.status") && !strcmp(value, "stale"))
-		return lint_at(c, key, "'stale' is computed by the report and never written; "
-			       "use one of: %s", enum_list(values, buf, sizeof(buf)));
-	if (!enum_has(values, value))
-		return lint_at(c, key, "'%s' is not one of: %s", value,
+		return lint_at(c, key,
+			       "'stale' is computed by the report and never written; "
+			       "use one of: %s",
 			       enum_list(values, buf, sizeof(buf)));
+	if (!enum_has(values, value))
+		return lint_at(c, key, "'%s' is not one of: %s", value, enum_list(values, buf, sizeof(buf)));
 	return 0;
 }
 
@@ -1519,25 +1509,24 @@ static int lint_validated(const struct card *c)
 			n += lint_at(c, needed[i].key, "status 'validated' needs a value here");
 	if (strcmp(nz(v->measured_parity), "pass"))
 		n += lint_at(c, "validation.measured.parity",
-			     "status 'validated' needs measured parity 'pass', found '%s'",
-			     nz(v->measured_parity));
+			     "status 'validated' needs measured parity 'pass', found '%s'", nz(v->measured_parity));
 	if (!strcmp(nz(c->scope), "kernel") && !v->has_isolated)
 		n += lint_at(c, "validation.measured.isolated",
 			     "status 'validated' on a kernel card needs the measured isolated speedup");
-	if (!strcmp(nz(c->scope), "kernel") && v->has_isolated &&
-	    c->expects.has_isolated_speedup_min &&
+	if (!strcmp(nz(c->scope), "kernel") && v->has_isolated && c->expects.has_isolated_speedup_min &&
 	    v->measured_isolated < c->expects.isolated_speedup_min)
 		n += lint_at(c, "validation.measured.isolated",
 			     "status 'validated' but the measured speedup %g is below "
-			     "expects.isolated_speedup_min %g", v->measured_isolated,
-			     c->expects.isolated_speedup_min);
+			     "expects.isolated_speedup_min %g",
+			     v->measured_isolated, c->expects.isolated_speedup_min);
 	if (!strcmp(nz(c->scope), "e2e") && !v->has_e2e_pct)
 		n += lint_at(c, "validation.measured.e2e_pct",
 			     "status 'validated' on an e2e card needs the measured e2e delta");
 	if (*nz(v->gen) && !list_has(&c->match.gens, v->gen))
 		n += lint_at(c, "validation.gen",
 			     "measured generation '%s' is not in match.gens (a card is validated "
-			     "only on a generation it lists)", v->gen);
+			     "only on a generation it lists)",
+			     v->gen);
 	return n;
 }
 
@@ -1546,13 +1535,12 @@ static const struct {
 	unsigned cp;
 	char latin;
 } lookalikes[] = {
-	{0x0430, 'a'}, {0x0432, 'b'}, {0x0435, 'e'}, {0x043e, 'o'}, {0x0440, 'p'}, {0x0441, 'c'},
-	{0x0443, 'y'}, {0x0445, 'x'}, {0x0455, 's'}, {0x0456, 'i'}, {0x0458, 'j'}, {0x04bb, 'h'},
-	{0x0501, 'd'}, {0x0410, 'A'}, {0x0412, 'B'}, {0x0415, 'E'}, {0x041a, 'K'}, {0x041c, 'M'},
-	{0x041d, 'H'}, {0x041e, 'O'}, {0x0420, 'P'}, {0x0421, 'C'}, {0x0422, 'T'}, {0x0425, 'X'},
-	{0x03b1, 'a'}, {0x03b9, 'i'}, {0x03bd, 'v'}, {0x03bf, 'o'}, {0x03c1, 'p'}, {0x03c4, 't'},
-	{0x0391, 'A'}, {0x0392, 'B'}, {0x0395, 'E'}, {0x0397, 'H'}, {0x0399, 'I'}, {0x039a, 'K'},
-	{0x039c, 'M'}, {0x039d, 'N'}, {0x039f, 'O'}, {0x03a1, 'P'}, {0x03a4, 'T'}, {0x03a7, 'X'},
+	{0x0430, 'a'}, {0x0432, 'b'}, {0x0435, 'e'}, {0x043e, 'o'}, {0x0440, 'p'}, {0x0441, 'c'}, {0x0443, 'y'},
+	{0x0445, 'x'}, {0x0455, 's'}, {0x0456, 'i'}, {0x0458, 'j'}, {0x04bb, 'h'}, {0x0501, 'd'}, {0x0410, 'A'},
+	{0x0412, 'B'}, {0x0415, 'E'}, {0x041a, 'K'}, {0x041c, 'M'}, {0x041d, 'H'}, {0x041e, 'O'}, {0x0420, 'P'},
+	{0x0421, 'C'}, {0x0422, 'T'}, {0x0425, 'X'}, {0x03b1, 'a'}, {0x03b9, 'i'}, {0x03bd, 'v'}, {0x03bf, 'o'},
+	{0x03c1, 'p'}, {0x03c4, 't'}, {0x0391, 'A'}, {0x0392, 'B'}, {0x0395, 'E'}, {0x0397, 'H'}, {0x0399, 'I'},
+	{0x039a, 'K'}, {0x039c, 'M'}, {0x039d, 'N'}, {0x039f, 'O'}, {0x03a1, 'P'}, {0x03a4, 'T'}, {0x03a7, 'X'},
 };
 
 /* s (UTF-8) with look-alike letters mapped to Latin, lowercased, into out; 1 when one was mapped. */
@@ -1640,8 +1628,9 @@ static void lint_near_known(const struct card *c)
 				continue;
 			card_locate(c, path, &line, &col);
 			vs_warn("%s:%d:%d: %s: unknown key close to the known key '%s' (%s); it is "
-				"kept as an unknown key and '%s' is not set by it", c->path, line, col,
-				path, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?", kp);
+				"kept as an unknown key and '%s' is not set by it",
+				c->path, line, col, path, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?",
+				kp);
 			break;
 		}
 	}
@@ -1658,17 +1647,23 @@ static int lint_gate(const struct card *c)
 	int n = 0;
 
 	if (*from && !strcmp(from, to))
-		n += lint_at(c, "match.to_backend", "'%s' is also match.from_backend: a card compares two "
-			     "implementations (an A/A run validates nothing)", to);
+		n += lint_at(c, "match.to_backend",
+			     "'%s' is also match.from_backend: a card compares two "
+			     "implementations (an A/A run validates nothing)",
+			     to);
 	if (!c->expects.has_isolated_speedup_min || !(g > 0))
 		return n;
 	if (g < CARD_DO_NO_HARM_MIN)
-		n += lint_at(c, "expects.isolated_speedup_min", "%.3g is below %.2f: no card can be validated "
-			     "by a slowdown", g, CARD_DO_NO_HARM_MIN);
+		n += lint_at(c, "expects.isolated_speedup_min",
+			     "%.3g is below %.2f: no card can be validated "
+			     "by a slowdown",
+			     g, CARD_DO_NO_HARM_MIN);
 	else if (g < 1.0 && !*nz(c->expects.do_no_harm))
-		n += lint_at(c, "expects.isolated_speedup_min", "%g is below 1.0: a change that may be slower "
+		n += lint_at(c, "expects.isolated_speedup_min",
+			     "%g is below 1.0: a change that may be slower "
 			     "says why in expects.do_no_harm (\"a port that must not slow down\"), else the gate is >= "
-			     "1.0", g);
+			     "1.0",
+			     g);
 	return n;
 }
 
@@ -1680,14 +1675,15 @@ int card_lint(const struct card *c)
 	VS_CHECK_ALLOC(stem);
 	lint_near_known(c);
 	if (strcmp(nz(c->id), stem))
-		n += lint_at(c, "id", "'%s' does not match the file name '%s.md' "
-			     "(id must equal the file name without .md)", nz(c->id), stem);
+		n += lint_at(c, "id",
+			     "'%s' does not match the file name '%s.md' "
+			     "(id must equal the file name without .md)",
+			     nz(c->id), stem);
 	free(stem);
 	n += lint_enum(c, "scope", nz(c->scope), scope_values, 0);
 	n += lint_enum(c, "expects.parity", nz(c->expects.parity), parity_values, 1);
 	n += lint_enum(c, "validation.status", nz(c->validation.status), status_values, 0);
-	n += lint_enum(c, "validation.measured.parity", nz(c->validation.measured_parity),
-		       measured_parity_values, 1);
+	n += lint_enum(c, "validation.measured.parity", nz(c->validation.measured_parity), measured_parity_values, 1);
 	if (!enum_has(known_operators, nz(c->match.operator_name))) {
 		char buf[256];
 
@@ -1699,8 +1695,7 @@ int card_lint(const struct card *c)
 			     c->validation.last_verified);
 	if (!strcmp(nz(c->scope), "kernel") &&
 	    !(c->expects.has_isolated_speedup_min && c->expects.isolated_speedup_min > 0))
-		n += lint_at(c, "expects.isolated_speedup_min",
-			     "scope 'kernel' needs a number > 0 here");
+		n += lint_at(c, "expects.isolated_speedup_min", "scope 'kernel' needs a number > 0 here");
 	n += lint_gate(c);
 	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
 		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
@@ -1858,12 +1853,23 @@ static void put_double(struct sbuf *sb, const char *s)
 	sb_add(sb, "\"", 1);
 	for (; *p; p++) {
 		switch (*p) {
-		case '"': sb_adds(sb, "\\\""); continue;
-		case '\\': sb_adds(sb, "\\\\"); continue;
-		case '\n': sb_adds(sb, "\\n"); continue;
-		case '\t': sb_adds(sb, "\\t"); continue;
-		case '\r': sb_adds(sb, "\\r"); continue;
-		default: break;
+		case '"':
+			sb_adds(sb, "\\\"");
+			continue;
+		case '\\':
+			sb_adds(sb, "\\\\");
+			continue;
+		case '\n':
+			sb_adds(sb, "\\n");
+			continue;
+		case '\t':
+			sb_adds(sb, "\\t");
+			continue;
+		case '\r':
+			sb_adds(sb, "\\r");
+			continue;
+		default:
+			break;
 		}
 		if (*p < 0x20 || *p == 0x7f) {
 			snprintf(esc, sizeof(esc), "\\x%02x", *p);
@@ -1977,8 +1983,8 @@ static int edits_add(struct edits *ed, size_t b, size_t e, struct sbuf *sb)
  * after it gets the text after the colon (and a space, queued into sb, when there is none); a
  * block scalar keeps its trailing line breaks.
  */
-static int value_span(const struct doc *d, const struct ynode *k, const struct ynode *v,
-		      const char *key, size_t *b, size_t *e, struct sbuf *sb)
+static int value_span(const struct doc *d, const struct ynode *k, const struct ynode *v, const char *key, size_t *b,
+		      size_t *e, struct sbuf *sb)
 {
 	*b = v->b;
 	*e = v->e;
@@ -2005,8 +2011,8 @@ static void space_before_comment(const struct doc *d, size_t p, struct sbuf *sb)
 }
 
 /* Replace the scalar value v of key k with the text of r. */
-static int edit_scalar(const struct doc *d, const struct ynode *k, const struct ynode *v,
-		       const struct rval *r, const char *key, struct edits *ed)
+static int edit_scalar(const struct doc *d, const struct ynode *k, const struct ynode *v, const struct rval *r,
+		       const char *key, struct edits *ed)
 {
 	struct sbuf sb = {0};
 	size_t b, e;
@@ -2038,8 +2044,8 @@ static const char *eol_before(const struct doc *d, size_t p)
 }
 
 /* Insert the keys rv[idx[0..np)] into mapping map, after its last key. */
-static int edit_insert(const struct doc *d, const struct ynode *map, const struct rval *rv,
-		       const int *idx, int np, struct edits *ed)
+static int edit_insert(const struct doc *d, const struct ynode *map, const struct rval *rv, const int *idx, int np,
+		       struct edits *ed)
 {
 	struct sbuf sb = {0};
 	size_t pos;
@@ -2077,8 +2083,8 @@ static int edit_insert(const struct doc *d, const struct ynode *map, const struc
 	return edits_add(ed, pos, pos, &sb);
 }
 
-static int edit_map(const struct doc *d, const struct ynode *map, const char *prefix,
-		    const struct rval *rv, int n, struct edits *ed)
+static int edit_map(const struct doc *d, const struct ynode *map, const char *prefix, const struct rval *rv, int n,
+		    struct edits *ed)
 {
 	int pending[16], np = 0, err = 0;
 
@@ -2148,28 +2154,28 @@ static int edit_append(const struct doc *d, const struct rval *rv, int n, struct
 static int check_validation_values(const struct card *c, const struct card_validation *v)
 {
 	char buf[256];
-	const char *strs[] = {v->status, v->last_verified, v->gpu, v->gen, v->model,
-			      v->measured_parity, v->artifact, v->impl_baseline, v->impl_candidate};
+	const char *strs[] = {v->status,          v->last_verified, v->gpu,           v->gen,           v->model,
+			      v->measured_parity, v->artifact,      v->impl_baseline, v->impl_candidate};
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strs[i] && !utf8_valid(strs[i], strlen(strs[i])))
-			return vs_error(VS_ESCHEMA, "%s: validation: a value to record is not UTF-8",
-					c->path);
+			return vs_error(VS_ESCHEMA, "%s: validation: a value to record is not UTF-8", c->path);
 	if (!enum_has(status_values, nz(v->status)))
-		return vs_error(VS_ESCHEMA, "%s: validation.status: cannot record '%s' (one of: %s)",
-				c->path, nz(v->status), enum_list(status_values, buf, sizeof(buf)));
+		return vs_error(VS_ESCHEMA, "%s: validation.status: cannot record '%s' (one of: %s)", c->path,
+				nz(v->status), enum_list(status_values, buf, sizeof(buf)));
 	if (*nz(v->measured_parity) && !enum_has(measured_parity_values, v->measured_parity))
-		return vs_error(VS_ESCHEMA,
-				"%s: validation.measured.parity: cannot record '%s' (one of: %s)",
-				c->path, v->measured_parity,
-				enum_list(measured_parity_values, buf, sizeof(buf)));
+		return vs_error(VS_ESCHEMA, "%s: validation.measured.parity: cannot record '%s' (one of: %s)", c->path,
+				v->measured_parity, enum_list(measured_parity_values, buf, sizeof(buf)));
 	if (*nz(v->last_verified) && !valid_date(v->last_verified))
-		return vs_error(VS_ESCHEMA, "%s: validation.last_verified: cannot record '%s' "
-				"(a real date written YYYY-MM-DD)", c->path, v->last_verified);
-	if ((v->has_isolated && !isfinite(v->measured_isolated)) ||
-	    (v->has_e2e_pct && !isfinite(v->measured_e2e_pct)))
-		return vs_error(VS_ESCHEMA, "%s: validation.measured: cannot record a number that "
-				"is not finite", c->path);
+		return vs_error(VS_ESCHEMA,
+				"%s: validation.last_verified: cannot record '%s' "
+				"(a real date written YYYY-MM-DD)",
+				c->path, v->last_verified);
+	if ((v->has_isolated && !isfinite(v->measured_isolated)) || (v->has_e2e_pct && !isfinite(v->measured_e2e_pct)))
+		return vs_error(VS_ESCHEMA,
+				"%s: validation.measured: cannot record a number that "
+				"is not finite",
+				c->path);
 	return 0;
 }
 
@@ -2196,26 +2202,25 @@ static int check_edited_card(const struct card *c, const char *hash, const char 
 		err = schema_map(&d, &tmp, vn, "validation");
 	if (!err)
 		err = doc_hash(&d, h2);
-	ok = !err && vn && vn->kind == YN_MAP && !strcmp(hash, h2) &&
-	     same_str(w->status, v->status) && same_str(w->last_verified, v->last_verified) &&
-	     same_str(w->gpu, v->gpu) && same_str(w->gen, v->gen) && same_str(w->model, v->model) &&
-	     same_str(w->measured_parity, v->measured_parity) &&
+	ok = !err && vn && vn->kind == YN_MAP && !strcmp(hash, h2) && same_str(w->status, v->status) &&
+	     same_str(w->last_verified, v->last_verified) && same_str(w->gpu, v->gpu) && same_str(w->gen, v->gen) &&
+	     same_str(w->model, v->model) && same_str(w->measured_parity, v->measured_parity) &&
 	     same_str(w->artifact, v->artifact) && same_str(w->impl_baseline, v->impl_baseline) &&
 	     same_str(w->impl_candidate, v->impl_candidate) && w->has_isolated == !!v->has_isolated &&
-	     (!v->has_isolated || w->measured_isolated == v->measured_isolated) &&
-	     w->has_e2e_pct == !!v->has_e2e_pct &&
+	     (!v->has_isolated || w->measured_isolated == v->measured_isolated) && w->has_e2e_pct == !!v->has_e2e_pct &&
 	     (!v->has_e2e_pct || w->measured_e2e_pct == v->measured_e2e_pct);
 	vs_error_set_quiet(quiet);
 	doc_release(&d);
 	card_release(&tmp);
 	if (!ok)
-		return vs_error(VS_EPARSE, "%s: validation: internal error: the recorded card does "
-				"not read back the values written (nothing was written)", c->path);
+		return vs_error(VS_EPARSE,
+				"%s: validation: internal error: the recorded card does "
+				"not read back the values written (nothing was written)",
+				c->path);
 	return 0;
 }
 
-int card_set_validation(char **out, size_t *out_len, const struct card *c,
-			const struct card_validation *v)
+int card_set_validation(char **out, size_t *out_len, const struct card *c, const struct card_validation *v)
 {
 	struct doc d;
 	struct edits ed = {0};
@@ -2282,8 +2287,7 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c,
 	}
 	for (int i = 0; i < ed.n; i++) {
 		if (ed.v[i].b < at) {
-			err = vs_error(VS_EPARSE, "%s: validation: internal error: overlapping edits",
-				       c->path);
+			err = vs_error(VS_EPARSE, "%s: validation: internal error: overlapping edits", c->path);
 			goto done;
 		}
 		sb_add(&res, c->text + at, ed.v[i].b - at);

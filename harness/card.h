@@ -46,22 +46,22 @@ struct card_validation {
 
 /** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
 struct card_loc {
-	char *key;           /* dotted path, "match.gens" */
-	size_t offset;       /* byte offset in card.text */
-	int line, col;       /* 1-based, characters, BOM excluded */
+	char *key;     /* dotted path, "match.gens" */
+	size_t offset; /* byte offset in card.text */
+	int line, col; /* 1-based, characters, BOM excluded */
 };
 
 struct card {
-	char *path;          /* as given */
-	char *text;          /* whole file as read */
+	char *path; /* as given */
+	char *text; /* whole file as read */
 	size_t text_len;
-	size_t fm_begin;     /* byte offset of the first front-matter line (after "---\n") */
-	size_t fm_end;       /* byte offset of the closing "---" line */
-	size_t body_begin;   /* byte offset of the body (after the closing fence's line end) */
+	size_t fm_begin;   /* byte offset of the first front-matter line (after "---\n") */
+	size_t fm_end;     /* byte offset of the closing "---" line */
+	size_t body_begin; /* byte offset of the body (after the closing fence's line end) */
 
 	char *id, *title, *kind, *role;
 	struct card_list authors, supersedes;
-	char *scope;         /* "kernel" or "e2e" */
+	char *scope; /* "kernel" or "e2e" */
 	struct {
 		char *operator_name;
 		struct card_list arch_class, gens, dtypes, regimes;
@@ -72,7 +72,7 @@ struct card {
 		double isolated_speedup_min;
 		int has_e2e_delta_min_pct;
 		double e2e_delta_min_pct;
-		char *parity;    /* "required" (default when absent) or "advisory" */
+		char *parity;     /* "required" (default when absent) or "advisory" */
 		char *do_no_harm; /* why a gate below 1.0 is right (a change that must not slow down:
 		                   * a refactor, a port); allows isolated_speedup_min down to
 		                   * CARD_DO_NO_HARM_MIN */
@@ -133,8 +133,7 @@ int card_hash(const struct card *c, char hex[65]);
  * card_hash(). *out (malloc'd) and *out_len are set only on success.
  * Errors: VS_EPARSE, VS_ESCHEMA (a value that cannot be recorded, `validation` not a mapping).
  */
-int card_set_validation(char **out, size_t *out_len, const struct card *c,
-			const struct card_validation *v);
+int card_set_validation(char **out, size_t *out_len, const struct card *c, const struct card_validation *v);
 
 /**
  * Does implementation impl ("hip.flash") fill the card's backend value want? A value with a '.'

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 struct cli_args {
-	int mode;                 /* index into `options` of the chosen mode, -1 none */
+	int mode; /* index into `options` of the chosen mode, -1 none */
 	const char *positional[256];
 	int npositional;
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
@@ -44,7 +44,7 @@ struct cli_args {
 	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
 	int nreferences;
 	int threads, gpu, max_age_days, part, timeout, slurm, force;
-	struct vs_layout layout;  /* the repository's directories: the *_dir options over the defaults */
+	struct vs_layout layout; /* the repository's directories: the *_dir options over the defaults */
 };
 
 /* OPT_LIST: a repeatable OPT_STR into a const char *[] field followed by its int count. */
@@ -52,9 +52,20 @@ enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG, OPT_LIST };
 
 /* One bit per mode: an option's `modes` says which modes read it (curl's aliases[] flags). */
 enum {
-	M_STATIC = 1 << 0, M_EMIT_PLAN = 1 << 1, M_MATERIALIZE = 1 << 2, M_RUN = 1 << 3, M_RECORD = 1 << 4,
-	M_REPORT = 1 << 5, M_VERIFY = 1 << 6, M_VALIDATE = 1 << 7, M_MERGE = 1 << 8, M_FLUSH = 1 << 9,
-	M_FETCH = 1 << 10, M_GC = 1 << 11, M_HELP = 1 << 12, M_VERSION = 1 << 13,
+	M_STATIC = 1 << 0,
+	M_EMIT_PLAN = 1 << 1,
+	M_MATERIALIZE = 1 << 2,
+	M_RUN = 1 << 3,
+	M_RECORD = 1 << 4,
+	M_REPORT = 1 << 5,
+	M_VERIFY = 1 << 6,
+	M_VALIDATE = 1 << 7,
+	M_MERGE = 1 << 8,
+	M_FLUSH = 1 << 9,
+	M_FETCH = 1 << 10,
+	M_GC = 1 << 11,
+	M_HELP = 1 << 12,
+	M_VERSION = 1 << 13,
 	M_ALL = 0, /* read by every mode that cares: never refused */
 };
 
@@ -62,12 +73,12 @@ enum {
 struct cli_option {
 	const char *name;
 	enum opt_kind kind;
-	const char *arg;          /* argument or positional name shown in --help */
-	size_t offset;            /* field of struct cli_args (OPT_STR, OPT_INT, OPT_FLAG) */
-	int unset;                /* OPT_INT: the value that means "not given" (parse() sets it) */
-	unsigned modes;           /* options: the modes that read it (M_ALL: any); modes: their own bit */
+	const char *arg;                      /* argument or positional name shown in --help */
+	size_t offset;                        /* field of struct cli_args (OPT_STR, OPT_INT, OPT_FLAG) */
+	int unset;                            /* OPT_INT: the value that means "not given" (parse() sets it) */
+	unsigned modes;                       /* options: the modes that read it (M_ALL: any); modes: their own bit */
 	int (*run)(const struct cli_args *a); /* OPT_MODE */
-	int min_pos, max_pos;     /* OPT_MODE: positional arguments accepted */
+	int min_pos, max_pos;                 /* OPT_MODE: positional arguments accepted */
 	const char *help;
 };
 
@@ -89,21 +100,31 @@ static int mode_version(const struct cli_args *a);
 #define F(field) offsetof(struct cli_args, field)
 
 _Static_assert(offsetof(struct cli_args, nreferences) ==
-	       offsetof(struct cli_args, references) + sizeof(((struct cli_args *)0)->references),
+		       offsetof(struct cli_args, references) + sizeof(((struct cli_args *)0)->references),
 	       "OPT_LIST: the count follows the list");
 
-#define MODE(name_, arg_, run_, lo_, hi_, bit_, help_)                                              \
-	{.name = name_, .kind = OPT_MODE, .arg = arg_, .modes = bit_, .run = run_, .min_pos = lo_,         \
-	 .max_pos = hi_, .help = help_}
-#define STR(name_, arg_, field_, modes_, help_)                                                      \
-	{.name = name_, .kind = OPT_STR, .arg = arg_, .offset = F(field_), .modes = modes_, .help = help_}
-#define INT(name_, arg_, field_, unset_, modes_, help_)                                              \
-	{.name = name_, .kind = OPT_INT, .arg = arg_, .offset = F(field_), .unset = unset_, .modes = modes_, \
-	 .help = help_}
-#define LIST(name_, arg_, field_, modes_, help_)                                                     \
-	{.name = name_, .kind = OPT_LIST, .arg = arg_, .offset = F(field_), .modes = modes_, .help = help_}
-#define FLAG(name_, field_, modes_, help_)                                                           \
-	{.name = name_, .kind = OPT_FLAG, .arg = "", .offset = F(field_), .modes = modes_, .help = help_}
+#define MODE(name_, arg_, run_, lo_, hi_, bit_, help_)                                                                 \
+	{                                                                                                              \
+		.name = name_, .kind = OPT_MODE, .arg = arg_, .modes = bit_, .run = run_, .min_pos = lo_,              \
+		.max_pos = hi_, .help = help_                                                                          \
+	}
+#define STR(name_, arg_, field_, modes_, help_)                                                                        \
+	{                                                                                                              \
+		.name = name_, .kind = OPT_STR, .arg = arg_, .offset = F(field_), .modes = modes_, .help = help_       \
+	}
+#define INT(name_, arg_, field_, unset_, modes_, help_)                                                                \
+	{                                                                                                              \
+		.name = name_, .kind = OPT_INT, .arg = arg_, .offset = F(field_), .unset = unset_, .modes = modes_,    \
+		.help = help_                                                                                          \
+	}
+#define LIST(name_, arg_, field_, modes_, help_)                                                                       \
+	{                                                                                                              \
+		.name = name_, .kind = OPT_LIST, .arg = arg_, .offset = F(field_), .modes = modes_, .help = help_      \
+	}
+#define FLAG(name_, field_, modes_, help_)                                                                             \
+	{                                                                                                              \
+		.name = name_, .kind = OPT_FLAG, .arg = "", .offset = F(field_), .modes = modes_, .help = help_        \
+	}
 
 static const struct cli_option options[] = {
 	MODE("--static", "CARD...", mode_static, 1, 256, M_STATIC,
@@ -116,32 +137,23 @@ static const struct cli_option options[] = {
 	     "isolated A/B of baseline vs candidate on every task: parity first, then timing"),
 	MODE("--record", "CARD", mode_record, 1, 1, M_RECORD,
 	     "verify an eval dir (--eval-dir, default: the card's latest) and write its status into the card"),
-	MODE("--report", "", mode_report, 0, 0, M_REPORT,
-	     "status of every card in skills/, checked against evidence"),
-	MODE("--verify", "CARD...", mode_verify, 1, 256, M_VERIFY,
-	     "re-check recorded cards against their evidence"),
+	MODE("--report", "", mode_report, 0, 0, M_REPORT, "status of every card in skills/, checked against evidence"),
+	MODE("--verify", "CARD...", mode_verify, 1, 256, M_VERIFY, "re-check recorded cards against their evidence"),
 	MODE("--validate", "CARD", mode_validate, 1, 1, M_VALIDATE,
 	     "the main job: --emit-plan, --run (materializing tasks), --record, in one go"),
 	MODE("--merge", "DIR...", mode_merge, 1, 256, M_MERGE,
 	     "join the parts of a run (--part, Slurm) into one eval dir that --record accepts"),
-	MODE("--flush", "", mode_flush, 0, 0, M_FLUSH,
-	     "send the payloads waiting in the outbox to --publish URL"),
+	MODE("--flush", "", mode_flush, 0, 0, M_FLUSH, "send the payloads waiting in the outbox to --publish URL"),
 	MODE("--fetch", "URL", mode_fetch, 1, 1, M_FETCH,
 	     "import a card from URL into skills/ (linted first; an existing card that differs needs --force)"),
 	MODE("--gc", "", mode_gc, 0, 0, M_GC,
 	     "remove task dirs that no plan in plans/ uses, and temporaries left by interrupted writes"),
-	MODE("--help", "", mode_help, 0, 0, M_HELP,
-	     "this text"),
-	MODE("--version", "", mode_version, 0, 0, M_VERSION,
-	     "tool version and kernel identity"),
-	STR("--tier", "smoke|standard|full", tier, M_ALL,
-	    "task grid of --emit-plan (default smoke)"),
-	STR("--gen", "GEN", gen, M_ALL,
-	    "target generation (default: the card's first gens entry)"),
-	STR("--baseline", "IMPL", baseline, M_ALL,
-	    "baseline implementation (default match.from_backend)"),
-	STR("--candidate", "IMPL", candidate, M_ALL,
-	    "candidate implementation (default match.to_backend)"),
+	MODE("--help", "", mode_help, 0, 0, M_HELP, "this text"),
+	MODE("--version", "", mode_version, 0, 0, M_VERSION, "tool version and kernel identity"),
+	STR("--tier", "smoke|standard|full", tier, M_ALL, "task grid of --emit-plan (default smoke)"),
+	STR("--gen", "GEN", gen, M_ALL, "target generation (default: the card's first gens entry)"),
+	STR("--baseline", "IMPL", baseline, M_ALL, "baseline implementation (default match.from_backend)"),
+	STR("--candidate", "IMPL", candidate, M_ALL, "candidate implementation (default match.to_backend)"),
 	STR("--baseline-lib", "FILE.so|FILE.py", baseline_lib, M_EMIT_PLAN | M_VALIDATE,
 	    "plugin (.so, kernels/mla_decode.h ABI) or Python module (.py, kernels/python/mla_decode.py; "
 	    "interpreter $VS_PYTHON) providing the baseline; the plan records the file and its sha256"),
@@ -155,34 +167,22 @@ static const struct cli_option options[] = {
 	     "against the candidate on every task it supports; reported, never gating"),
 	FLAG("--slurm", slurm, M_EMIT_PLAN | M_VALIDATE,
 	     "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"),
-	STR("--task", "NAME|HASH", task, M_ALL,
-	    "only tasks whose name contains this or hash starts with it"),
-	STR("--impl", "IMPL", impl, M_ALL,
-	    "parity of this implementation only (no timing)"),
-	STR("--config", "CONFIG", config, M_ALL,
-	    "only this candidate config"),
-	STR("--eval-dir", "DIR", eval_dir, M_ALL,
-	    "eval dir for --record"),
+	STR("--task", "NAME|HASH", task, M_ALL, "only tasks whose name contains this or hash starts with it"),
+	STR("--impl", "IMPL", impl, M_ALL, "parity of this implementation only (no timing)"),
+	STR("--config", "CONFIG", config, M_ALL, "only this candidate config"),
+	STR("--eval-dir", "DIR", eval_dir, M_ALL, "eval dir for --record"),
 	STR("--format", "text|markdown|json|html", format, M_ALL,
 	    "report format (default text; html: one self-contained page with a chart)"),
-	STR("--out", "FILE", out, M_ALL,
-	    "output file of --emit-plan / --report"),
-	STR("--tasks-dir", "DIR", tasks_dir, M_ALL,
-	    "task dirs root (default tasks)"),
-	STR("--results-dir", "DIR", results_dir, M_ALL,
-	    "eval dirs root (default results)"),
-	STR("--plans-dir", "DIR", plans_dir, M_ALL,
-	    "plans directory (default plans)"),
-	STR("--skills-dir", "DIR", skills_dir, M_ALL,
-	    "cards directory for --report (default skills)"),
+	STR("--out", "FILE", out, M_ALL, "output file of --emit-plan / --report"),
+	STR("--tasks-dir", "DIR", tasks_dir, M_ALL, "task dirs root (default tasks)"),
+	STR("--results-dir", "DIR", results_dir, M_ALL, "eval dirs root (default results)"),
+	STR("--plans-dir", "DIR", plans_dir, M_ALL, "plans directory (default plans)"),
+	STR("--skills-dir", "DIR", skills_dir, M_ALL, "cards directory for --report (default skills)"),
 	STR("--build-figures", "FILE", build_figures, M_ALL,
 	    "gfx942 gate output (default <build>/gfx942/resources.json)"),
-	STR("--run-id", "ID", run_id, M_ALL,
-	    "name of the eval dir (default UTC time + generation)"),
-	INT("--threads", "N", threads, 0, M_ALL,
-	    "threads for the oracle and generator (default: all cores)"),
-	INT("--gpu", "N", gpu, 0, M_ALL,
-	    "GPU ordinal (default 0)"),
+	STR("--run-id", "ID", run_id, M_ALL, "name of the eval dir (default UTC time + generation)"),
+	INT("--threads", "N", threads, 0, M_ALL, "threads for the oracle and generator (default: all cores)"),
+	INT("--gpu", "N", gpu, 0, M_ALL, "GPU ordinal (default 0)"),
 	STR("--gpus", "N,N,...", gpus, M_RUN | M_VALIDATE,
 	    "--run: one worker per listed GPU, tasks dealt as they free up (a CPU plan: that many CPU workers)"),
 	INT("--part", "I", part, -1, M_RUN,
@@ -190,12 +190,9 @@ static const struct cli_option options[] = {
 	STR("--publish", "URL", publish, M_RECORD | M_VALIDATE | M_FLUSH,
 	    "--record/--validate: POST the record and result.json (token: $VS_PUBLISH_TOKEN); undelivered ones "
 	    "wait in results/.outbox"),
-	INT("--timeout", "S", timeout, 0, M_ALL,
-	    "total seconds of one HTTP attempt (default 60)"),
-	FLAG("--force", force, M_FETCH,
-	     "--fetch: replace an existing card that differs"),
-	INT("--max-age-days", "N", max_age_days, 0, M_ALL,
-	    "evidence older than this is stale (default 90)"),
+	INT("--timeout", "S", timeout, 0, M_ALL, "total seconds of one HTTP attempt (default 60)"),
+	FLAG("--force", force, M_FETCH, "--fetch: replace an existing card that differs"),
+	INT("--max-age-days", "N", max_age_days, 0, M_ALL, "evidence older than this is stale (default 90)"),
 };
 
 #define NOPTIONS ((int)(sizeof(options) / sizeof(options[0])))
@@ -368,8 +365,8 @@ static char *plan_path_for(const struct cli_args *a, const struct plan *p)
 		return fs_printf("%s/%s.plan.json", a->layout.plans, p->card_id);
 	path = fs_printf("%s/%s.%s.plan.json", a->layout.plans, p->card_id, pl->name);
 	for (name = path ? path + strlen(a->layout.plans) + 1 : NULL; name && *name; name++)
-		if (!(('a' <= *name && *name <= 'z') || ('A' <= *name && *name <= 'Z') || ('0' <= *name && *name <= '9') ||
-		      *name == '.' || *name == '-' || *name == '_'))
+		if (!(('a' <= *name && *name <= 'z') || ('A' <= *name && *name <= 'Z') ||
+		      ('0' <= *name && *name <= '9') || *name == '.' || *name == '-' || *name == '_'))
 			*name = '_';
 	return path;
 }
@@ -411,11 +408,14 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 	plan_print_summary(&p, stdout);
 	printf("wrote %s\n", path);
 	if (a->slurm) {
-		struct slurm_options so = {.plan_path = path, .results_root = a->layout.results, .tasks_root = a->layout.tasks};
+		struct slurm_options so = {.plan_path = path,
+					   .results_root = a->layout.results,
+					   .tasks_root = a->layout.tasks};
 		size_t n = strlen(path);
 
-		script = n > 10 && !strcmp(path + n - 10, ".plan.json") ? fs_printf("%.*s.sbatch", (int)(n - 10), path) :
-									    fs_printf("%s.sbatch", path);
+		script = n > 10 && !strcmp(path + n - 10, ".plan.json") ?
+				 fs_printf("%.*s.sbatch", (int)(n - 10), path) :
+				 fs_printf("%s.sbatch", path);
 		if (!script) {
 			err = vs_oom();
 			goto done;
@@ -423,8 +423,8 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		if ((err = slurm_write_script(&p, script, &so)))
 			goto done;
 		printf("wrote %s (Slurm array of %d tasks: sbatch %s, then validate_skill --merge "
-		       "%s/%s/.parts/<run id>)\n", script, p.ntasks, script, a->layout.results,
-		       p.card_id);
+		       "%s/%s/.parts/<run id>)\n",
+		       script, p.ntasks, script, a->layout.results, p.card_id);
 	}
 	if (path_out) {
 		*path_out = path;
@@ -532,8 +532,10 @@ static int run_plan(const struct cli_args *a, const char *plan_path, char **eval
 	}
 	if (a->part >= 0) {
 		if (a->task || a->impl || a->config)
-			return usage_error("--part runs one whole plan task: it does not combine with --task, --impl or "
-					   "--config%s", "");
+			return usage_error("--part runs one whole plan task: it does not combine with --task, --impl "
+					   "or "
+					   "--config%s",
+					   "");
 		ro.has_part = 1;
 		ro.part_index = a->part;
 	}
@@ -545,16 +547,23 @@ static int partial_failed(const cJSON *j)
 {
 	const cJSON *t;
 
-	cJSON_ArrayForEach(t, cJSON_GetObjectItem(j, "tasks")) {
-		if (cJSON_GetObjectItem(t, "error") || cJSON_GetNumberValue(cJSON_GetObjectItem(t, "timed_check_failures")) > 0)
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(j, "tasks"))
+	{
+		if (cJSON_GetObjectItem(t, "error") ||
+		    cJSON_GetNumberValue(cJSON_GetObjectItem(t, "timed_check_failures")) > 0)
 			return 1;
 		for (int k = 0; k < 2; k++) {
 			const cJSON *c;
 
-			cJSON_ArrayForEach(c, cJSON_GetObjectItem(cJSON_GetObjectItem(t, k ? "candidate" : "baseline"), "configs"))
-				if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "parity")) ?
-					    cJSON_GetStringValue(cJSON_GetObjectItem(c, "parity")) : "", "fail"))
-					return 1;
+			cJSON_ArrayForEach(
+				c,
+				cJSON_GetObjectItem(
+					cJSON_GetObjectItem(t, k ? "candidate" : "baseline"),
+					"configs")) if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "parity")) ?
+									cJSON_GetStringValue(
+										cJSON_GetObjectItem(c, "parity")) :
+									"",
+								"fail")) return 1;
 		}
 	}
 	return 0;
@@ -686,7 +695,8 @@ static char *latest_eval_dir(const struct cli_args *a, const char *card_path)
 		out = NULL;
 	if (out && (sk.unfinished || sk.partial))
 		printf("%s: no --eval-dir: using %s, the latest complete eval dir (passed over %d newer: %d without "
-		       "result.json, %d partial)\n", card_path, out, sk.unfinished + sk.partial, sk.unfinished, sk.partial);
+		       "result.json, %d partial)\n",
+		       card_path, out, sk.unfinished + sk.partial, sk.unfinished, sk.partial);
 	else if (out)
 		printf("%s: no --eval-dir: using %s, the latest complete eval dir\n", card_path, out);
 	card_release(&c);
@@ -886,8 +896,9 @@ static int mode_gc(const struct cli_args *a)
 		err = gc_temporaries(a->layout.results, 3, &temporaries);
 	if (!err)
 		printf("%d task dir%s removed; %d in use by plans in %s/; %d temporar%s of interrupted writes removed; "
-		       "%d eval dir%s removed (interrupted runs' stubs, debug runs)\n", removed, removed == 1 ? "" : "s",
-		       nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies", runs, runs == 1 ? "" : "s");
+		       "%d eval dir%s removed (interrupted runs' stubs, debug runs)\n",
+		       removed, removed == 1 ? "" : "s", nkeep, plans_dir, temporaries, temporaries == 1 ? "y" : "ies",
+		       runs, runs == 1 ? "" : "s");
 done:
 	for (int i = 0; i < nkeep; i++)
 		free(keep[i]);
@@ -909,9 +920,10 @@ static int check_scoped(const struct cli_args *a)
 
 		if (o->kind == OPT_MODE || o->modes == M_ALL || (o->modes & bit))
 			continue;
-		set = o->kind == OPT_STR ? *(const char *const *)field != NULL :
-		      o->kind == OPT_INT ? *(const int *)field != o->unset :
-		      o->kind == OPT_LIST ? a->nreferences > 0 : *(const int *)field != 0;
+		set = o->kind == OPT_STR  ? *(const char *const *)field != NULL :
+		      o->kind == OPT_INT  ? *(const int *)field != o->unset :
+		      o->kind == OPT_LIST ? a->nreferences > 0 :
+					    *(const int *)field != 0;
 		if (!set)
 			continue;
 		for (int m = 0; m < NOPTIONS; m++)

@@ -15,15 +15,15 @@
 
 /** Facts recorded into result.json. */
 struct vs_device_info {
-	char backend[8];      /* "cpu" or "hip" (HIP on AMD, HIP names mapped to CUDA on NVIDIA) */
-	char name[128];       /* as the runtime reports it: "NVIDIA H200", "AMD Instinct MI300X", CPU model */
-	char arch[32];        /* generation: "sm_90", "gfx942", "x86_64" */
-	char driver[64];      /* driver / runtime versions, or the kernel release on the CPU */
-	int compute_units;    /* SMs, CUs, or online CPU cores */
-	int clock_mhz;        /* max SM / CU clock (CPU: 0 when unknown) */
-	int mem_clock_mhz;    /* max memory clock (0 when unknown) */
-	uint64_t llc_bytes;   /* last-level cache: L2 on H200 (60 MB), Infinity Cache on MI300X, CPU LLC */
-	uint64_t mem_bytes;   /* device memory */
+	char backend[8];    /* "cpu" or "hip" (HIP on AMD, HIP names mapped to CUDA on NVIDIA) */
+	char name[128];     /* as the runtime reports it: "NVIDIA H200", "AMD Instinct MI300X", CPU model */
+	char arch[32];      /* generation: "sm_90", "gfx942", "x86_64" */
+	char driver[64];    /* driver / runtime versions, or the kernel release on the CPU */
+	int compute_units;  /* SMs, CUs, or online CPU cores */
+	int clock_mhz;      /* max SM / CU clock (CPU: 0 when unknown) */
+	int mem_clock_mhz;  /* max memory clock (0 when unknown) */
+	uint64_t llc_bytes; /* last-level cache: L2 on H200 (60 MB), Infinity Cache on MI300X, CPU LLC */
+	uint64_t mem_bytes; /* device memory */
 };
 
 struct vs_device;

@@ -174,7 +174,8 @@ int vs_device_open_cpu(struct vs_device *d)
 	p->flush = malloc(p->flush_bytes);
 	if (!p->flush) {
 		free(p);
-		return vs_error(VS_ENOMEM, "cannot allocate the %zu-byte cache flush buffer", (size_t)(2 * d->info.llc_bytes));
+		return vs_error(VS_ENOMEM, "cannot allocate the %zu-byte cache flush buffer",
+				(size_t)(2 * d->info.llc_bytes));
 	}
 	memset(p->flush, 0, p->flush_bytes);
 	d->priv = p;

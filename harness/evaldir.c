@@ -8,7 +8,6 @@
 #include "vs_build_info.h"
 #include "vs_error.h"
 
-
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -83,8 +82,10 @@ int evaldir_lock(int *fd_out, const char *results_root, const char *card_id)
 		k = pread(fd, held, sizeof(held) - 1, 0);
 		held[k > 0 ? k : 0] = '\0';
 		held[strcspn(held, "\n")] = '\0';
-		err = vs_error(VS_EIO, "%s: another --run of card '%s' holds the results (%s): wait for it to end, "
-			       "or stop it", path, card_id, *held ? held : "pid unknown");
+		err = vs_error(VS_EIO,
+			       "%s: another --run of card '%s' holds the results (%s): wait for it to end, "
+			       "or stop it",
+			       path, card_id, *held ? held : "pid unknown");
 		goto done;
 	}
 	gmtime_r(&now, &tm);
@@ -109,7 +110,6 @@ void evaldir_unlock(int fd)
 	if (fd >= 0)
 		close(fd); /* the lock goes with the descriptor; the file stays, holding the last holder */
 }
-
 
 char *evaldir_debug_root(const char *results_root, const char *card_id)
 {
@@ -139,8 +139,8 @@ static int make_manifests(const char *dir)
 	return err;
 }
 
-int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
-		       const char *arch, int debug)
+int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id, const char *arch,
+		       int debug)
 {
 	char stamp[32], *dir = NULL;
 	char *base = debug ? evaldir_debug_root(results_root, card_id) : evaldir_card_dir(results_root, card_id);
@@ -176,8 +176,7 @@ done:
 	return 0;
 }
 
-int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id,
-			int index)
+int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id, int index)
 {
 	char *base = evaldir_parts_root(results_root, card_id), *dir = NULL;
 	int err;
@@ -317,9 +316,10 @@ int evaldir_latest(char **out, struct evaldir_skipped *skipped, const char *resu
 		free(cand);
 	}
 	if (!err && !dir)
-		err = vs_error(VS_ENOTFOUND, "no complete eval dir under '%s' (%d without result.json, %d partial): run "
-			       "the card's whole plan first, or pass --eval-dir", base, skipped ? skipped->unfinished : 0,
-			       skipped ? skipped->partial : 0);
+		err = vs_error(VS_ENOTFOUND,
+			       "no complete eval dir under '%s' (%d without result.json, %d partial): run "
+			       "the card's whole plan first, or pass --eval-dir",
+			       base, skipped ? skipped->unfinished : 0, skipped ? skipped->partial : 0);
 	for (int i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -373,8 +373,9 @@ static int gc_runs(const char *base, int all, int *removed)
 		if (!finished || all) {
 			err = fs_remove_tree(dir);
 			if (!err) {
-				printf("removed %s (%s)\n", dir, finished ? "a debug run: --task/--impl/--config" :
-				       "the stub of an interrupted run: no result.json");
+				printf("removed %s (%s)\n", dir,
+				       finished ? "a debug run: --task/--impl/--config" :
+						  "the stub of an interrupted run: no result.json");
 				(*removed)++;
 			}
 		}
@@ -442,7 +443,8 @@ int evaldir_find_parts(char ***out, int *nout, const char *const *dirs, int ndir
 		free(res);
 		d = opendir(dirs[k]);
 		if (!d)
-			return vs_error(VS_ENOTFOUND, "'%s' is neither an eval dir part nor a directory of parts", dirs[k]);
+			return vs_error(VS_ENOTFOUND, "'%s' is neither an eval dir part nor a directory of parts",
+					dirs[k]);
 		while (!err && (de = readdir(d))) {
 			char *p;
 
@@ -512,8 +514,10 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 		cJSON *c = cJSON_CreateObject();
 
 		jsonfile_put_str(oom, c, "name", ir->configs[i].name);
-		jsonfile_put_str(oom, c, "parity", ir->config_pass[i] == 1 ? "pass" :
-				 ir->config_pass[i] == 0 ? "fail" : "not run");
+		jsonfile_put_str(oom, c, "parity",
+				 ir->config_pass[i] == 1 ? "pass" :
+				 ir->config_pass[i] == 0 ? "fail" :
+							   "not run");
 		if (ir->config_detail[i])
 			jsonfile_put_str(oom, c, "detail", ir->config_detail[i]);
 		if (ir->tune_ms[i] > 0)
@@ -676,7 +680,8 @@ static int refs_overall(int *oom, cJSON *root, const struct plan *p, const struc
 		if (m > 0) {
 			struct stats_ci ci;
 
-			if ((err = stats_geomean_speedup(&ci, tr, tc, np, m, p->protocol.resamples, p->protocol.seed))) {
+			if ((err = stats_geomean_speedup(&ci, tr, tc, np, m, p->protocol.resamples,
+							 p->protocol.seed))) {
 				cJSON_Delete(j);
 				goto done;
 			}
@@ -718,18 +723,21 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
 		jsonfile_put(oom, j, "speedup", ci_json(oom, &r->speedup));
 		if (r->speedup.estimate > p->protocol.review_bound)
-			push_flag(oom, flags, fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check "
-							"that the baseline is sound before trusting it", r->name,
-							r->speedup.estimate, p->protocol.review_bound));
+			push_flag(oom, flags,
+				  fs_printf("task %s: speedup %.2fx is above the review bound %.0fx: check "
+					    "that the baseline is sound before trusting it",
+					    r->name, r->speedup.estimate, p->protocol.review_bound));
 		if (r->sm_mhz_begin > 0 && r->sm_mhz_end > 0 &&
 		    fabs((double)r->sm_mhz_end - r->sm_mhz_begin) > 0.05 * r->sm_mhz_begin)
-			push_flag(oom, flags, fs_printf("task %s: SM clock moved from %d to %d MHz during sampling "
-							"(throttling or boost change)", r->name, r->sm_mhz_begin,
-							r->sm_mhz_end));
+			push_flag(oom, flags,
+				  fs_printf("task %s: SM clock moved from %d to %d MHz during sampling "
+					    "(throttling or boost change)",
+					    r->name, r->sm_mhz_begin, r->sm_mhz_end));
 		if ((r->throttle_begin | r->throttle_end) & VS_THROTTLE_ANY)
-			push_flag(oom, flags, fs_printf("task %s: GPU clocks were held down during sampling (%s)", r->name,
-							vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) &
-									     VS_THROTTLE_ANY)));
+			push_flag(oom, flags,
+				  fs_printf("task %s: GPU clocks were held down during sampling (%s)", r->name,
+					    vs_gpu_throttle_text((r->throttle_begin | r->throttle_end) &
+								 VS_THROTTLE_ANY)));
 	}
 	jsonfile_put_num(oom, j, "timed_checks", r->timed_checks);
 	jsonfile_put_num(oom, j, "timed_check_failures", r->timed_check_failures);
@@ -740,8 +748,10 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	}
 	/* A run-time seed fixed from outside (a debugging aid: freshset.h) was knowable before the run. */
 	if (getenv("VS_FRESH_SEED") && *getenv("VS_FRESH_SEED"))
-		push_flag(oom, flags, fs_printf("task %s: the run-time input seed was fixed by VS_FRESH_SEED: "
-						"those inputs were known before the run", r->name));
+		push_flag(oom, flags,
+			  fs_printf("task %s: the run-time input seed was fixed by VS_FRESH_SEED: "
+				    "those inputs were known before the run",
+				    r->name));
 	if (r->sm_mhz_begin > 0) {
 		cJSON *c = jsonfile_put_obj(oom, j, "sm_clock_mhz");
 
@@ -833,14 +843,25 @@ cJSON *evaldir_python_json(const struct plan *p, const char *run_versions)
 		jsonfile_put_str(&oom, j, "sha256", pi->python_sha256);
 		/* The interpreter that ran (this process registered the module), else the plan's. */
 		py = pyimpl_for_impl(pi->name);
-		jsonfile_put_str(&oom, j, "interpreter", py ? py->interpreter : jstr(pj, "interpreter") ? jstr(pj, "interpreter") : "");
-		jsonfile_put_str(&oom, j, "executable", py ? py->executable : jstr(pj, "executable") ? jstr(pj, "executable") : "");
-		jsonfile_put_str(&oom, j, "libpython", py ? py->libpython : jstr(pj, "libpython") ? jstr(pj, "libpython") : "");
-		jsonfile_put(&oom, j, "planned_versions", jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
-		    cJSON_CreateObject());
+		jsonfile_put_str(&oom, j, "interpreter",
+				 py                      ? py->interpreter :
+				 jstr(pj, "interpreter") ? jstr(pj, "interpreter") :
+							   "");
+		jsonfile_put_str(&oom, j, "executable",
+				 py                     ? py->executable :
+				 jstr(pj, "executable") ? jstr(pj, "executable") :
+							  "");
+		jsonfile_put_str(&oom, j, "libpython",
+				 py                    ? py->libpython :
+				 jstr(pj, "libpython") ? jstr(pj, "libpython") :
+							 "");
+		jsonfile_put(&oom, j, "planned_versions",
+			     jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) : cJSON_CreateObject());
 		v = run_versions ? cJSON_Parse(run_versions) : NULL;
-		jsonfile_put(&oom, j, "versions", v ? v : jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
-		    cJSON_CreateObject());
+		jsonfile_put(&oom, j, "versions",
+			     v                    ? v :
+			     jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) :
+						    cJSON_CreateObject());
 		cJSON_Delete(pj);
 		jsonfile_put(&oom, arr, NULL, j);
 	}
@@ -889,8 +910,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			np[nspeed++] = t[i].npairs;
 		}
 	}
-	if (nspeed > 0 && (err = stats_geomean_speedup(&overall, tb, tc, np, nspeed, p->protocol.resamples,
-						       p->protocol.seed))) {
+	if (nspeed > 0 &&
+	    (err = stats_geomean_speedup(&overall, tb, tc, np, nspeed, p->protocol.resamples, p->protocol.seed))) {
 		cJSON_Delete(flags);
 		goto done;
 	}
@@ -956,21 +977,27 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		/* A failed verdict names every gate that failed it, the complete gate too. */
 		if (strcmp(verdict, "validated")) {
 			if (!pass_speed)
-				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sspeedup gate", *why ? ", " : "");
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sspeedup gate",
+					 *why ? ", " : "");
 			if (!pass_parity && p->parity_required)
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sparity", *why ? ", " : "");
 			if (p->capture_required && !(gate_capture && complete_all))
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%scapture", *why ? ", " : "");
 			if (partial)
-				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sincomplete: partial run, %d of %d "
-					 "tasks run", *why ? ", " : "", n, p->ntasks);
+				snprintf(why + strlen(why), sizeof(why) - strlen(why),
+					 "%sincomplete: partial run, %d of %d "
+					 "tasks run",
+					 *why ? ", " : "", n, p->ntasks);
 			else if (n != p->ntasks || !complete_all)
-				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sincomplete: %d of %d tasks run to "
-					 "the end", *why ? ", " : "", ncomplete, p->ntasks);
+				snprintf(why + strlen(why), sizeof(why) - strlen(why),
+					 "%sincomplete: %d of %d tasks run to "
+					 "the end",
+					 *why ? ", " : "", ncomplete, p->ntasks);
 		}
-		snprintf(line, cap, "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
-			 "capture %s; complete %s; verdict %s%s%s%s", nspeed, iso, p->speedup_min,
-			 pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
+		snprintf(line, cap,
+			 "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
+			 "capture %s; complete %s; verdict %s%s%s%s",
+			 nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
 			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a",
 			 complete_all && !partial && n == p->ntasks ? "pass" : "FAIL", verdict, *why ? " (" : "", why,
 			 *why ? ")" : "");
@@ -1004,9 +1031,12 @@ int evaldir_reference_line(char *line, size_t cap, const cJSON *root, int k)
 		snprintf(r, sizeof(r), "%.3f [%.3f, %.3f]", cJSON_GetNumberValue(jget(ratio, "estimate")),
 			 cJSON_GetNumberValue(cJSON_GetArrayItem(jget(ratio, "ci95"), 0)),
 			 cJSON_GetNumberValue(cJSON_GetArrayItem(jget(ratio, "ci95"), 1)));
-	snprintf(line, cap, "reference %s: t_ref / t_cand (geomean of %d tasks): %s; %d skipped, %d failed "
-		 "(never gates)", jstr(o, "impl") ? jstr(o, "impl") : "?", (int)cJSON_GetNumberValue(jget(o, "tasks_timed")),
-		 r, (int)cJSON_GetNumberValue(jget(o, "tasks_skipped")), (int)cJSON_GetNumberValue(jget(o, "tasks_failed")));
+	snprintf(line, cap,
+		 "reference %s: t_ref / t_cand (geomean of %d tasks): %s; %d skipped, %d failed "
+		 "(never gates)",
+		 jstr(o, "impl") ? jstr(o, "impl") : "?", (int)cJSON_GetNumberValue(jget(o, "tasks_timed")), r,
+		 (int)cJSON_GetNumberValue(jget(o, "tasks_skipped")),
+		 (int)cJSON_GetNumberValue(jget(o, "tasks_failed")));
 	return 0;
 }
 
@@ -1028,8 +1058,7 @@ int evaldir_writer_init(struct evaldir_writer *w, const char *dir)
 	return 0;
 }
 
-int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len,
-			    char hex_out[65])
+int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len, char hex_out[65])
 {
 	char *name = fs_printf("manifests/%s.json", hash), hex[65];
 	int err = name ? fs_write_in(w->dir, name, text, len, hex) : vs_oom();
@@ -1117,13 +1146,12 @@ int evaldir_writer_task_copy(struct evaldir_writer *w, const cJSON *task, const 
 	const cJSON *f;
 
 	push(&w->oom, w->tasks, cJSON_Duplicate(task, 1));
-	cJSON_ArrayForEach(f, flags)
-		push(&w->oom, w->flags, cJSON_Duplicate(f, 1));
+	cJSON_ArrayForEach(f, flags) push(&w->oom, w->flags, cJSON_Duplicate(f, 1));
 	return w->oom ? vs_oom() : 0;
 }
 
-int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
-			   int n, int partial, char *line, size_t cap)
+int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t, int n,
+			   int partial, char *line, size_t cap)
 {
 	int err = evaldir_verdict(w->root, p, t, n, partial, w->flags, line, cap);
 
@@ -1207,13 +1235,14 @@ static int check_file_hash(const char *dir, const char *name, const char *want, 
 		*status = EVIDENCE_MISMATCH;
 	} else if (strcmp(hex, want)) {
 		*status = EVIDENCE_MISMATCH;
-		err = vs_error(VS_EVERIFY, "%s: '%s' does not match result.json (sha256 %.12s..., recorded "
-			       "%.12s...): the evidence was modified", dir, name, hex, want);
+		err = vs_error(VS_EVERIFY,
+			       "%s: '%s' does not match result.json (sha256 %.12s..., recorded "
+			       "%.12s...): the evidence was modified",
+			       dir, name, hex, want);
 	}
 	free(path);
 	return err;
 }
-
 
 /*
  * The files result.json binds by sha256: plan.json, samples.csv, run.log and the manifest copy of
@@ -1228,7 +1257,8 @@ static int check_bound_files(const char *dir, const cJSON *result, const char *p
 	    (err = check_file_hash(dir, "samples.csv", jstr(result, "samples_sha256"), status)) ||
 	    (err = check_file_hash(dir, "run.log", jstr(result, "log_sha256"), status)))
 		return err;
-	cJSON_ArrayForEach(t, jget(result, "tasks")) {
+	cJSON_ArrayForEach(t, jget(result, "tasks"))
+	{
 		const char *h = jstr(t, "hash");
 		char *name;
 
@@ -1298,8 +1328,8 @@ static int role_index(const char *role)
 		return 0;
 	if (!strcmp(role, "candidate"))
 		return 1;
-	if (sscanf(role, "reference%d%c", &k, &end) == 1 && k >= 1 && k <= VS_PLAN_MAX_REFERENCES &&
-	    role[9] >= '1' && role[9] <= '9')
+	if (sscanf(role, "reference%d%c", &k, &end) == 1 && k >= 1 && k <= VS_PLAN_MAX_REFERENCES && role[9] >= '1' &&
+	    role[9] <= '9')
 		return 1 + k;
 	return -1;
 }
@@ -1333,7 +1363,8 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 		const char *eol = strchr(s, '\n');
 
 		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z0-9],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg,
-			   &ms, &checked) != 8 || !(ms > 0) || role_index(role) < 0) {
+			   &ms, &checked) != 8 ||
+		    !(ms > 0) || role_index(role) < 0) {
 			err = vs_error(VS_EVERIFY, "%s:%d: malformed sample row", path, line + 1);
 			break;
 		}
@@ -1360,12 +1391,13 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 	for (int k = 0; !err && k < n; k++)
 		for (int i = 0; i < tp[k].n && !err; i++) {
 			if (isnan(tp[k].base[i]) || isnan(tp[k].cand[i]))
-				err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a baseline or candidate sample",
-					       path, tp[k].hash, i);
+				err = vs_error(VS_EVERIFY,
+					       "%s: task %.16s pair %d lacks a baseline or candidate sample", path,
+					       tp[k].hash, i);
 			for (int j = 0; j < VS_PLAN_MAX_REFERENCES && !err; j++)
 				if (tp[k].ref[j] && isnan(tp[k].ref[j][i]))
-					err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a reference%d sample", path,
-						       tp[k].hash, i, j + 1);
+					err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a reference%d sample",
+						       path, tp[k].hash, i, j + 1);
 		}
 	if (err) {
 		samples_free(tp, n);
@@ -1435,7 +1467,8 @@ static int recompute_refs(const struct evidence *e, const struct plan *p, const 
 				       e->eval_dir, k, jstr(o, "impl") ? jstr(o, "impl") : "", p->refs[k].impl.name);
 			goto done;
 		}
-		cJSON_ArrayForEach(t, tasks) {
+		cJSON_ArrayForEach(t, tasks)
+		{
 			const cJSON *rj = cJSON_GetArrayItem(jget(t, "references"), k), *tr_j = jget(rj, "ratio");
 			const char *hash = jstr(t, "hash");
 			struct stats_ci ci;
@@ -1446,21 +1479,25 @@ static int recompute_refs(const struct evidence *e, const struct plan *p, const 
 			for (i = 0; i < ntp && (!hash || strcmp(tp[i].hash, hash)); i++)
 				;
 			if (i == ntp || !tp[i].ref[k] || !tp[i].cand) {
-				err = vs_error(VS_EVERIFY, "%s: task '%s' reports a ratio against %s but samples.csv has "
-					       "no reference%d samples for it", e->eval_dir, jstr(t, "name"),
-					       p->refs[k].impl.name, k + 1);
+				err = vs_error(VS_EVERIFY,
+					       "%s: task '%s' reports a ratio against %s but samples.csv has "
+					       "no reference%d samples for it",
+					       e->eval_dir, jstr(t, "name"), p->refs[k].impl.name, k + 1);
 				goto done;
 			}
 			if ((err = stats_speedup(&ci, tp[i].ref[k], tp[i].cand, tp[i].n, p->protocol.resamples,
 						 p->protocol.seed)))
 				goto done;
 			if (!ci_same(tr_j, &ci)) {
-				err = vs_error(VS_EVERIFY, "%s: task '%s' ratio against %s in result.json does not "
-					       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir,
-					       jstr(t, "name"), p->refs[k].impl.name, ci.estimate, ci.lo, ci.hi);
+				err = vs_error(VS_EVERIFY,
+					       "%s: task '%s' ratio against %s in result.json does not "
+					       "recompute from samples.csv (%.6g [%.6g, %.6g])",
+					       e->eval_dir, jstr(t, "name"), p->refs[k].impl.name, ci.estimate, ci.lo,
+					       ci.hi);
 				goto done;
 			}
-			if (cJSON_IsTrue(jget(t, "complete")) && jstr(t, "parity") && !strcmp(jstr(t, "parity"), "pass")) {
+			if (cJSON_IsTrue(jget(t, "complete")) && jstr(t, "parity") &&
+			    !strcmp(jstr(t, "parity"), "pass")) {
 				tr[m] = tp[i].ref[k];
 				tc[m] = tp[i].cand;
 				n[m++] = tp[i].n;
@@ -1472,14 +1509,17 @@ static int recompute_refs(const struct evidence *e, const struct plan *p, const 
 			if ((err = stats_geomean_speedup(&ci, tr, tc, n, m, p->protocol.resamples, p->protocol.seed)))
 				goto done;
 			if (!cJSON_IsObject(ratio) || !ci_same(ratio, &ci)) {
-				err = vs_error(VS_EVERIFY, "%s: the overall ratio against %s in result.json does not "
-					       "recompute from samples.csv (%.6g [%.6g, %.6g])", e->eval_dir,
-					       p->refs[k].impl.name, ci.estimate, ci.lo, ci.hi);
+				err = vs_error(VS_EVERIFY,
+					       "%s: the overall ratio against %s in result.json does not "
+					       "recompute from samples.csv (%.6g [%.6g, %.6g])",
+					       e->eval_dir, p->refs[k].impl.name, ci.estimate, ci.lo, ci.hi);
 				goto done;
 			}
 		} else if (!cJSON_IsNull(ratio)) {
-			err = vs_error(VS_EVERIFY, "%s: result.json reports an overall ratio against %s but no task has "
-				       "one", e->eval_dir, p->refs[k].impl.name);
+			err = vs_error(VS_EVERIFY,
+				       "%s: result.json reports an overall ratio against %s but no task has "
+				       "one",
+				       e->eval_dir, p->refs[k].impl.name);
 			goto done;
 		}
 	}
@@ -1491,8 +1531,8 @@ done:
 }
 
 /* Recompute every speedup in result.json from samples.csv with the plan's seed. */
-static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text,
-		     const char *samples_path, int *status)
+static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text, const char *samples_path,
+		     int *status)
 {
 	struct sample_pairs *tp = NULL;
 	int ntp = 0, err, nspeed = 0;
@@ -1512,7 +1552,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 		err = vs_oom();
 		goto done;
 	}
-	cJSON_ArrayForEach(t, tasks) {
+	cJSON_ArrayForEach(t, tasks)
+	{
 		const char *hash = jstr(t, "hash");
 		const cJSON *sp = jget(t, "speedup");
 		struct stats_ci ci;
@@ -1524,8 +1565,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			;
 		if (k == ntp || !cJSON_IsObject(sp)) {
 			*status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY, "%s: task '%s' reports a speedup but has no samples",
-				       samples_path, jstr(t, "name") ? jstr(t, "name") : "?");
+			err = vs_error(VS_EVERIFY, "%s: task '%s' reports a speedup but has no samples", samples_path,
+				       jstr(t, "name") ? jstr(t, "name") : "?");
 			goto done;
 		}
 		err = stats_speedup(&ci, tp[k].base, tp[k].cand, tp[k].n, p->protocol.resamples, p->protocol.seed);
@@ -1537,8 +1578,10 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			*status = EVIDENCE_MISMATCH;
 			char b[6][32];
 
-			err = vs_error(VS_EVERIFY, "%s: task '%s' speedup %s [%s, %s] in result.json does not "
-				       "recompute from samples.csv (%s [%s, %s])", e->eval_dir, jstr(t, "name"),
+			err = vs_error(VS_EVERIFY,
+				       "%s: task '%s' speedup %s [%s, %s] in result.json does not "
+				       "recompute from samples.csv (%s [%s, %s])",
+				       e->eval_dir, jstr(t, "name"),
 				       exact(b[0], cJSON_GetNumberValue(jget(sp, "estimate"))),
 				       exact(b[1], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))),
 				       exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1))),
@@ -1562,10 +1605,12 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			*status = EVIDENCE_MISMATCH;
 			char b[6][32];
 
-			err = vs_error(VS_EVERIFY, "%s: overall speedup %s [%s, %s] in result.json does not "
-				       "recompute from samples.csv (%s [%s, %s])", e->eval_dir, exact(b[0], e->isolated),
-				       exact(b[1], e->isolated_lo), exact(b[2], e->isolated_hi), exact(b[3], ov.estimate),
-				       exact(b[4], ov.lo), exact(b[5], ov.hi));
+			err = vs_error(VS_EVERIFY,
+				       "%s: overall speedup %s [%s, %s] in result.json does not "
+				       "recompute from samples.csv (%s [%s, %s])",
+				       e->eval_dir, exact(b[0], e->isolated), exact(b[1], e->isolated_lo),
+				       exact(b[2], e->isolated_hi), exact(b[3], ov.estimate), exact(b[4], ov.lo),
+				       exact(b[5], ov.hi));
 			goto done;
 		}
 	} else if (e->has_isolated) {
@@ -1599,7 +1644,8 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 	if ((err = check_bound_files(dir, e->result, path, status)))
 		goto done;
 	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
-	cJSON_ArrayForEach(t, jget(e->result, "plugins")) {
+	cJSON_ArrayForEach(t, jget(e->result, "plugins"))
+	{
 		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
 		char hex[65];
 
@@ -1616,21 +1662,25 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 		if (!fs_exists(lib) && role && !strncmp(role, "reference", 9))
 			continue;
 		if (!fs_exists(lib)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
-				       "checked against it", dir, role ? role : "", lib);
+			err = vs_error(VS_EVERIFY,
+				       "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
+				       "checked against it",
+				       dir, role ? role : "", lib);
 			goto done;
 		}
 		if ((err = fs_sha256_file(hex, lib)))
 			goto done;
 		if (strcmp(hex, want)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
-				       "evidence binds %.12s...): run the plan again with this build of it", dir,
-				       role ? role : "", lib, hex, want);
+			err = vs_error(VS_EVERIFY,
+				       "%s: the %s plugin '%s' changed since the run (sha256 %.12s..., the "
+				       "evidence binds %.12s...): run the plan again with this build of it",
+				       dir, role ? role : "", lib, hex, want);
 			goto done;
 		}
 	}
 	/* Python modules that ran are bound by their file's sha256 too. */
-	cJSON_ArrayForEach(t, jget(e->result, "python")) {
+	cJSON_ArrayForEach(t, jget(e->result, "python"))
+	{
 		const char *file = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
 		char hex[65], *abs;
 
@@ -1644,24 +1694,29 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 			err = vs_error(VS_ENOMEM, "out of memory");
 			goto done;
 		}
-		err = fs_exists(abs) ? fs_sha256_file(hex, abs) :
-		      vs_error(VS_EVERIFY, "%s: the %s python module '%s' that ran is gone: the evidence cannot be "
-			       "checked against it", dir, role ? role : "", file);
+		err = fs_exists(abs) ?
+			      fs_sha256_file(hex, abs) :
+			      vs_error(VS_EVERIFY,
+				       "%s: the %s python module '%s' that ran is gone: the evidence cannot be "
+				       "checked against it",
+				       dir, role ? role : "", file);
 		free(abs);
 		if (err)
 			goto done;
 		if (strcmp(hex, want)) {
-			err = vs_error(VS_EVERIFY, "%s: the %s python module '%s' changed since the run (sha256 %.12s..., "
-				       "the evidence binds %.12s...): run the plan again with this version of it", dir,
-				       role ? role : "", file, hex, want);
+			err = vs_error(VS_EVERIFY,
+				       "%s: the %s python module '%s' changed since the run (sha256 %.12s..., "
+				       "the evidence binds %.12s...): run the plan again with this version of it",
+				       dir, role ? role : "", file, hex, want);
 			goto done;
 		}
 	}
 	/* The plan copy: same card, same tasks. */
 	plan_path = fs_join(dir, "plan.json");
 	if ((err = plan_read_evidence(p, plan_path)))
-	i = 0;
-	cJSON_ArrayForEach(t, jget(e->result, "tasks")) {
+		i = 0;
+	cJSON_ArrayForEach(t, jget(e->result, "tasks"))
+	{
 		int found = 0;
 
 		for (int k = 0; k < p->ntasks; k++)
@@ -1673,8 +1728,10 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 					found = -1;
 			}
 		if (found < 0) {
-			err = vs_error(VS_EVERIFY, "%s: task '%s' is marked skipped but the plan copy lists it as "
-				       "supported by both implementations", dir, jstr(t, "name"));
+			err = vs_error(VS_EVERIFY,
+				       "%s: task '%s' is marked skipped but the plan copy lists it as "
+				       "supported by both implementations",
+				       dir, jstr(t, "name"));
 			goto done;
 		}
 		if (!found) {
@@ -1684,8 +1741,10 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 		i++;
 	}
 	if (!e->partial && i != p->ntasks) {
-		err = vs_error(VS_EVERIFY, "%s: result.json covers %d of the plan's %d tasks but is not marked "
-			       "partial", dir, i, p->ntasks);
+		err = vs_error(VS_EVERIFY,
+			       "%s: result.json covers %d of the plan's %d tasks but is not marked "
+			       "partial",
+			       dir, i, p->ntasks);
 		goto done;
 	}
 	/* Numbers recompute from the raw samples. */
@@ -1741,8 +1800,10 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	if ((err = jsonfile_parse(&e->result, text, len, path)))
 		goto done;
 	if (!jstr(e->result, "schema") || strcmp(jstr(e->result, "schema"), VS_RESULT_SCHEMA)) {
-		err = vs_error(VS_EVERIFY, "%s: \"schema\" is '%s', expected '" VS_RESULT_SCHEMA "' (not a "
-			       "result written by this tool)", path, jstr(e->result, "schema") ? jstr(e->result, "schema") : "");
+		err = vs_error(VS_EVERIFY,
+			       "%s: \"schema\" is '%s', expected '" VS_RESULT_SCHEMA "' (not a "
+			       "result written by this tool)",
+			       path, jstr(e->result, "schema") ? jstr(e->result, "schema") : "");
 		goto done;
 	}
 	card = jget(e->result, "card");
@@ -1751,16 +1812,21 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	ov = jget(e->result, "overall");
 	tool = jget(e->result, "tool");
 	{
-		const char *missing = !jstr(card, "id") ? "card.id" : !jstr(card, "hash") ? "card.hash" :
-				      !jstr(plan, "sha256") ? "plan.sha256" : !jstr(dev, "name") ? "device.name" :
-				      !jstr(dev, "gen") ? "device.gen" : !jstr(e->result, "verdict") ? "verdict" :
-				      !jstr(e->result, "finished") ? "finished" : !cJSON_IsObject(ov) ? "overall" :
-				      !cJSON_IsObject(tool) ? "tool" : NULL;
+		const char *missing = !jstr(card, "id")            ? "card.id" :
+				      !jstr(card, "hash")          ? "card.hash" :
+				      !jstr(plan, "sha256")        ? "plan.sha256" :
+				      !jstr(dev, "name")           ? "device.name" :
+				      !jstr(dev, "gen")            ? "device.gen" :
+				      !jstr(e->result, "verdict")  ? "verdict" :
+				      !jstr(e->result, "finished") ? "finished" :
+				      !cJSON_IsObject(ov)          ? "overall" :
+				      !cJSON_IsObject(tool)        ? "tool" :
+								     NULL;
 
 		if (missing) {
-			err = vs_error(VS_EVERIFY, "%s: incomplete result: \"%s\" is missing or not a%s", path,
-				       missing, !strcmp(missing, "overall") || !strcmp(missing, "tool") ?
-				       "n object" : " string");
+			err = vs_error(VS_EVERIFY, "%s: incomplete result: \"%s\" is missing or not a%s", path, missing,
+				       !strcmp(missing, "overall") || !strcmp(missing, "tool") ? "n object" :
+												 " string");
 			goto done;
 		}
 	}
@@ -1776,10 +1842,12 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 	    !card_backend_matches(c->match.to_backend, e->candidate)) {
 		int cand = card_backend_matches(c->match.from_backend, e->baseline);
 
-		err = vs_error(VS_EVERIFY, "%s: the evidence measured %s '%s', but %s's match.%s is '%s': it cannot "
-			       "speak for this card (name the implementation in the card, or run the card's own)", dir,
-			       cand ? "candidate" : "baseline", cand ? e->candidate : e->baseline, c->path,
-			       cand ? "to_backend" : "from_backend", cand ? c->match.to_backend : c->match.from_backend);
+		err = vs_error(VS_EVERIFY,
+			       "%s: the evidence measured %s '%s', but %s's match.%s is '%s': it cannot "
+			       "speak for this card (name the implementation in the card, or run the card's own)",
+			       dir, cand ? "candidate" : "baseline", cand ? e->candidate : e->baseline, c->path,
+			       cand ? "to_backend" : "from_backend",
+			       cand ? c->match.to_backend : c->match.from_backend);
 		goto done;
 	}
 	e->verdict = jstr(e->result, "verdict");
@@ -1802,8 +1870,10 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		goto done;
 	/* The plan copy is for this card. */
 	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
-		err = vs_error(VS_EVERIFY, "%s: plan.json is for card '%s' (hash %.12s...), result.json for '%s' "
-			       "(hash %.12s...)", dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
+		err = vs_error(VS_EVERIFY,
+			       "%s: plan.json is for card '%s' (hash %.12s...), result.json for '%s' "
+			       "(hash %.12s...)",
+			       dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
 		goto done;
 	}
 	/* Finally the card itself: content unchanged since the plan was made. */
@@ -1811,16 +1881,19 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		goto done;
 	if (strcmp(hash, jstr(card, "hash"))) {
 		status = EVIDENCE_STALE_CARD;
-		err = vs_error(VS_EVERIFY, "%s: the card changed since this evidence was produced (card hash "
-			       "%.12s..., evidence %.12s...): emit the plan and run again", c->path, hash,
-			       jstr(card, "hash"));
+		err = vs_error(VS_EVERIFY,
+			       "%s: the card changed since this evidence was produced (card hash "
+			       "%.12s..., evidence %.12s...): emit the plan and run again",
+			       c->path, hash, jstr(card, "hash"));
 		goto done;
 	}
 	/* A run of an earlier build's generator: it verifies, and no longer speaks for this build's tasks. */
 	if (p.generator && strcmp(p.generator, VS_GENERATOR_VERSION)) {
 		status = EVIDENCE_STALE_CARD;
-		err = vs_error(VS_EVERIFY, "%s: measured on the inputs of generator %s (this build generates %s): emit "
-			       "the plan and run again", dir, p.generator, VS_GENERATOR_VERSION);
+		err = vs_error(VS_EVERIFY,
+			       "%s: measured on the inputs of generator %s (this build generates %s): emit "
+			       "the plan and run again",
+			       dir, p.generator, VS_GENERATOR_VERSION);
 		goto done;
 	}
 	status = EVIDENCE_OK;
@@ -1890,10 +1963,10 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 	int problems = 0;
 
 	evidence_validation(&want, e, have->artifact);
-#define CHECK_STR(field, key)                                                                          \
-	if (!str_eq(have->field, want.field))                                                          \
-		claim_problem(&problems, why, why_cap, "validation." key " differs from the evidence",        \
-			      "%s: validation." key " is '%s' but the evidence says '%s'", card_path,         \
+#define CHECK_STR(field, key)                                                                                          \
+	if (!str_eq(have->field, want.field))                                                                          \
+		claim_problem(&problems, why, why_cap, "validation." key " differs from the evidence",                 \
+			      "%s: validation." key " is '%s' but the evidence says '%s'", card_path,                  \
 			      have->field ? have->field : "", want.field ? want.field : "");
 	CHECK_STR(status, "status");
 	CHECK_STR(last_verified, "last_verified");
@@ -1941,8 +2014,10 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 		err = vs_error(VS_EVERIFY, "%s/result.json: not a validate_skill result", dir);
 	f = jget(pt->result, "filters");
 	if (!err && (jget(f, "impl") || jget(f, "config")))
-		err = vs_error(VS_EUSAGE, "%s: a part run with --impl or --config is not a measurement of the plan: "
-			       "rerun it with --part", dir);
+		err = vs_error(VS_EUSAGE,
+			       "%s: a part run with --impl or --config is not a measurement of the plan: "
+			       "rerun it with --part",
+			       dir);
 	if (!err) {
 		/* the checks --record makes that need no card: a part with edited samples is refused here */
 		struct evidence e;

@@ -67,15 +67,14 @@ char *evaldir_debug_root(const char *results_root, const char *card_id);
  * taken gets -2, -3, ... Every evaldir_create_*() leaves the marker .writer.tmp.<pid> in the dir,
  * which evaldir_writer_commit() removes after result.json. Errors: VS_ENOMEM, VS_EIO.
  */
-int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id,
-		       const char *arch, int debug);
+int evaldir_create_run(char **out, const char *results_root, const char *card_id, const char *run_id, const char *arch,
+		       int debug);
 
 /**
  * Create the part dir results_root/card_id/.parts/run_id/<index as %04d> (with manifests/),
  * replacing one there (a requeued array task runs again). Errors: VS_ENOMEM, VS_EIO.
  */
-int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id,
-			int index);
+int evaldir_create_part(char **out, const char *results_root, const char *card_id, const char *run_id, int index);
 
 /**
  * Create the merged eval dir results_root/card_id/run_id (run_id NULL: <UTC stamp>-<gen>-merged),
@@ -86,8 +85,8 @@ int evaldir_create_merged(char **out, const char *results_root, const char *card
 
 /** The newer eval dirs evaldir_latest() passed over. */
 struct evaldir_skipped {
-	int unfinished;  /* no result.json: an interrupted run's stub, or a run still going */
-	int partial;     /* a partial (filtered) run's result */
+	int unfinished; /* no result.json: an interrupted run's stub, or a run still going */
+	int partial;    /* a partial (filtered) run's result */
 };
 
 /**
@@ -117,20 +116,20 @@ int evaldir_find_parts(char ***out, int *n, const char *const *dirs, int ndirs);
 /** What result.json says about the run before its tasks (its head). Every pointer is borrowed. */
 struct evaldir_head {
 	const struct plan *plan;
-	const char *plan_path;        /* as given to --run */
+	const char *plan_path; /* as given to --run */
 	const char *plan_sha256;
 	const struct vs_device_info *device;
-	const struct cJSON *copy_from; /* --merge: "tool", "card", "plan", "device" copied from this
+	const struct cJSON *copy_from;  /* --merge: "tool", "card", "plan", "device" copied from this
 	                                * part's result.json instead of plan_path, plan_sha256, device */
 	const char *started, *finished; /* ISO 8601 UTC */
 	int partial;
 	const char *task_filter, *impl_filter, *config_filter; /* recorded when partial */
-	int has_part;                 /* recorded when partial: this is part part_index of run_id */
+	int has_part; /* recorded when partial: this is part part_index of run_id */
 	const char *run_id;
 	int part_index;
 	const char *const *merged_from; /* --merge: the part dirs joined */
 	int nmerged;
-	const char *py_versions;      /* the package versions a worker's embedded interpreter saw
+	const char *py_versions; /* the package versions a worker's embedded interpreter saw
 	                               * (compact JSON), or NULL */
 };
 
@@ -140,11 +139,11 @@ struct evaldir_head {
  * an eval dir with a result.json is complete.
  */
 struct evaldir_writer {
-	char *dir;                    /* owned */
-	FILE *samples, *log;          /* memory streams; samples starts with the header row */
-	struct cJSON *root;           /* result.json being built (owned) */
+	char *dir;           /* owned */
+	FILE *samples, *log; /* memory streams; samples starts with the header row */
+	struct cJSON *root;  /* result.json being built (owned) */
 	struct cJSON *tasks, *flags, *manifests;
-	int oom;                      /* sticky: a JSON item could not be created */
+	int oom; /* sticky: a JSON item could not be created */
 	char *samples_buf, *log_buf;
 	size_t samples_len, log_len;
 };
@@ -156,8 +155,7 @@ int evaldir_writer_init(struct evaldir_writer *w, const char *dir);
  * Write manifests/<hash>.json (text, len bytes) and record its sha256 (once per hash); hex (may be
  * NULL) receives it. Errors: VS_ENOMEM, VS_EIO.
  */
-int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len,
-			    char hex[65]);
+int evaldir_writer_manifest(struct evaldir_writer *w, const char *hash, const char *text, size_t len, char hex[65]);
 
 /** Begin result.json with h (schema, tool, card, plan, device, times, filters). Errors: VS_ENOMEM. */
 int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h);
@@ -189,10 +187,10 @@ struct evaldir_task_summary {
 	int base_capture, cand_capture; /* 1 pass, 0 fail, -1 not applicable */
 	const double *t_base, *t_cand;  /* [npairs] ms */
 	int npairs;
-	int ref_status[VS_PLAN_MAX_REFERENCES];    /* enum evaldir_ref_status of the plan's references */
+	int ref_status[VS_PLAN_MAX_REFERENCES];      /* enum evaldir_ref_status of the plan's references */
 	const double *t_ref[VS_PLAN_MAX_REFERENCES]; /* [npairs] ms when EVALDIR_REF_TIMED, else NULL */
-	int kv_dtype;                   /* enum mla_kv_dtype of the task */
-	const char *skipped;            /* why the task was not run (an implementation does not
+	int kv_dtype;                                /* enum mla_kv_dtype of the task */
+	const char *skipped;                         /* why the task was not run (an implementation does not
 	                                 * support it), or NULL: not run is not passed */
 };
 
@@ -200,8 +198,8 @@ struct evaldir_task_summary {
  * Add the overall numbers, gates, flags and verdict (evaldir_verdict()) of n task outcomes of plan
  * p to the result. line (may be NULL) receives the one-line summary. Errors: VS_ENOMEM.
  */
-int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t,
-			   int n, int partial, char *line, size_t cap);
+int evaldir_writer_verdict(struct evaldir_writer *w, const struct plan *p, const struct evaldir_task_summary *t, int n,
+			   int partial, char *line, size_t cap);
 
 /**
  * Write plan.json (plan_text), samples.csv, run.log and the manifest list, each with its sha256
@@ -220,8 +218,8 @@ void evaldir_writer_release(struct evaldir_writer *w);
  * ownership of flags; NULL for none) and "verdict" to a result.json object, from n task outcomes
  * of plan p. line (may be NULL) receives the one-line summary. Returns 0 or VS_ENOMEM.
  */
-int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n,
-		    int partial, struct cJSON *flags, char *line, size_t cap);
+int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
+		    struct cJSON *flags, char *line, size_t cap);
 
 /**
  * The one-line summary of reference k in a result.json object root that evaldir_verdict() filled:
@@ -249,31 +247,31 @@ struct cJSON *evaldir_python_json(const struct plan *p, const char *run_versions
 
 /** What an eval dir proves, once verified. */
 struct evidence {
-	char *eval_dir;           /* as given */
-	struct cJSON *result;     /* parsed result.json (owned) */
-	const char *verdict;      /* "validated" / "failed" (points into result) */
-	const char *device_name;  /* "NVIDIA H200" */
-	const char *gen;          /* "sm_90" */
+	char *eval_dir;          /* as given */
+	struct cJSON *result;    /* parsed result.json (owned) */
+	const char *verdict;     /* "validated" / "failed" (points into result) */
+	const char *device_name; /* "NVIDIA H200" */
+	const char *gen;         /* "sm_90" */
 	const char *model;
 	const char *kernels_tree;
 	int kernels_dirty;
 	int partial;
 	int has_isolated;
-	double isolated;          /* overall geomean speedup estimate */
+	double isolated; /* overall geomean speedup estimate */
 	double isolated_lo, isolated_hi;
-	const char *parity;       /* "pass" / "fail" */
-	const char *baseline, *candidate; /* the implementations measured */
+	const char *parity;                    /* "pass" / "fail" */
+	const char *baseline, *candidate;      /* the implementations measured */
 	int family_baseline, family_candidate; /* the card names a family there (record the name) */
-	char date[11];            /* YYYY-MM-DD of the run's end (UTC) */
+	char date[11];                         /* YYYY-MM-DD of the run's end (UTC) */
 	char result_sha256[65];
 };
 
 /** Problems found by evidence_load(), most severe first. */
 enum evidence_status {
 	EVIDENCE_OK = 0,
-	EVIDENCE_STALE_CARD = 1,  /* the card's content changed after the run */
-	EVIDENCE_MISSING = 2,     /* no eval dir / no result.json */
-	EVIDENCE_MISMATCH = 3,    /* files do not match their hashes, numbers do not recompute */
+	EVIDENCE_STALE_CARD = 1, /* the card's content changed after the run */
+	EVIDENCE_MISSING = 2,    /* no eval dir / no result.json */
+	EVIDENCE_MISMATCH = 3,   /* files do not match their hashes, numbers do not recompute */
 };
 
 /**
@@ -306,7 +304,7 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 /** The paired samples of one task, as samples.csv holds them. */
 struct sample_pairs {
 	char hash[65];
-	double *base, *cand;    /* [n] ms, pair by pair */
+	double *base, *cand;                 /* [n] ms, pair by pair */
 	double *ref[VS_PLAN_MAX_REFERENCES]; /* [n] ms of role reference<k+1>, NULL when it has no samples */
 	int n, cap;
 };
@@ -324,9 +322,9 @@ void samples_free(struct sample_pairs *tp, int n);
 /** A part of a cluster run, loaded and checked by evaldir_part_load(). */
 struct evaldir_part {
 	char *dir;
-	struct cJSON *result;     /* parsed result.json (owned) */
-	char *samples;            /* samples.csv text */
-	char *log;                /* run.log text */
+	struct cJSON *result; /* parsed result.json (owned) */
+	char *samples;        /* samples.csv text */
+	char *log;            /* run.log text */
 };
 
 /**

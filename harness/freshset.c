@@ -25,8 +25,7 @@ static uint64_t draw_seed(void)
 	return s;
 }
 
-int freshset_init(struct freshset *f, const struct task_spec *s, size_t q_elems, size_t out_elems,
-		  size_t lse_elems)
+int freshset_init(struct freshset *f, const struct task_spec *s, size_t q_elems, size_t out_elems, size_t lse_elems)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 

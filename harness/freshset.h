@@ -28,22 +28,21 @@
 #define VS_FRESH_ORACLE_FLOPS 1e9
 
 struct freshset {
-	uint64_t seed;       /* drawn at run time; never written to disk or to the result */
+	uint64_t seed; /* drawn at run time; never written to disk or to the result */
 	size_t q_elems;
-	uint16_t *pool;      /* [q_elems] bf16 N(0,1) clamped to [-1, 1] */
-	uint16_t *q;         /* [q_elems] the current fresh q */
-	float *ref_out;      /* [out_elems] the oracle's reference of the current q (after _reference) */
-	float *ref_lse;      /* [lse_elems] */
-	int oracle;          /* 1: the task is within VS_FRESH_ORACLE_FLOPS */
-	int threads;         /* oracle threads */
+	uint16_t *pool; /* [q_elems] bf16 N(0,1) clamped to [-1, 1] */
+	uint16_t *q;    /* [q_elems] the current fresh q */
+	float *ref_out; /* [out_elems] the oracle's reference of the current q (after _reference) */
+	float *ref_lse; /* [lse_elems] */
+	int oracle;     /* 1: the task is within VS_FRESH_ORACLE_FLOPS */
+	int threads;    /* oracle threads */
 };
 
 /**
  * Set up f for task s: draw the seed (getrandom; VS_FRESH_SEED=N in the environment fixes it for
  * debugging only), fill the pool. Errors: VS_ENOMEM.
  */
-int freshset_init(struct freshset *f, const struct task_spec *s, size_t q_elems, size_t out_elems,
-		  size_t lse_elems);
+int freshset_init(struct freshset *f, const struct task_spec *s, size_t q_elems, size_t out_elems, size_t lse_elems);
 
 /** Make f->q the fresh q of index k (deterministic in seed and k). */
 void freshset_next(struct freshset *f, uint64_t k);

@@ -156,7 +156,7 @@ int fs_mkdir_p(const char *path)
 	int err = 0;
 
 	VS_CHECK_ALLOC(copy);
-	for (char *p = copy + 1; ; p++) {
+	for (char *p = copy + 1;; p++) {
 		if (*p == '/' || *p == '\0') {
 			char c = *p;
 
@@ -233,8 +233,8 @@ int fs_check_link(const char *path, const char *what)
 		goto done; /* a dangling link: opening it reports the error */
 	n = strlen(root);
 	if (strncmp(target, root, n) || (target[n] != '/' && !(n == 1 && root[0] == '/')))
-		err = vs_error(VS_EVERIFY, "%s '%s' is a symlink to '%s', outside the repository '%s': refused",
-			       what, path, target, root);
+		err = vs_error(VS_EVERIFY, "%s '%s' is a symlink to '%s', outside the repository '%s': refused", what,
+			       path, target, root);
 done:
 	free(target);
 	free(root);

@@ -69,10 +69,8 @@ const char *vs_gpu_throttle_text(uint64_t reasons)
 		uint64_t bit;
 		const char *name;
 	} names[] = {
-		{VS_THROTTLE_SW_POWER_CAP, "power cap"},
-		{VS_THROTTLE_HW_SLOWDOWN, "hardware slowdown"},
-		{VS_THROTTLE_SW_THERMAL, "software thermal"},
-		{VS_THROTTLE_HW_THERMAL, "hardware thermal"},
+		{VS_THROTTLE_SW_POWER_CAP, "power cap"},      {VS_THROTTLE_HW_SLOWDOWN, "hardware slowdown"},
+		{VS_THROTTLE_SW_THERMAL, "software thermal"}, {VS_THROTTLE_HW_THERMAL, "hardware thermal"},
 		{VS_THROTTLE_HW_POWER_BRAKE, "power brake"},
 	};
 

@@ -17,8 +17,9 @@
 #define VS_THROTTLE_SW_THERMAL 0x20ull
 #define VS_THROTTLE_HW_THERMAL 0x40ull
 #define VS_THROTTLE_HW_POWER_BRAKE 0x80ull
-#define VS_THROTTLE_ANY (VS_THROTTLE_SW_POWER_CAP | VS_THROTTLE_HW_SLOWDOWN | VS_THROTTLE_SW_THERMAL | \
-			 VS_THROTTLE_HW_THERMAL | VS_THROTTLE_HW_POWER_BRAKE)
+#define VS_THROTTLE_ANY                                                                                                \
+	(VS_THROTTLE_SW_POWER_CAP | VS_THROTTLE_HW_SLOWDOWN | VS_THROTTLE_SW_THERMAL | VS_THROTTLE_HW_THERMAL |        \
+	 VS_THROTTLE_HW_POWER_BRAKE)
 
 /**
  * Read GPU `ordinal`'s current SM and memory clocks (MHz) and its clocks event reasons (bitmask).

@@ -27,8 +27,7 @@ static int object_duplicate(const cJSON *j, const char **key)
 	keys = malloc((size_t)n * sizeof(*keys));
 	if (!keys)
 		return -1;
-	cJSON_ArrayForEach(it, j)
-		keys[i++] = it->string ? it->string : "";
+	cJSON_ArrayForEach(it, j) keys[i++] = it->string ? it->string : "";
 	qsort(keys, (size_t)n, sizeof(*keys), key_cmp); /* n log n: a file may hold many keys */
 	for (i = 1; i < n && !found; i++)
 		if (!strcmp(keys[i - 1], keys[i])) {

@@ -14,7 +14,10 @@ struct vs_layout {
 	const char *results; /* eval dirs: results/<card id>/<run id>/, parts under .parts/ */
 };
 
-#define VS_LAYOUT_INIT {.skills = "skills", .plans = "plans", .tasks = "tasks", .results = "results"}
+#define VS_LAYOUT_INIT                                                                                                 \
+	{                                                                                                              \
+		.skills = "skills", .plans = "plans", .tasks = "tasks", .results = "results"                           \
+	}
 
 /** The layout of a repository whose directories have their default names. */
 extern const struct vs_layout vs_layout_default;

@@ -45,7 +45,7 @@ struct timed_graph {
 	const struct mla_decode_impl *impl;
 	const struct mla_decode_config *cfg;
 	int set;
-	const void *q;  /* the q it reads: a set's, or a fresh q's slot (the A/B) */
+	const void *q; /* the q it reads: a set's, or a fresh q's slot (the A/B) */
 	void *graph;
 };
 
@@ -73,7 +73,7 @@ struct bufs {
 	/* run-time inputs: a fresh q at two addresses (rotated per pair), its generator and reference */
 	void *fq[2];
 	struct freshset fresh;
-	float *h_cmp_out;      /* the baseline's output as float (reference above the oracle bound) */
+	float *h_cmp_out; /* the baseline's output as float (reference above the oracle bound) */
 };
 
 /* Bytes of guard before and after out, lse and the workspace; GUARD_BYTE in every one. */
@@ -155,8 +155,8 @@ static int upload_set(struct vs_device *d, const struct task_data *t, struct buf
 	return 0;
 }
 
-static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_device *d,
-			    const struct task_data *t, const struct bufs *b)
+static size_t max_workspace(const struct measure_ctx *ctx, const struct vs_device *d, const struct task_data *t,
+			    const struct bufs *b)
 {
 	struct mla_decode_args a;
 	size_t best = 0;
@@ -200,8 +200,7 @@ static int guarded_alloc(struct vs_device *d, void **base, void **user, size_t b
 	return 0;
 }
 
-static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t,
-		      struct bufs *b)
+static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b)
 {
 	const struct task_spec *s = &t->spec;
 	int err = 0;
@@ -346,8 +345,10 @@ static int launch_status(int rc, const char *impl, const char *cfg, char **detai
 		if (pyimpl_for_impl(impl))
 			return vs_error(VS_EUNSUPPORTED, "%s: the python interpreter did not start in this worker",
 					impl);
-		return vs_error(VS_EUNSUPPORTED, "%s is not built into this binary (no GPU toolchain at build "
-				"time)", impl);
+		return vs_error(VS_EUNSUPPORTED,
+				"%s is not built into this binary (no GPU toolchain at build "
+				"time)",
+				impl);
 	default:
 		/* A Python exception fails the config with the bridge's one line, not the task. */
 		if (pyimpl_for_impl(impl) && *pyimpl_last_error()) {
@@ -382,9 +383,9 @@ static double worst_ratio(const struct parity_report *r, const struct task_tol *
 /* The parity margin being gathered for a config: the worst over what was compared (NULL: none). */
 static double *cur_margin, *cur_cos;
 
-static int compare_outputs(const struct task_data *t, const uint16_t *h_out, const float *h_lse,
-			   const float *ref_out, const float *ref_lse, const struct task_tol *tol_out,
-			   const struct task_tol *tol_lse, const char *label, char **detail)
+static int compare_outputs(const struct task_data *t, const uint16_t *h_out, const float *h_lse, const float *ref_out,
+			   const float *ref_lse, const struct task_tol *tol_out, const struct task_tol *tol_lse,
+			   const char *label, char **detail)
 {
 	const struct task_spec *s = &t->spec;
 	const struct task_set *ts = &t->sets[0];
@@ -443,8 +444,8 @@ static struct task_tol out_tol(const struct task_data *t, int set)
  * Download output pair `which` and compare with set `set`'s reference. Returns 1 pass, 0 fail
  * (with *detail), or a negative error.
  */
-static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set,
-			int which, char **detail)
+static int check_output(struct vs_device *d, const struct task_data *t, struct bufs *b, int set, int which,
+			char **detail)
 {
 	const struct task_set *ts = &t->sets[set];
 	struct task_tol to = out_tol(t, set);
@@ -466,8 +467,8 @@ static int check_output(struct vs_device *d, const struct task_data *t, struct b
  * 1 if the inputs of set `set` (all sets when set < 0) still hold what was uploaded, 0 (with
  * detail) if not; the small inputs always, kv_cache when large_too or when it is small.
  */
-static int inputs_unchanged(struct vs_device *d, const struct task_data *t, struct bufs *b, int set_only,
-			    int large_too, char **detail)
+static int inputs_unchanged(struct vs_device *d, const struct task_data *t, struct bufs *b, int set_only, int large_too,
+			    char **detail)
 {
 	for (int set = 0; set < t->nsets; set++) {
 		const struct task_set *ts = &t->sets[set];
@@ -497,8 +498,7 @@ static int inputs_unchanged(struct vs_device *d, const struct task_data *t, stru
 	return 1;
 }
 
-static char *repro(const struct measure_ctx *ctx, const struct task_data *t, const char *impl,
-		   const char *cfg)
+static char *repro(const struct measure_ctx *ctx, const struct task_data *t, const char *impl, const char *cfg)
 {
 	return fs_printf("validate_skill --run %s --task %.16s --impl %s --config %s",
 			 ctx->plan_path ? ctx->plan_path : "PLAN", t->hash, impl, cfg);
@@ -691,7 +691,8 @@ static int timed_launch(struct vs_device *d, struct bufs *b, const struct mla_de
  * The graph of impl's launch of cfg with the arguments a0 (input set `set`, or a fresh q over its keys),
  * captured on first use, after warm-up; one per (implementation, config, set, q).
  */
-static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
+static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct bufs *b,
+			   const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
 			   const struct mla_decode_args *a0, int set)
 {
 	struct vs_device *d = ctx->device;
@@ -722,14 +723,17 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 		char why[512];
 
 		/* vs_error() writes the buffer vs_last_error() reads: copy it first. */
-		snprintf(why, sizeof(why), "%s", err ? vs_last_error() : pyimpl_for_impl(impl->name) ?
-			 pyimpl_last_error() : "");
+		snprintf(why, sizeof(why), "%s",
+			 err                         ? vs_last_error() :
+			 pyimpl_for_impl(impl->name) ? pyimpl_last_error() :
+						       "");
 		if (g)
 			d->ops->graph_free(d, g);
 		return vs_error(rc == MLA_EDEVICE && !pyimpl_for_impl(impl->name) ? VS_EDEVICE : VS_EFAIL,
 				"%s %s cannot be timed by graph replay: its launch could not be captured (launch "
 				"status %d%s%s); emit the plan with --timing launch for an implementation that is not "
-				"capture-safe", impl->name, cfg->name, rc, *why ? ", " : "", why);
+				"capture-safe",
+				impl->name, cfg->name, rc, *why ? ", " : "", why);
 	}
 	b->graphs[b->ngraphs++] = (struct timed_graph){impl, cfg, set, a0->q, g};
 	/* One untimed replay: the first launch of an instantiated graph uploads it. */
@@ -745,9 +749,8 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
  * cost of a launch, Python's above all, stays out of the sample). Poisoning and the LLC flush
  * precede the timed region in both.
  */
-static int timed_sample(const struct measure_ctx *ctx, struct bufs *b,
-			const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
-			const struct mla_decode_args *a, int set, double *ms)
+static int timed_sample(const struct measure_ctx *ctx, struct bufs *b, const struct mla_decode_impl *impl,
+			const struct mla_decode_config *cfg, const struct mla_decode_args *a, int set, double *ms)
 {
 	struct vs_device *d = ctx->device;
 	void *graph = NULL;
@@ -790,8 +793,8 @@ static int capture_gate(const struct measure_ctx *ctx, const struct task_data *t
 	err = d->ops->graph_end(d, &graph);
 	if (rc != MLA_OK || err) {
 		ir->capture = 0;
-		ir->capture_detail = fs_printf("the launch could not be captured in a graph (launch status %d%s%s)",
-					       rc, err ? ", " : "", err ? vs_last_error() : "");
+		ir->capture_detail = fs_printf("the launch could not be captured in a graph (launch status %d%s%s)", rc,
+					       err ? ", " : "", err ? vs_last_error() : "");
 		if (graph)
 			d->ops->graph_free(d, graph);
 		return rc == MLA_EDEVICE ? VS_EDEVICE : 0;
@@ -827,8 +830,7 @@ done:
 	return err;
 }
 
-static int impl_result_init(struct measure_impl *ir, const struct mla_decode_impl *impl,
-			    const struct plan_impl *pi)
+static int impl_result_init(struct measure_impl *ir, const struct mla_decode_impl *impl, const struct plan_impl *pi)
 {
 	memset(ir, 0, sizeof(*ir));
 	ir->impl = impl;
@@ -891,8 +893,8 @@ void measure_result_release(struct measure_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
-		      struct measure_impl *ir, const char *filter)
+static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_impl *ir,
+		      const char *filter)
 {
 	for (int i = 0; i < ir->nconfigs; i++) {
 		char *detail = NULL;
@@ -914,8 +916,10 @@ static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, 
 			say(ctx->log, "    %s %s: parity FAILED: %s\n", ir->impl->name, ir->configs[i].name,
 			    detail ? detail : "");
 		else if (!ctx->timing)
-			say(ctx->log, "    %s %s: parity pass (%d input set%s, repeat launch bit-identical, inputs "
-			    "unchanged)\n", ir->impl->name, ir->configs[i].name, t->nsets, t->nsets == 1 ? "" : "s");
+			say(ctx->log,
+			    "    %s %s: parity pass (%d input set%s, repeat launch bit-identical, inputs "
+			    "unchanged)\n",
+			    ir->impl->name, ir->configs[i].name, t->nsets, t->nsets == 1 ? "" : "s");
 	}
 	return 0;
 }
@@ -942,8 +946,7 @@ static int parity_only_pass(const struct measure_ctx *ctx, const struct measure_
 }
 
 /* Tuning pass: a few timed samples per passing config; the fastest median is chosen. */
-static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
-		struct measure_impl *ir)
+static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_impl *ir)
 {
 	struct vs_device *d = ctx->device;
 	int n = ctx->plan->protocol.tuning_samples > 0 ? ctx->plan->protocol.tuning_samples : 1;
@@ -990,8 +993,7 @@ static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct
  * Phase 3 for both sides. An A/A run (the same implementation on both sides) measures one config
  * twice: the baseline takes the candidate's choice.
  */
-static int tune_both(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
-		     struct measure_result *r)
+static int tune_both(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_result *r)
 {
 	int err, aa;
 
@@ -1033,9 +1035,9 @@ static int read_clock(const struct measure_ctx *ctx, uint64_t *reasons)
 /* One role timed in the A/B rounds: baseline, candidate or a reference. */
 struct ab_role {
 	struct measure_impl *ir;
-	double *t;                  /* [max_pairs] */
-	int *checks, *failures;     /* its timed-output checks */
-	char role[24];              /* samples.csv's role column */
+	double *t;              /* [max_pairs] */
+	int *checks, *failures; /* its timed-output checks */
+	char role[24];          /* samples.csv's role column */
 };
 
 /*
@@ -1123,10 +1125,10 @@ static int timed_check_pair(const struct measure_ctx *ctx, const struct task_dat
 
 		if (!guard_ok[k])
 			continue;
-		ok = b->fresh.oracle ?
-			compare_outputs(t, b->h_out[k], b->h_lse[k], b->fresh.ref_out, b->fresh.ref_lse, &to, &tl,
-					label, &why) :
-			compare_outputs(t, b->h_out[k], b->h_lse[k], b->h_cmp_out, b->h_lse[0], &to, &tl, label, &why);
+		ok = b->fresh.oracle ? compare_outputs(t, b->h_out[k], b->h_lse[k], b->fresh.ref_out, b->fresh.ref_lse,
+						       &to, &tl, label, &why) :
+				       compare_outputs(t, b->h_out[k], b->h_lse[k], b->h_cmp_out, b->h_lse[0], &to, &tl,
+						       label, &why);
 		(*roles[k].checks)++;
 		if (!ok) {
 			(*roles[k].failures)++;
@@ -1139,13 +1141,11 @@ static int timed_check_pair(const struct measure_ctx *ctx, const struct task_dat
 }
 
 /* The A/B: alternating timed samples of the chosen configs until the stop rule says so. */
-static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
-	      struct measure_result *r)
+static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_result *r)
 {
 	struct vs_device *d = ctx->device;
 	const struct plan_protocol *pr = &ctx->plan->protocol;
-	struct stats_stop_rule rule = {pr->rel_halfwidth, pr->min_pairs, pr->max_pairs, pr->max_seconds,
-				       500, pr->seed};
+	struct stats_stop_rule rule = {pr->rel_halfwidth, pr->min_pairs, pr->max_pairs, pr->max_seconds, 500, pr->seed};
 	struct ab_role roles[2 + VS_PLAN_MAX_REFERENCES];
 	double t0, ms;
 	int err = 0, sample = 0, n;
@@ -1161,7 +1161,8 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 
 		for (int w = 0; w < pr->warmup && !err; w++) {
 			make_args(&a, d, t, b, w % t->nsets, 0);
-			err = timed_launch(d, b, roles[k].ir->impl, &roles[k].ir->configs[roles[k].ir->chosen], &a, &ms);
+			err = timed_launch(d, b, roles[k].ir->impl, &roles[k].ir->configs[roles[k].ir->chosen], &a,
+					   &ms);
 		}
 	}
 	if (err)
@@ -1199,8 +1200,8 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 			if (checked && (err = timed_keep(ctx, b, ro, (int)(ro - roles), sample, &guard_ok[ro - roles])))
 				return err;
 			if (ctx->samples)
-				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,%d\n", t->hash, set, pair, j,
-					ro->role, ir->configs[ir->chosen].name, ms, checked);
+				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,%d\n", t->hash, set, pair, j, ro->role,
+					ir->configs[ir->chosen].name, ms, checked);
 			sample++;
 		}
 		if (checked && (err = timed_check_pair(ctx, t, b, roles, n, set, pair, guard_ok)))
@@ -1238,8 +1239,8 @@ int measure_result_finish(struct measure_result *r, const struct plan *p)
 		stats_summarize(&rf->m.timing, rf->t, r->npairs);
 		rf->m.outliers = count_outliers(rf->t, r->npairs);
 		rf->has_ratio = rf->m.chosen >= 0 && rf->m.capture != 0 && rf->timed_check_failures == 0;
-		if (rf->has_ratio && (err = stats_speedup(&rf->ratio, rf->t, r->t_cand, r->npairs, p->protocol.resamples,
-							  p->protocol.seed)))
+		if (rf->has_ratio && (err = stats_speedup(&rf->ratio, rf->t, r->t_cand, r->npairs,
+							  p->protocol.resamples, p->protocol.seed)))
 			return err;
 	}
 	return 0;
@@ -1264,8 +1265,8 @@ static int refs_init(struct measure_result *r, const struct plan *p, const char 
 	return 0;
 }
 
-int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
-			    const struct task_spec *spec, const char *hash)
+int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx, const struct task_spec *spec,
+			const char *hash)
 {
 	int err;
 
@@ -1281,8 +1282,7 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 	return refs_init(r, ctx->plan, hash);
 }
 
-int measure_task(struct measure_result *r, const struct measure_ctx *ctx,
-		    const struct task_data *t)
+int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const struct task_data *t)
 {
 	struct vs_device *d = ctx->device;
 	struct bufs b;
@@ -1298,9 +1298,11 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx,
 		goto done;
 	if (!ctx->timing) {
 		if (!ctx->check_base)
-			say(ctx->log, "    %s (baseline): not checked (--impl %s)\n", r->base.impl->name, r->cand.impl->name);
+			say(ctx->log, "    %s (baseline): not checked (--impl %s)\n", r->base.impl->name,
+			    r->cand.impl->name);
 		if (!ctx->check_cand)
-			say(ctx->log, "    %s (candidate): not checked (--impl %s)\n", r->cand.impl->name, r->base.impl->name);
+			say(ctx->log, "    %s (candidate): not checked (--impl %s)\n", r->cand.impl->name,
+			    r->base.impl->name);
 	}
 	if (ctx->check_cand && (err = parity_all(ctx, t, &b, &r->cand, ctx->config_filter)))
 		goto done;

@@ -44,17 +44,17 @@ struct measure_impl {
 	const struct mla_decode_impl *impl;
 	int nconfigs;
 	const struct mla_decode_config *configs; /* borrowed from the plan */
-	int *config_pass;          /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
-	char **config_detail;      /* [nconfigs]: failure detail (malloc'd) or NULL */
-	double *tune_ms;           /* [nconfigs]: tuning medians (candidate) or 0 */
-	double *margin;            /* [nconfigs]: parity margin, the worst |a - e| / (atol + rtol |e|)
+	int *config_pass;                        /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
+	char **config_detail;                    /* [nconfigs]: failure detail (malloc'd) or NULL */
+	double *tune_ms;                         /* [nconfigs]: tuning medians (candidate) or 0 */
+	double *margin;                          /* [nconfigs]: parity margin, the worst |a - e| / (atol + rtol |e|)
 	                            * over every checked output (out and lse; < 1 passes), -1 not run */
-	double *cos_diff;          /* [nconfigs]: the worst cos_diff of out (tol_out.cos_tol bounds it) */
-	int chosen;                /* index of the measured config, -1 if none passed */
-	int capture;               /* 1 pass, 0 fail, -1 not applicable / not run */
+	double *cos_diff;                        /* [nconfigs]: the worst cos_diff of out (tol_out.cos_tol bounds it) */
+	int chosen;                              /* index of the measured config, -1 if none passed */
+	int capture;                             /* 1 pass, 0 fail, -1 not applicable / not run */
 	char *capture_detail;
 	struct stats_summary timing;
-	int outliers;              /* samples beyond Q3 + 3 IQR (kept, shown) */
+	int outliers; /* samples beyond Q3 + 3 IQR (kept, shown) */
 };
 
 /**
@@ -64,11 +64,11 @@ struct measure_impl {
  */
 struct measure_ref {
 	struct measure_impl m;
-	const char *skip;          /* the plan's reason it skips this task (borrowed), or NULL */
+	const char *skip; /* the plan's reason it skips this task (borrowed), or NULL */
 	int timed_checks, timed_check_failures;
-	double *t;                 /* [npairs] ms when it was timed, else NULL */
-	int has_ratio;             /* timed, parity and capture passed: ratio holds */
-	struct stats_ci ratio;     /* median of t[i] / t_cand[i] with its bootstrap CI */
+	double *t;             /* [npairs] ms when it was timed, else NULL */
+	int has_ratio;         /* timed, parity and capture passed: ratio holds */
+	struct stats_ci ratio; /* median of t[i] / t_cand[i] with its bootstrap CI */
 };
 
 /** One task's outcome; owns what its pointers point to (measure_result_release() frees it). */
@@ -76,41 +76,41 @@ struct measure_result {
 	char name[96];
 	char hash[65];
 	double bytes, flops;
-	int complete;              /* parity, capture and timing all ran */
-	int parity_pass;           /* both implementations have a passing config, no timed check failed
+	int complete;      /* parity, capture and timing all ran */
+	int parity_pass;   /* both implementations have a passing config, no timed check failed
 	                            * (parity-only runs: each side checked has a passing config) */
-	char *error;               /* a fault that stopped the task (malloc'd), or NULL */
-	char *skipped;             /* not run: "<impl> does not support it: <reason>" (the plan's
+	char *error;       /* a fault that stopped the task (malloc'd), or NULL */
+	char *skipped;     /* not run: "<impl> does not support it: <reason>" (the plan's
 	                            * unsupported list; malloc'd), or NULL. Skipped is not passed. */
-	char *py_versions;         /* the embedded interpreter's package versions in the worker
+	char *py_versions; /* the embedded interpreter's package versions in the worker
 	                            * (compact JSON, malloc'd), or NULL when no Python ran */
 	struct measure_impl base, cand;
-	double *t_base, *t_cand;   /* [npairs] ms */
+	double *t_base, *t_cand; /* [npairs] ms */
 	int npairs;
-	int stop_reason;           /* enum stats_stop_reason */
+	int stop_reason; /* enum stats_stop_reason */
 	int timed_checks, timed_check_failures;
 	struct stats_ci speedup;
-	int sm_mhz_begin, sm_mhz_end; /* clocks around sampling, -1 unknown */
-	uint64_t throttle_begin, throttle_end; /* clocks event reasons then (gpu_clocks.h), 0 none */
+	int sm_mhz_begin, sm_mhz_end;                    /* clocks around sampling, -1 unknown */
+	uint64_t throttle_begin, throttle_end;           /* clocks event reasons then (gpu_clocks.h), 0 none */
 	struct measure_ref refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs]: the plan's references, in its order */
 	int nrefs;
-	char sandbox[320];         /* what the worker's implementation ran under (sandbox.h), "" in process */
+	char sandbox[320]; /* what the worker's implementation ran under (sandbox.h), "" in process */
 };
 
 /** What a measurement runs with; every pointer is borrowed. */
 struct measure_ctx {
 	struct vs_device *device;
 	const struct plan *plan;
-	const char *plan_path;          /* for the reproduce command in failure details */
+	const char *plan_path; /* for the reproduce command in failure details */
 	const struct mla_decode_impl *base, *cand;
-	const char *config_filter;      /* config name of the candidate (of the baseline when only it is
+	const char *config_filter;  /* config name of the candidate (of the baseline when only it is
 	                                 * checked: --impl BASELINE --config C), or NULL */
-	int check_base, check_cand;     /* parity-check this implementation's configs */
-	unsigned check_refs;            /* bit k: parity-check reference k (with timing: all of them) */
-	int timing;                     /* run tuning, capture and the A/B (0 = parity only) */
-	FILE *samples;                  /* CSV rows, or NULL */
-	FILE *log;                      /* progress lines (also echoed to stdout), or NULL */
-	int gpu_ordinal;                /* the GPU the device was opened on (clocks), -1 if none */
+	int check_base, check_cand; /* parity-check this implementation's configs */
+	unsigned check_refs;        /* bit k: parity-check reference k (with timing: all of them) */
+	int timing;                 /* run tuning, capture and the A/B (0 = parity only) */
+	FILE *samples;              /* CSV rows, or NULL */
+	FILE *log;                  /* progress lines (also echoed to stdout), or NULL */
+	int gpu_ordinal;            /* the GPU the device was opened on (clocks), -1 if none */
 };
 
 /**

@@ -39,13 +39,17 @@ static int check_same_run(const struct evaldir_part *first, const struct evaldir
 		return vs_error(VS_EVERIFY, "%s and %s are for different card contents", first->dir, pt->dir);
 	if (!same_str(ta, tb, "version") || !same_str(ta, tb, "git_head") || !same_str(ta, tb, "kernels_tree") ||
 	    cJSON_IsTrue(jget(ta, "kernels_dirty")) != cJSON_IsTrue(jget(tb, "kernels_dirty")))
-		return vs_error(VS_EVERIFY, "%s and %s were run by different builds of validate_skill (tool identity "
-				"differs): one eval dir speaks for one build", first->dir, pt->dir);
+		return vs_error(VS_EVERIFY,
+				"%s and %s were run by different builds of validate_skill (tool identity "
+				"differs): one eval dir speaks for one build",
+				first->dir, pt->dir);
 	if (!same_str(jget(a, "device"), jget(b, "device"), "name") ||
 	    !same_str(jget(a, "device"), jget(b, "device"), "gen"))
-		return vs_error(VS_EVERIFY, "%s ran on '%s' (%s) but %s on '%s' (%s): one eval dir speaks for one kind "
-				"of device", first->dir, jstr(jget(a, "device"), "name"), jstr(jget(a, "device"), "gen"),
-				pt->dir, jstr(jget(b, "device"), "name"), jstr(jget(b, "device"), "gen"));
+		return vs_error(VS_EVERIFY,
+				"%s ran on '%s' (%s) but %s on '%s' (%s): one eval dir speaks for one kind "
+				"of device",
+				first->dir, jstr(jget(a, "device"), "name"), jstr(jget(a, "device"), "gen"), pt->dir,
+				jstr(jget(b, "device"), "name"), jstr(jget(b, "device"), "gen"));
 	return 0;
 }
 
@@ -80,17 +84,19 @@ static int assign_tasks(const cJSON **task_json, int *task_part, const struct pl
 	for (int k = 0; k < nparts; k++) {
 		const cJSON *t;
 
-		cJSON_ArrayForEach(t, jget(parts[k].result, "tasks")) {
+		cJSON_ArrayForEach(t, jget(parts[k].result, "tasks"))
+		{
 			const char *h = jstr(t, "hash");
 			int i;
 
 			for (i = 0; i < p->ntasks && (!h || strcmp(p->task_hash[i], h)); i++)
 				;
 			if (i == p->ntasks)
-				return vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan", parts[k].dir, jstr(t, "name"));
+				return vs_error(VS_EVERIFY, "%s: task '%s' is not in the plan", parts[k].dir,
+						jstr(t, "name"));
 			if (task_json[i])
-				return vs_error(VS_EVERIFY, "task %d (%s) is in two parts: %s and %s", i, p->tasks[i].name,
-						parts[task_part[i]].dir, parts[k].dir);
+				return vs_error(VS_EVERIFY, "task %d (%s) is in two parts: %s and %s", i,
+						p->tasks[i].name, parts[task_part[i]].dir, parts[k].dir);
 			task_json[i] = t;
 			task_part[i] = k;
 			seen++;
@@ -104,8 +110,10 @@ static int assign_tasks(const cJSON **task_json, int *task_part, const struct pl
 			if (!task_json[i] && nmiss++ < 8)
 				snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%d (%s)",
 					 nmiss > 1 ? ", " : "", i, p->tasks[i].name);
-		return vs_error(VS_EVERIFY, "the parts hold %d of the plan's %d tasks; missing: %s%s: rerun them with "
-				"--run %s --part N --run-id RUN", seen, p->ntasks, missing, nmiss > 8 ? ", ..." : "",
+		return vs_error(VS_EVERIFY,
+				"the parts hold %d of the plan's %d tasks; missing: %s%s: rerun them with "
+				"--run %s --part N --run-id RUN",
+				seen, p->ntasks, missing, nmiss > 8 ? ", ..." : "",
 				jstr(jget(parts[0].result, "plan"), "path"));
 	}
 	return 0;

@@ -30,9 +30,8 @@ static void parity_unravel(int coord[4], size_t index, const int *dims, int ndim
 }
 
 /* The shared comparison: exactly one of a16 (bf16 bits) and a32 is non-NULL. */
-static void parity_compare(struct parity_report *r, const uint16_t *a16, const float *a32,
-			   const float *expected, size_t n, const struct task_tol *tol,
-			   const int *dims, int ndim)
+static void parity_compare(struct parity_report *r, const uint16_t *a16, const float *a32, const float *expected,
+			   size_t n, const struct task_tol *tol, const int *dims, int ndim)
 {
 	double atol = tol ? tol->atol : 0.0, rtol = tol ? tol->rtol : 0.0;
 	double cos_tol = tol ? tol->cos_tol : -1.0;
@@ -79,28 +78,27 @@ static void parity_compare(struct parity_report *r, const uint16_t *a16, const f
 	}
 	r->cos_diff = sxx > 0.0 ? 1.0 - 2.0 * sxy / sxx : 0.0;
 	if (n > 0) {
-		r->worst_actual = a16 ? (double)mla_bf16_to_float(a16[r->worst_index]) :
-					(double)a32[r->worst_index];
+		r->worst_actual = a16 ? (double)mla_bf16_to_float(a16[r->worst_index]) : (double)a32[r->worst_index];
 		r->worst_expected = expected[r->worst_index];
 	}
 	parity_unravel(r->worst_coord, r->worst_index, dims, ndim);
 	r->pass = r->n_bad == 0 && !(cos_tol >= 0.0 && r->cos_diff > cos_tol);
 }
 
-void parity_compare_bf16(struct parity_report *r, const uint16_t *actual, const float *expected,
-			 size_t n, const struct task_tol *tol, const int *dims, int ndim)
+void parity_compare_bf16(struct parity_report *r, const uint16_t *actual, const float *expected, size_t n,
+			 const struct task_tol *tol, const int *dims, int ndim)
 {
 	parity_compare(r, actual, NULL, expected, n, tol, dims, ndim);
 }
 
-void parity_compare_f32(struct parity_report *r, const float *actual, const float *expected,
-			size_t n, const struct task_tol *tol, const int *dims, int ndim)
+void parity_compare_f32(struct parity_report *r, const float *actual, const float *expected, size_t n,
+			const struct task_tol *tol, const int *dims, int ndim)
 {
 	parity_compare(r, NULL, actual, expected, n, tol, dims, ndim);
 }
 
-void parity_describe(char *buf, size_t cap, const char *what, const struct parity_report *r,
-		     const char *const *names, int ndim)
+void parity_describe(char *buf, size_t cap, const char *what, const struct parity_report *r, const char *const *names,
+		     int ndim)
 {
 	char coords[160] = "";
 	size_t used = 0;
@@ -113,8 +111,8 @@ void parity_describe(char *buf, size_t cap, const char *what, const struct parit
 		int w;
 
 		if (names && names[k])
-			w = snprintf(coords + used, sizeof(coords) - used, "%s%s=%d", k ? ", " : "",
-				     names[k], r->worst_coord[k]);
+			w = snprintf(coords + used, sizeof(coords) - used, "%s%s=%d", k ? ", " : "", names[k],
+				     r->worst_coord[k]);
 		else
 			w = snprintf(coords + used, sizeof(coords) - used, "%sd%d=%d", k ? ", " : "", k,
 				     r->worst_coord[k]);
@@ -136,7 +134,7 @@ void parity_describe(char *buf, size_t cap, const char *what, const struct parit
 	snprintf(buf, cap,
 		 "%s: %zu of %zu elements over tolerance (%zu non-finite mismatches); worst at (%s): "
 		 "expected %.8g, got %.8g; max abs err %.3g; cos_diff %.3g%s (over the %zu finite elements)",
-		 what ? what : "output", r->n_bad, r->n_total, r->n_nonfinite_mismatch, coords,
-		 r->worst_expected, r->worst_actual, r->max_abs_err, r->cos_diff,
-		 !r->pass && r->n_bad == 0 ? " over tolerance" : "", r->n_finite);
+		 what ? what : "output", r->n_bad, r->n_total, r->n_nonfinite_mismatch, coords, r->worst_expected,
+		 r->worst_actual, r->max_abs_err, r->cos_diff, !r->pass && r->n_bad == 0 ? " over tolerance" : "",
+		 r->n_finite);
 }

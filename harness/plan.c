@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
 
 const struct plan_shipped_py plan_shipped_python[] = {
@@ -33,12 +32,12 @@ const struct plan_shipped_py plan_shipped_python[] = {
  */
 struct shape {
 	const char *tag;
-	int tiers;        /* bit 0 smoke, 1 standard, 2 full */
+	int tiers; /* bit 0 smoke, 1 standard, 2 full */
 	int batch, s_q, h_q, page_size;
-	int nlens;        /* explicit lengths (0 = ragged or uniform) */
+	int nlens; /* explicit lengths (0 = ragged or uniform) */
 	int lens[8];
-	int ragged_max;   /* > 0: ragged lengths up to this */
-	int uniform;      /* > 0: every sequence has this length */
+	int ragged_max; /* > 0: ragged lengths up to this */
+	int uniform;    /* > 0: every sequence has this length */
 	int64_t page_offset;
 	int bf16_only;
 	int gpu_only;
@@ -164,8 +163,10 @@ static int known_impls_error(const char *role, const char *name)
 			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
 		strncat(list, mla_decode_impl_at(i)->name, sizeof(list) - strlen(list) - 1);
 	}
-	return vs_error(VS_ENOTFOUND, "%s '%s' names no implementation; the implementations are: %s "
-			"(name one with --%s IMPL)", role, name, list, role);
+	return vs_error(VS_ENOTFOUND,
+			"%s '%s' names no implementation; the implementations are: %s "
+			"(name one with --%s IMPL)",
+			role, name, list, role);
 }
 
 static int is_cpu_gen(const char *gen)
@@ -177,8 +178,7 @@ static char *py_rel(const char *path);
 static char *python_json_of(const struct pyimpl *py, const char *rel);
 
 /* allow_empty: a reference with no config for gen is planned with none (it skips every task). */
-static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *name, const char *gen,
-			  int allow_empty)
+static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *name, const char *gen, int allow_empty)
 {
 	const struct mla_decode_impl *impl = mla_decode_impl_find(name);
 	int n;
@@ -186,8 +186,10 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 	if (!impl)
 		return known_impls_error(role, name);
 	if ((strcmp(impl->backend, "cpu") == 0) != is_cpu_gen(gen))
-		return vs_error(VS_EUNSUPPORTED, "%s '%s' runs on the %s backend, which cannot run generation "
-				"'%s'", role, name, impl->backend, gen);
+		return vs_error(VS_EUNSUPPORTED,
+				"%s '%s' runs on the %s backend, which cannot run generation "
+				"'%s'",
+				role, name, impl->backend, gen);
 	n = impl->configs(gen, NULL, 0);
 	if (n <= 0 && !allow_empty)
 		return vs_error(VS_EUNSUPPORTED, "%s '%s' has no configs for generation '%s'", role, name, gen);
@@ -259,8 +261,10 @@ static int plan_python(const char **name, const char *file, const char *role, co
 	if ((err = pyimpl_register(&py, file, gen)))
 		return err;
 	if (*name && strcmp(*name, py->name))
-		return vs_error(VS_EUSAGE, "--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
-				"provides", role, *name, py->name, role, file);
+		return vs_error(VS_EUSAGE,
+				"--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
+				"provides",
+				role, *name, py->name, role, file);
 	*name = py->name;
 	return 0;
 }
@@ -299,8 +303,8 @@ static int plan_shipped(const char *name, const char *role, const char *gen)
 			return vs_error(VS_ENOMEM, "out of memory");
 		if (!fs_exists(file)) {
 			free(file);
-			return vs_error(VS_ENOTFOUND, "%s '%s' is the Python module %s, which this checkout lacks", role,
-					name, plan_shipped_python[i].path);
+			return vs_error(VS_ENOTFOUND, "%s '%s' is the Python module %s, which this checkout lacks",
+					role, name, plan_shipped_python[i].path);
 		}
 		err = plan_python(&name, file, role, gen);
 		free(file);
@@ -325,8 +329,10 @@ static int plan_lib(const char **name, const char *lib, const char *role, const 
 	if ((err = plugin_load(&pl, lib)))
 		return err;
 	if (*name && strcmp(*name, pl->impl->name))
-		return vs_error(VS_EUSAGE, "--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
-				"provides", role, *name, pl->impl->name, role, lib);
+		return vs_error(VS_EUSAGE,
+				"--%s '%s' differs from the implementation '%s' that --%s-lib '%s' "
+				"provides",
+				role, *name, pl->impl->name, role, lib);
 	*name = pl->impl->name;
 	return 0;
 }
@@ -454,14 +460,17 @@ static cJSON *load_build_figures(const char *path_opt, const char *impl)
 		goto done;
 	}
 	out = cJSON_CreateObject();
-	jsonfile_put_str(oom, out, "target", cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
-				cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) : "gfx942");
+	jsonfile_put_str(oom, out, "target",
+			 cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) ?
+				 cJSON_GetStringValue(cJSON_GetObjectItem(root, "target")) :
+				 "gfx942");
 	if (cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")))
 		jsonfile_put_str(oom, out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
 	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass")))
 		jsonfile_put_bool(oom, out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
 	mine = jsonfile_put_arr(oom, out, "kernels");
-	cJSON_ArrayForEach(k, kernels) {
+	cJSON_ArrayForEach(k, kernels)
+	{
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
 
 		if (name && !strcmp(name, impl))
@@ -661,11 +670,15 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (!tier_bit)
 		return vs_error(VS_EUSAGE, "unknown tier '%s' (smoke, standard, full)", tier);
 	if (!c->scope || strcmp(c->scope, "kernel"))
-		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned yet: only kernel-scope "
-				"cards get an isolated A/B plan", c->path, c->scope ? c->scope : "");
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: scope '%s' cannot be planned yet: only kernel-scope "
+				"cards get an isolated A/B plan",
+				c->path, c->scope ? c->scope : "");
 	if (!c->match.operator_name || strcmp(c->match.operator_name, "mla_attention"))
-		return vs_error(VS_EUNSUPPORTED, "%s: match.operator '%s' is not an operator this tool plans "
-				"(mla_attention)", c->path, c->match.operator_name ? c->match.operator_name : "");
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: match.operator '%s' is not an operator this tool plans "
+				"(mla_attention)",
+				c->path, c->match.operator_name ? c->match.operator_name : "");
 	if (!list_has(&c->match.regimes, "decode"))
 		return vs_error(VS_EUNSUPPORTED, "%s: match.regimes has no 'decode': only MLA decode is planned",
 				c->path);
@@ -676,8 +689,10 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 			dtypes[ndtypes++] = d;
 	}
 	if (!ndtypes)
-		return vs_error(VS_EUNSUPPORTED, "%s: match.dtypes has none of the planned dtypes (bf16, "
-				"fp8_e4m3_fnuz)", c->path);
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: match.dtypes has none of the planned dtypes (bf16, "
+				"fp8_e4m3_fnuz)",
+				c->path);
 	if (!gen) {
 		if (c->match.gens.count < 1)
 			return vs_error(VS_ESCHEMA, "%s: match.gens is empty", c->path);
@@ -708,16 +723,17 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		return known_impls_error("candidate", cand);
 	if (!card_backend_matches(c->match.from_backend, base) || !card_backend_matches(c->match.to_backend, cand))
 		vs_warn("%s names %s -> %s, this plan measures %s -> %s: its runs are an A/B of their own and cannot "
-			"be recorded into the card", c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend),
-			base, cand);
+			"be recorded into the card",
+			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base, cand);
 
 	np.card_id = strdup(c->id);
 	np.card_path = strdup(c->path);
 	np.tier = strdup(tier);
 	np.gen = strdup(gen);
 	np.regime = strdup("decode");
-	np.model = strdup(c->validation.model && *c->validation.model ? c->validation.model :
-			  "DeepSeek-V3 MLA (d_qk 576, d_v 512), h_q 7-128");
+	np.model =
+		strdup(c->validation.model && *c->validation.model ? c->validation.model :
+								     "DeepSeek-V3 MLA (d_qk 576, d_v 512), h_q 7-128");
 	if (!np.card_id || !np.card_path || !np.tier || !np.gen || !np.regime || !np.model) {
 		err = vs_oom();
 		goto done;
@@ -761,11 +777,13 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	}
 	if (o && o->timing && !strcmp(o->timing, "graph_replay") && !gpu) {
 		err = vs_error(VS_EUSAGE, "--timing graph_replay needs a GPU plan: the CPU has no graphs (its plans "
-			       "time the launch)");
+					  "time the launch)");
 		goto done;
 	}
 	snprintf(np.protocol.timing, sizeof(np.protocol.timing), "%s",
-		 o && o->timing ? o->timing : gpu ? "graph_replay" : "launch");
+		 o && o->timing ? o->timing :
+		 gpu            ? "graph_replay" :
+				  "launch");
 	if ((err = skips_compute(&np.baseline.skips, &np.baseline.nskips, mla_decode_impl_find(base), &np)) ||
 	    (err = skips_compute(&np.candidate.skips, &np.candidate.nskips, mla_decode_impl_find(cand), &np)))
 		goto done;
@@ -967,8 +985,7 @@ static int get_num(double *out, const cJSON *o, const char *key, const char *pat
 }
 
 /* A JSON integer in [lo, hi] (a double outside int's range is undefined to convert: refused first). */
-static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, const char *path,
-		   const char *where)
+static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, const char *path, const char *where)
 {
 	double v = 0;
 	int err = get_num(&v, o, key, path);
@@ -976,8 +993,8 @@ static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, co
 	if (err)
 		return err;
 	if (!(v >= lo && v <= hi) || v != floor(v))
-		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected an integer from %d to %d", path, where,
-				key, v, lo, hi);
+		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected an integer from %d to %d", path, where, key,
+				v, lo, hi);
 	*out = (int)v;
 	return 0;
 }
@@ -992,8 +1009,8 @@ static int get_real(double *out, const cJSON *o, const char *key, double lo, dou
 	if (err)
 		return err;
 	if (!(v >= lo && v <= hi))
-		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected a number from %g to %g", path, where,
-				key, v, lo, hi);
+		return vs_error(VS_ESCHEMA, "%s: %s.%s is %.17g, expected a number from %g to %g", path, where, key, v,
+				lo, hi);
 	*out = v;
 	return 0;
 }
@@ -1035,8 +1052,10 @@ static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	if ((err = plugin_load(&pl, lib)))
 		return err;
 	if (strcmp(pl->sha256, sha))
-		return vs_error(VS_EVERIFY, "%s: %s plugin '%s' changed since the plan was made (sha256 %.12s..., "
-				"plan %.12s...): emit the plan again", path, role, lib, pl->sha256, sha);
+		return vs_error(VS_EVERIFY,
+				"%s: %s plugin '%s' changed since the plan was made (sha256 %.12s..., "
+				"plan %.12s...): emit the plan again",
+				path, role, lib, pl->sha256, sha);
 	if (strcmp(pl->impl->name, pi->name))
 		return vs_error(VS_ESCHEMA, "%s: %s plugin '%s' provides '%s', not '%s'", path, role, lib,
 				pl->impl->name, pi->name);
@@ -1077,8 +1096,10 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	if ((err = fs_sha256_file(hex, abs)))
 		goto done;
 	if (strcmp(hex, sha)) {
-		err = vs_error(VS_EVERIFY, "%s: %s python module '%s' changed since the plan was made (sha256 %s, plan "
-			       "%s): emit the plan again", path, role, file, hex, sha);
+		err = vs_error(VS_EVERIFY,
+			       "%s: %s python module '%s' changed since the plan was made (sha256 %s, plan "
+			       "%s): emit the plan again",
+			       path, role, file, hex, sha);
 		goto done;
 	}
 	if ((err = pyimpl_register(&py, abs, gen)))
@@ -1090,8 +1111,8 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	}
 	if (get_str(pj, "executable") && strcmp(get_str(pj, "executable"), py->executable))
 		vs_warn("%s: %s python module '%s' was planned with the interpreter %s; this process uses %s "
-			"($VS_PYTHON): the evidence records the one that ran", path, role, file,
-			get_str(pj, "executable"), py->executable);
+			"($VS_PYTHON): the evidence records the one that ran",
+			path, role, file, get_str(pj, "executable"), py->executable);
 	pi->python_path = strdup(file);
 	memcpy(pi->python_sha256, sha, 65);
 	pi->python_json = cJSON_PrintUnformatted(pj);
@@ -1114,7 +1135,8 @@ static int impl_skips_from_json(struct plan_impl *pi, const cJSON *arr, const ch
 	pi->skips = calloc((size_t)n + 1, sizeof(*pi->skips));
 	if (!pi->skips)
 		return vs_error(VS_ENOMEM, "out of memory");
-	cJSON_ArrayForEach(t, arr) {
+	cJSON_ArrayForEach(t, arr)
+	{
 		const char *hash = get_str(t, "hash"), *reason = get_str(t, "reason");
 
 		if (!hash || strlen(hash) != 64 || !reason)
@@ -1140,9 +1162,11 @@ static int impl_skips_check(const struct plan_impl *pi, const struct plan *p, co
 			if (!strcmp(now[k].hash, p->task_hash[i]))
 				b = now[k].reason;
 		if ((a || b) && (!a || !b || strcmp(a, b)))
-			err = vs_error(VS_EVERIFY, "%s: %s '%s' on task %s: the plan says '%s', its supports() says '%s' "
-				       "now: emit the plan again", path, role, pi->name, p->tasks[i].name,
-				       a ? a : "supported", b ? b : "supported");
+			err = vs_error(VS_EVERIFY,
+				       "%s: %s '%s' on task %s: the plan says '%s', its supports() says '%s' "
+				       "now: emit the plan again",
+				       path, role, pi->name, p->tasks[i].name, a ? a : "supported",
+				       b ? b : "supported");
 	}
 	skips_release(now, n);
 	return err;
@@ -1155,11 +1179,13 @@ static int recorded_configs(const char *arch, struct mla_decode_config *out, int
 	return 0;
 }
 
-static const struct mla_decode_impl recorded_impl = {.abi_version = MLA_DECODE_ABI_VERSION, .name = "",
-						     .backend = "", .configs = recorded_configs};
+static const struct mla_decode_impl recorded_impl = {.abi_version = MLA_DECODE_ABI_VERSION,
+						     .name = "",
+						     .backend = "",
+						     .configs = recorded_configs};
 
-static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen,
-			  const char *path, int allow_empty)
+static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role, const char *gen, const char *path,
+			  int allow_empty)
 {
 	const cJSON *arr, *c;
 	const struct mla_decode_impl *impl;
@@ -1186,8 +1212,10 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		for (int k = 0; mla_decode_impl_at(k); k++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", k ? ", " : "",
 				 mla_decode_impl_at(k)->name);
-		return vs_error(VS_ENOTFOUND, "%s: %s '%s' names no implementation of this build; the "
-				"implementations are: %s", path, role, pi->name, list);
+		return vs_error(VS_ENOTFOUND,
+				"%s: %s '%s' names no implementation of this build; the "
+				"implementations are: %s",
+				path, role, pi->name, list);
 	}
 	if (impl != &recorded_impl && strcmp(impl->backend, pi->backend))
 		return vs_error(VS_ESCHEMA, "%s: %s '%s' has backend '%s', not '%s'", path, role, pi->name,
@@ -1204,7 +1232,8 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 	}
 	if (nknown > 0)
 		nknown = impl->configs(gen, known, nknown);
-	cJSON_ArrayForEach(c, arr) {
+	cJSON_ArrayForEach(c, arr)
+	{
 		struct mla_decode_config *cf = &pi->configs[i++];
 		const char *name = get_str(c, "name");
 		char where[64];
@@ -1231,12 +1260,13 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		if (k == nknown || known[k].block_n != cf->block_n || known[k].block_h != cf->block_h ||
 		    known[k].num_splits != cf->num_splits || known[k].num_warps != cf->num_warps ||
 		    known[k].num_stages != cf->num_stages) {
-			err = vs_error(VS_ESCHEMA, "%s: %s '%s' is not a config of %s for '%s' (the plan was edited "
-				       "or comes from another build: emit it again)", path, where, cf->name,
-				       pi->name, gen);
+			err = vs_error(VS_ESCHEMA,
+				       "%s: %s '%s' is not a config of %s for '%s' (the plan was edited "
+				       "or comes from another build: emit it again)",
+				       path, where, cf->name, pi->name, gen);
 			goto done;
 		}
-listed:
+	listed:
 		for (k = 0; k < i - 1; k++)
 			if (!strcmp(pi->configs[k].name, cf->name)) {
 				err = vs_error(VS_ESCHEMA, "%s: %s '%s' is listed twice", path, where, cf->name);
@@ -1264,7 +1294,8 @@ static int references_from_json(struct plan *np, const cJSON *arr, const char *p
 	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > VS_PLAN_MAX_REFERENCES)
 		return vs_error(VS_ESCHEMA, "%s: \"references\" must be an array of at most %d implementations", path,
 				VS_PLAN_MAX_REFERENCES);
-	cJSON_ArrayForEach(rj, arr) {
+	cJSON_ArrayForEach(rj, arr)
+	{
 		struct plan_reference *r = &np->refs[k];
 		const cJSON *skips = cJSON_GetObjectItemCaseSensitive(rj, "skips"), *sk;
 		char role[32], **want = NULL;
@@ -1282,13 +1313,16 @@ static int references_from_json(struct plan *np, const cJSON *arr, const char *p
 		r->skip = calloc((size_t)np->ntasks + 1, sizeof(*r->skip));
 		if (!r->skip)
 			return vs_oom();
-		cJSON_ArrayForEach(sk, skips) {
+		cJSON_ArrayForEach(sk, skips)
+		{
 			const char *hash = get_str(sk, "task"), *why = get_str(sk, "reason");
 			int i = hash ? plan_task_index(np, hash) : -1;
 
 			if (i < 0 || !why || r->skip[i])
-				return vs_error(VS_ESCHEMA, "%s: %s.skips: each entry needs the \"task\" hash of a plan "
-						"task (once) and a \"reason\"", path, role);
+				return vs_error(VS_ESCHEMA,
+						"%s: %s.skips: each entry needs the \"task\" hash of a plan "
+						"task (once) and a \"reason\"",
+						path, role);
 			if (!(r->skip[i] = strdup(why)))
 				return vs_oom();
 		}
@@ -1298,10 +1332,11 @@ static int references_from_json(struct plan *np, const cJSON *arr, const char *p
 			return err;
 		for (int i = 0; i < np->ntasks && !err; i++)
 			if (!want[i] != !r->skip[i])
-				err = vs_error(VS_ESCHEMA, "%s: %s '%s' %s task '%s' but this build says it %s (the plan "
-					       "was edited or comes from another build: emit it again)", path, role,
-					       r->impl.name, r->skip[i] ? "skips" : "runs", np->tasks[i].name,
-					       want[i] ? "skips it" : "runs it");
+				err = vs_error(VS_ESCHEMA,
+					       "%s: %s '%s' %s task '%s' but this build says it %s (the plan "
+					       "was edited or comes from another build: emit it again)",
+					       path, role, r->impl.name, r->skip[i] ? "skips" : "runs",
+					       np->tasks[i].name, want[i] ? "skips it" : "runs it");
 		for (int i = 0; i < np->ntasks; i++)
 			free(want[i]);
 		free(want);
@@ -1315,8 +1350,8 @@ static int references_from_json(struct plan *np, const cJSON *arr, const char *p
 int plan_check_current(const struct plan *p, const char *path)
 {
 	if (p->generator && strcmp(p->generator, VS_GENERATOR_VERSION))
-		return vs_error(VS_EVERIFY, "%s: emitted for generator %s, this build generates %s: emit it again", path,
-				p->generator, VS_GENERATOR_VERSION);
+		return vs_error(VS_EVERIFY, "%s: emitted for generator %s, this build generates %s: emit it again",
+				path, p->generator, VS_GENERATOR_VERSION);
 	return 0;
 }
 
@@ -1363,7 +1398,8 @@ int plan_read_task_hashes(char ***hashes, int *n, const char *path)
 		err = vs_error(VS_ESCHEMA, "%s: \"tasks\" must be an array", path);
 		goto done;
 	}
-	cJSON_ArrayForEach(t, tasks) {
+	cJSON_ArrayForEach(t, tasks)
+	{
 		const char *h = get_str(t, "hash");
 		char **nl;
 
@@ -1418,8 +1454,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if ((err = dup_str(&np.tier, root, "tier", path)) || (err = dup_str(&np.gen, root, "gen", path)) ||
 	    (err = dup_str(&np.model, root, "model", path)) || (err = dup_str(&np.regime, root, "regime", path)))
 		goto done;
-	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline",
-				  np.gen, path, 0)) ||
+	if ((err = impl_from_json(&np.baseline, cJSON_GetObjectItemCaseSensitive(root, "baseline"), "baseline", np.gen,
+				  path, 0)) ||
 	    (err = impl_from_json(&np.candidate, cJSON_GetObjectItemCaseSensitive(root, "candidate"), "candidate",
 				  np.gen, path, 0)))
 		goto done;
@@ -1436,7 +1472,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		err = vs_oom();
 		goto done;
 	}
-	cJSON_ArrayForEach(t, tasks) {
+	cJSON_ArrayForEach(t, tasks)
+	{
 		char where[256], hash[65];
 		const char *want = get_str(t, "hash");
 
@@ -1460,8 +1497,10 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 			}
 		}
 		if (!want || strcmp(want, hash)) {
-			err = vs_error(VS_EVERIFY, "%s: hash '%s' does not match its spec (which hashes to '%s'): "
-				       "the plan was edited; emit it again", where, want ? want : "", hash);
+			err = vs_error(VS_EVERIFY,
+				       "%s: hash '%s' does not match its spec (which hashes to '%s'): "
+				       "the plan was edited; emit it again",
+				       where, want ? want : "", hash);
 			goto done;
 		}
 		memcpy(np.task_hash[i - 1], hash, 65);
@@ -1504,8 +1543,10 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		if (seed && *seed >= '0' && *seed <= '9')
 			np.protocol.seed = strtoull(seed, &end, 10);
 		if (!end || *end || errno) {
-			err = vs_error(VS_ESCHEMA, "%s: protocol.bootstrap_seed must be a decimal string of an unsigned "
-				       "64-bit integer", path);
+			err = vs_error(VS_ESCHEMA,
+				       "%s: protocol.bootstrap_seed must be a decimal string of an unsigned "
+				       "64-bit integer",
+				       path);
 			goto done;
 		}
 	}
@@ -1520,7 +1561,7 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		goto done;
 	np.capture_required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gates, "capture"));
 	if (!evidence_mode && ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
-	    (err = impl_skips_check(&np.candidate, &np, "candidate", path))))
+			       (err = impl_skips_check(&np.candidate, &np, "candidate", path))))
 		goto done;
 	*p = np;
 	memset(&np, 0, sizeof(np));
@@ -1547,9 +1588,10 @@ static void print_reference(const struct plan *p, int k, FILE *f)
 
 	for (int i = 0; i < p->ntasks; i++)
 		nskip += plan_reference_skip(p, k, i) != NULL;
-	fprintf(f, "  reference  %-14s %3d config%s (%s), times against the candidate on %d of %d tasks "
-		"(never gates)\n", pi->name, pi->nconfigs, pi->nconfigs == 1 ? " " : "s", pi->backend,
-		p->ntasks - nskip, p->ntasks);
+	fprintf(f,
+		"  reference  %-14s %3d config%s (%s), times against the candidate on %d of %d tasks "
+		"(never gates)\n",
+		pi->name, pi->nconfigs, pi->nconfigs == 1 ? " " : "s", pi->backend, p->ntasks - nskip, p->ntasks);
 	if (pi->plugin_path)
 		fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", "reference", pi->plugin_path, pi->plugin_sha256);
 	if (nskip == p->ntasks && pi->nconfigs == 0) {
@@ -1600,33 +1642,36 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
 
 		if (pi->plugin_path)
-			fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", k ? "candidate" : "baseline", pi->plugin_path,
-				pi->plugin_sha256);
+			fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", k ? "candidate" : "baseline",
+				pi->plugin_path, pi->plugin_sha256);
 		if (pi->python_path)
-			fprintf(f, "  %-10s python %s (sha256 %.16s...), interpreter %s\n", k ? "candidate" : "baseline",
-				pi->python_path, pi->python_sha256, pyimpl_interpreter());
+			fprintf(f, "  %-10s python %s (sha256 %.16s...), interpreter %s\n",
+				k ? "candidate" : "baseline", pi->python_path, pi->python_sha256, pyimpl_interpreter());
 		for (int s = 0; s < pi->nskips; s++)
 			for (int i = 0; i < p->ntasks; i++)
 				if (!strcmp(p->task_hash[i], pi->skips[s].hash))
-					fprintf(f, "  %-10s skips %s: %s\n", k ? "candidate" : "baseline", p->tasks[i].name,
-						pi->skips[s].reason);
+					fprintf(f, "  %-10s skips %s: %s\n", k ? "candidate" : "baseline",
+						p->tasks[i].name, pi->skips[s].reason);
 	}
 	for (int k = 0; k < p->nrefs; k++)
 		print_reference(p, k, f);
 	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory", p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
-	fprintf(f, "  protocol   timing %s, warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every %d-th pair\n",
-		p->protocol.timing, p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs, p->protocol.max_seconds,
-		p->protocol.rel_halfwidth * 100, p->protocol.flush_factor, p->protocol.check_every);
+	fprintf(f,
+		"  protocol   timing %s, warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every "
+		"%d-th pair\n",
+		p->protocol.timing, p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs,
+		p->protocol.max_seconds, p->protocol.rel_halfwidth * 100, p->protocol.flush_factor,
+		p->protocol.check_every);
 	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");
 	for (int i = 0; i < p->ntasks; i++) {
 		const struct task_spec *s = &p->tasks[i];
 
 		bytes += task_bytes(s);
 		flops += task_flops(s);
-		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f\n", s->name, s->batch, s->s_q, s->h_q,
-			s->page_size, sum_lens(s), task_bytes(s) / 1e6);
+		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f\n", s->name, s->batch, s->s_q, s->h_q, s->page_size,
+			sum_lens(s), task_bytes(s) / 1e6);
 	}
 	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
 		flops / 1e9);
@@ -1635,21 +1680,26 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		int gpu = strcmp(p->candidate.backend, "cpu") != 0;
 
 		if (!full_tier_extra(gpu_only, sizeof(gpu_only), gpu))
-			fprintf(f, "  note: tier full equals tier standard on the %s backend: the shapes it adds (%s) "
-				"are GPU benchmark shapes, planned for GPU backends only\n", p->candidate.backend, gpu_only);
+			fprintf(f,
+				"  note: tier full equals tier standard on the %s backend: the shapes it adds (%s) "
+				"are GPU benchmark shapes, planned for GPU backends only\n",
+				p->candidate.backend, gpu_only);
 	}
 	if (!strncmp(p->gen, "gfx", 3)) {
 		const cJSON *ks = p->build ? cJSON_GetObjectItem(p->build, "kernels") : NULL;
 
 		if (!ks || !cJSON_GetArraySize(ks)) {
-			fprintf(f, "  build      no %s build figures for %s (run the gfx942 gate: "
-				"ctest -R gfx942_build_gate)\n", p->gen, p->candidate.name);
+			fprintf(f,
+				"  build      no %s build figures for %s (run the gfx942 gate: "
+				"ctest -R gfx942_build_gate)\n",
+				p->gen, p->candidate.name);
 		} else {
 			fprintf(f, "  build      %s figures for %s (%s):\n", p->gen, p->candidate.name,
 				cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "gate FAILED" : "gate passed");
 			fprintf(f, "    %-40s %5s %5s %5s %7s %7s %6s\n", "kernel/config", "vgpr", "agpr", "sgpr",
 				"lds", "scratch", "spills");
-			cJSON_ArrayForEach(k, ks) {
+			cJSON_ArrayForEach(k, ks)
+			{
 				const char *cfg = get_str(k, "config");
 				const char *sym = get_str(k, "kernel");
 				char label[64];
@@ -1658,8 +1708,9 @@ void plan_print_summary(const struct plan *p, FILE *f)
 
 				snprintf(label, sizeof(label), "%s%s%s", sym ? sym : "", sym && cfg ? " " : "",
 					 cfg ? cfg : "");
-#define NUM(key) (isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 : \
-		  cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
+#define NUM(key)                                                                                                       \
+	(isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 :                                                \
+								    cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
 				fprintf(f, "    %-40s %5.0f %5.0f %5.0f %7.0f %7.0f %6.0f\n", label, NUM("vgpr"),
 					NUM("agpr"), NUM("sgpr"), isnan(lds) ? 0 : lds, NUM("scratch"),
 					NUM("vgpr_spill") + NUM("sgpr_spill"));

@@ -32,35 +32,35 @@ struct cJSON;
 
 /** The measurement protocol (docs/DESIGN.md "Measurement protocol"). */
 struct plan_protocol {
-	int warmup;            /* untimed launches per implementation before sampling */
-	int tuning_samples;    /* timed samples per candidate config in the tuning pass */
-	int min_pairs;         /* A/B pairs before the stop rule may stop */
-	int max_pairs;         /* cap on pairs */
-	double max_seconds;    /* cap on sampling time per task */
-	double rel_halfwidth;  /* stop when the 95% CI of the speedup is within +- this (0.01) */
-	int resamples;         /* bootstrap replicates for reported CIs */
-	uint64_t seed;         /* bootstrap seed */
-	int check_every;       /* check both timed outputs of every k-th A/B pair against the reference */
-	double flush_factor;   /* LLC flush buffer size as a multiple of the LLC (>= 2) */
-	double review_bound;   /* a speedup above this is flagged for review (10) */
-	char timing[16];       /* the timed sample: "graph_replay" (GPU plans: the replay of a graph
+	int warmup;           /* untimed launches per implementation before sampling */
+	int tuning_samples;   /* timed samples per candidate config in the tuning pass */
+	int min_pairs;        /* A/B pairs before the stop rule may stop */
+	int max_pairs;        /* cap on pairs */
+	double max_seconds;   /* cap on sampling time per task */
+	double rel_halfwidth; /* stop when the 95% CI of the speedup is within +- this (0.01) */
+	int resamples;        /* bootstrap replicates for reported CIs */
+	uint64_t seed;        /* bootstrap seed */
+	int check_every;      /* check both timed outputs of every k-th A/B pair against the reference */
+	double flush_factor;  /* LLC flush buffer size as a multiple of the LLC (>= 2) */
+	double review_bound;  /* a speedup above this is flagged for review (10) */
+	char timing[16];      /* the timed sample: "graph_replay" (GPU plans: the replay of a graph
 	                        * holding one launch) or "launch" (CPU plans, or --timing launch: the
 	                        * launch itself between two events / clock reads) */
 };
 
 /** One task an implementation does not run (its supports() said why): skipped, never passed. */
 struct plan_skip {
-	char hash[65];         /* the task's hash */
-	char *reason;          /* supports()'s answer */
+	char hash[65]; /* the task's hash */
+	char *reason;  /* supports()'s answer */
 };
 
 struct plan_impl {
-	char *name;            /* "cpu.naive", "hip.flash", ... */
-	char *backend;         /* "cpu" or "hip" */
+	char *name;    /* "cpu.naive", "hip.flash", ... */
+	char *backend; /* "cpu" or "hip" */
 	struct mla_decode_config *configs;
 	int nconfigs;
-	char *plugin_path;     /* the shared object that provides it (plugin.h), or NULL for a built-in */
-	char plugin_sha256[65];/* sha256 of that file when the plan was made */
+	char *plugin_path;      /* the shared object that provides it (plugin.h), or NULL for a built-in */
+	char plugin_sha256[65]; /* sha256 of that file when the plan was made */
 	/*
 	 * A Python implementation (pyimpl.h): the module file (repo-relative when it lies in the
 	 * repository, else absolute), its sha256, and the interpreter that described it; NULL path for
@@ -83,48 +83,48 @@ struct plan_impl {
  * generation skips every task.
  */
 struct plan_reference {
-	struct plan_impl impl;  /* configs may be empty (nconfigs 0) */
-	char **skip;            /* [plan ntasks]: NULL when it runs task i, else why not (malloc'd); owned */
+	struct plan_impl impl; /* configs may be empty (nconfigs 0) */
+	char **skip;           /* [plan ntasks]: NULL when it runs task i, else why not (malloc'd); owned */
 };
 
 struct plan {
 	char *card_id;
-	char *card_path;       /* as given on the command line, repo-relative when possible */
+	char *card_path; /* as given on the command line, repo-relative when possible */
 	char card_hash[65];
-	char *tier;            /* "smoke", "standard", "full" */
-	char *gen;             /* target generation: "x86_64", "sm_90", "gfx942" */
-	char *model;           /* the model shape set the tasks follow */
-	char *regime;          /* "decode" */
+	char *tier;   /* "smoke", "standard", "full" */
+	char *gen;    /* target generation: "x86_64", "sm_90", "gfx942" */
+	char *model;  /* the model shape set the tasks follow */
+	char *regime; /* "decode" */
 	struct plan_impl baseline, candidate;
 	struct plan_reference refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs], in --reference order */
 	int nrefs;
 	struct task_spec *tasks;
 	char (*task_hash)[65];
 	int ntasks;
-	const char *generator;   /* VS_GENERATOR_VERSION, or VS_GENERATOR_PREVIOUS for a plan of an earlier
+	const char *generator; /* VS_GENERATOR_VERSION, or VS_GENERATOR_PREVIOUS for a plan of an earlier
 	                          * build (it verifies as evidence; plan_check_current() refuses to run it) */
 	struct plan_protocol protocol;
-	double speedup_min;    /* gate: lower CI bound of the overall speedup >= this */
-	int parity_required;   /* 1 = required, 0 = advisory */
-	int capture_required;  /* 1 on GPU backends */
-	struct cJSON *build;   /* build-gate figures for the candidate (gfx942), or NULL */
+	double speedup_min;   /* gate: lower CI bound of the overall speedup >= this */
+	int parity_required;  /* 1 = required, 0 = advisory */
+	int capture_required; /* 1 on GPU backends */
+	struct cJSON *build;  /* build-gate figures for the candidate (gfx942), or NULL */
 };
 
 struct plan_options {
-	const char *tier;      /* default "smoke" */
-	const char *gen;       /* default: the card's first gen */
-	const char *baseline;  /* override of match.from_backend */
-	const char *candidate; /* override of match.to_backend */
-	const char *build_figures; /* path of the gfx942 gate's resources.json, or NULL to look beside
+	const char *tier;              /* default "smoke" */
+	const char *gen;               /* default: the card's first gen */
+	const char *baseline;          /* override of match.from_backend */
+	const char *candidate;         /* override of match.to_backend */
+	const char *build_figures;     /* path of the gfx942 gate's resources.json, or NULL to look beside
 	                            * the binary (build/gfx942/resources.json) */
-	const char *baseline_lib;  /* plugin (.so) providing the baseline: loaded, and its implementation
+	const char *baseline_lib;      /* plugin (.so) providing the baseline: loaded, and its implementation
 	                            * is the baseline unless `baseline` names another (an error) */
-	const char *candidate_lib; /* the same for the candidate */
+	const char *candidate_lib;     /* the same for the candidate */
 	const char *const *references; /* [nreferences] --reference IMPL: a built-in name or a file that
 	                                * --candidate-lib accepts (a path: contains '/' or ends in .so/.py) */
 	int nreferences;
-	                            /* A FILE.py for either is a Python implementation (pyimpl.h). */
-	const char *timing;        /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
+	/* A FILE.py for either is a Python implementation (pyimpl.h). */
+	const char *timing; /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
 	                            * the CPU (which has no graphs) */
 };
 

@@ -23,14 +23,20 @@ const struct plugin *plugin_for_impl(const char *name)
 static int check_descriptor(const struct mla_decode_impl *impl, const char *path)
 {
 	if (!impl->name || !*impl->name || strlen(impl->name) > 64)
-		return vs_error(VS_ESCHEMA, "plugin '%s': the descriptor has no name (or one longer than 64 "
-				"characters)", path);
+		return vs_error(VS_ESCHEMA,
+				"plugin '%s': the descriptor has no name (or one longer than 64 "
+				"characters)",
+				path);
 	if (!impl->backend || (strcmp(impl->backend, "cpu") && strcmp(impl->backend, "hip")))
-		return vs_error(VS_ESCHEMA, "plugin '%s': implementation '%s' has backend '%s'; the backends are "
-				"'cpu' and 'hip'", path, impl->name, impl->backend ? impl->backend : "");
+		return vs_error(VS_ESCHEMA,
+				"plugin '%s': implementation '%s' has backend '%s'; the backends are "
+				"'cpu' and 'hip'",
+				path, impl->name, impl->backend ? impl->backend : "");
 	if (!impl->configs || !impl->workspace_size || !impl->launch)
 		return vs_error(VS_ESCHEMA, "plugin '%s': implementation '%s' lacks %s()", path, impl->name,
-				!impl->configs ? "configs" : !impl->workspace_size ? "workspace_size" : "launch");
+				!impl->configs        ? "configs" :
+				!impl->workspace_size ? "workspace_size" :
+							"launch");
 	return 0;
 }
 
@@ -78,9 +84,10 @@ int plugin_load(const struct plugin **out, const char *path)
 	dlerror();
 	*(void **)&fn = dlsym(handle, MLA_DECODE_PLUGIN_SYMBOL);
 	if (!fn) {
-		err = vs_error(VS_ESCHEMA, "plugin '%s' does not export '%s' (a plugin exports "
-			       "`const struct mla_decode_impl *%s(void)`, see kernels/mla_decode.h)", path,
-			       MLA_DECODE_PLUGIN_SYMBOL, MLA_DECODE_PLUGIN_SYMBOL);
+		err = vs_error(VS_ESCHEMA,
+			       "plugin '%s' does not export '%s' (a plugin exports "
+			       "`const struct mla_decode_impl *%s(void)`, see kernels/mla_decode.h)",
+			       path, MLA_DECODE_PLUGIN_SYMBOL, MLA_DECODE_PLUGIN_SYMBOL);
 		goto done;
 	}
 	impl = fn();
@@ -89,11 +96,13 @@ int plugin_load(const struct plugin **out, const char *path)
 		goto done;
 	}
 	if (impl->abi_version != MLA_DECODE_ABI_VERSION) {
-		err = vs_error(VS_EUNSUPPORTED, "plugin '%s' was built for kernel ABI version %u, this "
+		err = vs_error(VS_EUNSUPPORTED,
+			       "plugin '%s' was built for kernel ABI version %u, this "
 			       "validate_skill speaks version %d: rebuild it against this kernels/mla_decode.h%s",
 			       path, (unsigned)impl->abi_version, MLA_DECODE_ABI_VERSION,
 			       impl->abi_version == 1 ? " (version 2 appended supports() and prepare() to the "
-			       "descriptor; NULL for both keeps version 1's behaviour)" : "");
+							"descriptor; NULL for both keeps version 1's behaviour)" :
+							"");
 		goto done;
 	}
 	if ((err = check_descriptor(impl, path)))

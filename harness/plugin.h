@@ -15,11 +15,11 @@
 
 /** A loaded plugin. Owned by the process-wide table; valid until exit (never unloaded). */
 struct plugin {
-	char *path;                    /* as given (what plans record) */
-	char *real_path;               /* canonical path of the file */
-	char sha256[FS_SHA256_HEX];    /* of the file's bytes when it was loaded */
+	char *path;                 /* as given (what plans record) */
+	char *real_path;            /* canonical path of the file */
+	char sha256[FS_SHA256_HEX]; /* of the file's bytes when it was loaded */
 	const struct mla_decode_impl *impl;
-	void *handle;                  /* dlopen handle */
+	void *handle; /* dlopen handle */
 };
 
 /**

@@ -13,7 +13,7 @@
 
 struct progress {
 	FILE *out;
-	int tty;          /* redraw a status line */
+	int tty; /* redraw a status line */
 	int total, done;
 	double t0;        /* monotonic seconds at init */
 	char status[200]; /* the current status text, "" for none */

@@ -114,8 +114,10 @@ static int check_url(const char *url, const char **token)
 		goto done;
 	}
 	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK && user) {
-		err = vs_error(VS_EUSAGE, "the URL carries credentials: put the token in %s, never on the command "
-			       "line", VS_PUBLISH_TOKEN_ENV);
+		err = vs_error(VS_EUSAGE,
+			       "the URL carries credentials: put the token in %s, never on the command "
+			       "line",
+			       VS_PUBLISH_TOKEN_ENV);
 		goto done;
 	}
 	loopback = !strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "[::1]") ||
@@ -359,12 +361,15 @@ int publish_send(const struct publish_options *opt, const char *payload)
 		return err;
 	if (a == ATTEMPT_RETRY) {
 		vs_warn("could not publish to '%s' after %d attempts (%s); the payload waits in '%s': send it later "
-			"with --flush --publish URL", o.url, o.retries + 1, why, queued);
+			"with --flush --publish URL",
+			o.url, o.retries + 1, why, queued);
 		free(queued);
 		return 1;
 	}
-	err = vs_error(VS_EFAIL, "'%s' refused the payload: %s; it waits in '%s' (--flush --publish URL sends it "
-		       "again)", o.url, why, queued);
+	err = vs_error(VS_EFAIL,
+		       "'%s' refused the payload: %s; it waits in '%s' (--flush --publish URL sends it "
+		       "again)",
+		       o.url, why, queued);
 	free(queued);
 	return err;
 }
@@ -454,8 +459,8 @@ static int plain_id(const char *id)
 	if (!id || !*id || id[0] == '.' || strlen(id) > 200)
 		return 0;
 	for (const char *s = id; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '_' || *s == '-' || *s == '.'))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '-' || *s == '.'))
 			return 0;
 	return 1;
 }
@@ -525,8 +530,9 @@ int publish_fetch(char **path_out, const char *url, const char *skills_dir, int 
 			goto out;
 		}
 		if (!force) {
-			err = vs_error(VS_EUSAGE, "%s exists and differs from the card at '%s': pass --force to replace it",
-				       path, url);
+			err = vs_error(VS_EUSAGE,
+				       "%s exists and differs from the card at '%s': pass --force to replace it", path,
+				       url);
 			goto done;
 		}
 	}

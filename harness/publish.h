@@ -62,7 +62,6 @@ int publish_flush(const struct publish_options *o, int *sent, int *left);
  * into the fetched text), an id that is not a plain file name, or an existing card with other
  * bytes when force is 0 (VS_EUSAGE). Sets *path_out (malloc'd, may be NULL) to the card written.
  */
-int publish_fetch(char **path_out, const char *url, const char *skills_dir, int force,
-		  const struct publish_options *o);
+int publish_fetch(char **path_out, const char *url, const char *skills_dir, int force, const struct publish_options *o);
 
 #endif /* VS_PUBLISH_H */

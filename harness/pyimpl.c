@@ -48,16 +48,30 @@ struct py_api {
 	PyObj *none; /* &_Py_NoneStruct */
 };
 
-#define PY_SYM(name) { #name, offsetof(struct py_api, name) }
+#define PY_SYM(name)                                                                                                   \
+	{                                                                                                              \
+#name, offsetof(struct py_api, name)                                                                   \
+	}
 static const struct {
 	const char *name;
 	size_t off;
 } py_syms[] = {
-	PY_SYM(Py_InitializeEx), PY_SYM(Py_IsInitialized), PY_SYM(PyRun_SimpleStringFlags),
-	PY_SYM(PyImport_ImportModule), PY_SYM(PyObject_GetAttrString), PY_SYM(PyObject_CallObject),
-	PY_SYM(PyObject_Str), PY_SYM(Py_BuildValue), PY_SYM(PyLong_AsLongLong),
-	PY_SYM(PyUnicode_AsUTF8AndSize), PY_SYM(PyErr_Occurred), PY_SYM(PyErr_Fetch),
-	PY_SYM(PyErr_Clear), PY_SYM(Py_DecRef), PY_SYM(PyGILState_Ensure), PY_SYM(PyGILState_Release),
+	PY_SYM(Py_InitializeEx),
+	PY_SYM(Py_IsInitialized),
+	PY_SYM(PyRun_SimpleStringFlags),
+	PY_SYM(PyImport_ImportModule),
+	PY_SYM(PyObject_GetAttrString),
+	PY_SYM(PyObject_CallObject),
+	PY_SYM(PyObject_Str),
+	PY_SYM(Py_BuildValue),
+	PY_SYM(PyLong_AsLongLong),
+	PY_SYM(PyUnicode_AsUTF8AndSize),
+	PY_SYM(PyErr_Occurred),
+	PY_SYM(PyErr_Fetch),
+	PY_SYM(PyErr_Clear),
+	PY_SYM(Py_DecRef),
+	PY_SYM(PyGILState_Ensure),
+	PY_SYM(PyGILState_Release),
 	PY_SYM(PyEval_SaveThread),
 };
 
@@ -76,15 +90,15 @@ struct supports_answer {
 
 struct slot {
 	struct pyimpl *p;
-	int py_index;          /* index in the shim's kernel list, -1 when not loaded */
-	char *load_error;      /* the import line of a module that failed to load in this process */
-	char *pending;         /* an error of workspace_size(), returned by the next prepare/launch */
+	int py_index;     /* index in the shim's kernel list, -1 when not loaded */
+	char *load_error; /* the import line of a module that failed to load in this process */
+	char *pending;    /* an error of workspace_size(), returned by the next prepare/launch */
 	struct supports_answer answers[SUPPORTS_CACHE];
 	int nanswers;
-	pid_t co_pid;          /* the `serve` co-process answering supports() in the parent, 0 if none */
-	int co_fd;             /* its socket (stdin and stdout) */
-	int co_broken;         /* it failed once: one-shot subprocesses from then on */
-	pid_t co_owner;        /* the process that started it (a forked child starts its own) */
+	pid_t co_pid;   /* the `serve` co-process answering supports() in the parent, 0 if none */
+	int co_fd;      /* its socket (stdin and stdout) */
+	int co_broken;  /* it failed once: one-shot subprocesses from then on */
+	pid_t co_owner; /* the process that started it (a forked child starts its own) */
 	struct mla_decode_config *alt_configs; /* configs described for alt_arch */
 	int nalt;
 	char *alt_arch;
@@ -166,9 +180,9 @@ const struct pyimpl *pyimpl_for_impl(const char *name)
  */
 static int run_capture(char *const argv[], char **out, char **err, int *status)
 {
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 }, rc = 0, ws;
-	char *buf[2] = { NULL, NULL };
-	size_t len[2] = { 0, 0 }, cap[2] = { 0, 0 };
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, rc = 0, ws;
+	char *buf[2] = {NULL, NULL};
+	size_t len[2] = {0, 0}, cap[2] = {0, 0};
 	pid_t pid;
 
 	if (pipe(po) || pipe(pe)) {
@@ -195,7 +209,7 @@ static int run_capture(char *const argv[], char **out, char **err, int *status)
 	close(pe[1]);
 	po[1] = pe[1] = -1;
 	for (int open_fds = 2; open_fds > 0;) {
-		struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
+		struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
 
 		if (poll(fds, 2, -1) < 0) {
 			if (errno == EINTR)
@@ -228,7 +242,7 @@ static int run_capture(char *const argv[], char **out, char **err, int *status)
 				len[k] += (size_t)n;
 				continue;
 			}
-closefd:
+		closefd:
 			close(fd);
 			if (k)
 				pe[0] = -1;
@@ -325,7 +339,8 @@ static int configs_from_json(struct mla_decode_config **out, int *n, const cJSON
 	c = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*c));
 	if (!c)
 		return vs_oom();
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
 
 		if (!cJSON_IsString(nm) || strlen(nm->valuestring) >= sizeof(c[i].name)) {
@@ -361,8 +376,10 @@ static int run_shim(cJSON **json, const char *verb, const char *path, const char
 		goto done;
 	last_line(line, sizeof(line), err);
 	if (status == 127) {
-		rc = vs_error(VS_ENOTFOUND, "python module '%s': cannot run the interpreter '%s' (%s; set "
-			      "VS_PYTHON to the python3 that has the module's packages)", path, argv[0], line);
+		rc = vs_error(VS_ENOTFOUND,
+			      "python module '%s': cannot run the interpreter '%s' (%s; set "
+			      "VS_PYTHON to the python3 that has the module's packages)",
+			      path, argv[0], line);
 		goto done;
 	}
 	if (status != 0) {
@@ -413,9 +430,9 @@ int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
 	p->versions_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "versions"));
 	p->describe_json = cJSON_PrintUnformatted(j);
 	it = cJSON_GetObjectItemCaseSensitive(j, "sha256");
-	if (!p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch ||
-	    !p->interpreter || !p->executable || !p->libpython || !p->versions_json || !p->describe_json ||
-	    !cJSON_IsString(it) || strlen(it->valuestring) != FS_SHA256_HEX - 1) {
+	if (!p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch || !p->interpreter ||
+	    !p->executable || !p->libpython || !p->versions_json || !p->describe_json || !cJSON_IsString(it) ||
+	    strlen(it->valuestring) != FS_SHA256_HEX - 1) {
 		err = vs_error(VS_EPARSE, "python module '%s': the description lacks a field", path);
 		goto done;
 	}
@@ -426,14 +443,12 @@ int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
 		goto done;
 	}
 	kv = cJSON_GetObjectItemCaseSensitive(j, "kv_dtypes");
-	cJSON_ArrayForEach(it, kv)
-		if (cJSON_IsString(it) && mla_kv_dtype_parse(it->valuestring))
-			p->kv_dtypes |= 1 << mla_kv_dtype_parse(it->valuestring);
+	cJSON_ArrayForEach(it, kv) if (cJSON_IsString(it) && mla_kv_dtype_parse(it->valuestring)) p->kv_dtypes |=
+		1 << mla_kv_dtype_parse(it->valuestring);
 	p->has_supports = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_supports"));
 	p->has_prepare = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_prepare"));
 	p->has_workspace_size = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_workspace_size"));
-	if ((err = configs_from_json(&p->configs, &p->nconfigs, cJSON_GetObjectItemCaseSensitive(j, "configs"),
-				     path)))
+	if ((err = configs_from_json(&p->configs, &p->nconfigs, cJSON_GetObjectItemCaseSensitive(j, "configs"), path)))
 		goto done;
 	*out = p;
 	p = NULL;
@@ -537,7 +552,8 @@ static int slot_ready(struct slot *s)
 {
 	if (!started) {
 		set_last_error("python implementation '%s' (%s) is not started in this process: "
-			       "pyimpl_start() runs in the worker", s->p->name, s->p->path);
+			       "pyimpl_start() runs in the worker",
+			       s->p->name, s->p->path);
 		return MLA_ENODEVICE;
 	}
 	if (s->py_index < 0) {
@@ -656,7 +672,7 @@ static void coproc_stop(struct slot *s)
 
 static int coproc_start(struct slot *s)
 {
-	char *argv[5] = { (char *)pyimpl_interpreter(), (char *)shim_path(), "serve", s->p->path, NULL };
+	char *argv[5] = {(char *)pyimpl_interpreter(), (char *)shim_path(), "serve", s->p->path, NULL};
 	int sv[2];
 	pid_t pid;
 
@@ -830,26 +846,26 @@ static int slot_supports(int k, const struct mla_decode_args *a, char *why, size
 }
 
 /* Fixed trampolines: the ABI's callbacks carry no context, so each slot has its own functions. */
-#define PYIMPL_TRAMPOLINES(k)                                                                            \
-	static int tr_configs_##k(const char *arch, struct mla_decode_config *o, int cap)                \
-	{                                                                                                \
-		return slot_configs(k, arch, o, cap);                                                    \
-	}                                                                                                \
-	static size_t tr_workspace_##k(const struct mla_decode_args *a, const struct mla_decode_config *c) \
-	{                                                                                                \
-		return slot_workspace_size(k, a, c);                                                     \
-	}                                                                                                \
-	static int tr_launch_##k(const struct mla_decode_args *a, const struct mla_decode_config *c)     \
-	{                                                                                                \
-		return slot_launch(k, a, c);                                                             \
-	}                                                                                                \
-	static int tr_supports_##k(const struct mla_decode_args *a, char *why, size_t cap)               \
-	{                                                                                                \
-		return slot_supports(k, a, why, cap);                                                    \
-	}                                                                                                \
-	static int tr_prepare_##k(const struct mla_decode_args *a, const struct mla_decode_config *c)    \
-	{                                                                                                \
-		return slot_prepare(k, a, c);                                                            \
+#define PYIMPL_TRAMPOLINES(k)                                                                                          \
+	static int tr_configs_##k(const char *arch, struct mla_decode_config *o, int cap)                              \
+	{                                                                                                              \
+		return slot_configs(k, arch, o, cap);                                                                  \
+	}                                                                                                              \
+	static size_t tr_workspace_##k(const struct mla_decode_args *a, const struct mla_decode_config *c)             \
+	{                                                                                                              \
+		return slot_workspace_size(k, a, c);                                                                   \
+	}                                                                                                              \
+	static int tr_launch_##k(const struct mla_decode_args *a, const struct mla_decode_config *c)                   \
+	{                                                                                                              \
+		return slot_launch(k, a, c);                                                                           \
+	}                                                                                                              \
+	static int tr_supports_##k(const struct mla_decode_args *a, char *why, size_t cap)                             \
+	{                                                                                                              \
+		return slot_supports(k, a, why, cap);                                                                  \
+	}                                                                                                              \
+	static int tr_prepare_##k(const struct mla_decode_args *a, const struct mla_decode_config *c)                  \
+	{                                                                                                              \
+		return slot_prepare(k, a, c);                                                                          \
 	}
 PYIMPL_TRAMPOLINES(0)
 PYIMPL_TRAMPOLINES(1)
@@ -860,7 +876,10 @@ PYIMPL_TRAMPOLINES(5)
 PYIMPL_TRAMPOLINES(6)
 PYIMPL_TRAMPOLINES(7)
 
-#define TR_ROW(k) { tr_configs_##k, tr_workspace_##k, tr_launch_##k, tr_supports_##k, tr_prepare_##k }
+#define TR_ROW(k)                                                                                                      \
+	{                                                                                                              \
+		tr_configs_##k, tr_workspace_##k, tr_launch_##k, tr_supports_##k, tr_prepare_##k                       \
+	}
 static const struct {
 	int (*configs)(const char *, struct mla_decode_config *, int);
 	size_t (*workspace_size)(const struct mla_decode_args *, const struct mla_decode_config *);
@@ -890,15 +909,19 @@ int pyimpl_register(const struct pyimpl **out, const char *path, const char *arc
 		if (strcmp(slots[k].p->real_path, real))
 			continue;
 		if (strcmp(slots[k].p->sha256, sha))
-			err = vs_error(VS_EVERIFY, "python module '%s' changed on disk since this process "
-				       "registered it", path);
+			err = vs_error(VS_EVERIFY,
+				       "python module '%s' changed on disk since this process "
+				       "registered it",
+				       path);
 		else
 			*out = slots[k].p;
 		goto done;
 	}
 	if (nslots >= PYIMPL_MAX_MODULES) {
-		err = vs_error(VS_EUNSUPPORTED, "python module '%s': at most %d python modules can be "
-			       "registered in one process", path, PYIMPL_MAX_MODULES);
+		err = vs_error(VS_EUNSUPPORTED,
+			       "python module '%s': at most %d python modules can be "
+			       "registered in one process",
+			       path, PYIMPL_MAX_MODULES);
 		goto done;
 	}
 	if ((err = pyimpl_describe(&p, path, arch)))
@@ -908,9 +931,9 @@ int pyimpl_register(const struct pyimpl **out, const char *path, const char *arc
 		goto done;
 	}
 	if (mla_decode_impl_find(p->name)) {
-		err = vs_error(VS_EUSAGE, "python module '%s': implementation name '%s' is already taken (%s)",
-			       path, p->name, pyimpl_for_impl(p->name) ? "by another python module" :
-			       "by a built-in or a plugin");
+		err = vs_error(VS_EUSAGE, "python module '%s': implementation name '%s' is already taken (%s)", path,
+			       p->name,
+			       pyimpl_for_impl(p->name) ? "by another python module" : "by a built-in or a plugin");
 		goto done;
 	}
 	k = nslots;
@@ -967,7 +990,8 @@ static char *bootstrap_code(const struct pyimpl *p)
 	path = cJSON_GetObjectItemCaseSensitive(interp, "path");
 	exe = py_literal(p->executable);
 	prefix = py_literal(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(interp, "prefix")) ?
-			    cJSON_GetObjectItemCaseSensitive(interp, "prefix")->valuestring : "");
+				    cJSON_GetObjectItemCaseSensitive(interp, "prefix")->valuestring :
+				    "");
 	paths = cJSON_IsArray(path) ? cJSON_PrintUnformatted(path) : NULL;
 	shimlit = py_literal(shim_path());
 	if (exe && prefix && paths && shimlit)
@@ -1003,20 +1027,24 @@ int pyimpl_start(void)
 		return 0;
 	first = slots[0].p;
 	for (int k = 1; k < nslots; k++)
-		if (strcmp(slots[k].p->libpython, first->libpython) || strcmp(slots[k].p->executable, first->executable))
-			return vs_error(VS_EUNSUPPORTED, "python modules '%s' and '%s' were described by different "
-					"interpreters (%s, %s): one process embeds one", first->path, slots[k].p->path,
-					first->executable, slots[k].p->executable);
+		if (strcmp(slots[k].p->libpython, first->libpython) ||
+		    strcmp(slots[k].p->executable, first->executable))
+			return vs_error(VS_EUNSUPPORTED,
+					"python modules '%s' and '%s' were described by different "
+					"interpreters (%s, %s): one process embeds one",
+					first->path, slots[k].p->path, first->executable, slots[k].p->executable);
 	if (!*first->libpython)
-		return vs_error(VS_EIO, "the interpreter '%s' has no shared libpython (a python built without "
-				"--enable-shared cannot be embedded): set VS_PYTHON to another", first->executable);
+		return vs_error(VS_EIO,
+				"the interpreter '%s' has no shared libpython (a python built without "
+				"--enable-shared cannot be embedded): set VS_PYTHON to another",
+				first->executable);
 	dlerror();
 	lib = dlopen(first->libpython, RTLD_NOW | RTLD_GLOBAL);
 	if (!lib) {
 		const char *why = dlerror();
 
-		return vs_error(VS_EIO, "cannot load libpython '%s' of '%s': %s", first->libpython,
-				first->executable, why ? why : "dlopen failed");
+		return vs_error(VS_EIO, "cannot load libpython '%s' of '%s': %s", first->libpython, first->executable,
+				why ? why : "dlopen failed");
 	}
 	for (size_t i = 0; i < sizeof(py_syms) / sizeof(py_syms[0]); i++) {
 		void *f = dlsym(lib, py_syms[i].name);

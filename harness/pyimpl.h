@@ -62,18 +62,18 @@ struct pyimpl {
 	char *py_backend;           /* BACKEND as declared: "cuda", "hip" or "cpu" */
 	char *backend;              /* the harness's backend: "cpu", or "hip" for cuda and hip */
 	char *summary;
-	char *arch;                 /* the arch configs were described for */
+	char *arch; /* the arch configs were described for */
 	struct mla_decode_config *configs;
 	int nconfigs;
-	int kv_dtypes;              /* bit (1 << enum mla_kv_dtype) per declared KV dtype */
+	int kv_dtypes; /* bit (1 << enum mla_kv_dtype) per declared KV dtype */
 	int has_supports, has_prepare, has_workspace_size;
-	char *interpreter;          /* the command run ($VS_PYTHON or "python3") */
-	char *executable;           /* its sys.executable */
-	char *libpython;            /* shared libpython to dlopen in the worker ("" when none) */
-	char *versions_json;        /* {"python": "3.11.2", "numpy": "1.24.2", ...} (compact JSON) */
-	char *describe_json;        /* the whole description (compact JSON) */
+	char *interpreter;           /* the command run ($VS_PYTHON or "python3") */
+	char *executable;            /* its sys.executable */
+	char *libpython;             /* shared libpython to dlopen in the worker ("" when none) */
+	char *versions_json;         /* {"python": "3.11.2", "numpy": "1.24.2", ...} (compact JSON) */
+	char *describe_json;         /* the whole description (compact JSON) */
 	struct mla_decode_impl impl; /* the proxy descriptor (registered by pyimpl_register) */
-	int slot;                   /* trampoline slot, -1 when not registered */
+	int slot;                    /* trampoline slot, -1 when not registered */
 };
 
 /**

@@ -49,26 +49,33 @@ int record_card(const char *card_path, const char *eval_dir)
 	if ((err = card_load(&c, card_path)))
 		return err;
 	if (fs_is_link(card_path)) {
-		err = vs_error(VS_EVERIFY, "card '%s' is a symlink: recording replaces the file and would turn the "
-			       "link into a copy; record the file it points to", card_path);
+		err = vs_error(VS_EVERIFY,
+			       "card '%s' is a symlink: recording replaces the file and would turn the "
+			       "link into a copy; record the file it points to",
+			       card_path);
 		goto done;
 	}
 	if ((err = evidence_load(&e, &status, eval_dir, &c)))
 		goto done;
 	if (e.partial) {
-		err = vs_error(VS_EVERIFY, "%s: a filtered (--task/--impl/--config) run is partial evidence and "
-			       "cannot be recorded: run the whole plan", eval_dir);
+		err = vs_error(VS_EVERIFY,
+			       "%s: a filtered (--task/--impl/--config) run is partial evidence and "
+			       "cannot be recorded: run the whole plan",
+			       eval_dir);
 		goto done;
 	}
 	if (!list_has(&c.match.gens, e.gen)) {
-		err = vs_error(VS_EVERIFY, "%s: measured on '%s' (%s), which is not in %s's match.gens: this evidence "
-			       "cannot speak for the card", eval_dir, e.gen, e.device_name, card_path);
+		err = vs_error(VS_EVERIFY,
+			       "%s: measured on '%s' (%s), which is not in %s's match.gens: this evidence "
+			       "cannot speak for the card",
+			       eval_dir, e.gen, e.device_name, card_path);
 		goto done;
 	}
 	if (e.kernels_dirty) {
-		err = vs_error(VS_EVERIFY, "%s: the binary that ran was built from uncommitted kernels/ sources "
-			       "(kernels tree %s, dirty): commit, rebuild and run again before recording", eval_dir,
-			       e.kernels_tree);
+		err = vs_error(VS_EVERIFY,
+			       "%s: the binary that ran was built from uncommitted kernels/ sources "
+			       "(kernels tree %s, dirty): commit, rebuild and run again before recording",
+			       eval_dir, e.kernels_tree);
 		goto done;
 	}
 	artifact = relative_artifact(eval_dir);
@@ -86,8 +93,8 @@ int record_card(const char *card_path, const char *eval_dir)
 
 		if (e.has_isolated)
 			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", e.isolated, e.isolated_lo, e.isolated_hi);
-		printf("%s: recorded %s (isolated speedup %s, parity %s, %s %s, %s) from %s\n", card_path, v.status, iso,
-		       e.parity ? e.parity : "n/a", e.device_name, e.gen, e.date, artifact);
+		printf("%s: recorded %s (isolated speedup %s, parity %s, %s %s, %s) from %s\n", card_path, v.status,
+		       iso, e.parity ? e.parity : "n/a", e.device_name, e.gen, e.date, artifact);
 	}
 done:
 	free(text);
@@ -111,8 +118,10 @@ int record_verify(const char *card_path)
 	have = &c.validation;
 	if (!have->artifact || !*have->artifact) {
 		if (have->status && (!strcmp(have->status, "validated") || !strcmp(have->status, "failed")))
-			err = vs_error(VS_EVERIFY, "%s: validation.status is '%s' but validation.artifact is empty: "
-				       "a claim without evidence", card_path, have->status);
+			err = vs_error(VS_EVERIFY,
+				       "%s: validation.status is '%s' but validation.artifact is empty: "
+				       "a claim without evidence",
+				       card_path, have->status);
 		else
 			printf("%s: %s, no evidence claimed\n", card_path, have->status ? have->status : "draft");
 		goto done;

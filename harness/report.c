@@ -17,9 +17,9 @@
 struct row {
 	char *path;
 	char *id;
-	char *status;      /* draft / validated / failed / stale / invalid */
+	char *status; /* draft / validated / failed / stale / invalid */
 	char *stale_why;
-	char *gens;        /* "gfx942:built sm_90:validated" */
+	char *gens; /* "gfx942:built sm_90:validated" */
 	char *last_verified;
 	char *device;
 	char *measured_gen;
@@ -28,41 +28,41 @@ struct row {
 	int has_expected;
 	double expected;
 	char *parity;
-	char *evidence;    /* ok / missing / mismatch / none / invalid card */
-	char *impls;       /* "baseline -> candidate" measured (the evidence's when it verifies) */
+	char *evidence; /* ok / missing / mismatch / none / invalid card */
+	char *impls;    /* "baseline -> candidate" measured (the evidence's when it verifies) */
 	char *evidence_why;
-	char *flags;       /* the run's review flags (speedup above the review bound, clock changes) */
+	char *flags; /* the run's review flags (speedup above the review bound, clock changes) */
 	int nflags;
-	int verified;      /* the evidence verifies and proves the card's claims */
-	int has_ci;        /* overall CI from the evidence */
+	int verified; /* the evidence verifies and proves the card's claims */
+	int has_ci;   /* overall CI from the evidence */
 	double ci_lo, ci_hi;
 	struct shape_speedup *shapes; /* per task shape, from the evidence (html chart) */
 	int nshapes;
-	struct ref_summary *refs;     /* the run's reference implementations, from the evidence */
+	struct ref_summary *refs; /* the run's reference implementations, from the evidence */
 	int nrefs;
-	char *title;       /* the card's title */
-	char *eval_dir;    /* validation.artifact: the eval dir the card points at */
+	char *title;                /* the card's title */
+	char *eval_dir;             /* validation.artifact: the eval dir the card points at */
 	char *baseline, *candidate; /* the implementations that ran (from the evidence) */
-	int cores;         /* the device's compute units (CPU cores, SMs, CUs), -1 unknown */
-	char *configs;     /* the configs chosen: "baseline default; candidate bn64 (2 tasks), bn32 (1)" */
-	char **flag_list;  /* the run's review flags, one each (nflags) */
-	int flagged_tasks; /* tasks named by a flag */
-	int ntasks;        /* tasks in the evidence */
+	int cores;                  /* the device's compute units (CPU cores, SMs, CUs), -1 unknown */
+	char *configs;              /* the configs chosen: "baseline default; candidate bn64 (2 tasks), bn32 (1)" */
+	char **flag_list;           /* the run's review flags, one each (nflags) */
+	int flagged_tasks;          /* tasks named by a flag */
+	int ntasks;                 /* tasks in the evidence */
 };
 
 /* One task shape's measured speedup, from result.json. */
 struct shape_speedup {
 	char *name;
 	int timed;
-	int skipped;       /* not run: an implementation does not support it (result.json "skipped") */
+	int skipped; /* not run: an implementation does not support it (result.json "skipped") */
 	double est, lo, hi;
-	double cand_ms;    /* the candidate's median, 0 when not timed */
+	double cand_ms; /* the candidate's median, 0 when not timed */
 };
 
 /* A reference on one task: its ratio t_ref / t_cand, or its status and the reason. */
 struct ref_task {
-	char *status;      /* "timed", "skipped", "failed", "not timed" */
-	char *reason;      /* skipped: the plan's reason; failed: parity or capture (or NULL) */
+	char *status; /* "timed", "skipped", "failed", "not timed" */
+	char *reason; /* skipped: the plan's reason; failed: parity or capture (or NULL) */
 	int has;
 	double est, lo, hi, ms;
 };
@@ -135,7 +135,8 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 	r->shapes = calloc((size_t)n + 1, sizeof(*r->shapes));
 	if (!r->shapes)
 		return;
-	cJSON_ArrayForEach(t, tasks) {
+	cJSON_ArrayForEach(t, tasks)
+	{
 		struct shape_speedup *sh = &r->shapes[r->nshapes];
 		const cJSON *sp = cJSON_GetObjectItem(t, "speedup");
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
@@ -143,12 +144,14 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 		sh->name = strdup(name ? name : "?");
 		if (!sh->name)
 			break;
-		sh->cand_ms = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(t,
-				"candidate"), "timing"), "median_ms"));
+		sh->cand_ms = cJSON_GetNumberValue(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "candidate"), "timing"),
+					    "median_ms"));
 		if (isnan(sh->cand_ms))
 			sh->cand_ms = 0;
 		sh->skipped = cJSON_IsString(cJSON_GetObjectItem(t, "skipped"));
-		if (cJSON_IsObject(sp) && !strcmp(nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity"))), "pass")) {
+		if (cJSON_IsObject(sp) &&
+		    !strcmp(nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity"))), "pass")) {
 			sh->timed = 1;
 			sh->est = cJSON_GetNumberValue(cJSON_GetObjectItem(sp, "estimate"));
 			sh->lo = cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "ci95"), 0));
@@ -178,7 +181,8 @@ static void fill_refs(struct row *r, const struct evidence *e)
 
 	if (n <= 0 || !(r->refs = calloc((size_t)n, sizeof(*r->refs))))
 		return;
-	cJSON_ArrayForEach(o, ov) {
+	cJSON_ArrayForEach(o, ov)
+	{
 		struct ref_summary *rs = &r->refs[k];
 		const char *impl = cJSON_GetStringValue(cJSON_GetObjectItem(o, "impl"));
 
@@ -195,26 +199,30 @@ static void fill_refs(struct row *r, const struct evidence *e)
 		rs->skipped = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "tasks_skipped"));
 		rs->failed = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "tasks_failed"));
 		for (int i = 0; i < r->nshapes; i++) {
-			const cJSON *rj = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, i),
-										"references"), k - 1);
+			const cJSON *rj =
+				cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, i), "references"),
+						   k - 1);
 			const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(rj, "status"));
 			const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(rj, "reason"));
 			struct ref_task *rt = &rs->tasks[i];
 
 			if (!why && st && !strcmp(st, "failed"))
 				why = !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(rj, "capture")) ?
-					      cJSON_GetStringValue(cJSON_GetObjectItem(rj, "capture")) : "", "fail") ?
-				      "capture gate" : "parity";
+						      cJSON_GetStringValue(cJSON_GetObjectItem(rj, "capture")) :
+						      "",
+					      "fail") ?
+					      "capture gate" :
+					      "parity";
 			rt->status = strdup(st ? st : "not timed");
 			rt->reason = why ? strdup(why) : NULL;
 			rt->has = ci_from(cJSON_GetObjectItem(rj, "ratio"), &rt->est, &rt->lo, &rt->hi);
-			rt->ms = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rj, "timing"), "median_ms"));
+			rt->ms = cJSON_GetNumberValue(
+				cJSON_GetObjectItem(cJSON_GetObjectItem(rj, "timing"), "median_ms"));
 			if (isnan(rt->ms))
 				rt->ms = 0;
 		}
 	}
 }
-
 
 /* The distinct configs chosen for role over the tasks, with counts: "bn64 (2 tasks), bn32 (1)". */
 static void chosen_configs(char *buf, size_t cap, const cJSON *tasks, const char *role)
@@ -224,7 +232,8 @@ static void chosen_configs(char *buf, size_t cap, const cJSON *tasks, const char
 	const cJSON *t;
 
 	*buf = '\0';
-	cJSON_ArrayForEach(t, tasks) {
+	cJSON_ArrayForEach(t, tasks)
+	{
 		const char *c = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, role), "chosen"));
 		int k;
 
@@ -270,16 +279,17 @@ static void fill_run(struct row *r, const struct evidence *e)
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->nflags = 0;
 	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 1, sizeof(*r->flag_list));
-	cJSON_ArrayForEach(fl, flags)
-		if (r->flag_list && cJSON_GetStringValue(fl) && (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl))))
-			r->nflags++;
+	cJSON_ArrayForEach(fl, flags) if (r->flag_list && cJSON_GetStringValue(fl) &&
+					  (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl)))) r->nflags++;
 	/* a task is flagged when a flag names it ("task NAME: ...") */
-	cJSON_ArrayForEach(t, tasks) {
+	cJSON_ArrayForEach(t, tasks)
+	{
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"));
 		int hit = 0;
 
 		for (int k = 0; name && k < r->nflags && !hit; k++)
-			hit = !strncmp(r->flag_list[k], "task ", 5) && !strncmp(r->flag_list[k] + 5, name, strlen(name)) &&
+			hit = !strncmp(r->flag_list[k], "task ", 5) &&
+			      !strncmp(r->flag_list[k] + 5, name, strlen(name)) &&
 			      r->flag_list[k][5 + strlen(name)] == ':';
 		r->flagged_tasks += hit;
 	}
@@ -315,8 +325,7 @@ static int built_for(const char *plans_dir, const char *id, const char *gen)
 		root = cJSON_Parse(text);
 		b = cJSON_GetObjectItem(root, "build");
 		g = cJSON_GetStringValue(cJSON_GetObjectItem(root, "gen"));
-		built = root && g && !strcmp(g, gen) &&
-			cJSON_IsTrue(cJSON_GetObjectItem(b, "pass")) &&
+		built = root && g && !strcmp(g, gen) && cJSON_IsTrue(cJSON_GetObjectItem(b, "pass")) &&
 			cJSON_GetArraySize(cJSON_GetObjectItem(b, "kernels")) > 0;
 	}
 	vs_error_set_quiet(quiet);
@@ -412,8 +421,10 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 		if (err && status == EVIDENCE_STALE_CARD) {
 			free(r->status);
 			r->status = strdup("stale");
-			r->stale_why = strdup(strstr(vs_last_error(), "generator") ? "measured on an earlier generator's "
-					      "inputs: run again" : "card content changed after validation");
+			r->stale_why =
+				strdup(strstr(vs_last_error(), "generator") ? "measured on an earlier generator's "
+									      "inputs: run again" :
+									      "card content changed after validation");
 			r->evidence = strdup("ok");
 		} else if (err) {
 			r->evidence = strdup(status == EVIDENCE_MISSING ? "missing" : "mismatch");
@@ -446,15 +457,15 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				if (r->nflags) {
 					size_t cap = 1;
 
-					cJSON_ArrayForEach(fl, flags)
-						cap += strlen(cJSON_GetStringValue(fl) ? cJSON_GetStringValue(fl) : "") + 2;
+					cJSON_ArrayForEach(fl, flags) cap +=
+						strlen(cJSON_GetStringValue(fl) ? cJSON_GetStringValue(fl) : "") + 2;
 					r->flags = calloc(cap, 1);
-					cJSON_ArrayForEach(fl, flags)
-						if (r->flags && cJSON_GetStringValue(fl)) {
-							if (*r->flags)
-								strcat(r->flags, "; ");
-							strcat(r->flags, cJSON_GetStringValue(fl));
-						}
+					cJSON_ArrayForEach(fl, flags) if (r->flags && cJSON_GetStringValue(fl))
+					{
+						if (*r->flags)
+							strcat(r->flags, "; ");
+						strcat(r->flags, cJSON_GetStringValue(fl));
+					}
 				}
 			}
 			if (!bad && strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
@@ -524,11 +535,12 @@ static void md(FILE *f, const char *s)
 static void print_text(FILE *f, struct row *rows, int n, int markdown)
 {
 	if (markdown) {
-		fprintf(f, "| card | title | status | gens | last verified | device | speedup (measured / min) | parity | "
+		fprintf(f,
+			"| card | title | status | gens | last verified | device | speedup (measured / min) | parity | "
 			"evidence | run | eval dir |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
 	} else {
-		fprintf(f, "%-30s %-10s %-34s %-10s %-14s %-17s %-6s %-22s %s\n", "card", "status", "gens",
-			"verified", "device", "speedup meas/min", "parity", "evidence", "implementations");
+		fprintf(f, "%-30s %-10s %-34s %-10s %-14s %-17s %-6s %-22s %s\n", "card", "status", "gens", "verified",
+			"device", "speedup meas/min", "parity", "evidence", "implementations");
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
@@ -545,7 +557,8 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 			md(f, r->title && *r->title ? r->title : "-");
 			fprintf(f, " | %s | %s | %s | %s | %s | %s | ", r->status, r->gens ? r->gens : "",
 				r->last_verified && *r->last_verified ? r->last_verified : "-",
-				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-");
+				r->device && *r->device ? r->device : "-", sp,
+				r->parity && *r->parity ? r->parity : "-");
 			md(f, r->evidence);
 			if (r->evidence_why) {
 				fputs(": ", f);
@@ -559,10 +572,12 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 		} else {
 			char ev[128];
 
-			snprintf(ev, sizeof(ev), "%s%s%s", r->evidence, r->nflags ? ", FLAGGED: " : "", r->nflags ? fl : "");
+			snprintf(ev, sizeof(ev), "%s%s%s", r->evidence, r->nflags ? ", FLAGGED: " : "",
+				 r->nflags ? fl : "");
 			fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", r->id, r->status,
 				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
-				r->device && *r->device ? r->device : "-", sp, r->parity && *r->parity ? r->parity : "-", ev);
+				r->device && *r->device ? r->device : "-", sp,
+				r->parity && *r->parity ? r->parity : "-", ev);
 		}
 	}
 	if (markdown) {
@@ -603,7 +618,8 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 			/* The count and the first flag; every flag with --format json, markdown or html. */
 			flag_summary(fl, sizeof(fl), r);
 			fprintf(f, "  %s: %s (%d flag%s): %s%s\n", r->id, fl, r->nflags, r->nflags == 1 ? "" : "s",
-				r->flag_list[0], r->nflags > 1 ? "; ... (all: --report --format json, markdown or html)" : "");
+				r->flag_list[0],
+				r->nflags > 1 ? "; ... (all: --report --format json, markdown or html)" : "");
 		}
 	}
 }
@@ -646,9 +662,11 @@ static void print_refs_text(FILE *f, struct row *rows, int n, int markdown)
 		if (!r->nrefs)
 			continue;
 		if (markdown) {
-			fprintf(f, "\n### %s: references\n\nt_impl / t_cand per task (median of paired ratios, 95%% CI) "
+			fprintf(f,
+				"\n### %s: references\n\nt_impl / t_cand per task (median of paired ratios, 95%% CI) "
 				"and overall (geometric mean, joint CI): above 1 the candidate is faster. References "
-				"never gate the verdict.\n\n| task | baseline |", r->id);
+				"never gate the verdict.\n\n| task | baseline |",
+				r->id);
 			for (int k = 0; k < r->nrefs; k++)
 				fprintf(f, " %s |", r->refs[k].impl);
 			fprintf(f, "\n|---|---|");
@@ -658,14 +676,15 @@ static void print_refs_text(FILE *f, struct row *rows, int n, int markdown)
 			fprintf(f, "\n| overall (geomean) | %s |", c);
 			for (int k = 0; k < r->nrefs; k++) {
 				overall_cell(c, sizeof(c), &r->refs[k]);
-				fprintf(f, " %s (%d timed, %d skipped, %d failed) |", c, r->refs[k].timed, r->refs[k].skipped,
-					r->refs[k].failed);
+				fprintf(f, " %s (%d timed, %d skipped, %d failed) |", c, r->refs[k].timed,
+					r->refs[k].skipped, r->refs[k].failed);
 			}
 			fprintf(f, "\n");
 			for (int t = 0; t < r->nshapes; t++) {
 				const struct shape_speedup *sh = &r->shapes[t];
 
-				snprintf(c, sizeof(c), sh->timed ? "%.3f [%.3f, %.3f]" : "not timed", sh->est, sh->lo, sh->hi);
+				snprintf(c, sizeof(c), sh->timed ? "%.3f [%.3f, %.3f]" : "not timed", sh->est, sh->lo,
+					 sh->hi);
 				fprintf(f, "| %s | %s |", sh->name, c);
 				for (int k = 0; k < r->nrefs; k++) {
 					ref_cell(c, sizeof(c), &r->refs[k].tasks[t], 1);
@@ -819,12 +838,23 @@ static void esc(FILE *f, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&#39;", f); break;
-		default: fputc(*s, f);
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		case '\'':
+			fputs("&#39;", f);
+			break;
+		default:
+			fputc(*s, f);
 		}
 	}
 }
@@ -837,8 +867,8 @@ static void cell(FILE *f, const char *s)
 }
 
 #define CH_W 960
-#define CH_LABEL 300      /* x where the plot starts */
-#define CH_RIGHT 930      /* x where it ends */
+#define CH_LABEL 300 /* x where the plot starts */
+#define CH_RIGHT 930 /* x where it ends */
 #define CH_ROW 22
 
 /* The chart's speedup axis is logarithmic over [ch_lo, vmax]: 0.5x and 2x lie equally far from 1x. */
@@ -894,17 +924,20 @@ static void print_chart(FILE *f, struct row *rows, int n)
 				ch_lo = rows[i].shapes[k].lo;
 	ch_lo = pow(2, floor(log2(ch_lo)));
 	vmax = pow(2, ceil(log2(vmax * 1.15)));
-	fprintf(f, "<svg id=\"speedup-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	fprintf(f,
+		"<svg id=\"speedup-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"measured against expected speedup per card and "
-		"task shape\">\n", CH_W, nrows * CH_ROW + 60, CH_W, nrows * CH_ROW + 60);
+		"task shape\">\n",
+		CH_W, nrows * CH_ROW + 60, CH_W, nrows * CH_ROW + 60);
 	/* Log axis, ticks at powers of two; 1x (no change) drawn stronger. */
 	y = 30;
 	for (double t = ch_lo; t <= vmax * 1.0001; t *= 2) {
 		double x = xpos(t, vmax);
 
-		fprintf(f, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%.1f\"/>"
-			"<text class=\"tick\" x=\"%.1f\" y=\"18\">%gx</text>\n", t == 1 ? "grid one" : "grid", x, x,
-			nrows * CH_ROW + 30.0, x - 6, t);
+		fprintf(f,
+			"<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%.1f\"/>"
+			"<text class=\"tick\" x=\"%.1f\" y=\"18\">%gx</text>\n",
+			t == 1 ? "grid one" : "grid", x, x, nrows * CH_ROW + 30.0, x - 6, t);
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
@@ -923,7 +956,8 @@ static void print_chart(FILE *f, struct row *rows, int n)
 			bar(f, y, r->measured, r->has_ci ? r->ci_lo : r->measured, r->has_ci ? r->ci_hi : r->measured,
 			    vmax, "overall", r->id);
 		else
-			fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not measured</text>\n", CH_LABEL + 6, y + 15);
+			fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">not measured</text>\n", CH_LABEL + 6,
+				y + 15);
 		y += CH_ROW;
 		for (int k = 0; k < r->nshapes; k++) {
 			const struct shape_speedup *sh = &r->shapes[k];
@@ -935,15 +969,19 @@ static void print_chart(FILE *f, struct row *rows, int n)
 				bar(f, y, sh->est, sh->lo, sh->hi, vmax, "shape", sh->name);
 			else
 				fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">%s</text>\n", CH_LABEL + 6, y + 15,
-					sh->skipped ? "skipped: not supported (not a pass)" : "not timed (parity or fault)");
+					sh->skipped ? "skipped: not supported (not a pass)" :
+						      "not timed (parity or fault)");
 			y += CH_ROW;
 		}
 		if (r->has_expected) {
 			double x = xpos(r->expected, vmax);
 
-			fprintf(f, "<g class=\"expected\"><title>expected isolated_speedup_min %.3fx</title>"
-				"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\">min %.2fx"
-				"</text></g>\n", r->expected, x, x, top + CH_ROW, y, x + 3, top + 15, r->expected);
+			fprintf(f,
+				"<g class=\"expected\"><title>expected isolated_speedup_min %.3fx</title>"
+				"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" "
+				"y=\"%.1f\">min %.2fx"
+				"</text></g>\n",
+				r->expected, x, x, top + CH_ROW, y, x + 3, top + 15, r->expected);
 		}
 		fprintf(f, "</g>\n");
 	}
@@ -952,8 +990,8 @@ static void print_chart(FILE *f, struct row *rows, int n)
 
 /* ---- html: the references' chart (ratios to the candidate on a log axis) ---------------------- */
 
-#define RC_ROW 14         /* height of one implementation's bar */
-#define RC_GAP 10         /* space between tasks */
+#define RC_ROW 14 /* height of one implementation's bar */
+#define RC_GAP 10 /* space between tasks */
 
 static double lxpos(double v, double lmin, double lmax)
 {
@@ -964,8 +1002,8 @@ static double lxpos(double v, double lmin, double lmax)
 }
 
 /* One bar from the candidate's 1x to v (log axis), with its CI whisker and a tooltip. */
-static void ref_bar(FILE *f, double y, double v, double lo, double hi, double ms, double lmin, double lmax,
-		    int color, const char *impl, const char *task)
+static void ref_bar(FILE *f, double y, double v, double lo, double hi, double ms, double lmin, double lmax, int color,
+		    const char *impl, const char *task)
 {
 	double x1 = lxpos(1, lmin, lmax), x = lxpos(v, lmin, lmax);
 
@@ -1015,19 +1053,25 @@ static void print_refs_chart(FILE *f, const struct row *r)
 	height = r->nshapes * (nimpl * RC_ROW + RC_GAP) + 70;
 	fprintf(f, "<svg class=\"refs-chart\" data-card=\"");
 	esc(f, r->id);
-	fprintf(f, "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+	fprintf(f,
+		"\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
 		"role=\"img\" aria-label=\"time of the baseline and the references relative to the candidate per "
-		"task, log axis\">\n", CH_W, height, CH_W, height);
+		"task, log axis\">\n",
+		CH_W, height, CH_W, height);
 	for (int e = (int)lmin; e <= (int)lmax; e++) {
 		double x = CH_LABEL + (CH_RIGHT - CH_LABEL) * (e - lmin) / (lmax - lmin);
 
 		if (e >= 0)
-			fprintf(f, "<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text class=\"tick\" "
-				"x=\"%.1f\" y=\"18\">%gx%s</text>\n", e ? "grid" : "grid one", x, x, height - 30, x - 8,
-				pow(2, e), e ? "" : " candidate");
+			fprintf(f,
+				"<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text class=\"tick\" "
+				"x=\"%.1f\" y=\"18\">%gx%s</text>\n",
+				e ? "grid" : "grid one", x, x, height - 30, x - 8, pow(2, e), e ? "" : " candidate");
 		else
-			fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text class=\"tick\" "
-				"x=\"%.1f\" y=\"18\">1/%gx</text>\n", x, x, height - 30, x - 8, pow(2, -e));
+			fprintf(f,
+				"<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text "
+				"class=\"tick\" "
+				"x=\"%.1f\" y=\"18\">1/%gx</text>\n",
+				x, x, height - 30, x - 8, pow(2, -e));
 	}
 	y = 30;
 	for (int t = 0; t < r->nshapes; t++) {
@@ -1044,7 +1088,8 @@ static void print_refs_chart(FILE *f, const struct row *r)
 			const struct ref_task *rt = &r->refs[k].tasks[t];
 
 			if (rt->has) {
-				ref_bar(f, y, rt->est, rt->lo, rt->hi, rt->ms, lmin, lmax, 1 + k, r->refs[k].impl, sh->name);
+				ref_bar(f, y, rt->est, rt->lo, rt->hi, rt->ms, lmin, lmax, 1 + k, r->refs[k].impl,
+					sh->name);
 			} else {
 				fprintf(f, "<text class=\"none\" x=\"%d\" y=\"%.1f\">", CH_LABEL + 6, y + RC_ROW - 3);
 				esc(f, r->refs[k].impl);
@@ -1062,11 +1107,15 @@ static void print_refs_chart(FILE *f, const struct row *r)
 		y += RC_GAP;
 	}
 	/* legend */
-	fprintf(f, "<g class=\"legend\"><rect class=\"c0\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/>"
-		"<text x=\"%d\" y=\"%.1f\">baseline</text>", CH_LABEL, y + 4, CH_LABEL + 14, y + 13);
+	fprintf(f,
+		"<g class=\"legend\"><rect class=\"c0\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/>"
+		"<text x=\"%d\" y=\"%.1f\">baseline</text>",
+		CH_LABEL, y + 4, CH_LABEL + 14, y + 13);
 	for (int k = 0; k < r->nrefs; k++) {
-		fprintf(f, "<rect class=\"c%d\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/><text x=\"%d\" "
-			"y=\"%.1f\">", 1 + k, CH_LABEL + 110 * (k + 1), y + 4, CH_LABEL + 110 * (k + 1) + 14, y + 13);
+		fprintf(f,
+			"<rect class=\"c%d\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/><text x=\"%d\" "
+			"y=\"%.1f\">",
+			1 + k, CH_LABEL + 110 * (k + 1), y + 4, CH_LABEL + 110 * (k + 1) + 14, y + 13);
 		esc(f, r->refs[k].impl);
 		fputs("</text>", f);
 	}
@@ -1086,7 +1135,8 @@ static void print_refs_html(FILE *f, struct row *rows, int n)
 	fputs("<h2>References</h2>\n<p>Time of the baseline and of each reference relative to the candidate's "
 	      "(t / t_cand: median of the paired ratios with its 95% CI per task; geometric mean with the joint CI "
 	      "overall), measured in the same rounds as the A/B; above 1x the candidate is faster. References never "
-	      "gate the verdict.</p>\n", f);
+	      "gate the verdict.</p>\n",
+	      f);
 	for (int i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 
@@ -1152,12 +1202,14 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "svg .c0 rect,svg rect.c0{fill:#a0aec0}svg .c1 rect,svg rect.c1{fill:#dd6b20}"
 	      "svg .c2 rect,svg rect.c2{fill:#38a169}svg .c3 rect,svg rect.c3{fill:#805ad5}"
 	      "svg .c4 rect,svg rect.c4{fill:#d53f8c}\n"
-	      "</style>\n</head>\n<body>\n<h1>Skill cards: status</h1>\n", f);
+	      "</style>\n</head>\n<body>\n<h1>Skill cards: status</h1>\n",
+	      f);
 	fprintf(f, "<p>validate_skill %s, kernels tree %.12s%s, %s (UTC)</p>\n", VS_TOOL_VERSION, VS_KERNELS_TREE,
 		VS_KERNELS_DIRTY ? " (dirty)" : "", today);
 	fputs("<table id=\"status\">\n<thead><tr><th>card</th><th>status</th><th>gens</th><th>last verified</th>"
 	      "<th>device</th><th>measured speedup</th><th>expected min</th><th>parity</th><th>evidence</th>"
-	      "<th>title</th><th>run</th><th>eval dir</th><th>implementations</th></tr></thead>\n<tbody>\n", f);
+	      "<th>title</th><th>run</th><th>eval dir</th><th>implementations</th></tr></thead>\n<tbody>\n",
+	      f);
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
 		char m[32], e[32];
@@ -1218,7 +1270,8 @@ static void print_html(FILE *f, struct row *rows, int n)
 	fputs("</tbody>\n</table>\n<h2>Measured against expected speedup</h2>\n"
 	      "<p>Bars: measured isolated speedup (baseline time / candidate time) with its 95% CI, overall and per "
 	      "task shape, on a log axis, from verified evidence only (a task that failed parity has none); dashed "
-	      "line: the card's expects.isolated_speedup_min.</p>\n", f);
+	      "line: the card's expects.isolated_speedup_min.</p>\n",
+	      f);
 	print_chart(f, rows, n);
 	print_refs_html(f, rows, n);
 	fputs("</body>\n</html>\n", f);

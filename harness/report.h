@@ -19,11 +19,11 @@
 #include <stdio.h>
 
 struct report_options {
-	const char *skills_dir;  /* default "skills" */
-	const char *plans_dir;   /* default "plans" */
-	const char *format;      /* "text", "markdown", "json", "html" */
-	int max_age_days;        /* evidence older than this is stale (default 90) */
-	FILE *out;               /* default stdout */
+	const char *skills_dir; /* default "skills" */
+	const char *plans_dir;  /* default "plans" */
+	const char *format;     /* "text", "markdown", "json", "html" */
+	int max_age_days;       /* evidence older than this is stale (default 90) */
+	FILE *out;              /* default stdout */
 };
 
 /**

@@ -44,9 +44,8 @@ void rng_philox4x32_10(uint32_t out[4], const uint32_t ctr[4], const uint32_t ke
 
 void rng_block(uint32_t out[4], uint64_t seed, uint64_t stream, uint64_t index)
 {
-	uint32_t ctr[4] = { (uint32_t)index, (uint32_t)(index >> 32), (uint32_t)stream,
-			    (uint32_t)(stream >> 32) };
-	uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
+	uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), (uint32_t)stream, (uint32_t)(stream >> 32)};
+	uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
 
 	rng_philox4x32_10(out, ctr, key);
 }

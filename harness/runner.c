@@ -31,20 +31,20 @@ static int task_matches(const struct task_spec *s, const char *hash, const char 
 
 static void print_table_header(FILE *log)
 {
-	fprintf(log, "\n%-34s %10s %10s  %-22s %8s %8s %7s\n", "task", "base ms", "cand ms", "speedup [95% CI]",
-	    "GB/s", "TFLOPS", "parity");
+	fprintf(log, "\n%-34s %10s %10s  %-22s %8s %8s %7s\n", "task", "base ms", "cand ms", "speedup [95% CI]", "GB/s",
+		"TFLOPS", "parity");
 }
 
 static void print_table_row(FILE *log, const struct measure_result *r)
 {
 	if (r->skipped) {
 		fprintf(log, "%-34s %10s %10s  %-22s %8s %8s %7s  %s\n", r->name, "-", "-", "-", "-", "-", "skipped",
-		    r->skipped);
+			r->skipped);
 		return;
 	}
 	if (!r->complete) {
 		fprintf(log, "%-34s %10s %10s  %-22s %8s %8s %7s%s%s\n", r->name, "-", "-", "-", "-", "-",
-		    r->parity_pass ? "pass" : "FAIL", r->error ? "  error: " : "", r->error ? r->error : "");
+			r->parity_pass ? "pass" : "FAIL", r->error ? "  error: " : "", r->error ? r->error : "");
 		return;
 	}
 	{
@@ -52,12 +52,13 @@ static void print_table_row(FILE *log, const struct measure_result *r)
 		double sec = r->cand.timing.median * 1e-3;
 
 		if (r->parity_pass)
-			snprintf(ci, sizeof(ci), "%.3f [%.3f, %.3f]", r->speedup.estimate, r->speedup.lo, r->speedup.hi);
+			snprintf(ci, sizeof(ci), "%.3f [%.3f, %.3f]", r->speedup.estimate, r->speedup.lo,
+				 r->speedup.hi);
 		else
 			snprintf(ci, sizeof(ci), "- (parity failed)");
 		fprintf(log, "%-34s %10.4f %10.4f  %-22s %8.1f %8.2f %7s\n", r->name, r->base.timing.median,
-		    r->cand.timing.median, ci, r->bytes / sec / 1e9, r->flops / sec / 1e12,
-		    r->parity_pass ? "pass" : "FAIL");
+			r->cand.timing.median, ci, r->bytes / sec / 1e9, r->flops / sec / 1e12,
+			r->parity_pass ? "pass" : "FAIL");
 	}
 }
 
@@ -80,12 +81,16 @@ static void print_ref_rows(FILE *log, const struct plan *p, const struct measure
 		int st = evaldir_ref_status(rf);
 
 		if (st == EVALDIR_REF_TIMED)
-			fprintf(log, "  vs %-29s %10.4f %10.4f  %.3f [%.3f, %.3f] (t_ref / t_cand)\n", p->refs[k].impl.name,
-				rf->m.timing.median, r->cand.timing.median, rf->ratio.estimate, rf->ratio.lo, rf->ratio.hi);
+			fprintf(log, "  vs %-29s %10.4f %10.4f  %.3f [%.3f, %.3f] (t_ref / t_cand)\n",
+				p->refs[k].impl.name, rf->m.timing.median, r->cand.timing.median, rf->ratio.estimate,
+				rf->ratio.lo, rf->ratio.hi);
 		else
 			fprintf(log, "  vs %-29s %s%s%s\n", p->refs[k].impl.name, evaldir_ref_status_name(st),
-				rf->skip ? ": " : st != EVALDIR_REF_FAILED ? "" : rf->m.capture == 0 ? " (capture gate)" :
-				" (parity)", rf->skip ? rf->skip : "");
+				rf->skip                 ? ": " :
+				st != EVALDIR_REF_FAILED ? "" :
+				rf->m.capture == 0       ? " (capture gate)" :
+							   " (parity)",
+				rf->skip ? rf->skip : "");
 	}
 }
 
@@ -97,11 +102,13 @@ static void task_line(struct progress *pg, int i, int n, const struct measure_re
 	else if (r->error)
 		progress_line(pg, "[%d/%d] %s: FAILED: %s", i + 1, n, r->name, r->error);
 	else if (!r->complete)
-		progress_line(pg, "[%d/%d] %s: parity %s, not timed", i + 1, n, r->name, r->parity_pass ? "pass" :
-			      "FAIL (details in run.log)");
+		progress_line(pg, "[%d/%d] %s: parity %s, not timed", i + 1, n, r->name,
+			      r->parity_pass ? "pass" : "FAIL (details in run.log)");
 	else if (!r->parity_pass) /* a speedup of wrong outputs means nothing: none is printed */
-		progress_line(pg, "[%d/%d] %s: parity FAIL (details in run.log), base %.4f ms, cand %.4f ms, no "
-			      "speedup", i + 1, n, r->name, r->base.timing.median, r->cand.timing.median);
+		progress_line(pg,
+			      "[%d/%d] %s: parity FAIL (details in run.log), base %.4f ms, cand %.4f ms, no "
+			      "speedup",
+			      i + 1, n, r->name, r->base.timing.median, r->cand.timing.median);
 	else
 		progress_line(pg, "[%d/%d] %s: speedup %.3f [%.3f, %.3f], base %.4f ms, cand %.4f ms, parity pass",
 			      i + 1, n, r->name, r->speedup.estimate, r->speedup.lo, r->speedup.hi,
@@ -124,14 +131,14 @@ struct task_out {
 	int plan_index;
 	struct measure_result r;
 	char *samples, *log;
-	char *dir;             /* its task dir, while its worker runs */
+	char *dir; /* its task dir, while its worker runs */
 	struct worker_spec w;
 };
 
 /* One worker slot: a GPU ordinal (or, on the CPU, one more parallel worker). */
 struct slot {
 	int ordinal;
-	int task;              /* index into the selection, -1 when free */
+	int task; /* index into the selection, -1 when free */
 	struct worker_proc wp;
 };
 
@@ -149,8 +156,8 @@ static int skip_task(struct measure_result *r, const struct measure_ctx *ctx, co
 		return 0;
 	if ((err = measure_result_init(r, ctx, &p->tasks[i], p->task_hash[i])))
 		return err;
-	r->skipped = fs_printf("%s %s does not support it: %s", pi == &p->baseline ? "baseline" : "candidate",
-			       pi->name, why);
+	r->skipped = fs_printf("%s %s does not support it: %s", pi == &p->baseline ? "baseline" : "candidate", pi->name,
+			       why);
 	return r->skipped ? 1 : vs_error(VS_ENOMEM, "out of memory");
 }
 
@@ -191,7 +198,7 @@ static int probe_devices(struct vs_device_info *info, const struct runner_option
 
 		memset(&probe, 0, sizeof(probe));
 		err = strcmp(p->candidate.backend, "cpu") ? vs_device_open_gpu(&probe, ordinals[0]) :
-			vs_device_open_cpu(&probe);
+							    vs_device_open_cpu(&probe);
 		if (err)
 			return err;
 		*info = probe.info;
@@ -204,7 +211,8 @@ static int probe_devices(struct vs_device_info *info, const struct runner_option
 		if ((err = worker_probe_device(k ? &other : info, p->candidate.backend, ordinals[k])))
 			return err;
 		if (k && (strcmp(other.name, info->name) || strcmp(other.arch, info->arch)))
-			return vs_error(VS_EUNSUPPORTED, "--gpus: GPU %d is '%s' (%s) but GPU %d is '%s' (%s): one "
+			return vs_error(VS_EUNSUPPORTED,
+					"--gpus: GPU %d is '%s' (%s) but GPU %d is '%s' (%s): one "
 					"eval dir speaks for one kind of device; list GPUs of one kind",
 					ordinals[k], other.name, other.arch, ordinals[0], info->name, info->arch);
 	}
@@ -249,8 +257,10 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	cand = mla_decode_impl_find(p.candidate.name);
 	if (o->impl_filter && strcmp(o->impl_filter, p.baseline.name) && strcmp(o->impl_filter, p.candidate.name) &&
 	    !reference_mask(&p, o->impl_filter)) {
-		err = vs_error(VS_EUSAGE, "--impl '%s' is neither the plan's baseline '%s' nor its candidate '%s' nor "
-			       "one of its references", o->impl_filter, p.baseline.name, p.candidate.name);
+		err = vs_error(VS_EUSAGE,
+			       "--impl '%s' is neither the plan's baseline '%s' nor its candidate '%s' nor "
+			       "one of its references",
+			       o->impl_filter, p.baseline.name, p.candidate.name);
 		goto done;
 	}
 	if (o->config_filter) {
@@ -258,10 +268,12 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 
 		for (int i = 0; i < p.candidate.nconfigs; i++)
 			found |= !strcmp(p.candidate.configs[i].name, o->config_filter);
-		for (int i = 0; i < p.baseline.nconfigs && o->impl_filter && !strcmp(o->impl_filter, p.baseline.name); i++)
+		for (int i = 0; i < p.baseline.nconfigs && o->impl_filter && !strcmp(o->impl_filter, p.baseline.name);
+		     i++)
 			found |= !strcmp(p.baseline.configs[i].name, o->config_filter);
 		for (int k = 0; k < p.nrefs && o->impl_filter; k++)
-			for (int i = 0; i < p.refs[k].impl.nconfigs && !strcmp(o->impl_filter, p.refs[k].impl.name); i++)
+			for (int i = 0; i < p.refs[k].impl.nconfigs && !strcmp(o->impl_filter, p.refs[k].impl.name);
+			     i++)
 				found |= !strcmp(p.refs[k].impl.configs[i].name, o->config_filter);
 		if (!found) {
 			err = vs_error(VS_EUSAGE, "--config '%s' is not a config of %s in this plan", o->config_filter,
@@ -301,9 +313,10 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	if (in_process)
 		nslots = 1;
 	if (strcmp(info.arch, p.gen)) {
-		err = vs_error(VS_EUNSUPPORTED, "plan '%s' is for generation '%s' but this device (%s) is '%s': "
-			       "emit a plan with --gen %s (the card's match.gens must list it)", o->plan_path,
-			       p.gen, info.name, info.arch, info.arch);
+		err = vs_error(VS_EUNSUPPORTED,
+			       "plan '%s' is for generation '%s' but this device (%s) is '%s': "
+			       "emit a plan with --gen %s (the card's match.gens must list it)",
+			       o->plan_path, p.gen, info.name, info.arch, info.arch);
 		goto done;
 	}
 	parity_only = o->impl_filter != NULL;

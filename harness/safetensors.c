@@ -22,10 +22,10 @@ static const struct {
 	const char *name;
 	size_t size;
 } dtypes[] = {
-	{ ST_BF16, "BF16", 2 },
-	{ ST_F32, "F32", 4 },
-	{ ST_I32, "I32", 4 },
-	{ ST_U8, "U8", 1 },
+	{ST_BF16, "BF16", 2},
+	{ST_F32, "F32", 4},
+	{ST_I32, "I32", 4},
+	{ST_U8, "U8", 1},
 };
 
 size_t st_dtype_size(int dtype)
@@ -117,14 +117,13 @@ static int parse_metadata(struct st_file *f, const cJSON *meta, const char *path
 	f->meta_values = calloc((size_t)n + 1, sizeof(char *));
 	if (!f->meta_keys || !f->meta_values)
 		return vs_error(VS_ENOMEM, "out of memory reading '%s'", path);
-	cJSON_ArrayForEach(it, meta) {
+	cJSON_ArrayForEach(it, meta)
+	{
 		if (!cJSON_IsString(it))
-			return vs_error(VS_EPARSE, "'%s': metadata value '%s' is not a string", path,
-					it->string);
+			return vs_error(VS_EPARSE, "'%s': metadata value '%s' is not a string", path, it->string);
 		for (int k = 0; k < i; k++)
 			if (!strcmp(f->meta_keys[k], it->string))
-				return vs_error(VS_EPARSE, "'%s': duplicate metadata key '%s'", path,
-						it->string);
+				return vs_error(VS_EPARSE, "'%s': duplicate metadata key '%s'", path, it->string);
 		f->meta_keys[i] = strdup(it->string);
 		f->meta_values[i] = strdup(it->valuestring);
 		if (!f->meta_keys[i] || !f->meta_values[i]) {
@@ -147,55 +146,68 @@ static int parse_entry(struct st_tensor *t, struct span *sp, const cJSON *e, con
 
 	if (!cJSON_IsObject(e))
 		return vs_error(VS_EPARSE, "'%s': tensor '%s' is not an object", path, e->string);
-	cJSON_ArrayForEach(it, e) {
-		const cJSON **slot = !strcmp(it->string, "dtype") ? &dt :
-				     !strcmp(it->string, "shape") ? &shape :
-				     !strcmp(it->string, "data_offsets") ? &offs : NULL;
+	cJSON_ArrayForEach(it, e)
+	{
+		const cJSON **slot = !strcmp(it->string, "dtype")        ? &dt :
+				     !strcmp(it->string, "shape")        ? &shape :
+				     !strcmp(it->string, "data_offsets") ? &offs :
+									   NULL;
 
 		if (!slot)
 			return vs_error(VS_EPARSE, "'%s': tensor '%s' has unknown key '%s'", path, e->string,
 					it->string);
 		if (*slot)
-			return vs_error(VS_EPARSE, "'%s': tensor '%s' has key '%s' twice", path, e->string,
-					it->string);
+			return vs_error(VS_EPARSE, "'%s': tensor '%s' has key '%s' twice", path, e->string, it->string);
 		*slot = it;
 	}
 	if (!dt || !shape || !offs)
 		return vs_error(VS_EPARSE, "'%s': tensor '%s' lacks '%s'", path, e->string,
-				!dt ? "dtype" : !shape ? "shape" : "data_offsets");
+				!dt    ? "dtype" :
+				!shape ? "shape" :
+					 "data_offsets");
 	if (!cJSON_IsString(dt))
 		return vs_error(VS_EPARSE, "'%s': tensor '%s': dtype is not a string", path, e->string);
 	t->dtype = dtype_parse(dt->valuestring);
 	if (!t->dtype)
-		return vs_error(VS_EPARSE, "'%s': tensor '%s' has unsupported dtype '%s' (BF16, F32, I32 "
-				"and U8 are supported)", path, e->string, dt->valuestring);
+		return vs_error(VS_EPARSE,
+				"'%s': tensor '%s' has unsupported dtype '%s' (BF16, F32, I32 "
+				"and U8 are supported)",
+				path, e->string, dt->valuestring);
 	if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > ST_MAX_DIMS)
-		return vs_error(VS_EPARSE, "'%s': tensor '%s': shape is not a list of at most %d "
-				"dimensions", path, e->string, ST_MAX_DIMS);
-	cJSON_ArrayForEach(it, shape) {
+		return vs_error(VS_EPARSE,
+				"'%s': tensor '%s': shape is not a list of at most %d "
+				"dimensions",
+				path, e->string, ST_MAX_DIMS);
+	cJSON_ArrayForEach(it, shape)
+	{
 		uint64_t v;
 
 		if (json_uint(&v, it))
-			return vs_error(VS_EPARSE, "'%s': tensor '%s': shape entry %d is not a "
-					"non-negative integer", path, e->string, d);
+			return vs_error(VS_EPARSE,
+					"'%s': tensor '%s': shape entry %d is not a "
+					"non-negative integer",
+					path, e->string, d);
 		t->shape[d++] = (int64_t)v;
 	}
 	t->ndim = d;
-	if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 ||
-	    json_uint(&b, cJSON_GetArrayItem(offs, 0)) || json_uint(&en, cJSON_GetArrayItem(offs, 1)))
-		return vs_error(VS_EPARSE, "'%s': tensor '%s': data_offsets is not [begin, end] of "
-				"non-negative integers", path, e->string);
+	if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || json_uint(&b, cJSON_GetArrayItem(offs, 0)) ||
+	    json_uint(&en, cJSON_GetArrayItem(offs, 1)))
+		return vs_error(VS_EPARSE,
+				"'%s': tensor '%s': data_offsets is not [begin, end] of "
+				"non-negative integers",
+				path, e->string);
 	if (en < b)
-		return vs_error(VS_EPARSE, "'%s': tensor '%s': data_offsets [%llu, %llu] end before "
-				"they begin", path, e->string, (unsigned long long)b,
-				(unsigned long long)en);
+		return vs_error(VS_EPARSE,
+				"'%s': tensor '%s': data_offsets [%llu, %llu] end before "
+				"they begin",
+				path, e->string, (unsigned long long)b, (unsigned long long)en);
 	if (tensor_bytes(&want, st_dtype_size(t->dtype), t->shape, t->ndim))
-		return vs_error(VS_EPARSE, "'%s': tensor '%s': the size of its shape overflows", path,
-				e->string);
+		return vs_error(VS_EPARSE, "'%s': tensor '%s': the size of its shape overflows", path, e->string);
 	if (want != en - b)
-		return vs_error(VS_EPARSE, "'%s': tensor '%s' spans %llu bytes, but %s x its shape is "
-				"%zu bytes", path, e->string, (unsigned long long)(en - b), dt->valuestring,
-				want);
+		return vs_error(VS_EPARSE,
+				"'%s': tensor '%s' spans %llu bytes, but %s x its shape is "
+				"%zu bytes",
+				path, e->string, (unsigned long long)(en - b), dt->valuestring, want);
 	sp->begin = (size_t)b;
 	sp->end = (size_t)en;
 	t->bytes = want;
@@ -204,7 +216,7 @@ static int parse_entry(struct st_tensor *t, struct span *sp, const cJSON *e, con
 
 int st_parse(struct st_file *out, char *buf, size_t len, const char *path)
 {
-	struct st_file f = { 0 };
+	struct st_file f = {0};
 	cJSON *root = NULL;
 	const cJSON *it, *meta = NULL;
 	struct span *spans = NULL;
@@ -215,13 +227,17 @@ int st_parse(struct st_file *out, char *buf, size_t len, const char *path)
 	int err = 0, count = 0, i;
 
 	if (len < 8)
-		return vs_error(VS_EPARSE, "'%s': truncated: %zu bytes, a safetensors file starts with "
-				"an 8-byte header length", path, len);
+		return vs_error(VS_EPARSE,
+				"'%s': truncated: %zu bytes, a safetensors file starts with "
+				"an 8-byte header length",
+				path, len);
 	for (i = 7; i >= 0; i--)
 		n = n << 8 | (unsigned char)buf[i];
 	if (n > len - 8)
-		return vs_error(VS_EPARSE, "'%s': header length %llu runs past the end of the file "
-				"(%zu bytes)", path, (unsigned long long)n, len);
+		return vs_error(VS_EPARSE,
+				"'%s': header length %llu runs past the end of the file "
+				"(%zu bytes)",
+				path, (unsigned long long)n, len);
 	if (n == 0 || n > ST_HEADER_MAX)
 		return vs_error(VS_EPARSE, "'%s': header length %llu is out of range (1 to %u)", path,
 				(unsigned long long)n, ST_HEADER_MAX);
@@ -230,21 +246,21 @@ int st_parse(struct st_file *out, char *buf, size_t len, const char *path)
 		const char *at = cJSON_GetErrorPtr();
 		long off = at && at >= buf + 8 && at <= buf + 8 + n ? (long)(at - buf - 8) : -1;
 
-		err = vs_error(VS_EPARSE, "'%s': header is not valid JSON (near byte %ld of the header)",
-			       path, off);
+		err = vs_error(VS_EPARSE, "'%s': header is not valid JSON (near byte %ld of the header)", path, off);
 		goto done;
 	}
 	for (; end < buf + 8 + n; end++)
 		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
-			err = vs_error(VS_EPARSE, "'%s': header has text after its JSON object (byte %ld)",
-				       path, (long)(end - buf - 8));
+			err = vs_error(VS_EPARSE, "'%s': header has text after its JSON object (byte %ld)", path,
+				       (long)(end - buf - 8));
 			goto done;
 		}
 	if (!cJSON_IsObject(root)) {
 		err = vs_error(VS_EPARSE, "'%s': header is not a JSON object", path);
 		goto done;
 	}
-	cJSON_ArrayForEach(it, root) {
+	cJSON_ArrayForEach(it, root)
+	{
 		if (!strcmp(it->string, "__metadata__")) {
 			if (meta) {
 				err = vs_error(VS_EPARSE, "'%s': '__metadata__' appears twice", path);
@@ -266,7 +282,8 @@ int st_parse(struct st_file *out, char *buf, size_t len, const char *path)
 	}
 	data_len = len - 8 - (size_t)n;
 	i = 0;
-	cJSON_ArrayForEach(it, root) {
+	cJSON_ArrayForEach(it, root)
+	{
 		struct st_tensor *t = &f.tensors[i];
 
 		if (it == meta)
@@ -284,8 +301,10 @@ int st_parse(struct st_file *out, char *buf, size_t len, const char *path)
 		if ((err = parse_entry(t, &spans[i], it, path)))
 			goto done;
 		if (spans[i].end > data_len) {
-			err = vs_error(VS_EPARSE, "'%s': tensor '%s' ends at byte %zu, past the data "
-				       "section of %zu bytes", path, t->name, spans[i].end, data_len);
+			err = vs_error(VS_EPARSE,
+				       "'%s': tensor '%s' ends at byte %zu, past the data "
+				       "section of %zu bytes",
+				       path, t->name, spans[i].end, data_len);
 			goto done;
 		}
 		spans[i].index = i;
@@ -303,22 +322,27 @@ int st_parse(struct st_file *out, char *buf, size_t len, const char *path)
 		const struct st_tensor *t = &f.tensors[spans[i].index];
 
 		if (spans[i].begin < prev_end) {
-			err = vs_error(VS_EPARSE, "'%s': tensor '%s' [%zu, %zu) overlaps tensor '%s' "
-				       "ending at byte %zu", path, t->name, spans[i].begin, spans[i].end,
-				       f.tensors[spans[i - 1].index].name, prev_end);
+			err = vs_error(VS_EPARSE,
+				       "'%s': tensor '%s' [%zu, %zu) overlaps tensor '%s' "
+				       "ending at byte %zu",
+				       path, t->name, spans[i].begin, spans[i].end, f.tensors[spans[i - 1].index].name,
+				       prev_end);
 			goto done;
 		}
 		if (spans[i].begin > prev_end) {
-			err = vs_error(VS_EPARSE, "'%s': gap in the data section: bytes [%zu, %zu) before "
-				       "tensor '%s' belong to no tensor", path, prev_end, spans[i].begin,
-				       t->name);
+			err = vs_error(VS_EPARSE,
+				       "'%s': gap in the data section: bytes [%zu, %zu) before "
+				       "tensor '%s' belong to no tensor",
+				       path, prev_end, spans[i].begin, t->name);
 			goto done;
 		}
 		prev_end = spans[i].end;
 	}
 	if (prev_end != data_len) {
-		err = vs_error(VS_EPARSE, "'%s': the tensors cover %zu bytes, but the data section has "
-			       "%zu (trailing bytes belong to no tensor)", path, prev_end, data_len);
+		err = vs_error(VS_EPARSE,
+			       "'%s': the tensors cover %zu bytes, but the data section has "
+			       "%zu (trailing bytes belong to no tensor)",
+			       path, prev_end, data_len);
 		goto done;
 	}
 	for (i = 0; i < count; i++) {
@@ -377,9 +401,8 @@ static cJSON *raw_uint(uint64_t v)
 	return cJSON_CreateRaw(text);
 }
 
-int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const struct st_tensor *tensors,
-			int count, const char *const *meta_keys, const char *const *meta_values,
-			int meta_count)
+int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const struct st_tensor *tensors, int count,
+			const char *const *meta_keys, const char *const *meta_values, int meta_count)
 {
 	cJSON *root = NULL, *meta, *e, *shape, *offs;
 	char *json = NULL, *buf = NULL;
@@ -399,8 +422,7 @@ int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const str
 				goto done;
 			}
 			if (cJSON_GetObjectItemCaseSensitive(meta, meta_keys[i])) {
-				err = vs_error(VS_EUSAGE, "duplicate safetensors metadata key '%s'",
-					       meta_keys[i]);
+				err = vs_error(VS_EUSAGE, "duplicate safetensors metadata key '%s'", meta_keys[i]);
 				goto done;
 			}
 			if (!cJSON_AddStringToObject(meta, meta_keys[i], meta_values[i]))
@@ -421,8 +443,10 @@ int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const str
 		}
 		if (!st_dtype_name(t->dtype) || t->ndim < 0 || t->ndim > ST_MAX_DIMS ||
 		    tensor_bytes(&want, st_dtype_size(t->dtype), t->shape, t->ndim) || want != t->bytes) {
-			err = vs_error(VS_EUSAGE, "tensor '%s': dtype, shape and byte count (%zu) do not "
-				       "agree", t->name, t->bytes);
+			err = vs_error(VS_EUSAGE,
+				       "tensor '%s': dtype, shape and byte count (%zu) do not "
+				       "agree",
+				       t->name, t->bytes);
 			goto done;
 		}
 		if (!(e = cJSON_AddObjectToObject(root, t->name)) ||
@@ -433,8 +457,7 @@ int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const str
 		for (int d = 0; d < t->ndim; d++)
 			if (!cJSON_AddItemToArray(shape, raw_uint((uint64_t)t->shape[d])))
 				goto nomem;
-		if (!cJSON_AddItemToArray(offs, raw_uint(off)) ||
-		    !cJSON_AddItemToArray(offs, raw_uint(off + t->bytes)))
+		if (!cJSON_AddItemToArray(offs, raw_uint(off)) || !cJSON_AddItemToArray(offs, raw_uint(off + t->bytes)))
 			goto nomem;
 		off += t->bytes;
 	}
@@ -464,8 +487,8 @@ done:
 	return err;
 }
 
-int st_serialize(char **out, size_t *out_len, const struct st_tensor *tensors, int count,
-		 const char *const *meta_keys, const char *const *meta_values, int meta_count)
+int st_serialize(char **out, size_t *out_len, const struct st_tensor *tensors, int count, const char *const *meta_keys,
+		 const char *const *meta_values, int meta_count)
 {
 	char *head = NULL, *buf = NULL;
 	size_t hlen = 0, dlen = 0, off;
@@ -473,10 +496,8 @@ int st_serialize(char **out, size_t *out_len, const struct st_tensor *tensors, i
 
 	for (int i = 0; i < count; i++)
 		if (tensors[i].bytes && !tensors[i].data)
-			return vs_error(VS_EUSAGE, "tensor '%s' has no data",
-					tensors[i].name ? tensors[i].name : "?");
-	err = st_serialize_header(&head, &hlen, &dlen, tensors, count, meta_keys, meta_values,
-				  meta_count);
+			return vs_error(VS_EUSAGE, "tensor '%s' has no data", tensors[i].name ? tensors[i].name : "?");
+	err = st_serialize_header(&head, &hlen, &dlen, tensors, count, meta_keys, meta_values, meta_count);
 	if (err)
 		return err;
 	buf = realloc(head, hlen + dlen ? hlen + dlen : 1);

@@ -20,15 +20,15 @@ enum st_dtype { ST_BF16 = 1, ST_F32, ST_I32, ST_U8 };
 
 struct st_tensor {
 	char *name;
-	int dtype;                 /* enum st_dtype */
+	int dtype; /* enum st_dtype */
 	int ndim;
 	int64_t shape[ST_MAX_DIMS];
-	void *data;                /* points into the file buffer (reader) or caller memory (writer) */
+	void *data; /* points into the file buffer (reader) or caller memory (writer) */
 	size_t bytes;
 };
 
 struct st_file {
-	char *buf;                 /* whole file (reader) */
+	char *buf; /* whole file (reader) */
 	size_t len;
 	struct st_tensor *tensors;
 	int count;
@@ -58,8 +58,8 @@ const char *st_meta(const struct st_file *f, const char *key);
  * Serialize tensors (data in the order given, 8-byte aligned header as the format recommends) and
  * metadata into a malloc'd buffer. Errors: VS_ENOMEM, VS_EUSAGE for a bad tensor.
  */
-int st_serialize(char **out, size_t *out_len, const struct st_tensor *tensors, int count,
-		 const char *const *meta_keys, const char *const *meta_values, int meta_count);
+int st_serialize(char **out, size_t *out_len, const struct st_tensor *tensors, int count, const char *const *meta_keys,
+		 const char *const *meta_values, int meta_count);
 
 /**
  * The first part of what st_serialize() writes: the 8-byte length and the padded JSON header, into
@@ -67,9 +67,8 @@ int st_serialize(char **out, size_t *out_len, const struct st_tensor *tensors, i
  * tensors' bytes in the order given). Tensor data pointers are not used, so a caller can stream or
  * hash a large file without assembling it. Errors: as st_serialize().
  */
-int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const struct st_tensor *tensors,
-			int count, const char *const *meta_keys, const char *const *meta_values,
-			int meta_count);
+int st_serialize_header(char **out, size_t *out_len, size_t *data_len, const struct st_tensor *tensors, int count,
+			const char *const *meta_keys, const char *const *meta_values, int meta_count);
 
 /** Free everything f owns (the file buffer included); accepts a zeroed struct. */
 void st_release(struct st_file *f);

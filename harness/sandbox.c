@@ -175,8 +175,10 @@ int sandbox_enter(struct sandbox_state *st, const char *const *deny, int n)
 	close_closed_fds(&c);
 	abi = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	if (abi < 0) {
-		snprintf(st->line, sizeof(st->line), "none: Landlock is not available on this kernel (%s): the "
-			 "implementation could read %s", strerror(errno), names);
+		snprintf(st->line, sizeof(st->line),
+			 "none: Landlock is not available on this kernel (%s): the "
+			 "implementation could read %s",
+			 strerror(errno), names);
 		goto done;
 	}
 	memset(&ra, 0, sizeof(ra));

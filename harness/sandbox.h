@@ -15,9 +15,9 @@
 #define VS_SANDBOX_H
 
 struct sandbox_state {
-	int landlock_abi;      /* the ABI enforced, 0 when none */
-	char workdir[256];     /* the working directory made for the process ("" if none) */
-	char line[320];        /* one line for the log and result.json */
+	int landlock_abi;  /* the ABI enforced, 0 when none */
+	char workdir[256]; /* the working directory made for the process ("" if none) */
+	char line[320];    /* one line for the log and result.json */
 };
 
 /**

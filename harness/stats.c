@@ -140,8 +140,8 @@ static int stats_ratios(double *ratios, const double *base, const double *cand, 
 {
 	for (int i = 0; i < n; i++) {
 		if (!(base[i] > 0.0) || !(cand[i] > 0.0) || !isfinite(base[i]) || !isfinite(cand[i]))
-			return vs_error(VS_EUSAGE, "pair %d has a time that is not positive: %g, %g", i,
-					base[i], cand[i]);
+			return vs_error(VS_EUSAGE, "pair %d has a time that is not positive: %g, %g", i, base[i],
+					cand[i]);
 		ratios[i] = base[i] / cand[i];
 	}
 	return VS_OK;
@@ -155,8 +155,7 @@ static double stats_resample_median(const double *ratios, int n, double *tmp, ui
 	return stats_median_inplace(tmp, n);
 }
 
-int stats_speedup(struct stats_ci *out, const double *t_base, const double *t_cand, int n,
-		  int resamples, uint64_t seed)
+int stats_speedup(struct stats_ci *out, const double *t_base, const double *t_cand, int n, int resamples, uint64_t seed)
 {
 	struct stats_ci ci;
 	double *ratios = NULL, *tmp = NULL, *reps = NULL;
@@ -194,8 +193,8 @@ done:
 	return err;
 }
 
-int stats_geomean_speedup(struct stats_ci *out, const double *const *base, const double *const *cand,
-			  const int *n, int ntasks, int resamples, uint64_t seed)
+int stats_geomean_speedup(struct stats_ci *out, const double *const *base, const double *const *cand, const int *n,
+			  int ntasks, int resamples, uint64_t seed)
 {
 	struct stats_ci ci;
 	double **ratios = NULL, *tmp = NULL, *reps = NULL, logsum = 0.0;
@@ -254,8 +253,8 @@ done:
 	return err;
 }
 
-int stats_should_stop(const struct stats_stop_rule *rule, const double *t_base, const double *t_cand,
-		      int n, double elapsed_s)
+int stats_should_stop(const struct stats_stop_rule *rule, const double *t_base, const double *t_cand, int n,
+		      double elapsed_s)
 {
 	struct stats_ci ci;
 
@@ -266,8 +265,7 @@ int stats_should_stop(const struct stats_stop_rule *rule, const double *t_base, 
 		int err = stats_speedup(&ci, t_base, t_cand, n, rule->resamples, rule->seed);
 
 		vs_error_set_quiet(quiet);
-		if (!err && ci.estimate > 0.0 &&
-		    (ci.hi - ci.lo) / (2.0 * ci.estimate) <= rule->rel_halfwidth)
+		if (!err && ci.estimate > 0.0 && (ci.hi - ci.lo) / (2.0 * ci.estimate) <= rule->rel_halfwidth)
 			return STATS_STOP_CI;
 	}
 	if (rule->max_pairs > 0 && n >= rule->max_pairs)
@@ -280,10 +278,14 @@ int stats_should_stop(const struct stats_stop_rule *rule, const double *t_base, 
 const char *stats_stop_reason_name(int reason)
 {
 	switch (reason) {
-	case STATS_STOP_CI: return "ci";
-	case STATS_STOP_MAX_PAIRS: return "max_pairs";
-	case STATS_STOP_TIME: return "time";
-	case STATS_CONTINUE: return "continue";
+	case STATS_STOP_CI:
+		return "ci";
+	case STATS_STOP_MAX_PAIRS:
+		return "max_pairs";
+	case STATS_STOP_TIME:
+		return "time";
+	case STATS_CONTINUE:
+		return "continue";
 	}
 	return "unknown";
 }

@@ -33,15 +33,15 @@ struct stats_ci {
  * Median of t_base[i]/t_cand[i] over n pairs with its bootstrap CI (resamples replicates, seed).
  * Errors: VS_EUSAGE for n < 1 or a non-positive time.
  */
-int stats_speedup(struct stats_ci *out, const double *t_base, const double *t_cand, int n,
-		  int resamples, uint64_t seed);
+int stats_speedup(struct stats_ci *out, const double *t_base, const double *t_cand, int n, int resamples,
+		  uint64_t seed);
 
 /**
  * Geometric mean over ntasks of per-task median ratios, joint bootstrap CI. base[k], cand[k] hold
  * n[k] pairs of task k.
  */
-int stats_geomean_speedup(struct stats_ci *out, const double *const *base, const double *const *cand,
-			  const int *n, int ntasks, int resamples, uint64_t seed);
+int stats_geomean_speedup(struct stats_ci *out, const double *const *base, const double *const *cand, const int *n,
+			  int ntasks, int resamples, uint64_t seed);
 
 /** Stop rule: stop when the CI half-width relative to the estimate is <= rel_halfwidth (0.01 = +-1%)
  * after at least min_pairs, or at max_pairs, or when max_seconds of sampling have passed. */
@@ -50,15 +50,15 @@ struct stats_stop_rule {
 	int min_pairs;
 	int max_pairs;
 	double max_seconds;
-	int resamples;       /* bootstrap replicates used by the rule (e.g. 500) */
+	int resamples; /* bootstrap replicates used by the rule (e.g. 500) */
 	uint64_t seed;
 };
 
 enum stats_stop_reason { STATS_CONTINUE = 0, STATS_STOP_CI = 1, STATS_STOP_MAX_PAIRS = 2, STATS_STOP_TIME = 3 };
 
 /** Decide after n pairs and elapsed_s seconds of sampling; returns enum stats_stop_reason. */
-int stats_should_stop(const struct stats_stop_rule *rule, const double *t_base, const double *t_cand,
-		      int n, double elapsed_s);
+int stats_should_stop(const struct stats_stop_rule *rule, const double *t_base, const double *t_cand, int n,
+		      double elapsed_s);
 
 /** "ci", "max_pairs", "time", "continue". */
 const char *stats_stop_reason_name(int reason);

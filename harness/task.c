@@ -34,9 +34,9 @@
 #define TASK_FORMAT "validate_skill task/1"
 #define TASK_OPERATOR "mla_decode"
 #define MANIFEST_NAME "manifest.json"
-#define HEADER_SLACK ((uint64_t)64 << 10)  /* disk estimate: per-file header allowance */
+#define HEADER_SLACK ((uint64_t)64 << 10) /* disk estimate: per-file header allowance */
 #define MANIFEST_SLACK ((uint64_t)1 << 20)
-#define SIZE_LIMIT ((uint64_t)1 << 62)     /* largest byte size a spec may ask for */
+#define SIZE_LIMIT ((uint64_t)1 << 62) /* largest byte size a spec may ask for */
 
 /* ---- numbers as text ------------------------------------------------------------------------ */
 
@@ -171,24 +171,18 @@ cJSON *task_spec_to_json(const struct task_spec *s)
 
 	memcpy(name, s->name, sizeof(s->name));
 	name[sizeof(s->name)] = '\0';
-	if (!add(j, "name", cJSON_CreateString(name)) ||
-	    !add(j, "kv_dtype", cJSON_CreateString(dt ? dt : "unknown")) ||
-	    !add(j, "batch", cJSON_CreateNumber(s->batch)) ||
-	    !add(j, "s_q", cJSON_CreateNumber(s->s_q)) ||
-	    !add(j, "h_q", cJSON_CreateNumber(s->h_q)) ||
-	    !add(j, "page_size", cJSON_CreateNumber(s->page_size)) ||
+	if (!add(j, "name", cJSON_CreateString(name)) || !add(j, "kv_dtype", cJSON_CreateString(dt ? dt : "unknown")) ||
+	    !add(j, "batch", cJSON_CreateNumber(s->batch)) || !add(j, "s_q", cJSON_CreateNumber(s->s_q)) ||
+	    !add(j, "h_q", cJSON_CreateNumber(s->h_q)) || !add(j, "page_size", cJSON_CreateNumber(s->page_size)) ||
 	    !add(j, "max_pages", cJSON_CreateNumber(s->max_pages)) ||
-	    !add(j, "num_pages", cJSON_CreateNumber(s->num_pages)) ||
-	    !add(j, "page_offset", raw_i64(s->page_offset)) ||
+	    !add(j, "num_pages", cJSON_CreateNumber(s->num_pages)) || !add(j, "page_offset", raw_i64(s->page_offset)) ||
 	    !add(j, "seqlens", lens = cJSON_CreateArray()))
 		goto fail;
 	for (int b = 0; s->seqlens && b < s->batch; b++)
 		if (!add(lens, NULL, cJSON_CreateNumber(s->seqlens[b])))
 			goto fail;
-	if (!add(j, "softmax_scale", raw_float(s->softmax_scale)) ||
-	    !add(j, "seed", raw_u64(s->seed)) ||
-	    !add(j, "input_sets", cJSON_CreateNumber(s->input_sets)) ||
-	    !add(j, "tol_out", tol_to_json(&s->tol_out)) ||
+	if (!add(j, "softmax_scale", raw_float(s->softmax_scale)) || !add(j, "seed", raw_u64(s->seed)) ||
+	    !add(j, "input_sets", cJSON_CreateNumber(s->input_sets)) || !add(j, "tol_out", tol_to_json(&s->tol_out)) ||
 	    !add(j, "tol_lse", tol_to_json(&s->tol_lse)))
 		goto fail;
 	return j;
@@ -198,12 +192,11 @@ fail:
 }
 
 static const char *const spec_keys[] = {
-	"name", "kv_dtype", "batch", "s_q", "h_q", "page_size", "max_pages", "num_pages",
-	"page_offset", "seqlens", "softmax_scale", "seed", "input_sets", "tol_out", "tol_lse",
+	"name",        "kv_dtype", "batch",         "s_q",  "h_q",        "page_size", "max_pages", "num_pages",
+	"page_offset", "seqlens",  "softmax_scale", "seed", "input_sets", "tol_out",   "tol_lse",
 };
 
-static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, int64_t hi,
-		   const char *where)
+static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, int64_t hi, const char *where)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, key);
 	double v;
@@ -211,8 +204,8 @@ static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, in
 	if (!it)
 		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
 	if (json_number(&v, it) || v != floor(v) || v < (double)lo || v > (double)hi)
-		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an integer from %lld to %lld",
-				where, key, (long long)lo, (long long)hi);
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an integer from %lld to %lld", where, key,
+				(long long)lo, (long long)hi);
 	*out = (int64_t)v;
 	return 0;
 }
@@ -220,30 +213,28 @@ static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, in
 static int get_tol(struct task_tol *t, const cJSON *j, const char *key, const char *where)
 {
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, key), *it;
-	static const char *const names[] = { "atol", "rtol", "cos_tol" };
-	double *slots[] = { &t->atol, &t->rtol, &t->cos_tol };
+	static const char *const names[] = {"atol", "rtol", "cos_tol"};
+	double *slots[] = {&t->atol, &t->rtol, &t->cos_tol};
 
 	if (!o)
 		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
 	if (!cJSON_IsObject(o))
-		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an object {atol, rtol, cos_tol}",
-				where, key);
-	cJSON_ArrayForEach(it, o) {
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an object {atol, rtol, cos_tol}", where, key);
+	cJSON_ArrayForEach(it, o)
+	{
 		int known = 0;
 
 		for (int i = 0; i < 3; i++)
 			known |= !strcmp(it->string, names[i]);
 		if (!known)
-			return vs_error(VS_ESCHEMA, "%s: task spec '%s' has unknown key '%s'", where, key,
-					it->string);
+			return vs_error(VS_ESCHEMA, "%s: task spec '%s' has unknown key '%s'", where, key, it->string);
 	}
 	for (int i = 0; i < 3; i++) {
 		it = cJSON_GetObjectItemCaseSensitive(o, names[i]);
 		if (!it)
 			return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s.%s'", where, key, names[i]);
 		if (json_number(slots[i], it))
-			return vs_error(VS_ESCHEMA, "%s: task spec '%s.%s' is not a number", where, key,
-					names[i]);
+			return vs_error(VS_ESCHEMA, "%s: task spec '%s.%s' is not a number", where, key, names[i]);
 	}
 	return 0;
 }
@@ -259,7 +250,8 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	memset(&s, 0, sizeof(s));
 	if (!cJSON_IsObject(j))
 		return vs_error(VS_ESCHEMA, "%s: task spec is not an object", where);
-	cJSON_ArrayForEach(it, j) {
+	cJSON_ArrayForEach(it, j)
+	{
 		size_t k;
 
 		for (k = 0; k < sizeof(spec_keys) / sizeof(spec_keys[0]); k++)
@@ -270,18 +262,20 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	}
 	it = cJSON_GetObjectItemCaseSensitive(j, "name");
 	if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(s.name))
-		return vs_error(VS_ESCHEMA, "%s: task spec 'name' must be a string of at most %zu bytes",
-				where, sizeof(s.name) - 1);
+		return vs_error(VS_ESCHEMA, "%s: task spec 'name' must be a string of at most %zu bytes", where,
+				sizeof(s.name) - 1);
 	memcpy(s.name, it->valuestring, strlen(it->valuestring) + 1);
 	it = cJSON_GetObjectItemCaseSensitive(j, "kv_dtype");
 	if (!cJSON_IsString(it) || !(s.kv_dtype = mla_kv_dtype_parse(it->valuestring)))
-		return vs_error(VS_ESCHEMA, "%s: task spec 'kv_dtype' must be \"bf16\" or "
-				"\"fp8_e4m3_fnuz\"", where);
-#define GET32(field) \
-	do { \
-		if ((err = get_int(&x, j, #field, INT32_MIN, INT32_MAX, where))) \
-			return err; \
-		s.field = (int32_t)x; \
+		return vs_error(VS_ESCHEMA,
+				"%s: task spec 'kv_dtype' must be \"bf16\" or "
+				"\"fp8_e4m3_fnuz\"",
+				where);
+#define GET32(field)                                                                                                   \
+	do {                                                                                                           \
+		if ((err = get_int(&x, j, #field, INT32_MIN, INT32_MAX, where)))                                       \
+			return err;                                                                                    \
+		s.field = (int32_t)x;                                                                                  \
 	} while (0)
 	GET32(batch);
 	GET32(s_q);
@@ -292,8 +286,7 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	GET32(input_sets);
 #undef GET32
 	if (s.batch < 1)
-		return vs_error(VS_ESCHEMA, "%s: task spec 'batch' is %d, it must be at least 1", where,
-				s.batch);
+		return vs_error(VS_ESCHEMA, "%s: task spec 'batch' is %d, it must be at least 1", where, s.batch);
 	if (cJSON_GetObjectItemCaseSensitive(j, "page_offset")) {
 		if ((err = get_int(&x, j, "page_offset", INT32_MIN, INT32_MAX, where)))
 			return err;
@@ -308,23 +301,24 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	if (json_number(&v, it))
 		return vs_error(VS_ESCHEMA, "%s: task spec 'softmax_scale' is not a number", where);
 	s.softmax_scale = (float)v;
-	if ((err = get_tol(&s.tol_out, j, "tol_out", where)) ||
-	    (err = get_tol(&s.tol_lse, j, "tol_lse", where)))
+	if ((err = get_tol(&s.tol_out, j, "tol_out", where)) || (err = get_tol(&s.tol_lse, j, "tol_lse", where)))
 		return err;
 	lens = cJSON_GetObjectItemCaseSensitive(j, "seqlens");
 	if (!lens)
 		return vs_error(VS_ESCHEMA, "%s: task spec lacks 'seqlens'", where);
 	if (!cJSON_IsArray(lens) || cJSON_GetArraySize(lens) != s.batch)
-		return vs_error(VS_ESCHEMA, "%s: task spec 'seqlens' must be a list of 'batch' (%d) "
-				"integers", where, s.batch);
+		return vs_error(VS_ESCHEMA,
+				"%s: task spec 'seqlens' must be a list of 'batch' (%d) "
+				"integers",
+				where, s.batch);
 	s.seqlens = malloc((size_t)s.batch * sizeof(int32_t));
 	if (!s.seqlens)
 		return vs_error(VS_ENOMEM, "out of memory reading task spec");
 	b = 0;
-	cJSON_ArrayForEach(it, lens) {
+	cJSON_ArrayForEach(it, lens)
+	{
 		if (json_number(&v, it) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
-			err = vs_error(VS_ESCHEMA, "%s: task spec 'seqlens[%d]' is not an integer", where,
-				       b);
+			err = vs_error(VS_ESCHEMA, "%s: task spec 'seqlens[%d]' is not an integer", where, b);
 			goto done;
 		}
 		s.seqlens[b++] = (int32_t)v;
@@ -349,8 +343,7 @@ static int mul_ok(uint64_t *out, uint64_t a, uint64_t b)
 
 static int tol_ok(const struct task_tol *t)
 {
-	return isfinite(t->atol) && isfinite(t->rtol) && isfinite(t->cos_tol) && t->atol >= 0 &&
-	       t->rtol >= 0;
+	return isfinite(t->atol) && isfinite(t->rtol) && isfinite(t->cos_tol) && t->atol >= 0 && t->rtol >= 0;
 }
 
 int task_spec_validate(const struct task_spec *s, const char *where)
@@ -361,12 +354,13 @@ int task_spec_validate(const struct task_spec *s, const char *where)
 	if (!memchr(s->name, '\0', sizeof(s->name)) || !s->name[0])
 		return vs_error(VS_ESCHEMA, "%s: task spec 'name' is empty or not terminated", where);
 	if (!mla_kv_dtype_name(s->kv_dtype))
-		return vs_error(VS_ESCHEMA, "%s: task '%s': kv_dtype %d is neither bf16 nor "
-				"fp8_e4m3_fnuz", where, s->name, s->kv_dtype);
-#define POSITIVE(field) \
-	if (s->field < 1) \
-		return vs_error(VS_ESCHEMA, "%s: task '%s': " #field " is %d, it must be at least 1", \
-				where, s->name, s->field)
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': kv_dtype %d is neither bf16 nor "
+				"fp8_e4m3_fnuz",
+				where, s->name, s->kv_dtype);
+#define POSITIVE(field)                                                                                                \
+	if (s->field < 1)                                                                                              \
+	return vs_error(VS_ESCHEMA, "%s: task '%s': " #field " is %d, it must be at least 1", where, s->name, s->field)
 	POSITIVE(batch);
 	POSITIVE(s_q);
 	POSITIVE(h_q);
@@ -378,39 +372,42 @@ int task_spec_validate(const struct task_spec *s, const char *where)
 		return vs_error(VS_ESCHEMA, "%s: task '%s' has no seqlens", where, s->name);
 	for (int b = 0; b < s->batch; b++) {
 		if (s->seqlens[b] < 0 || (int64_t)s->seqlens[b] > (int64_t)s->max_pages * s->page_size)
-			return vs_error(VS_ESCHEMA, "%s: task '%s': seqlens[%d] is %d, outside [0, "
-					"max_pages x page_size = %lld]", where, s->name, b,
-					s->seqlens[b], (long long)s->max_pages * s->page_size);
+			return vs_error(VS_ESCHEMA,
+					"%s: task '%s': seqlens[%d] is %d, outside [0, "
+					"max_pages x page_size = %lld]",
+					where, s->name, b, s->seqlens[b], (long long)s->max_pages * s->page_size);
 		need += ((int64_t)s->seqlens[b] + s->page_size - 1) / s->page_size;
 	}
 	if (need > s->num_pages)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': num_pages is %d, but the seqlens need %lld "
-				"pages of %d", where, s->name, s->num_pages, (long long)need,
-				s->page_size);
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': num_pages is %d, but the seqlens need %lld "
+				"pages of %d",
+				where, s->name, s->num_pages, (long long)need, s->page_size);
 	if (s->page_offset < 0 || s->page_offset > (int64_t)VS_BLOCK_TABLE_SENTINEL - s->num_pages)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': page_offset %lld puts page indices outside "
-				"[0, %d) (the block_table sentinel)", where, s->name,
-				(long long)s->page_offset, (int)VS_BLOCK_TABLE_SENTINEL);
-	if (mul_ok(&n, (uint64_t)s->num_pages, (uint64_t)s->page_size) ||
-	    mul_ok(&n, n, MLA_D_QK * 2) ||
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': page_offset %lld puts page indices outside "
+				"[0, %d) (the block_table sentinel)",
+				where, s->name, (long long)s->page_offset, (int)VS_BLOCK_TABLE_SENTINEL);
+	if (mul_ok(&n, (uint64_t)s->num_pages, (uint64_t)s->page_size) || mul_ok(&n, n, MLA_D_QK * 2) ||
 	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->h_q) ||
-	    mul_ok(&n, n, MLA_D_QK * 4) ||
-	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->max_pages) || mul_ok(&n, n, 4))
-		return vs_error(VS_ESCHEMA, "%s: task '%s': its tensors' byte sizes overflow", where,
-				s->name);
+	    mul_ok(&n, n, MLA_D_QK * 4) || mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->max_pages) || mul_ok(&n, n, 4))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': its tensors' byte sizes overflow", where, s->name);
 	if (!isfinite(s->softmax_scale) || !(s->softmax_scale > 0))
-		return vs_error(VS_ESCHEMA, "%s: task '%s': softmax_scale %g must be finite and "
-				"positive", where, s->name, (double)s->softmax_scale);
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': softmax_scale %g must be finite and "
+				"positive",
+				where, s->name, (double)s->softmax_scale);
 	if (s->seed > VS_TASK_SEED_MAX)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': seed %llu is above 2^53 (not exact in JSON)",
-				where, s->name, (unsigned long long)s->seed);
+		return vs_error(VS_ESCHEMA, "%s: task '%s': seed %llu is above 2^53 (not exact in JSON)", where,
+				s->name, (unsigned long long)s->seed);
 	if (s->input_sets < 2 || s->input_sets > VS_TASK_MAX_SETS)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': input_sets is %d, outside [2, %d]", where,
-				s->name, s->input_sets, VS_TASK_MAX_SETS);
+		return vs_error(VS_ESCHEMA, "%s: task '%s': input_sets is %d, outside [2, %d]", where, s->name,
+				s->input_sets, VS_TASK_MAX_SETS);
 	if (!tol_ok(&s->tol_out) || !tol_ok(&s->tol_lse))
-		return vs_error(VS_ESCHEMA, "%s: task '%s': tol_%s must have finite atol >= 0, rtol >= 0 "
-				"and a finite cos_tol", where, s->name,
-				tol_ok(&s->tol_out) ? "lse" : "out");
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': tol_%s must have finite atol >= 0, rtol >= 0 "
+				"and a finite cos_tol",
+				where, s->name, tol_ok(&s->tol_out) ? "lse" : "out");
 	return 0;
 }
 
@@ -499,10 +496,10 @@ struct shapes {
 
 static void shapes_of(struct shapes *sh, const struct task_spec *s)
 {
-	int64_t q[4] = { s->batch, s->s_q, s->h_q, MLA_D_QK };
-	int64_t kv[4] = { s->num_pages, s->page_size, 1, MLA_D_QK };
-	int64_t out[4] = { s->batch, s->s_q, s->h_q, MLA_D_V };
-	int64_t lse[3] = { s->batch, s->h_q, s->s_q };
+	int64_t q[4] = {s->batch, s->s_q, s->h_q, MLA_D_QK};
+	int64_t kv[4] = {s->num_pages, s->page_size, 1, MLA_D_QK};
+	int64_t out[4] = {s->batch, s->s_q, s->h_q, MLA_D_V};
+	int64_t lse[3] = {s->batch, s->h_q, s->s_q};
 
 	memcpy(sh->q, q, sizeof(q));
 	memcpy(sh->kv, kv, sizeof(kv));
@@ -528,7 +525,7 @@ struct set_plan {
 	float kv_scale;
 	float amax;
 	int64_t fp8_pos, fp8_neg; /* elements forced to +amax / -amax; -1 when none */
-	double sd;            /* the normal's standard deviation: 0.1, or 1 in a softmax set */
+	double sd;                /* the normal's standard deviation: 0.1, or 1 in a softmax set */
 };
 
 static void set_plan_release(struct set_plan *p)
@@ -568,8 +565,8 @@ static void *par_run(void *arg)
 {
 	struct par_job *j = arg;
 
-	j->fn(j->ctx, j->n * (size_t)j->worker / (size_t)j->nth,
-	      j->n * (size_t)(j->worker + 1) / (size_t)j->nth, j->worker);
+	j->fn(j->ctx, j->n * (size_t)j->worker / (size_t)j->nth, j->n * (size_t)(j->worker + 1) / (size_t)j->nth,
+	      j->worker);
 	return NULL;
 }
 
@@ -589,14 +586,14 @@ static void par_for(size_t n, int nth, void (*fn)(void *, size_t, size_t, int), 
 {
 	struct par_job jobs[GEN_MAX_THREADS];
 	pthread_t tid[GEN_MAX_THREADS];
-	int started[GEN_MAX_THREADS] = { 0 };
+	int started[GEN_MAX_THREADS] = {0};
 
 	if (nth < 1)
 		nth = 1;
 	if (nth > GEN_MAX_THREADS)
 		nth = GEN_MAX_THREADS;
 	for (int w = 0; w < nth; w++)
-		jobs[w] = (struct par_job){ fn, ctx, n, nth, w };
+		jobs[w] = (struct par_job){fn, ctx, n, nth, w};
 	for (int w = 1; w < nth; w++)
 		started[w] = pthread_create(&tid[w], NULL, par_run, &jobs[w]) == 0;
 	par_run(&jobs[0]);
@@ -627,8 +624,7 @@ static void top2_add(struct top2 *t, float a, int64_t at)
 		t->second_at = t->best_at;
 		t->best = a;
 		t->best_at = at;
-	} else if (at != t->best_at &&
-		   (a > t->second || (a == t->second && (t->second_at < 0 || at < t->second_at)))) {
+	} else if (at != t->best_at && (a > t->second || (a == t->second && (t->second_at < 0 || at < t->second_at)))) {
 		t->second = a;
 		t->second_at = at;
 	}
@@ -639,7 +635,7 @@ static void amax_pages(void *arg, size_t lo, size_t hi, int worker)
 	struct amax_ctx *c = arg;
 	struct top2 *t = &c->part[worker];
 
-	*t = (struct top2){ -1.0f, -1.0f, -1, -1 };
+	*t = (struct top2){-1.0f, -1.0f, -1, -1};
 	for (size_t pg = lo; pg < hi; pg++) {
 		uint64_t e0 = (uint64_t)pg * c->s->page_size * MLA_D_QK;
 		uint64_t n = (uint64_t)c->p->valid[pg] * MLA_D_QK;
@@ -658,7 +654,7 @@ static void amax_pages(void *arg, size_t lo, size_t hi, int worker)
 static int fp8_extremes(struct set_plan *p, const struct task_spec *s)
 {
 	struct amax_ctx *c = calloc(1, sizeof(*c));
-	struct top2 all = { -1.0f, -1.0f, -1, -1 };
+	struct top2 all = {-1.0f, -1.0f, -1, -1};
 	int nth = gen_threads((size_t)s->num_pages * s->page_size * MLA_D_QK);
 
 	if (!c)
@@ -774,8 +770,7 @@ static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
 				float x;
 
 				if (s->kv_dtype == MLA_KV_BF16) {
-					((uint16_t *)c->dst)[e] = visible ?
-						mla_float_to_bf16(kv_value(p, e)) : 0x7FC0;
+					((uint16_t *)c->dst)[e] = visible ? mla_float_to_bf16(kv_value(p, e)) : 0x7FC0;
 					continue;
 				}
 				if (!visible) {
@@ -783,7 +778,8 @@ static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
 					continue;
 				}
 				x = (int64_t)e == p->fp8_pos ? p->amax :
-				    (int64_t)e == p->fp8_neg ? -p->amax : kv_value(p, e);
+				    (int64_t)e == p->fp8_neg ? -p->amax :
+							       kv_value(p, e);
 				((uint8_t *)c->dst)[e] = vs_fp8_e4m3_fnuz_encode(x / p->kv_scale);
 			}
 		}
@@ -792,7 +788,7 @@ static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
 
 static void fill_q(uint16_t *q, const struct task_spec *s, const struct set_plan *p)
 {
-	struct fill_ctx c = { s, p, q };
+	struct fill_ctx c = {s, p, q};
 	size_t n = (size_t)s->batch * s->s_q * s->h_q * MLA_D_QK;
 
 	par_for(n, gen_threads(n), fill_q_range, &c);
@@ -800,10 +796,9 @@ static void fill_q(uint16_t *q, const struct task_spec *s, const struct set_plan
 
 static void fill_kv(void *kv, const struct task_spec *s, const struct set_plan *p)
 {
-	struct fill_ctx c = { s, p, kv };
+	struct fill_ctx c = {s, p, kv};
 
-	par_for((size_t)s->num_pages, gen_threads((size_t)s->num_pages * s->page_size * MLA_D_QK),
-		fill_kv_pages, &c);
+	par_for((size_t)s->num_pages, gen_threads((size_t)s->num_pages * s->page_size * MLA_D_QK), fill_kv_pages, &c);
 }
 
 /* Metadata of a file: up to 12 key/value pairs with their values formatted in place. */
@@ -859,8 +854,7 @@ static int image_alloc(char **buf, size_t *len, size_t *data_off, const struct s
 	return 0;
 }
 
-static void tensor_set(struct st_tensor *t, const char *name, int dtype, const int64_t *shape,
-		       int ndim, size_t bytes)
+static void tensor_set(struct st_tensor *t, const char *name, int dtype, const int64_t *shape, int ndim, size_t bytes)
 {
 	memset(t, 0, sizeof(*t));
 	t->name = (char *)name;
@@ -873,8 +867,7 @@ static void tensor_set(struct st_tensor *t, const char *name, int dtype, const i
 static void inputs_tensors(struct st_tensor t[4], const struct task_spec *s, const struct shapes *sh)
 {
 	tensor_set(&t[0], "q", ST_BF16, sh->q, 4, sh->q_bytes);
-	tensor_set(&t[1], "kv_cache", s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh->kv, 4,
-		   sh->kv_bytes);
+	tensor_set(&t[1], "kv_cache", s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh->kv, 4, sh->kv_bytes);
 	tensor_set(&t[2], "block_table", ST_I32, sh->bt, 2, sh->bt_bytes);
 	tensor_set(&t[3], "seqlens", ST_I32, sh->sl, 1, sh->sl_bytes);
 }
@@ -890,7 +883,7 @@ int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct 
 	struct set_plan p;
 	struct shapes sh;
 	struct st_tensor t[4];
-	struct meta m = { .count = 0 };
+	struct meta m = {.count = 0};
 	char hash[65], *img = NULL;
 	size_t ilen = 0, off = 0;
 	int err;
@@ -938,7 +931,7 @@ done:
 
 struct manifest_set {
 	float kv_scale;
-	int generated;               /* inputs not stored: regenerated on load */
+	int generated; /* inputs not stored: regenerated on load */
 	uint64_t inputs_bytes;
 	char inputs_sha[65];
 	uint64_t reference_bytes;
@@ -999,29 +992,22 @@ static char *manifest_text(const struct manifest *m)
 
 	shapes_of(&sh, s);
 	if (!add(j, "format", cJSON_CreateString(TASK_FORMAT)) ||
-	    !add(j, "operator", cJSON_CreateString(TASK_OPERATOR)) ||
-	    !add(j, "task", cJSON_CreateString(m->hash)) ||
+	    !add(j, "operator", cJSON_CreateString(TASK_OPERATOR)) || !add(j, "task", cJSON_CreateString(m->hash)) ||
 	    !add(j, "generator", cJSON_CreateString(VS_GENERATOR_VERSION)) ||
-	    !add(j, "rng", cJSON_CreateString(RNG_NAME)) ||
-	    !add(j, "oracle", cJSON_CreateString(MLA_ORACLE_VERSION)) ||
-	    !add(j, "spec", task_spec_to_json(s)) ||
-	    !add(j, "seed", raw_u64(s->seed)) ||
-	    !add(j, "shapes", o = cJSON_CreateObject()) ||
-	    !add(o, "q", shape_json(sh.q, 4)) || !add(o, "kv_cache", shape_json(sh.kv, 4)) ||
-	    !add(o, "block_table", shape_json(sh.bt, 2)) || !add(o, "seqlens", shape_json(sh.sl, 1)) ||
-	    !add(o, "out", shape_json(sh.out, 4)) || !add(o, "lse", shape_json(sh.lse, 3)) ||
-	    !add(j, "dtypes", o = cJSON_CreateObject()) ||
+	    !add(j, "rng", cJSON_CreateString(RNG_NAME)) || !add(j, "oracle", cJSON_CreateString(MLA_ORACLE_VERSION)) ||
+	    !add(j, "spec", task_spec_to_json(s)) || !add(j, "seed", raw_u64(s->seed)) ||
+	    !add(j, "shapes", o = cJSON_CreateObject()) || !add(o, "q", shape_json(sh.q, 4)) ||
+	    !add(o, "kv_cache", shape_json(sh.kv, 4)) || !add(o, "block_table", shape_json(sh.bt, 2)) ||
+	    !add(o, "seqlens", shape_json(sh.sl, 1)) || !add(o, "out", shape_json(sh.out, 4)) ||
+	    !add(o, "lse", shape_json(sh.lse, 3)) || !add(j, "dtypes", o = cJSON_CreateObject()) ||
 	    !add(o, "q", cJSON_CreateString("bf16")) || !add(o, "kv_cache", cJSON_CreateString(kvd)) ||
 	    !add(o, "kv_cache_storage", cJSON_CreateString(s->kv_dtype == MLA_KV_BF16 ? "BF16" : "U8")) ||
-	    !add(o, "block_table", cJSON_CreateString("int32")) ||
-	    !add(o, "seqlens", cJSON_CreateString("int32")) ||
-	    !add(o, "out", cJSON_CreateString("float32")) ||
-	    !add(o, "lse", cJSON_CreateString("float32")) ||
+	    !add(o, "block_table", cJSON_CreateString("int32")) || !add(o, "seqlens", cJSON_CreateString("int32")) ||
+	    !add(o, "out", cJSON_CreateString("float32")) || !add(o, "lse", cJSON_CreateString("float32")) ||
 	    !add(j, "page_offset", raw_i64(s->page_offset)) ||
 	    !add(j, "block_table_sentinel", cJSON_CreateNumber(VS_BLOCK_TABLE_SENTINEL)) ||
-	    !add(j, "tolerances", o = cJSON_CreateObject()) ||
-	    !add(o, "out", tol_to_json(&s->tol_out)) || !add(o, "lse", tol_to_json(&s->tol_lse)) ||
-	    !add(j, "sets", sets = cJSON_CreateArray()))
+	    !add(j, "tolerances", o = cJSON_CreateObject()) || !add(o, "out", tol_to_json(&s->tol_out)) ||
+	    !add(o, "lse", tol_to_json(&s->tol_lse)) || !add(j, "sets", sets = cJSON_CreateArray()))
 		goto done;
 	for (int k = 0; k < s->input_sets; k++) {
 		const struct manifest_set *ms = &m->sets[k];
@@ -1029,16 +1015,14 @@ static char *manifest_text(const struct manifest *m)
 		char name[64];
 
 		if (!add(sets, NULL, set) || !add(set, "set", cJSON_CreateNumber(k)) ||
-		    !add(set, "seed", raw_u64(task_set_seed(s, k))) ||
-		    !add(set, "kv_scale", raw_float(ms->kv_scale)) ||
+		    !add(set, "seed", raw_u64(task_set_seed(s, k))) || !add(set, "kv_scale", raw_float(ms->kv_scale)) ||
 		    !add(set, "seqlens", lens = cJSON_CreateArray()))
 			goto done;
 		for (int b = 0; b < s->batch; b++)
 			if (!add(lens, NULL, cJSON_CreateNumber(s->seqlens[(b + k) % s->batch])))
 				goto done;
 		file_name(name, "inputs", k);
-		if (!add(set, "inputs", in = cJSON_CreateObject()) ||
-		    !add(in, "name", cJSON_CreateString(name)) ||
+		if (!add(set, "inputs", in = cJSON_CreateObject()) || !add(in, "name", cJSON_CreateString(name)) ||
 		    !add(in, "generated", cJSON_CreateBool(ms->generated)) ||
 		    !add(in, "bytes", raw_u64(ms->inputs_bytes)) ||
 		    !add(in, "sha256", cJSON_CreateString(ms->inputs_sha)))
@@ -1115,8 +1099,8 @@ static int manifest_parse(struct manifest *m, const char *text, const char *path
 	}
 	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "oracle"));
 	if (!str || strcmp(str, MLA_ORACLE_VERSION)) {
-		err = vs_error(VS_EVERIFY, "'%s': oracle is '%s', this build's is '%s'", path,
-			       str ? str : "(missing)", MLA_ORACLE_VERSION);
+		err = vs_error(VS_EVERIFY, "'%s': oracle is '%s', this build's is '%s'", path, str ? str : "(missing)",
+			       MLA_ORACLE_VERSION);
 		goto done;
 	}
 	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "task"));
@@ -1134,23 +1118,24 @@ static int manifest_parse(struct manifest *m, const char *text, const char *path
 	}
 	sets = cJSON_GetObjectItemCaseSensitive(j, "sets");
 	if (!cJSON_IsArray(sets) || cJSON_GetArraySize(sets) != m->spec.input_sets) {
-		err = vs_error(VS_EVERIFY, "'%s': 'sets' is not a list of %d input sets", path,
-			       m->spec.input_sets);
+		err = vs_error(VS_EVERIFY, "'%s': 'sets' is not a list of %d input sets", path, m->spec.input_sets);
 		goto done;
 	}
 	k = 0;
-	cJSON_ArrayForEach(it, sets) {
+	cJSON_ArrayForEach(it, sets)
+	{
 		struct manifest_set *ms = &m->sets[k];
 		const cJSON *in = cJSON_GetObjectItemCaseSensitive(it, "inputs");
 		const cJSON *gen = cJSON_GetObjectItemCaseSensitive(in, "generated");
 		double v;
 
 		str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "sha256"));
-		if (json_number(&v, cJSON_GetObjectItemCaseSensitive(it, "kv_scale")) ||
-		    !cJSON_IsBool(gen) || !is_sha_hex(str) ||
-		    json_u64(&ms->inputs_bytes, cJSON_GetObjectItemCaseSensitive(in, "bytes"))) {
-			err = vs_error(VS_EVERIFY, "'%s': input set %d lacks kv_scale or inputs "
-				       "{generated, bytes, sha256}", path, k);
+		if (json_number(&v, cJSON_GetObjectItemCaseSensitive(it, "kv_scale")) || !cJSON_IsBool(gen) ||
+		    !is_sha_hex(str) || json_u64(&ms->inputs_bytes, cJSON_GetObjectItemCaseSensitive(in, "bytes"))) {
+			err = vs_error(VS_EVERIFY,
+				       "'%s': input set %d lacks kv_scale or inputs "
+				       "{generated, bytes, sha256}",
+				       path, k);
 			goto done;
 		}
 		ms->kv_scale = (float)v;
@@ -1164,16 +1149,15 @@ static int manifest_parse(struct manifest *m, const char *text, const char *path
 		err = vs_error(VS_EVERIFY, "'%s': 'files' is not a list", path);
 		goto done;
 	}
-	cJSON_ArrayForEach(it, files) {
+	cJSON_ArrayForEach(it, files)
+	{
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
 		uint64_t bytes;
 		int found = 0;
 
 		str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "sha256"));
-		if (!name || !is_sha_hex(str) ||
-		    json_u64(&bytes, cJSON_GetObjectItemCaseSensitive(it, "bytes"))) {
-			err = vs_error(VS_EVERIFY, "'%s': an entry of 'files' lacks name, bytes or sha256",
-				       path);
+		if (!name || !is_sha_hex(str) || json_u64(&bytes, cJSON_GetObjectItemCaseSensitive(it, "bytes"))) {
+			err = vs_error(VS_EVERIFY, "'%s': an entry of 'files' lacks name, bytes or sha256", path);
 			goto done;
 		}
 		for (k = 0; k < m->spec.input_sets; k++) {
@@ -1190,8 +1174,10 @@ static int manifest_parse(struct manifest *m, const char *text, const char *path
 			}
 		}
 		if (!found) {
-			err = vs_error(VS_EVERIFY, "'%s': 'files' lists '%s', which is no file of this "
-				       "task", path, name);
+			err = vs_error(VS_EVERIFY,
+				       "'%s': 'files' lists '%s', which is no file of this "
+				       "task",
+				       path, name);
 			goto done;
 		}
 	}
@@ -1252,14 +1238,16 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 	int nfiles = 0, err = 0, have = 0, quiet;
 	DIR *d = NULL;
 	struct dirent *e;
-	struct st_file st = { 0 };
+	struct st_file st = {0};
 
 	memset(m, 0, sizeof(*m));
 	if (!fs_is_dir(dir))
 		return vs_error(VS_ENOTFOUND, "task dir '%s' does not exist", dir);
 	if (fs_is_link(dir))
-		return vs_error(VS_EVERIFY, "task dir '%s' is a symlink: task dirs are real directories under "
-				"the tasks root", dir);
+		return vs_error(VS_EVERIFY,
+				"task dir '%s' is a symlink: task dirs are real directories under "
+				"the tasks root",
+				dir);
 	mpath = fs_join(dir, MANIFEST_NAME);
 	VS_CHECK_ALLOC(mpath);
 	if (!fs_exists(mpath)) {
@@ -1274,8 +1262,7 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 	if ((err = task_spec_hash(&m->spec, name)))
 		goto done;
 	if (strcmp(name, m->hash)) {
-		err = vs_error(VS_EVERIFY, "'%s': its spec hashes to %s, not to its 'task' %s", mpath,
-			       name, m->hash);
+		err = vs_error(VS_EVERIFY, "'%s': its spec hashes to %s, not to its 'task' %s", mpath, name, m->hash);
 		goto done;
 	}
 	{
@@ -1283,8 +1270,8 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 
 		dir_name(dn, dir);
 		if (strcmp(dn, m->hash)) {
-			err = vs_error(VS_EVERIFY, "'%s': the spec's hash %s is not the dir's name '%s'",
-				       mpath, m->hash, base_name(dir));
+			err = vs_error(VS_EVERIFY, "'%s': the spec's hash %s is not the dir's name '%s'", mpath,
+				       m->hash, base_name(dir));
 			goto done;
 		}
 	}
@@ -1298,8 +1285,10 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 
 		while (at < tlen && canon[at] == text[at])
 			at++;
-		err = vs_error(VS_EVERIFY, "'%s' differs from the canonical manifest of its own values "
-			       "at byte %zu (edited?)", mpath, at);
+		err = vs_error(VS_EVERIFY,
+			       "'%s' differs from the canonical manifest of its own values "
+			       "at byte %zu (edited?)",
+			       mpath, at);
 		goto done;
 	}
 	for (int k = 0; k < m->spec.input_sets; k++) {
@@ -1324,14 +1313,12 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 		goto done;
 	}
 	while ((e = readdir(d))) {
-		int known = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-			    !strcmp(e->d_name, MANIFEST_NAME);
+		int known = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, MANIFEST_NAME);
 
 		for (int i = 0; i < nfiles && !known; i++)
 			known = !strcmp(e->d_name, files[i].name);
 		if (!known) {
-			err = vs_error(VS_EVERIFY, "'%s/%s' is not listed in the manifest", dir,
-				       e->d_name);
+			err = vs_error(VS_EVERIFY, "'%s/%s' is not listed in the manifest", dir, e->d_name);
 			goto done;
 		}
 	}
@@ -1365,8 +1352,7 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 			goto done;
 		fs_sha256_hex(sha, buf, blen);
 		if (strcmp(sha, f->sha)) {
-			err = vs_error(VS_EVERIFY, "'%s': sha256 is %s, the manifest says %s", path, sha,
-				       f->sha);
+			err = vs_error(VS_EVERIFY, "'%s': sha256 is %s, the manifest says %s", path, sha, f->sha);
 			goto done;
 		}
 		if (f->is_reference) {
@@ -1380,24 +1366,28 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 				char why[1024];
 
 				snprintf(why, sizeof(why), "%s", vs_last_error());
-				err = vs_error(VS_EVERIFY, "%s (the file matches its sha256 in the manifest: the "
-					       "task dir was written wrong)", why);
+				err = vs_error(VS_EVERIFY,
+					       "%s (the file matches its sha256 in the manifest: the "
+					       "task dir was written wrong)",
+					       why);
 				goto done;
 			}
 			buf = NULL; /* owned by st */
 			fmt_float(want, ms->kv_scale);
 			meta = st_meta(&st, "kv_scale");
 			if (!meta || strcmp(meta, want)) {
-				err = vs_error(VS_EVERIFY, "'%s': manifest kv_scale of set %d is %s, the "
-					       "reference was computed with %s", mpath, f->set, want,
-					       meta ? meta : "(none)");
+				err = vs_error(VS_EVERIFY,
+					       "'%s': manifest kv_scale of set %d is %s, the "
+					       "reference was computed with %s",
+					       mpath, f->set, want, meta ? meta : "(none)");
 				goto done;
 			}
 			meta = st_meta(&st, "inputs_sha256");
 			if (!meta || strcmp(meta, ms->inputs_sha)) {
-				err = vs_error(VS_EVERIFY, "'%s': manifest inputs sha256 of set %d is %s, the "
-					       "reference was computed from %s", mpath, f->set,
-					       ms->inputs_sha, meta ? meta : "(none)");
+				err = vs_error(VS_EVERIFY,
+					       "'%s': manifest inputs sha256 of set %d is %s, the "
+					       "reference was computed from %s",
+					       mpath, f->set, ms->inputs_sha, meta ? meta : "(none)");
 				goto done;
 			}
 			if (keep) {
@@ -1459,13 +1449,12 @@ static double now_s(void)
 }
 
 /* Compute the reference of one generated input set into a reference file image. */
-static int reference_image(char **buf, size_t *len, const struct task_spec *s, int k,
-			   const char *hash, const char *inputs, size_t inputs_len, float kv_scale,
-			   int threads)
+static int reference_image(char **buf, size_t *len, const struct task_spec *s, int k, const char *hash,
+			   const char *inputs, size_t inputs_len, float kv_scale, int threads)
 {
 	struct shapes sh;
 	struct st_tensor t[2];
-	struct meta m = { .count = 0 };
+	struct meta m = {.count = 0};
 	struct mla_decode_args a;
 	char sha[65], *img = NULL;
 	int32_t *bt = NULL;
@@ -1512,11 +1501,9 @@ static int reference_image(char **buf, size_t *len, const struct task_spec *s, i
 	a.kv_dtype = s->kv_dtype;
 	a.softmax_scale = s->softmax_scale;
 	a.kv_scale = kv_scale;
-	rc = mla_decode_reference(&a, (float *)(img + off), (float *)(img + off + sh.out_bytes),
-				  threads);
+	rc = mla_decode_reference(&a, (float *)(img + off), (float *)(img + off + sh.out_bytes), threads);
 	if (rc != MLA_OK) {
-		err = vs_error(VS_EFAIL, "the reference of task '%s' set %d failed (code %d)", s->name,
-			       k, rc);
+		err = vs_error(VS_EFAIL, "the reference of task '%s' set %d failed (code %d)", s->name, k, rc);
 		goto done;
 	}
 	*buf = img;
@@ -1562,8 +1549,8 @@ static int materialize_into(const char *tmp, const struct task_spec *s, const ch
 		char name[64];
 
 		if (progress)
-			fprintf(stderr, "materializing %.12s '%s': set %d of %d: inputs (%.0fs)\n", hash,
-				s->name, k + 1, s->input_sets, now_s() - t0);
+			fprintf(stderr, "materializing %.12s '%s': set %d of %d: inputs (%.0fs)\n", hash, s->name,
+				k + 1, s->input_sets, now_s() - t0);
 		if ((err = task_generate_inputs(&inputs, &ilen, &ms->kv_scale, s, k)))
 			goto done;
 		ms->inputs_bytes = ilen;
@@ -1580,10 +1567,11 @@ static int materialize_into(const char *tmp, const struct task_spec *s, const ch
 				goto done;
 		}
 		if (progress)
-			fprintf(stderr, "materializing %.12s '%s': set %d of %d: reference, %d threads "
-				"(%.0fs)\n", hash, s->name, k + 1, s->input_sets, threads, now_s() - t0);
-		if ((err = reference_image(&ref, &rlen, s, k, hash, inputs, ilen, ms->kv_scale,
-					   threads)))
+			fprintf(stderr,
+				"materializing %.12s '%s': set %d of %d: reference, %d threads "
+				"(%.0fs)\n",
+				hash, s->name, k + 1, s->input_sets, threads, now_s() - t0);
+		if ((err = reference_image(&ref, &rlen, s, k, hash, inputs, ilen, ms->kv_scale, threads)))
 			goto done;
 		ms->reference_bytes = rlen;
 		fs_sha256_hex(ms->reference_sha, ref, rlen);
@@ -1636,8 +1624,10 @@ static int reuse_existing(const char *dir)
 	if (!err)
 		return 0;
 	snprintf(why, sizeof(why), "%s", vs_last_error());
-	return vs_error(VS_EVERIFY, "existing task dir '%s' fails verification, refusing to overwrite "
-			"it (remove it to rebuild): %s", dir, why);
+	return vs_error(VS_EVERIFY,
+			"existing task dir '%s' fails verification, refusing to overwrite "
+			"it (remove it to rebuild): %s",
+			dir, why);
 }
 
 int task_materialize(char **dir_out, const char *root, const struct task_spec *s, int threads)
@@ -1668,9 +1658,10 @@ int task_materialize(char **dir_out, const char *root, const struct task_spec *s
 	need = disk_estimate(s, task_store_limit());
 	avail = fs_free_bytes(parent);
 	if (avail < need) {
-		err = vs_error(VS_ENOSPACE, "not enough free disk for task '%s' under '%s': it needs "
-			       "about %llu bytes, %llu are free", s->name, parent,
-			       (unsigned long long)need, (unsigned long long)avail);
+		err = vs_error(VS_ENOSPACE,
+			       "not enough free disk for task '%s' under '%s': it needs "
+			       "about %llu bytes, %llu are free",
+			       s->name, parent, (unsigned long long)need, (unsigned long long)avail);
 		goto done;
 	}
 	if (fs_exists(tmp) && (err = fs_remove_tree(tmp)))
@@ -1716,8 +1707,8 @@ done:
 /* ---- load ----------------------------------------------------------------------------------- */
 
 /* Check that a parsed file holds tensor name with dtype and shape; VS_EVERIFY naming the file. */
-static int expect_tensor(void **data, const struct st_file *f, const char *name, int dtype,
-			 const int64_t *shape, int ndim, const char *path)
+static int expect_tensor(void **data, const struct st_file *f, const char *name, int dtype, const int64_t *shape,
+			 int ndim, const char *path)
 {
 	const struct st_tensor *t = st_find(f, name);
 
@@ -1730,13 +1721,12 @@ static int expect_tensor(void **data, const struct st_file *f, const char *name,
 	return 0;
 }
 
-static int load_set(struct task_data *t, const struct manifest *m, int k, char **bufs,
-		    size_t *lens, const char *dir)
+static int load_set(struct task_data *t, const struct manifest *m, int k, char **bufs, size_t *lens, const char *dir)
 {
 	const struct task_spec *s = &t->spec; /* m->spec has moved there */
 	struct task_set *ts = &t->sets[k];
 	struct shapes sh;
-	struct st_file in = { 0 }, ref = { 0 };
+	struct st_file in = {0}, ref = {0};
 	char name[64], sha[65], want[40], *path = NULL, *ibuf = bufs[2 * k];
 	size_t ilen = lens[2 * k];
 	float kv_scale = 0;
@@ -1753,9 +1743,11 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 			goto done;
 		fs_sha256_hex(sha, ibuf, ilen);
 		if (ilen != m->sets[k].inputs_bytes || strcmp(sha, m->sets[k].inputs_sha)) {
-			err = vs_error(VS_EVERIFY, "'%s' (not stored) regenerates to %zu bytes with sha256 "
-				       "%s, the manifest says %llu bytes with %s", path, ilen, sha,
-				       (unsigned long long)m->sets[k].inputs_bytes, m->sets[k].inputs_sha);
+			err = vs_error(VS_EVERIFY,
+				       "'%s' (not stored) regenerates to %zu bytes with sha256 "
+				       "%s, the manifest says %llu bytes with %s",
+				       path, ilen, sha, (unsigned long long)m->sets[k].inputs_bytes,
+				       m->sets[k].inputs_sha);
 			free(ibuf);
 			goto done;
 		}
@@ -1768,13 +1760,13 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 	fmt_float(want, m->sets[k].kv_scale);
 	meta = st_meta(&in, "kv_scale");
 	if (!meta || strcmp(meta, want)) {
-		err = vs_error(VS_EVERIFY, "'%s': kv_scale %s, the manifest says %s", path,
-			       meta ? meta : "(none)", want);
+		err = vs_error(VS_EVERIFY, "'%s': kv_scale %s, the manifest says %s", path, meta ? meta : "(none)",
+			       want);
 		goto done;
 	}
 	if ((err = expect_tensor(&ts->q, &in, "q", ST_BF16, sh.q, 4, path)) ||
-	    (err = expect_tensor(&ts->kv_cache, &in, "kv_cache",
-				 s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh.kv, 4, path)) ||
+	    (err = expect_tensor(&ts->kv_cache, &in, "kv_cache", s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh.kv, 4,
+				 path)) ||
 	    (err = expect_tensor(&p, &in, "block_table", ST_I32, sh.bt, 2, path)))
 		goto done;
 	ts->block_table = p;
@@ -1820,8 +1812,8 @@ int task_load(struct task_data *out, const char *dir)
 {
 	struct task_data t;
 	struct manifest m;
-	char *bufs[2 * VS_TASK_MAX_SETS] = { 0 };
-	size_t lens[2 * VS_TASK_MAX_SETS] = { 0 };
+	char *bufs[2 * VS_TASK_MAX_SETS] = {0};
+	size_t lens[2 * VS_TASK_MAX_SETS] = {0};
 	int err;
 
 	memset(&t, 0, sizeof(t));

@@ -72,7 +72,8 @@
 
 struct cJSON;
 
-#define VS_GENERATOR_VERSION "vs_gen/3" /* /2: one kv_scale per task (amax 1), not per set;
+#define VS_GENERATOR_VERSION                                                                                           \
+	"vs_gen/3" /* /2: one kv_scale per task (amax 1), not per set;
                                           * /3: softmax sets, q and cache N(0,1) */
 /* The generator before this one: its plans and evidence still verify (and are shown stale), never run. */
 #define VS_GENERATOR_PREVIOUS "vs_gen/2"
@@ -102,38 +103,38 @@ enum vs_task_stream {
 struct task_tol {
 	double atol;
 	double rtol;
-	double cos_tol;    /* 1 - 2*sum(xy)/sum(x^2+y^2) must not exceed this; < 0 = not checked */
+	double cos_tol; /* 1 - 2*sum(xy)/sum(x^2+y^2) must not exceed this; < 0 = not checked */
 };
 
 struct task_spec {
-	char name[96];         /* human label, e.g. "bf16-b4-sq1-h16-ps64-ragged" */
-	int32_t kv_dtype;      /* enum mla_kv_dtype */
+	char name[96];    /* human label, e.g. "bf16-b4-sq1-h16-ps64-ragged" */
+	int32_t kv_dtype; /* enum mla_kv_dtype */
 	int32_t batch, s_q, h_q, page_size;
-	int32_t max_pages;     /* block_table columns: >= ceil(max seqlen / page_size) */
-	int32_t num_pages;     /* cache pages: >= sum over b of ceil(seqlens[b]/page_size), plus spares */
-	int32_t *seqlens;      /* [batch], owned */
+	int32_t max_pages; /* block_table columns: >= ceil(max seqlen / page_size) */
+	int32_t num_pages; /* cache pages: >= sum over b of ceil(seqlens[b]/page_size), plus spares */
+	int32_t *seqlens;  /* [batch], owned */
 	float softmax_scale;
 	uint64_t seed;
-	int input_sets;        /* >= 2 */
+	int input_sets; /* >= 2 */
 	struct task_tol tol_out, tol_lse;
-	int64_t page_offset;   /* first page index used (lets tests place pages beyond 2^32 bytes); 0 usually */
+	int64_t page_offset; /* first page index used (lets tests place pages beyond 2^32 bytes); 0 usually */
 };
 
 /** A loaded input set (host memory). */
 struct task_set {
-	void *q;               /* bf16 */
-	void *kv_cache;        /* bf16 or fp8 codes */
+	void *q;        /* bf16 */
+	void *kv_cache; /* bf16 or fp8 codes */
 	int32_t *block_table;
 	int32_t *seqlens;
-	float *ref_out;        /* fp32 [b,s_q,h_q,512] */
-	float *ref_lse;        /* fp32 [b,h_q,s_q] */
+	float *ref_out; /* fp32 [b,s_q,h_q,512] */
+	float *ref_lse; /* fp32 [b,h_q,s_q] */
 	float kv_scale;
 	size_t q_bytes, kv_bytes, block_table_bytes, seqlens_bytes, out_elems, lse_elems;
 };
 
 struct task_data {
 	char *dir;
-	char hash[65];         /* the dir's name */
+	char hash[65]; /* the dir's name */
 	struct task_spec spec;
 	int nsets;
 	struct task_set sets[VS_TASK_MAX_SETS];

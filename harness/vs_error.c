@@ -52,18 +52,30 @@ const char *vs_last_error(void)
 const char *vs_error_name(int code)
 {
 	switch (code) {
-	case VS_OK: return "ok";
-	case VS_EUSAGE: return "usage";
-	case VS_EIO: return "io";
-	case VS_EPARSE: return "parse";
-	case VS_ESCHEMA: return "schema";
-	case VS_EVERIFY: return "verify";
-	case VS_ENOTFOUND: return "not found";
-	case VS_EUNSUPPORTED: return "unsupported";
-	case VS_EDEVICE: return "device";
-	case VS_ENOMEM: return "out of memory";
-	case VS_EFAIL: return "failed";
-	case VS_ENOSPACE: return "no space";
+	case VS_OK:
+		return "ok";
+	case VS_EUSAGE:
+		return "usage";
+	case VS_EIO:
+		return "io";
+	case VS_EPARSE:
+		return "parse";
+	case VS_ESCHEMA:
+		return "schema";
+	case VS_EVERIFY:
+		return "verify";
+	case VS_ENOTFOUND:
+		return "not found";
+	case VS_EUNSUPPORTED:
+		return "unsupported";
+	case VS_EDEVICE:
+		return "device";
+	case VS_ENOMEM:
+		return "out of memory";
+	case VS_EFAIL:
+		return "failed";
+	case VS_ENOSPACE:
+		return "no space";
 	}
 	return "unknown";
 }

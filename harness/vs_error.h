@@ -15,17 +15,17 @@
  */
 enum vs_error_code {
 	VS_OK = 0,
-	VS_EIO = -2,       /* a file could not be read or written (errno text in the message) */
-	VS_EPARSE = -3,    /* malformed input: YAML, JSON, safetensors, front matter */
-	VS_ESCHEMA = -4,   /* well-formed input that breaks the schema (missing key, bad enum, ...) */
-	VS_EVERIFY = -5,   /* a hash or identity does not match (tampered task dir, foreign eval dir) */
-	VS_ENOTFOUND = -6, /* a named thing does not exist (implementation, task, file) */
+	VS_EIO = -2,          /* a file could not be read or written (errno text in the message) */
+	VS_EPARSE = -3,       /* malformed input: YAML, JSON, safetensors, front matter */
+	VS_ESCHEMA = -4,      /* well-formed input that breaks the schema (missing key, bad enum, ...) */
+	VS_EVERIFY = -5,      /* a hash or identity does not match (tampered task dir, foreign eval dir) */
+	VS_ENOTFOUND = -6,    /* a named thing does not exist (implementation, task, file) */
 	VS_EUNSUPPORTED = -7, /* valid, but not handled by this build (e2e scope, dtype, GPU backend) */
-	VS_EDEVICE = -8,   /* GPU runtime error */
-	VS_ENOMEM = -9,    /* allocation failed */
-	VS_EFAIL = -10,    /* the checked thing was measured and failed (parity, gate) */
-	VS_ENOSPACE = -11, /* not enough free disk */
-	VS_EUSAGE = -12,   /* bad command line */
+	VS_EDEVICE = -8,      /* GPU runtime error */
+	VS_ENOMEM = -9,       /* allocation failed */
+	VS_EFAIL = -10,       /* the checked thing was measured and failed (parity, gate) */
+	VS_ENOSPACE = -11,    /* not enough free disk */
+	VS_EUSAGE = -12,      /* bad command line */
 };
 
 /**
@@ -57,10 +57,10 @@ const char *vs_error_name(int code);
 int vs_oom(void);
 
 /** Return vs_oom() from the enclosing function when ptr is NULL (libgit2's GIT_ERROR_CHECK_ALLOC). */
-#define VS_CHECK_ALLOC(ptr)                                                                        \
-	do {                                                                                       \
-		if (!(ptr))                                                                        \
-			return vs_oom();                                                           \
+#define VS_CHECK_ALLOC(ptr)                                                                                            \
+	do {                                                                                                           \
+		if (!(ptr))                                                                                            \
+			return vs_oom();                                                                               \
 	} while (0)
 
 #endif /* VS_ERROR_H */

@@ -57,7 +57,8 @@ static cJSON *impl_msg(const struct measure_impl *ir)
 	cJSON_AddItemToObject(j, "cos_diff", doubles_json(ir->cos_diff, ir->nconfigs));
 	for (int i = 0; i < ir->nconfigs; i++) {
 		cJSON_AddItemToArray(pass, cJSON_CreateNumber(ir->config_pass[i]));
-		cJSON_AddItemToArray(det, ir->config_detail[i] ? cJSON_CreateString(ir->config_detail[i]) : cJSON_CreateNull());
+		cJSON_AddItemToArray(det, ir->config_detail[i] ? cJSON_CreateString(ir->config_detail[i]) :
+								 cJSON_CreateNull());
 	}
 	cJSON_AddNumberToObject(j, "chosen", ir->chosen);
 	cJSON_AddNumberToObject(j, "capture", ir->capture);
@@ -162,8 +163,7 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 }
 
 /* Rebuild the result from a worker's message; returns the worker's own status code. */
-static int result_unmsg(struct measure_result *r, const cJSON *j, const struct plan *p, char **samples,
-			char **log)
+static int result_unmsg(struct measure_result *r, const cJSON *j, const struct plan *p, char **samples, char **log)
 {
 	r->complete = cJSON_IsTrue(cJSON_GetObjectItem(j, "complete"));
 	r->parity_pass = cJSON_IsTrue(cJSON_GetObjectItem(j, "parity_pass"));
@@ -185,7 +185,9 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
 	r->py_versions = dup_or_null(cJSON_GetObjectItem(j, "py_versions"));
 	snprintf(r->sandbox, sizeof(r->sandbox), "%s",
-		 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) ? cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) : "");
+		 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) ?
+			 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) :
+			 "");
 	*samples = dup_or_null(cJSON_GetObjectItem(j, "samples"));
 	*log = dup_or_null(cJSON_GetObjectItem(j, "log"));
 	measure_result_finish(r, p);
@@ -381,8 +383,8 @@ void worker_kill(struct worker_proc *wp)
 	wp->fd = -1;
 }
 
-int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct worker_spec *w,
-		  char **samples, char **log)
+int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct worker_spec *w, char **samples,
+		  char **log)
 {
 	int status = 0, err;
 	cJSON *j;
@@ -404,7 +406,8 @@ int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct
 	}
 	if (wp->timed_out)
 		r->error = fs_printf("worker timed out after %.0f s and was killed (a hang, or a limit too low "
-				     "for this task)", w->timeout_s);
+				     "for this task)",
+				     w->timeout_s);
 	else if (WIFSIGNALED(status))
 		r->error = fs_printf("worker killed by signal %d (%s) while running the task", WTERMSIG(status),
 				     strsignal(WTERMSIG(status)));
@@ -511,6 +514,6 @@ int worker_probe_device(struct vs_device_info *info, const char *backend, int gp
 		memcpy(&code, buf + 1, sizeof(code));
 		return vs_error(code, "%s", buf + 1 + sizeof(code));
 	}
-	return vs_error(VS_EDEVICE, "the device probe died (%s)", WIFSIGNALED(status) ?
-			strsignal(WTERMSIG(status)) : "no answer");
+	return vs_error(VS_EDEVICE, "the device probe died (%s)",
+			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "no answer");
 }

@@ -19,14 +19,14 @@
 
 struct worker_spec {
 	const struct measure_ctx *ctx; /* ctx->device NULL: the worker opens backend/gpu_ordinal */
-	const char *backend;               /* "cpu" or "hip" */
+	const char *backend;           /* "cpu" or "hip" */
 	int gpu_ordinal;
 	const char *task_dir;
-	const struct task_spec *spec;      /* the plan's spec of the task */
+	const struct task_spec *spec; /* the plan's spec of the task */
 	const char *task_hash;
-	double timeout_s;                  /* the worker is killed after this long (<= 0: no limit) */
-	int in_process;                    /* no fork (VS_NO_FORK=1; debugging under a debugger) */
-	const char *const *sandbox_deny;   /* paths closed to the implementation (sandbox.h), or NULL */
+	double timeout_s;                /* the worker is killed after this long (<= 0: no limit) */
+	int in_process;                  /* no fork (VS_NO_FORK=1; debugging under a debugger) */
+	const char *const *sandbox_deny; /* paths closed to the implementation (sandbox.h), or NULL */
 	int nsandbox_deny;
 };
 
@@ -40,9 +40,9 @@ int worker_run_task(struct measure_result *r, const struct worker_spec *w, char 
 
 /** A worker process started by worker_start(), collected by worker_finish(). */
 struct worker_proc {
-	int pid;             /* 0 once collected */
-	int fd;              /* read end of the result pipe (non-blocking), -1 when closed */
-	char *buf;           /* what the worker sent so far */
+	int pid;   /* 0 once collected */
+	int fd;    /* read end of the result pipe (non-blocking), -1 when closed */
+	char *buf; /* what the worker sent so far */
 	size_t len, cap;
 	double started, deadline; /* monotonic seconds; deadline 0 = no limit */
 	int eof, timed_out;
@@ -61,8 +61,8 @@ int worker_start(struct worker_proc *wp, const struct worker_spec *w);
 int worker_pump(struct worker_proc *wp);
 
 /** Reap a done worker and rebuild its result, as worker_run_task() returns it. */
-int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct worker_spec *w,
-		  char **samples, char **log);
+int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct worker_spec *w, char **samples,
+		  char **log);
 
 /** Kill and reap a running worker (a run that stops on a harness error). */
 void worker_kill(struct worker_proc *wp);

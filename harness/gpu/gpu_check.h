@@ -15,7 +15,7 @@ extern "C" {
 }
 #endif
 
-#define MLA_HIP_REPORT(call_text, err)                                                             \
+#define MLA_HIP_REPORT(call_text, err)                                                                                 \
 	vs_error(VS_EDEVICE, "%s failed: %s (%d)", (call_text), hipGetErrorString(err), (int)(err))
 #include "hip_compat.h"
 
