@@ -80,34 +80,10 @@ int freshset_reference(struct freshset *f, const struct task_data *t, int set)
 	const struct task_set *ts = &t->sets[set];
 	struct mla_decode_args a;
 	int32_t *bt = NULL;
-	int rc;
+	int rc, err;
 
-	memset(&a, 0, sizeof(a));
-	a.q = f->q;
-	a.kv_cache = ts->kv_cache;
-	a.block_table = ts->block_table;
-	a.seqlens = ts->seqlens;
-	if (s->page_offset) {
-		size_t n = (size_t)s->batch * s->max_pages;
-
-		bt = malloc(ts->block_table_bytes + 1);
-		if (!bt)
-			return vs_error(VS_ENOMEM, "out of memory for the run-time reference");
-		memcpy(bt, ts->block_table, ts->block_table_bytes);
-		for (size_t i = 0; i < n; i++)
-			if (bt[i] != VS_BLOCK_TABLE_SENTINEL)
-				bt[i] -= (int32_t)s->page_offset;
-		a.block_table = bt;
-	}
-	a.batch = s->batch;
-	a.s_q = s->s_q;
-	a.h_q = s->h_q;
-	a.num_pages = s->num_pages;
-	a.page_size = s->page_size;
-	a.max_pages = s->max_pages;
-	a.kv_dtype = s->kv_dtype;
-	a.softmax_scale = s->softmax_scale;
-	a.kv_scale = ts->kv_scale;
+	if ((err = task_oracle_args(&a, &bt, s, f->q, ts->kv_cache, ts->block_table, ts->seqlens, ts->kv_scale)))
+		return err;
 	rc = mla_decode_reference(&a, f->ref_out, f->ref_lse, f->threads);
 	free(bt);
 	if (rc != MLA_OK)

@@ -1448,6 +1448,40 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
+		     const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale)
+{
+	*bt_owned = NULL;
+	memset(a, 0, sizeof(*a));
+	a->q = q;
+	a->kv_cache = kv_cache;
+	a->block_table = block_table;
+	a->seqlens = seqlens;
+	if (s->page_offset) {
+		size_t n = (size_t)s->batch * s->max_pages;
+		int32_t *bt = malloc(n * sizeof(*bt) + 1);
+
+		if (!bt)
+			return vs_error(VS_ENOMEM, "out of memory computing the reference of '%s'", s->name);
+		memcpy(bt, block_table, n * sizeof(*bt));
+		for (size_t i = 0; i < n; i++)
+			if (bt[i] != VS_BLOCK_TABLE_SENTINEL)
+				bt[i] -= (int32_t)s->page_offset;
+		a->block_table = bt;
+		*bt_owned = bt;
+	}
+	a->batch = s->batch;
+	a->s_q = s->s_q;
+	a->h_q = s->h_q;
+	a->num_pages = s->num_pages;
+	a->page_size = s->page_size;
+	a->max_pages = s->max_pages;
+	a->kv_dtype = s->kv_dtype;
+	a->softmax_scale = s->softmax_scale;
+	a->kv_scale = kv_scale;
+	return 0;
+}
+
 /* Compute the reference of one generated input set into a reference file image. */
 static int reference_image(char **buf, size_t *len, const struct task_spec *s, int k, const char *hash,
 			   const char *inputs, size_t inputs_len, float kv_scale, int threads)
@@ -1473,34 +1507,11 @@ static int reference_image(char **buf, size_t *len, const struct task_spec *s, i
 	meta_add_float(&m, "kv_scale", kv_scale);
 	if ((err = image_alloc(&img, &ilen, &off, t, 2, &m)))
 		return err;
-	memset(&a, 0, sizeof(a));
-	a.q = inputs + in_off;
-	a.kv_cache = inputs + in_off + sh.q_bytes;
-	a.block_table = (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes);
-	a.seqlens = (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes + sh.bt_bytes);
-	if (s->page_offset) {
-		size_t n = (size_t)s->batch * s->max_pages;
-
-		bt = malloc(sh.bt_bytes);
-		if (!bt) {
-			err = vs_error(VS_ENOMEM, "out of memory computing the reference of '%s'", s->name);
-			goto done;
-		}
-		memcpy(bt, a.block_table, sh.bt_bytes);
-		for (size_t i = 0; i < n; i++)
-			if (bt[i] != VS_BLOCK_TABLE_SENTINEL)
-				bt[i] -= (int32_t)s->page_offset;
-		a.block_table = bt;
-	}
-	a.batch = s->batch;
-	a.s_q = s->s_q;
-	a.h_q = s->h_q;
-	a.num_pages = s->num_pages;
-	a.page_size = s->page_size;
-	a.max_pages = s->max_pages;
-	a.kv_dtype = s->kv_dtype;
-	a.softmax_scale = s->softmax_scale;
-	a.kv_scale = kv_scale;
+	if ((err = task_oracle_args(&a, &bt, s, inputs + in_off, inputs + in_off + sh.q_bytes,
+				    (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes),
+				    (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes + sh.bt_bytes),
+				    kv_scale)))
+		goto done;
 	rc = mla_decode_reference(&a, (float *)(img + off), (float *)(img + off + sh.out_bytes), threads);
 	if (rc != MLA_OK) {
 		err = vs_error(VS_EFAIL, "the reference of task '%s' set %d failed (code %d)", s->name, k, rc);

@@ -70,6 +70,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct mla_decode_args; /* kernels/mla_decode.h */
+
 struct cJSON;
 
 #define VS_GENERATOR_VERSION                                                                                           \
@@ -193,6 +195,15 @@ size_t task_store_limit(void);
 
 /** 1 if input set k of s is a softmax set (q and cache N(0,1); VS_GENERATOR_VERSION). */
 int task_set_is_softmax(const struct task_spec *s, int k);
+
+/**
+ * The oracle's arguments for task s on these inputs (host pointers): shapes and scalars from s, the
+ * kv_scale given; when s places its pages past a virtual page_offset, block_table is copied and
+ * rebased into *bt_owned (malloc'd: free it after the oracle ran; NULL when no copy was made).
+ * Returns 0 or VS_ENOMEM.
+ */
+int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
+		     const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale);
 
 /** The seed of input set k (VS_GENERATOR_VERSION). */
 uint64_t task_set_seed(const struct task_spec *s, int k);
