@@ -1174,7 +1174,10 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 
 		/* Every role's output of a checked pair is checked: the roles are checked alike. */
 		int checked = freshset_checked(&b->fresh, pair, pr->check_every);
-		int guard_ok[2 + VS_PLAN_MAX_REFERENCES] = {1, 1, 1, 1, 1, 1};
+		int guard_ok[2 + VS_PLAN_MAX_REFERENCES];
+
+		for (int k = 0; k < n; k++)
+			guard_ok[k] = 1;
 
 		/* A fresh q per pair, at alternating addresses, written outside the timed region. */
 		freshset_next(&b->fresh, 1 + (uint64_t)pair);
