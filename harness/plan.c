@@ -65,6 +65,9 @@ static const struct shape shapes[] = {
 	/* full: the benchmark shapes of the port (compute-bound and memory-bound) */
 	{"perf-h128-b128-8k", T_FULL, 128, 1, 128, 64, 0, {0}, 0, 8192, 0, 0, 1},
 	{"perf-h16-b128-32k", T_FULL, 128, 1, 16, 64, 0, {0}, 0, 32768, 0, 0, 1},
+	/* the other two of the four headline shapes of the side-by-side table (BENCHMARKS.md) */
+	{"perf-h128-b64-8k", T_FULL, 64, 1, 128, 64, 0, {0}, 0, 8192, 0, 0, 1},
+	{"perf-h16-b128-4k", T_FULL, 128, 1, 16, 64, 0, {0}, 0, 4096, 0, 0, 1},
 };
 
 /* DeepSeek-V3: softmax_scale = qk_head_dim^-0.5 * mscale^2, qk_head_dim 192, mscale = 0.1 ln(40) + 1. */

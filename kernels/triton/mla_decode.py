@@ -120,11 +120,25 @@ def _fnuz_decode_ref(codes):
     return v.to(tl.bfloat16)
 
 
+@triton.jit
+def _kv_pointer(KV, FP8: tl.constexpr, KV_INT: tl.constexpr):
+    """The cache's base: the pointer itself, or (KV_INT) its address passed as an int64 and cast
+    here, for a base that no allocation contains (see _kv_addressable)."""
+    p = KV
+    if KV_INT:
+        if FP8:
+            p = KV.to(tl.int64).to(tl.pointer_type(tl.uint8))
+        else:
+            p = KV.to(tl.int64).to(tl.pointer_type(tl.bfloat16))
+    return p
+
+
 @triton.jit(do_not_specialize=["seq_q", "heads", "page", "max_pages", "n_rows", "n_split"])
 def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
                        seq_q, heads, page, max_pages, n_rows, n_split,
                        BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr,
-                       FP8_ASM: tl.constexpr, SPLIT: tl.constexpr):
+                       FP8_ASM: tl.constexpr, SPLIT: tl.constexpr, KV_INT: tl.constexpr):
+    KV = _kv_pointer(KV, FP8, KV_INT)
     pid_h = tl.program_id(0)
     b = tl.program_id(1)
     sp = tl.program_id(2)
@@ -196,10 +210,11 @@ def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
 def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
                             seq_q, heads, page, max_pages, n_rows, n_split,
                             BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr,
-                            FP8_ASM: tl.constexpr, SPLIT: tl.constexpr):
+                            FP8_ASM: tl.constexpr, SPLIT: tl.constexpr, KV_INT: tl.constexpr):
     """The same computation, keys-major, for few query rows (BLOCK_H <= 32): S^T = K . q^T puts
     BLOCK_N keys on the MMA's M axis (wgmma needs M = 64 per warpgroup; heads-major would pad 16
     rows to 64 or, with mma.sync, replicate the QK product in every warp), out^T = V^T . P^T."""
+    KV = _kv_pointer(KV, FP8, KV_INT)
     pid_h = tl.program_id(0)
     b = tl.program_id(1)
     sp = tl.program_id(2)
@@ -305,11 +320,17 @@ _CONFIGS = {
     # (bn32-bh16 keys-major, bn32-bh64 heads-major; the latter needs 112 KiB, sm_80 only).
     # Compiled for sm_80 here, not run on a device.
     "other": [_cfg(32, 16, 0, 4, 2), _cfg(32, 64, 0, 8, 2)],
+    # gfx942 (MI300X, Triton's AMD backend: 64-wide wavefronts, MFMA, 64 KiB of LDS per workgroup):
+    # a 64-row tile of 576 bf16 (72 KiB) does not fit, so BLOCK_N 32 (36 KiB) single-buffered, or
+    # 16 double-buffered; heads-major bh64 (4 or 8 waves) for many heads, keys-major bh16 for few.
+    # Chosen from those limits, never run: no MI300X has been lent to this project.
+    "gfx942": [_cfg(32, 64, 0, 4, 1), _cfg(32, 64, 0, 8, 1), _cfg(16, 64, 0, 4, 2),
+               _cfg(32, 16, 0, 4, 1)],
 }
 
 
 def configs(arch):
-    """Configs for a CUDA generation ("sm_90", "sm_80", ...); [] for any other arch."""
+    """Configs for a CUDA generation ("sm_90", "sm_80", ...) or gfx942; [] for any other arch."""
     if arch in _CONFIGS:
         return [dict(c) for c in _CONFIGS[arch]]
     if isinstance(arch, str) and arch.startswith("sm_"):
@@ -384,6 +405,29 @@ def _key(args, config):
             float(args.kv_scale), args.num_cus)
 
 
+_addressable = {}
+
+
+def _kv_addressable(ptr):
+    """Whether the driver knows ptr as device memory (cuPointerGetAttribute, the check Triton's
+    launcher makes on every pointer argument). The harness's page-offset tasks hand a cache base
+    that lies below the pages the task uses (block_table entries are large, so that row addresses
+    need 64 bits): no allocation contains that base, Triton's launcher refuses it ("Pointer argument
+    cannot be accessed from Triton"), so the kernels then take the address as an int64 and cast it.
+    Host-side, from a pointer value only: called in prepare() and cached per address."""
+    if ptr not in _addressable:
+        import ctypes
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1")
+            val = ctypes.c_uint64(0)
+            # CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2
+            rc = cuda.cuPointerGetAttribute(ctypes.byref(val), ctypes.c_int(2), ctypes.c_uint64(ptr))
+            _addressable[ptr] = rc == 0
+        except OSError:
+            _addressable[ptr] = True
+    return _addressable[ptr]
+
+
 def _build(args, config, fp8_decode):
     for name, t in (("q", args.q), ("kv_cache", args.kv_cache), ("block_table", args.block_table),
                     ("seqlens", args.seqlens), ("out", args.out), ("lse", args.lse)):
@@ -408,10 +452,12 @@ def _build(args, config, fp8_decode):
     qk_scale = float(args.softmax_scale) * kvs * LOG2E
     grid = (triton.cdiv(rows, bh), args.batch, ns)
     kernel = _mla_decode_kernel_keys if bh <= KEYS_MAJOR_MAX_BH else _mla_decode_kernel
-    kargs = (args.q, args.kv_cache, args.block_table, args.seqlens, args.out, args.lse, po, pl,
+    kv_int = not _kv_addressable(args.kv_cache.data_ptr())
+    kv = args.kv_cache.data_ptr() if kv_int else args.kv_cache
+    kargs = (args.q, kv, args.block_table, args.seqlens, args.out, args.lse, po, pl,
              qk_scale, kvs, args.s_q, args.h_q, args.page_size, args.max_pages, rows, ns)
     kw = dict(BLOCK_H=bh, BLOCK_N=bn, FP8=fp8, FP8_ASM=(fp8_decode == "asm"), SPLIT=ns > 1,
-              num_warps=int(config["num_warps"]), num_stages=int(config["num_stages"]))
+              KV_INT=kv_int, num_warps=int(config["num_warps"]), num_stages=int(config["num_stages"]))
     comb = None
     if ns > 1:
         comb = ((rows, args.batch), (po, pl, args.out, args.lse, args.s_q, args.h_q, rows, ns),
@@ -426,10 +472,18 @@ def _enqueue(plan):
         _mla_combine_kernel[comb[0]](*comb[1], **comb[2])
 
 
+def _fp8_mode(args):
+    """The fp8 decode: the inline PTX on NVIDIA (VS_TRITON_FP8_DECODE), the plain Triton integer
+    ops on AMD (ROCm's torch: torch.version.hip), where PTX does not exist."""
+    if args.kv_dtype != "fp8_e4m3_fnuz" or getattr(torch.version, "hip", None):
+        return "ref"
+    return FP8_DECODE
+
+
 def prepare(args, config):
     """Builds the launch plan for these buffers and config and compiles the kernels (one run)."""
     key = _key(args, config)
-    mode = FP8_DECODE if args.kv_dtype == "fp8_e4m3_fnuz" else "ref"
+    mode = _fp8_mode(args)
     plan = _build(args, config, mode)
     try:
         _enqueue(plan)
@@ -445,6 +499,6 @@ def prepare(args, config):
 def launch(args, config):
     plan = _plans.get(_key(args, config))
     if plan is None:
-        plan = _build(args, config, FP8_DECODE if args.kv_dtype == "fp8_e4m3_fnuz" else "ref")
+        plan = _build(args, config, _fp8_mode(args))
         _plans[_key(args, config)] = plan
     _enqueue(plan)
