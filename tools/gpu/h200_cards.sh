@@ -1,30 +1,35 @@
 #!/bin/bash
 # h200_cards.sh - the sm_90 cards' runs on the lent H200 (the `device` tool), with the Python
-# kernels (Triton, TileLang, torch) and FlashMLA as a reference. Everything the device needs travels
-# in one carried folder, .dev/final (git-ignored), prepared here:
+# kernels (Triton, TileLang, torch) and FlashMLA as references. What the device needs travels in two
+# carried folders (git-ignored), prepared here:
 #
 #   cmake -S . -B build-rel -DVS_GPU=NVIDIA -DCMAKE_BUILD_TYPE=Release && cmake --build build-rel -j2
-#   ../shared/tools/device-bundle -o .dev/final/devbundle build-rel/validate_skill
-#   tools/gpu/build_flashmla.sh FLASHMLA CUTLASS .dev/final/libflashmla.so
-#   .dev/final/tilelang-0.1.15-site.tar.xz: tilelang 0.1.15 and the wheels it needs, unzipped and
+#   mkdir -p .dev/final && cp build-rel/validate_skill .dev/final/ && strip .dev/final/validate_skill
+#   .dev/shared/devlibs.tar.xz: the lib/ folder of `../shared/tools/device-bundle -o B build-rel/validate_skill`
+#   .dev/shared/libflashmla.so: tools/gpu/build_flashmla.sh FLASHMLA CUTLASS .dev/shared/libflashmla.so
+#   .dev/shared/tilelang-0.1.15-site.tar.xz: tilelang 0.1.15 and the wheels it needs, unzipped and
 #     stripped (recipe in BENCHMARKS.md)
-#   device run, carry [".dev/final"]:  tools/gpu/h200_cards.sh start plans hip triton aa
+#   tools/gpu/device_env.sh: unpacks both tarballs on the device, exports LD_LIBRARY_PATH, VS_PYTHON,
+#     PYTHONPATH and FLASHMLA_SO
+#   device run, carry [".dev/shared", ".dev/final"]:  tools/gpu/h200_cards.sh start plans hip triton headline
 #   (if it has not finished when the call returns, at once:)  tools/gpu/h200_cards.sh wait
 #
 # `start STEP...` runs the steps in a background session (setsid: it outlives the call) and waits;
 # `wait` waits again; both stop waiting after WAIT_S seconds (default 540) and copy the logs and
 # one tarball of plans and eval dirs to $OUT. Steps:
-#   plans   --emit-plan of the sm_90 cards (Python modules are described by the venv's interpreter)
-#   hip     --run the HIP port's sm_90 card (baseline tilelang.mla_decode, FlashMLA as a reference)
-#   triton  --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
-#   aa      A/A of triton.mla_decode against itself on one task
+#   plans     --emit-plan of the cards: the sm_90 ones with FlashMLA, torch and the other port as
+#             references, the gfx942 ones (plans only: no MI300X), the headline plan (tier full)
+#   hip       --run the HIP port's sm_90 card (baseline tilelang.mla_decode)
+#   triton    --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
+#   headline  the four bf16 headline shapes of tier full, every implementation in one run
+#   aa        A/A of triton.mla_decode against itself on one task
 set -u
 OUT=${OUT:-/tmp/h200_out}
 WORK=/tmp/h200
 WAIT_S=${WAIT_S:-540}
-D=.dev/final
-VS="$D/devbundle/run validate_skill"
-export VS_PYTHON=/opt/torch/.venv/bin/python3 PYTHONPATH=/tmp/tlsite PYTHONUNBUFFERED=1
+VS=.dev/final/validate_skill
+source tools/gpu/device_env.sh
+FMLA=.dev/shared/libflashmla.so
 mkdir -p "$OUT" "$WORK"
 
 run_steps() {
@@ -37,8 +42,13 @@ run_steps() {
 		case $step in
 		plans)
 			{
-				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --reference $D/libflashmla.so
-				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --reference $D/libflashmla.so
+				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --reference $FMLA \
+					--reference torch.mla_decode --reference triton.mla_decode
+				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --reference $FMLA \
+					--reference torch.mla_decode --reference hip.flash
+				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier full --reference $FMLA \
+					--reference torch.mla_decode --reference triton.mla_decode --reference hip.baseline \
+					--out plans/headline/mla_decode_hip_port_sm90.full.plan.json
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier smoke --baseline triton.mla_decode \
 					--candidate triton.mla_decode --out plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json
 				$VS --emit-plan skills/mla_tilelang_to_triton.md --tier standard
@@ -50,6 +60,10 @@ run_steps() {
 			;;
 		triton)
 			$VS --run plans/mla_tilelang_to_triton_sm90.plan.json --threads "$threads" >"$WORK/triton.log" 2>&1
+			;;
+		headline)
+			$VS --run plans/headline/mla_decode_hip_port_sm90.full.plan.json --task bf16-perf- \
+				--results-dir results/headline --threads "$threads" >"$WORK/headline.log" 2>&1
 			;;
 		aa)
 			$VS --run plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \
@@ -84,8 +98,7 @@ collect() {
 case ${1:-} in
 start)
 	shift
-	rm -rf "$WORK" && mkdir -p "$WORK" /tmp/tlsite
-	tar -xJf $D/tilelang-0.1.15-site.tar.xz -C /tmp/tlsite
+	rm -rf "$WORK" && mkdir -p "$WORK"
 	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
 		--format=csv,noheader
 	$VS --version
