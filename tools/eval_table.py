@@ -1,15 +1,47 @@
 #!/usr/bin/env python3
-"""eval_table.py EVAL_DIR... - print an eval dir's per-task numbers as a markdown table (BENCHMARKS.md).
+"""eval_table.py [--side-by-side] EVAL_DIR... - print an eval dir's per-task numbers as markdown
+tables (BENCHMARKS.md).
 
-Reads result.json only (the numbers validate_skill --run measured); no number is computed here but
-the per-implementation GB/s and TFLOPS, which result.json already holds.
+Reads result.json only (the numbers validate_skill --run measured); nothing is computed here, the
+per-implementation GB/s, TFLOPS and the paired ratios included: result.json holds them. The default
+table is the A/B (baseline against candidate) plus the references' ratios; --side-by-side prints
+one row per task and implementation (baseline, candidate, references) from the same run.
 """
 import json
 import sys
 
 
+def side_by_side(d, r):
+    print(f"Eval dir `{d}` ({r['device']['name']}, finished {r['finished']}, kernels tree "
+          f"{r['tool']['kernels_tree'][:12]}): every implementation of the run, median of the paired "
+          f"samples; ratio = t(impl) / t({r['candidate']}) per task, paired, with its 95% CI.\n")
+    print("| task | implementation | role | config | ms (p10-p90) | GB/s | TFLOPS | t / t(candidate) [95% CI] |")
+    print("|---|---|---|---|---|---|---|---|")
+    for t in r["tasks"]:
+        rows = [(r["baseline"], "baseline", t["baseline"], t.get("speedup")),
+                (r["candidate"], "candidate", t["candidate"], None)]
+        rows += [(x["impl"], "reference", x, x.get("ratio")) for x in t.get("references", [])]
+        for name, role, side, ratio in rows:
+            tm = side.get("timing") if side else None
+            if not tm:
+                why = (side or {}).get("status") or t.get("error") or "not timed"
+                print(f"| {t['name']} | {name} | {role} | | {why} | | | |")
+                continue
+            rs = "1" if role == "candidate" else (
+                f"{ratio['estimate']:.3f} [{ratio['ci95'][0]:.3f}, {ratio['ci95'][1]:.3f}]" if ratio else "")
+            print(f"| {t['name']} | {name} | {role} | {side.get('chosen', '')} | {tm['median_ms']:.4f} "
+                  f"({tm['p10_ms']:.4f}-{tm['p90_ms']:.4f}) | {tm['gbps']:.4g} | {tm['tflops']:.4g} | {rs} |")
+    print()
+
+
 def main(dirs):
+    sbs = "--side-by-side" in dirs
+    dirs = [d for d in dirs if d != "--side-by-side"]
     for d in dirs:
+        if sbs:
+            with open(f"{d}/result.json") as f:
+                side_by_side(d, json.load(f))
+            continue
         with open(f"{d}/result.json") as f:
             r = json.load(f)
         dev = r["device"]
