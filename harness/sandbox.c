@@ -147,6 +147,13 @@ static int make_workdir(struct sandbox_state *st)
 	}
 	if (chdir(st->workdir) != 0)
 		return vs_error(VS_EIO, "sandbox: cannot enter '%s': %s", st->workdir, strerror(errno));
+	/*
+	 * The temporary directory of the implementation and the tools it runs (a JIT's C compiler:
+	 * Triton builds its launcher with gcc): when a closed path lies under /tmp, /tmp itself is
+	 * granted entry by entry, so nothing new can be created directly in it; this directory is.
+	 */
+	if (setenv("TMPDIR", st->workdir, 1) != 0)
+		return vs_error(VS_EIO, "sandbox: cannot set TMPDIR: %s", strerror(errno));
 	return 0;
 }
 

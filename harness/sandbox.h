@@ -2,7 +2,8 @@
  * sandbox.h - what a worker's implementation may not read (docs/DESIGN.md "Sandbox").
  *
  * After the worker has loaded its task (and the implementation is loaded), sandbox_enter() moves
- * the process into a working directory of its own (a fresh directory under $TMPDIR or /tmp),
+ * the process into a working directory of its own (a fresh directory under $TMPDIR or /tmp, which
+ * also becomes the process's $TMPDIR: a closed path under /tmp leaves /tmp itself closed to new files),
  * closes every inherited descriptor that points into a closed path, and, where the kernel has
  * Landlock (Linux 5.13+), restricts the process and its children for good: every access right the
  * kernel's Landlock ABI knows is handled, and granted everywhere except under the closed paths

@@ -106,6 +106,25 @@ static int peek_launch(const struct mla_decode_args *a, const struct mla_decode_
 static const struct mla_decode_impl peek = {MLA_DECODE_ABI_VERSION, "test.peek", "cpu", "", one_config, no_ws,
 					    peek_launch, NULL, NULL};
 
+/* Creates a file in $TMPDIR (else /tmp) as a JIT's compiler does, then computes: EINVAL if it cannot. */
+static int tmpfile_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	const char *d = getenv("TMPDIR");
+	char path[4096];
+	int fd;
+
+	(void)c;
+	snprintf(path, sizeof(path), "%s/jit-XXXXXX", d && *d ? d : "/tmp");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return MLA_EINVAL;
+	close(fd);
+	unlink(path);
+	return mla_cpu_naive.launch(a, &one_cfg);
+}
+static const struct mla_decode_impl tmpfile_impl = {MLA_DECODE_ABI_VERSION, "test.tmpfile", "cpu", "", one_config,
+						    no_ws, tmpfile_launch, NULL, NULL};
+
 static char *tmp;
 static struct plan plan;
 
@@ -146,6 +165,7 @@ static void setup(void)
 		ck_assert_int_eq(mla_decode_impl_register(&hangs), MLA_OK);
 		ck_assert_int_eq(mla_decode_impl_register(&nans), MLA_OK);
 		ck_assert_int_eq(mla_decode_impl_register(&peek), MLA_OK);
+		ck_assert_int_eq(mla_decode_impl_register(&tmpfile_impl), MLA_OK);
 		registered = 1;
 	}
 }
@@ -318,6 +338,24 @@ START_TEST(sandbox_closes_the_task_dirs_to_the_implementation)
 }
 END_TEST
 
+/*
+ * A closed path under the temporary directory (here the task dirs, as with --tasks-dir /tmp/...)
+ * leaves that directory granted entry by entry: the implementation's $TMPDIR is its own working
+ * directory, where a JIT (Triton's gcc) can still create its files.
+ */
+START_TEST(sandbox_leaves_the_implementation_a_temporary_directory)
+{
+	struct measure_result r;
+	char *log = NULL;
+
+	ck_assert_int_eq(peek_run(&r, &tmpfile_impl, "tasks", &log), 0);
+	ck_assert_msg(r.cand.config_pass[0] == 1, "%s\n%s", r.cand.config_detail[0] ? r.cand.config_detail[0] : "",
+		      log);
+	measure_result_release(&r);
+	free(log);
+}
+END_TEST
+
 /* Issue 12, case 10: a worker dies with its parent (PR_SET_PDEATHSIG). */
 START_TEST(worker_dies_with_its_parent)
 {
@@ -460,6 +498,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, run_goes_on_after_a_fault_and_writes_the_eval_dir);
 	tcase_add_test(tc, registry_refuses_bad_descriptors);
 	tcase_add_test(tc, sandbox_closes_the_task_dirs_to_the_implementation);
+	tcase_add_test(tc, sandbox_leaves_the_implementation_a_temporary_directory);
 	tcase_add_test(tc, worker_dies_with_its_parent);
 	tcase_add_test(tc, second_run_of_a_card_is_refused_while_the_first_runs);
 	suite_add_tcase(s, tc);

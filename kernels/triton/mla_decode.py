@@ -312,10 +312,15 @@ def _cfg(bn, bh, sp, w, st):
 # for many heads; bh16/bh32 run keys-major on wgmma for few heads (memory-bound). Measured and
 # dropped: heads-major bh16 (mma.sync, QK replicated in every warp; 2.33 TB/s at h_q 16, better
 # than keys-major but 8x the tensor work), bn32 heads-major tiles (157 against 218 TFLOPS).
+# Added 2026-12-01 from a do_bench run (tools/gpu/py_kernels_check.py functions, other processes on
+# the GPU): bh16 with 2 splits, 2.52 TB/s at h_q 16 b 128 32K and 2.30 at 4K (bh16 sp0: 2.13 and
+# 2.03 in the earlier run): at b 128 the auto split count is 1, one CTA per SM, too few bytes in
+# flight; sp4 beside it, untimed. Measured and dropped: keys-major for bh64 at h_q 128 (154 against
+# 217 TFLOPS), bn32-bh16 with 3-4 stages (0.56-1.09 TB/s at 32K).
 _CONFIGS = {
     "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 0, 8, 3), _cfg(64, 64, 2, 8, 2),
               _cfg(64, 16, 0, 4, 2), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 3),
-              _cfg(64, 32, 0, 8, 2)],
+              _cfg(64, 32, 0, 8, 2), _cfg(64, 16, 2, 4, 2), _cfg(64, 16, 4, 4, 2)],
     # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles
     # (bn32-bh16 keys-major, bn32-bh64 heads-major; the latter needs 112 KiB, sm_80 only).
     # Compiled for sm_80 here, not run on a device.
