@@ -50,8 +50,18 @@ DV = 512
 DPE = 64
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-FP8_OFFERED = False  # the fp8 path compiles, but has not passed parity on a GPU yet
-FP8_UNIT = 2.0 ** -10  # value of decoded integer 1 (fnuz: bias 8, 3 mantissa bits)
+# the paths past TileLang's example, each offered once it has passed tools/gpu/tilelang_check.py on
+# a GPU (its --unlock runs the others): "pad" s_q*h_q not a multiple of the head tile, "page16" and
+# "page1" the row gather through block_table, "fp8" the in-kernel fnuz decode
+OFFERED = {"pad": False, "page16": False, "page1": False, "fp8": False}
+NOT_PROVEN = {
+	"pad": "s_q*h_q %d: the padded head tile (rows past s_q*h_q masked on load and store) has not "
+		"passed parity on a GPU",
+	"page16": "page_size 16: the row gather through block_table has not passed parity on a GPU",
+	"page1": "page_size 1: the row gather through block_table has not passed parity on a GPU",
+	"fp8": "kv_dtype fp8_e4m3_fnuz: the in-kernel fnuz decode has not passed parity on a GPU",
+}
+FP8_UNIT = 2.0 ** 7  # fnuz value of a code = its fp16 bit-placement value * 2^7 (see _fnuz_decode)
 
 _tl = None
 _TARGET = "auto"  # tests off the GPU set {"kind": "cuda", "arch": "sm_90a"}
@@ -64,7 +74,8 @@ def _rows(shape):
 
 
 def _block_h(shape, config):
-	"""Query rows per CTA: the config's BLOCK_H when it divides the rows, else 16."""
+	"""Query rows per CTA: the config's BLOCK_H when it divides the rows, else 16 (the last tile
+	padded when 16 does not divide them either)."""
 	bh = int(config.get("block_h", 64))
 	rows = _rows(shape)
 	if rows % bh == 0:
@@ -75,17 +86,18 @@ def _block_h(shape, config):
 def supports(shape):
 	if shape.kv_dtype not in KV_DTYPES:
 		return "kv_dtype %s: not a dtype this kernel decodes" % shape.kv_dtype
-	if _rows(shape) % 16 != 0:
-		return ("s_q*h_q %d: TileLang's tensor-core GEMMs take query rows in tiles of 16"
-			% _rows(shape))
 	if shape.page_size <= 0:
 		return "page_size %d: not a page size" % shape.page_size
+	if _rows(shape) % 16 != 0 and not OFFERED["pad"]:
+		return NOT_PROVEN["pad"] % _rows(shape)
 	if shape.page_size % 64 != 0:
-		return ("page_size %d: the row-gather path for pages smaller than a 64-key tile compiles for "
-			"minutes per shape in TileLang 0.1.15 and has not passed parity on a GPU: not offered" % shape.page_size)
-	if shape.kv_dtype == "fp8_e4m3_fnuz" and not FP8_OFFERED:
-		return ("kv_dtype fp8_e4m3_fnuz: the in-kernel fnuz decode has not passed parity on a GPU yet "
-			"(FP8_OFFERED in kernels/tilelang/mla_decode.py)")
+		if shape.page_size not in (1, 16):
+			return ("page_size %d: the row gather is proven for pages of 1 and 16 keys only (and "
+				"the bulk copy for multiples of 64)" % shape.page_size)
+		if not OFFERED["page%d" % shape.page_size]:
+			return NOT_PROVEN["page%d" % shape.page_size]
+	if shape.kv_dtype == "fp8_e4m3_fnuz" and not OFFERED["fp8"]:
+		return NOT_PROVEN["fp8"]
 	return None
 
 
@@ -116,13 +128,18 @@ def _import():
 
 
 def _fnuz_decode(T, code):
-	"""fp8 e4m3 fnuz code (uint8 expr) -> float32 in units of 2^-10; NaN for 0x80."""
-	c = T.Cast("int32", code)
-	e = (c >> 3) & 15
-	m = c & 7
-	mag = T.Cast("float32", T.if_then_else(e == 0, m, (m + 8) << T.max(e - 1, 0)))
-	val = T.if_then_else(c >= 128, -mag, mag)
-	return T.if_then_else(c == 128, T.reinterpret(T.uint32(0x7FC00000), "float32"), val)
+	"""fp8 e4m3 fnuz code (uint8 expr) -> bf16 value / 2^7; NaN for 0x80.
+
+	The code's bits seeeemmm placed as the fp16 s0eeeemmm0000000 are an fp16 of exponent field e
+	(bias 15, against fnuz's 8) and the same 3 mantissa bits, subnormals (e == 0) included: its
+	value is exactly the fnuz value * 2^-7 for every code but 0x80 (fp16 -0, fnuz's only NaN), and
+	fp16 has no infinity or NaN in that range (e <= 15 < 31).  Exact in bf16.  2^7 * kv_scale is
+	folded into the score scale and into the output."""
+	u = T.Cast("uint16", code)
+	h = T.reinterpret(((u & T.uint16(0x80)) << T.uint16(8)) | ((u & T.uint16(0x7F)) << T.uint16(7)),
+		"float16")
+	return T.if_then_else(code == T.uint8(0x80), T.Cast("bfloat16", T.float32(float("nan"))),
+		T.Cast("bfloat16", h))
 
 
 def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, threads,
@@ -133,7 +150,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	kv_rows = T.dynamic("kv_rows")
 	max_pages = T.dynamic("max_pages")
 	rows = s_q * h_q
-	n_htiles = rows // block_h
+	n_htiles = (rows + block_h - 1) // block_h
+	pad = rows % block_h != 0  # the last head tile has rows past s_q*h_q: masked on load and store
 	dtype = T.bfloat16
 	acc = T.float32
 	kv_dtype = T.uint8 if fp8 else T.bfloat16
@@ -144,6 +162,10 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	bulk8 = fp8 and page_size % block_n == 0
 	ninf = -T.infinity(acc)
 
+	def real_row(r):
+		"""A padded row (past s_q*h_q) sees the keys of the last real row: it never widens them."""
+		return T.min(r, rows - 1) if pad else r
+
 	def kv_row(block_table, b, n):
 		"""Cache row of key n of sequence b (int64: the cache can pass 2^31 elements)."""
 		return T.Cast("int64", block_table[b, n // page_size]) * page_size + n % page_size
@@ -151,7 +173,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	def kv_val(KV, block_table, b, n, d):
 		x = KV[kv_row(block_table, b, n), d]
 		if fp8:
-			return T.Cast(dtype, _fnuz_decode(T, x))
+			return _fnuz_decode(T, x)
 		return x
 
 	@T.macro
@@ -171,9 +193,9 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			T.copy(KV[row8:row8 + block_n, 0:DV], KV8_shared)
 			T.copy(KV[row8:row8 + block_n, DV:D], KV8pe_shared)
 			for j, d in T.Parallel(block_n, DV):
-				KV_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8_shared[j, d]))
+				KV_shared[j, d] = _fnuz_decode(T, KV8_shared[j, d])
 			for j, d in T.Parallel(block_n, DPE):
-				K_pe_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8pe_shared[j, d]))
+				K_pe_shared[j, d] = _fnuz_decode(T, KV8pe_shared[j, d])
 		elif bulk:
 			row0 = kv_row(block_table, b, n0)
 			T.copy(KV[row0:row0 + block_n, 0:DV], KV_shared)
@@ -218,8 +240,15 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		r0 = by * block_h
 		# not TMA: TileLang 0.1.15 puts the wait for a TMA load of Q inside the first iteration
 		# of the pipelined loop, so a CTA whose loop is empty (tail only) would read Q early
-		T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared, disable_tma=True)
-		T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared, disable_tma=True)
+		if pad:
+			for i, d in T.Parallel(block_h, DV):
+				Q_shared[i, d] = T.if_then_else(r0 + i < rows, Q[bx, r0 + i, d], T.Cast(dtype, 0))
+			for i, d in T.Parallel(block_h, DPE):
+				Q_pe_shared[i, d] = T.if_then_else(r0 + i < rows, Q[bx, r0 + i, DV + d],
+					T.Cast(dtype, 0))
+		else:
+			T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared, disable_tma=True)
+			T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared, disable_tma=True)
 		T.fill(acc_o, 0)
 		T.fill(lsum, 0)
 		T.fill(m, ninf)
@@ -227,7 +256,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		seqlen = seqlens[bx]
 		# visible keys of the first and last row of this tile (causal: row r is query r // h_q)
 		l_min = T.max(seqlen - s_q + 1 + r0 // h_q, 0)
-		l_max = T.max(seqlen - s_q + 1 + (r0 + block_h - 1) // h_q, 0)
+		# (padded rows count as the last real row: they must not widen the keys read)
+		l_max = T.max(seqlen - s_q + 1 + real_row(r0 + block_h - 1) // h_q, 0)
 		n_full = l_min // block_n
 		n_all = T.ceildiv(l_max, block_n)
 		# key tiles visible to every row of the tile, split evenly over the splits; pipelined
@@ -248,7 +278,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				scores(Q_shared, Q_pe_shared, KV_t, K_pe_t, acc_s)
 				for i, j in T.Parallel(block_h, block_n):
 					acc_s[i, j] = T.if_then_else(
-						n0 + j >= seqlen - s_q + 1 + (r0 + i) // h_q, ninf, acc_s[i, j])
+						n0 + j >= seqlen - s_q + 1 + real_row(r0 + i) // h_q,
+						ninf, acc_s[i, j])
 				update(acc_s, S_shared, KV_t, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 
 	pass_configs = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
@@ -294,11 +325,21 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] * out_mul / lsum[i], 0)
 				T.copy(acc_o, O_shared)
-				T.copy(O_shared, Out[bx, by * block_h:(by + 1) * block_h, :])
-				for i in T.Parallel(block_h):
-					Lse[bx, ((by * block_h + i) % h_q) * s_q + (by * block_h + i) // h_q] = (
-						T.if_then_else(lsum[i] > 0, (T.log2(lsum[i]) + m_s[i]) * LN2,
-							T.infinity(acc)))
+				if pad:
+					for i, j in T.Parallel(block_h, DV):
+						if by * block_h + i < rows:
+							Out[bx, by * block_h + i, j] = O_shared[i, j]
+					for i in T.Parallel(block_h):
+						if by * block_h + i < rows:
+							Lse[bx, ((by * block_h + i) % h_q) * s_q + (by * block_h + i) // h_q] = (
+								T.if_then_else(lsum[i] > 0, (T.log2(lsum[i]) + m_s[i]) * LN2,
+									T.infinity(acc)))
+				else:
+					T.copy(O_shared, Out[bx, by * block_h:(by + 1) * block_h, :])
+					for i in T.Parallel(block_h):
+						Lse[bx, ((by * block_h + i) % h_q) * s_q + (by * block_h + i) // h_q] = (
+							T.if_then_else(lsum[i] > 0, (T.log2(lsum[i]) + m_s[i]) * LN2,
+								T.infinity(acc)))
 	else:
 		@T.prim_func
 		def main(
@@ -334,10 +375,19 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] / lsum[i], 0)
-				T.copy(acc_o, O_part[bx, by * block_h:(by + 1) * block_h, bz, :])
-				for i in T.Parallel(block_h):
-					L_part[bx, by * block_h + i, bz] = T.if_then_else(
-						lsum[i] > 0, T.log2(lsum[i]) + m_s[i], ninf)
+				if pad:
+					for i, j in T.Parallel(block_h, DV):
+						if by * block_h + i < rows:
+							O_part[bx, by * block_h + i, bz, j] = acc_o[i, j]
+					for i in T.Parallel(block_h):
+						if by * block_h + i < rows:
+							L_part[bx, by * block_h + i, bz] = T.if_then_else(
+								lsum[i] > 0, T.log2(lsum[i]) + m_s[i], ninf)
+				else:
+					T.copy(acc_o, O_part[bx, by * block_h:(by + 1) * block_h, bz, :])
+					for i in T.Parallel(block_h):
+						L_part[bx, by * block_h + i, bz] = T.if_then_else(
+							lsum[i] > 0, T.log2(lsum[i]) + m_s[i], ninf)
 
 			# merge the splits: one CTA per (row, batch)
 			with T.Kernel(rows, batch, threads=128) as (ry, bb):
