@@ -16,17 +16,24 @@ tile-ai/tilelang, re-written for this harness's operator, see kernels/mla_decode
 Extended to the harness's operator:
 - the interleaved 576-wide paged cache [num_pages, page_size, 1, 576] read through block_table:
   V is the first 512 columns of the K rows.  A full key tile inside one page (page_size a multiple
-  of BLOCK_N) is one bulk copy, as in the example; otherwise (page_size 1, 16) rows are gathered
-  one by one through block_table.
+  of BLOCK_N) is one bulk copy, as in the example; otherwise (page_size 1, 16) the tile is
+  gathered: the cache row of each of its BLOCK_N keys (block_table[b][j // page_size] * page_size
+  + j % page_size, int64) is computed once into shared memory, then the rows are read with vector
+  loads through it.
+- any s_q*h_q: the head tile is BLOCK_H (64) rows when that divides s_q*h_q, else 16, and the
+  last tile is padded: its rows past s_q*h_q load zero queries, see the keys of the last real row
+  (they never widen the keys read) and are not stored.
 - the tail: the key tiles that contain a row's visible length are processed after the pipelined
   loop with predicated loads: rows at or past the visible length are never read (they hold NaN,
-  their block_table entries may be sentinels) and are zero in shared memory.
-- fp8_e4m3_fnuz: codes are decoded in the kernel with integer arithmetic (NVIDIA's hardware fp8
-  conversion is OCP e4m3fn, another format): |value| = m * 2^-10 (e == 0) or (8 + m) << (e - 1)
-  * 2^-10; 0x80 is NaN.  The decoded integers are exact in bf16; 2^-10 * kv_scale is folded into
-  the score scale and into the output.  With page_size a multiple of BLOCK_N the code tile is one
-  bulk (TMA) copy into shared memory, decoded shared -> shared into the bf16 tile the GEMMs read;
-  otherwise rows are gathered and decoded on the fly (TileLang takes minutes to lower that one).
+  their block_table entries may be sentinels) and are zero in shared memory (a select, never a
+  multiply: 0 * NaN is NaN).
+- fp8_e4m3_fnuz: codes are decoded in the kernel (NVIDIA's hardware fp8 conversion is OCP
+  e4m3fn, another format): the code's bits seeeemmm placed as the fp16 s0eeeemmm0000000 are
+  exactly the fnuz value * 2^-7 (subnormals included), 0x80 (fnuz's only NaN) by a select; exact
+  in bf16, then the same bf16 GEMMs; 2^7 * kv_scale is folded into the score scale and into the
+  output.  With page_size a multiple of BLOCK_N the code tile is one bulk (TMA) copy into shared
+  memory, decoded shared -> shared into the bf16 tile the GEMMs read; otherwise the gathered
+  rows are decoded on the way into shared memory.
 - ragged lengths including 0: a row with no visible key gives out 0, lse +inf (and an empty
   split writes an lse of -inf that the merge weights by 0: no 0/0, no NaN).
 - causal s_q > 1: query i sees keys [0, seqlen - s_q + i].
@@ -36,8 +43,6 @@ The kernel reads seqlens and block_table on the device only, allocates nothing p
 (partials live in the workspace) and launches on torch's current stream (the bridge runs launch()
 under torch.cuda.stream(args.stream)), so a launch can be captured into a CUDA graph.
 """
-
-import math
 
 NAME = "tilelang.mla_decode"
 BACKEND = "cuda"
@@ -160,7 +165,15 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	out_mul = float(unit)
 	bulk = (not fp8) and page_size % block_n == 0
 	bulk8 = fp8 and page_size % block_n == 0
+	gather = page_size % block_n != 0  # pages of fewer keys than a tile: rows through block_table
 	ninf = -T.infinity(acc)
+
+	def key_loop(n):
+		"""The loop over the full key tiles: software-pipelined as in the example; plain for the
+		gather, whose row indices (written to shared memory, then read in the same iteration) TileLang
+		0.1.15's pipeline planner puts in a later stage than their readers (InjectSoftwarePipeline
+		fails)."""
+		return T.serial(n) if gather else T.Pipelined(n, num_stages=num_stages)
 
 	def real_row(r):
 		"""A padded row (past s_q*h_q) sees the keys of the last real row: it never widens them."""
@@ -176,17 +189,32 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			return _fnuz_decode(T, x)
 		return x
 
-	@T.macro
-	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared):
-		for j, d in T.Parallel(block_n, DV):
-			KV_shared[j, d] = T.if_then_else(n0 + j < limit,
-				kv_val(KV, block_table, b, n0 + j, d), T.Cast(dtype, 0))
-		for j, d in T.Parallel(block_n, DPE):
-			K_pe_shared[j, d] = T.if_then_else(n0 + j < limit,
-				kv_val(KV, block_table, b, n0 + j, DV + d), T.Cast(dtype, 0))
+	def dec(x):
+		return _fnuz_decode(T, x) if fp8 else x
 
 	@T.macro
-	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared):
+	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared, R_t):
+		"""Keys [n0, n0 + block_n) of sequence b, those at or past limit zero (never read)."""
+		if not gather:
+			for j, d in T.Parallel(block_n, DV):
+				KV_shared[j, d] = T.if_then_else(n0 + j < limit,
+					kv_val(KV, block_table, b, n0 + j, d), T.Cast(dtype, 0))
+			for j, d in T.Parallel(block_n, DPE):
+				K_pe_shared[j, d] = T.if_then_else(n0 + j < limit,
+					kv_val(KV, block_table, b, n0 + j, DV + d), T.Cast(dtype, 0))
+		else:
+			# the gather: each key's cache row once (block_table read once per key), -1 past limit
+			for j in T.Parallel(block_n):
+				R_t[j] = T.if_then_else(n0 + j < limit, kv_row(block_table, b, n0 + j),
+					T.int64(-1))
+			for j, d in T.Parallel(block_n, DV):
+				KV_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], d]), T.Cast(dtype, 0))
+			for j, d in T.Parallel(block_n, DPE):
+				K_pe_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], DV + d]),
+					T.Cast(dtype, 0))
+
+	@T.macro
+	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared, R_s):
 		"""Keys [n0, n0 + block_n) of sequence b, all visible."""
 		if bulk8:
 			row8 = kv_row(block_table, b, n0)
@@ -201,10 +229,13 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			T.copy(KV[row0:row0 + block_n, 0:DV], KV_shared)
 			T.copy(KV[row0:row0 + block_n, DV:D], K_pe_shared)
 		else:
+			# the gather (pages of fewer keys than a tile): each key's cache row once
+			for j in T.Parallel(block_n):
+				R_s[j] = kv_row(block_table, b, n0 + j)
 			for j, d in T.Parallel(block_n, DV):
-				KV_shared[j, d] = kv_val(KV, block_table, b, n0 + j, d)
+				KV_shared[j, d] = dec(KV[R_s[j], d])
 			for j, d in T.Parallel(block_n, DPE):
-				K_pe_shared[j, d] = kv_val(KV, block_table, b, n0 + j, DV + d)
+				K_pe_shared[j, d] = dec(KV[R_s[j], DV + d])
 
 	@T.macro
 	def scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s):
@@ -236,7 +267,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 
 	@T.macro
 	def attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-			K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
+			K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, R_s, R_t, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
 		r0 = by * block_h
 		# not TMA: TileLang 0.1.15 puts the wait for a TMA load of Q inside the first iteration
 		# of the pipelined loop, so a CTA whose loop is empty (tail only) would read Q early
@@ -265,8 +296,9 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		rem = n_full % num_split
 		cnt = per + T.if_then_else(bz < rem, 1, 0)
 		start = per * bz + T.min(bz, rem)
-		for k in T.Pipelined(cnt, num_stages=num_stages):
-			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared)
+		for k in key_loop(cnt):
+			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared, KV8_shared,
+				KV8pe_shared, R_s)
 			scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
 			update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 		# the tiles holding a row's visible length (at most 1 + (s_q - 1) / block_n): last split,
@@ -274,7 +306,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		if bz == num_split - 1:
 			for t in T.serial(n_all - n_full):
 				n0 = (n_full + t) * block_n
-				load_pred(KV, block_table, bx, n0, l_max, KV_t, K_pe_t)
+				load_pred(KV, block_table, bx, n0, l_max, KV_t, K_pe_t, R_t)
 				scores(Q_shared, Q_pe_shared, KV_t, K_pe_t, acc_s)
 				for i, j in T.Parallel(block_h, block_n):
 					acc_s[i, j] = T.if_then_else(
@@ -309,6 +341,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
 				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
 				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
+				R_s = T.alloc_shared([block_n] if gather else [1], T.int64)
+				R_t = T.alloc_shared([block_n] if gather else [1], T.int64)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				O_shared = T.alloc_shared([block_h, DV], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
@@ -321,7 +355,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				lsum = T.alloc_fragment([block_h], acc)
 				T.use_swizzle(10)
 				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, R_s, R_t, S_shared, acc_s, acc_o,
+					m, m_prev, m_s, alpha, ssum, lsum)
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] * out_mul / lsum[i], 0)
 				T.copy(acc_o, O_shared)
@@ -361,6 +396,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
 				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
 				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
+				R_s = T.alloc_shared([block_n] if gather else [1], T.int64)
+				R_t = T.alloc_shared([block_n] if gather else [1], T.int64)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
 				acc_o = T.alloc_fragment([block_h, DV], acc)
@@ -372,7 +409,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				lsum = T.alloc_fragment([block_h], acc)
 				T.use_swizzle(10)
 				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, R_s, R_t, S_shared, acc_s, acc_o,
+					m, m_prev, m_s, alpha, ssum, lsum)
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] / lsum[i], 0)
 				if pad:
