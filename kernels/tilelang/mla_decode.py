@@ -66,6 +66,9 @@ NOT_PROVEN = {
 	"page1": "page_size 1: the row gather through block_table has not passed parity on a GPU",
 	"fp8": "kv_dtype fp8_e4m3_fnuz: the in-kernel fnuz decode has not passed parity on a GPU",
 }
+# fp8 with whole-tile pages: True = TMA copy of the codes and a shared -> shared decode; False = the
+# row gather (the path of pages of 1 and 16 keys), decoding on the way into shared memory
+FP8_BULK = True
 FP8_UNIT = 2.0 ** 7  # fnuz value of a code = its fp16 bit-placement value * 2^7 (see _fnuz_decode)
 
 _tl = None
@@ -148,7 +151,7 @@ def _fnuz_decode(T, code):
 
 
 def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, threads,
-		softmax_scale, kv_scale):
+		softmax_scale, kv_scale, fp8_bulk=True):
 	tilelang, T = _import()
 	# batch, cache rows and block_table columns are symbolic: one compile serves every batch
 	batch = T.dynamic("batch")
@@ -164,8 +167,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	sc2 = float(softmax_scale * unit * LOG2E)  # scores in log2 units
 	out_mul = float(unit)
 	bulk = (not fp8) and page_size % block_n == 0
-	bulk8 = fp8 and page_size % block_n == 0
-	gather = page_size % block_n != 0  # pages of fewer keys than a tile: rows through block_table
+	bulk8 = fp8 and page_size % block_n == 0 and fp8_bulk
+	gather = not (bulk or bulk8)  # rows through block_table (pages of fewer keys than a tile)
 	ninf = -T.infinity(acc)
 
 	def key_loop(n):
@@ -459,7 +462,8 @@ def _key(a, config):
 	return (a.s_q, a.h_q, a.page_size, a.kv_dtype == "fp8_e4m3_fnuz", int(config.get("block_n", 64)), _block_h(a, config),
 		max(1, int(config.get("num_splits", 1))), int(config.get("num_stages", 2)) or 2,
 		32 * (int(config.get("num_warps", 8)) or 8), float(a.softmax_scale),
-		float(a.kv_scale) if a.kv_dtype == "fp8_e4m3_fnuz" else 1.0)
+		float(a.kv_scale) if a.kv_dtype == "fp8_e4m3_fnuz" else 1.0,
+		bool(FP8_BULK) or a.kv_dtype != "fp8_e4m3_fnuz")
 
 
 def _kernel(a, config):

@@ -24,6 +24,7 @@ Usage (device):  python3 tilelang_check.py --module PATH/mla_decode.py --example
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import importlib.util
 import json
 import math
@@ -286,7 +287,26 @@ def cases():
 		page_size=16, kv_dtype=f8)
 	add("fp8_sq2_p64_h128", "sp1", batch=4, s_q=2, h_q=128, lens=[0, 2, 65, 4096],
 		page_size=64, kv_dtype=f8)
+	# fp8 with whole-tile pages through the row gather instead (the module's FP8_BULK False)
+	add("fp8_p64_h128_rows", batch=8, s_q=1, h_q=128, lens=[0, 1, 63, 64, 65, 1000, 0, 4097],
+		page_size=64, kv_dtype=f8, _var={"FP8_BULK": False})
+	add("fp8_sq2_p64_h16_rows", "sp1", batch=8, s_q=2, h_q=16,
+		lens=[0, 1, 2, 63, 64, 65, 127, 4099], page_size=64, kv_dtype=f8, _var={"FP8_BULK": False})
 	return r
+
+
+@contextlib.contextmanager
+def variant(M, kw):
+	"""The module's switches set as a case asks (kw["_var"]), restored after."""
+	var = kw.get("_var", {})
+	old = {k: getattr(M, k) for k in var}
+	for k, v in var.items():
+		setattr(M, k, v)
+	try:
+		yield {k: v for k, v in kw.items() if k != "_var"}
+	finally:
+		for k, v in old.items():
+			setattr(M, k, v)
 
 
 # capture checks: (name, kwargs, lens after the in-place change); max_pages 40, num_pages 120
@@ -435,12 +455,13 @@ def main():
 	# ---- precompile in parallel, in the order the checks use them: parity, capture, bench
 	jobs = []
 	if not opt.only_bench:
-		for name, kw, csel in sel:
-			sh = shape_of(kw, SCALE)
-			if M.supports(sh):
-				continue
-			for c in case_cfgs(csel):
-				jobs.append(("ours", opt.module, M._key(sh, c)))
+		for name, kw0, csel in sel:
+			with variant(M, kw0) as kw:
+				sh = shape_of(kw, SCALE)
+				if M.supports(sh):
+					continue
+				for c in case_cfgs(csel):
+					jobs.append(("ours", opt.module, M._key(sh, c)))
 		for name, kw, _ in CAPTURE:
 			sh = shape_of(kw, SCALE)
 			if not M.supports(sh):
@@ -468,47 +489,48 @@ def main():
 	# ---- parity
 	if not opt.only_bench:
 		nfail = 0
-		for ci, (name, kw, csel) in enumerate(sel):
-			if late():
-				print("%s %-20s SKIPPED: past the deadline" % (stamp(), name), flush=True)
-				log["parity"].append({"case": name, "skipped": "deadline"})
-				continue
-			t = make_task(torch, dev, seed=ci + 1, **kw)
-			why = M.supports(t)
-			if why:
-				print("%s %-20s REFUSED: %s" % (stamp(), name, why), flush=True)
-				log["parity"].append({"case": name, "refused": why})
-				continue
-			ref = reference(torch, t)
-			line = []
-			for c in case_cfgs(csel):
-				skip = pc.wait("ours", M._key(t, c))
-				if skip or late():
-					skip = skip or "deadline"
-					line.append("%s SKIP" % short(c))
-					log["parity"].append({"case": name, "config": c["name"], "skipped": skip})
+		for ci, (name, kw0, csel) in enumerate(sel):
+			with variant(M, kw0) as kw:
+				if late():
+					print("%s %-20s SKIPPED: past the deadline" % (stamp(), name), flush=True)
+					log["parity"].append({"case": name, "skipped": "deadline"})
 					continue
-				try:
-					ro, rl, det, same = check_case(torch, M, t, c, stream, ref)
-					ok = ro["ok"] and rl["ok"] and det and same
-					rec = {"case": name, "config": c["name"], "ok": ok, "out": ro, "lse": rl,
-						"deterministic": det, "inputs_unchanged": same}
-					if ok:
-						line.append("%s ok(%.1e,%.1e)" % (short(c), ro["max_abs"], rl["max_abs"]))
-					else:
+				t = make_task(torch, dev, seed=ci + 1, **kw)
+				why = M.supports(t)
+				if why:
+					print("%s %-20s REFUSED: %s" % (stamp(), name, why), flush=True)
+					log["parity"].append({"case": name, "refused": why})
+					continue
+				ref = reference(torch, t)
+				line = []
+				for c in case_cfgs(csel):
+					skip = pc.wait("ours", M._key(t, c))
+					if skip or late():
+						skip = skip or "deadline"
+						line.append("%s SKIP" % short(c))
+						log["parity"].append({"case": name, "config": c["name"], "skipped": skip})
+						continue
+					try:
+						ro, rl, det, same = check_case(torch, M, t, c, stream, ref)
+						ok = ro["ok"] and rl["ok"] and det and same
+						rec = {"case": name, "config": c["name"], "ok": ok, "out": ro, "lse": rl,
+							"deterministic": det, "inputs_unchanged": same}
+						if ok:
+							line.append("%s ok(%.1e,%.1e)" % (short(c), ro["max_abs"], rl["max_abs"]))
+						else:
+							nfail += 1
+							line.append("%s FAIL" % short(c))
+							print("  FAIL %s %s: out %s | lse %s | det %s | inputs %s" % (name,
+								c["name"], ro.get("why", "ok"), rl.get("why", "ok"), det, same),
+								flush=True)
+					except Exception as e:
 						nfail += 1
-						line.append("%s FAIL" % short(c))
-						print("  FAIL %s %s: out %s | lse %s | det %s | inputs %s" % (name,
-							c["name"], ro.get("why", "ok"), rl.get("why", "ok"), det, same),
-							flush=True)
-				except Exception as e:
-					nfail += 1
-					rec = {"case": name, "config": c["name"], "ok": False,
-						"error": "%s: %s" % (type(e).__name__, str(e)[-600:])}
-					line.append("%s ERROR" % short(c))
-					print("  ERROR %s %s: %s" % (name, c["name"], rec["error"]), flush=True)
-				log["parity"].append(rec)
-			print("%s %-20s %s" % (stamp(), name, " ".join(line)), flush=True)
+						rec = {"case": name, "config": c["name"], "ok": False,
+							"error": "%s: %s" % (type(e).__name__, str(e)[-600:])}
+						line.append("%s ERROR" % short(c))
+						print("  ERROR %s %s: %s" % (name, c["name"], rec["error"]), flush=True)
+					log["parity"].append(rec)
+				print("%s %-20s %s" % (stamp(), name, " ".join(line)), flush=True)
 		print("%s parity: %d failures" % (stamp(), nfail), flush=True)
 
 		# ---- capture: capture, replay, change seqlens/block_table in place, replay, check
