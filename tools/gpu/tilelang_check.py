@@ -37,6 +37,14 @@ import types
 SCALE = 0.1352  # DeepSeek-V3-like explicit softmax scale
 TOL = {"out": (8e-4, 2.01 / 128, 5e-6), "lse": (1e-5, 8.01 / 65536, None)}
 SENTINEL = 0x3FFFFFF0
+
+
+def out_tol(t):
+	"""The harness's out tolerance (harness/measure.c out_tol()): FlashMLA's atol, calibrated on
+	N(0,1)/10 inputs, times 10 for N(0,1) inputs (ten times larger V, ten times the absolute
+	rounding error of the bf16 P.V product); rtol and cos_tol are scale-free."""
+	atol, rtol, cos_tol = TOL["out"]
+	return (atol * 10 if t._sigma >= 1 else atol, rtol, cos_tol)
 FP8_SCALE = 1.0 / 240.0
 
 
@@ -137,6 +145,7 @@ def make_task(torch, dev, batch, s_q, h_q, lens, page_size, kv_dtype, sigma=0.1,
 	t.stream = None
 	t.device = dev
 	t._lens = list(lens)
+	t._sigma = sigma
 	return t
 
 
@@ -225,7 +234,7 @@ def check_case(torch, M, t, cfg, stream, ref=None):
 		M.prepare(t, cfg)
 		M.launch(t, cfg)
 	torch.cuda.synchronize()
-	r_out = compare(torch, t.out.float(), ref[0], *TOL["out"])
+	r_out = compare(torch, t.out.float(), ref[0], *out_tol(t))
 	r_lse = compare(torch, t.lse, ref[1], *TOL["lse"])
 	o1, l1 = t.out.clone(), t.lse.clone()
 	# second launch into other, poisoned buffers
@@ -566,7 +575,7 @@ def main():
 					t.lse.fill_(float("nan"))
 					g.replay()
 					torch.cuda.synchronize()
-					a1 = compare(torch, t.out.float(), ref[0], *TOL["out"])["ok"] and \
+					a1 = compare(torch, t.out.float(), ref[0], *out_tol(t))["ok"] and \
 						compare(torch, t.lse, ref[1], *TOL["lse"])["ok"]
 					# new lengths and pages, same buffers
 					t2 = make_task(torch, dev, seed=202, max_pages=40, num_pages=120,
@@ -582,7 +591,7 @@ def main():
 					t.lse.fill_(float("nan"))
 					g.replay()
 					torch.cuda.synchronize()
-					a2 = compare(torch, t.out.float(), ref2[0], *TOL["out"])["ok"] and \
+					a2 = compare(torch, t.out.float(), ref2[0], *out_tol(t))["ok"] and \
 						compare(torch, t.lse, ref2[1], *TOL["lse"])["ok"]
 					print("%s capture %s: replay %s, after in-place change %s" % (stamp(), tag,
 						"ok" if a1 else "FAIL", "ok" if a2 else "FAIL"), flush=True)
@@ -632,7 +641,7 @@ def main():
 					with torch.cuda.stream(t.stream):
 						K.launch(t, c)
 					torch.cuda.synchronize()
-					ro = compare(torch, t.out[:NB].float(), ref[0], *TOL["out"])
+					ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
 					rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
 
 					def graphed():
@@ -669,7 +678,7 @@ def main():
 					with torch.cuda.stream(stream):
 						o = fn()
 						torch.cuda.synchronize()
-					eo = compare(torch, o[:NB].float().view(NB, 1, h_q, 512), ref[0], *TOL["out"])
+					eo = compare(torch, o[:NB].float().view(NB, 1, h_q, 512), ref[0], *out_tol(t))
 					ms, _ = bench_one(torch, tt, fn, stream)
 					print("%-18s %-30s %9.4f %8.1f %7.2f  (example out vs ref: %s)" % (shape,
 						"tilelang example", ms, flops / ms / 1e9, byts / ms / 1e9,
