@@ -20,6 +20,7 @@ benchmark (same config as ours: a regression check).
 Usage (device):  python3 tilelang_check.py --module PATH/mla_decode.py --example PATH/example.py
                  [--only-parity | --only-bench] [--jobs N] [--log DIR] [--unlock pad,page16,...]
                  [--old-module PATH] [--deadline S] [--compile-budget S] [--cases a,b]
+                 python3 tilelang_check.py --module PATH/mla_decode.py --warm-plan PLAN.json --jobs N
 """
 
 import argparse
@@ -30,6 +31,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import struct
 import sys
 import time
 import types
@@ -416,10 +418,48 @@ def bench_one(torch, tt, fn, stream, graph_of=None):
 	return ms, ms_g
 
 
+def f32(x):
+	"""x rounded to float32, as the harness hands its float scalars to a Python kernel."""
+	return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def warm_plan(opt):
+	"""Compile the kernels of every task and config of a plan (the harness's scalars: softmax_scale
+	and kv_scale = 1/240 as float32), in parallel processes: TileLang's disk cache then serves the
+	harness's prepare() calls, which compile one kernel at a time."""
+	with open(opt.warm_plan) as f:
+		plan = json.load(f)
+	M = load_module(opt.module, "tl_mla")
+	cfgs = M.configs(plan.get("gen", "sm_90"))
+	jobs = []
+	for t in plan["tasks"]:
+		sp = t["spec"]
+		sh = types.SimpleNamespace(batch=sp["batch"], s_q=sp["s_q"], h_q=sp["h_q"],
+			page_size=sp["page_size"], kv_dtype=sp["kv_dtype"], num_pages=sp["num_pages"],
+			max_pages=sp["max_pages"], softmax_scale=f32(sp["softmax_scale"]),
+			kv_scale=f32(1.0 / 240.0) if sp["kv_dtype"] != "bf16" else 1.0)
+		why = M.supports(sh)
+		if why:
+			print("%s %s: not offered (%s)" % (stamp(), sp["name"], why), flush=True)
+			continue
+		for c in cfgs:
+			jobs.append(("ours", opt.module, M._key(sh, c)))
+	pc = Precompile(jobs, opt.jobs, T_START + opt.compile_budget)
+	print("%s compiling %d kernels with %d processes" % (stamp(), len(pc.futs), opt.jobs), flush=True)
+	bad = sum(1 for kind, key in pc.futs if pc.wait(kind, key))
+	print("%s warm: %d of %d kernels compiled" % (stamp(), len(pc.futs) - bad, len(pc.futs)),
+		flush=True)
+	pc.close()
+	sys.stdout.flush()
+	os._exit(0 if not bad else 1)
+
+
 def main():
 	ap = argparse.ArgumentParser()
 	ap.add_argument("--module", required=True)
-	ap.add_argument("--example", required=True)
+	ap.add_argument("--example", default=None, help="TileLang's paged example (the bench, the parity)")
+	ap.add_argument("--warm-plan", default=None, help="only compile, in --jobs processes, every "
+		"kernel the tasks of this plan need (fills TileLang's disk cache before a card run), then exit")
 	ap.add_argument("--old-module", default=None, help="the module before a change: benchmarked too")
 	ap.add_argument("--jobs", type=int, default=12)
 	ap.add_argument("--compile-budget", type=int, default=120,
@@ -433,6 +473,11 @@ def main():
 	ap.add_argument("--unlock", default="", help="comma list of the module's OFFERED flags to set")
 	ap.add_argument("--bench-configs", default="sp1", help="comma list of config name parts, or all")
 	opt = ap.parse_args()
+	if opt.warm_plan:
+		warm_plan(opt)
+		return
+	if not opt.example:
+		ap.error("--example is required (but with --warm-plan)")
 	deadline = T_START + opt.deadline
 	late = lambda: time.time() > deadline
 
