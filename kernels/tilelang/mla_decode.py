@@ -71,6 +71,12 @@ NOT_PROVEN = {
 # fp8 with whole-tile pages: True = TMA copy of the codes and a shared -> shared decode; False = the
 # row gather (the path of pages of 1 and 16 keys), decoding on the way into shared memory
 FP8_BULK = True
+# Q is written to shared memory by plain stores (not TMA: see attend()); TileLang 0.1.15 then fences
+# them for the tensor cores' async proxy (fence.proxy.async) before the Q.K GEMM of every key tile,
+# where its example (Q by TMA) has no fence.  True: one fence and barrier after the Q load instead
+# (TileLang then drops the per-tile one: the main loop's source is the example's).  Not yet
+# measured on a GPU: off (the probable cause of the 3-6% gap to the example at h_q 128)
+Q_FENCE_ONCE = False
 FP8_UNIT = 2.0 ** 7  # fnuz value of a code = its fp16 bit-placement value * 2^7 (see _fnuz_decode)
 
 _tl = None
@@ -285,6 +291,9 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		else:
 			T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared, disable_tma=True)
 			T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared, disable_tma=True)
+			if Q_FENCE_ONCE:
+				T.fence_proxy_async()
+				T.sync_threads()
 		T.fill(acc_o, 0)
 		T.fill(lsum, 0)
 		T.fill(m, ninf)

@@ -24,6 +24,7 @@ Usage (device):  python3 tilelang_check.py --module PATH/mla_decode.py --example
 """
 
 import argparse
+import ast
 import concurrent.futures as cf
 import contextlib
 import importlib.util
@@ -338,12 +339,18 @@ HEADLINE = [(128, 128, 8192), (128, 64, 8192), (16, 128, 32768), (16, 128, 4096)
 # parallel precompile (spawned processes fill TileLang's disk cache)
 
 
+SETTINGS = {}  # --set: module switches, applied to our module here and in every compile worker
+
+
 def _pc_worker(job):
-	kind, path, key = job
+	kind, path, key = job[:3]
 	t0 = time.time()
 	try:
 		if kind in ("ours", "old"):
 			M = load_module(path, "tl_mla_pc")
+			if kind == "ours":
+				for k, v in (job[3] if len(job) > 3 else {}).items():
+					setattr(M, k, v)
 			M._build(*key)
 		else:
 			E = load_module(path, "tl_example_pc")
@@ -363,7 +370,7 @@ class Precompile:
 		self.futs = {}
 		for j in jobs:
 			if (j[0], j[2]) not in self.futs:
-				self.futs[(j[0], j[2])] = self.ex.submit(_pc_worker, j)
+				self.futs[(j[0], j[2])] = self.ex.submit(_pc_worker, tuple(j) + (dict(SETTINGS),))
 		self.errs = {}
 
 	def wait(self, kind, key):
@@ -472,6 +479,8 @@ def main():
 	ap.add_argument("--cases", default=None, help="comma list of case names")
 	ap.add_argument("--unlock", default="", help="comma list of the module's OFFERED flags to set")
 	ap.add_argument("--bench-configs", default="sp1", help="comma list of config name parts, or all")
+	ap.add_argument("--set", default="", help="module switches NAME=VALUE,... (Python literals), e.g. "
+		"Q_FENCE_ONCE=True: set in our module and in the compile workers")
 	opt = ap.parse_args()
 	if opt.warm_plan:
 		warm_plan(opt)
@@ -487,12 +496,17 @@ def main():
 	unlock = [u for u in opt.unlock.split(",") if u]
 	for u in unlock:
 		M.OFFERED[u] = True
+	for kv in [x for x in opt.set.split(",") if x]:
+		k, v = kv.split("=", 1)
+		SETTINGS[k] = ast.literal_eval(v)
+		setattr(M, k, SETTINGS[k])
 	arch = "sm_%d%d" % torch.cuda.get_device_capability(dev)
 	cfgs = M.configs(arch)
 	short = lambda c: c["name"].split("_")[2]
-	print("%s device %s arch %s configs %s unlocked %s" % (stamp(), torch.cuda.get_device_name(dev),
-		arch, [c["name"] for c in cfgs], unlock), flush=True)
-	log = {"configs": cfgs, "unlocked": unlock, "parity": [], "capture": [], "bench": []}
+	print("%s device %s arch %s configs %s unlocked %s set %s" % (stamp(),
+		torch.cuda.get_device_name(dev), arch, [c["name"] for c in cfgs], unlock, SETTINGS), flush=True)
+	log = {"configs": cfgs, "unlocked": unlock, "set": SETTINGS, "parity": [], "capture": [],
+		"bench": []}
 	sel = cases()
 	if opt.cases:
 		want = opt.cases.split(",")
