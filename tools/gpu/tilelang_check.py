@@ -277,8 +277,12 @@ def cases():
 	add("h32_p1", batch=4, s_q=1, h_q=32, lens=[1, 100, 333, 64], page_size=1, kv_dtype=bf)
 	add("h32_p1_edge", batch=6, s_q=1, h_q=32, lens=[0, 1, 2, 63, 64, 65], page_size=1,
 		kv_dtype=bf)
-	# bf16 page 64 (the example's path): the edge lengths once
+	# bf16 page 64 (the example's path): the edge lengths
 	add("ragged0_p64_h16", "sp1", batch=8, s_q=1, h_q=16, lens=[0, 1, 63, 64, 129, 777, 0, 5000],
+		page_size=64, kv_dtype=bf)
+	add("ragged0_p64_h128", batch=8, s_q=1, h_q=128, lens=[0, 1, 63, 64, 65, 1000, 0, 4097],
+		page_size=64, kv_dtype=bf)
+	add("sq2_p64_h128", "sp1", batch=8, s_q=2, h_q=128, lens=[0, 1, 2, 3, 64, 65, 200, 1025],
 		page_size=64, kv_dtype=bf)
 	# fp8 e4m3 fnuz: every slot past a length holds 0x80 (NaN), 0x7F / 0xFF (+-240) in visible rows
 	add("fp8_p64_h128", batch=8, s_q=1, h_q=128, lens=[0, 1, 63, 64, 65, 1000, 0, 4097],
@@ -476,7 +480,7 @@ def main():
 	ap.add_argument("--log", default=None)
 	ap.add_argument("--only-parity", action="store_true")
 	ap.add_argument("--only-bench", action="store_true")
-	ap.add_argument("--cases", default=None, help="comma list of case names")
+	ap.add_argument("--cases", default=None, help="comma list of case names (parity and capture)")
 	ap.add_argument("--unlock", default="", help="comma list of the module's OFFERED flags to set")
 	ap.add_argument("--bench-configs", default="sp1", help="comma list of config name parts, or all")
 	ap.add_argument("--set", default="", help="module switches NAME=VALUE,... (Python literals), e.g. "
@@ -508,9 +512,11 @@ def main():
 	log = {"configs": cfgs, "unlocked": unlock, "set": SETTINGS, "parity": [], "capture": [],
 		"bench": []}
 	sel = cases()
+	cap = CAPTURE
 	if opt.cases:
 		want = opt.cases.split(",")
 		sel = [c for c in sel if c[0] in want]
+		cap = [c for c in CAPTURE if c[0] in want]
 	case_cfgs = lambda sel_: [c for c in cfgs if sel_ == "all" or short(c) == sel_]
 	bcfgs = [c for c in cfgs if opt.bench_configs == "all" or short(c) in opt.bench_configs.split(",")]
 	O = load_module(opt.old_module, "tl_mla_old") if opt.old_module and not opt.only_parity else None
@@ -530,7 +536,7 @@ def main():
 					continue
 				for c in case_cfgs(csel):
 					jobs.append(("ours", opt.module, M._key(sh, c)))
-		for name, kw, _ in CAPTURE:
+		for name, kw, _ in cap:
 			sh = shape_of(kw, SCALE)
 			if not M.supports(sh):
 				for c in cfgs:
@@ -602,7 +608,7 @@ def main():
 		print("%s parity: %d failures" % (stamp(), nfail), flush=True)
 
 		# ---- capture: capture, replay, change seqlens/block_table in place, replay, check
-		for cname, kw, lens2 in CAPTURE:
+		for cname, kw, lens2 in cap:
 			for c in cfgs:
 				tag = "%s %s" % (cname, c["name"])
 				if late():
