@@ -16,17 +16,24 @@ tile-ai/tilelang, re-written for this harness's operator, see kernels/mla_decode
 Extended to the harness's operator:
 - the interleaved 576-wide paged cache [num_pages, page_size, 1, 576] read through block_table:
   V is the first 512 columns of the K rows.  A full key tile inside one page (page_size a multiple
-  of BLOCK_N) is one bulk copy, as in the example; otherwise (page_size 1, 16) rows are gathered
-  one by one through block_table.
+  of BLOCK_N) is one bulk copy, as in the example; otherwise (page_size 1, 16) the tile is
+  gathered: the cache row of each of its BLOCK_N keys (block_table[b][j // page_size] * page_size
+  + j % page_size, int64) is computed once into shared memory, then the rows are read with vector
+  loads through it.
+- any s_q*h_q: the head tile is BLOCK_H (64) rows when that divides s_q*h_q, else 16, and the
+  last tile is padded: its rows past s_q*h_q load zero queries, see the keys of the last real row
+  (they never widen the keys read) and are not stored.
 - the tail: the key tiles that contain a row's visible length are processed after the pipelined
   loop with predicated loads: rows at or past the visible length are never read (they hold NaN,
-  their block_table entries may be sentinels) and are zero in shared memory.
-- fp8_e4m3_fnuz: codes are decoded in the kernel with integer arithmetic (NVIDIA's hardware fp8
-  conversion is OCP e4m3fn, another format): |value| = m * 2^-10 (e == 0) or (8 + m) << (e - 1)
-  * 2^-10; 0x80 is NaN.  The decoded integers are exact in bf16; 2^-10 * kv_scale is folded into
-  the score scale and into the output.  With page_size a multiple of BLOCK_N the code tile is one
-  bulk (TMA) copy into shared memory, decoded shared -> shared into the bf16 tile the GEMMs read;
-  otherwise rows are gathered and decoded on the fly (TileLang takes minutes to lower that one).
+  their block_table entries may be sentinels) and are zero in shared memory (a select, never a
+  multiply: 0 * NaN is NaN).
+- fp8_e4m3_fnuz: codes are decoded in the kernel (NVIDIA's hardware fp8 conversion is OCP
+  e4m3fn, another format): the code's bits seeeemmm placed as the fp16 s0eeeemmm0000000 are
+  exactly the fnuz value * 2^-7 (subnormals included), 0x80 (fnuz's only NaN) by a select; exact
+  in bf16, then the same bf16 GEMMs; 2^7 * kv_scale is folded into the score scale and into the
+  output.  With page_size a multiple of BLOCK_N the code tile is one bulk (TMA) copy into shared
+  memory, decoded shared -> shared into the bf16 tile the GEMMs read; otherwise the gathered
+  rows are decoded on the way into shared memory.
 - ragged lengths including 0: a row with no visible key gives out 0, lse +inf (and an empty
   split writes an lse of -inf that the merge weights by 0: no 0/0, no NaN).
 - causal s_q > 1: query i sees keys [0, seqlen - s_q + i].
@@ -36,8 +43,6 @@ The kernel reads seqlens and block_table on the device only, allocates nothing p
 (partials live in the workspace) and launches on torch's current stream (the bridge runs launch()
 under torch.cuda.stream(args.stream)), so a launch can be captured into a CUDA graph.
 """
-
-import math
 
 NAME = "tilelang.mla_decode"
 BACKEND = "cuda"
@@ -50,8 +55,29 @@ DV = 512
 DPE = 64
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-FP8_OFFERED = False  # the fp8 path compiles, but has not passed parity on a GPU yet
-FP8_UNIT = 2.0 ** -10  # value of decoded integer 1 (fnuz: bias 8, 3 mantissa bits)
+# the paths past TileLang's example, each offered once it has passed tools/gpu/tilelang_check.py on
+# a GPU (its --unlock runs the others): "pad" s_q*h_q not a multiple of the head tile, "page16" and
+# "page1" the row gather through block_table, "fp8" the in-kernel fnuz decode.  All four passed
+# parity (both configs, the card's standard-tier shapes and edge lengths), determinism and the
+# capture check on the H200 on 2026-12-01 (results/bench/tilelang_mla_decode_h200/paths_20261201T1200Z/)
+OFFERED = {"pad": True, "page16": True, "page1": True, "fp8": True}
+NOT_PROVEN = {
+	"pad": "s_q*h_q %d: the padded head tile (rows past s_q*h_q masked on load and store) has not "
+		"passed parity on a GPU",
+	"page16": "page_size 16: the row gather through block_table has not passed parity on a GPU",
+	"page1": "page_size 1: the row gather through block_table has not passed parity on a GPU",
+	"fp8": "kv_dtype fp8_e4m3_fnuz: the in-kernel fnuz decode has not passed parity on a GPU",
+}
+# fp8 with whole-tile pages: True = TMA copy of the codes and a shared -> shared decode; False = the
+# row gather (the path of pages of 1 and 16 keys), decoding on the way into shared memory
+FP8_BULK = True
+# Q is written to shared memory by plain stores (not TMA: see attend()); TileLang 0.1.15 then fences
+# them for the tensor cores' async proxy (fence.proxy.async) before the Q.K GEMM of every key tile,
+# where its example (Q by TMA) has no fence.  True: one fence and barrier after the Q load instead
+# (TileLang then drops the per-tile one: the main loop's source is the example's).  Not yet
+# measured on a GPU: off (the probable cause of the 3-6% gap to the example at h_q 128)
+Q_FENCE_ONCE = False
+FP8_UNIT = 2.0 ** 7  # fnuz value of a code = its fp16 bit-placement value * 2^7 (see _fnuz_decode)
 
 _tl = None
 _TARGET = "auto"  # tests off the GPU set {"kind": "cuda", "arch": "sm_90a"}
@@ -64,7 +90,8 @@ def _rows(shape):
 
 
 def _block_h(shape, config):
-	"""Query rows per CTA: the config's BLOCK_H when it divides the rows, else 16."""
+	"""Query rows per CTA: the config's BLOCK_H when it divides the rows, else 16 (the last tile
+	padded when 16 does not divide them either)."""
 	bh = int(config.get("block_h", 64))
 	rows = _rows(shape)
 	if rows % bh == 0:
@@ -75,17 +102,18 @@ def _block_h(shape, config):
 def supports(shape):
 	if shape.kv_dtype not in KV_DTYPES:
 		return "kv_dtype %s: not a dtype this kernel decodes" % shape.kv_dtype
-	if _rows(shape) % 16 != 0:
-		return ("s_q*h_q %d: TileLang's tensor-core GEMMs take query rows in tiles of 16"
-			% _rows(shape))
 	if shape.page_size <= 0:
 		return "page_size %d: not a page size" % shape.page_size
+	if _rows(shape) % 16 != 0 and not OFFERED["pad"]:
+		return NOT_PROVEN["pad"] % _rows(shape)
 	if shape.page_size % 64 != 0:
-		return ("page_size %d: the row-gather path for pages smaller than a 64-key tile compiles for "
-			"minutes per shape in TileLang 0.1.15 and has not passed parity on a GPU: not offered" % shape.page_size)
-	if shape.kv_dtype == "fp8_e4m3_fnuz" and not FP8_OFFERED:
-		return ("kv_dtype fp8_e4m3_fnuz: the in-kernel fnuz decode has not passed parity on a GPU yet "
-			"(FP8_OFFERED in kernels/tilelang/mla_decode.py)")
+		if shape.page_size not in (1, 16):
+			return ("page_size %d: the row gather is proven for pages of 1 and 16 keys only (and "
+				"the bulk copy for multiples of 64)" % shape.page_size)
+		if not OFFERED["page%d" % shape.page_size]:
+			return NOT_PROVEN["page%d" % shape.page_size]
+	if shape.kv_dtype == "fp8_e4m3_fnuz" and not OFFERED["fp8"]:
+		return NOT_PROVEN["fp8"]
 	return None
 
 
@@ -116,24 +144,30 @@ def _import():
 
 
 def _fnuz_decode(T, code):
-	"""fp8 e4m3 fnuz code (uint8 expr) -> float32 in units of 2^-10; NaN for 0x80."""
-	c = T.Cast("int32", code)
-	e = (c >> 3) & 15
-	m = c & 7
-	mag = T.Cast("float32", T.if_then_else(e == 0, m, (m + 8) << T.max(e - 1, 0)))
-	val = T.if_then_else(c >= 128, -mag, mag)
-	return T.if_then_else(c == 128, T.reinterpret(T.uint32(0x7FC00000), "float32"), val)
+	"""fp8 e4m3 fnuz code (uint8 expr) -> bf16 value / 2^7; NaN for 0x80.
+
+	The code's bits seeeemmm placed as the fp16 s0eeeemmm0000000 are an fp16 of exponent field e
+	(bias 15, against fnuz's 8) and the same 3 mantissa bits, subnormals (e == 0) included: its
+	value is exactly the fnuz value * 2^-7 for every code but 0x80 (fp16 -0, fnuz's only NaN), and
+	fp16 has no infinity or NaN in that range (e <= 15 < 31).  Exact in bf16.  2^7 * kv_scale is
+	folded into the score scale and into the output."""
+	u = T.Cast("uint16", code)
+	h = T.reinterpret(((u & T.uint16(0x80)) << T.uint16(8)) | ((u & T.uint16(0x7F)) << T.uint16(7)),
+		"float16")
+	return T.if_then_else(code == T.uint8(0x80), T.Cast("bfloat16", T.float32(float("nan"))),
+		T.Cast("bfloat16", h))
 
 
 def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, threads,
-		softmax_scale, kv_scale):
+		softmax_scale, kv_scale, fp8_bulk=True):
 	tilelang, T = _import()
 	# batch, cache rows and block_table columns are symbolic: one compile serves every batch
 	batch = T.dynamic("batch")
 	kv_rows = T.dynamic("kv_rows")
 	max_pages = T.dynamic("max_pages")
 	rows = s_q * h_q
-	n_htiles = rows // block_h
+	n_htiles = (rows + block_h - 1) // block_h
+	pad = rows % block_h != 0  # the last head tile has rows past s_q*h_q: masked on load and store
 	dtype = T.bfloat16
 	acc = T.float32
 	kv_dtype = T.uint8 if fp8 else T.bfloat16
@@ -141,8 +175,20 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	sc2 = float(softmax_scale * unit * LOG2E)  # scores in log2 units
 	out_mul = float(unit)
 	bulk = (not fp8) and page_size % block_n == 0
-	bulk8 = fp8 and page_size % block_n == 0
+	bulk8 = fp8 and page_size % block_n == 0 and fp8_bulk
+	gather = not (bulk or bulk8)  # rows through block_table (pages of fewer keys than a tile)
 	ninf = -T.infinity(acc)
+
+	def key_loop(n):
+		"""The loop over the full key tiles: software-pipelined as in the example; plain for the
+		gather, whose row indices (written to shared memory, then read in the same iteration) TileLang
+		0.1.15's pipeline planner puts in a later stage than their readers (InjectSoftwarePipeline
+		fails)."""
+		return T.serial(n) if gather else T.Pipelined(n, num_stages=num_stages)
+
+	def real_row(r):
+		"""A padded row (past s_q*h_q) sees the keys of the last real row: it never widens them."""
+		return T.min(r, rows - 1) if pad else r
 
 	def kv_row(block_table, b, n):
 		"""Cache row of key n of sequence b (int64: the cache can pass 2^31 elements)."""
@@ -151,38 +197,56 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	def kv_val(KV, block_table, b, n, d):
 		x = KV[kv_row(block_table, b, n), d]
 		if fp8:
-			return T.Cast(dtype, _fnuz_decode(T, x))
+			return _fnuz_decode(T, x)
 		return x
 
-	@T.macro
-	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared):
-		for j, d in T.Parallel(block_n, DV):
-			KV_shared[j, d] = T.if_then_else(n0 + j < limit,
-				kv_val(KV, block_table, b, n0 + j, d), T.Cast(dtype, 0))
-		for j, d in T.Parallel(block_n, DPE):
-			K_pe_shared[j, d] = T.if_then_else(n0 + j < limit,
-				kv_val(KV, block_table, b, n0 + j, DV + d), T.Cast(dtype, 0))
+	def dec(x):
+		return _fnuz_decode(T, x) if fp8 else x
 
 	@T.macro
-	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared):
+	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared, R_t):
+		"""Keys [n0, n0 + block_n) of sequence b, those at or past limit zero (never read)."""
+		if not gather:
+			for j, d in T.Parallel(block_n, DV):
+				KV_shared[j, d] = T.if_then_else(n0 + j < limit,
+					kv_val(KV, block_table, b, n0 + j, d), T.Cast(dtype, 0))
+			for j, d in T.Parallel(block_n, DPE):
+				K_pe_shared[j, d] = T.if_then_else(n0 + j < limit,
+					kv_val(KV, block_table, b, n0 + j, DV + d), T.Cast(dtype, 0))
+		else:
+			# the gather: each key's cache row once (block_table read once per key), -1 past limit
+			for j in T.Parallel(block_n):
+				R_t[j] = T.if_then_else(n0 + j < limit, kv_row(block_table, b, n0 + j),
+					T.int64(-1))
+			for j, d in T.Parallel(block_n, DV):
+				KV_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], d]), T.Cast(dtype, 0))
+			for j, d in T.Parallel(block_n, DPE):
+				K_pe_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], DV + d]),
+					T.Cast(dtype, 0))
+
+	@T.macro
+	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared, R_s):
 		"""Keys [n0, n0 + block_n) of sequence b, all visible."""
 		if bulk8:
 			row8 = kv_row(block_table, b, n0)
 			T.copy(KV[row8:row8 + block_n, 0:DV], KV8_shared)
 			T.copy(KV[row8:row8 + block_n, DV:D], KV8pe_shared)
 			for j, d in T.Parallel(block_n, DV):
-				KV_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8_shared[j, d]))
+				KV_shared[j, d] = _fnuz_decode(T, KV8_shared[j, d])
 			for j, d in T.Parallel(block_n, DPE):
-				K_pe_shared[j, d] = T.Cast(dtype, _fnuz_decode(T, KV8pe_shared[j, d]))
+				K_pe_shared[j, d] = _fnuz_decode(T, KV8pe_shared[j, d])
 		elif bulk:
 			row0 = kv_row(block_table, b, n0)
 			T.copy(KV[row0:row0 + block_n, 0:DV], KV_shared)
 			T.copy(KV[row0:row0 + block_n, DV:D], K_pe_shared)
 		else:
+			# the gather (pages of fewer keys than a tile): each key's cache row once
+			for j in T.Parallel(block_n):
+				R_s[j] = kv_row(block_table, b, n0 + j)
 			for j, d in T.Parallel(block_n, DV):
-				KV_shared[j, d] = kv_val(KV, block_table, b, n0 + j, d)
+				KV_shared[j, d] = dec(KV[R_s[j], d])
 			for j, d in T.Parallel(block_n, DPE):
-				K_pe_shared[j, d] = kv_val(KV, block_table, b, n0 + j, DV + d)
+				K_pe_shared[j, d] = dec(KV[R_s[j], DV + d])
 
 	@T.macro
 	def scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s):
@@ -214,12 +278,22 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 
 	@T.macro
 	def attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-			K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
+			K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, R_s, R_t, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum):
 		r0 = by * block_h
 		# not TMA: TileLang 0.1.15 puts the wait for a TMA load of Q inside the first iteration
 		# of the pipelined loop, so a CTA whose loop is empty (tail only) would read Q early
-		T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared, disable_tma=True)
-		T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared, disable_tma=True)
+		if pad:
+			for i, d in T.Parallel(block_h, DV):
+				Q_shared[i, d] = T.if_then_else(r0 + i < rows, Q[bx, r0 + i, d], T.Cast(dtype, 0))
+			for i, d in T.Parallel(block_h, DPE):
+				Q_pe_shared[i, d] = T.if_then_else(r0 + i < rows, Q[bx, r0 + i, DV + d],
+					T.Cast(dtype, 0))
+		else:
+			T.copy(Q[bx, r0:r0 + block_h, 0:DV], Q_shared, disable_tma=True)
+			T.copy(Q[bx, r0:r0 + block_h, DV:D], Q_pe_shared, disable_tma=True)
+			if Q_FENCE_ONCE:
+				T.fence_proxy_async()
+				T.sync_threads()
 		T.fill(acc_o, 0)
 		T.fill(lsum, 0)
 		T.fill(m, ninf)
@@ -227,7 +301,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		seqlen = seqlens[bx]
 		# visible keys of the first and last row of this tile (causal: row r is query r // h_q)
 		l_min = T.max(seqlen - s_q + 1 + r0 // h_q, 0)
-		l_max = T.max(seqlen - s_q + 1 + (r0 + block_h - 1) // h_q, 0)
+		# (padded rows count as the last real row: they must not widen the keys read)
+		l_max = T.max(seqlen - s_q + 1 + real_row(r0 + block_h - 1) // h_q, 0)
 		n_full = l_min // block_n
 		n_all = T.ceildiv(l_max, block_n)
 		# key tiles visible to every row of the tile, split evenly over the splits; pipelined
@@ -235,8 +310,9 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		rem = n_full % num_split
 		cnt = per + T.if_then_else(bz < rem, 1, 0)
 		start = per * bz + T.min(bz, rem)
-		for k in T.Pipelined(cnt, num_stages=num_stages):
-			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared)
+		for k in key_loop(cnt):
+			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared, KV8_shared,
+				KV8pe_shared, R_s)
 			scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
 			update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 		# the tiles holding a row's visible length (at most 1 + (s_q - 1) / block_n): last split,
@@ -244,11 +320,12 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		if bz == num_split - 1:
 			for t in T.serial(n_all - n_full):
 				n0 = (n_full + t) * block_n
-				load_pred(KV, block_table, bx, n0, l_max, KV_t, K_pe_t)
+				load_pred(KV, block_table, bx, n0, l_max, KV_t, K_pe_t, R_t)
 				scores(Q_shared, Q_pe_shared, KV_t, K_pe_t, acc_s)
 				for i, j in T.Parallel(block_h, block_n):
 					acc_s[i, j] = T.if_then_else(
-						n0 + j >= seqlen - s_q + 1 + (r0 + i) // h_q, ninf, acc_s[i, j])
+						n0 + j >= seqlen - s_q + 1 + real_row(r0 + i) // h_q,
+						ninf, acc_s[i, j])
 				update(acc_s, S_shared, KV_t, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 
 	pass_configs = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
@@ -278,6 +355,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
 				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
 				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
+				R_s = T.alloc_shared([block_n] if gather else [1], T.int64)
+				R_t = T.alloc_shared([block_n] if gather else [1], T.int64)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				O_shared = T.alloc_shared([block_h, DV], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
@@ -290,15 +369,26 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				lsum = T.alloc_fragment([block_h], acc)
 				T.use_swizzle(10)
 				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, R_s, R_t, S_shared, acc_s, acc_o,
+					m, m_prev, m_s, alpha, ssum, lsum)
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] * out_mul / lsum[i], 0)
 				T.copy(acc_o, O_shared)
-				T.copy(O_shared, Out[bx, by * block_h:(by + 1) * block_h, :])
-				for i in T.Parallel(block_h):
-					Lse[bx, ((by * block_h + i) % h_q) * s_q + (by * block_h + i) // h_q] = (
-						T.if_then_else(lsum[i] > 0, (T.log2(lsum[i]) + m_s[i]) * LN2,
-							T.infinity(acc)))
+				if pad:
+					for i, j in T.Parallel(block_h, DV):
+						if by * block_h + i < rows:
+							Out[bx, by * block_h + i, j] = O_shared[i, j]
+					for i in T.Parallel(block_h):
+						if by * block_h + i < rows:
+							Lse[bx, ((by * block_h + i) % h_q) * s_q + (by * block_h + i) // h_q] = (
+								T.if_then_else(lsum[i] > 0, (T.log2(lsum[i]) + m_s[i]) * LN2,
+									T.infinity(acc)))
+				else:
+					T.copy(O_shared, Out[bx, by * block_h:(by + 1) * block_h, :])
+					for i in T.Parallel(block_h):
+						Lse[bx, ((by * block_h + i) % h_q) * s_q + (by * block_h + i) // h_q] = (
+							T.if_then_else(lsum[i] > 0, (T.log2(lsum[i]) + m_s[i]) * LN2,
+								T.infinity(acc)))
 	else:
 		@T.prim_func
 		def main(
@@ -320,6 +410,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				K_pe_t = T.alloc_shared([block_n, DPE], dtype)
 				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
 				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
+				R_s = T.alloc_shared([block_n] if gather else [1], T.int64)
+				R_t = T.alloc_shared([block_n] if gather else [1], T.int64)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
 				acc_o = T.alloc_fragment([block_h, DV], acc)
@@ -331,13 +423,23 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				lsum = T.alloc_fragment([block_h], acc)
 				T.use_swizzle(10)
 				attend(Q, KV, block_table, seqlens, bx, by, bz, Q_shared, Q_pe_shared, KV_shared,
-					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, S_shared, acc_s, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+					K_pe_shared, KV_t, K_pe_t, KV8_shared, KV8pe_shared, R_s, R_t, S_shared, acc_s, acc_o,
+					m, m_prev, m_s, alpha, ssum, lsum)
 				for i, j in T.Parallel(block_h, DV):
 					acc_o[i, j] = T.if_then_else(lsum[i] > 0, acc_o[i, j] / lsum[i], 0)
-				T.copy(acc_o, O_part[bx, by * block_h:(by + 1) * block_h, bz, :])
-				for i in T.Parallel(block_h):
-					L_part[bx, by * block_h + i, bz] = T.if_then_else(
-						lsum[i] > 0, T.log2(lsum[i]) + m_s[i], ninf)
+				if pad:
+					for i, j in T.Parallel(block_h, DV):
+						if by * block_h + i < rows:
+							O_part[bx, by * block_h + i, bz, j] = acc_o[i, j]
+					for i in T.Parallel(block_h):
+						if by * block_h + i < rows:
+							L_part[bx, by * block_h + i, bz] = T.if_then_else(
+								lsum[i] > 0, T.log2(lsum[i]) + m_s[i], ninf)
+				else:
+					T.copy(acc_o, O_part[bx, by * block_h:(by + 1) * block_h, bz, :])
+					for i in T.Parallel(block_h):
+						L_part[bx, by * block_h + i, bz] = T.if_then_else(
+							lsum[i] > 0, T.log2(lsum[i]) + m_s[i], ninf)
 
 			# merge the splits: one CTA per (row, batch)
 			with T.Kernel(rows, batch, threads=128) as (ry, bb):
@@ -371,7 +473,8 @@ def _key(a, config):
 	return (a.s_q, a.h_q, a.page_size, a.kv_dtype == "fp8_e4m3_fnuz", int(config.get("block_n", 64)), _block_h(a, config),
 		max(1, int(config.get("num_splits", 1))), int(config.get("num_stages", 2)) or 2,
 		32 * (int(config.get("num_warps", 8)) or 8), float(a.softmax_scale),
-		float(a.kv_scale) if a.kv_dtype == "fp8_e4m3_fnuz" else 1.0)
+		float(a.kv_scale) if a.kv_dtype == "fp8_e4m3_fnuz" else 1.0,
+		bool(FP8_BULK) or a.kv_dtype != "fp8_e4m3_fnuz")
 
 
 def _kernel(a, config):
