@@ -118,6 +118,13 @@ def supports(shape):
 
 
 def configs(arch):
+	if str(arch) == "gfx942":
+		# MI300X (TileLang's HIP backend: MFMA, 64-wide wavefronts, 64 KiB of LDS per workgroup):
+		# Q of 64 heads alone (72 KiB of bf16) does not fit, so 16 heads and 32 keys per tile
+		# (18 + 36 KiB), single-buffered, 256 threads.  Chosen from those limits for the plan of
+		# the field's gfx942 card; never compiled or run: no MI300X has been lent to this project.
+		return [{"name": "bn32_bh16_sp%d_w8_st1" % ns, "block_n": 32, "block_h": 16, "num_splits": ns,
+			"num_warps": 8, "num_stages": 1} for ns in (1, 4)]
 	if not str(arch).startswith("sm_90"):
 		return []
 	out = []
