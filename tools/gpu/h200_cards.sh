@@ -11,7 +11,7 @@
 #     stripped (recipe in BENCHMARKS.md)
 #   tools/gpu/device_env.sh: unpacks both tarballs on the device, exports LD_LIBRARY_PATH, VS_PYTHON,
 #     PYTHONPATH and FLASHMLA_SO
-#   device run, carry [".dev/shared", ".dev/final"]:  tools/gpu/h200_cards.sh start plans hip triton headline
+#   device run, carry [".dev/shared", ".dev/final"]:  tools/gpu/h200_cards.sh start plans warm hip triton headline
 #   (if it has not finished when the call returns, at once:)  tools/gpu/h200_cards.sh wait
 #
 # `start STEP...` runs the steps in a background session (setsid: it outlives the call) and waits;
@@ -19,6 +19,7 @@
 # one tarball of plans and eval dirs to $OUT. Steps:
 #   plans     --emit-plan of the cards: the sm_90 ones with FlashMLA, torch and the other port as
 #             references, the gfx942 ones (plans only: no MI300X), the headline plan (tier full)
+#   warm      compile the TileLang kernels of the sm_90 plan in parallel (TileLang's disk cache)
 #   hip       --run the HIP port's sm_90 card (baseline tilelang.mla_decode)
 #   triton    --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
 #   headline  the four bf16 headline shapes of tier full, every implementation in one run
@@ -54,6 +55,12 @@ run_steps() {
 				$VS --emit-plan skills/mla_tilelang_to_triton.md --tier standard
 				$VS --emit-plan skills/mla_decode_hip_port.md --tier standard
 			} >"$WORK/plans.log" 2>&1
+			;;
+		warm)
+			# TileLang compiles one kernel at a time in the harness's worker (15-30 s each, about
+			# 32 for the standard tier): compile them in parallel first, into TileLang's disk cache
+			timeout 240 $VS_PYTHON tools/gpu/tilelang_check.py --module kernels/tilelang/mla_decode.py \
+				--warm-plan plans/mla_decode_hip_port_sm90.plan.json --jobs 16 >"$WORK/warm.log" 2>&1
 			;;
 		hip)
 			$VS --run plans/mla_decode_hip_port_sm90.plan.json --threads "$threads" >"$WORK/hip.log" 2>&1
