@@ -163,11 +163,15 @@ def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
     l_i = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([BLOCK_H, 512], dtype=tl.float32)
     bt_row = BT + b.to(tl.int64) * max_pages
+    pg0 = tl.load(bt_row, mask=seqlen > 0, other=0)
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         nmask = offs_n < end
+        # Masked-off keys address the sequence's first row (never page 0 of the cache: a cache
+        # base may lie outside every allocation, and a masked cp.async may still translate it).
         pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
-        kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
+        pg = tl.where(nmask, pg, pg0)
+        kv_off = (pg.to(tl.int64) * page + tl.where(nmask, offs_n % page, 0)) * 576
         kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
         kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
         if FP8:
@@ -237,11 +241,15 @@ def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale
     l_i = tl.zeros([BLOCK_H], dtype=tl.float32)
     acc = tl.zeros([512, BLOCK_H], dtype=tl.float32)
     bt_row = BT + b.to(tl.int64) * max_pages
+    pg0 = tl.load(bt_row, mask=seqlen > 0, other=0)
     for n0 in range(start, end, BLOCK_N):
         offs_n = n0 + tl.arange(0, BLOCK_N)
         nmask = offs_n < end
+        # Masked-off keys address the sequence's first row (never page 0 of the cache: a cache
+        # base may lie outside every allocation, and a masked cp.async may still translate it).
         pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
-        kv_off = (pg.to(tl.int64) * page + (offs_n % page)) * 576
+        pg = tl.where(nmask, pg, pg0)
+        kv_off = (pg.to(tl.int64) * page + tl.where(nmask, offs_n % page, 0)) * 576
         kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
         kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
         if FP8:
