@@ -758,63 +758,58 @@ VS_DEV void wg1_load_kv_bf16(const FlashParams &p, unsigned char *dst, const lon
 	}
 }
 
-/* Raw fp8 tile, row-major 64 x 576, by the 128 threads of warpgroup 1. */
-VS_DEV void wg1_load_kv_fp8(const FlashParams &p, unsigned char *dst, const long long *rowoff, int x)
-{
-#pragma unroll 6
-	for (int i = 0; i < 18; i++) {
-		int c = x + i * 128;
-		int row = c / 36, ch = c % 36;
-		long long off = rowoff[row];
-		bool valid = off >= 0;
-
-		cp_async16(dst + row * D_QK + ch * 16, p.kv + (valid ? off : 0) + ch * 16, valid);
-	}
-}
-
 /*
- * fp8 decode, one 64-dim atom at a time, by all 256 threads: thread tid decodes 8 codes of rows
- * tid / 8 and tid / 8 + 32 (dims 64a + 8 (tid % 8) ..), so 8 consecutive threads write the 8
- * distinct 16-byte slots of one swizzled 128-byte line (no bank conflicts), and the raw words of
- * the next atom can be loaded before the barrier that ends this one. The decode is exact except
- * that 0x80 gives -0: the returned bits (nonzero under 0x80808080) say a 0x80 was seen.
+ * fp8 KV without raw shared-memory stages: warpgroup 1 loads a raw tile (64 rows x 576 codes) from
+ * global memory straight into registers, 18 16-byte vectors per thread (consecutive threads read
+ * consecutive 16-byte chunks of a row: coalesced), one tile ahead, and decodes it with the exact
+ * decoder (0x80 -> NaN) into the free one of the two bf16 stages, in the same swizzled layout as
+ * a bf16 tile. The decoded tile is then read by the unchanged bf16 pipeline (S, softmax, P V), so
+ * fp8 has the bf16 kernel's critical path; the decode runs on warpgroup 1 while warpgroup 0's S
+ * and softmax occupy the tensor cores, and during its own half of P V.
  */
-VS_DEV void wg_load_atom_fp8(const unsigned char *raw, int tid, int a, uint2 (&w)[2])
+constexpr int WG_FP8_VECS = 18; /* 64 x 36 chunks of 16 codes / 128 threads */
+#ifndef MLA_WG_FP8_TOP
+#define MLA_WG_FP8_TOP 9
+#endif
+/* Vectors decoded (and reloaded) before warpgroup 1's P V; the rest while its P V runs. */
+constexpr int WG_FP8_TOP = MLA_WG_FP8_TOP;
+
+VS_DEV vs_u32x4 ld_global_nc_v4(const void *p)
 {
-#pragma unroll
-	for (int j = 0; j < 2; j++)
-		w[j] = *(const uint2 *)(raw + ((tid >> 3) + 32 * j) * D_QK + a * 64 + (tid & 7) * 8);
+	vs_u32x4 v;
+
+	asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	    : "l"(p));
+	return v;
 }
 
-VS_DEV uint32_t wg_decode_atom_fp8(const uint2 (&w)[2], unsigned char *dst, int tid, int a)
+/* Vectors [i0, i1) of warpgroup 1's share of a raw tile into registers (zeros past kv_len). */
+template <int I0, int I1>
+VS_DEV void wg1_ld_fp8(const FlashParams &p, vs_u32x4 (&w)[WG_FP8_VECS], const long long *rowoff, int x)
 {
-	uint32_t nan = 0;
-
 #pragma unroll
-	for (int j = 0; j < 2; j++) {
-		const int row = (tid >> 3) + 32 * j, q = tid & 7;
-		vs_u32x4 o;
+	for (int i = I0; i < I1; i++) {
+		const int c = x + 128 * i, row = c / 36, ch = c % 36;
+		const long long off = rowoff[row];
 
-		nan |= mma_fp8x4_nan_bits(w[j].x) | mma_fp8x4_nan_bits(w[j].y);
-		mma_fp8x4_to_bf16x4_nonan(w[j].x, o.x, o.y);
-		mma_fp8x4_to_bf16x4_nonan(w[j].y, o.z, o.w);
-		*(vs_u32x4 *)(dst + a * (int)WG_ATOM_K + (row >> 3) * (int)WG_GRP + (row & 7) * 128 +
-			      ((q ^ (row & 7)) << 4)) = o;
+		if (off >= 0)
+			w[i] = ld_global_nc_v4(p.kv + off + ch * 16);
+		else
+			w[i] = vs_u32x4{ 0u, 0u, 0u, 0u };
 	}
-	return nan;
 }
 
-/* The whole tile with the NaN-exact decoder (the rare tile that holds a visible 0x80). */
-VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid)
+/* Decode vectors [i0, i1) into a swizzled 64 x 576 bf16 stage. */
+template <int I0, int I1>
+VS_DEV void wg1_st_fp8(const vs_u32x4 (&w)[WG_FP8_VECS], unsigned char *dst, int x)
 {
 #pragma unroll
-	for (int i = 0; i < 9; i++) {
-		int c = tid + i * 256;
-		int row = c / 36, ch = c % 36;
-		vs_u32x4 w = *(const vs_u32x4 *)(raw + row * D_QK + ch * 16);
+	for (int i = I0; i < I1; i++) {
+		const int c = x + 128 * i, row = c / 36, ch = c % 36;
 		vs_u32x4 o0, o1;
 
-		fp8x16_to_bf16x16(w, o0, o1);
+		fp8x16_to_bf16x16(w[i], o0, o1);
 		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch)) = o0;
 		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
 	}
@@ -833,6 +828,21 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
 	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 64;
+
+	/*
+	 * Nothing below depends on seqlens but the KV range: Q is copied and the block_table line of
+	 * the first tile (of a full-length sequence) prefetched into L2 before seqlens arrive, so a
+	 * short task pays one memory latency less (an empty block waits for its Q and drops it).
+	 */
+	wg_load_q(p, smem + WG_Q_OFF, b, m0, tid);
+	cp_async_commit();
+	if (tid == 0 && p.max_pages > 0) {
+		const long long tiles = ((long long)p.max_pages * p.page_size + 63) / 64;
+		const long long per = (tiles + p.num_splits - 1) / p.num_splits;
+		const long long pg = min((long long)split * per * 64 / p.page_size, (long long)p.max_pages - 1);
+
+		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
+	}
 	const BlockRange r = block_range(p, b, split, m0, 64, 64);
 	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
 	float *sL = (float *)(smem + WG_L_OFF);
@@ -851,12 +861,17 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 	for (int i = 0; i < 128; i++)
 		o[i] = 0.f;
 
+	if (wg == 0 && t4 == 0) { /* no tile: empty rows (overwritten after the tiles) */
+		sL[row0] = sL[row0 + 8] = 0.f;
+		sM[row0] = sM[row0 + 8] = -INFINITY;
+	}
+
 	long long *sRow = (long long *)(smem + WG_ROW_OFF);
 	constexpr int LEAD = FP8 ? 2 : 1;  /* tile t + LEAD is issued during tile t */
 	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
+	vs_u32x4 raw[WG_FP8_VECS]; /* fp8: warpgroup 1's share of the next raw tile (unused for bf16) */
 
 	if (r.t_begin < r.t_end) {
-		wg_load_q(p, smem + WG_Q_OFF, b, m0, tid);
 		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {
 			int u = r.t_begin + x / 64;
 
@@ -864,119 +879,39 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				sRow[(u % 3) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
 		}
 		vs_syncthreads();
-		/*
-		 * KV tiles are copied by warpgroup 1 alone; every thread commits a group per step (empty
-		 * ones in warpgroup 0) so that the wait counts agree.
-		 */
+		/* KV tiles are copied (bf16) or loaded and decoded (fp8) by warpgroup 1 alone. */
 		if (FP8) {
-			if (wg == 1)
-				wg1_load_kv_fp8(p, smem + WG_RAW_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
-			cp_async_commit();
-			if (wg == 1 && r.t_begin + 1 < r.t_end)
-				wg1_load_kv_fp8(p, smem + WG_RAW_OFF + 36864, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
+			/* tile t_begin decoded into stage 0, tile t_begin + 1 in registers */
+			if (wg == 1) {
+				wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 3) * 64, tid - 128);
+				wg1_st_fp8<0, WG_FP8_VECS>(raw, smem + WG_KV_OFF, tid - 128);
+				if (r.t_begin + 1 < r.t_end)
+					wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
+			}
 			cp_async_commit();
 		} else {
 			if (wg == 1)
 				wg1_load_kv_bf16(p, smem + WG_KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
 			cp_async_commit();
 		}
-		for (int t = r.t_begin; t < r.t_end; t++) {
-			const int k = t - r.t_begin;
-			/* Warpgroup 1 (idle during S) fetches the block_table entries of tile t + LEAD + 1. */
-			const bool fetch = wg == 1 && tid < 192 && t + LEAD + 1 < r.t_end;
-			RowFetch f = { -1, 0 };
-			uint32_t kv_s;
+		/*
+		 * Warp-specialized loops (each warpgroup keeps only its own registers live): one
+		 * named barrier (2) per tile opens it for both, barrier 1 hands P and alpha to
+		 * warpgroup 1.
+		 */
+		if (wg == 0) {
+			for (int t = r.t_begin; t < r.t_end; t++) {
+				const int k = t - r.t_begin;
+				const uint32_t kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
+				float s[32];
 
-			float s[32];
-
-			if (FP8) {
-				/*
-				 * Decode atom by atom (64 dims of the 64 keys); after each atom's barrier
-				 * warpgroup 0 issues that atom's 4 k steps of S, which run on the tensor
-				 * cores while the next atom is decoded. A tile that holds 0x80 (a visible
-				 * NaN code, legal and rare) is decoded again with the NaN-exact decoder and
-				 * its S recomputed.
-				 */
-				unsigned char *raw = smem + WG_RAW_OFF + (k & 1) * 36864;
-				const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
-				const uint64_t dk = wgmma_desc_sw128(sbase + WG_KV_OFF, 16, WG_GRP);
-				uint32_t nan = 0;
-				uint2 w[2], wn[2];
-
-				cp_async_wait<1>();
-				vs_syncthreads(); /* raw tile t complete; the decoded tile is free */
-				if (wg == 0)
-#pragma unroll
-					for (int i = 0; i < 32; i++)
-						s[i] = 0.f;
-				wg_load_atom_fp8(raw, tid, 0, w);
-#pragma unroll
-				for (int a = 0; a < D_QK / 64; a++) {
-					if (a + 1 < D_QK / 64)
-						wg_load_atom_fp8(raw, tid, a + 1, wn);
-					nan |= wg_decode_atom_fp8(w, smem + WG_KV_OFF, tid, a);
-					fence_proxy_async();
-					vs_syncthreads(); /* atom a decoded */
-					if (wg == 0) {
-						wgmma_fence();
-#pragma unroll
-						for (int kk = 4 * a; kk < 4 * a + 4; kk++) {
-							const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
-
-							wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
-						}
-					}
-					if (a + 1 < D_QK / 64) {
-						w[0] = wn[0];
-						w[1] = wn[1];
-					}
-				}
-				if (wg == 0)
-					wgmma_commit();
-				if (__syncthreads_or((int)(nan & 0x80808080u))) {
-					if (wg == 0)
-						wgmma_wait<0>(); /* S done reading the decoded tile */
-					vs_syncthreads();
-					wg_convert_fp8(raw, smem + WG_KV_OFF, tid);
-					fence_proxy_async();
-					vs_syncthreads();
-					if (wg == 0) {
-#pragma unroll
-						for (int i = 0; i < 32; i++)
-							s[i] = 0.f;
-						wgmma_fence();
-#pragma unroll
-						for (int kk = 0; kk < D_QK / 16; kk++) {
-							const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
-
-							wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
-						}
-						wgmma_commit();
-					}
-				}
-				/* every thread is done with the raw tile: refill it */
-				if (wg == 1 && t + 2 < r.t_end)
-					wg1_load_kv_fp8(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
-				cp_async_commit();
-				kv_s = sbase + WG_KV_OFF;
-			} else {
-				cp_async_wait<0>();
+				cp_async_wait<0>(); /* Q (the KV copies are warpgroup 1's) */
 				fence_proxy_async();
-				vs_syncthreads(); /* tile t complete; stage of tile t-1, P, alpha free */
-				if (wg == 1 && t + 1 < r.t_end)
-					wg1_load_kv_bf16(p, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
-							 sRow + ((t + 1) % 3) * 64, tid - 128);
-				cp_async_commit();
-				kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
-			}
-			if (fetch)
-				f = row_fetch(p, b, (t + LEAD + 1) * 64 + (tid - 128), r.kv_len);
-
-			if (wg == 0) {
+				named_bar_sync(2, 256); /* tile t complete; stage of tile t-1, P, alpha free */
 				float mx[2], alpha[2], mu[2];
 				uint32_t pa[16];
 
-				if (!FP8) { /* fp8: S was issued with the decode */
+				{
 					/* Descriptors: a base per operand plus a constant per k step (start field only). */
 					const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
 					const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
@@ -1068,10 +1003,51 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				wgmma_commit();
 				wgmma_wait<0>();
 				wgmma_fence_operands(o);
-			} else {
+			}
+			/* m and l of this block's rows, for both warpgroups' finalize (inside the branch:
+			 * warpgroup 1's registers need not keep them live) */
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				float l = mma_row_sum(l_run[h]);
+
+				if (t4 == 0) {
+					sL[row0 + 8 * h] = l;
+					sM[row0 + 8 * h] = m_run[h];
+				}
+			}
+		} else {
+			for (int t = r.t_begin; t < r.t_end; t++) {
+				const int k = t - r.t_begin;
+				const uint32_t kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
+				/* Warpgroup 1 (idle during S) fetches the block_table entries of tile t + LEAD + 1. */
+				const bool fetch = tid < 192 && t + LEAD + 1 < r.t_end;
+				const int jf = (t + LEAD + 1) * 64 + (tid - 128);
+				int32_t page = 0;
+
+				cp_async_wait<0>(); /* tile t (bf16), Q */
+				fence_proxy_async();
+				named_bar_sync(2, 256); /* tile t complete; stage of tile t-1, P, alpha free */
+				if (FP8) {
+					if (t + 1 < r.t_end) {
+						/* first half of tile t+1 now, the second half while P V runs */
+						wg1_st_fp8<0, WG_FP8_TOP>(raw, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+									       tid - 128);
+						if (t + 2 < r.t_end)
+							wg1_ld_fp8<0, WG_FP8_TOP>(p, raw, sRow + ((t + 2) % 3) * 64,
+										       tid - 128);
+					}
+				} else {
+					if (t + 1 < r.t_end)
+						wg1_load_kv_bf16(p, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+								 sRow + ((t + 1) % 3) * 64, tid - 128);
+					cp_async_commit();
+				}
+				if (fetch && jf < r.kv_len)
+					page = p.block_table[(size_t)b * (size_t)p.max_pages + (size_t)(jf / p.page_size)];
 				named_bar_sync(1, 256);
 				if (fetch)
-					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] = row_fetch_offset(p, f, ROWB);
+					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] =
+						jf < r.kv_len ? ((long long)page * p.page_size + jf % p.page_size) * ROWB : -1;
 				const float a0 = sAlpha[row0], a1 = sAlpha[row0 + 8];
 
 				if (a0 != 1.f || a1 != 1.f)
@@ -1086,25 +1062,22 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 				for (int kk = 0; kk < 4; kk++)
 					wgmma_m64n256k16_ss(o, dp + ((kk * 32) >> 4), dv + ((kk * 2 * WG_GRP) >> 4), 1);
 				wgmma_commit();
+				if (FP8 && t + 1 < r.t_end) {
+					/* second half of tile t+1 into the free stage while P V runs */
+					wg1_st_fp8<WG_FP8_TOP, WG_FP8_VECS>(raw, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+										 tid - 128);
+					if (t + 2 < r.t_end)
+						wg1_ld_fp8<WG_FP8_TOP, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 3) * 64,
+											 tid - 128);
+				}
 				wgmma_wait<0>();
 				wgmma_fence_operands(o);
 			}
 		}
-		cp_async_wait<0>();
 	}
+	cp_async_wait<0>(); /* Q (also in a block with no tile) */
 
-	/* Finalize: warpgroup 0 owns m and l; both warpgroups write their 256 columns. */
-	if (wg == 0) {
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			float l = mma_row_sum(l_run[h]);
-
-			if (t4 == 0) {
-				sL[row0 + 8 * h] = l;
-				sM[row0 + 8 * h] = m_run[h];
-			}
-		}
-	}
+	/* Finalize: warpgroup 0 wrote m and l (above); both warpgroups write their 256 columns. */
 	vs_syncthreads();
 #pragma unroll
 	for (int h = 0; h < 2; h++) {
