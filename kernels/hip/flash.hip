@@ -40,6 +40,7 @@
 #include "hip_impls.h"
 #include "../mla_numeric.h"
 
+#include <limits.h>
 #include <math.h>
 
 namespace {
@@ -1104,51 +1105,69 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 
 #if defined(MLA_HAVE_WGMMA)
 /*
- * BLOCK_H 16: S^T = K Q^T (wgmma m64n16k16: M = the tile's 64 keys, N = the block's 16 rows, A = the
+ * BLOCK_H NB (16 or 32): S^T = K Q^T (wgmma m64nNBk16: M = the tile's 64 keys, N = the block's NB rows, A = the
  * K tile, B = Q, both K-major) and O^T = V^T P^T (M = 64 output dims per product, A = the same tile
  * read MN-major, B = P^T [row][key]). Warpgroup 0: S^T, the softmax down the columns (a column is
  * one row m: its 64 keys sit in 4 warps x 8 lanes x 2), P^T to shared memory, O^T for dims 0-255;
  * warpgroup 1: the KV tiles (cp.async for bf16; register loads and the exact decode for fp8, as in
- * mla_flash_wgmma) and O^T for dims 256-511. Accumulator of m64n16 in warp w, lane (g, t4):
+ * mla_flash_wgmma) and O^T for dims 256-511. Accumulator of m64nNB in warp w, lane (g, t4):
  * d[4j + e] = (M index 16w + g + 8(e/2), column 8j + 2t4 + e%2).
- * Shared memory: Q as 9 atoms of 16 rows x 64 dims (2 KiB each, the 128-byte swizzle), two KV stages
- * in mla_flash_wgmma's layout, P^T 16 rows x 64 keys (one atom column), column maxima [4][16],
- * alpha [16], partial l [4][16], m [16], the row-offset ring.
+ * Shared memory: Q as 9 atoms of NB rows x 64 dims (NB x 128 bytes each, the 128-byte swizzle), two
+ * KV stages in mla_flash_wgmma's layout, P^T NB rows x 64 keys (one atom column), column maxima
+ * [4][NB], alpha [NB], partial l [4][NB], m [NB], the row-offset ring.
  */
-constexpr int WT_Q_OFF = 0;
-constexpr int WT_KV_OFF = 18432;
-constexpr int WT_P_OFF = WT_KV_OFF + 2 * 73728;
-constexpr int WT_MAX_OFF = WT_P_OFF + 2048;
-constexpr int WT_ALPHA_OFF = WT_MAX_OFF + 256;
-constexpr int WT_L_OFF = WT_ALPHA_OFF + 256;
-constexpr int WT_M_OFF = WT_L_OFF + 256;
-constexpr int WT_ROW_OFF = WT_M_OFF + 256;
-constexpr uint32_t WT_Q_ATOM = 2048;
-static_assert(WT_ROW_OFF + 3 * 64 * 8 == MLA_FLASH_WGMMA_T_SMEM, "transposed wgmma smem formula");
-static_assert(WT_KV_OFF % 1024 == 0 && WT_P_OFF % 1024 == 0, "atom alignment");
+template <int NB>
+struct WtLayout {
+	static constexpr int NJ = NB / 8;      /* 8-column groups of the accumulator */
+	static constexpr int NQ = 2 * NJ;      /* columns per thread */
+	static constexpr int ACC = 4 * NJ;     /* floats of one m64nNB accumulator */
+	static constexpr uint32_t Q_ATOM = NB * 128;
+	static constexpr int Q_OFF = 0;
+	static constexpr int KV_OFF = 9 * NB * 128;
+	static constexpr int P_OFF = KV_OFF + 2 * 73728;
+	static constexpr int MAX_OFF = P_OFF + NB * 128;
+	static constexpr int ALPHA_OFF = MAX_OFF + 16 * NB;
+	static constexpr int L_OFF = ALPHA_OFF + 4 * NB;
+	static constexpr int M_OFF = L_OFF + 16 * NB;
+	static constexpr int ROW_OFF = M_OFF + 4 * NB;
+	static_assert(ROW_OFF + 3 * 64 * 8 == MLA_FLASH_WGMMA_T_SMEM(NB), "transposed wgmma smem formula");
+	static_assert(KV_OFF % 1024 == 0 && P_OFF % 1024 == 0, "atom alignment");
+	static_assert(NB == 16 || NB == 32, "BLOCK_H");
+};
 
-/* 16 rows x 72 chunks of Q (zeros past m_total). */
+/* m64nNBk16 from shared memory (TA = 1: A MN-major). */
+template <int NB, int TA>
+VS_DEV void wgmma_t_ss(float (&d)[NB / 2], uint64_t da, uint64_t db, int acc)
+{
+	if constexpr (NB == 16)
+		wgmma_m64n16k16_ss<TA>(d, da, db, acc);
+	else
+		wgmma_m64n32k16_ss<TA>(d, da, db, acc);
+}
+
+/* NB rows x 72 chunks of Q (zeros past m_total). */
+template <int NB>
 VS_DEV void wt_load_q(const FlashParams &p, unsigned char *dst, int b, int m0, int tid)
 {
 #pragma unroll
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < (NB * 72 + 255) / 256; i++) {
 		int c = tid + i * 256;
 
-		if (c >= 16 * 72)
+		if (c >= NB * 72)
 			break;
 		int row = c / 72, ch = c % 72;
 		int m = m0 + row;
 		bool valid = m < p.m_total;
 		const uint16_t *src = p.q + (valid ? ((size_t)b * p.m_total + m) * D_QK + ch * 8 : 0);
 
-		cp_async16(dst + (ch >> 3) * (int)WT_Q_ATOM + (row >> 3) * (int)WG_GRP + (row & 7) * 128 +
+		cp_async16(dst + (ch >> 3) * (int)WtLayout<NB>::Q_ATOM + (row >> 3) * (int)WG_GRP + (row & 7) * 128 +
 				   (((ch & 7) ^ (row & 7)) << 4),
 			   src, valid);
 	}
 }
 #endif /* MLA_HAVE_WGMMA */
 
-template <bool FP8>
+template <int NB, bool FP8>
 __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 {
 #if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -1159,18 +1178,20 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 		__trap(); /* swizzle atoms need 1 KiB alignment */
 	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 	const int w = (tid & 127) >> 5; /* warp in the warpgroup */
-	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 16;
-	float *sMax = (float *)(smem + WT_MAX_OFF);   /* [4 warps][16 columns] */
-	float *sAlpha = (float *)(smem + WT_ALPHA_OFF); /* [16] */
-	float *sL = (float *)(smem + WT_L_OFF);       /* [4 warps][16] partial sums */
-	float *sM = (float *)(smem + WT_M_OFF);       /* [16] */
-	long long *sRow = (long long *)(smem + WT_ROW_OFF);
+	typedef WtLayout<NB> Y;
+	constexpr int NJ = Y::NJ, NQ = Y::NQ, ACC = Y::ACC;
+	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * NB;
+	float *sMax = (float *)(smem + Y::MAX_OFF);     /* [4 warps][NB columns] */
+	float *sAlpha = (float *)(smem + Y::ALPHA_OFF); /* [NB] */
+	float *sL = (float *)(smem + Y::L_OFF);         /* [4 warps][NB] partial sums */
+	float *sM = (float *)(smem + Y::M_OFF);         /* [NB] */
+	long long *sRow = (long long *)(smem + Y::ROW_OFF);
 	constexpr int LEAD = FP8 ? 2 : 1;
 	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
-	float o[4][8]; /* O^T: dims 64 (4 wg + a) + ..., this thread's 4 columns */
+	float o[4][ACC]; /* O^T: dims 64 (4 wg + a) + ..., this thread's NQ columns */
 
 	/* This thread's columns: c(j, e1) = 8j + 2 t4 + e1, index q = 2j + e1. */
-	wt_load_q(p, smem + WT_Q_OFF, b, m0, tid);
+	wt_load_q<NB>(p, smem + Y::Q_OFF, b, m0, tid);
 	cp_async_commit();
 	if (tid == 0 && p.max_pages > 0) {
 		const long long tiles = ((long long)p.max_pages * p.page_size + 63) / 64;
@@ -1179,19 +1200,19 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 
 		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
 	}
-	const BlockRange r = block_range(p, b, split, m0, 16, 64);
+	const BlockRange r = block_range(p, b, split, m0, NB, 64);
 
 #pragma unroll
 	for (int a = 0; a < 4; a++)
 #pragma unroll
-		for (int i = 0; i < 8; i++)
+		for (int i = 0; i < ACC; i++)
 			o[a][i] = 0.f;
 	if (wg == 0 && g == 0) { /* no tile: empty rows (overwritten after the tiles) */
 #pragma unroll
-		for (int q = 0; q < 4; q++) {
+		for (int q = 0; q < NQ; q++) {
 			const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
 
-			sL[w * 16 + c] = 0.f;
+			sL[w * NB + c] = 0.f;
 			if (w == 0)
 				sM[c] = -INFINITY;
 		}
@@ -1210,50 +1231,51 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 		if (wg == 1) {
 			if (FP8) {
 				wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 3) * 64, tid - 128);
-				wg1_st_fp8<0, WG_FP8_VECS>(raw, smem + WT_KV_OFF, tid - 128);
+				wg1_st_fp8<0, WG_FP8_VECS>(raw, smem + Y::KV_OFF, tid - 128);
 				if (r.t_begin + 1 < r.t_end)
 					wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
 			} else {
-				wg1_load_kv_bf16(p, smem + WT_KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
+				wg1_load_kv_bf16(p, smem + Y::KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
 			}
 		}
 		cp_async_commit();
 
 		if (wg == 0) {
-			int lim[4];
-			float m_run[4], l_run[4];
+			int lim[NQ];
+			float m_run[NQ], l_run[NQ];
+			int lim_min = INT_MAX;
 
 #pragma unroll
-			for (int q = 0; q < 4; q++) {
+			for (int q = 0; q < NQ; q++) {
 				lim[q] = row_limit(p, r.seqlen, m0 + 8 * (q >> 1) + 2 * t4 + (q & 1));
 				m_run[q] = -INFINITY;
 				l_run[q] = 0.f;
+				lim_min = min(lim_min, lim[q]);
 			}
-			const int lim_min = min(min(lim[0], lim[1]), min(lim[2], lim[3]));
 
 			for (int t = r.t_begin; t < r.t_end; t++) {
 				const int k = t - r.t_begin;
-				const uint32_t kv_s = sbase + WT_KV_OFF + (k & 1) * 73728;
-				float s[8], s1[8];
+				const uint32_t kv_s = sbase + Y::KV_OFF + (k & 1) * 73728;
+				float s[ACC], s1[ACC];
 
 				cp_async_wait<0>(); /* Q */
 				fence_proxy_async();
 				named_bar_sync(2, 256); /* tile t complete; the other stage, P, alpha free */
 				{
-					/* two accumulation chains (even / odd k steps): an m64n16 step is short */
+					/* two accumulation chains (even / odd k steps): an m64nNB step is short */
 					const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
-					const uint64_t dq = wgmma_desc_sw128(sbase + WT_Q_OFF, 16, WG_GRP);
+					const uint64_t dq = wgmma_desc_sw128(sbase + Y::Q_OFF, 16, WG_GRP);
 
 #pragma unroll
-					for (int i = 0; i < 8; i++)
+					for (int i = 0; i < ACC; i++)
 						s[i] = s1[i] = 0.f;
 					wgmma_fence();
 #pragma unroll
 					for (int kk = 0; kk < D_QK / 16; kk += 2) {
-						wgmma_m64n16k16_ss<0>(s, dk + (((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4),
-								      dq + (((kk >> 2) * WT_Q_ATOM + (kk & 3) * 32) >> 4), 1);
-						wgmma_m64n16k16_ss<0>(s1, dk + ((((kk + 1) >> 2) * WG_ATOM_K + ((kk + 1) & 3) * 32) >> 4),
-								      dq + ((((kk + 1) >> 2) * WT_Q_ATOM + ((kk + 1) & 3) * 32) >> 4), 1);
+						wgmma_t_ss<NB, 0>(s, dk + (((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4),
+								  dq + (((kk >> 2) * Y::Q_ATOM + (kk & 3) * 32) >> 4), 1);
+						wgmma_t_ss<NB, 0>(s1, dk + ((((kk + 1) >> 2) * WG_ATOM_K + ((kk + 1) & 3) * 32) >> 4),
+								  dq + ((((kk + 1) >> 2) * Y::Q_ATOM + ((kk + 1) & 3) * 32) >> 4), 1);
 					}
 					wgmma_commit();
 				}
@@ -1261,17 +1283,17 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				wgmma_fence_operands(s);
 				wgmma_fence_operands(s1);
 #pragma unroll
-				for (int i = 0; i < 8; i++)
+				for (int i = 0; i < ACC; i++)
 					s[i] += s1[i];
 
 				/* scale, mask, column maxima: in the thread (2 keys), the 8 lanes g, the 4 warps */
-				float cm[4];
+				float cm[NQ];
 #pragma unroll
-				for (int q = 0; q < 4; q++)
+				for (int q = 0; q < NQ; q++)
 					cm[q] = -INFINITY;
 				const bool full = (t + 1) * 64 <= lim_min;
 #pragma unroll
-				for (int j = 0; j < 2; j++)
+				for (int j = 0; j < NJ; j++)
 #pragma unroll
 					for (int e = 0; e < 4; e++) {
 						const int q = 2 * j + (e & 1);
@@ -1284,31 +1306,33 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 						cm[q] = vs_fmaxf(cm[q], v);
 					}
 #pragma unroll
-				for (int q = 0; q < 4; q++) {
+				for (int q = 0; q < NQ; q++) {
 					cm[q] = vs_fmaxf(cm[q], vs_shfl_xor(cm[q], 4));
 					cm[q] = vs_fmaxf(cm[q], vs_shfl_xor(cm[q], 8));
 					cm[q] = vs_fmaxf(cm[q], vs_shfl_xor(cm[q], 16));
 				}
 				if (g == 0)
 #pragma unroll
-					for (int q = 0; q < 4; q++)
-						sMax[w * 16 + 8 * (q >> 1) + 2 * t4 + (q & 1)] = cm[q];
+					for (int q = 0; q < NQ; q++)
+						sMax[w * NB + 8 * (q >> 1) + 2 * t4 + (q & 1)] = cm[q];
 				named_bar_sync(3, 128);
-				float alpha[4], mu[4];
+				float alpha[NQ], mu[NQ];
+				bool moved = false;
 #pragma unroll
-				for (int q = 0; q < 4; q++) {
+				for (int q = 0; q < NQ; q++) {
 					const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
-					const float tm = vs_fmaxf(vs_fmaxf(sMax[c], sMax[16 + c]), vs_fmaxf(sMax[32 + c], sMax[48 + c]));
+					const float tm = vs_fmaxf(vs_fmaxf(sMax[c], sMax[NB + c]), vs_fmaxf(sMax[2 * NB + c], sMax[3 * NB + c]));
 					const float m_new = vs_fmaxf(m_run[q], tm);
 
 					mu[q] = m_new == -INFINITY ? 0.f : m_new;
 					alpha[q] = vs_exp2f(m_run[q] - mu[q]);
 					m_run[q] = m_new;
 					l_run[q] *= alpha[q];
+					moved = moved || alpha[q] != 1.f;
 				}
 				/* P^T [column][key] in bf16, one atom column: (c / 8) * 1024 + (c % 8) * 128 + swizzle */
 #pragma unroll
-				for (int j = 0; j < 2; j++)
+				for (int j = 0; j < NJ; j++)
 #pragma unroll
 					for (int e = 0; e < 4; e++) {
 						const int q = 2 * j + (e & 1);
@@ -1317,30 +1341,30 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 						const float pe = vs_exp2f(s[4 * j + e] - mu[q]);
 
 						l_run[q] += pe;
-						*(uint16_t *)(smem + WT_P_OFF + (c >> 3) * 1024 + (c & 7) * 128 +
+						*(uint16_t *)(smem + Y::P_OFF + (c >> 3) * 1024 + (c & 7) * 128 +
 							      (((key >> 3) ^ (c & 7)) << 4) + (key & 7) * 2) =
 							(uint16_t)(vs_pack_bf16x2(pe, 0.f) & 0xffffu);
 					}
 				if (w == 0 && g == 0)
 #pragma unroll
-					for (int q = 0; q < 4; q++)
+					for (int q = 0; q < NQ; q++)
 						sAlpha[8 * (q >> 1) + 2 * t4 + (q & 1)] = alpha[q];
 				fence_proxy_async();
 				named_bar_sync(1, 256); /* P^T and alpha complete, for both warpgroups */
-				if (alpha[0] != 1.f || alpha[1] != 1.f || alpha[2] != 1.f || alpha[3] != 1.f)
+				if (moved)
 #pragma unroll
 					for (int a = 0; a < 4; a++)
 #pragma unroll
-						for (int i = 0; i < 8; i++)
+						for (int i = 0; i < ACC; i++)
 							o[a][i] *= alpha[2 * (i >> 2) + (i & 1)];
-				const uint64_t dp = wgmma_desc_sw128(sbase + WT_P_OFF, 16, WG_GRP);
+				const uint64_t dp = wgmma_desc_sw128(sbase + Y::P_OFF, 16, WG_GRP);
 
 				wgmma_fence();
 #pragma unroll
 				for (int kk = 0; kk < 4; kk++)
 #pragma unroll
 					for (int a = 0; a < 4; a++)
-						wgmma_m64n16k16_ss<1>(o[a],
+						wgmma_t_ss<NB, 1>(o[a],
 								      wgmma_desc_sw128(kv_s + a * WG_ATOM_K + kk * 2 * WG_GRP, WG_ATOM_K, WG_GRP),
 								      dp + ((kk * 32) >> 4), 1);
 				wgmma_commit();
@@ -1351,7 +1375,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 			}
 			/* partial l of this thread's columns over the 8 lanes g, then per warp to shared */
 #pragma unroll
-			for (int q = 0; q < 4; q++) {
+			for (int q = 0; q < NQ; q++) {
 				float l = l_run[q];
 
 				l += vs_shfl_xor(l, 4);
@@ -1360,7 +1384,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				if (g == 0) {
 					const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
 
-					sL[w * 16 + c] = l;
+					sL[w * NB + c] = l;
 					if (w == 0)
 						sM[c] = m_run[q];
 				}
@@ -1368,7 +1392,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 		} else {
 			for (int t = r.t_begin; t < r.t_end; t++) {
 				const int k = t - r.t_begin;
-				const uint32_t kv_s = sbase + WT_KV_OFF + (k & 1) * 73728;
+				const uint32_t kv_s = sbase + Y::KV_OFF + (k & 1) * 73728;
 				const bool fetch = tid < 192 && t + LEAD + 1 < r.t_end;
 				const int jf = (t + LEAD + 1) * 64 + (tid - 128);
 				int32_t page = 0;
@@ -1378,13 +1402,13 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				named_bar_sync(2, 256);
 				if (FP8) {
 					if (t + 1 < r.t_end) {
-						wg1_st_fp8<0, WG_FP8_TOP>(raw, smem + WT_KV_OFF + ((k + 1) & 1) * 73728, tid - 128);
+						wg1_st_fp8<0, WG_FP8_TOP>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728, tid - 128);
 						if (t + 2 < r.t_end)
 							wg1_ld_fp8<0, WG_FP8_TOP>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
 					}
 				} else {
 					if (t + 1 < r.t_end)
-						wg1_load_kv_bf16(p, smem + WT_KV_OFF + ((k + 1) & 1) * 73728,
+						wg1_load_kv_bf16(p, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
 								 sRow + ((t + 1) % 3) * 64, tid - 128);
 					cp_async_commit();
 				}
@@ -1394,31 +1418,34 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				if (fetch)
 					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] =
 						jf < r.kv_len ? ((long long)page * p.page_size + jf % p.page_size) * ROWB : -1;
-				float al[4];
+				float al[NQ];
+				bool moved = false;
 
 #pragma unroll
-				for (int q = 0; q < 4; q++)
+				for (int q = 0; q < NQ; q++) {
 					al[q] = sAlpha[8 * (q >> 1) + 2 * t4 + (q & 1)];
-				if (al[0] != 1.f || al[1] != 1.f || al[2] != 1.f || al[3] != 1.f)
+					moved = moved || al[q] != 1.f;
+				}
+				if (moved)
 #pragma unroll
 					for (int a = 0; a < 4; a++)
 #pragma unroll
-						for (int i = 0; i < 8; i++)
+						for (int i = 0; i < ACC; i++)
 							o[a][i] *= al[2 * (i >> 2) + (i & 1)];
-				const uint64_t dp = wgmma_desc_sw128(sbase + WT_P_OFF, 16, WG_GRP);
+				const uint64_t dp = wgmma_desc_sw128(sbase + Y::P_OFF, 16, WG_GRP);
 
 				wgmma_fence();
 #pragma unroll
 				for (int kk = 0; kk < 4; kk++)
 #pragma unroll
 					for (int a = 0; a < 4; a++)
-						wgmma_m64n16k16_ss<1>(o[a],
+						wgmma_t_ss<NB, 1>(o[a],
 								      wgmma_desc_sw128(kv_s + (4 + a) * WG_ATOM_K + kk * 2 * WG_GRP,
 										       WG_ATOM_K, WG_GRP),
 								      dp + ((kk * 32) >> 4), 1);
 				wgmma_commit();
 				if (FP8 && t + 1 < r.t_end) {
-					wg1_st_fp8<WG_FP8_TOP, WG_FP8_VECS>(raw, smem + WT_KV_OFF + ((k + 1) & 1) * 73728,
+					wg1_st_fp8<WG_FP8_TOP, WG_FP8_VECS>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
 									   tid - 128);
 					if (t + 2 < r.t_end)
 						wg1_ld_fp8<WG_FP8_TOP, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
@@ -1434,19 +1461,19 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 	vs_syncthreads();
 
 	/* Finalize: O^T / l per column; element (dim, column) of this thread, lse by warpgroup 0. */
-	float l[4], sc[4];
+	float l[NQ], sc[NQ];
 
 #pragma unroll
-	for (int q = 0; q < 4; q++) {
+	for (int q = 0; q < NQ; q++) {
 		const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
 
-		l[q] = sL[c] + sL[16 + c] + sL[32 + c] + sL[48 + c];
+		l[q] = sL[c] + sL[NB + c] + sL[2 * NB + c] + sL[3 * NB + c];
 		sc[q] = l[q] != 0.f ? p.out_scale / l[q] : 0.f;
 	}
 #pragma unroll
 	for (int a = 0; a < 4; a++)
 #pragma unroll
-		for (int i = 0; i < 8; i++) {
+		for (int i = 0; i < ACC; i++) {
 			const int q = 2 * (i >> 2) + (i & 1);
 			const int c = 8 * (i >> 2) + 2 * t4 + (i & 1);
 			const int m = m0 + c;
@@ -1457,7 +1484,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 		}
 	if (wg == 0 && w == 0 && g == 0)
 #pragma unroll
-		for (int q = 0; q < 4; q++) {
+		for (int q = 0; q < NQ; q++) {
 			const int m = m0 + 8 * (q >> 1) + 2 * t4 + (q & 1);
 
 			if (m < p.m_total)
@@ -1565,7 +1592,7 @@ struct FlashInstance {
 #endif /* MLA_HAVE_WGMMA */
 #if defined(MLA_HAVE_WGMMA)
 #define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st) \
-	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T, { mla_flash_wgmma_t<false>, mla_flash_wgmma_t<true> }, 256 },
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T, { mla_flash_wgmma_t<bh, false>, mla_flash_wgmma_t<bh, true> }, 256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */

@@ -13,9 +13,10 @@
  *   MLA_FLASH_WGMMA  sm_90a only: BLOCK_H 64, BLOCK_N 64, two warpgroups (num_warps 8); warpgroup 0
  *                    computes S = Q K^T and the softmax, both warpgroups compute O += P V on half
  *                    of the 512 output columns each (wgmma m64n64k16 and m64n256k16).
- *   MLA_FLASH_WGMMA_T sm_90a only: BLOCK_H 16, BLOCK_N 64, two warpgroups, transposed products
- *                    (S^T = K Q^T, O^T = V^T P^T, wgmma m64n16k16): M is the 64 keys or 64 output
- *                    dims and N the 16 rows, so h_q <= 16 pays no padding to 64 rows.
+ *   MLA_FLASH_WGMMA_T sm_90a only: BLOCK_H 16 or 32, BLOCK_N 64, two warpgroups, transposed
+ *                    products (S^T = K Q^T, O^T = V^T P^T, wgmma m64n16k16 / m64n32k16): M is the 64
+ *                    keys or 64 output dims and N the BLOCK_H rows, so s_q x h_q <= 16 (32) pays no
+ *                    padding to 64 rows.
  * The sm_90 and gfx942 spaces never share a (block_n, block_h, num_warps, num_stages) point, so a
  * config alone says which layout (and shared-memory formula) it uses.
  */
@@ -48,6 +49,7 @@ enum mla_flash_kind {
 	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)     \
 	X(64, 16, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 1, 8, 2, MLA_FLASH_WGMMA_T)    \
+	X(64, 32, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
 	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)     \
 	X(32, 32, 0, 4, 2, MLA_FLASH_WARP)       \
@@ -58,6 +60,7 @@ enum mla_flash_kind {
 #define MLA_FLASH_SM90_KERNELS(X)        \
 	X(64, 64, 8, 2, MLA_FLASH_WGMMA) \
 	X(64, 16, 8, 2, MLA_FLASH_WGMMA_T) \
+	X(64, 32, 8, 2, MLA_FLASH_WGMMA_T) \
 	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 2, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 4, MLA_FLASH_WARP)
@@ -119,11 +122,11 @@ enum mla_flash_kind {
 #define MLA_FLASH_WGMMA_SMEM (3 * 73728 + 8192 + 3 * 64 * 4 + 3 * 64 * 8)
 
 /*
- * Transposed wgmma kernel: Q 16x576 bf16 (18 KiB), two 64x576 bf16 KV stages (fp8: decoded by
- * warpgroup 1 from registers), P^T 16x64 bf16 (2 KiB), column maxima 4x16, alpha 16, l 4x16, m 16
- * floats (256 bytes each), a ring of 3 x 64 row offsets.
+ * Transposed wgmma kernel, BLOCK_H bh: Q bh x 576 bf16, two 64x576 bf16 KV stages (fp8: decoded
+ * there by warpgroup 1 from registers), P^T bh x 64 bf16, column maxima 4 x bh, alpha bh, l 4 x bh,
+ * m bh floats, a ring of 3 x 64 row offsets.
  */
-#define MLA_FLASH_WGMMA_T_SMEM (18432 + 2 * 73728 + 2048 + 4 * 256 + 3 * 64 * 8)
+#define MLA_FLASH_WGMMA_T_SMEM(bh) (1152 * (bh) + 2 * 73728 + 128 * (bh) + 40 * (bh) + 3 * 64 * 8)
 
 /* Largest dynamic shared memory a block may use: 227 KiB on sm_90, 64 KiB of LDS on gfx942. */
 #define MLA_SMEM_MAX_SM90 232448

@@ -857,6 +857,8 @@ static int bench(void)
 		{ "memory-bound", 128, 16, 1, 32768, MLA_KV_BF16 },
 		{ "memory-bound-fp8", 128, 16, 1, 32768, MLA_KV_FP8_E4M3_FNUZ },
 		{ "compute-bound-fp8", 128, 128, 1, 8192, MLA_KV_FP8_E4M3_FNUZ },
+		{ "sq2-h16-b128-32k", 128, 16, 2, 32768, MLA_KV_BF16 },
+		{ "sq2-h16-b128-32k-fp8", 128, 16, 2, 32768, MLA_KV_FP8_E4M3_FNUZ },
 		{ "h128-b64-8k", 64, 128, 1, 8192, MLA_KV_BF16 },
 		{ "h128-b128-4k", 128, 128, 1, 4096, MLA_KV_BF16 },
 		{ "h128-b64-32k", 64, 128, 1, 32768, MLA_KV_BF16 },
