@@ -777,7 +777,8 @@ VS_DEV vs_u32x4 ld_global_nc_v4(const void *p)
 {
 	vs_u32x4 v;
 
-	asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	/* volatile: issued where written (a tile ahead of its use), not sunk toward the use */
+	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
 	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
 	    : "l"(p));
 	return v;
@@ -813,7 +814,383 @@ VS_DEV void wg1_st_fp8(const vs_u32x4 (&w)[WG_FP8_VECS], unsigned char *dst, int
 		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
 	}
 }
+
+/* Raw fp8 tile, row-major 64 x 576, by the 128 threads of warpgroup 1. */
+VS_DEV void wg1_load_kv_fp8(const FlashParams &p, unsigned char *dst, const long long *rowoff, int x)
+{
+#pragma unroll 6
+	for (int i = 0; i < 18; i++) {
+		int c = x + i * 128;
+		int row = c / 36, ch = c % 36;
+		long long off = rowoff[row];
+		bool valid = off >= 0;
+
+		cp_async16(dst + row * D_QK + ch * 16, p.kv + (valid ? off : 0) + ch * 16, valid);
+	}
+}
+
+/*
+ * fp8 decode, one 64-dim atom at a time, by all 256 threads: thread tid decodes 8 codes of rows
+ * tid / 8 and tid / 8 + 32 (dims 64a + 8 (tid % 8) ..), so 8 consecutive threads write the 8
+ * distinct 16-byte slots of one swizzled 128-byte line (no bank conflicts), and the raw words of
+ * the next atom can be loaded before the barrier that ends this one. The decode is exact except
+ * that 0x80 gives -0: the returned bits (nonzero under 0x80808080) say a 0x80 was seen.
+ */
+VS_DEV void wg_load_atom_fp8(const unsigned char *raw, int tid, int a, uint2 (&w)[2])
+{
+#pragma unroll
+	for (int j = 0; j < 2; j++)
+		w[j] = *(const uint2 *)(raw + ((tid >> 3) + 32 * j) * D_QK + a * 64 + (tid & 7) * 8);
+}
+
+VS_DEV uint32_t wg_decode_atom_fp8(const uint2 (&w)[2], unsigned char *dst, int tid, int a)
+{
+	uint32_t nan = 0;
+
+#pragma unroll
+	for (int j = 0; j < 2; j++) {
+		const int row = (tid >> 3) + 32 * j, q = tid & 7;
+		vs_u32x4 o;
+
+		nan |= mma_fp8x4_nan_bits(w[j].x) | mma_fp8x4_nan_bits(w[j].y);
+		mma_fp8x4_to_bf16x4_nonan(w[j].x, o.x, o.y);
+		mma_fp8x4_to_bf16x4_nonan(w[j].y, o.z, o.w);
+		*(vs_u32x4 *)(dst + a * (int)WG_ATOM_K + (row >> 3) * (int)WG_GRP + (row & 7) * 128 +
+			      ((q ^ (row & 7)) << 4)) = o;
+	}
+	return nan;
+}
+
+/* The whole tile with the NaN-exact decoder (the rare tile that holds a visible 0x80). */
+VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid)
+{
+#pragma unroll
+	for (int i = 0; i < 9; i++) {
+		int c = tid + i * 256;
+		int row = c / 36, ch = c % 36;
+		vs_u32x4 w = *(const vs_u32x4 *)(raw + row * D_QK + ch * 16);
+		vs_u32x4 o0, o1;
+
+		fp8x16_to_bf16x16(w, o0, o1);
+		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch)) = o0;
+		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
+	}
+}
 #endif /* MLA_HAVE_WGMMA */
+
+/*
+ * mla_flash_wgmma_sd: the fp8 instance of the wgmma kernel (decode in shared memory by all 256
+ * threads, atom by atom, with two raw cp.async stages): measured faster on sm_90a than the
+ * register path of mla_flash_wgmma<true> (BENCHMARKS.md, issue 17 pass), so the dispatch uses it
+ * for fp8 unless MLA_WG_FP8_REGPATH is defined. Only its <true> instance is launched.
+ */
+template <bool FP8>
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
+{
+#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(1024) unsigned char smem[];
+	const uint32_t sbase = vs_smem_addr(smem);
+
+	if (sbase & 1023u)
+		__trap(); /* swizzle atoms need 1 KiB alignment */
+	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
+	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 64;
+	const BlockRange r = block_range(p, b, split, m0, 64, 64);
+	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
+	float *sL = (float *)(smem + WG_L_OFF);
+	float *sM = (float *)(smem + WG_M_OFF);
+	int lim[2];
+	float m_run[2], l_run[2];
+	float o[128];
+
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		lim[h] = row_limit(p, r.seqlen, m0 + row0 + 8 * h);
+		m_run[h] = -INFINITY;
+		l_run[h] = 0.f;
+	}
+#pragma unroll
+	for (int i = 0; i < 128; i++)
+		o[i] = 0.f;
+
+	long long *sRow = (long long *)(smem + WG_ROW_OFF);
+	constexpr int LEAD = FP8 ? 2 : 1;  /* tile t + LEAD is issued during tile t */
+	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
+
+	if (r.t_begin < r.t_end) {
+		wg_load_q(p, smem + WG_Q_OFF, b, m0, tid);
+		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {
+			int u = r.t_begin + x / 64;
+
+			if (u < r.t_end)
+				sRow[(u % 3) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
+		}
+		vs_syncthreads();
+		/*
+		 * KV tiles are copied by warpgroup 1 alone; every thread commits a group per step (empty
+		 * ones in warpgroup 0) so that the wait counts agree.
+		 */
+		if (FP8) {
+			if (wg == 1)
+				wg1_load_kv_fp8(p, smem + WG_RAW_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
+			cp_async_commit();
+			if (wg == 1 && r.t_begin + 1 < r.t_end)
+				wg1_load_kv_fp8(p, smem + WG_RAW_OFF + 36864, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
+			cp_async_commit();
+		} else {
+			if (wg == 1)
+				wg1_load_kv_bf16(p, smem + WG_KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
+			cp_async_commit();
+		}
+		for (int t = r.t_begin; t < r.t_end; t++) {
+			const int k = t - r.t_begin;
+			/* Warpgroup 1 (idle during S) fetches the block_table entries of tile t + LEAD + 1. */
+			const bool fetch = wg == 1 && tid < 192 && t + LEAD + 1 < r.t_end;
+			RowFetch f = { -1, 0 };
+			uint32_t kv_s;
+
+			float s[32];
+
+			if (FP8) {
+				/*
+				 * Decode atom by atom (64 dims of the 64 keys); after each atom's barrier
+				 * warpgroup 0 issues that atom's 4 k steps of S, which run on the tensor
+				 * cores while the next atom is decoded. A tile that holds 0x80 (a visible
+				 * NaN code, legal and rare) is decoded again with the NaN-exact decoder and
+				 * its S recomputed.
+				 */
+				unsigned char *raw = smem + WG_RAW_OFF + (k & 1) * 36864;
+				const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
+				const uint64_t dk = wgmma_desc_sw128(sbase + WG_KV_OFF, 16, WG_GRP);
+				uint32_t nan = 0;
+				uint2 w[2], wn[2];
+
+				cp_async_wait<1>();
+				vs_syncthreads(); /* raw tile t complete; the decoded tile is free */
+				if (wg == 0)
+#pragma unroll
+					for (int i = 0; i < 32; i++)
+						s[i] = 0.f;
+				wg_load_atom_fp8(raw, tid, 0, w);
+#pragma unroll
+				for (int a = 0; a < D_QK / 64; a++) {
+					if (a + 1 < D_QK / 64)
+						wg_load_atom_fp8(raw, tid, a + 1, wn);
+					nan |= wg_decode_atom_fp8(w, smem + WG_KV_OFF, tid, a);
+					fence_proxy_async();
+					vs_syncthreads(); /* atom a decoded */
+					if (wg == 0) {
+						wgmma_fence();
+#pragma unroll
+						for (int kk = 4 * a; kk < 4 * a + 4; kk++) {
+							const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+
+							wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+						}
+					}
+					if (a + 1 < D_QK / 64) {
+						w[0] = wn[0];
+						w[1] = wn[1];
+					}
+				}
+				if (wg == 0)
+					wgmma_commit();
+				if (__syncthreads_or((int)(nan & 0x80808080u))) {
+					if (wg == 0)
+						wgmma_wait<0>(); /* S done reading the decoded tile */
+					vs_syncthreads();
+					wg_convert_fp8(raw, smem + WG_KV_OFF, tid);
+					fence_proxy_async();
+					vs_syncthreads();
+					if (wg == 0) {
+#pragma unroll
+						for (int i = 0; i < 32; i++)
+							s[i] = 0.f;
+						wgmma_fence();
+#pragma unroll
+						for (int kk = 0; kk < D_QK / 16; kk++) {
+							const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+
+							wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+						}
+						wgmma_commit();
+					}
+				}
+				/* every thread is done with the raw tile: refill it */
+				if (wg == 1 && t + 2 < r.t_end)
+					wg1_load_kv_fp8(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
+				cp_async_commit();
+				kv_s = sbase + WG_KV_OFF;
+			} else {
+				cp_async_wait<0>();
+				fence_proxy_async();
+				vs_syncthreads(); /* tile t complete; stage of tile t-1, P, alpha free */
+				if (wg == 1 && t + 1 < r.t_end)
+					wg1_load_kv_bf16(p, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+							 sRow + ((t + 1) % 3) * 64, tid - 128);
+				cp_async_commit();
+				kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
+			}
+			if (fetch)
+				f = row_fetch(p, b, (t + LEAD + 1) * 64 + (tid - 128), r.kv_len);
+
+			if (wg == 0) {
+				float mx[2], alpha[2], mu[2];
+				uint32_t pa[16];
+
+				if (!FP8) { /* fp8: S was issued with the decode */
+					/* Descriptors: a base per operand plus a constant per k step (start field only). */
+					const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
+					const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
+
+#pragma unroll
+					for (int i = 0; i < 32; i++)
+						s[i] = 0.f;
+					wgmma_fence();
+#pragma unroll
+					for (int kk = 0; kk < D_QK / 16; kk++) {
+						const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+
+						wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+					}
+					wgmma_commit();
+				}
+				wgmma_wait<0>();
+				wgmma_fence_operands(s);
+
+				mx[0] = mx[1] = -INFINITY;
+				if ((t + 1) * 64 <= min(lim[0], lim[1])) {
+					/* every key of the tile visible to both rows: no mask */
+#pragma unroll
+					for (int j = 0; j < 32; j++) {
+						s[j] *= p.scale_log2;
+						mx[(j >> 1) & 1] = vs_fmaxf(mx[(j >> 1) & 1], s[j]);
+					}
+				} else {
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+#pragma unroll
+						for (int e = 0; e < 4; e++) {
+							int h = e >> 1;
+							int key = t * 64 + 8 * j + 2 * t4 + (e & 1);
+							float v = key < lim[h] ? s[4 * j + e] * p.scale_log2 : -INFINITY;
+
+							s[4 * j + e] = v;
+							mx[h] = vs_fmaxf(mx[h], v);
+						}
+				}
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					float m_new = vs_fmaxf(m_run[h], mma_row_max(mx[h]));
+
+					mu[h] = m_new == -INFINITY ? 0.f : m_new;
+					alpha[h] = vs_exp2f(m_run[h] - mu[h]);
+					m_run[h] = m_new;
+					l_run[h] *= alpha[h];
+				}
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						float pe = vs_exp2f(s[4 * j + e] - mu[e >> 1]);
+
+						l_run[e >> 1] += pe;
+						s[4 * j + e] = pe;
+					}
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						int row = row0 + 8 * h;
+
+						pa[2 * j + h] = vs_pack_bf16x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]);
+						*(uint32_t *)(smem + WG_P_OFF + (row >> 3) * 1024 + (row & 7) * 128 +
+							      ((j ^ (row & 7)) << 4) + t4 * 4) = pa[2 * j + h];
+					}
+				if (t4 == 0) {
+					sAlpha[row0] = alpha[0];
+					sAlpha[row0 + 8] = alpha[1];
+				}
+				fence_proxy_async();
+				named_bar_arrive(1, 256); /* P and alpha ready for warpgroup 1 */
+
+				if (alpha[0] != 1.f || alpha[1] != 1.f) /* the running max moved */
+#pragma unroll
+					for (int i = 0; i < 128; i++)
+						o[i] *= alpha[(i >> 1) & 1];
+				const uint64_t dv = wgmma_desc_sw128(kv_s, WG_ATOM_K, WG_GRP);
+
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++) {
+					const uint32_t a[4] = { pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3] };
+
+					wgmma_m64n256k16_rs(o, a, dv + ((kk * 2 * WG_GRP) >> 4), 1);
+				}
+				wgmma_commit();
+				wgmma_wait<0>();
+				wgmma_fence_operands(o);
+			} else {
+				named_bar_sync(1, 256);
+				if (fetch)
+					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] = row_fetch_offset(p, f, ROWB);
+				const float a0 = sAlpha[row0], a1 = sAlpha[row0 + 8];
+
+				if (a0 != 1.f || a1 != 1.f)
+#pragma unroll
+					for (int i = 0; i < 128; i++)
+						o[i] *= ((i >> 1) & 1) ? a1 : a0;
+				const uint64_t dp = wgmma_desc_sw128(sbase + WG_P_OFF, 16, WG_GRP);
+				const uint64_t dv = wgmma_desc_sw128(kv_s + 4 * WG_ATOM_K, WG_ATOM_K, WG_GRP);
+
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++)
+					wgmma_m64n256k16_ss(o, dp + ((kk * 32) >> 4), dv + ((kk * 2 * WG_GRP) >> 4), 1);
+				wgmma_commit();
+				wgmma_wait<0>();
+				wgmma_fence_operands(o);
+			}
+		}
+		cp_async_wait<0>();
+	}
+
+	/* Finalize: warpgroup 0 owns m and l; both warpgroups write their 256 columns. */
+	if (wg == 0) {
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			float l = mma_row_sum(l_run[h]);
+
+			if (t4 == 0) {
+				sL[row0 + 8 * h] = l;
+				sM[row0 + 8 * h] = m_run[h];
+			}
+		}
+	}
+	vs_syncthreads();
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		int row = row0 + 8 * h, m = m0 + row;
+		float l = sL[row];
+		float sc = l != 0.f ? p.out_scale / l : 0.f;
+
+		if (m >= p.m_total)
+			continue;
+#pragma unroll
+		for (int j = 0; j < 32; j++)
+			store_out2(p, b, split, m, wg * 256 + 8 * j + 2 * t4, o[4 * j + 2 * h] * sc,
+				   o[4 * j + 2 * h + 1] * sc);
+		if (wg == 0 && t4 == 0)
+			store_lse(p, b, split, m, sM[row], l);
+	}
+#else
+	(void)p;
+#if defined(__CUDA_ARCH__)
+	__trap();
+#endif /* __CUDA_ARCH__ */
+#endif /* wgmma available */
+}
 
 template <bool FP8>
 __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
@@ -1585,8 +1962,13 @@ struct FlashInstance {
 	{ bn, bh, nw, st, MLA_FLASH_WARP,                                                       \
 	  { mla_flash_warp<bn, bh, nw, st, false>, mla_flash_warp<bn, bh, nw, st, true> }, (nw) * VS_WARP },
 #if defined(MLA_HAVE_WGMMA)
+#if defined(MLA_WG_FP8_REGPATH)
+#define MLA_WGMMA_FP8_KERNEL mla_flash_wgmma<true>
+#else
+#define MLA_WGMMA_FP8_KERNEL mla_flash_wgmma_sd<true>
+#endif /* MLA_WG_FP8_REGPATH */
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st) \
-	{ bn, bh, nw, st, MLA_FLASH_WGMMA, { mla_flash_wgmma<false>, mla_flash_wgmma<true> }, 256 },
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA, { mla_flash_wgmma<false>, MLA_WGMMA_FP8_KERNEL }, 256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */

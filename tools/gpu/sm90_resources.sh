@@ -79,7 +79,7 @@ while read -r impl cfg bn bh sp nw st smem_bf16 smem_fp8 kind; do
 	baseline) list=("bf16|0|^mla_baseline<$nw, false>" "fp8_e4m3_fnuz|0|^mla_baseline<$nw, true>") ;;
 	warp) list=("bf16|$smem_bf16|^mla_flash_warp<$bn, $bh, $nw, $st, false>"
 		    "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_warp<$bn, $bh, $nw, $st, true>") ;;
-	wgmma) list=("bf16|$smem_bf16|^mla_flash_wgmma<false>" "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma<true>") ;;
+	wgmma) list=("bf16|$smem_bf16|^mla_flash_wgmma<false>" "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma(_sd)?<true>") ;;
 	wgmma_t) list=("bf16|$smem_bf16|^mla_flash_wgmma_t<$bh, false>" "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma_t<$bh, true>") ;;
 	*) die "$impl $cfg: unknown kernel kind '$kind'" ;;
 	esac
