@@ -1596,7 +1596,16 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 	}
 
 	if (r.t_begin < r.t_end) {
-		vs_u32x4 raw[WG_FP8_VECS]; /* fp8: warpgroup 1's share of the next raw tile */
+		vs_u32x4 raw[WG_FP8_VECS]; /* fp8: this thread's share of the next raw tile */
+		/*
+		 * fp8: vectors [0, W0) of a tile are warpgroup 0's (decoded while its S^T runs), the rest
+		 * warpgroup 1's: [W0, T1) before its P V, [T1, 18) while it runs.
+		 */
+#if defined(MLA_WT_SPLIT)
+		constexpr int W0 = WG_FP8_VECS / 2, T1 = WG_FP8_VECS;
+#else
+		constexpr int W0 = 0, T1 = WG_FP8_TOP;
+#endif /* MLA_WT_SPLIT */
 
 		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {
 			int u = r.t_begin + x / 64;
@@ -1605,12 +1614,18 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				sRow[(u % 3) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
 		}
 		vs_syncthreads();
+		if (FP8 && wg == 0) {
+			wg1_ld_fp8<0, W0>(p, raw, sRow + (r.t_begin % 3) * 64, tid);
+			wg1_st_fp8<0, W0>(raw, smem + Y::KV_OFF, tid);
+			if (r.t_begin + 1 < r.t_end)
+				wg1_ld_fp8<0, W0>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid);
+		}
 		if (wg == 1) {
 			if (FP8) {
-				wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 3) * 64, tid - 128);
-				wg1_st_fp8<0, WG_FP8_VECS>(raw, smem + Y::KV_OFF, tid - 128);
+				wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 3) * 64, tid - 128);
+				wg1_st_fp8<W0, WG_FP8_VECS>(raw, smem + Y::KV_OFF, tid - 128);
 				if (r.t_begin + 1 < r.t_end)
-					wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
+					wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
 			} else {
 				wg1_load_kv_bf16(p, smem + Y::KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
 			}
@@ -1655,6 +1670,12 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 								  dq + ((((kk + 1) >> 2) * Y::Q_ATOM + ((kk + 1) & 3) * 32) >> 4), 1);
 					}
 					wgmma_commit();
+				}
+				if (FP8 && W0 > 0 && t + 1 < r.t_end) {
+					/* warpgroup 0's share of tile t+1 while S^T runs */
+					wg1_st_fp8<0, W0>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728, tid);
+					if (t + 2 < r.t_end)
+						wg1_ld_fp8<0, W0>(p, raw, sRow + ((t + 2) % 3) * 64, tid);
 				}
 				wgmma_wait<0>();
 				wgmma_fence_operands(s);
@@ -1779,9 +1800,9 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				named_bar_sync(2, 256);
 				if (FP8) {
 					if (t + 1 < r.t_end) {
-						wg1_st_fp8<0, WG_FP8_TOP>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728, tid - 128);
+						wg1_st_fp8<W0, T1>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728, tid - 128);
 						if (t + 2 < r.t_end)
-							wg1_ld_fp8<0, WG_FP8_TOP>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
+							wg1_ld_fp8<W0, T1>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
 					}
 				} else {
 					if (t + 1 < r.t_end)
@@ -1822,10 +1843,10 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 								      dp + ((kk * 32) >> 4), 1);
 				wgmma_commit();
 				if (FP8 && t + 1 < r.t_end) {
-					wg1_st_fp8<WG_FP8_TOP, WG_FP8_VECS>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
+					wg1_st_fp8<T1, WG_FP8_VECS>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
 									   tid - 128);
 					if (t + 2 < r.t_end)
-						wg1_ld_fp8<WG_FP8_TOP, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
+						wg1_ld_fp8<T1, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
 				}
 				wgmma_wait<0>();
 #pragma unroll
