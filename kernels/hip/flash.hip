@@ -173,6 +173,32 @@ VS_DEV void store_lse(const FlashParams &p, int b, int split, int m, float m_run
 }
 
 #if defined(VS_PLATFORM_NVIDIA)
+/*
+ * A block with no KV tile in its range (every row empty, or a split past the last tile): out 0 and
+ * lse +inf with coalesced 16-byte stores (num_splits 1), or lse_part -inf alone (the combine reads
+ * no o_part of a split whose weight is 0). Returns true when the block is done.
+ */
+VS_DEV bool store_empty_block(const FlashParams &p, const BlockRange &r, int b, int split, int m0, int bh,
+			      int tid, int nthreads)
+{
+	if (r.t_begin < r.t_end)
+		return false;
+	const int rows = min(bh, p.m_total - m0);
+
+	if (p.num_splits == 1) {
+		for (int c = tid; c < rows * (D_V / 8); c += nthreads) {
+			const int row = c / (D_V / 8), ch = c % (D_V / 8);
+
+			*(vs_u32x4 *)(p.out + ((size_t)b * p.m_total + m0 + row) * D_V + ch * 8) = vs_u32x4{ 0u, 0u, 0u, 0u };
+		}
+	}
+	for (int row = tid; row < rows; row += nthreads)
+		store_lse(p, b, split, m0 + row, 0.f, 0.f);
+	return true;
+}
+#endif /* VS_PLATFORM_NVIDIA */
+
+#if defined(VS_PLATFORM_NVIDIA)
 /* ------------------------------------------------------------ cp.async (NVIDIA) */
 
 /* 16 bytes global -> shared, asynchronously; src_bytes 0 zero-fills and reads nothing. */
@@ -521,6 +547,10 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 	const int rg = warp % T::RG, cg = warp / T::RG;
 	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * BH;
 	const BlockRange r = block_range(p, b, split, m0, BH, BN);
+#if defined(VS_PLATFORM_NVIDIA)
+	if (store_empty_block(p, r, b, split, m0, BH, tid, T::THREADS))
+		return;
+#endif /* VS_PLATFORM_NVIDIA */
 	uint16_t *sP = (uint16_t *)(smem + T::P_OFF);
 	float *sMax = (float *)(smem + T::MAX_OFF);
 	float *sSum = (float *)(smem + T::SUM_OFF);
@@ -1220,6 +1250,10 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
 	}
 	const BlockRange r = block_range(p, b, split, m0, 64, 64);
+	if (store_empty_block(p, r, b, split, m0, 64, tid, 256)) {
+		cp_async_wait<0>(); /* Q */
+		return;
+	}
 	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
 	float *sL = (float *)(smem + WG_L_OFF);
 	float *sM = (float *)(smem + WG_M_OFF);
@@ -1578,6 +1612,10 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
 	}
 	const BlockRange r = block_range(p, b, split, m0, NB, 64);
+	if (store_empty_block(p, r, b, split, m0, NB, tid, 256)) {
+		cp_async_wait<0>(); /* Q */
+		return;
+	}
 
 #pragma unroll
 	for (int a = 0; a < 4; a++)

@@ -47,8 +47,10 @@ enum mla_flash_kind {
 	X(64, 64, 0, 8, 2, MLA_FLASH_WGMMA)      \
 	X(64, 64, 1, 8, 2, MLA_FLASH_WGMMA)      \
 	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)     \
+	X(64, 64, 4, 8, 2, MLA_FLASH_WGMMA)      \
 	X(64, 16, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 1, 8, 2, MLA_FLASH_WGMMA_T)    \
+	X(64, 16, 4, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 32, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
 	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)     \
