@@ -830,16 +830,29 @@ VS_DEV void wg1_ld_fp8(const FlashParams &p, vs_u32x4 (&w)[WG_FP8_VECS], const l
 	}
 }
 
-/* Decode vectors [i0, i1) into a swizzled 64 x 576 bf16 stage. */
+/*
+ * Decode vectors [i0, i1) into a swizzled 64 x 576 bf16 stage: the fast decoder (5 operations per
+ * pair of codes, 0x80 -> -0), or the exact one for a vector that holds 0x80 (a visible NaN code:
+ * legal, rare; a branch of this thread alone, since each thread owns its vectors).
+ */
 template <int I0, int I1>
 VS_DEV void wg1_st_fp8(const vs_u32x4 (&w)[WG_FP8_VECS], unsigned char *dst, int x)
 {
 #pragma unroll
 	for (int i = I0; i < I1; i++) {
 		const int c = x + 128 * i, row = c / 36, ch = c % 36;
+		const uint32_t nan = mma_fp8x4_nan_bits(w[i].x) | mma_fp8x4_nan_bits(w[i].y) |
+				     mma_fp8x4_nan_bits(w[i].z) | mma_fp8x4_nan_bits(w[i].w);
 		vs_u32x4 o0, o1;
 
-		fp8x16_to_bf16x16(w[i], o0, o1);
+		if (__builtin_expect((nan & 0x80808080u) != 0, 0)) {
+			fp8x16_to_bf16x16(w[i], o0, o1);
+		} else {
+			mma_fp8x4_to_bf16x4_nonan(w[i].x, o0.x, o0.y);
+			mma_fp8x4_to_bf16x4_nonan(w[i].y, o0.z, o0.w);
+			mma_fp8x4_to_bf16x4_nonan(w[i].z, o1.x, o1.y);
+			mma_fp8x4_to_bf16x4_nonan(w[i].w, o1.z, o1.w);
+		}
 		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch)) = o0;
 		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
 	}
