@@ -1554,7 +1554,9 @@ struct WtLayout {
 	static constexpr int L_OFF = ALPHA_OFF + 4 * NB;
 	static constexpr int M_OFF = L_OFF + 16 * NB;
 	static constexpr int ROW_OFF = M_OFF + 4 * NB;
-	static_assert(ROW_OFF + 3 * 64 * 8 == MLA_FLASH_WGMMA_T_SMEM(NB), "transposed wgmma smem formula");
+	static constexpr int RAW_OFF = ROW_OFF + 4 * 64 * 8; /* fp8 (MLA_WT_DEEP): one raw tile */
+	static_assert(RAW_OFF == MLA_FLASH_WGMMA_T_SMEM(NB, 0) && RAW_OFF + 36864 == MLA_FLASH_WGMMA_T_SMEM(NB, 1),
+		      "transposed wgmma smem formula");
 	static_assert(KV_OFF % 1024 == 0 && P_OFF % 1024 == 0, "atom alignment");
 	static_assert(NB == 16 || NB == 32, "BLOCK_H");
 };
@@ -1567,6 +1569,62 @@ VS_DEV void wgmma_t_ss(float (&d)[NB / 2], uint64_t da, uint64_t db, int acc)
 		wgmma_m64n16k16_ss<TA>(d, da, db, acc);
 	else
 		wgmma_m64n32k16_ss<TA>(d, da, db, acc);
+}
+
+/*
+ * fp8 prefetch of this thread's vectors [I0, I1) of tile u into registers: straight from global
+ * memory, or (MLA_WT_DEEP) from the raw shared-memory slot its own cp.async filled one tile earlier,
+ * refilled at once with tile u + 1 (two tiles in flight per thread; the thread reads only the
+ * bytes it copied itself, so its cp.async.wait_group is the only ordering needed).
+ */
+/* MLA_WT_DEEP: this thread's vectors [I0, I1) of tile u into the raw slot (cp.async, one group). */
+template <int I0, int I1>
+VS_DEV void wt_cp_fp8(const FlashParams &p, unsigned char *rawslot, const long long *sRow, int u, int t_end, int x)
+{
+	if (u < t_end) {
+		const long long *rowoff = sRow + (u % 4) * 64;
+
+#pragma unroll
+		for (int i = I0; i < I1; i++) {
+			const int c = x + 128 * i, row = c / 36, ch = c % 36;
+			const long long off = rowoff[row];
+
+			cp_async16(rawslot + c * 16, p.kv + (off >= 0 ? off : 0) + ch * 16, off >= 0);
+		}
+	}
+	cp_async_commit();
+}
+
+/*
+ * fp8, one step of this thread's vectors [I0, I1): decode tile v (t_begin <= v < t_end) into stage
+ * dst and start the fetch of tile v + 2 (v + 1 without MLA_WT_DEEP). Without MLA_WT_DEEP every tile
+ * goes global -> registers, one tile ahead. With it, tiles alternate between the registers (even
+ * v - t_begin: plain global loads) and the raw shared-memory slot (odd: cp.async), so each fetch
+ * has two tile times to land; the thread reads only the slot bytes it copied itself, so its own
+ * cp.async.wait_group is the only ordering needed.
+ */
+template <int I0, int I1, bool DEEP>
+VS_DEV void wt_step_fp8(const FlashParams &p, vs_u32x4 (&w)[WG_FP8_VECS], unsigned char *rawslot,
+			const long long *sRow, unsigned char *dst, int v, int t_begin, int t_end, int x)
+{
+	if (v >= t_end)
+		return;
+	if (!DEEP || ((v - t_begin) & 1) == 0) {
+		const int u = DEEP ? v + 2 : v + 1;
+
+		wg1_st_fp8<I0, I1>(w, dst, x);
+		if (u < t_end)
+			wg1_ld_fp8<I0, I1>(p, w, sRow + (u % 4) * 64, x);
+		return;
+	}
+	vs_u32x4 tmp[WG_FP8_VECS];
+
+	cp_async_wait<0>();
+#pragma unroll
+	for (int i = I0; i < I1; i++)
+		tmp[i] = *(const vs_u32x4 *)(rawslot + (x + 128 * i) * 16);
+	wg1_st_fp8<I0, I1>(tmp, dst, x);
+	wt_cp_fp8<I0, I1>(p, rawslot, sRow, v + 2, t_end, x);
 }
 
 /* NB rows x 72 chunks of Q (zeros past m_total). */
@@ -1610,7 +1668,12 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 	float *sL = (float *)(smem + Y::L_OFF);         /* [4 warps][NB] partial sums */
 	float *sM = (float *)(smem + Y::M_OFF);         /* [NB] */
 	long long *sRow = (long long *)(smem + Y::ROW_OFF);
-	constexpr int LEAD = FP8 ? 2 : 1;
+#if defined(MLA_WT_DEEP)
+	constexpr bool DEEP = FP8;
+#else
+	constexpr bool DEEP = false;
+#endif /* MLA_WT_DEEP */
+	constexpr int LEAD = FP8 ? (DEEP ? 3 : 2) : 1; /* row offsets of tile t + LEAD are needed at tile t */
 	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
 	float o[4][ACC]; /* O^T: dims 64 (4 wg + a) + ..., this thread's NQ columns */
 
@@ -1652,36 +1715,43 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 		 * fp8: vectors [0, W0) of a tile are warpgroup 0's (decoded while its S^T runs), the rest
 		 * warpgroup 1's: [W0, T1) before its P V, [T1, 18) while it runs.
 		 */
-#if defined(MLA_WT_SPLIT)
+#if defined(MLA_WT_SPLIT) || defined(MLA_WT_DEEP)
 		constexpr int W0 = WG_FP8_VECS / 2, T1 = WG_FP8_VECS;
 #else
 		constexpr int W0 = 0, T1 = WG_FP8_TOP;
-#endif /* MLA_WT_SPLIT */
+#endif /* MLA_WT_SPLIT || MLA_WT_DEEP */
+		unsigned char *rawslot = smem + Y::RAW_OFF;
 
 		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {
 			int u = r.t_begin + x / 64;
 
 			if (u < r.t_end)
-				sRow[(u % 3) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
+				sRow[(u % 4) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
 		}
 		vs_syncthreads();
 		if (FP8 && wg == 0) {
-			wg1_ld_fp8<0, W0>(p, raw, sRow + (r.t_begin % 3) * 64, tid);
+			wg1_ld_fp8<0, W0>(p, raw, sRow + (r.t_begin % 4) * 64, tid);
 			wg1_st_fp8<0, W0>(raw, smem + Y::KV_OFF, tid);
-			if (r.t_begin + 1 < r.t_end)
-				wg1_ld_fp8<0, W0>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid);
+			if (DEEP)
+				wt_cp_fp8<0, W0>(p, rawslot, sRow, r.t_begin + 1, r.t_end, tid);
+			if (r.t_begin + (DEEP ? 2 : 1) < r.t_end)
+				wg1_ld_fp8<0, W0>(p, raw, sRow + ((r.t_begin + (DEEP ? 2 : 1)) % 4) * 64, tid);
 		}
 		if (wg == 1) {
 			if (FP8) {
-				wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 3) * 64, tid - 128);
+				wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 4) * 64, tid - 128);
 				wg1_st_fp8<W0, WG_FP8_VECS>(raw, smem + Y::KV_OFF, tid - 128);
-				if (r.t_begin + 1 < r.t_end)
-					wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
+				if (DEEP)
+					wt_cp_fp8<W0, WG_FP8_VECS>(p, rawslot, sRow, r.t_begin + 1, r.t_end, tid - 128);
+				if (r.t_begin + (DEEP ? 2 : 1) < r.t_end)
+					wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + (DEEP ? 2 : 1)) % 4) * 64,
+								    tid - 128);
 			} else {
-				wg1_load_kv_bf16(p, smem + Y::KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
+				wg1_load_kv_bf16(p, smem + Y::KV_OFF, sRow + (r.t_begin % 4) * 64, tid - 128);
 			}
 		}
-		cp_async_commit();
+		if (!DEEP) /* DEEP: the raw slot's group must stay the newest (the loop waits with wait_group 1) */
+			cp_async_commit();
 
 		if (wg == 0) {
 			int lim[NQ];
@@ -1701,7 +1771,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				const uint32_t kv_s = sbase + Y::KV_OFF + (k & 1) * 73728;
 				float s[ACC], s1[ACC];
 
-				cp_async_wait<0>(); /* Q */
+				cp_async_wait<DEEP ? 1 : 0>(); /* Q (the raw tile in flight may stay so) */
 				fence_proxy_async();
 				named_bar_sync(2, 256); /* tile t complete; the other stage, P, alpha free */
 				{
@@ -1722,12 +1792,9 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 					}
 					wgmma_commit();
 				}
-				if (FP8 && W0 > 0 && t + 1 < r.t_end) {
-					/* warpgroup 0's share of tile t+1 while S^T runs */
-					wg1_st_fp8<0, W0>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728, tid);
-					if (t + 2 < r.t_end)
-						wg1_ld_fp8<0, W0>(p, raw, sRow + ((t + 2) % 3) * 64, tid);
-				}
+				if (FP8 && W0 > 0) /* warpgroup 0's share of tile t+1 while S^T runs */
+					wt_step_fp8<0, W0, DEEP>(p, raw, rawslot, sRow, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
+								 t + 1, r.t_begin, r.t_end, tid);
 				wgmma_wait<0>();
 				wgmma_fence_operands(s);
 				wgmma_fence_operands(s1);
@@ -1846,26 +1913,24 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 				const int jf = (t + LEAD + 1) * 64 + (tid - 128);
 				int32_t page = 0;
 
-				cp_async_wait<0>(); /* tile t (bf16), Q */
+				cp_async_wait<DEEP ? 1 : 0>(); /* tile t (bf16), Q */
 				fence_proxy_async();
 				named_bar_sync(2, 256);
 				if (FP8) {
-					if (t + 1 < r.t_end) {
-						wg1_st_fp8<W0, T1>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728, tid - 128);
-						if (t + 2 < r.t_end)
-							wg1_ld_fp8<W0, T1>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
-					}
+					/* vectors [W0, T1) of tile t+1 now, the rest while P V runs */
+					wt_step_fp8<W0, T1, DEEP>(p, raw, rawslot, sRow, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
+								  t + 1, r.t_begin, r.t_end, tid - 128);
 				} else {
 					if (t + 1 < r.t_end)
 						wg1_load_kv_bf16(p, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
-								 sRow + ((t + 1) % 3) * 64, tid - 128);
+								 sRow + ((t + 1) % 4) * 64, tid - 128);
 					cp_async_commit();
 				}
 				if (fetch && jf < r.kv_len)
 					page = p.block_table[(size_t)b * (size_t)p.max_pages + (size_t)(jf / p.page_size)];
 				named_bar_sync(1, 256);
 				if (fetch)
-					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] =
+					sRow[((t + LEAD + 1) % 4) * 64 + (tid - 128)] =
 						jf < r.kv_len ? ((long long)page * p.page_size + jf % p.page_size) * ROWB : -1;
 				float al[NQ];
 				bool moved = false;
@@ -1897,7 +1962,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 					wg1_st_fp8<T1, WG_FP8_VECS>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
 									   tid - 128);
 					if (t + 2 < r.t_end)
-						wg1_ld_fp8<T1, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 3) * 64, tid - 128);
+						wg1_ld_fp8<T1, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 4) * 64, tid - 128);
 				}
 				wgmma_wait<0>();
 #pragma unroll

@@ -126,9 +126,11 @@ enum mla_flash_kind {
 /*
  * Transposed wgmma kernel, BLOCK_H bh: Q bh x 576 bf16, two 64x576 bf16 KV stages (fp8: decoded
  * there by warpgroup 1 from registers), P^T bh x 64 bf16, column maxima 4 x bh, alpha bh, l 4 x bh,
- * m bh floats, a ring of 3 x 64 row offsets.
+ * m bh floats, a ring of 4 x 64 row offsets, and for fp8 one raw 64 x 576 tile (the second tile in
+ * flight per thread when MLA_WT_DEEP is defined; unused otherwise).
  */
-#define MLA_FLASH_WGMMA_T_SMEM(bh) (1152 * (bh) + 2 * 73728 + 128 * (bh) + 40 * (bh) + 3 * 64 * 8)
+#define MLA_FLASH_WGMMA_T_SMEM(bh, fp8) \
+	(1152 * (bh) + 2 * 73728 + 128 * (bh) + 40 * (bh) + 4 * 64 * 8 + ((fp8) ? 36864 : 0))
 
 /* Largest dynamic shared memory a block may use: 227 KiB on sm_90, 64 KiB of LDS on gfx942. */
 #define MLA_SMEM_MAX_SM90 232448

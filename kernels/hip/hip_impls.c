@@ -92,7 +92,7 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
 	if (e->kind == MLA_FLASH_WGMMA)
 		return MLA_FLASH_WGMMA_SMEM;
 	if (e->kind == MLA_FLASH_WGMMA_T)
-		return MLA_FLASH_WGMMA_T_SMEM(c->block_h);
+		return MLA_FLASH_WGMMA_T_SMEM(c->block_h, fp8);
 	return (size_t)MLA_FLASH_WARP_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages, fp8,
 					   e->amd);
 }
