@@ -29,9 +29,16 @@
  *   mla_flash_wgmma  sm_90a: BLOCK_H 64 x BLOCK_N 64, two warpgroups. Warpgroup 0: S (wgmma
  *                    m64n64k16, Q and K from shared memory), softmax, P to registers (its own A
  *                    operand) and shared memory; both warpgroups: O += P V on 256 columns each
- *                    (m64n256k16, V MN-major from the same tile). Two-stage cp.async ring (fp8: two
- *                    raw stages and one decoded tile, decoded 64 dims at a time by all threads
- *                    while warpgroup 0's S runs on the atoms already decoded).
+ *                    (m64n256k16, V MN-major from the same tile). Two-stage cp.async ring, loops
+ *                    specialized per warpgroup (bf16). fp8 is mla_flash_wgmma_sd: two raw stages
+ *                    and one decoded tile, decoded 64 dims at a time by all threads while
+ *                    warpgroup 0's S runs on the atoms already decoded (the register path of
+ *                    mla_flash_wgmma<true>, MLA_WG_FP8_REGPATH, measured slower).
+ *   mla_flash_wgmma_t  sm_90a: BLOCK_H 16 or 32, the transposed products (S^T = K Q^T, O^T = V^T
+ *                    P^T, M = keys or output dims, N = the block's rows): no padding of h_q <= 16
+ *                    (32) to 64 rows. fp8: raw tiles loaded into registers (and, at BLOCK_H 16,
+ *                    alternately into one raw shared slot) by both warpgroups and decoded into the
+ *                    free bf16 stage; warpgroup 0 decodes while its S^T runs.
  *   mla_flash_combine  one warp per (batch, row): LSE-weighted sum of the splits.
  */
 #include "hip_compat.h"
@@ -1533,8 +1540,8 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
  * K tile, B = Q, both K-major) and O^T = V^T P^T (M = 64 output dims per product, A = the same tile
  * read MN-major, B = P^T [row][key]). Warpgroup 0: S^T, the softmax down the columns (a column is
  * one row m: its 64 keys sit in 4 warps x 8 lanes x 2), P^T to shared memory, O^T for dims 0-255;
- * warpgroup 1: the KV tiles (cp.async for bf16; register loads and the exact decode for fp8, as in
- * mla_flash_wgmma) and O^T for dims 256-511. Accumulator of m64nNB in warp w, lane (g, t4):
+ * warpgroup 1: the KV tiles (cp.async for bf16) and O^T for dims 256-511. fp8: each warpgroup loads
+ * and decodes half of every raw tile (wt_step_fp8), warpgroup 0 while its S^T runs. Accumulator of m64nNB in warp w, lane (g, t4):
  * d[4j + e] = (M index 16w + g + 8(e/2), column 8j + 2t4 + e%2).
  * Shared memory: Q as 9 atoms of NB rows x 64 dims (NB x 128 bytes each, the 128-byte swizzle), two
  * KV stages in mla_flash_wgmma's layout, P^T NB rows x 64 keys (one atom column), column maxima
@@ -1668,10 +1675,19 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 	float *sL = (float *)(smem + Y::L_OFF);         /* [4 warps][NB] partial sums */
 	float *sM = (float *)(smem + Y::M_OFF);         /* [NB] */
 	long long *sRow = (long long *)(smem + Y::ROW_OFF);
+	/*
+	 * fp8 pipeline (H200, h_q 16, b 128, 32K keys; BENCHMARKS.md, issue 17): the decode split over
+	 * both warpgroups beat warpgroup 1 alone (bh16 2.30 vs 2.76 ms, bh32 2.50 vs 2.89), and the
+	 * register / shared-slot alternation gained again at BLOCK_H 16 (2.18 ms); at BLOCK_H 32 it
+	 * spills (24 bytes) for 2%, so it is on for 16 only. MLA_WT_DEEP / MLA_WT_NO_DEEP /
+	 * MLA_WT_NO_SPLIT force the variants for experiments.
+	 */
 #if defined(MLA_WT_DEEP)
 	constexpr bool DEEP = FP8;
-#else
+#elif defined(MLA_WT_NO_DEEP) || defined(MLA_WT_NO_SPLIT)
 	constexpr bool DEEP = false;
+#else
+	constexpr bool DEEP = FP8 && NB == 16;
 #endif /* MLA_WT_DEEP */
 	constexpr int LEAD = FP8 ? (DEEP ? 3 : 2) : 1; /* row offsets of tile t + LEAD are needed at tile t */
 	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
@@ -1715,11 +1731,11 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 		 * fp8: vectors [0, W0) of a tile are warpgroup 0's (decoded while its S^T runs), the rest
 		 * warpgroup 1's: [W0, T1) before its P V, [T1, 18) while it runs.
 		 */
-#if defined(MLA_WT_SPLIT) || defined(MLA_WT_DEEP)
-		constexpr int W0 = WG_FP8_VECS / 2, T1 = WG_FP8_VECS;
-#else
+#if defined(MLA_WT_NO_SPLIT)
 		constexpr int W0 = 0, T1 = WG_FP8_TOP;
-#endif /* MLA_WT_SPLIT || MLA_WT_DEEP */
+#else
+		constexpr int W0 = WG_FP8_VECS / 2, T1 = WG_FP8_VECS;
+#endif /* MLA_WT_NO_SPLIT */
 		unsigned char *rawslot = smem + Y::RAW_OFF;
 
 		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {

@@ -118,8 +118,9 @@ enum mla_flash_kind {
 	 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + MLA_FLASH_RING(st) * (bn) * 8)
 
 /*
- * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8: decoded there by warpgroup 1 from
- * raw tiles it loads into registers), P 64x64 bf16, per-row alpha, l, m, a ring of 3 x 64 row offsets.
+ * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8, mla_flash_wgmma_sd: one decoded bf16
+ * tile and two raw fp8 stages, the same bytes), P 64x64 bf16, per-row alpha, l, m, a ring of 3 x 64
+ * row offsets.
  */
 #define MLA_FLASH_WGMMA_SMEM (3 * 73728 + 8192 + 3 * 64 * 4 + 3 * 64 * 8)
 
