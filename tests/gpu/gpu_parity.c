@@ -895,7 +895,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
 			opt.samples = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: gpu_parity [--bench] [--impl NAME] [--config NAME] [--case SUBSTR] "
+			fprintf(stderr, "usage: gpu_parity [--bench] [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] "
 					"[--no-big] [--seed N] [--samples N]\n");
 			return 2;
 		}
