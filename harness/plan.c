@@ -424,8 +424,11 @@ static int list_has(const struct card_list *l, const char *s)
 	return 0;
 }
 
-/* Directory of the running binary + "/gfx942/resources.json" (the gate's output in the build dir). */
-static char *default_build_figures(void)
+/*
+ * Directory of the running binary + "/gfx942/resources.json" (the gfx942 gate's output in the build
+ * dir) or "/sm_90/resources.json" (tools/gpu/sm90_resources.sh, after an NVIDIA build).
+ */
+static char *default_build_figures(const char *gen)
 {
 	char exe[4096];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -438,13 +441,13 @@ static char *default_build_figures(void)
 	if (!slash)
 		return NULL;
 	*slash = '\0';
-	return fs_printf("%s/gfx942/resources.json", exe);
+	return fs_printf("%s/%s/resources.json", exe, strncmp(gen, "gfx", 3) ? "sm_90" : "gfx942");
 }
 
 /* The gfx942 build gate's figures for the candidate, as a JSON object (NULL when absent). */
-static cJSON *load_build_figures(const char *path_opt, const char *impl)
+static cJSON *load_build_figures(const char *path_opt, const char *impl, const char *gen)
 {
-	char *path = path_opt ? strdup(path_opt) : default_build_figures();
+	char *path = path_opt ? strdup(path_opt) : default_build_figures(gen);
 	char *text = NULL;
 	size_t len;
 	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine;
@@ -793,8 +796,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	np.speedup_min = c->expects.isolated_speedup_min;
 	np.parity_required = !c->expects.parity || strcmp(c->expects.parity, "advisory") != 0;
 	np.capture_required = gpu;
-	if (!strncmp(gen, "gfx", 3))
-		np.build = load_build_figures(o ? o->build_figures : NULL, np.candidate.name);
+	if (!strncmp(gen, "gfx", 3) || !strncmp(gen, "sm_90", 5))
+		np.build = load_build_figures(o ? o->build_figures : NULL, np.candidate.name, gen);
 	*p = np;
 	return 0;
 done:
@@ -1719,6 +1722,31 @@ void plan_print_summary(const struct plan *p, FILE *f)
 					NUM("vgpr_spill") + NUM("sgpr_spill"));
 #undef NUM
 			}
+		}
+	} else if (!strncmp(p->gen, "sm_90", 5) && p->build) {
+		/* tools/gpu/sm90_resources.sh (NVIDIA builds): ptxas figures, recorded, not a gate */
+		const cJSON *ks = cJSON_GetObjectItem(p->build, "kernels");
+
+		fprintf(f, "  build      sm_90a figures for %s (ptxas%s):\n", p->candidate.name,
+			cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "; a kernel spills or exceeds 227 KiB" :
+									       "");
+		fprintf(f, "    %-60s %-13s %5s %7s %7s %6s %6s\n", "kernel/config", "kv_dtype", "regs", "smem",
+			"dynamic", "stack", "spills");
+		cJSON_ArrayForEach(k, ks)
+		{
+			const char *cfg = get_str(k, "config");
+			const char *sym = get_str(k, "kernel");
+			char label[96];
+
+			snprintf(label, sizeof(label), "%s%s%s", sym ? sym : "", sym && cfg ? " " : "", cfg ? cfg : "");
+#define NUM(key)                                                                                                       \
+	(isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 :                                                \
+								    cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
+			fprintf(f, "    %-60s %-13s %5.0f %7.0f %7.0f %6.0f %6.0f\n", label,
+				get_str(k, "kv_dtype") ? get_str(k, "kv_dtype") : "", NUM("registers"),
+				NUM("smem_static"), NUM("smem_dynamic"), NUM("stack"),
+				NUM("spill_stores") + NUM("spill_loads"));
+#undef NUM
 		}
 	}
 }

@@ -29,9 +29,16 @@
  *   mla_flash_wgmma  sm_90a: BLOCK_H 64 x BLOCK_N 64, two warpgroups. Warpgroup 0: S (wgmma
  *                    m64n64k16, Q and K from shared memory), softmax, P to registers (its own A
  *                    operand) and shared memory; both warpgroups: O += P V on 256 columns each
- *                    (m64n256k16, V MN-major from the same tile). Two-stage cp.async ring (fp8: two
- *                    raw stages and one decoded tile, decoded 64 dims at a time by all threads
- *                    while warpgroup 0's S runs on the atoms already decoded).
+ *                    (m64n256k16, V MN-major from the same tile). Two-stage cp.async ring, loops
+ *                    specialized per warpgroup (bf16). fp8 is mla_flash_wgmma_sd: two raw stages
+ *                    and one decoded tile, decoded 64 dims at a time by all threads while
+ *                    warpgroup 0's S runs on the atoms already decoded (the register path of
+ *                    mla_flash_wgmma<true>, MLA_WG_FP8_REGPATH, measured slower).
+ *   mla_flash_wgmma_t  sm_90a: BLOCK_H 16 or 32, the transposed products (S^T = K Q^T, O^T = V^T
+ *                    P^T, M = keys or output dims, N = the block's rows): no padding of h_q <= 16
+ *                    (32) to 64 rows. fp8: raw tiles loaded into registers (and, at BLOCK_H 16,
+ *                    alternately into one raw shared slot) by both warpgroups and decoded into the
+ *                    free bf16 stage; warpgroup 0 decodes while its S^T runs.
  *   mla_flash_combine  one warp per (batch, row): LSE-weighted sum of the splits.
  */
 #include "hip_compat.h"
@@ -40,6 +47,7 @@
 #include "hip_impls.h"
 #include "../mla_numeric.h"
 
+#include <limits.h>
 #include <math.h>
 
 namespace {
@@ -147,7 +155,6 @@ VS_DEV void store_out2(const FlashParams &p, int b, int split, int m, int col, f
 	}
 }
 
-#if defined(VS_PLATFORM_AMD)
 VS_DEV void store_out1(const FlashParams &p, int b, int split, int m, int col, float v)
 {
 	if (p.num_splits == 1)
@@ -155,7 +162,6 @@ VS_DEV void store_out1(const FlashParams &p, int b, int split, int m, int col, f
 	else
 		p.o_part[(((size_t)b * p.num_splits + split) * p.m_total + m) * D_V + col] = v;
 }
-#endif /* VS_PLATFORM_AMD */
 
 /*
  * lse of row m for this split: l == 0 means no key seen; a NaN l (a visible NaN code in the KV)
@@ -172,6 +178,32 @@ VS_DEV void store_lse(const FlashParams &p, int b, int split, int m, float m_run
 			l != 0.f ? m_run + vs_log2f(l) : -INFINITY;
 	}
 }
+
+#if defined(VS_PLATFORM_NVIDIA)
+/*
+ * A block with no KV tile in its range (every row empty, or a split past the last tile): out 0 and
+ * lse +inf with coalesced 16-byte stores (num_splits 1), or lse_part -inf alone (the combine reads
+ * no o_part of a split whose weight is 0). Returns true when the block is done.
+ */
+VS_DEV bool store_empty_block(const FlashParams &p, const BlockRange &r, int b, int split, int m0, int bh,
+			      int tid, int nthreads)
+{
+	if (r.t_begin < r.t_end)
+		return false;
+	const int rows = min(bh, p.m_total - m0);
+
+	if (p.num_splits == 1) {
+		for (int c = tid; c < rows * (D_V / 8); c += nthreads) {
+			const int row = c / (D_V / 8), ch = c % (D_V / 8);
+
+			*(vs_u32x4 *)(p.out + ((size_t)b * p.m_total + m0 + row) * D_V + ch * 8) = vs_u32x4{ 0u, 0u, 0u, 0u };
+		}
+	}
+	for (int row = tid; row < rows; row += nthreads)
+		store_lse(p, b, split, m0 + row, 0.f, 0.f);
+	return true;
+}
+#endif /* VS_PLATFORM_NVIDIA */
 
 #if defined(VS_PLATFORM_NVIDIA)
 /* ------------------------------------------------------------ cp.async (NVIDIA) */
@@ -522,6 +554,10 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 	const int rg = warp % T::RG, cg = warp / T::RG;
 	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * BH;
 	const BlockRange r = block_range(p, b, split, m0, BH, BN);
+#if defined(VS_PLATFORM_NVIDIA)
+	if (store_empty_block(p, r, b, split, m0, BH, tid, T::THREADS))
+		return;
+#endif /* VS_PLATFORM_NVIDIA */
 	uint16_t *sP = (uint16_t *)(smem + T::P_OFF);
 	float *sMax = (float *)(smem + T::MAX_OFF);
 	float *sSum = (float *)(smem + T::SUM_OFF);
@@ -758,6 +794,77 @@ VS_DEV void wg1_load_kv_bf16(const FlashParams &p, unsigned char *dst, const lon
 	}
 }
 
+/*
+ * fp8 KV without raw shared-memory stages: warpgroup 1 loads a raw tile (64 rows x 576 codes) from
+ * global memory straight into registers, 18 16-byte vectors per thread (consecutive threads read
+ * consecutive 16-byte chunks of a row: coalesced), one tile ahead, and decodes it with the exact
+ * decoder (0x80 -> NaN) into the free one of the two bf16 stages, in the same swizzled layout as
+ * a bf16 tile. The decoded tile is then read by the unchanged bf16 pipeline (S, softmax, P V), so
+ * fp8 has the bf16 kernel's critical path; the decode runs on warpgroup 1 while warpgroup 0's S
+ * and softmax occupy the tensor cores, and during its own half of P V.
+ */
+constexpr int WG_FP8_VECS = 18; /* 64 x 36 chunks of 16 codes / 128 threads */
+#ifndef MLA_WG_FP8_TOP
+#define MLA_WG_FP8_TOP 9
+#endif
+/* Vectors decoded (and reloaded) before warpgroup 1's P V; the rest while its P V runs. */
+constexpr int WG_FP8_TOP = MLA_WG_FP8_TOP;
+
+VS_DEV vs_u32x4 ld_global_nc_v4(const void *p)
+{
+	vs_u32x4 v;
+
+	/* volatile: issued where written (a tile ahead of its use), not sunk toward the use */
+	asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+	    : "l"(p));
+	return v;
+}
+
+/* Vectors [i0, i1) of warpgroup 1's share of a raw tile into registers (zeros past kv_len). */
+template <int I0, int I1>
+VS_DEV void wg1_ld_fp8(const FlashParams &p, vs_u32x4 (&w)[WG_FP8_VECS], const long long *rowoff, int x)
+{
+#pragma unroll
+	for (int i = I0; i < I1; i++) {
+		const int c = x + 128 * i, row = c / 36, ch = c % 36;
+		const long long off = rowoff[row];
+
+		if (off >= 0)
+			w[i] = ld_global_nc_v4(p.kv + off + ch * 16);
+		else
+			w[i] = vs_u32x4{ 0u, 0u, 0u, 0u };
+	}
+}
+
+/*
+ * Decode vectors [i0, i1) into a swizzled 64 x 576 bf16 stage: the fast decoder (5 operations per
+ * pair of codes, 0x80 -> -0), or the exact one for a vector that holds 0x80 (a visible NaN code:
+ * legal, rare; a branch of this thread alone, since each thread owns its vectors).
+ */
+template <int I0, int I1>
+VS_DEV void wg1_st_fp8(const vs_u32x4 (&w)[WG_FP8_VECS], unsigned char *dst, int x)
+{
+#pragma unroll
+	for (int i = I0; i < I1; i++) {
+		const int c = x + 128 * i, row = c / 36, ch = c % 36;
+		const uint32_t nan = mma_fp8x4_nan_bits(w[i].x) | mma_fp8x4_nan_bits(w[i].y) |
+				     mma_fp8x4_nan_bits(w[i].z) | mma_fp8x4_nan_bits(w[i].w);
+		vs_u32x4 o0, o1;
+
+		if (__builtin_expect((nan & 0x80808080u) != 0, 0)) {
+			fp8x16_to_bf16x16(w[i], o0, o1);
+		} else {
+			mma_fp8x4_to_bf16x4_nonan(w[i].x, o0.x, o0.y);
+			mma_fp8x4_to_bf16x4_nonan(w[i].y, o0.z, o0.w);
+			mma_fp8x4_to_bf16x4_nonan(w[i].z, o1.x, o1.y);
+			mma_fp8x4_to_bf16x4_nonan(w[i].w, o1.z, o1.w);
+		}
+		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch)) = o0;
+		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
+	}
+}
+
 /* Raw fp8 tile, row-major 64 x 576, by the 128 threads of warpgroup 1. */
 VS_DEV void wg1_load_kv_fp8(const FlashParams &p, unsigned char *dst, const long long *rowoff, int x)
 {
@@ -821,8 +928,14 @@ VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid
 }
 #endif /* MLA_HAVE_WGMMA */
 
+/*
+ * mla_flash_wgmma_sd: the fp8 instance of the wgmma kernel (decode in shared memory by all 256
+ * threads, atom by atom, with two raw cp.async stages): measured faster on sm_90a than the
+ * register path of mla_flash_wgmma<true> (BENCHMARKS.md, issue 17 pass), so the dispatch uses it
+ * for fp8 unless MLA_WG_FP8_REGPATH is defined. Only its <true> instance is launched.
+ */
 template <bool FP8>
-__global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 {
 #if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ __align__(1024) unsigned char smem[];
@@ -1129,6 +1242,792 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 #endif /* wgmma available */
 }
 
+template <bool FP8>
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
+{
+#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(1024) unsigned char smem[];
+	const uint32_t sbase = vs_smem_addr(smem);
+
+	if (sbase & 1023u)
+		__trap(); /* swizzle atoms need 1 KiB alignment */
+	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
+	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 64;
+
+	/*
+	 * Nothing below depends on seqlens but the KV range: Q is copied and the block_table line of
+	 * the first tile (of a full-length sequence) prefetched into L2 before seqlens arrive, so a
+	 * short task pays one memory latency less (an empty block waits for its Q and drops it).
+	 */
+	wg_load_q(p, smem + WG_Q_OFF, b, m0, tid);
+	cp_async_commit();
+	if (tid == 0 && p.max_pages > 0) {
+		const long long tiles = ((long long)p.max_pages * p.page_size + 63) / 64;
+		const long long per = (tiles + p.num_splits - 1) / p.num_splits;
+		const long long pg = min((long long)split * per * 64 / p.page_size, (long long)p.max_pages - 1);
+
+		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
+	}
+	const BlockRange r = block_range(p, b, split, m0, 64, 64);
+	if (store_empty_block(p, r, b, split, m0, 64, tid, 256)) {
+		cp_async_wait<0>(); /* Q */
+		return;
+	}
+	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
+	float *sL = (float *)(smem + WG_L_OFF);
+	float *sM = (float *)(smem + WG_M_OFF);
+	int lim[2];
+	float m_run[2], l_run[2];
+	float o[128];
+
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		lim[h] = row_limit(p, r.seqlen, m0 + row0 + 8 * h);
+		m_run[h] = -INFINITY;
+		l_run[h] = 0.f;
+	}
+#pragma unroll
+	for (int i = 0; i < 128; i++)
+		o[i] = 0.f;
+
+	if (wg == 0 && t4 == 0) { /* no tile: empty rows (overwritten after the tiles) */
+		sL[row0] = sL[row0 + 8] = 0.f;
+		sM[row0] = sM[row0 + 8] = -INFINITY;
+	}
+
+	long long *sRow = (long long *)(smem + WG_ROW_OFF);
+	constexpr int LEAD = FP8 ? 2 : 1;  /* tile t + LEAD is issued during tile t */
+	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
+	vs_u32x4 raw[WG_FP8_VECS]; /* fp8: warpgroup 1's share of the next raw tile (unused for bf16) */
+
+	if (r.t_begin < r.t_end) {
+		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {
+			int u = r.t_begin + x / 64;
+
+			if (u < r.t_end)
+				sRow[(u % 3) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
+		}
+		vs_syncthreads();
+		/* KV tiles are copied (bf16) or loaded and decoded (fp8) by warpgroup 1 alone. */
+		if (FP8) {
+			/* tile t_begin decoded into stage 0, tile t_begin + 1 in registers */
+			if (wg == 1) {
+				wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 3) * 64, tid - 128);
+				wg1_st_fp8<0, WG_FP8_VECS>(raw, smem + WG_KV_OFF, tid - 128);
+				if (r.t_begin + 1 < r.t_end)
+					wg1_ld_fp8<0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + 1) % 3) * 64, tid - 128);
+			}
+			cp_async_commit();
+		} else {
+			if (wg == 1)
+				wg1_load_kv_bf16(p, smem + WG_KV_OFF, sRow + (r.t_begin % 3) * 64, tid - 128);
+			cp_async_commit();
+		}
+		/*
+		 * Warp-specialized loops (each warpgroup keeps only its own registers live): one
+		 * named barrier (2) per tile opens it for both, barrier 1 hands P and alpha to
+		 * warpgroup 1.
+		 */
+		if (wg == 0) {
+			for (int t = r.t_begin; t < r.t_end; t++) {
+				const int k = t - r.t_begin;
+				const uint32_t kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
+				float s[32];
+
+				cp_async_wait<0>(); /* Q (the KV copies are warpgroup 1's) */
+				fence_proxy_async();
+				named_bar_sync(2, 256); /* tile t complete; stage of tile t-1, P, alpha free */
+				float mx[2], alpha[2], mu[2];
+				uint32_t pa[16];
+
+				{
+					/* Descriptors: a base per operand plus a constant per k step (start field only). */
+					const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
+					const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
+
+#pragma unroll
+					for (int i = 0; i < 32; i++)
+						s[i] = 0.f;
+					wgmma_fence();
+#pragma unroll
+					for (int kk = 0; kk < D_QK / 16; kk++) {
+						const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
+
+						wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
+					}
+					wgmma_commit();
+				}
+				wgmma_wait<0>();
+				wgmma_fence_operands(s);
+
+				mx[0] = mx[1] = -INFINITY;
+				if ((t + 1) * 64 <= min(lim[0], lim[1])) {
+					/* every key of the tile visible to both rows: no mask */
+#pragma unroll
+					for (int j = 0; j < 32; j++) {
+						s[j] *= p.scale_log2;
+						mx[(j >> 1) & 1] = vs_fmaxf(mx[(j >> 1) & 1], s[j]);
+					}
+				} else {
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+#pragma unroll
+						for (int e = 0; e < 4; e++) {
+							int h = e >> 1;
+							int key = t * 64 + 8 * j + 2 * t4 + (e & 1);
+							float v = key < lim[h] ? s[4 * j + e] * p.scale_log2 : -INFINITY;
+
+							s[4 * j + e] = v;
+							mx[h] = vs_fmaxf(mx[h], v);
+						}
+				}
+#pragma unroll
+				for (int h = 0; h < 2; h++) {
+					float m_new = vs_fmaxf(m_run[h], mma_row_max(mx[h]));
+
+					mu[h] = m_new == -INFINITY ? 0.f : m_new;
+					alpha[h] = vs_exp2f(m_run[h] - mu[h]);
+					m_run[h] = m_new;
+					l_run[h] *= alpha[h];
+				}
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						float pe = vs_exp2f(s[4 * j + e] - mu[e >> 1]);
+
+						l_run[e >> 1] += pe;
+						s[4 * j + e] = pe;
+					}
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+#pragma unroll
+					for (int h = 0; h < 2; h++) {
+						int row = row0 + 8 * h;
+
+						pa[2 * j + h] = vs_pack_bf16x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]);
+						*(uint32_t *)(smem + WG_P_OFF + (row >> 3) * 1024 + (row & 7) * 128 +
+							      ((j ^ (row & 7)) << 4) + t4 * 4) = pa[2 * j + h];
+					}
+				if (t4 == 0) {
+					sAlpha[row0] = alpha[0];
+					sAlpha[row0 + 8] = alpha[1];
+				}
+				fence_proxy_async();
+				named_bar_arrive(1, 256); /* P and alpha ready for warpgroup 1 */
+
+				if (alpha[0] != 1.f || alpha[1] != 1.f) /* the running max moved */
+#pragma unroll
+					for (int i = 0; i < 128; i++)
+						o[i] *= alpha[(i >> 1) & 1];
+				const uint64_t dv = wgmma_desc_sw128(kv_s, WG_ATOM_K, WG_GRP);
+
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++) {
+					const uint32_t a[4] = { pa[4 * kk], pa[4 * kk + 1], pa[4 * kk + 2], pa[4 * kk + 3] };
+
+					wgmma_m64n256k16_rs(o, a, dv + ((kk * 2 * WG_GRP) >> 4), 1);
+				}
+				wgmma_commit();
+				wgmma_wait<0>();
+				wgmma_fence_operands(o);
+			}
+			/* m and l of this block's rows, for both warpgroups' finalize (inside the branch:
+			 * warpgroup 1's registers need not keep them live) */
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				float l = mma_row_sum(l_run[h]);
+
+				if (t4 == 0) {
+					sL[row0 + 8 * h] = l;
+					sM[row0 + 8 * h] = m_run[h];
+				}
+			}
+		} else {
+			for (int t = r.t_begin; t < r.t_end; t++) {
+				const int k = t - r.t_begin;
+				const uint32_t kv_s = sbase + WG_KV_OFF + (k & 1) * 73728;
+				/* Warpgroup 1 (idle during S) fetches the block_table entries of tile t + LEAD + 1. */
+				const bool fetch = tid < 192 && t + LEAD + 1 < r.t_end;
+				const int jf = (t + LEAD + 1) * 64 + (tid - 128);
+				int32_t page = 0;
+
+				cp_async_wait<0>(); /* tile t (bf16), Q */
+				fence_proxy_async();
+				named_bar_sync(2, 256); /* tile t complete; stage of tile t-1, P, alpha free */
+				if (FP8) {
+					if (t + 1 < r.t_end) {
+						/* first half of tile t+1 now, the second half while P V runs */
+						wg1_st_fp8<0, WG_FP8_TOP>(raw, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+									       tid - 128);
+						if (t + 2 < r.t_end)
+							wg1_ld_fp8<0, WG_FP8_TOP>(p, raw, sRow + ((t + 2) % 3) * 64,
+										       tid - 128);
+					}
+				} else {
+					if (t + 1 < r.t_end)
+						wg1_load_kv_bf16(p, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+								 sRow + ((t + 1) % 3) * 64, tid - 128);
+					cp_async_commit();
+				}
+				if (fetch && jf < r.kv_len)
+					page = p.block_table[(size_t)b * (size_t)p.max_pages + (size_t)(jf / p.page_size)];
+				named_bar_sync(1, 256);
+				if (fetch)
+					sRow[((t + LEAD + 1) % 3) * 64 + (tid - 128)] =
+						jf < r.kv_len ? ((long long)page * p.page_size + jf % p.page_size) * ROWB : -1;
+				const float a0 = sAlpha[row0], a1 = sAlpha[row0 + 8];
+
+				if (a0 != 1.f || a1 != 1.f)
+#pragma unroll
+					for (int i = 0; i < 128; i++)
+						o[i] *= ((i >> 1) & 1) ? a1 : a0;
+				const uint64_t dp = wgmma_desc_sw128(sbase + WG_P_OFF, 16, WG_GRP);
+				const uint64_t dv = wgmma_desc_sw128(kv_s + 4 * WG_ATOM_K, WG_ATOM_K, WG_GRP);
+
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++)
+					wgmma_m64n256k16_ss(o, dp + ((kk * 32) >> 4), dv + ((kk * 2 * WG_GRP) >> 4), 1);
+				wgmma_commit();
+				if (FP8 && t + 1 < r.t_end) {
+					/* second half of tile t+1 into the free stage while P V runs */
+					wg1_st_fp8<WG_FP8_TOP, WG_FP8_VECS>(raw, smem + WG_KV_OFF + ((k + 1) & 1) * 73728,
+										 tid - 128);
+					if (t + 2 < r.t_end)
+						wg1_ld_fp8<WG_FP8_TOP, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 3) * 64,
+											 tid - 128);
+				}
+				wgmma_wait<0>();
+				wgmma_fence_operands(o);
+			}
+		}
+	}
+	cp_async_wait<0>(); /* Q (also in a block with no tile) */
+
+	/* Finalize: warpgroup 0 wrote m and l (above); both warpgroups write their 256 columns. */
+	vs_syncthreads();
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		int row = row0 + 8 * h, m = m0 + row;
+		float l = sL[row];
+		float sc = l != 0.f ? p.out_scale / l : 0.f;
+
+		if (m >= p.m_total)
+			continue;
+#pragma unroll
+		for (int j = 0; j < 32; j++)
+			store_out2(p, b, split, m, wg * 256 + 8 * j + 2 * t4, o[4 * j + 2 * h] * sc,
+				   o[4 * j + 2 * h + 1] * sc);
+		if (wg == 0 && t4 == 0)
+			store_lse(p, b, split, m, sM[row], l);
+	}
+#else
+	(void)p;
+#if defined(__CUDA_ARCH__)
+	__trap();
+#endif /* __CUDA_ARCH__ */
+#endif /* wgmma available */
+}
+
+/* ================================================================ transposed wgmma kernel (sm_90a) */
+
+#if defined(MLA_HAVE_WGMMA)
+/*
+ * BLOCK_H NB (16 or 32): S^T = K Q^T (wgmma m64nNBk16: M = the tile's 64 keys, N = the block's NB rows, A = the
+ * K tile, B = Q, both K-major) and O^T = V^T P^T (M = 64 output dims per product, A = the same tile
+ * read MN-major, B = P^T [row][key]). Warpgroup 0: S^T, the softmax down the columns (a column is
+ * one row m: its 64 keys sit in 4 warps x 8 lanes x 2), P^T to shared memory, O^T for dims 0-255;
+ * warpgroup 1: the KV tiles (cp.async for bf16) and O^T for dims 256-511. fp8: each warpgroup loads
+ * and decodes half of every raw tile (wt_step_fp8), warpgroup 0 while its S^T runs. Accumulator of m64nNB in warp w, lane (g, t4):
+ * d[4j + e] = (M index 16w + g + 8(e/2), column 8j + 2t4 + e%2).
+ * Shared memory: Q as 9 atoms of NB rows x 64 dims (NB x 128 bytes each, the 128-byte swizzle), two
+ * KV stages in mla_flash_wgmma's layout, P^T NB rows x 64 keys (one atom column), column maxima
+ * [4][NB], alpha [NB], partial l [4][NB], m [NB], the row-offset ring.
+ */
+template <int NB>
+struct WtLayout {
+	static constexpr int NJ = NB / 8;      /* 8-column groups of the accumulator */
+	static constexpr int NQ = 2 * NJ;      /* columns per thread */
+	static constexpr int ACC = 4 * NJ;     /* floats of one m64nNB accumulator */
+	static constexpr uint32_t Q_ATOM = NB * 128;
+	static constexpr int Q_OFF = 0;
+	static constexpr int KV_OFF = 9 * NB * 128;
+	static constexpr int P_OFF = KV_OFF + 2 * 73728;
+	static constexpr int MAX_OFF = P_OFF + NB * 128;
+	static constexpr int ALPHA_OFF = MAX_OFF + 16 * NB;
+	static constexpr int L_OFF = ALPHA_OFF + 4 * NB;
+	static constexpr int M_OFF = L_OFF + 16 * NB;
+	static constexpr int ROW_OFF = M_OFF + 4 * NB;
+	static constexpr int RAW_OFF = ROW_OFF + 4 * 64 * 8; /* fp8 (MLA_WT_DEEP): one raw tile */
+	static_assert(RAW_OFF == MLA_FLASH_WGMMA_T_SMEM(NB, 0) && RAW_OFF + 36864 == MLA_FLASH_WGMMA_T_SMEM(NB, 1),
+		      "transposed wgmma smem formula");
+	static_assert(KV_OFF % 1024 == 0 && P_OFF % 1024 == 0, "atom alignment");
+	static_assert(NB == 16 || NB == 32, "BLOCK_H");
+};
+
+/* m64nNBk16 from shared memory (TA = 1: A MN-major). */
+template <int NB, int TA>
+VS_DEV void wgmma_t_ss(float (&d)[NB / 2], uint64_t da, uint64_t db, int acc)
+{
+	if constexpr (NB == 16)
+		wgmma_m64n16k16_ss<TA>(d, da, db, acc);
+	else
+		wgmma_m64n32k16_ss<TA>(d, da, db, acc);
+}
+
+/*
+ * fp8 prefetch of this thread's vectors [I0, I1) of tile u into registers: straight from global
+ * memory, or (MLA_WT_DEEP) from the raw shared-memory slot its own cp.async filled one tile earlier,
+ * refilled at once with tile u + 1 (two tiles in flight per thread; the thread reads only the
+ * bytes it copied itself, so its cp.async.wait_group is the only ordering needed).
+ */
+/* MLA_WT_DEEP: this thread's vectors [I0, I1) of tile u into the raw slot (cp.async, one group). */
+template <int I0, int I1>
+VS_DEV void wt_cp_fp8(const FlashParams &p, unsigned char *rawslot, const long long *sRow, int u, int t_end, int x)
+{
+	if (u < t_end) {
+		const long long *rowoff = sRow + (u % 4) * 64;
+
+#pragma unroll
+		for (int i = I0; i < I1; i++) {
+			const int c = x + 128 * i, row = c / 36, ch = c % 36;
+			const long long off = rowoff[row];
+
+			cp_async16(rawslot + c * 16, p.kv + (off >= 0 ? off : 0) + ch * 16, off >= 0);
+		}
+	}
+	cp_async_commit();
+}
+
+/*
+ * fp8, one step of this thread's vectors [I0, I1): decode tile v (t_begin <= v < t_end) into stage
+ * dst and start the fetch of tile v + 2 (v + 1 without MLA_WT_DEEP). Without MLA_WT_DEEP every tile
+ * goes global -> registers, one tile ahead. With it, tiles alternate between the registers (even
+ * v - t_begin: plain global loads) and the raw shared-memory slot (odd: cp.async), so each fetch
+ * has two tile times to land; the thread reads only the slot bytes it copied itself, so its own
+ * cp.async.wait_group is the only ordering needed.
+ */
+template <int I0, int I1, bool DEEP>
+VS_DEV void wt_step_fp8(const FlashParams &p, vs_u32x4 (&w)[WG_FP8_VECS], unsigned char *rawslot,
+			const long long *sRow, unsigned char *dst, int v, int t_begin, int t_end, int x)
+{
+	if (v >= t_end)
+		return;
+	if (!DEEP || ((v - t_begin) & 1) == 0) {
+		const int u = DEEP ? v + 2 : v + 1;
+
+		wg1_st_fp8<I0, I1>(w, dst, x);
+		if (u < t_end)
+			wg1_ld_fp8<I0, I1>(p, w, sRow + (u % 4) * 64, x);
+		return;
+	}
+	vs_u32x4 tmp[WG_FP8_VECS];
+
+	cp_async_wait<0>();
+#pragma unroll
+	for (int i = I0; i < I1; i++)
+		tmp[i] = *(const vs_u32x4 *)(rawslot + (x + 128 * i) * 16);
+	wg1_st_fp8<I0, I1>(tmp, dst, x);
+	wt_cp_fp8<I0, I1>(p, rawslot, sRow, v + 2, t_end, x);
+}
+
+/* NB rows x 72 chunks of Q (zeros past m_total). */
+template <int NB>
+VS_DEV void wt_load_q(const FlashParams &p, unsigned char *dst, int b, int m0, int tid)
+{
+#pragma unroll
+	for (int i = 0; i < (NB * 72 + 255) / 256; i++) {
+		int c = tid + i * 256;
+
+		if (c >= NB * 72)
+			break;
+		int row = c / 72, ch = c % 72;
+		int m = m0 + row;
+		bool valid = m < p.m_total;
+		const uint16_t *src = p.q + (valid ? ((size_t)b * p.m_total + m) * D_QK + ch * 8 : 0);
+
+		cp_async16(dst + (ch >> 3) * (int)WtLayout<NB>::Q_ATOM + (row >> 3) * (int)WG_GRP + (row & 7) * 128 +
+				   (((ch & 7) ^ (row & 7)) << 4),
+			   src, valid);
+	}
+}
+#endif /* MLA_HAVE_WGMMA */
+
+template <int NB, bool FP8>
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
+{
+#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(1024) unsigned char smem[];
+	const uint32_t sbase = vs_smem_addr(smem);
+
+	if (sbase & 1023u)
+		__trap(); /* swizzle atoms need 1 KiB alignment */
+	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+	const int w = (tid & 127) >> 5; /* warp in the warpgroup */
+	typedef WtLayout<NB> Y;
+	constexpr int NJ = Y::NJ, NQ = Y::NQ, ACC = Y::ACC;
+	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * NB;
+	float *sMax = (float *)(smem + Y::MAX_OFF);     /* [4 warps][NB columns] */
+	float *sAlpha = (float *)(smem + Y::ALPHA_OFF); /* [NB] */
+	float *sL = (float *)(smem + Y::L_OFF);         /* [4 warps][NB] partial sums */
+	float *sM = (float *)(smem + Y::M_OFF);         /* [NB] */
+	long long *sRow = (long long *)(smem + Y::ROW_OFF);
+	/*
+	 * fp8 pipeline (H200, h_q 16, b 128, 32K keys; BENCHMARKS.md, issue 17): the decode split over
+	 * both warpgroups beat warpgroup 1 alone (bh16 2.30 vs 2.76 ms, bh32 2.50 vs 2.89), and the
+	 * register / shared-slot alternation gained again at BLOCK_H 16 (2.18 ms); at BLOCK_H 32 it
+	 * spills (24 bytes) for 2%, so it is on for 16 only. MLA_WT_DEEP / MLA_WT_NO_DEEP /
+	 * MLA_WT_NO_SPLIT force the variants for experiments.
+	 */
+#if defined(MLA_WT_DEEP)
+	constexpr bool DEEP = FP8;
+#elif defined(MLA_WT_NO_DEEP) || defined(MLA_WT_NO_SPLIT)
+	constexpr bool DEEP = false;
+#else
+	constexpr bool DEEP = FP8 && NB == 16;
+#endif /* MLA_WT_DEEP */
+	constexpr int LEAD = FP8 ? (DEEP ? 3 : 2) : 1; /* row offsets of tile t + LEAD are needed at tile t */
+	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
+	float o[4][ACC]; /* O^T: dims 64 (4 wg + a) + ..., this thread's NQ columns */
+
+	/* This thread's columns: c(j, e1) = 8j + 2 t4 + e1, index q = 2j + e1. */
+	wt_load_q<NB>(p, smem + Y::Q_OFF, b, m0, tid);
+	cp_async_commit();
+	if (tid == 0 && p.max_pages > 0) {
+		const long long tiles = ((long long)p.max_pages * p.page_size + 63) / 64;
+		const long long per = (tiles + p.num_splits - 1) / p.num_splits;
+		const long long pg = min((long long)split * per * 64 / p.page_size, (long long)p.max_pages - 1);
+
+		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
+	}
+	const BlockRange r = block_range(p, b, split, m0, NB, 64);
+	if (store_empty_block(p, r, b, split, m0, NB, tid, 256)) {
+		cp_async_wait<0>(); /* Q */
+		return;
+	}
+
+#pragma unroll
+	for (int a = 0; a < 4; a++)
+#pragma unroll
+		for (int i = 0; i < ACC; i++)
+			o[a][i] = 0.f;
+	if (wg == 0 && g == 0) { /* no tile: empty rows (overwritten after the tiles) */
+#pragma unroll
+		for (int q = 0; q < NQ; q++) {
+			const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
+
+			sL[w * NB + c] = 0.f;
+			if (w == 0)
+				sM[c] = -INFINITY;
+		}
+	}
+
+	if (r.t_begin < r.t_end) {
+		vs_u32x4 raw[WG_FP8_VECS]; /* fp8: this thread's share of the next raw tile */
+		/*
+		 * fp8: vectors [0, W0) of a tile are warpgroup 0's (decoded while its S^T runs), the rest
+		 * warpgroup 1's: [W0, T1) before its P V, [T1, 18) while it runs.
+		 */
+#if defined(MLA_WT_NO_SPLIT)
+		constexpr int W0 = 0, T1 = WG_FP8_TOP;
+#else
+		constexpr int W0 = WG_FP8_VECS / 2, T1 = WG_FP8_VECS;
+#endif /* MLA_WT_NO_SPLIT */
+		unsigned char *rawslot = smem + Y::RAW_OFF;
+
+		for (int x = tid; x < (LEAD + 1) * 64; x += 256) {
+			int u = r.t_begin + x / 64;
+
+			if (u < r.t_end)
+				sRow[(u % 4) * 64 + x % 64] = row_offset(p, b, u * 64 + x % 64, r.kv_len, ROWB);
+		}
+		vs_syncthreads();
+		if (FP8 && wg == 0) {
+			wg1_ld_fp8<0, W0>(p, raw, sRow + (r.t_begin % 4) * 64, tid);
+			wg1_st_fp8<0, W0>(raw, smem + Y::KV_OFF, tid);
+			if (DEEP)
+				wt_cp_fp8<0, W0>(p, rawslot, sRow, r.t_begin + 1, r.t_end, tid);
+			if (r.t_begin + (DEEP ? 2 : 1) < r.t_end)
+				wg1_ld_fp8<0, W0>(p, raw, sRow + ((r.t_begin + (DEEP ? 2 : 1)) % 4) * 64, tid);
+		}
+		if (wg == 1) {
+			if (FP8) {
+				wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + (r.t_begin % 4) * 64, tid - 128);
+				wg1_st_fp8<W0, WG_FP8_VECS>(raw, smem + Y::KV_OFF, tid - 128);
+				if (DEEP)
+					wt_cp_fp8<W0, WG_FP8_VECS>(p, rawslot, sRow, r.t_begin + 1, r.t_end, tid - 128);
+				if (r.t_begin + (DEEP ? 2 : 1) < r.t_end)
+					wg1_ld_fp8<W0, WG_FP8_VECS>(p, raw, sRow + ((r.t_begin + (DEEP ? 2 : 1)) % 4) * 64,
+								    tid - 128);
+			} else {
+				wg1_load_kv_bf16(p, smem + Y::KV_OFF, sRow + (r.t_begin % 4) * 64, tid - 128);
+			}
+		}
+		if (!DEEP) /* DEEP: the raw slot's group must stay the newest (the loop waits with wait_group 1) */
+			cp_async_commit();
+
+		if (wg == 0) {
+			int lim[NQ];
+			float m_run[NQ], l_run[NQ];
+			int lim_min = INT_MAX;
+
+#pragma unroll
+			for (int q = 0; q < NQ; q++) {
+				lim[q] = row_limit(p, r.seqlen, m0 + 8 * (q >> 1) + 2 * t4 + (q & 1));
+				m_run[q] = -INFINITY;
+				l_run[q] = 0.f;
+				lim_min = min(lim_min, lim[q]);
+			}
+
+			for (int t = r.t_begin; t < r.t_end; t++) {
+				const int k = t - r.t_begin;
+				const uint32_t kv_s = sbase + Y::KV_OFF + (k & 1) * 73728;
+				float s[ACC], s1[ACC];
+
+				cp_async_wait<DEEP ? 1 : 0>(); /* Q (the raw tile in flight may stay so) */
+				fence_proxy_async();
+				named_bar_sync(2, 256); /* tile t complete; the other stage, P, alpha free */
+				{
+					/* two accumulation chains (even / odd k steps): an m64nNB step is short */
+					const uint64_t dk = wgmma_desc_sw128(kv_s, 16, WG_GRP);
+					const uint64_t dq = wgmma_desc_sw128(sbase + Y::Q_OFF, 16, WG_GRP);
+
+#pragma unroll
+					for (int i = 0; i < ACC; i++)
+						s[i] = s1[i] = 0.f;
+					wgmma_fence();
+#pragma unroll
+					for (int kk = 0; kk < D_QK / 16; kk += 2) {
+						wgmma_t_ss<NB, 0>(s, dk + (((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4),
+								  dq + (((kk >> 2) * Y::Q_ATOM + (kk & 3) * 32) >> 4), 1);
+						wgmma_t_ss<NB, 0>(s1, dk + ((((kk + 1) >> 2) * WG_ATOM_K + ((kk + 1) & 3) * 32) >> 4),
+								  dq + ((((kk + 1) >> 2) * Y::Q_ATOM + ((kk + 1) & 3) * 32) >> 4), 1);
+					}
+					wgmma_commit();
+				}
+				if (FP8 && W0 > 0) /* warpgroup 0's share of tile t+1 while S^T runs */
+					wt_step_fp8<0, W0, DEEP>(p, raw, rawslot, sRow, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
+								 t + 1, r.t_begin, r.t_end, tid);
+				wgmma_wait<0>();
+				wgmma_fence_operands(s);
+				wgmma_fence_operands(s1);
+#pragma unroll
+				for (int i = 0; i < ACC; i++)
+					s[i] += s1[i];
+
+				/* scale, mask, column maxima: in the thread (2 keys), the 8 lanes g, the 4 warps */
+				float cm[NQ];
+#pragma unroll
+				for (int q = 0; q < NQ; q++)
+					cm[q] = -INFINITY;
+				const bool full = (t + 1) * 64 <= lim_min;
+#pragma unroll
+				for (int j = 0; j < NJ; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						const int q = 2 * j + (e & 1);
+						const int key = t * 64 + 16 * w + g + 8 * (e >> 1);
+						float v = s[4 * j + e] * p.scale_log2;
+
+						if (!full && key >= lim[q])
+							v = -INFINITY;
+						s[4 * j + e] = v;
+						cm[q] = vs_fmaxf(cm[q], v);
+					}
+#pragma unroll
+				for (int q = 0; q < NQ; q++) {
+					cm[q] = vs_fmaxf(cm[q], vs_shfl_xor(cm[q], 4));
+					cm[q] = vs_fmaxf(cm[q], vs_shfl_xor(cm[q], 8));
+					cm[q] = vs_fmaxf(cm[q], vs_shfl_xor(cm[q], 16));
+				}
+				if (g == 0)
+#pragma unroll
+					for (int q = 0; q < NQ; q++)
+						sMax[w * NB + 8 * (q >> 1) + 2 * t4 + (q & 1)] = cm[q];
+				named_bar_sync(3, 128);
+				float alpha[NQ], mu[NQ];
+				bool moved = false;
+#pragma unroll
+				for (int q = 0; q < NQ; q++) {
+					const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
+					const float tm = vs_fmaxf(vs_fmaxf(sMax[c], sMax[NB + c]), vs_fmaxf(sMax[2 * NB + c], sMax[3 * NB + c]));
+					const float m_new = vs_fmaxf(m_run[q], tm);
+
+					mu[q] = m_new == -INFINITY ? 0.f : m_new;
+					alpha[q] = vs_exp2f(m_run[q] - mu[q]);
+					m_run[q] = m_new;
+					l_run[q] *= alpha[q];
+					moved = moved || alpha[q] != 1.f;
+				}
+				/* P^T [column][key] in bf16, one atom column: (c / 8) * 1024 + (c % 8) * 128 + swizzle */
+#pragma unroll
+				for (int j = 0; j < NJ; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						const int q = 2 * j + (e & 1);
+						const int c = 8 * j + 2 * t4 + (e & 1);
+						const int key = 16 * w + g + 8 * (e >> 1);
+						const float pe = vs_exp2f(s[4 * j + e] - mu[q]);
+
+						l_run[q] += pe;
+						*(uint16_t *)(smem + Y::P_OFF + (c >> 3) * 1024 + (c & 7) * 128 +
+							      (((key >> 3) ^ (c & 7)) << 4) + (key & 7) * 2) =
+							(uint16_t)(vs_pack_bf16x2(pe, 0.f) & 0xffffu);
+					}
+				if (w == 0 && g == 0)
+#pragma unroll
+					for (int q = 0; q < NQ; q++)
+						sAlpha[8 * (q >> 1) + 2 * t4 + (q & 1)] = alpha[q];
+				fence_proxy_async();
+				named_bar_sync(1, 256); /* P^T and alpha complete, for both warpgroups */
+				if (moved)
+#pragma unroll
+					for (int a = 0; a < 4; a++)
+#pragma unroll
+						for (int i = 0; i < ACC; i++)
+							o[a][i] *= alpha[2 * (i >> 2) + (i & 1)];
+				const uint64_t dp = wgmma_desc_sw128(sbase + Y::P_OFF, 16, WG_GRP);
+
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+					for (int a = 0; a < 4; a++)
+						wgmma_t_ss<NB, 1>(o[a],
+								      wgmma_desc_sw128(kv_s + a * WG_ATOM_K + kk * 2 * WG_GRP, WG_ATOM_K, WG_GRP),
+								      dp + ((kk * 32) >> 4), 1);
+				wgmma_commit();
+				wgmma_wait<0>();
+#pragma unroll
+				for (int a = 0; a < 4; a++)
+					wgmma_fence_operands(o[a]);
+			}
+			/* partial l of this thread's columns over the 8 lanes g, then per warp to shared */
+#pragma unroll
+			for (int q = 0; q < NQ; q++) {
+				float l = l_run[q];
+
+				l += vs_shfl_xor(l, 4);
+				l += vs_shfl_xor(l, 8);
+				l += vs_shfl_xor(l, 16);
+				if (g == 0) {
+					const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
+
+					sL[w * NB + c] = l;
+					if (w == 0)
+						sM[c] = m_run[q];
+				}
+			}
+		} else {
+			for (int t = r.t_begin; t < r.t_end; t++) {
+				const int k = t - r.t_begin;
+				const uint32_t kv_s = sbase + Y::KV_OFF + (k & 1) * 73728;
+				const bool fetch = tid < 192 && t + LEAD + 1 < r.t_end;
+				const int jf = (t + LEAD + 1) * 64 + (tid - 128);
+				int32_t page = 0;
+
+				cp_async_wait<DEEP ? 1 : 0>(); /* tile t (bf16), Q */
+				fence_proxy_async();
+				named_bar_sync(2, 256);
+				if (FP8) {
+					/* vectors [W0, T1) of tile t+1 now, the rest while P V runs */
+					wt_step_fp8<W0, T1, DEEP>(p, raw, rawslot, sRow, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
+								  t + 1, r.t_begin, r.t_end, tid - 128);
+				} else {
+					if (t + 1 < r.t_end)
+						wg1_load_kv_bf16(p, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
+								 sRow + ((t + 1) % 4) * 64, tid - 128);
+					cp_async_commit();
+				}
+				if (fetch && jf < r.kv_len)
+					page = p.block_table[(size_t)b * (size_t)p.max_pages + (size_t)(jf / p.page_size)];
+				named_bar_sync(1, 256);
+				if (fetch)
+					sRow[((t + LEAD + 1) % 4) * 64 + (tid - 128)] =
+						jf < r.kv_len ? ((long long)page * p.page_size + jf % p.page_size) * ROWB : -1;
+				float al[NQ];
+				bool moved = false;
+
+#pragma unroll
+				for (int q = 0; q < NQ; q++) {
+					al[q] = sAlpha[8 * (q >> 1) + 2 * t4 + (q & 1)];
+					moved = moved || al[q] != 1.f;
+				}
+				if (moved)
+#pragma unroll
+					for (int a = 0; a < 4; a++)
+#pragma unroll
+						for (int i = 0; i < ACC; i++)
+							o[a][i] *= al[2 * (i >> 2) + (i & 1)];
+				const uint64_t dp = wgmma_desc_sw128(sbase + Y::P_OFF, 16, WG_GRP);
+
+				wgmma_fence();
+#pragma unroll
+				for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+					for (int a = 0; a < 4; a++)
+						wgmma_t_ss<NB, 1>(o[a],
+								      wgmma_desc_sw128(kv_s + (4 + a) * WG_ATOM_K + kk * 2 * WG_GRP,
+										       WG_ATOM_K, WG_GRP),
+								      dp + ((kk * 32) >> 4), 1);
+				wgmma_commit();
+				if (FP8 && t + 1 < r.t_end) {
+					wg1_st_fp8<T1, WG_FP8_VECS>(raw, smem + Y::KV_OFF + ((k + 1) & 1) * 73728,
+									   tid - 128);
+					if (t + 2 < r.t_end)
+						wg1_ld_fp8<T1, WG_FP8_VECS>(p, raw, sRow + ((t + 2) % 4) * 64, tid - 128);
+				}
+				wgmma_wait<0>();
+#pragma unroll
+				for (int a = 0; a < 4; a++)
+					wgmma_fence_operands(o[a]);
+			}
+		}
+	}
+	cp_async_wait<0>(); /* Q (also in a block with no tile) */
+	vs_syncthreads();
+
+	/* Finalize: O^T / l per column; element (dim, column) of this thread, lse by warpgroup 0. */
+	float l[NQ], sc[NQ];
+
+#pragma unroll
+	for (int q = 0; q < NQ; q++) {
+		const int c = 8 * (q >> 1) + 2 * t4 + (q & 1);
+
+		l[q] = sL[c] + sL[NB + c] + sL[2 * NB + c] + sL[3 * NB + c];
+		sc[q] = l[q] != 0.f ? p.out_scale / l[q] : 0.f;
+	}
+#pragma unroll
+	for (int a = 0; a < 4; a++)
+#pragma unroll
+		for (int i = 0; i < ACC; i++) {
+			const int q = 2 * (i >> 2) + (i & 1);
+			const int c = 8 * (i >> 2) + 2 * t4 + (i & 1);
+			const int m = m0 + c;
+			const int dim = 64 * (4 * wg + a) + 16 * w + g + 8 * ((i >> 1) & 1);
+
+			if (m < p.m_total)
+				store_out1(p, b, split, m, dim, o[a][i] * sc[q]);
+		}
+	if (wg == 0 && w == 0 && g == 0)
+#pragma unroll
+		for (int q = 0; q < NQ; q++) {
+			const int m = m0 + 8 * (q >> 1) + 2 * t4 + (q & 1);
+
+			if (m < p.m_total)
+				store_lse(p, b, split, m, sM[8 * (q >> 1) + 2 * t4 + (q & 1)], l[q]);
+		}
+#else
+	(void)p;
+#if defined(__CUDA_ARCH__)
+	__trap();
+#endif /* __CUDA_ARCH__ */
+#endif /* wgmma available */
+}
+
 /* ================================================================ combine */
 
 constexpr int COMBINE_THREADS = 128;
@@ -1216,10 +2115,21 @@ struct FlashInstance {
 	{ bn, bh, nw, st, MLA_FLASH_WARP,                                                       \
 	  { mla_flash_warp<bn, bh, nw, st, false>, mla_flash_warp<bn, bh, nw, st, true> }, (nw) * VS_WARP },
 #if defined(MLA_HAVE_WGMMA)
+#if defined(MLA_WG_FP8_REGPATH)
+#define MLA_WGMMA_FP8_KERNEL mla_flash_wgmma<true>
+#else
+#define MLA_WGMMA_FP8_KERNEL mla_flash_wgmma_sd<true>
+#endif /* MLA_WG_FP8_REGPATH */
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st) \
-	{ bn, bh, nw, st, MLA_FLASH_WGMMA, { mla_flash_wgmma<false>, mla_flash_wgmma<true> }, 256 },
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA, { mla_flash_wgmma<false>, MLA_WGMMA_FP8_KERNEL }, 256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)
+#endif /* MLA_HAVE_WGMMA */
+#if defined(MLA_HAVE_WGMMA)
+#define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st) \
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T, { mla_flash_wgmma_t<bh, false>, mla_flash_wgmma_t<bh, true> }, 256 },
+#else
+#define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
 #define MLA_INSTANCE(bn, bh, nw, st, kind) MLA_INSTANCE_##kind(bn, bh, nw, st)
 

@@ -13,6 +13,10 @@
  *   MLA_FLASH_WGMMA  sm_90a only: BLOCK_H 64, BLOCK_N 64, two warpgroups (num_warps 8); warpgroup 0
  *                    computes S = Q K^T and the softmax, both warpgroups compute O += P V on half
  *                    of the 512 output columns each (wgmma m64n64k16 and m64n256k16).
+ *   MLA_FLASH_WGMMA_T sm_90a only: BLOCK_H 16 or 32, BLOCK_N 64, two warpgroups, transposed
+ *                    products (S^T = K Q^T, O^T = V^T P^T, wgmma m64n16k16 / m64n32k16): M is the 64
+ *                    keys or 64 output dims and N the BLOCK_H rows, so s_q x h_q <= 16 (32) pays no
+ *                    padding to 64 rows.
  * The sm_90 and gfx942 spaces never share a (block_n, block_h, num_warps, num_stages) point, so a
  * config alone says which layout (and shared-memory formula) it uses.
  */
@@ -31,6 +35,7 @@ extern "C" {
 enum mla_flash_kind {
 	MLA_FLASH_WARP = 1,
 	MLA_FLASH_WGMMA = 2,
+	MLA_FLASH_WGMMA_T = 3,
 };
 
 /*
@@ -42,6 +47,11 @@ enum mla_flash_kind {
 	X(64, 64, 0, 8, 2, MLA_FLASH_WGMMA)      \
 	X(64, 64, 1, 8, 2, MLA_FLASH_WGMMA)      \
 	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)     \
+	X(64, 64, 4, 8, 2, MLA_FLASH_WGMMA)      \
+	X(64, 16, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
+	X(64, 16, 1, 8, 2, MLA_FLASH_WGMMA_T)    \
+	X(64, 16, 4, 8, 2, MLA_FLASH_WGMMA_T)    \
+	X(64, 32, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
 	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)     \
 	X(32, 32, 0, 4, 2, MLA_FLASH_WARP)       \
@@ -51,6 +61,8 @@ enum mla_flash_kind {
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
 #define MLA_FLASH_SM90_KERNELS(X)        \
 	X(64, 64, 8, 2, MLA_FLASH_WGMMA) \
+	X(64, 16, 8, 2, MLA_FLASH_WGMMA_T) \
+	X(64, 32, 8, 2, MLA_FLASH_WGMMA_T) \
 	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 2, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 4, MLA_FLASH_WARP)
@@ -106,10 +118,20 @@ enum mla_flash_kind {
 	 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + MLA_FLASH_RING(st) * (bn) * 8)
 
 /*
- * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8: one decoded bf16 tile and two raw
- * fp8 stages, the same bytes), P 64x64 bf16, per-row alpha, l, m, and a ring of 3 x 64 row offsets.
+ * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8, mla_flash_wgmma_sd: one decoded bf16
+ * tile and two raw fp8 stages, the same bytes), P 64x64 bf16, per-row alpha, l, m, a ring of 3 x 64
+ * row offsets.
  */
 #define MLA_FLASH_WGMMA_SMEM (3 * 73728 + 8192 + 3 * 64 * 4 + 3 * 64 * 8)
+
+/*
+ * Transposed wgmma kernel, BLOCK_H bh: Q bh x 576 bf16, two 64x576 bf16 KV stages (fp8: decoded
+ * there by warpgroup 1 from registers), P^T bh x 64 bf16, column maxima 4 x bh, alpha bh, l 4 x bh,
+ * m bh floats, a ring of 4 x 64 row offsets, and for fp8 one raw 64 x 576 tile (the second tile in
+ * flight per thread when MLA_WT_DEEP is defined; unused otherwise).
+ */
+#define MLA_FLASH_WGMMA_T_SMEM(bh, fp8) \
+	(1152 * (bh) + 2 * 73728 + 128 * (bh) + 40 * (bh) + 4 * 64 * 8 + ((fp8) ? 36864 : 0))
 
 /* Largest dynamic shared memory a block may use: 227 KiB on sm_90, 64 KiB of LDS on gfx942. */
 #define MLA_SMEM_MAX_SM90 232448

@@ -91,6 +91,8 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
 
 	if (e->kind == MLA_FLASH_WGMMA)
 		return MLA_FLASH_WGMMA_SMEM;
+	if (e->kind == MLA_FLASH_WGMMA_T)
+		return MLA_FLASH_WGMMA_T_SMEM(c->block_h, fp8);
 	return (size_t)MLA_FLASH_WARP_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages, fp8,
 					   e->amd);
 }
@@ -119,9 +121,12 @@ static int blocks_per_cu(const struct mla_flash_entry *e, int32_t kv_dtype)
 /*
  * Auto split count: the smallest modelled time over s in [1, min(128, KV tiles of the longest
  * possible sequence)], where a launch of B blocks per split costs ceil(B*s / slots) waves of
- * (tiles/s + 1.5) tile times (the 1.5 is the prologue, epilogue and combine share of a block).
- * Shapes only: seqlens may change under a captured graph.
+ * (tiles/s + 1.5) tile times (the 1.5 is the prologue, epilogue and combine share of a block),
+ * plus MLA_COMBINE_TILES for the combine kernel when s > 1 (its launch and the workspace round
+ * trip: on the H200 a split of a one- or two-tile task doubled its time). Shapes only: seqlens may
+ * change under a captured graph.
  */
+#define MLA_COMBINE_TILES 2.0
 static int auto_splits(const struct mla_flash_entry *e, const struct mla_decode_args *a, int blocks)
 {
 	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
@@ -136,7 +141,7 @@ static int auto_splits(const struct mla_flash_entry *e, const struct mla_decode_
 		return 1;
 	for (int s = 1; s <= smax; s++) {
 		int64_t waves = ((int64_t)blocks * s + slots - 1) / slots;
-		double cost = (double)waves * ((double)tiles / s + 1.5);
+		double cost = (double)waves * ((double)tiles / s + 1.5) + (s > 1 ? MLA_COMBINE_TILES : 0.0);
 
 		if (s == 1 || cost < best_cost * 0.999) {
 			best = s;

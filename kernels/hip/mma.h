@@ -237,6 +237,36 @@ VS_DEV void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
 		     : "memory");
 }
 
+/* m64n16k16 and m64n32k16, A and B from shared memory; TA = 1: A is MN-major (transposed), B K-major. */
+template <int TA>
+VS_DEV void wgmma_m64n16k16_ss(float (&d)[8], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+	asm volatile("{\n"
+		     ".reg .pred p;\n"
+		     "setp.ne.b32 p, %10, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, %11, 0;\n"
+		     "}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+		     : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA)
+		     : "memory");
+}
+
+template <int TA>
+VS_DEV void wgmma_m64n32k16_ss(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int accumulate)
+{
+	asm volatile("{\n"
+		     ".reg .pred p;\n"
+		     "setp.ne.b32 p, %18, 0;\n"
+		     "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, 0;\n"
+		     "}\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+		       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+		     : "l"(desc_a), "l"(desc_b), "r"(accumulate), "n"(TA)
+		     : "memory");
+}
+
 VS_DEV void wgmma_m64n256k16_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc_b,
 				 int accumulate)
 {

@@ -11,7 +11,9 @@
  * the new reference (capture safety).
  *
  *   gpu_parity [--impl NAME] [--config NAME] [--case SUBSTR] [--no-big] [--seed N]
- *   gpu_parity --bench [--impl NAME] [--config NAME] [--samples N]
+ *   gpu_parity --bench [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] [--samples N]
+ * (--bench shapes: the headline shapes, bf16 and fp8, h_q 128 at b 64/128 and 4K-32K keys, and tiny
+ * tasks: one sequence of length 1, empty sequences)
  */
 #include "device.h"
 #include "codec.h"
@@ -49,6 +51,22 @@ static struct opts opt = { NULL, NULL, NULL, 0, 1, 15, 20240611 };
 static struct vs_device dev;
 static int threads = 1;
 static int failures;
+
+/* --config: one name or a comma-separated list of names; every config when absent. */
+static int config_selected(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = opt.config; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+		p = e ? e + 1 : NULL;
+	}
+	return !opt.config;
+}
 
 /* ---------------------------------------------------------------- inputs */
 
@@ -648,7 +666,7 @@ static int parity(void)
 				continue;
 			}
 			for (int k = 0; k < n && k < MAX_CFG; k++) {
-				if (opt.config && strcmp(opt.config, cfgs[k].name))
+				if (!config_selected(cfgs[k].name))
 					continue;
 				check_config(c, &in, &d, impl, &cfgs[k], ref_out, ref_lse);
 				if (ii == 1 && (ci == 2 || ci == 5) && !c->big) {
@@ -699,7 +717,7 @@ static int bench_one(const struct bshape *s)
 {
 	const int page = 64;
 	size_t elem = mla_kv_elem_size(s->kv_dtype);
-	int pages_per_seq = (s->seqlen + page - 1) / page;
+	int pages_per_seq = s->seqlen > 0 ? (s->seqlen + page - 1) / page : 1; /* 1: a block table for empty rows */
 	int num_pages = pages_per_seq * s->batch;
 	size_t nq = (size_t)s->batch * s->s_q * s->h_q * MLA_D_QK;
 	size_t no = (size_t)s->batch * s->s_q * s->h_q * MLA_D_V;
@@ -785,7 +803,7 @@ static int bench_one(const struct bshape *s)
 			double t[256], diff = 0.0;
 			int rc = 0;
 
-			if (opt.config && ii == 1 && strcmp(opt.config, cfgs[k].name))
+			if (ii == 1 && !config_selected(cfgs[k].name))
 				continue;
 			/* Warm-up and a correctness look against hip.baseline's output. */
 			for (int w = 0; w < (ii == 0 ? 1 : 3) && !rc; w++)
@@ -838,6 +856,15 @@ static int bench(void)
 		{ "compute-bound", 128, 128, 1, 8192, MLA_KV_BF16 },
 		{ "memory-bound", 128, 16, 1, 32768, MLA_KV_BF16 },
 		{ "memory-bound-fp8", 128, 16, 1, 32768, MLA_KV_FP8_E4M3_FNUZ },
+		{ "compute-bound-fp8", 128, 128, 1, 8192, MLA_KV_FP8_E4M3_FNUZ },
+		{ "sq2-h16-b128-32k", 128, 16, 2, 32768, MLA_KV_BF16 },
+		{ "sq2-h16-b128-32k-fp8", 128, 16, 2, 32768, MLA_KV_FP8_E4M3_FNUZ },
+		{ "h128-b64-8k", 64, 128, 1, 8192, MLA_KV_BF16 },
+		{ "h128-b128-4k", 128, 128, 1, 4096, MLA_KV_BF16 },
+		{ "h128-b64-32k", 64, 128, 1, 32768, MLA_KV_BF16 },
+		{ "tiny-h128-len1", 1, 128, 1, 1, MLA_KV_BF16 },
+		{ "tiny-empty-h16-sq2", 3, 16, 2, 0, MLA_KV_BF16 },
+		{ "tiny-empty-h128-sq2", 3, 128, 2, 0, MLA_KV_BF16 },
 	};
 
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
@@ -868,7 +895,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
 			opt.samples = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: gpu_parity [--bench] [--impl NAME] [--config NAME] [--case SUBSTR] "
+			fprintf(stderr, "usage: gpu_parity [--bench] [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] "
 					"[--no-big] [--seed N] [--samples N]\n");
 			return 2;
 		}

@@ -1,8 +1,10 @@
 /*
- * gfx942_configs.c - prints the gfx942 config spaces of hip.flash and hip.baseline, one line per
- * config, for tools/gpu/gfx942_gate.sh: "impl name block_n block_h num_splits num_warps
- * num_stages lds_bf16 lds_fp8" (lds_* from hip_impls.c's formula; 0 where none applies).
- * Built by the gate with the host C compiler against kernels/hip/hip_impls.c alone.
+ * gfx942_configs.c - prints the config spaces of hip.flash and hip.baseline for an arch (default
+ * gfx942), one line per config, for tools/gpu/gfx942_gate.sh: "impl name block_n block_h num_splits
+ * num_warps num_stages lds_bf16 lds_fp8" (lds_* from hip_impls.c's formula; 0 where none applies).
+ * With an arch argument (tools/gpu/sm90_resources.sh: "sm_90a") a tenth field names the kernel
+ * kind: baseline, warp, wgmma or wgmma_t. Built with the host C compiler against
+ * kernels/hip/hip_impls.c alone.
  */
 #include "../../kernels/hip/hip_flash.h"
 #include "../../kernels/hip/hip_impls.h"
@@ -24,25 +26,36 @@ int mla_hip_flash_launch(const struct mla_decode_args *a, const struct mla_decod
 	return MLA_ENODEVICE;
 }
 
-int main(void)
+static const char *kind_name(const struct mla_flash_entry *e)
+{
+	if (!e)
+		return "baseline";
+	return e->kind == MLA_FLASH_WGMMA ? "wgmma" : e->kind == MLA_FLASH_WGMMA_T ? "wgmma_t" : "warp";
+}
+
+int main(int argc, char **argv)
 {
 	const struct mla_decode_impl *impls[] = { &mla_hip_baseline, &mla_hip_flash };
+	const char *arch = argc > 1 ? argv[1] : "gfx942";
 	struct mla_decode_config cfg[64];
 
 	for (int i = 0; i < 2; i++) {
-		int n = impls[i]->configs("gfx942", cfg, 64);
+		int n = impls[i]->configs(arch, cfg, 64);
 
 		if (n <= 0 || n > 64) {
-			fprintf(stderr, "gfx942_configs: %s has no gfx942 configs (%d)\n", impls[i]->name, n);
+			fprintf(stderr, "gfx942_configs: %s has no %s configs (%d)\n", impls[i]->name, arch, n);
 			return 1;
 		}
 		for (int k = 0; k < n; k++) {
 			const struct mla_flash_entry *e = i == 1 ? mla_flash_entry_find(&cfg[k]) : NULL;
 
-			printf("%s %s %d %d %d %d %d %zu %zu\n", impls[i]->name, cfg[k].name, cfg[k].block_n,
+			printf("%s %s %d %d %d %d %d %zu %zu", impls[i]->name, cfg[k].name, cfg[k].block_n,
 			       cfg[k].block_h, cfg[k].num_splits, cfg[k].num_warps, cfg[k].num_stages,
 			       e ? mla_flash_smem_bytes(e, MLA_KV_BF16) : (size_t)0,
 			       e ? mla_flash_smem_bytes(e, MLA_KV_FP8_E4M3_FNUZ) : (size_t)0);
+			if (argc > 1)
+				printf(" %s", kind_name(e));
+			printf("\n");
 		}
 	}
 	return 0;
