@@ -198,9 +198,9 @@ def _pre(L, args):
     page = torch.gather(args.block_table.to(torch.int64), 1, (pos // ps)[:, None])[:, 0]
     idx = page * ps + pos % ps
     # Idle slots (length 0) write the first valid sequence's row to that row's place again.
-    first = torch.argmax(valid.to(torch.int32))
-    idx = torch.where(valid, idx, idx[first])
-    row = torch.where(valid[:, None], row, row[first][None, :])
+    first = torch.argmax(valid.to(torch.int32)).view(1)               # on the device, no sync
+    idx = torch.where(valid, idx, idx.index_select(0, first))
+    row = torch.where(valid[:, None], row, row.index_select(0, first))
     rows = args.kv_cache.view(-1, KV_LORA + QK_ROPE)
     rows.index_copy_(0, idx, row)
 
@@ -294,6 +294,7 @@ def reference(args):
     rows = args.kv_cache.view(-1, KV_LORA + QK_ROPE)
     ps = args.page_size
     y = torch.zeros((b, HIDDEN), dtype=f, device=args.device)
+    w_uv, w_o = L.w_uv.float(), L.w_o.float()
     for i in range(b):
         n = int(args.seqlens[i])
         if n <= 0:
@@ -305,6 +306,6 @@ def reference(args):
         s = (qf[i].double() @ K.T) * float(args.softmax_scale)          # [h, n]
         p = torch.softmax(s, dim=-1)
         o = (p @ K[:, :KV_LORA]).to(torch.bfloat16).float()            # the core's bf16 out
-        ov = torch.einsum("hl,hlv->hv", o, L.w_uv.float()).reshape(h * V_HEAD)
-        y[i] = ov.to(torch.bfloat16).float() @ L.w_o.float()
+        ov = torch.einsum("hl,hlv->hv", o, w_uv).reshape(h * V_HEAD)
+        y[i] = ov.to(torch.bfloat16).float() @ w_o
     return y.cpu().numpy()
