@@ -772,8 +772,10 @@ static cJSON *e2e_task_json(int *oom, const struct measure_result *r, const stru
 	if (m->ran) {
 		jsonfile_put_num(oom, j, "pairs", m->npairs);
 		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(m->stop_reason));
-		jsonfile_put(oom, j, "baseline", step_timing_json(oom, &m->step_base, r->base.timing.median, m->peak_base));
-		jsonfile_put(oom, j, "candidate", step_timing_json(oom, &m->step_cand, r->cand.timing.median, m->peak_cand));
+		jsonfile_put(oom, j, "baseline",
+			     step_timing_json(oom, &m->step_base, r->base.timing.median, m->peak_base));
+		jsonfile_put(oom, j, "candidate",
+			     step_timing_json(oom, &m->step_cand, r->cand.timing.median, m->peak_cand));
 		jsonfile_put(oom, j, "control", step_timing_json(oom, &m->step_ctrl, 0, -1));
 		jsonfile_put(oom, j, "ratio", ci_json(oom, &m->ratio));
 		jsonfile_put(oom, j, "e2e_pct", pct_json(oom, &m->ratio));
@@ -781,7 +783,8 @@ static cJSON *e2e_task_json(int *oom, const struct measure_result *r, const stru
 		jsonfile_put(oom, j, "control_pct", pct_json(oom, &m->ctrl_ratio));
 		if (m->ctrl_ratio.lo > 1 || m->ctrl_ratio.hi < 1)
 			push_flag(oom, flags,
-				  fs_printf("task %s: the e2e control (baseline against itself) is %.2f%% [%.2f, %.2f]: its "
+				  fs_printf("task %s: the e2e control (baseline against itself) is %.2f%% [%.2f, "
+					    "%.2f]: its "
 					    "CI excludes 0, the step timing is biased by position or drift",
 					    r->name, measure_e2e_pct(m->ctrl_ratio.estimate),
 					    measure_e2e_pct(m->ctrl_ratio.lo), measure_e2e_pct(m->ctrl_ratio.hi)));
@@ -1023,8 +1026,8 @@ static int e2e_overall(int *oom, cJSON *root, const struct plan *p, const struct
 		goto done;
 	o->control_zero = o->ntimed && o->ctrl.lo <= 1 && o->ctrl.hi >= 1;
 	/* The gate of an e2e card: every e2e task timed (none failed), the lower CI bound at or above the card's. */
-	o->pass_delta = o->ntimed > 0 && nfailed == 0 && o->pass_parity &&
-			measure_e2e_pct(o->ratio.lo) >= p->e2e.delta_min_pct;
+	o->pass_delta =
+		o->ntimed > 0 && nfailed == 0 && o->pass_parity && measure_e2e_pct(o->ratio.lo) >= p->e2e.delta_min_pct;
 	j = jsonfile_put_obj(oom, root, "e2e");
 	jsonfile_put_str(oom, j, "step", p->e2e.step_name);
 	jsonfile_put_num(oom, j, "tasks_planned", nplanned);
@@ -1178,7 +1181,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			if (p->capture_required && !(gate_capture && complete_all))
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%scapture", *why ? ", " : "");
 			if (p->e2e.enabled && !e2e.pass_parity)
-				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%se2e parity", *why ? ", " : "");
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%se2e parity",
+					 *why ? ", " : "");
 			if (p->e2e.enabled && p->e2e.gate && !e2e.pass_delta)
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%se2e gate", *why ? ", " : "");
 			if (partial)
@@ -1202,8 +1206,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		if (p->e2e.enabled) {
 			if (e2e.ntimed)
 				snprintf(line + strlen(line), cap - strlen(line),
-					 "; e2e (%d task%s): %.2f%% [%.2f, %.2f], control %.2f%% [%.2f, %.2f]%s", e2e.ntimed,
-					 e2e.ntimed == 1 ? "" : "s", measure_e2e_pct(e2e.ratio.estimate),
+					 "; e2e (%d task%s): %.2f%% [%.2f, %.2f], control %.2f%% [%.2f, %.2f]%s",
+					 e2e.ntimed, e2e.ntimed == 1 ? "" : "s", measure_e2e_pct(e2e.ratio.estimate),
 					 measure_e2e_pct(e2e.ratio.lo), measure_e2e_pct(e2e.ratio.hi),
 					 measure_e2e_pct(e2e.ctrl.estimate), measure_e2e_pct(e2e.ctrl.lo),
 					 measure_e2e_pct(e2e.ctrl.hi), e2e.pass_parity ? "" : ", e2e parity FAIL");
@@ -1577,6 +1581,36 @@ static int role_index(const char *role)
 	return -1;
 }
 
+int evaldir_e2e_from_task(struct measure_e2e *m, const cJSON *task, const struct sample_pairs *sp)
+{
+	const cJSON *ej = jget(task, "e2e");
+	const char *st = jstr(ej, "status"), *par = jstr(ej, "parity");
+
+	memset(m, 0, sizeof(*m));
+	m->set = m->parity = -1;
+	if (!cJSON_IsObject(ej))
+		return 0;
+	m->planned = 1;
+	if (st && !strcmp(st, "skipped"))
+		m->skipped = strdup(jstr(ej, "skipped") ? jstr(ej, "skipped") : "skipped");
+	if (jstr(ej, "error"))
+		m->error = strdup(jstr(ej, "error"));
+	m->parity = par && !strcmp(par, "pass") ? 1 : par && !strcmp(par, "fail") ? 0 : -1;
+	if (st && !strcmp(st, "timed") && sp && sp->e2e_n > 0) {
+		for (int k = 0; k < 3; k++) {
+			double *x = malloc((size_t)sp->e2e_n * sizeof(double));
+
+			if (!x)
+				return vs_oom();
+			memcpy(x, sp->e2e[k], (size_t)sp->e2e_n * sizeof(double));
+			*(k == 0 ? &m->t_base : k == 1 ? &m->t_cand : &m->t_ctrl) = x;
+		}
+		m->npairs = sp->e2e_n;
+		m->ran = 1;
+	}
+	return 0;
+}
+
 void samples_free(struct sample_pairs *tp, int n)
 {
 	for (int k = 0; tp && k < n; k++) {
@@ -1649,8 +1683,9 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 		for (int i = 0; i < tp[k].e2e_n && !err; i++)
 			for (int j = 0; j < 3 && !err; j++)
 				if (isnan(tp[k].e2e[j][i]))
-					err = vs_error(VS_EVERIFY, "%s: task %.16s e2e pair %d lacks a sample of each role",
-						       path, tp[k].hash, i);
+					err = vs_error(VS_EVERIFY,
+						       "%s: task %.16s e2e pair %d lacks a sample of each role", path,
+						       tp[k].hash, i);
 	if (err) {
 		samples_free(tp, n);
 		return err;
@@ -1798,12 +1833,13 @@ static int e2e_ci_check(const struct evidence *e, const cJSON *j, const struct s
 	if (ci_same(j, ci))
 		return 0;
 	*status = EVIDENCE_MISMATCH;
-	return vs_error(VS_EVERIFY, "%s: %s%s%s %s %s [%s, %s] in result.json does not recompute from samples.csv (%s [%s, %s])",
+	return vs_error(VS_EVERIFY,
+			"%s: %s%s%s %s %s [%s, %s] in result.json does not recompute from samples.csv (%s [%s, %s])",
 			e->eval_dir, task ? "task '" : "", task ? task : "", task ? "' e2e" : "e2e", what,
 			exact(b[0], cJSON_GetNumberValue(jget(j, "estimate"))),
 			exact(b[1], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 0))),
-			exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 1))), exact(b[3], ci->estimate),
-			exact(b[4], ci->lo), exact(b[5], ci->hi));
+			exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 1))),
+			exact(b[3], ci->estimate), exact(b[4], ci->lo), exact(b[5], ci->hi));
 }
 
 /*
@@ -1823,7 +1859,8 @@ static int e2e_recompute_task(const struct evidence *e, const struct plan *p, co
 		return 0;
 	if (!timed || tp->e2e_n == 0 || !cJSON_IsObject(jget(ej, "ratio"))) {
 		*status = EVIDENCE_MISMATCH;
-		return vs_error(VS_EVERIFY, "%s: task '%s' e2e status '%s' and %d e2e sample pairs in samples.csv disagree",
+		return vs_error(VS_EVERIFY,
+				"%s: task '%s' e2e status '%s' and %d e2e sample pairs in samples.csv disagree",
 				e->eval_dir, name, st ? st : "", tp->e2e_n);
 	}
 	if ((err = stats_speedup(&ci, tp->e2e[0], tp->e2e[1], tp->e2e_n, p->protocol.resamples, p->protocol.seed)) ||
@@ -1867,8 +1904,7 @@ static int e2e_recompute_task(const struct evidence *e, const struct plan *p, co
 }
 
 /* result.json's overall "e2e" recomputes from the timed e2e tasks' samples. */
-static int e2e_recompute_overall(const struct evidence *e, const struct plan *p, const struct e2e_acc *acc,
-				 int *status)
+static int e2e_recompute_overall(const struct evidence *e, const struct plan *p, const struct e2e_acc *acc, int *status)
 {
 	const cJSON *ej = jget(e->result, "e2e");
 	struct stats_ci ci, ck;
@@ -1878,8 +1914,8 @@ static int e2e_recompute_overall(const struct evidence *e, const struct plan *p,
 		return 0;
 	if (!ej || (int)cJSON_GetNumberValue(jget(ej, "tasks_timed")) != acc->count) {
 		*status = EVIDENCE_MISMATCH;
-		return vs_error(VS_EVERIFY, "%s: result.json's e2e reports %d timed tasks, samples.csv has %d", e->eval_dir,
-				ej ? (int)cJSON_GetNumberValue(jget(ej, "tasks_timed")) : 0, acc->count);
+		return vs_error(VS_EVERIFY, "%s: result.json's e2e reports %d timed tasks, samples.csv has %d",
+				e->eval_dir, ej ? (int)cJSON_GetNumberValue(jget(ej, "tasks_timed")) : 0, acc->count);
 	}
 	if (!acc->count)
 		return 0;
@@ -1891,8 +1927,8 @@ static int e2e_recompute_overall(const struct evidence *e, const struct plan *p,
 	if ((err = e2e_ci_check(e, jget(ej, "ratio"), &ci, NULL, "overall ratio", status)) ||
 	    (err = e2e_ci_check(e, jget(ej, "control_ratio"), &ck, NULL, "overall control ratio", status)))
 		return err;
-	if (!e->has_e2e || !same(e->e2e_pct, measure_e2e_pct(ci.estimate)) || !same(e->e2e_lo, measure_e2e_pct(ci.lo)) ||
-	    !same(e->e2e_hi, measure_e2e_pct(ci.hi))) {
+	if (!e->has_e2e || !same(e->e2e_pct, measure_e2e_pct(ci.estimate)) ||
+	    !same(e->e2e_lo, measure_e2e_pct(ci.lo)) || !same(e->e2e_hi, measure_e2e_pct(ci.hi))) {
 		*status = EVIDENCE_MISMATCH;
 		return vs_error(VS_EVERIFY, "%s: result.json's e2e_pct is not its overall ratio's", e->eval_dir);
 	}
@@ -2142,6 +2178,19 @@ done:
 	return err;
 }
 
+/* The overall e2e_pct result.json reports (e->result read), into e. */
+static void evidence_e2e(struct evidence *e)
+{
+	const cJSON *e2 = jget(jget(e->result, "e2e"), "e2e_pct");
+
+	if (cJSON_IsObject(e2)) {
+		e->has_e2e = 1;
+		e->e2e_pct = cJSON_GetNumberValue(jget(e2, "estimate"));
+		e->e2e_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(e2, "ci95"), 0));
+		e->e2e_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(e2, "ci95"), 1));
+	}
+}
+
 int evidence_load(struct evidence *e, int *status_out, const char *dir, const struct card *c)
 {
 	char *path = NULL, *text = NULL, hash[65];
@@ -2243,16 +2292,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		e->isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
 		e->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 	}
-	{
-		const cJSON *e2 = jget(jget(e->result, "e2e"), "e2e_pct");
-
-		if (cJSON_IsObject(e2)) {
-			e->has_e2e = 1;
-			e->e2e_pct = cJSON_GetNumberValue(jget(e2, "estimate"));
-			e->e2e_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(e2, "ci95"), 0));
-			e->e2e_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(e2, "ci95"), 1));
-		}
-	}
+	evidence_e2e(e);
 	if ((err = check_run(e, &p, dir, path, &status)))
 		goto done;
 	/* The plan copy is for this card. */
@@ -2378,8 +2418,8 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 	    (want.has_e2e_pct && fabs(have->measured_e2e_pct - want.measured_e2e_pct) > 0.005))
 		claim_problem(&problems, why, why_cap, "validation.measured.e2e_pct differs from the evidence",
 			      "%s: validation.measured.e2e_pct is %s%g but the evidence says %s%.2f", card_path,
-			      have->has_e2e_pct ? "" : "unset ", have->measured_e2e_pct, want.has_e2e_pct ? "" : "none ",
-			      want.measured_e2e_pct);
+			      have->has_e2e_pct ? "" : "unset ", have->measured_e2e_pct,
+			      want.has_e2e_pct ? "" : "none ", want.measured_e2e_pct);
 	if (!strcmp(want.status, "validated") && e->kernels_dirty)
 		claim_problem(&problems, why, why_cap, "validated from a dirty build",
 			      "%s: validated from a dirty build", card_path);
@@ -2430,6 +2470,7 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 			e.isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
 			e.isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 		}
+		evidence_e2e(&e);
 		err = check_run(&e, &p, dir, path, &status);
 		plan_release(&p);
 	}

@@ -325,6 +325,13 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 
 void samples_free(struct sample_pairs *tp, int n);
 
+/**
+ * A task's e2e outcome rebuilt from its result.json object and its samples (--merge): planned,
+ * status, parity and the e2e samples (copied; release with measure_e2e_release()). Nothing is set
+ * when the task has no e2e section. Errors: VS_ENOMEM.
+ */
+int evaldir_e2e_from_task(struct measure_e2e *m, const struct cJSON *task, const struct sample_pairs *sp);
+
 /** A part of a cluster run, loaded and checked by evaldir_part_load(). */
 struct evaldir_part {
 	char *dir;

@@ -18,7 +18,6 @@
 /* ---- small helpers ---------------------------------------------------------------------- */
 
 static int e2e_finish(struct measure_e2e *m, const struct plan *p);
-static void e2e_release(struct measure_e2e *m);
 
 static void say(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -895,7 +894,7 @@ void measure_result_release(struct measure_result *r)
 	free(r->error);
 	free(r->skipped);
 	free(r->py_versions);
-	e2e_release(&r->e2e);
+	measure_e2e_release(&r->e2e);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -1307,8 +1306,8 @@ static int e2e_capture(const struct measure_ctx *ctx, const struct measure_impl 
 		if (g)
 			d->ops->graph_free(d, g);
 		return vs_error(err2 ? VS_EDEVICE : VS_EFAIL,
-				"e2e: the step with %s as the core could not be captured in one graph: %s", ir->impl->name,
-				why);
+				"e2e: the step with %s as the core could not be captured in one graph: %s",
+				ir->impl->name, why);
 	}
 	e->graph[k] = g;
 	if ((err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
@@ -1402,8 +1401,8 @@ static int e2e_stage(const struct measure_ctx *ctx, const struct task_data *t, s
 	struct vs_device *d = ctx->device;
 	const struct plan_e2e *pe = &ctx->plan->e2e;
 	struct measure_e2e *m = &r->e2e;
-	struct stats_stop_rule rule = {pe->rel_halfwidth, pe->min_pairs, pe->max_pairs, pe->max_seconds, 500,
-				       ctx->plan->protocol.seed};
+	struct stats_stop_rule rule = {pe->rel_halfwidth, pe->min_pairs, pe->max_pairs,
+				       pe->max_seconds,   500,           ctx->plan->protocol.seed};
 	struct measure_impl *side[2] = {&r->base, &r->cand};
 	struct mla_decode_args a;
 	struct e2e_bufs e;
@@ -1413,7 +1412,8 @@ static int e2e_stage(const struct measure_ctx *ctx, const struct task_data *t, s
 	int err = 0, rc;
 
 	memset(&e, 0, sizeof(e));
-	if (r->base.chosen < 0 || r->cand.chosen < 0 || !r->parity_pass || r->base.capture == 0 || r->cand.capture == 0) {
+	if (r->base.chosen < 0 || r->cand.chosen < 0 || !r->parity_pass || r->base.capture == 0 ||
+	    r->cand.capture == 0) {
 		m->skipped = fs_printf("the isolated A/B did not pass parity and the capture gate on both sides");
 		return 0;
 	}
@@ -1446,8 +1446,7 @@ static int e2e_stage(const struct measure_ctx *ctx, const struct task_data *t, s
 	if ((err = d->ops->alloc(d, &e.step_out, e.elems * sizeof(uint16_t))))
 		goto done;
 	pyimpl_step_memory(1);
-	if ((err = e2e_status(pyimpl_step_call(&m->step_bytes, "prepare", &a, e.step_out, e.elems, e.seed),
-			      "prepare")))
+	if ((err = e2e_status(pyimpl_step_call(&m->step_bytes, "prepare", &a, e.step_out, e.elems, e.seed), "prepare")))
 		goto stage_failed;
 	/* The module's reference reads the inputs as they are before pre() wrote into them. */
 	if ((rc = pyimpl_step_reference(e.h_mod_ref, &a, e.step_out, e.elems, e.seed)) < 0) {
@@ -1671,7 +1670,7 @@ static int e2e_finish(struct measure_e2e *m, const struct plan *p)
 	return stats_speedup(&m->ctrl_ratio, m->t_base, m->t_ctrl, m->npairs, p->protocol.resamples, p->protocol.seed);
 }
 
-static void e2e_release(struct measure_e2e *m)
+void measure_e2e_release(struct measure_e2e *m)
 {
 	free(m->skipped);
 	free(m->error);

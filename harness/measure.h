@@ -80,17 +80,17 @@ struct measure_ref {
  * reversed every round. Owned by its measure_result.
  */
 struct measure_e2e {
-	int planned;        /* the plan gives this task an e2e stage */
-	int ran;            /* sampled (npairs > 0) */
-	char *skipped;      /* not run: why (the step module's supports(), no passing config), or NULL */
-	char *error;        /* the stage stopped: its line (the isolated outcome stands), or NULL */
+	int planned;                      /* the plan gives this task an e2e stage */
+	int ran;                          /* sampled (npairs > 0) */
+	char *skipped;                    /* not run: why (the step module's supports(), no passing config), or NULL */
+	char *error;                      /* the stage stopped: its line (the isolated outcome stands), or NULL */
 	double *t_base, *t_cand, *t_ctrl; /* [npairs] step ms */
 	int npairs, stop_reason;
-	int set;            /* the input set the steps ran on */
-	int parity;         /* candidate step output vs the baseline's: 1 pass, 0 fail, -1 not checked */
+	int set;    /* the input set the steps ran on */
+	int parity; /* candidate step output vs the baseline's: 1 pass, 0 fail, -1 not checked */
 	char *parity_detail;
-	double cos_diff;    /* of the candidate's step output against the baseline's */
-	int ref_checked;    /* the baseline's step output was compared with the module's reference() */
+	double cos_diff; /* of the candidate's step output against the baseline's */
+	int ref_checked; /* the baseline's step output was compared with the module's reference() */
 	double ref_cos_diff;
 	long long step_bytes;           /* memory the step keeps for the task (prepare's answer) */
 	long long peak_base, peak_cand; /* the framework's peak bytes while each side's step graph was
@@ -168,6 +168,9 @@ struct cJSON *measure_e2e_to_msg(const struct measure_result *r);
 
 /** The inverse of measure_e2e_to_msg() into r->e2e (before measure_result_finish()). */
 void measure_e2e_from_msg(struct measure_result *r, const struct cJSON *j);
+
+/** Free what an e2e outcome owns and zero it (measure_result_release() does it for r->e2e). */
+void measure_e2e_release(struct measure_e2e *m);
 
 /** Free what r owns and zero it; accepts NULL. */
 void measure_result_release(struct measure_result *r);

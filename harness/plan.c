@@ -693,8 +693,9 @@ static int e2e_register(const struct pyimpl **out, const char *file, int gpu, co
 	if ((err = pyimpl_step_register(&st, file)))
 		return err;
 	if ((strcmp(st->backend, "cpu") == 0) == gpu)
-		return vs_error(VS_EUSAGE, "%s: e2e step module '%s' runs on the %s backend, the plan's cores on the %s",
-				where, file, st->backend, gpu ? "gpu" : "cpu");
+		return vs_error(VS_EUSAGE,
+				"%s: e2e step module '%s' runs on the %s backend, the plan's cores on the %s", where,
+				file, st->backend, gpu ? "gpu" : "cpu");
 	*out = st;
 	return 0;
 }
@@ -706,7 +707,8 @@ static int e2e_build(struct plan *np, const struct card *c, const struct plan_op
 	char *file = NULL;
 	int err;
 
-	file = o && o->e2e_step ? strdup(o->e2e_step) : fs_join(vs_repo_root(), gpu ? PLAN_E2E_STEP_GPU : PLAN_E2E_STEP_CPU);
+	file = o && o->e2e_step ? strdup(o->e2e_step) :
+				  fs_join(vs_repo_root(), gpu ? PLAN_E2E_STEP_GPU : PLAN_E2E_STEP_CPU);
 	VS_CHECK_ALLOC(file);
 	err = e2e_register(&st, file, gpu, c->path);
 	free(file);
@@ -772,8 +774,8 @@ static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, c
 	if (!ej)
 		return 0;
 	if (!cJSON_IsObject(ej) || !file || !sha || strlen(sha) != 64 || !name)
-		return vs_error(VS_ESCHEMA, "%s: \"e2e\" needs a \"step\" with \"path\", \"name\" and a 64-digit \"sha256\"",
-				path);
+		return vs_error(VS_ESCHEMA,
+				"%s: \"e2e\" needs a \"step\" with \"path\", \"name\" and a 64-digit \"sha256\"", path);
 	e->enabled = 1;
 	e->step_path = strdup(file);
 	e->step_name = strdup(name);
@@ -797,8 +799,8 @@ static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, c
 		if (!err)
 			err = e2e_register(&st, abs, gpu, path);
 		if (!err && strcmp(st->name, name))
-			err = vs_error(VS_ESCHEMA, "%s: e2e step module '%s' provides '%s', not '%s'", path, file, st->name,
-				       name);
+			err = vs_error(VS_ESCHEMA, "%s: e2e step module '%s' provides '%s', not '%s'", path, file,
+				       st->name, name);
 		free(abs);
 		if (err)
 			return err;
@@ -815,9 +817,11 @@ static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, c
 	}
 	for (int i = 0; i < np->ntasks; i++)
 		if (e->tasks[i] != plan_e2e_task(&np->tasks[i]))
-			return vs_error(VS_EVERIFY, "%s: e2e.tasks %s task '%s' (%s): the plan was edited; emit it again",
-					path, e->tasks[i] ? "lists" : "lacks", np->tasks[i].name,
-					e->tasks[i] ? "not a one-token bf16 task of the model's heads" : "one it must list");
+			return vs_error(VS_EVERIFY,
+					"%s: e2e.tasks %s task '%s' (%s): the plan was edited; emit it again", path,
+					e->tasks[i] ? "lists" : "lacks", np->tasks[i].name,
+					e->tasks[i] ? "not a one-token bf16 task of the model's heads" :
+						      "one it must list");
 	if ((err = get_int(&e->min_pairs, ej, "min_pairs", 2, 10000000, path, "e2e")) ||
 	    (err = get_int(&e->max_pairs, ej, "max_pairs", e->min_pairs, 10000000, path, "e2e")) ||
 	    (err = get_real(&e->max_seconds, ej, "max_seconds", 0, 1e6, path, "e2e")) ||

@@ -147,7 +147,7 @@ struct plan_options {
 	                                * --candidate-lib accepts (a path: contains '/' or ends in .so/.py) */
 	int nreferences;
 	/* A FILE.py for either is a Python implementation (pyimpl.h). */
-	const char *timing; /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
+	const char *timing;   /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
 	                            * the CPU (which has no graphs) */
 	int e2e;              /* add the e2e stage (always on for a `scope: e2e` card) */
 	const char *e2e_step; /* its step module file; NULL: plan_e2e_default_step for the backend */

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define VS_PYSHIM_REL "kernels/python/mla_decode.py" /* the shim, under vs_repo_root() */
-#define VS_PYSTEP_REL "kernels/python/e2e_step.py"  /* the e2e step bridge, under vs_repo_root() */
+#define VS_PYSTEP_REL "kernels/python/e2e_step.py"   /* the e2e step bridge, under vs_repo_root() */
 
 #define SUPPORTS_CACHE 64
 #define OUT_MAX (16u << 20) /* bytes of a describe's output accepted */

@@ -317,9 +317,10 @@ static cJSON *e2e_summary(const struct evidence *e)
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "step", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(ov, "step"))));
 	cJSON_AddItemToObject(j, "e2e_pct", cJSON_Duplicate(cJSON_GetObjectItem(ov, "e2e_pct"), 1));
-	cJSON_AddItemToObject(j, "control_pct", cJSON_IsObject(cJSON_GetObjectItem(ov, "control_pct")) ?
-							cJSON_Duplicate(cJSON_GetObjectItem(ov, "control_pct"), 1) :
-							cJSON_CreateNull());
+	cJSON_AddItemToObject(j, "control_pct",
+			      cJSON_IsObject(cJSON_GetObjectItem(ov, "control_pct")) ?
+				      cJSON_Duplicate(cJSON_GetObjectItem(ov, "control_pct"), 1) :
+				      cJSON_CreateNull());
 	cJSON_AddStringToObject(j, "parity", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(ov, "parity"))));
 	tasks = cJSON_AddArrayToObject(j, "tasks");
 	cJSON_ArrayForEach(t, cJSON_GetObjectItem(e->result, "tasks"))
@@ -337,20 +338,26 @@ static cJSON *e2e_summary(const struct evidence *e)
 		else if (cJSON_GetStringValue(cJSON_GetObjectItem(te, "error")))
 			cJSON_AddStringToObject(o, "reason", cJSON_GetStringValue(cJSON_GetObjectItem(te, "error")));
 		else if (cJSON_GetStringValue(cJSON_GetObjectItem(te, "parity_detail")))
-			cJSON_AddStringToObject(o, "reason", cJSON_GetStringValue(cJSON_GetObjectItem(te, "parity_detail")));
+			cJSON_AddStringToObject(o, "reason",
+						cJSON_GetStringValue(cJSON_GetObjectItem(te, "parity_detail")));
 		if (cJSON_IsObject(cJSON_GetObjectItem(te, "e2e_pct"))) {
 			const cJSON *b = cJSON_GetObjectItem(te, "baseline"), *c = cJSON_GetObjectItem(te, "candidate");
 
-			cJSON_AddNumberToObject(o, "baseline_ms", cJSON_GetNumberValue(cJSON_GetObjectItem(b, "median_ms")));
-			cJSON_AddNumberToObject(o, "candidate_ms", cJSON_GetNumberValue(cJSON_GetObjectItem(c, "median_ms")));
+			cJSON_AddNumberToObject(o, "baseline_ms",
+						cJSON_GetNumberValue(cJSON_GetObjectItem(b, "median_ms")));
+			cJSON_AddNumberToObject(o, "candidate_ms",
+						cJSON_GetNumberValue(cJSON_GetObjectItem(c, "median_ms")));
 			if (cJSON_IsNumber(cJSON_GetObjectItem(b, "attention_share")))
 				cJSON_AddNumberToObject(o, "share_baseline",
-							cJSON_GetNumberValue(cJSON_GetObjectItem(b, "attention_share")));
+							cJSON_GetNumberValue(
+								cJSON_GetObjectItem(b, "attention_share")));
 			if (cJSON_IsNumber(cJSON_GetObjectItem(c, "attention_share")))
 				cJSON_AddNumberToObject(o, "share_candidate",
-							cJSON_GetNumberValue(cJSON_GetObjectItem(c, "attention_share")));
+							cJSON_GetNumberValue(
+								cJSON_GetObjectItem(c, "attention_share")));
 			cJSON_AddItemToObject(o, "e2e_pct", cJSON_Duplicate(cJSON_GetObjectItem(te, "e2e_pct"), 1));
-			cJSON_AddItemToObject(o, "control_pct", cJSON_Duplicate(cJSON_GetObjectItem(te, "control_pct"), 1));
+			cJSON_AddItemToObject(o, "control_pct",
+					      cJSON_Duplicate(cJSON_GetObjectItem(te, "control_pct"), 1));
 		}
 		cJSON_AddItemToObject(o, "memory", cJSON_Duplicate(cJSON_GetObjectItem(te, "memory"), 1));
 		cJSON_AddItemToArray(tasks, o);
@@ -405,8 +412,8 @@ static void e2e_task_cells(char cells[5][160], const cJSON *t)
 	}
 }
 
-static const char *const e2e_heads[6] = {"task", "step ms (baseline -> candidate)", "attention share",
-					 "e2e_pct", "control (baseline vs baseline)", "memory"};
+static const char *const e2e_heads[6] = {"task",    "step ms (baseline -> candidate)", "attention share",
+					 "e2e_pct", "control (baseline vs baseline)",  "memory"};
 
 /* The e2e numbers of every card whose evidence has them: one line each, then a table per card. */
 static void print_e2e_text(FILE *f, struct row *rows, int n, int markdown)
@@ -445,9 +452,9 @@ static void print_e2e_text(FILE *f, struct row *rows, int n, int markdown)
 				}
 				fputc('\n', f);
 			} else {
-				fprintf(f, "  %s:   %-28s step %s ms, attention share %s, e2e_pct %s, control %s; %s\n", r->id,
-					cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")), cells[0], cells[1], cells[2],
-					cells[3], cells[4]);
+				fprintf(f, "  %s:   %-28s step %s ms, attention share %s, e2e_pct %s, control %s; %s\n",
+					r->id, cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")), cells[0], cells[1],
+					cells[2], cells[3], cells[4]);
 			}
 		}
 	}
@@ -1376,7 +1383,8 @@ static void print_e2e_html(FILE *f, struct row *rows, int n)
 		{
 			char iso[96];
 
-			snprintf(iso, sizeof(iso), r->has_ci ? "%.3f [%.3f, %.3f]" : "-", r->measured, r->ci_lo, r->ci_hi);
+			snprintf(iso, sizeof(iso), r->has_ci ? "%.3f [%.3f, %.3f]" : "-", r->measured, r->ci_lo,
+				 r->ci_hi);
 			esc(f, iso);
 		}
 		fputs(")</p>\n<table class=\"e2e\" data-card=\"", f);

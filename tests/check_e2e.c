@@ -407,6 +407,47 @@ START_TEST(plan_with_an_edited_e2e_task_list_is_refused)
 }
 END_TEST
 
+/* A run split into parts (--part, Slurm) merges with its e2e numbers recomputed from the parts. */
+START_TEST(parts_merge_with_the_e2e_numbers)
+{
+	char *plan = tu_small_plan(tmp, "--e2e", 2, 1), *out = NULL, *err = NULL, *args, *eval;
+	cJSON *r;
+	int status;
+
+	for (int i = 0; i < 2; i++) {
+		args = fs_printf("--run %s --threads 2 --part %d --run-id R", plan, i);
+		status = tu_run_tool(tmp, args, &out, &err);
+		ck_assert_msg(status == 0, "%s: exit %d: %s", args, status, err);
+		free(out);
+		free(err);
+		free(args);
+	}
+	status = tu_run_tool(tmp, "--merge results/mla_decode_cpu_splitkv/.parts/R --run-id m1", &out, &err);
+	ck_assert_msg(status == 0, "merge: exit %d: %s\n%s", status, err, out);
+	ck_assert_msg(strstr(out, "; e2e (1 task): "), "%s", out);
+	eval = tu_eval_dir_of(out);
+	ck_assert_ptr_nonnull(eval);
+	r = result_of(eval);
+	ck_assert_int_eq((int)num(r, "e2e.tasks_timed"), 1);
+	ck_assert_str_eq(str(cJSON_GetArrayItem(get(r, "tasks"), 0), "e2e.status"), "timed");
+	cJSON_Delete(r);
+	free(out);
+	free(err);
+	if (!VS_KERNELS_DIRTY) {
+		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
+
+		status = tu_run_tool(tmp, rec, &out, &err);
+		ck_assert_msg(status == 0, "record of the merged run: exit %d: %s", status, err);
+		ck_assert_msg(strstr(out, ", e2e "), "%s", out);
+		free(out);
+		free(err);
+		free(rec);
+	}
+	free(eval);
+	free(plan);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
 	Suite *s = suite_create("e2e");
@@ -420,6 +461,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, e2e_card_gate_above_what_is_measured_records_failed);
 	tcase_add_test(tc, e2e_card_gate_below_what_is_measured_validates);
 	tcase_add_test(tc, plan_with_an_edited_e2e_task_list_is_refused);
+	tcase_add_test(tc, parts_merge_with_the_e2e_numbers);
 	suite_add_tcase(s, tc);
 	return s;
 }
