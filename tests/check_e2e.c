@@ -448,6 +448,33 @@ START_TEST(parts_merge_with_the_e2e_numbers)
 }
 END_TEST
 
+/* A step module that breaks the contract is refused when the plan is made, with the bridge's line. */
+START_TEST(step_module_without_post_is_refused_at_emit_plan)
+{
+	char *mod = tu_resource("e2e/no_post_step.py"), *src = tu_resource("skills/mla_decode_cpu_splitkv.md");
+	char *card = tu_read(src, NULL), *dir = fs_join(tmp, "skills"), *dst = fs_join(dir, "mla_decode_cpu_splitkv.md");
+	char *args = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md --e2e-step %s", mod), *out = NULL, *err = NULL;
+	char *want = fs_printf("%s: declaration: post() is missing (a step module defines output_shape, prepare, pre and "
+			       "post)",
+			       mod);
+	int status;
+
+	fs_mkdir_p(dir);
+	tu_write(dst, card, strlen(card));
+	status = tu_run_tool(tmp, args, &out, &err);
+	ck_assert_msg(status == 3 && strstr(err, want), "exit %d: %s\nwanted: %s", status, err, want);
+	free(want);
+	free(out);
+	free(err);
+	free(args);
+	free(dst);
+	free(dir);
+	free(card);
+	free(src);
+	free(mod);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
 	Suite *s = suite_create("e2e");
@@ -462,6 +489,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, e2e_card_gate_below_what_is_measured_validates);
 	tcase_add_test(tc, plan_with_an_edited_e2e_task_list_is_refused);
 	tcase_add_test(tc, parts_merge_with_the_e2e_numbers);
+	tcase_add_test(tc, step_module_without_post_is_refused_at_emit_plan);
 	suite_add_tcase(s, tc);
 	return s;
 }
