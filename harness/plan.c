@@ -1857,6 +1857,19 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		p->protocol.timing, p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs,
 		p->protocol.max_seconds, p->protocol.rel_halfwidth * 100, p->protocol.flush_factor,
 		p->protocol.check_every);
+	if (p->e2e.enabled) {
+		int ne = 0;
+
+		for (int i = 0; i < p->ntasks; i++)
+			ne += p->e2e.tasks[i];
+		fprintf(f,
+			"  e2e        step %s (%s) on %d task%s (one token, bf16), pairs %d..%d, <= %gs/task, with a "
+			"baseline control%s",
+			p->e2e.step_name, p->e2e.step_path, ne, ne == 1 ? "" : "s", p->e2e.min_pairs, p->e2e.max_pairs,
+			p->e2e.max_seconds, p->e2e.gate ? "; gate: e2e_pct CI lower bound >= " : "\n");
+		if (p->e2e.gate)
+			fprintf(f, "%g%%\n", p->e2e.delta_min_pct);
+	}
 	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");
 	for (int i = 0; i < p->ntasks; i++) {
 		const struct task_spec *s = &p->tasks[i];
