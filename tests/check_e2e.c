@@ -192,6 +192,31 @@ START_TEST(e2e_section_control_record_and_recompute)
 		ck_assert_msg(status == 0, "verify: exit %d: %s", status, err);
 		free(out);
 		free(err);
+		/* The report shows the e2e numbers beside the isolated ones: text, markdown, html, json. */
+		status = tu_run_tool(tmp, "--report", &out, &err);
+		ck_assert_msg(status == 0 && strstr(out, "  mla_decode_cpu_splitkv: e2e (numpy.step): e2e_pct ") &&
+				      strstr(out, "  mla_decode_cpu_splitkv:   bf16-ragged-h16-ps64") &&
+				      strstr(out, ", attention share "),
+			      "report: exit %d: %s\n%s", status, err, out);
+		free(out);
+		free(err);
+		status = tu_run_tool(tmp, "--report --format markdown", &out, &err);
+		ck_assert_msg(status == 0 && strstr(out, "| task | step ms (baseline -> candidate) | attention share | e2e_pct |"),
+			      "markdown report: %s", out);
+		free(out);
+		free(err);
+		status = tu_run_tool(tmp, "--report --format html", &out, &err);
+		ck_assert_msg(status == 0 && strstr(out, "<h2>End to end</h2>") &&
+				      strstr(out, "<table class=\"e2e\" data-card=\"mla_decode_cpu_splitkv\">") &&
+				      strstr(out, "<td>bf16-ragged-h16-ps64</td>"),
+			      "html report: %s", out);
+		free(out);
+		free(err);
+		status = tu_run_tool(tmp, "--report --format json", &out, &err);
+		ck_assert_msg(status == 0 && strstr(out, "\"e2e\":") && strstr(out, "\"share_baseline\":"), "json report: %s",
+			      out);
+		free(out);
+		free(err);
 
 		/* An e2e number edited in result.json does not recompute from samples.csv. */
 		path = fs_printf("%s/%s/result.json", tmp, eval);
