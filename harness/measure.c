@@ -1547,6 +1547,17 @@ stage_failed:
 done:
 	free(why);
 	e2e_bufs_release(d, &e);
+	if (err == VS_EDEVICE) {
+		/*
+		 * A fault in the stage (the worker's device is unusable from here; the worker ends with the
+		 * task) fails the e2e stage, not the isolated A/B measured before it.
+		 */
+		m->error = fs_printf("device fault in the e2e stage: %s", vs_last_error());
+		say(ctx->log, "    e2e: %s\n", m->error);
+		m->npairs = 0;
+		m->ran = 0;
+		return 0;
+	}
 	/* pre() wrote q and one cache row of the set: restore them for whatever runs next. */
 	if (!err && m->set >= 0)
 		err = upload_set(d, t, b, m->set, m->set);
