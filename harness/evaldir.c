@@ -1824,6 +1824,35 @@ struct e2e_acc {
 	int *n, count, cap;
 };
 
+/* Append a timed task's e2e samples to acc. Errors: VS_ENOMEM. */
+static int e2e_acc_push(struct e2e_acc *acc, const struct sample_pairs *tp)
+{
+	if (acc->count == acc->cap) {
+		int cap = acc->cap ? 2 * acc->cap : 16;
+		const double **nb = realloc(acc->b, (size_t)cap * sizeof(*nb)), **nc, **nk;
+		int *nn;
+
+		if (!nb)
+			return vs_oom();
+		acc->b = nb;
+		if (!(nc = realloc(acc->c, (size_t)cap * sizeof(*nc))))
+			return vs_oom();
+		acc->c = nc;
+		if (!(nk = realloc(acc->k, (size_t)cap * sizeof(*nk))))
+			return vs_oom();
+		acc->k = nk;
+		if (!(nn = realloc(acc->n, (size_t)cap * sizeof(*nn))))
+			return vs_oom();
+		acc->n = nn;
+		acc->cap = cap;
+	}
+	acc->b[acc->count] = tp->e2e[0];
+	acc->c[acc->count] = tp->e2e[1];
+	acc->k[acc->count] = tp->e2e[2];
+	acc->n[acc->count++] = tp->e2e_n;
+	return 0;
+}
+
 /* One reported {estimate, ci95} equals ci, else VS_EVERIFY naming what. */
 static int e2e_ci_check(const struct evidence *e, const cJSON *j, const struct stats_ci *ci, const char *task,
 			const char *what, int *status)
@@ -1873,33 +1902,8 @@ static int e2e_recompute_task(const struct evidence *e, const struct plan *p, co
 		*status = EVIDENCE_MISMATCH;
 		return vs_error(VS_EVERIFY, "%s: task '%s' e2e_pct is not its ratio's", e->eval_dir, name);
 	}
-	if (!strcmp(jstr(ej, "parity") ? jstr(ej, "parity") : "", "pass")) {
-		if (acc->count == acc->cap) {
-			int cap = acc->cap ? 2 * acc->cap : 16;
-			const double **nb = realloc(acc->b, (size_t)cap * sizeof(*nb));
-
-			if (nb)
-				acc->b = nb;
-			const double **nc = nb ? realloc(acc->c, (size_t)cap * sizeof(*nc)) : NULL;
-
-			if (nc)
-				acc->c = nc;
-			const double **nk = nc ? realloc(acc->k, (size_t)cap * sizeof(*nk)) : NULL;
-
-			if (nk)
-				acc->k = nk;
-			int *nn = nk ? realloc(acc->n, (size_t)cap * sizeof(*nn)) : NULL;
-
-			if (!nn)
-				return vs_oom();
-			acc->n = nn;
-			acc->cap = cap;
-		}
-		acc->b[acc->count] = tp->e2e[0];
-		acc->c[acc->count] = tp->e2e[1];
-		acc->k[acc->count] = tp->e2e[2];
-		acc->n[acc->count++] = tp->e2e_n;
-	}
+	if (!strcmp(jstr(ej, "parity") ? jstr(ej, "parity") : "", "pass"))
+		return e2e_acc_push(acc, tp);
 	return 0;
 }
 
