@@ -40,10 +40,10 @@ struct cli_args {
 	int npositional;
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
-	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing;
+	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing, *e2e_step;
 	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
 	int nreferences;
-	int threads, gpu, max_age_days, part, timeout, slurm, force;
+	int threads, gpu, max_age_days, part, timeout, slurm, force, e2e;
 	struct vs_layout layout; /* the repository's directories: the *_dir options over the defaults */
 };
 
@@ -165,6 +165,12 @@ static const struct cli_option options[] = {
 	LIST("--reference", "IMPL|FILE", references, M_EMIT_PLAN | M_VALIDATE,
 	     "repeatable (up to 4): also time this implementation (a name, or a file as --candidate-lib takes) "
 	     "against the candidate on every task it supports; reported, never gating"),
+	FLAG("--e2e", e2e, M_EMIT_PLAN | M_VALIDATE,
+	     "--emit-plan adds the e2e stage: after each one-token bf16 task's A/B, a model decode step around the "
+	     "core (DeepSeek-V3's attention block) timed with baseline, candidate and a baseline control"),
+	STR("--e2e-step", "FILE.py", e2e_step, M_EMIT_PLAN | M_VALIDATE,
+	    "the e2e stage's step module (kernels/python/e2e_step.py; default kernels/torch/deepseek_v3_step.py, "
+	    "kernels/python/numpy_step.py on the CPU)"),
 	FLAG("--slurm", slurm, M_EMIT_PLAN | M_VALIDATE,
 	     "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"),
 	STR("--task", "NAME|HASH", task, M_ALL, "only tasks whose name contains this or hash starts with it"),
@@ -386,6 +392,8 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		.references = a->references,
 		.nreferences = a->nreferences,
 		.timing = a->timing,
+		.e2e = a->e2e || a->e2e_step,
+		.e2e_step = a->e2e_step,
 	};
 	char *path = NULL, *script = NULL;
 	int err;

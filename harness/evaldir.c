@@ -698,6 +698,103 @@ done:
 	return err;
 }
 
+/* ---- the e2e stage (docs/DESIGN.md "End to end") ------------------------------------------- */
+
+/* e2e_pct {estimate, ci95} of a step-time ratio t_base / t_cand (100 (t_base - t_cand) / t_base). */
+static cJSON *pct_json(int *oom, const struct stats_ci *ci)
+{
+	cJSON *j = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+
+	jsonfile_put_num(oom, j, "estimate", measure_e2e_pct(ci->estimate));
+	push(oom, arr, cJSON_CreateNumber(measure_e2e_pct(ci->lo)));
+	push(oom, arr, cJSON_CreateNumber(measure_e2e_pct(ci->hi)));
+	jsonfile_put(oom, j, "ci95", arr);
+	jsonfile_put_num(oom, j, "n", ci->n);
+	if (!j)
+		*oom = 1;
+	return j;
+}
+
+static cJSON *step_timing_json(int *oom, const struct stats_summary *s, double core_ms, long long peak)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	jsonfile_put_num(oom, j, "n", s->n);
+	jsonfile_put_num(oom, j, "median_ms", s->median);
+	jsonfile_put_num(oom, j, "p10_ms", s->p10);
+	jsonfile_put_num(oom, j, "p90_ms", s->p90);
+	if (core_ms > 0 && s->median > 0)
+		jsonfile_put_num(oom, j, "attention_share", core_ms / s->median);
+	if (peak >= 0)
+		jsonfile_put_num(oom, j, "peak_bytes", (double)peak);
+	if (!j)
+		*oom = 1;
+	return j;
+}
+
+/* The status of a task's e2e stage: "timed", "skipped", "failed" (stage error or parity), "not run". */
+static const char *e2e_status_name(const struct measure_e2e *m)
+{
+	if (m->skipped)
+		return "skipped";
+	if (m->error || m->parity == 0)
+		return "failed";
+	return m->ran ? "timed" : "not run";
+}
+
+static cJSON *e2e_task_json(int *oom, const struct measure_result *r, const struct plan *p, cJSON *flags)
+{
+	const struct measure_e2e *m = &r->e2e;
+	cJSON *j = cJSON_CreateObject(), *mem;
+
+	jsonfile_put_str(oom, j, "status", e2e_status_name(m));
+	if (m->skipped)
+		jsonfile_put_str(oom, j, "skipped", m->skipped);
+	if (m->error) {
+		jsonfile_put_str(oom, j, "error", m->error);
+		push_flag(oom, flags, fs_printf("task %s: e2e stage failed: %s", r->name, m->error));
+	}
+	jsonfile_put_str(oom, j, "parity", m->parity == 1 ? "pass" : m->parity == 0 ? "fail" : "not checked");
+	if (m->parity_detail)
+		jsonfile_put_str(oom, j, "parity_detail", m->parity_detail);
+	if (m->parity >= 0) {
+		jsonfile_put_num(oom, j, "cos_diff", m->cos_diff);
+		if (m->ref_checked)
+			jsonfile_put_num(oom, j, "reference_cos_diff", m->ref_cos_diff);
+		jsonfile_put_bool(oom, j, "reference_checked", m->ref_checked);
+	}
+	if (m->set >= 0)
+		jsonfile_put_num(oom, j, "set", m->set);
+	mem = jsonfile_put_obj(oom, j, "memory");
+	jsonfile_put_num(oom, mem, "step_bytes", (double)m->step_bytes);
+	jsonfile_put_num(oom, mem, "peak_baseline_bytes", (double)m->peak_base);
+	jsonfile_put_num(oom, mem, "peak_candidate_bytes", (double)m->peak_cand);
+	if (m->ran) {
+		jsonfile_put_num(oom, j, "pairs", m->npairs);
+		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(m->stop_reason));
+		jsonfile_put(oom, j, "baseline",
+			     step_timing_json(oom, &m->step_base, r->base.timing.median, m->peak_base));
+		jsonfile_put(oom, j, "candidate",
+			     step_timing_json(oom, &m->step_cand, r->cand.timing.median, m->peak_cand));
+		jsonfile_put(oom, j, "control", step_timing_json(oom, &m->step_ctrl, 0, -1));
+		jsonfile_put(oom, j, "ratio", ci_json(oom, &m->ratio));
+		jsonfile_put(oom, j, "e2e_pct", pct_json(oom, &m->ratio));
+		jsonfile_put(oom, j, "control_ratio", ci_json(oom, &m->ctrl_ratio));
+		jsonfile_put(oom, j, "control_pct", pct_json(oom, &m->ctrl_ratio));
+		if (m->ctrl_ratio.lo > 1 || m->ctrl_ratio.hi < 1)
+			push_flag(oom, flags,
+				  fs_printf("task %s: the e2e control (baseline against itself) is %.2f%% [%.2f, "
+					    "%.2f]: its "
+					    "CI excludes 0, the step timing is biased by position or drift",
+					    r->name, measure_e2e_pct(m->ctrl_ratio.estimate),
+					    measure_e2e_pct(m->ctrl_ratio.lo), measure_e2e_pct(m->ctrl_ratio.hi)));
+	}
+	(void)p;
+	if (!j)
+		*oom = 1;
+	return j;
+}
+
 static cJSON *task_json(int *oom, const struct measure_result *r, const struct plan *p, cJSON *flags)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -718,6 +815,8 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	jsonfile_put(oom, j, "candidate", impl_json(oom, &r->cand, r, r->complete));
 	if (r->nrefs)
 		jsonfile_put(oom, j, "references", refs_json(oom, r));
+	if (r->e2e.planned)
+		jsonfile_put(oom, j, "e2e", e2e_task_json(oom, r, p, flags));
 	if (r->complete) {
 		jsonfile_put_num(oom, j, "pairs", r->npairs);
 		jsonfile_put_str(oom, j, "stop", stats_stop_reason_name(r->stop_reason));
@@ -874,6 +973,85 @@ cJSON *evaldir_python_json(const struct plan *p, const char *run_versions)
 
 /* ---- the verdict ------------------------------------------------------------------------------ */
 
+/* The overall e2e numbers of a run. */
+struct e2e_overall_out {
+	int ntimed, pass_parity, pass_delta, control_zero;
+	struct stats_ci ratio, ctrl; /* geomean of the per-task step-time ratios, and of the control's */
+};
+
+/*
+ * result.json's "e2e": the geometric mean over the tasks whose e2e stage was timed (parity passed)
+ * of the step-time ratios t_base / t_cand (the e2e_pct of the aggregate: 100 (1 - 1 / geomean)),
+ * its joint bootstrap CI, the same for the control, and the e2e parity.
+ */
+static int e2e_overall(int *oom, cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n,
+		       struct e2e_overall_out *o)
+{
+	const double **tb = calloc((size_t)n + 1, sizeof(double *)), **tc = calloc((size_t)n + 1, sizeof(double *));
+	const double **tk = calloc((size_t)n + 1, sizeof(double *));
+	int *np = calloc((size_t)n + 1, sizeof(int)), err = 0, nplanned = 0, nfailed = 0, nskipped = 0;
+	cJSON *j;
+
+	memset(o, 0, sizeof(*o));
+	o->pass_parity = 1;
+	if (!tb || !tc || !tk || !np) {
+		err = vs_oom();
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct measure_e2e *m = t[i].e2e;
+
+		if (!m || !m->planned || t[i].skipped)
+			continue;
+		nplanned++;
+		if (m->skipped) {
+			nskipped++;
+			continue;
+		}
+		if (m->parity == 0 || m->error) {
+			o->pass_parity &= m->parity != 0;
+			nfailed++;
+			continue;
+		}
+		if (m->ran && m->npairs > 0 && m->parity == 1) {
+			tb[o->ntimed] = m->t_base;
+			tc[o->ntimed] = m->t_cand;
+			tk[o->ntimed] = m->t_ctrl;
+			np[o->ntimed++] = m->npairs;
+		}
+	}
+	if (o->ntimed &&
+	    ((err = stats_geomean_speedup(&o->ratio, tb, tc, np, o->ntimed, p->protocol.resamples, p->protocol.seed)) ||
+	     (err = stats_geomean_speedup(&o->ctrl, tb, tk, np, o->ntimed, p->protocol.resamples, p->protocol.seed))))
+		goto done;
+	o->control_zero = o->ntimed && o->ctrl.lo <= 1 && o->ctrl.hi >= 1;
+	/* The gate of an e2e card: every e2e task timed (none failed), the lower CI bound at or above the card's. */
+	o->pass_delta =
+		o->ntimed > 0 && nfailed == 0 && o->pass_parity && measure_e2e_pct(o->ratio.lo) >= p->e2e.delta_min_pct;
+	j = jsonfile_put_obj(oom, root, "e2e");
+	jsonfile_put_str(oom, j, "step", p->e2e.step_name);
+	jsonfile_put_num(oom, j, "tasks_planned", nplanned);
+	jsonfile_put_num(oom, j, "tasks_timed", o->ntimed);
+	jsonfile_put_num(oom, j, "tasks_skipped", nskipped);
+	jsonfile_put_num(oom, j, "tasks_failed", nfailed);
+	jsonfile_put_str(oom, j, "parity", o->pass_parity ? "pass" : "fail");
+	if (o->ntimed) {
+		jsonfile_put(oom, j, "ratio", ci_json(oom, &o->ratio));
+		jsonfile_put(oom, j, "e2e_pct", pct_json(oom, &o->ratio));
+		jsonfile_put(oom, j, "control_ratio", ci_json(oom, &o->ctrl));
+		jsonfile_put(oom, j, "control_pct", pct_json(oom, &o->ctrl));
+	} else {
+		jsonfile_put(oom, j, "e2e_pct", cJSON_CreateNull());
+	}
+	jsonfile_put_bool(oom, j, "control_contains_zero", o->control_zero);
+done:
+	free(tb);
+	free(tc);
+	free(tk);
+	free(np);
+	return err;
+}
+
 int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
 		    cJSON *flags, char *line, size_t cap)
 {
@@ -884,6 +1062,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	int nskipped = 0, ran_dtypes = 0, planned_dtypes = 0, pass_coverage;
 	int pass_speed, pass_parity, verdict_ok;
 	struct stats_ci overall = {0};
+	struct e2e_overall_out e2e = {0};
 	cJSON *ov, *gates, *g;
 	const char *verdict;
 
@@ -938,6 +1117,14 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		cJSON_Delete(flags);
 		goto done;
 	}
+	if (p->e2e.enabled && (err = e2e_overall(&oom, root, p, t, n, &e2e))) {
+		cJSON_Delete(flags);
+		goto done;
+	}
+	if (p->e2e.enabled) {
+		verdict_ok &= e2e.pass_parity && (e2e.pass_delta || !p->e2e.gate);
+		verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
+	}
 	gates = jsonfile_put_obj(&oom, root, "gates");
 	g = jsonfile_put_obj(&oom, gates, "parity");
 	jsonfile_put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
@@ -962,6 +1149,16 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 				jsonfile_put(&oom, missing, NULL, cJSON_CreateString(mla_kv_dtype_name(d)));
 		jsonfile_put_bool(&oom, g, "pass", pass_coverage);
 	}
+	if (p->e2e.enabled) {
+		g = jsonfile_put_obj(&oom, gates, "e2e");
+		jsonfile_put_bool(&oom, g, "parity_pass", e2e.pass_parity);
+		if (p->e2e.gate) {
+			jsonfile_put_num(&oom, g, "e2e_delta_min_pct", p->e2e.delta_min_pct);
+			jsonfile_put_num(&oom, g, "ci_lower", e2e.ntimed ? measure_e2e_pct(e2e.ratio.lo) : 0);
+			jsonfile_put_bool(&oom, g, "control_contains_zero", e2e.control_zero);
+		}
+		jsonfile_put_bool(&oom, g, "pass", e2e.pass_parity && (e2e.pass_delta || !p->e2e.gate));
+	}
 	jsonfile_put(&oom, root, "flags", flags ? flags : cJSON_CreateArray());
 	jsonfile_put_str(&oom, root, "verdict", verdict);
 	if (oom)
@@ -983,6 +1180,11 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sparity", *why ? ", " : "");
 			if (p->capture_required && !(gate_capture && complete_all))
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%scapture", *why ? ", " : "");
+			if (p->e2e.enabled && !e2e.pass_parity)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%se2e parity",
+					 *why ? ", " : "");
+			if (p->e2e.enabled && p->e2e.gate && !e2e.pass_delta)
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%se2e gate", *why ? ", " : "");
 			if (partial)
 				snprintf(why + strlen(why), sizeof(why) - strlen(why),
 					 "%sincomplete: partial run, %d of %d "
@@ -1001,6 +1203,21 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			 p->capture_required ? (gate_capture && complete_all ? "pass" : "FAIL") : "n/a",
 			 complete_all && !partial && n == p->ntasks ? "pass" : "FAIL", verdict, *why ? " (" : "", why,
 			 *why ? ")" : "");
+		if (p->e2e.enabled) {
+			if (e2e.ntimed)
+				snprintf(line + strlen(line), cap - strlen(line),
+					 "; e2e (%d task%s): %.2f%% [%.2f, %.2f], control %.2f%% [%.2f, %.2f]%s",
+					 e2e.ntimed, e2e.ntimed == 1 ? "" : "s", measure_e2e_pct(e2e.ratio.estimate),
+					 measure_e2e_pct(e2e.ratio.lo), measure_e2e_pct(e2e.ratio.hi),
+					 measure_e2e_pct(e2e.ctrl.estimate), measure_e2e_pct(e2e.ctrl.lo),
+					 measure_e2e_pct(e2e.ctrl.hi), e2e.pass_parity ? "" : ", e2e parity FAIL");
+			else
+				snprintf(line + strlen(line), cap - strlen(line), "; e2e: no task timed%s",
+					 e2e.pass_parity ? "" : ", e2e parity FAIL");
+			if (p->e2e.gate)
+				snprintf(line + strlen(line), cap - strlen(line), "; e2e gate >= %g%%: %s",
+					 p->e2e.delta_min_pct, e2e.pass_delta ? "pass" : "FAIL");
+		}
 		if (nskipped || !pass_coverage) {
 			char dts[64] = "";
 
@@ -1318,6 +1535,36 @@ static int pairs_put(struct sample_pairs *tp, int pair, int role, double ms)
 	return 0;
 }
 
+/* The e2e roles' index (0 e2e_baseline, 1 e2e_candidate, 2 e2e_control), or -1. */
+static int e2e_role_index(const char *role)
+{
+	static const char *const names[3] = {"e2e_baseline", "e2e_candidate", "e2e_control"};
+
+	for (int k = 0; k < 3; k++)
+		if (!strcmp(role, names[k]))
+			return k;
+	return -1;
+}
+
+/* Store one e2e sample of role k at pair. */
+static int e2e_put(struct sample_pairs *tp, int pair, int k, double ms)
+{
+	if (pair < 0 || pair > 10000000 || k < 0 || k > 2)
+		return -1;
+	if (pair >= tp->e2e_cap) {
+		int ncap = pair + 64;
+
+		for (int j = 0; j < 3; j++)
+			if (grow_nan(&tp->e2e[j], tp->e2e_cap, ncap))
+				return -1;
+		tp->e2e_cap = ncap;
+	}
+	tp->e2e[k][pair] = ms;
+	if (pair + 1 > tp->e2e_n)
+		tp->e2e_n = pair + 1;
+	return 0;
+}
+
 /* The role column's index for pairs_put(), or -1 for a name that is no role. */
 static int role_index(const char *role)
 {
@@ -1334,6 +1581,36 @@ static int role_index(const char *role)
 	return -1;
 }
 
+int evaldir_e2e_from_task(struct measure_e2e *m, const cJSON *task, const struct sample_pairs *sp)
+{
+	const cJSON *ej = jget(task, "e2e");
+	const char *st = jstr(ej, "status"), *par = jstr(ej, "parity");
+
+	memset(m, 0, sizeof(*m));
+	m->set = m->parity = -1;
+	if (!cJSON_IsObject(ej))
+		return 0;
+	m->planned = 1;
+	if (st && !strcmp(st, "skipped"))
+		m->skipped = strdup(jstr(ej, "skipped") ? jstr(ej, "skipped") : "skipped");
+	if (jstr(ej, "error"))
+		m->error = strdup(jstr(ej, "error"));
+	m->parity = par && !strcmp(par, "pass") ? 1 : par && !strcmp(par, "fail") ? 0 : -1;
+	if (st && !strcmp(st, "timed") && sp && sp->e2e_n > 0) {
+		for (int k = 0; k < 3; k++) {
+			double *x = malloc((size_t)sp->e2e_n * sizeof(double));
+
+			if (!x)
+				return vs_oom();
+			memcpy(x, sp->e2e[k], (size_t)sp->e2e_n * sizeof(double));
+			*(k == 0 ? &m->t_base : k == 1 ? &m->t_cand : &m->t_ctrl) = x;
+		}
+		m->npairs = sp->e2e_n;
+		m->ran = 1;
+	}
+	return 0;
+}
+
 void samples_free(struct sample_pairs *tp, int n)
 {
 	for (int k = 0; tp && k < n; k++) {
@@ -1341,6 +1618,8 @@ void samples_free(struct sample_pairs *tp, int n)
 		free(tp[k].cand);
 		for (int j = 0; j < VS_PLAN_MAX_REFERENCES; j++)
 			free(tp[k].ref[j]);
+		for (int j = 0; j < 3; j++)
+			free(tp[k].e2e[j]);
 	}
 	free(tp);
 }
@@ -1362,9 +1641,9 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 		double ms;
 		const char *eol = strchr(s, '\n');
 
-		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z0-9],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg,
+		if (sscanf(s, "%64[0-9a-f],%d,%d,%d,%15[a-z0-9_],%63[^,],%lf,%d", hash, &set, &pair, &order, role, cfg,
 			   &ms, &checked) != 8 ||
-		    !(ms > 0) || role_index(role) < 0) {
+		    !(ms > 0) || (role_index(role) < 0 && e2e_role_index(role) < 0)) {
 			err = vs_error(VS_EVERIFY, "%s:%d: malformed sample row", path, line + 1);
 			break;
 		}
@@ -1382,7 +1661,8 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 			memcpy(tp[n].hash, hash, 65);
 			n++;
 		}
-		if (pairs_put(&tp[k], pair, role_index(role), ms)) {
+		if (e2e_role_index(role) >= 0 ? e2e_put(&tp[k], pair, e2e_role_index(role), ms) :
+						pairs_put(&tp[k], pair, role_index(role), ms)) {
 			err = vs_error(VS_EVERIFY, "%s:%d: bad pair index", path, line + 1);
 			break;
 		}
@@ -1399,6 +1679,13 @@ int samples_parse(struct sample_pairs **out, int *count, const char *text, const
 					err = vs_error(VS_EVERIFY, "%s: task %.16s pair %d lacks a reference%d sample",
 						       path, tp[k].hash, i, j + 1);
 		}
+	for (int k = 0; !err && k < n; k++)
+		for (int i = 0; i < tp[k].e2e_n && !err; i++)
+			for (int j = 0; j < 3 && !err; j++)
+				if (isnan(tp[k].e2e[j][i]))
+					err = vs_error(VS_EVERIFY,
+						       "%s: task %.16s e2e pair %d lacks a sample of each role", path,
+						       tp[k].hash, i);
 	if (err) {
 		samples_free(tp, n);
 		return err;
@@ -1531,6 +1818,127 @@ done:
 }
 
 /* Recompute every speedup in result.json from samples.csv with the plan's seed. */
+/* The timed e2e tasks' samples gathered by e2e_recompute_task() for the overall numbers. */
+struct e2e_acc {
+	const double **b, **c, **k;
+	int *n, count, cap;
+};
+
+/* Append a timed task's e2e samples to acc. Errors: VS_ENOMEM. */
+static int e2e_acc_push(struct e2e_acc *acc, const struct sample_pairs *tp)
+{
+	if (acc->count == acc->cap) {
+		int cap = acc->cap ? 2 * acc->cap : 16;
+		const double **nb = realloc(acc->b, (size_t)cap * sizeof(*nb)), **nc, **nk;
+		int *nn;
+
+		if (!nb)
+			return vs_oom();
+		acc->b = nb;
+		if (!(nc = realloc(acc->c, (size_t)cap * sizeof(*nc))))
+			return vs_oom();
+		acc->c = nc;
+		if (!(nk = realloc(acc->k, (size_t)cap * sizeof(*nk))))
+			return vs_oom();
+		acc->k = nk;
+		if (!(nn = realloc(acc->n, (size_t)cap * sizeof(*nn))))
+			return vs_oom();
+		acc->n = nn;
+		acc->cap = cap;
+	}
+	acc->b[acc->count] = tp->e2e[0];
+	acc->c[acc->count] = tp->e2e[1];
+	acc->k[acc->count] = tp->e2e[2];
+	acc->n[acc->count++] = tp->e2e_n;
+	return 0;
+}
+
+/* One reported {estimate, ci95} equals ci, else VS_EVERIFY naming what. */
+static int e2e_ci_check(const struct evidence *e, const cJSON *j, const struct stats_ci *ci, const char *task,
+			const char *what, int *status)
+{
+	char b[6][32];
+
+	if (ci_same(j, ci))
+		return 0;
+	*status = EVIDENCE_MISMATCH;
+	return vs_error(VS_EVERIFY,
+			"%s: %s%s%s %s %s [%s, %s] in result.json does not recompute from samples.csv (%s [%s, %s])",
+			e->eval_dir, task ? "task '" : "", task ? task : "", task ? "' e2e" : "e2e", what,
+			exact(b[0], cJSON_GetNumberValue(jget(j, "estimate"))),
+			exact(b[1], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 0))),
+			exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 1))),
+			exact(b[3], ci->estimate), exact(b[4], ci->lo), exact(b[5], ci->hi));
+}
+
+/*
+ * A task's e2e numbers recompute from its e2e samples: the ratio and the control's ratio, and the
+ * e2e_pct reported is the ratio's. A timed task's samples join acc for the overall.
+ */
+static int e2e_recompute_task(const struct evidence *e, const struct plan *p, const cJSON *t,
+			      const struct sample_pairs *tp, struct e2e_acc *acc, int *status)
+{
+	const cJSON *ej = jget(t, "e2e");
+	const char *name = jstr(t, "name") ? jstr(t, "name") : "?";
+	const char *st = jstr(ej, "status");
+	struct stats_ci ci, ck;
+	int err, timed = st && !strcmp(st, "timed");
+
+	if (!ej || (!timed && tp->e2e_n == 0))
+		return 0;
+	if (!timed || tp->e2e_n == 0 || !cJSON_IsObject(jget(ej, "ratio"))) {
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY,
+				"%s: task '%s' e2e status '%s' and %d e2e sample pairs in samples.csv disagree",
+				e->eval_dir, name, st ? st : "", tp->e2e_n);
+	}
+	if ((err = stats_speedup(&ci, tp->e2e[0], tp->e2e[1], tp->e2e_n, p->protocol.resamples, p->protocol.seed)) ||
+	    (err = stats_speedup(&ck, tp->e2e[0], tp->e2e[2], tp->e2e_n, p->protocol.resamples, p->protocol.seed)))
+		return err;
+	if ((err = e2e_ci_check(e, jget(ej, "ratio"), &ci, name, "ratio", status)) ||
+	    (err = e2e_ci_check(e, jget(ej, "control_ratio"), &ck, name, "control ratio", status)))
+		return err;
+	if (!same(cJSON_GetNumberValue(jget(jget(ej, "e2e_pct"), "estimate")), measure_e2e_pct(ci.estimate))) {
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY, "%s: task '%s' e2e_pct is not its ratio's", e->eval_dir, name);
+	}
+	if (!strcmp(jstr(ej, "parity") ? jstr(ej, "parity") : "", "pass"))
+		return e2e_acc_push(acc, tp);
+	return 0;
+}
+
+/* result.json's overall "e2e" recomputes from the timed e2e tasks' samples. */
+static int e2e_recompute_overall(const struct evidence *e, const struct plan *p, const struct e2e_acc *acc, int *status)
+{
+	const cJSON *ej = jget(e->result, "e2e");
+	struct stats_ci ci, ck;
+	int err;
+
+	if (!ej && !acc->count)
+		return 0;
+	if (!ej || (int)cJSON_GetNumberValue(jget(ej, "tasks_timed")) != acc->count) {
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY, "%s: result.json's e2e reports %d timed tasks, samples.csv has %d",
+				e->eval_dir, ej ? (int)cJSON_GetNumberValue(jget(ej, "tasks_timed")) : 0, acc->count);
+	}
+	if (!acc->count)
+		return 0;
+	if ((err = stats_geomean_speedup(&ci, acc->b, acc->c, acc->n, acc->count, p->protocol.resamples,
+					 p->protocol.seed)) ||
+	    (err = stats_geomean_speedup(&ck, acc->b, acc->k, acc->n, acc->count, p->protocol.resamples,
+					 p->protocol.seed)))
+		return err;
+	if ((err = e2e_ci_check(e, jget(ej, "ratio"), &ci, NULL, "overall ratio", status)) ||
+	    (err = e2e_ci_check(e, jget(ej, "control_ratio"), &ck, NULL, "overall control ratio", status)))
+		return err;
+	if (!e->has_e2e || !same(e->e2e_pct, measure_e2e_pct(ci.estimate)) ||
+	    !same(e->e2e_lo, measure_e2e_pct(ci.lo)) || !same(e->e2e_hi, measure_e2e_pct(ci.hi))) {
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY, "%s: result.json's e2e_pct is not its overall ratio's", e->eval_dir);
+	}
+	return 0;
+}
+
 static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text, const char *samples_path,
 		     int *status)
 {
@@ -1539,6 +1947,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	const cJSON *tasks = jget(e->result, "tasks"), *t;
 	const double **tb = NULL, **tc = NULL;
 	int *n = NULL;
+	struct e2e_acc e2e_acc = {0};
 
 	err = samples_parse(&tp, &ntp, samples_text, samples_path);
 	if (err) {
@@ -1563,6 +1972,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			continue;
 		for (k = 0; k < ntp && (!hash || strcmp(tp[k].hash, hash)); k++)
 			;
+		if (k < ntp && (err = e2e_recompute_task(e, p, t, &tp[k], &e2e_acc, status)))
+			goto done;
 		if (k == ntp || !cJSON_IsObject(sp)) {
 			*status = EVIDENCE_MISMATCH;
 			err = vs_error(VS_EVERIFY, "%s: task '%s' reports a speedup but has no samples", samples_path,
@@ -1620,7 +2031,13 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	}
 	if (!err)
 		err = recompute_refs(e, p, tp, ntp, status);
+	if (!err)
+		err = e2e_recompute_overall(e, p, &e2e_acc, status);
 done:
+	free(e2e_acc.b);
+	free(e2e_acc.c);
+	free(e2e_acc.k);
+	free(e2e_acc.n);
 	samples_free(tp, ntp);
 	free(tb);
 	free(tc);
@@ -1765,6 +2182,19 @@ done:
 	return err;
 }
 
+/* The overall e2e_pct result.json reports (e->result read), into e. */
+static void evidence_e2e(struct evidence *e)
+{
+	const cJSON *e2 = jget(jget(e->result, "e2e"), "e2e_pct");
+
+	if (cJSON_IsObject(e2)) {
+		e->has_e2e = 1;
+		e->e2e_pct = cJSON_GetNumberValue(jget(e2, "estimate"));
+		e->e2e_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(e2, "ci95"), 0));
+		e->e2e_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(e2, "ci95"), 1));
+	}
+}
+
 int evidence_load(struct evidence *e, int *status_out, const char *dir, const struct card *c)
 {
 	char *path = NULL, *text = NULL, hash[65];
@@ -1866,6 +2296,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		e->isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
 		e->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 	}
+	evidence_e2e(e);
 	if ((err = check_run(e, &p, dir, path, &status)))
 		goto done;
 	/* The plan copy is for this card. */
@@ -1926,7 +2357,9 @@ void evidence_validation(struct card_validation *v, const struct evidence *e, co
 	v->has_isolated = e->has_isolated;
 	/* The card shows three decimals; result.json keeps full precision. */
 	v->measured_isolated = round(e->isolated * 1000.0) / 1000.0;
-	v->has_e2e_pct = 0;
+	/* e2e_pct in two decimals (percent); result.json keeps full precision. */
+	v->has_e2e_pct = e->has_e2e;
+	v->measured_e2e_pct = e->has_e2e ? round(e->e2e_pct * 100.0) / 100.0 : 0;
 	v->measured_parity = (char *)e->parity;
 	v->artifact = (char *)artifact;
 	v->impl_baseline = (char *)e->baseline;
@@ -1985,6 +2418,12 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 		claim_problem(&problems, why, why_cap, "validation.measured.isolated differs from the evidence",
 			      "%s: validation.measured.isolated is %g but the evidence says %.3f", card_path,
 			      have->measured_isolated, want.measured_isolated);
+	if (have->has_e2e_pct != want.has_e2e_pct ||
+	    (want.has_e2e_pct && fabs(have->measured_e2e_pct - want.measured_e2e_pct) > 0.005))
+		claim_problem(&problems, why, why_cap, "validation.measured.e2e_pct differs from the evidence",
+			      "%s: validation.measured.e2e_pct is %s%g but the evidence says %s%.2f", card_path,
+			      have->has_e2e_pct ? "" : "unset ", have->measured_e2e_pct,
+			      want.has_e2e_pct ? "" : "none ", want.measured_e2e_pct);
 	if (!strcmp(want.status, "validated") && e->kernels_dirty)
 		claim_problem(&problems, why, why_cap, "validated from a dirty build",
 			      "%s: validated from a dirty build", card_path);
@@ -2035,6 +2474,7 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 			e.isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
 			e.isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 		}
+		evidence_e2e(&e);
 		err = check_run(&e, &p, dir, path, &status);
 		plan_release(&p);
 	}

@@ -192,6 +192,7 @@ struct evaldir_task_summary {
 	int kv_dtype;                                /* enum mla_kv_dtype of the task */
 	const char *skipped;                         /* why the task was not run (an implementation does not
 	                                 * support it), or NULL: not run is not passed */
+	const struct measure_e2e *e2e;               /* its e2e stage (planned 0 or NULL: none) */
 };
 
 /**
@@ -263,6 +264,8 @@ struct evidence {
 	const char *baseline, *candidate;      /* the implementations measured */
 	int family_baseline, family_candidate; /* the card names a family there (record the name) */
 	char date[11];                         /* YYYY-MM-DD of the run's end (UTC) */
+	int has_e2e;                           /* the plan had an e2e stage and some task was timed */
+	double e2e_pct, e2e_lo, e2e_hi;        /* overall e2e_pct (geomean step-time ratio) and CI */
 	char result_sha256[65];
 };
 
@@ -307,17 +310,27 @@ struct sample_pairs {
 	double *base, *cand;                 /* [n] ms, pair by pair */
 	double *ref[VS_PLAN_MAX_REFERENCES]; /* [n] ms of role reference<k+1>, NULL when it has no samples */
 	int n, cap;
+	double *e2e[3]; /* [e2e_n] step ms of roles e2e_baseline, e2e_candidate, e2e_control, or NULL */
+	int e2e_n, e2e_cap;
 };
 
 /**
  * Parse samples.csv text into per-task pairs, tasks in order of first appearance; *out (free with
  * samples_free) and *count set only on success. Roles: baseline, candidate, reference1..4 (a
- * reference's samples, when it has any, cover every pair of its task). Errors: VS_EVERIFY naming
+ * reference's samples, when it has any, cover every pair of its task), and the e2e stage's
+ * e2e_baseline, e2e_candidate, e2e_control (their own pairs, all three in every pair). Errors: VS_EVERIFY naming
  * path:line.
  */
 int samples_parse(struct sample_pairs **out, int *count, const char *text, const char *path);
 
 void samples_free(struct sample_pairs *tp, int n);
+
+/**
+ * A task's e2e outcome rebuilt from its result.json object and its samples (--merge): planned,
+ * status, parity and the e2e samples (copied; release with measure_e2e_release()). Nothing is set
+ * when the task has no e2e section. Errors: VS_ENOMEM.
+ */
+int evaldir_e2e_from_task(struct measure_e2e *m, const struct cJSON *task, const struct sample_pairs *sp);
 
 /** A part of a cluster run, loaded and checked by evaldir_part_load(). */
 struct evaldir_part {

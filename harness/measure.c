@@ -7,6 +7,8 @@
 #include "pyimpl.h"
 #include "vs_error.h"
 
+#include <cjson/cJSON.h>
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 #include <time.h>
 
 /* ---- small helpers ---------------------------------------------------------------------- */
+
+static int e2e_finish(struct measure_e2e *m, const struct plan *p);
 
 static void say(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -890,6 +894,7 @@ void measure_result_release(struct measure_result *r)
 	free(r->error);
 	free(r->skipped);
 	free(r->py_versions);
+	measure_e2e_release(&r->e2e);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -1220,10 +1225,479 @@ static int ab(const struct measure_ctx *ctx, const struct task_data *t, struct b
 	return measure_result_finish(r, ctx->plan);
 }
 
+/* ---- the e2e stage (docs/DESIGN.md "End to end") --------------------------------------------- */
+
+double measure_e2e_pct(double ratio)
+{
+	return ratio > 0 ? 100.0 * (1.0 - 1.0 / ratio) : NAN;
+}
+
+/* The e2e stage's buffers and graphs on one task. */
+struct e2e_bufs {
+	void *step_out; /* device: the step output (bf16), the harness's */
+	size_t elems;
+	uint16_t *h_base, *h_cand, *h_tmp; /* host copies of the step outputs */
+	float *h_ref;                      /* the baseline's step output as float, or the module's reference */
+	float *h_mod_ref;                  /* the module's reference() */
+	void *graph[2];                    /* baseline, candidate: pre + core + post */
+	uint64_t seed;
+};
+
+static void e2e_bufs_release(struct vs_device *d, struct e2e_bufs *e)
+{
+	d->ops->free(d, e->step_out);
+	for (int k = 0; k < 2; k++)
+		if (e->graph[k])
+			d->ops->graph_free(d, e->graph[k]);
+	free(e->h_base);
+	free(e->h_cand);
+	free(e->h_tmp);
+	free(e->h_ref);
+	free(e->h_mod_ref);
+	memset(e, 0, sizeof(*e));
+}
+
+/* A step call's status as a harness error: the step module's line (VS_EFAIL), or VS_EDEVICE. */
+static int e2e_status(int rc, const char *what)
+{
+	if (rc == MLA_OK)
+		return 0;
+	return vs_error(rc == MLA_ENODEVICE ? VS_EUNSUPPORTED : VS_EFAIL, "e2e step %s: %s", what,
+			*pyimpl_last_error() ? pyimpl_last_error() : "failed");
+}
+
+/* pre + the core's launch + post of side ir on a (the e2e buffers e), enqueued. */
+static int e2e_enqueue(const struct measure_impl *ir, const struct mla_decode_args *a, struct e2e_bufs *e)
+{
+	const struct mla_decode_config *cfg = &ir->configs[ir->chosen];
+	char *why = NULL;
+	int err;
+
+	if ((err = e2e_status(pyimpl_step_call(NULL, "pre", a, e->step_out, e->elems, e->seed), "pre")))
+		return err;
+	err = launch_status(ir->impl->launch(a, cfg), ir->impl->name, cfg->name, &why);
+	if (err > 0) {
+		err = vs_error(VS_EFAIL, "e2e: the core's launch: %s", why);
+		free(why);
+	}
+	if (err)
+		return err;
+	return e2e_status(pyimpl_step_call(NULL, "post", a, e->step_out, e->elems, e->seed), "post");
+}
+
+/* Side k's step as one graph (GPU), captured once, replayed once untimed. */
+static int e2e_capture(const struct measure_ctx *ctx, const struct measure_impl *ir, const struct mla_decode_args *a,
+		       struct e2e_bufs *e, int k)
+{
+	struct vs_device *d = ctx->device;
+	void *g = NULL;
+	int err, err2;
+
+	if (!d->ops->graph_begin)
+		return 0;
+	if ((err = d->ops->synchronize(d)) || (err = d->ops->graph_begin(d)))
+		return err;
+	err = e2e_enqueue(ir, a, e);
+	err2 = d->ops->graph_end(d, &g);
+	if (err || err2) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", vs_last_error());
+		if (g)
+			d->ops->graph_free(d, g);
+		return vs_error(err2 ? VS_EDEVICE : VS_EFAIL,
+				"e2e: the step with %s as the core could not be captured in one graph: %s",
+				ir->impl->name, why);
+	}
+	e->graph[k] = g;
+	if ((err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
+		return err;
+	return 0;
+}
+
+/* One step of side k: step_out and the core's outputs poisoned, the LLC flushed, then timed. */
+static int e2e_sample(const struct measure_ctx *ctx, struct bufs *b, const struct measure_impl *ir,
+		      const struct mla_decode_args *a, struct e2e_bufs *e, int k, double *ms)
+{
+	struct vs_device *d = ctx->device;
+	int err;
+
+	if ((err = poison(d, b, 0)) || (err = d->ops->fill(d, e->step_out, 0xff, e->elems * sizeof(uint16_t))) ||
+	    (err = d->ops->flush_llc(d)) || (err = d->ops->timer_begin(d)))
+		return err;
+	err = e->graph[k] ? d->ops->graph_launch(d, e->graph[k]) : e2e_enqueue(ir, a, e);
+	if (err) {
+		d->ops->synchronize(d);
+		return err;
+	}
+	return d->ops->timer_end(d, ms);
+}
+
+/* The step output's tolerances against the baseline's step (and against the module's reference). */
+static struct task_tol e2e_tol(const float *ref, size_t n, int against_reference)
+{
+	struct task_tol tol = {0};
+	double ss = 0;
+
+	for (size_t i = 0; i < n; i++)
+		ss += isfinite(ref[i]) ? (double)ref[i] * ref[i] : 0;
+	/*
+	 * The step's output is a bf16 projection of the core's output: the cores' own differences
+	 * (within the isolated tolerances, cos_diff <= 5e-6) pass through W_UV and o_proj; bf16 rounding
+	 * of the output adds 2^-9 relative. Against the module's float32 reference the step's bf16
+	 * intermediates (q, the cache row, the core's out, the W_UV product) add a few 2^-9 more.
+	 */
+	tol.atol = (against_reference ? 0.1 : 0.05) * sqrt(ss / (double)(n ? n : 1));
+	tol.rtol = against_reference ? 0.1 : 0.05;
+	tol.cos_tol = against_reference ? 1e-3 : 2e-4;
+	return tol;
+}
+
+/* The input set the steps run on: the first with a sequence to decode (seqlens > 0), or -1. */
+static int e2e_set(const struct task_data *t)
+{
+	for (int s = 0; s < t->nsets; s++)
+		for (int i = 0; i < t->spec.batch; i++)
+			if (t->sets[s].seqlens[i] > 0)
+				return s;
+	return -1;
+}
+
+/* Compare step output h (bf16) with expected; 1 pass, 0 fail with *detail. */
+static int e2e_compare(const uint16_t *h, const float *expected, size_t n, int batch, const struct task_tol *tol,
+		       const char *label, double *cos_diff, char **detail)
+{
+	static const char *const names[] = {"b", "d"};
+	struct parity_report rep;
+	int dims[2] = {batch, (int)(n / (size_t)(batch > 0 ? batch : 1))};
+	char line[512];
+
+	parity_compare_bf16(&rep, h, expected, n, tol, dims, 2);
+	*cos_diff = rep.cos_diff;
+	if (rep.pass)
+		return 1;
+	parity_describe(line, sizeof(line), "step output", &rep, names, 2);
+	*detail = fs_printf("%s: %s", label, line);
+	return 0;
+}
+
+static int e2e_download(struct vs_device *d, struct e2e_bufs *e, uint16_t *h)
+{
+	int err;
+
+	if ((err = d->ops->synchronize(d)))
+		return err;
+	return d->ops->download(d, h, e->step_out, e->elems * sizeof(uint16_t));
+}
+
+/*
+ * The e2e stage of one task (after its isolated A/B): the step prepared, each side's step captured
+ * and checked, then rounds of baseline, candidate, control until the stop rule. A step module's
+ * error ends the stage with r->e2e.error (the task's isolated outcome stands); a device error is
+ * the task's.
+ */
+static int e2e_stage(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_result *r)
+{
+	struct vs_device *d = ctx->device;
+	const struct plan_e2e *pe = &ctx->plan->e2e;
+	struct measure_e2e *m = &r->e2e;
+	struct stats_stop_rule rule = {pe->rel_halfwidth, pe->min_pairs, pe->max_pairs,
+				       pe->max_seconds,   500,           ctx->plan->protocol.seed};
+	struct measure_impl *side[2] = {&r->base, &r->cand};
+	struct mla_decode_args a;
+	struct e2e_bufs e;
+	struct task_tol tol;
+	char *why = NULL;
+	double t0;
+	int err = 0, rc;
+
+	memset(&e, 0, sizeof(e));
+	if (r->base.chosen < 0 || r->cand.chosen < 0 || !r->parity_pass || r->base.capture == 0 ||
+	    r->cand.capture == 0) {
+		m->skipped = fs_printf("the isolated A/B did not pass parity and the capture gate on both sides");
+		return 0;
+	}
+	if ((m->set = e2e_set(t)) < 0) {
+		m->skipped = fs_printf("no input set has a sequence to decode (every seqlens is 0)");
+		return 0;
+	}
+	e.seed = t->spec.seed;
+	make_args(&a, d, t, b, m->set, 0);
+	rc = pyimpl_step_elems(&e.elems, &a);
+	if (rc == MLA_EUNSUPPORTED) {
+		m->skipped = fs_printf("%s", pyimpl_last_error());
+		return 0;
+	}
+	if ((err = e2e_status(rc, "output_shape")))
+		goto stage_failed;
+	m->out_elems = e.elems;
+	m->t_base = calloc((size_t)pe->max_pairs + 1, sizeof(double));
+	m->t_cand = calloc((size_t)pe->max_pairs + 1, sizeof(double));
+	m->t_ctrl = calloc((size_t)pe->max_pairs + 1, sizeof(double));
+	e.h_base = malloc(e.elems * sizeof(uint16_t) + 1);
+	e.h_cand = malloc(e.elems * sizeof(uint16_t) + 1);
+	e.h_tmp = malloc(e.elems * sizeof(uint16_t) + 1);
+	e.h_ref = malloc(e.elems * sizeof(float) + 1);
+	e.h_mod_ref = malloc(e.elems * sizeof(float) + 1);
+	if (!m->t_base || !m->t_cand || !m->t_ctrl || !e.h_base || !e.h_cand || !e.h_tmp || !e.h_ref || !e.h_mod_ref) {
+		err = vs_oom();
+		goto done;
+	}
+	if ((err = d->ops->alloc(d, &e.step_out, e.elems * sizeof(uint16_t))))
+		goto done;
+	pyimpl_step_memory(1);
+	if ((err = e2e_status(pyimpl_step_call(&m->step_bytes, "prepare", &a, e.step_out, e.elems, e.seed), "prepare")))
+		goto stage_failed;
+	/* The module's reference reads the inputs as they are before pre() wrote into them. */
+	if ((rc = pyimpl_step_reference(e.h_mod_ref, &a, e.step_out, e.elems, e.seed)) < 0) {
+		err = e2e_status(rc, "reference");
+		goto stage_failed;
+	}
+	m->ref_checked = rc == 1;
+	for (int k = 0; k < 2; k++) {
+		pyimpl_step_memory(1);
+		if ((err = d->ops->fill(d, e.step_out, 0xff, e.elems * sizeof(uint16_t))))
+			goto done;
+		if ((err = e2e_capture(ctx, side[k], &a, &e, k)))
+			goto stage_failed;
+		if (!e.graph[k] && (err = e2e_enqueue(side[k], &a, &e)))
+			goto stage_failed;
+		if ((err = e2e_download(d, &e, k ? e.h_cand : e.h_base)))
+			goto done;
+		*(k ? &m->peak_cand : &m->peak_base) = pyimpl_step_memory(1);
+	}
+	/* Parity: the baseline's step against the module's reference, the candidate's against the baseline's. */
+	m->parity = 1;
+	if (m->ref_checked) {
+		tol = e2e_tol(e.h_mod_ref, e.elems, 1);
+		m->parity = e2e_compare(e.h_base, e.h_mod_ref, e.elems, t->spec.batch, &tol,
+					"the baseline's step against the step module's reference()", &m->ref_cos_diff,
+					&why);
+	}
+	for (size_t i = 0; i < e.elems; i++)
+		e.h_ref[i] = mla_bf16_to_float(e.h_base[i]);
+	if (m->parity == 1) {
+		tol = e2e_tol(e.h_ref, e.elems, 0);
+		m->parity = e2e_compare(e.h_cand, e.h_ref, e.elems, t->spec.batch, &tol,
+					"the candidate's step against the baseline's", &m->cos_diff, &why);
+	}
+	if (m->parity != 1) {
+		m->parity_detail = why;
+		why = NULL;
+		say(ctx->log, "    e2e: parity FAILED: %s\n", m->parity_detail);
+		goto done;
+	}
+	/* The rounds: baseline, candidate, control (the baseline's step again); reversed every round. */
+	t0 = now_s();
+	for (int pair = 0; pair < pe->max_pairs; pair++) {
+		static const char *const roles[3] = {"e2e_baseline", "e2e_candidate", "e2e_control"};
+		double *tt[3] = {m->t_base, m->t_cand, m->t_ctrl};
+
+		for (int j = 0; j < 3; j++) {
+			int k = (pair & 1) ? 2 - j : j, s = k == 2 ? 0 : k;
+			double ms;
+
+			if ((err = e2e_sample(ctx, b, side[s], &a, &e, s, &ms)))
+				goto stage_failed;
+			tt[k][pair] = ms;
+			if (ctx->samples)
+				fprintf(ctx->samples, "%s,%d,%d,%d,%s,%s,%.17g,0\n", t->hash, m->set, pair, j, roles[k],
+					side[s]->configs[side[s]->chosen].name, ms);
+		}
+		m->npairs = pair + 1;
+		m->stop_reason = stats_should_stop(&rule, m->t_base, m->t_cand, m->npairs, now_s() - t0);
+		if (m->stop_reason != STATS_CONTINUE)
+			break;
+	}
+	if (m->stop_reason == STATS_CONTINUE)
+		m->stop_reason = STATS_STOP_MAX_PAIRS;
+	m->ran = m->npairs > 0;
+	if ((err = e2e_finish(m, ctx->plan)))
+		goto done;
+	say(ctx->log,
+	    "    e2e %s: step %.4f ms (%s) vs %.4f ms (%s), control %.4f ms, %d pairs; e2e_pct %.2f%% [%.2f, %.2f], "
+	    "control %.2f%% [%.2f, %.2f]; attention share %.0f%% / %.0f%%; the step keeps %.1f MiB\n",
+	    ctx->plan->e2e.step_name, m->step_base.median, r->base.impl->name, m->step_cand.median, r->cand.impl->name,
+	    m->step_ctrl.median, m->npairs, measure_e2e_pct(m->ratio.estimate), measure_e2e_pct(m->ratio.lo),
+	    measure_e2e_pct(m->ratio.hi), measure_e2e_pct(m->ctrl_ratio.estimate), measure_e2e_pct(m->ctrl_ratio.lo),
+	    measure_e2e_pct(m->ctrl_ratio.hi), 100.0 * r->base.timing.median / m->step_base.median,
+	    100.0 * r->cand.timing.median / m->step_cand.median, (double)m->step_bytes / (1 << 20));
+	/* The last sample of a round ending with the control: the step is deterministic. */
+	{
+		double ms;
+
+		if ((err = e2e_sample(ctx, b, side[0], &a, &e, 0, &ms)) || (err = e2e_download(d, &e, e.h_tmp)))
+			goto stage_failed;
+	}
+	if (memcmp(e.h_tmp, e.h_base, e.elems * sizeof(uint16_t))) {
+		m->parity = 0;
+		m->parity_detail = fs_printf("the baseline's step gave different bits on another replay (the step or "
+					     "the core is not deterministic)");
+		say(ctx->log, "    e2e: parity FAILED: %s\n", m->parity_detail);
+	}
+	goto done;
+stage_failed:
+	if (err == VS_EDEVICE)
+		goto done;
+	m->error = strdup(vs_last_error());
+	say(ctx->log, "    e2e: %s\n", m->error);
+	m->npairs = 0;
+	m->ran = 0;
+	err = 0;
+done:
+	free(why);
+	e2e_bufs_release(d, &e);
+	if (err == VS_EDEVICE) {
+		/*
+		 * A fault in the stage (the worker's device is unusable from here; the worker ends with the
+		 * task) fails the e2e stage, not the isolated A/B measured before it.
+		 */
+		m->error = fs_printf("device fault in the e2e stage: %s", vs_last_error());
+		say(ctx->log, "    e2e: %s\n", m->error);
+		m->npairs = 0;
+		m->ran = 0;
+		return 0;
+	}
+	/* pre() wrote q and one cache row of the set: restore them for whatever runs next. */
+	if (!err && m->set >= 0)
+		err = upload_set(d, t, b, m->set, m->set);
+	return err;
+}
+
+/* Times as text in %.17g (the worker's numbers reach the parent bit for bit). */
+static cJSON *times_text(const double *x, int n)
+{
+	char *buf = malloc((size_t)n * 26 + 1), *p = buf;
+	cJSON *j;
+
+	if (!buf)
+		return NULL;
+	*p = '\0';
+	for (int i = 0; i < n; i++)
+		p += sprintf(p, "%s%.17g", i ? " " : "", x[i]);
+	j = cJSON_CreateString(buf);
+	free(buf);
+	return j;
+}
+
+static double *times_parse(const char *s, int n)
+{
+	double *x = calloc((size_t)n + 1, sizeof(double));
+	char *end;
+
+	for (int i = 0; x && s && i < n; i++) {
+		x[i] = strtod(s, &end);
+		s = end;
+	}
+	return x;
+}
+
+cJSON *measure_e2e_to_msg(const struct measure_result *r)
+{
+	const struct measure_e2e *m = &r->e2e;
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j)
+		return NULL;
+	cJSON_AddBoolToObject(j, "planned", m->planned);
+	if (m->skipped)
+		cJSON_AddStringToObject(j, "skipped", m->skipped);
+	if (m->error)
+		cJSON_AddStringToObject(j, "error", m->error);
+	if (m->parity_detail)
+		cJSON_AddStringToObject(j, "parity_detail", m->parity_detail);
+	cJSON_AddNumberToObject(j, "npairs", m->npairs);
+	cJSON_AddNumberToObject(j, "stop_reason", m->stop_reason);
+	cJSON_AddNumberToObject(j, "set", m->set);
+	cJSON_AddNumberToObject(j, "parity", m->parity);
+	cJSON_AddNumberToObject(j, "cos_diff", m->cos_diff);
+	cJSON_AddNumberToObject(j, "ref_checked", m->ref_checked);
+	cJSON_AddNumberToObject(j, "ref_cos_diff", m->ref_cos_diff);
+	cJSON_AddNumberToObject(j, "step_bytes", (double)m->step_bytes);
+	cJSON_AddNumberToObject(j, "peak_base", (double)m->peak_base);
+	cJSON_AddNumberToObject(j, "peak_cand", (double)m->peak_cand);
+	cJSON_AddNumberToObject(j, "out_elems", (double)m->out_elems);
+	if (m->npairs > 0) {
+		cJSON_AddItemToObject(j, "t_base", times_text(m->t_base, m->npairs));
+		cJSON_AddItemToObject(j, "t_cand", times_text(m->t_cand, m->npairs));
+		cJSON_AddItemToObject(j, "t_ctrl", times_text(m->t_ctrl, m->npairs));
+	}
+	return j;
+}
+
+static char *msg_str(const cJSON *j, const char *key)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(j, key));
+
+	return s ? strdup(s) : NULL;
+}
+
+static double msg_num(const cJSON *j, const char *key)
+{
+	return cJSON_GetNumberValue(cJSON_GetObjectItem(j, key));
+}
+
+void measure_e2e_from_msg(struct measure_result *r, const cJSON *j)
+{
+	struct measure_e2e *m = &r->e2e;
+
+	if (!cJSON_IsObject(j))
+		return;
+	m->planned = cJSON_IsTrue(cJSON_GetObjectItem(j, "planned"));
+	m->skipped = msg_str(j, "skipped");
+	m->error = msg_str(j, "error");
+	m->parity_detail = msg_str(j, "parity_detail");
+	m->npairs = (int)msg_num(j, "npairs");
+	m->stop_reason = (int)msg_num(j, "stop_reason");
+	m->set = (int)msg_num(j, "set");
+	m->parity = (int)msg_num(j, "parity");
+	m->cos_diff = msg_num(j, "cos_diff");
+	m->ref_checked = (int)msg_num(j, "ref_checked");
+	m->ref_cos_diff = msg_num(j, "ref_cos_diff");
+	m->step_bytes = (long long)msg_num(j, "step_bytes");
+	m->peak_base = (long long)msg_num(j, "peak_base");
+	m->peak_cand = (long long)msg_num(j, "peak_cand");
+	m->out_elems = (size_t)msg_num(j, "out_elems");
+	if (m->npairs > 0) {
+		m->t_base = times_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_base")), m->npairs);
+		m->t_cand = times_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_cand")), m->npairs);
+		m->t_ctrl = times_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_ctrl")), m->npairs);
+		m->ran = m->t_base && m->t_cand && m->t_ctrl;
+	}
+}
+
+/* The e2e summaries and CIs from its samples (measure_result_finish()). */
+static int e2e_finish(struct measure_e2e *m, const struct plan *p)
+{
+	int err;
+
+	if (m->npairs < 1 || !m->t_base || !m->t_cand || !m->t_ctrl)
+		return 0;
+	stats_summarize(&m->step_base, m->t_base, m->npairs);
+	stats_summarize(&m->step_cand, m->t_cand, m->npairs);
+	stats_summarize(&m->step_ctrl, m->t_ctrl, m->npairs);
+	if ((err = stats_speedup(&m->ratio, m->t_base, m->t_cand, m->npairs, p->protocol.resamples, p->protocol.seed)))
+		return err;
+	return stats_speedup(&m->ctrl_ratio, m->t_base, m->t_ctrl, m->npairs, p->protocol.resamples, p->protocol.seed);
+}
+
+void measure_e2e_release(struct measure_e2e *m)
+{
+	free(m->skipped);
+	free(m->error);
+	free(m->parity_detail);
+	free(m->t_base);
+	free(m->t_cand);
+	free(m->t_ctrl);
+	memset(m, 0, sizeof(*m));
+}
+
 int measure_result_finish(struct measure_result *r, const struct plan *p)
 {
 	int err;
 
+	if ((err = e2e_finish(&r->e2e, p)))
+		return err;
 	if (r->npairs < 1 || !r->t_base || !r->t_cand)
 		return 0;
 	stats_summarize(&r->base.timing, r->t_base, r->npairs);
@@ -1279,6 +1753,14 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 	r->bytes = task_bytes(spec);
 	r->flops = task_flops(spec);
 	r->sm_mhz_begin = r->sm_mhz_end = -1;
+	r->e2e.set = -1;
+	r->e2e.parity = -1;
+	r->e2e.peak_base = r->e2e.peak_cand = -1;
+	if (ctx->plan->e2e.enabled && ctx->timing) {
+		int i = plan_task_index(ctx->plan, hash);
+
+		r->e2e.planned = i >= 0 && ctx->plan->e2e.tasks[i];
+	}
 	if ((err = impl_result_init(&r->base, ctx->base, &ctx->plan->baseline)) ||
 	    (err = impl_result_init(&r->cand, ctx->cand, &ctx->plan->candidate)))
 		return err;
@@ -1332,6 +1814,8 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const 
 		if (r->refs[k].m.chosen >= 0 && (err = capture_gate(ctx, t, &b, &r->refs[k].m)))
 			goto done;
 	if ((err = ab(ctx, t, &b, r)))
+		goto done;
+	if (r->e2e.planned && (err = e2e_stage(ctx, t, &b, r)))
 		goto done;
 	r->complete = 1;
 done:

@@ -39,6 +39,8 @@
 #include "stats.h"
 #include "task.h"
 
+struct cJSON;
+
 /** One implementation's outcome on one task. */
 struct measure_impl {
 	const struct mla_decode_impl *impl;
@@ -71,6 +73,37 @@ struct measure_ref {
 	struct stats_ci ratio; /* median of t[i] / t_cand[i] with its bootstrap CI */
 };
 
+/**
+ * The e2e stage's outcome on one task (docs/DESIGN.md "End to end"): the step module's decode step
+ * around each core, captured as one graph (pre + the core's launch + post) per side, its replays
+ * timed in rounds of baseline, candidate and control (the baseline's graph again), the order
+ * reversed every round. Owned by its measure_result.
+ */
+struct measure_e2e {
+	int planned;                      /* the plan gives this task an e2e stage */
+	int ran;                          /* sampled (npairs > 0) */
+	char *skipped;                    /* not run: why (the step module's supports(), no passing config), or NULL */
+	char *error;                      /* the stage stopped: its line (the isolated outcome stands), or NULL */
+	double *t_base, *t_cand, *t_ctrl; /* [npairs] step ms */
+	int npairs, stop_reason;
+	int set;    /* the input set the steps ran on */
+	int parity; /* candidate step output vs the baseline's: 1 pass, 0 fail, -1 not checked */
+	char *parity_detail;
+	double cos_diff; /* of the candidate's step output against the baseline's */
+	int ref_checked; /* the baseline's step output was compared with the module's reference() */
+	double ref_cos_diff;
+	long long step_bytes;           /* memory the step keeps for the task (prepare's answer) */
+	long long peak_base, peak_cand; /* the framework's peak bytes while each side's step graph was
+	                                 * captured and first replayed, -1 unknown */
+	size_t out_elems;
+	/* measure_result_finish() */
+	struct stats_summary step_base, step_cand, step_ctrl;
+	struct stats_ci ratio, ctrl_ratio; /* median of t_base/t_cand and of t_base/t_ctrl, bootstrap CI */
+};
+
+/** e2e_pct of a step-time ratio t_base / t_cand: 100 (t_base - t_cand) / t_base. */
+double measure_e2e_pct(double ratio);
+
 /** One task's outcome; owns what its pointers point to (measure_result_release() frees it). */
 struct measure_result {
 	char name[96];
@@ -95,6 +128,7 @@ struct measure_result {
 	struct measure_ref refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs]: the plan's references, in its order */
 	int nrefs;
 	char sandbox[320]; /* what the worker's implementation ran under (sandbox.h), "" in process */
+	struct measure_e2e e2e;
 };
 
 /** What a measurement runs with; every pointer is borrowed. */
@@ -128,6 +162,15 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 
 /** Compute r's summaries, outliers and speedup CI from its samples (t_base, t_cand, npairs). */
 int measure_result_finish(struct measure_result *r, const struct plan *p);
+
+/** r->e2e as the worker's message carries it (a new cJSON object, NULL when out of memory). */
+struct cJSON *measure_e2e_to_msg(const struct measure_result *r);
+
+/** The inverse of measure_e2e_to_msg() into r->e2e (before measure_result_finish()). */
+void measure_e2e_from_msg(struct measure_result *r, const struct cJSON *j);
+
+/** Free what an e2e outcome owns and zero it (measure_result_release() does it for r->e2e). */
+void measure_e2e_release(struct measure_e2e *m);
 
 /** Free what r owns and zero it; accepts NULL. */
 void measure_result_release(struct measure_result *r);

@@ -171,6 +171,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 	struct sample_pairs **pairs = NULL;
 	int *npairs_sets = NULL;
 	struct evaldir_task_summary *sum = NULL;
+	struct measure_e2e *e2es = NULL;
 	const char *run_id, *started = NULL, *finished = NULL;
 	struct progress pg;
 
@@ -201,9 +202,10 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 	task_json = calloc((size_t)p.ntasks, sizeof(*task_json));
 	task_part = calloc((size_t)p.ntasks, sizeof(*task_part));
 	sum = calloc((size_t)p.ntasks, sizeof(*sum));
+	e2es = calloc((size_t)p.ntasks + 1, sizeof(*e2es));
 	pairs = calloc((size_t)p.ntasks, sizeof(*pairs));
 	npairs_sets = calloc((size_t)p.ntasks, sizeof(*npairs_sets));
-	if (!task_json || !task_part || !sum || !pairs || !npairs_sets) {
+	if (!task_json || !task_part || !sum || !e2es || !pairs || !npairs_sets) {
 		err = vs_oom();
 		goto done;
 	}
@@ -238,6 +240,9 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		sum[i].cand_capture = capture_code(jget(task_json[i], "candidate"));
 		sum[i].kv_dtype = p.tasks[i].kv_dtype;
 		sum[i].skipped = jstr(task_json[i], "skipped");
+		if ((err = evaldir_e2e_from_task(&e2es[i], task_json[i], np > 0 ? &pairs[i][0] : NULL)))
+			goto done;
+		sum[i].e2e = &e2es[i];
 		if (np > 0) {
 			sum[i].t_base = pairs[i][0].base;
 			sum[i].t_cand = pairs[i][0].cand;
@@ -293,6 +298,9 @@ done:
 	free(pairs);
 	free(npairs_sets);
 	free(sum);
+	for (int i = 0; e2es && i < p.ntasks; i++)
+		measure_e2e_release(&e2es[i]);
+	free(e2es);
 	free(task_json);
 	free(task_part);
 	for (int k = 0; parts && k < npaths; k++)

@@ -653,6 +653,195 @@ static void protocol_defaults(struct plan_protocol *pr, int gpu, const char *tie
 	}
 }
 
+/* ---- the e2e stage (docs/DESIGN.md "End to end") ---------------------------------------------- */
+
+int plan_e2e_task(const struct task_spec *s)
+{
+	return s->s_q == 1 && s->kv_dtype == MLA_KV_BF16 && s->h_q > 0 && 128 % s->h_q == 0;
+}
+
+static void e2e_release(struct plan_e2e *e)
+{
+	free(e->step_path);
+	free(e->step_json);
+	free(e->step_name);
+	free(e->tasks);
+	memset(e, 0, sizeof(*e));
+}
+
+static void e2e_protocol_defaults(struct plan_e2e *e, int gpu)
+{
+	e->min_pairs = gpu ? 20 : 5;
+	e->max_pairs = gpu ? 400 : 20;
+	e->max_seconds = gpu ? 3.0 : 5.0;
+	e->rel_halfwidth = 0.005;
+}
+
+/* The plan's "e2e"."step" object of a registered step module (compact JSON), or NULL. */
+static char *e2e_step_json(const struct pyimpl *st, const char *rel)
+{
+	char *base = python_json_of(st, rel), *text = NULL;
+	cJSON *j = base ? cJSON_Parse(base) : NULL;
+
+	if (j && cJSON_AddStringToObject(j, "name", st->name))
+		text = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	free(base);
+	return text;
+}
+
+/* Register the step module at file for a plan whose cores run on the gpu (or the cpu) backend. */
+static int e2e_register(const struct pyimpl **out, const char *file, int gpu, const char *where)
+{
+	const struct pyimpl *st;
+	int err;
+
+	if ((err = pyimpl_step_register(&st, file)))
+		return err;
+	if ((strcmp(st->backend, "cpu") == 0) == gpu)
+		return vs_error(VS_EUSAGE,
+				"%s: e2e step module '%s' runs on the %s backend, the plan's cores on the %s", where,
+				file, st->backend, gpu ? "gpu" : "cpu");
+	*out = st;
+	return 0;
+}
+
+static int e2e_build(struct plan *np, const struct card *c, const struct plan_options *o, int gpu)
+{
+	struct plan_e2e *e = &np->e2e;
+	const struct pyimpl *st;
+	char *file = NULL;
+	int err;
+
+	file = o && o->e2e_step ? strdup(o->e2e_step) :
+				  fs_join(vs_repo_root(), gpu ? PLAN_E2E_STEP_GPU : PLAN_E2E_STEP_CPU);
+	VS_CHECK_ALLOC(file);
+	err = e2e_register(&st, file, gpu, c->path);
+	free(file);
+	if (err)
+		return err;
+	e->enabled = 1;
+	e->step_path = py_rel(st->real_path);
+	e->step_name = strdup(st->name);
+	e->step_json = e->step_path ? e2e_step_json(st, e->step_path) : NULL;
+	e->tasks = calloc((size_t)np->ntasks + 1, 1);
+	if (!e->step_path || !e->step_name || !e->step_json || !e->tasks)
+		return vs_oom();
+	memcpy(e->step_sha256, st->sha256, sizeof(e->step_sha256));
+	for (int i = 0; i < np->ntasks; i++)
+		e->tasks[i] = (unsigned char)plan_e2e_task(&np->tasks[i]);
+	e2e_protocol_defaults(e, gpu);
+	e->gate = c->scope && !strcmp(c->scope, "e2e");
+	e->delta_min_pct = c->expects.has_e2e_delta_min_pct ? c->expects.e2e_delta_min_pct : 0;
+	return 0;
+}
+
+static cJSON *e2e_to_json(int *oom, const struct plan *p)
+{
+	const struct plan_e2e *e = &p->e2e;
+	cJSON *j = cJSON_CreateObject(), *tasks;
+
+	if (!j) {
+		*oom = 1;
+		return NULL;
+	}
+	jsonfile_put(oom, j, "step", cJSON_Parse(e->step_json));
+	tasks = jsonfile_put_arr(oom, j, "tasks");
+	for (int i = 0; i < p->ntasks; i++)
+		if (e->tasks[i])
+			jsonfile_put(oom, tasks, NULL, cJSON_CreateString(p->task_hash[i]));
+	jsonfile_put_num(oom, j, "min_pairs", e->min_pairs);
+	jsonfile_put_num(oom, j, "max_pairs", e->max_pairs);
+	jsonfile_put_num(oom, j, "max_seconds", e->max_seconds);
+	jsonfile_put_num(oom, j, "rel_halfwidth", e->rel_halfwidth);
+	return j;
+}
+
+static int evidence_mode;
+static int get_int(int *out, const cJSON *o, const char *key, int lo, int hi, const char *path, const char *where);
+static int get_real(double *out, const cJSON *o, const char *key, double lo, double hi, const char *path,
+		    const char *where);
+
+/*
+ * A plan's "e2e" object: the step module checked against its sha256 and registered (not in
+ * evidence mode), the task list equal to what plan_e2e_task() selects, the protocol in range.
+ */
+static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, const char *path)
+{
+	struct plan_e2e *e = &np->e2e;
+	const cJSON *sj = cJSON_GetObjectItemCaseSensitive(ej, "step"), *tasks, *it;
+	const char *file = sj ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sj, "path")) : NULL;
+	const char *sha = sj ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sj, "sha256")) : NULL;
+	const char *name = sj ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sj, "name")) : NULL;
+	const cJSON *dm = cJSON_GetObjectItemCaseSensitive(gates, "e2e_delta_min_pct");
+	char hex[65];
+	int err = 0, n = 0, gpu = strcmp(np->candidate.backend ? np->candidate.backend : "cpu", "cpu") != 0;
+
+	if (!ej)
+		return 0;
+	if (!cJSON_IsObject(ej) || !file || !sha || strlen(sha) != 64 || !name)
+		return vs_error(VS_ESCHEMA,
+				"%s: \"e2e\" needs a \"step\" with \"path\", \"name\" and a 64-digit \"sha256\"", path);
+	e->enabled = 1;
+	e->step_path = strdup(file);
+	e->step_name = strdup(name);
+	e->step_json = cJSON_PrintUnformatted(sj);
+	e->tasks = calloc((size_t)np->ntasks + 1, 1);
+	if (!e->step_path || !e->step_name || !e->step_json || !e->tasks)
+		return vs_oom();
+	memcpy(e->step_sha256, sha, 65);
+	if (!evidence_mode) {
+		const struct pyimpl *st;
+		char *abs = py_abs(file);
+
+		VS_CHECK_ALLOC(abs);
+		if (!fs_exists(abs))
+			err = vs_error(VS_ENOTFOUND, "%s: e2e step module '%s' does not exist", path, file);
+		else if (!(err = fs_sha256_file(hex, abs)) && strcmp(hex, sha))
+			err = vs_error(VS_EVERIFY,
+				       "%s: e2e step module '%s' changed since the plan was made (sha256 %s, plan %s): "
+				       "emit the plan again",
+				       path, file, hex, sha);
+		if (!err)
+			err = e2e_register(&st, abs, gpu, path);
+		if (!err && strcmp(st->name, name))
+			err = vs_error(VS_ESCHEMA, "%s: e2e step module '%s' provides '%s', not '%s'", path, file,
+				       st->name, name);
+		free(abs);
+		if (err)
+			return err;
+	}
+	tasks = cJSON_GetObjectItemCaseSensitive(ej, "tasks");
+	cJSON_ArrayForEach(it, tasks)
+	{
+		int i = cJSON_IsString(it) ? plan_task_index(np, it->valuestring) : -1;
+
+		if (i < 0)
+			return vs_error(VS_ESCHEMA, "%s: e2e.tasks[%d] names no task of the plan", path, n);
+		e->tasks[i] = 1;
+		n++;
+	}
+	for (int i = 0; i < np->ntasks; i++)
+		if (e->tasks[i] != plan_e2e_task(&np->tasks[i]))
+			return vs_error(VS_EVERIFY,
+					"%s: e2e.tasks %s task '%s' (%s): the plan was edited; emit it again", path,
+					e->tasks[i] ? "lists" : "lacks", np->tasks[i].name,
+					e->tasks[i] ? "not a one-token bf16 task of the model's heads" :
+						      "one it must list");
+	if ((err = get_int(&e->min_pairs, ej, "min_pairs", 2, 10000000, path, "e2e")) ||
+	    (err = get_int(&e->max_pairs, ej, "max_pairs", e->min_pairs, 10000000, path, "e2e")) ||
+	    (err = get_real(&e->max_seconds, ej, "max_seconds", 0, 1e6, path, "e2e")) ||
+	    (err = get_real(&e->rel_halfwidth, ej, "rel_halfwidth", 0, 1, path, "e2e")))
+		return err;
+	if (dm) {
+		if (!cJSON_IsNumber(dm))
+			return vs_error(VS_ESCHEMA, "%s: gates.e2e_delta_min_pct must be a number", path);
+		e->gate = 1;
+		e->delta_min_pct = dm->valuedouble;
+	}
+	return 0;
+}
+
 static const char *nz_or(const char *s)
 {
 	return s && *s ? s : "(any)";
@@ -675,11 +864,9 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 			tier_bit = 1 << i;
 	if (!tier_bit)
 		return vs_error(VS_EUSAGE, "unknown tier '%s' (smoke, standard, full)", tier);
-	if (!c->scope || strcmp(c->scope, "kernel"))
-		return vs_error(VS_EUNSUPPORTED,
-				"%s: scope '%s' cannot be planned yet: only kernel-scope "
-				"cards get an isolated A/B plan",
-				c->path, c->scope ? c->scope : "");
+	if (!c->scope || (strcmp(c->scope, "kernel") && strcmp(c->scope, "e2e")))
+		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned: kernel and e2e are", c->path,
+				c->scope ? c->scope : "");
 	if (!c->match.operator_name || strcmp(c->match.operator_name, "mla_attention"))
 		return vs_error(VS_EUNSUPPORTED,
 				"%s: match.operator '%s' is not an operator this tool plans "
@@ -793,9 +980,11 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if ((err = skips_compute(&np.baseline.skips, &np.baseline.nskips, mla_decode_impl_find(base), &np)) ||
 	    (err = skips_compute(&np.candidate.skips, &np.candidate.nskips, mla_decode_impl_find(cand), &np)))
 		goto done;
-	np.speedup_min = c->expects.isolated_speedup_min;
+	np.speedup_min = c->expects.has_isolated_speedup_min ? c->expects.isolated_speedup_min : 0;
 	np.parity_required = !c->expects.parity || strcmp(c->expects.parity, "advisory") != 0;
 	np.capture_required = gpu;
+	if (((o && o->e2e) || !strcmp(c->scope, "e2e")) && (err = e2e_build(&np, c, o, gpu)))
+		goto done;
 	if (!strncmp(gen, "gfx", 3) || !strncmp(gen, "sm_90", 5))
 		np.build = load_build_figures(o ? o->build_figures : NULL, np.candidate.name, gen);
 	*p = np;
@@ -952,6 +1141,10 @@ int plan_to_text(char **out, const struct plan *p)
 	jsonfile_put_str(oom, gates, "parity", p->parity_required ? "required" : "advisory");
 	jsonfile_put_num(oom, gates, "isolated_speedup_min", p->speedup_min);
 	jsonfile_put_bool(oom, gates, "capture", p->capture_required);
+	if (p->e2e.enabled && p->e2e.gate)
+		jsonfile_put_num(oom, gates, "e2e_delta_min_pct", p->e2e.delta_min_pct);
+	if (p->e2e.enabled)
+		jsonfile_put(oom, root, "e2e", e2e_to_json(oom, p));
 	text = nomem ? NULL : cJSON_Print(root);
 	cJSON_Delete(root);
 	VS_CHECK_ALLOC(text);
@@ -1038,8 +1231,6 @@ static int dup_str(char **out, const cJSON *o, const char *key, const char *path
  * asked again, so evidence verifies on a machine without the kernels' runtimes (no GPU, no torch,
  * no FlashMLA build); the eval dir's own checks bind every file by sha256.
  */
-static int evidence_mode;
-
 static int impl_plugin_from_json(struct plan_impl *pi, const cJSON *pj, const char *role, const char *path)
 {
 	const struct plugin *pl;
@@ -1566,6 +1757,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if ((err = get_real(&np.speedup_min, gates, "isolated_speedup_min", 0, 1e9, path, "gates")))
 		goto done;
 	np.capture_required = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(gates, "capture"));
+	if ((err = e2e_from_json(&np, cJSON_GetObjectItemCaseSensitive(root, "e2e"), gates, path)))
+		goto done;
 	if (!evidence_mode && ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
 			       (err = impl_skips_check(&np.candidate, &np, "candidate", path))))
 		goto done;
@@ -1670,6 +1863,19 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		p->protocol.timing, p->protocol.warmup, p->protocol.min_pairs, p->protocol.max_pairs,
 		p->protocol.max_seconds, p->protocol.rel_halfwidth * 100, p->protocol.flush_factor,
 		p->protocol.check_every);
+	if (p->e2e.enabled) {
+		int ne = 0;
+
+		for (int i = 0; i < p->ntasks; i++)
+			ne += p->e2e.tasks[i];
+		fprintf(f,
+			"  e2e        step %s (%s) on %d task%s (one token, bf16), pairs %d..%d, <= %gs/task, with a "
+			"baseline control%s",
+			p->e2e.step_name, p->e2e.step_path, ne, ne == 1 ? "" : "s", p->e2e.min_pairs, p->e2e.max_pairs,
+			p->e2e.max_seconds, p->e2e.gate ? "; gate: e2e_pct CI lower bound >= " : "\n");
+		if (p->e2e.gate)
+			fprintf(f, "%g%%\n", p->e2e.delta_min_pct);
+	}
 	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");
 	for (int i = 0; i < p->ntasks; i++) {
 		const struct task_spec *s = &p->tasks[i];
@@ -1784,5 +1990,6 @@ void plan_release(struct plan *p)
 	free(p->tasks);
 	free(p->task_hash);
 	cJSON_Delete(p->build);
+	e2e_release(&p->e2e);
 	memset(p, 0, sizeof(*p));
 }

@@ -87,6 +87,28 @@ struct plan_reference {
 	char **skip;           /* [plan ntasks]: NULL when it runs task i, else why not (malloc'd); owned */
 };
 
+/**
+ * The e2e stage of a plan (docs/DESIGN.md "End to end", issue 16): after the isolated A/B of each
+ * of its tasks, one decode step of the model around the core (a step module, kernels/python/
+ * e2e_step.py) is timed with the baseline and with the candidate as the core, paired and
+ * interleaved with a do-no-harm control (the baseline on both sides).
+ */
+struct plan_e2e {
+	int enabled;
+	char *step_path;      /* the step module (repo-relative when in the repository) */
+	char step_sha256[65]; /* its sha256 when planned */
+	char *step_json;      /* the plan's "e2e"."step" object (compact JSON: name, backend, interpreter) */
+	char *step_name;      /* its NAME */
+	unsigned char *tasks; /* [plan ntasks]: 1 when the task has an e2e stage (s_q 1, bf16, h_q dividing
+	                       * the model's 128 heads) */
+	int min_pairs, max_pairs;
+	double max_seconds;   /* cap on e2e sampling per task */
+	double rel_halfwidth; /* stop when the CI of the step-time ratio is within +- this */
+	int gate;             /* a `scope: e2e` card: the verdict gates on delta_min_pct */
+	double delta_min_pct; /* the card's expects.e2e_delta_min_pct (gate: the lower CI bound of the
+	                       * overall e2e_pct >= this) */
+};
+
 struct plan {
 	char *card_id;
 	char *card_path; /* as given on the command line, repo-relative when possible */
@@ -108,6 +130,7 @@ struct plan {
 	int parity_required;  /* 1 = required, 0 = advisory */
 	int capture_required; /* 1 on GPU backends */
 	struct cJSON *build;  /* build-gate figures for the candidate (gfx942), or NULL */
+	struct plan_e2e e2e;  /* enabled 0: no e2e stage (the plan has no "e2e" key) */
 };
 
 struct plan_options {
@@ -124,9 +147,18 @@ struct plan_options {
 	                                * --candidate-lib accepts (a path: contains '/' or ends in .so/.py) */
 	int nreferences;
 	/* A FILE.py for either is a Python implementation (pyimpl.h). */
-	const char *timing; /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
+	const char *timing;   /* "graph_replay" or "launch"; NULL: graph_replay on GPUs, launch on
 	                            * the CPU (which has no graphs) */
+	int e2e;              /* add the e2e stage (always on for a `scope: e2e` card) */
+	const char *e2e_step; /* its step module file; NULL: plan_e2e_default_step for the backend */
 };
+
+/** The shipped step modules: DeepSeek-V3's in PyTorch (GPU plans) and in numpy at small dims (CPU). */
+#define PLAN_E2E_STEP_GPU "kernels/torch/deepseek_v3_step.py"
+#define PLAN_E2E_STEP_CPU "kernels/python/numpy_step.py"
+
+/** Whether task spec s gets an e2e stage: one token per sequence (s_q 1), bf16 cache, h_q | 128. */
+int plan_e2e_task(const struct task_spec *s);
 
 /**
  * The Python implementations shipped in the repository, addressable by name like built-ins:
@@ -144,7 +176,8 @@ const char *plan_skip_reason(const struct plan *p, const struct plan_impl *pi, i
 extern const char *const plan_tiers[];
 
 /**
- * Build the plan of a loaded, linted card. Errors: VS_EUNSUPPORTED (e2e scope, operator or regime
+ * Build the plan of a loaded, linted card (a `scope: e2e` card gets the e2e stage and its gate;
+ * its isolated A/B runs ungated). Errors: VS_EUNSUPPORTED (operator or regime
  * not planned, no planned dtype), VS_ENOTFOUND (backend naming no implementation: the message lists
  * the ones that exist), VS_EUSAGE (unknown tier or gen not in match.gens).
  */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #define VS_PYSHIM_REL "kernels/python/mla_decode.py" /* the shim, under vs_repo_root() */
+#define VS_PYSTEP_REL "kernels/python/e2e_step.py"   /* the e2e step bridge, under vs_repo_root() */
 
 #define SUPPORTS_CACHE 64
 #define OUT_MAX (16u << 20) /* bytes of a describe's output accepted */
@@ -78,6 +79,10 @@ static const struct {
 static struct py_api py;
 static int started;
 static PyObj *fn_load, *fn_launch, *fn_prepare, *fn_workspace, *fn_supports, *fn_versions, *shim;
+/* The e2e step module (kernels/python/e2e_step.py's bridge), when a plan has an e2e stage. */
+static struct pyimpl *step_p;
+static char *step_load_error;
+static PyObj *step_bridge, *fn_step_elems, *fn_step_call, *fn_step_reference, *fn_step_memory;
 
 /* ---- the process-wide table ------------------------------------------------------------------ */
 
@@ -156,6 +161,18 @@ static const char *shim_path(void)
 	if (e && *e)
 		return e;
 	snprintf(path, sizeof(path), "%s/%s", vs_repo_root(), VS_PYSHIM_REL);
+	return path;
+}
+
+/* The step bridge beside the shim: kernels/python/e2e_step.py ($VS_PYSTEP overrides). */
+static const char *step_bridge_path(void)
+{
+	static char path[4096];
+	const char *e = getenv("VS_PYSTEP");
+
+	if (e && *e)
+		return e;
+	snprintf(path, sizeof(path), "%s/%s", vs_repo_root(), VS_PYSTEP_REL);
 	return path;
 }
 
@@ -360,14 +377,14 @@ static int configs_from_json(struct mla_decode_config **out, int *n, const cJSON
 	return 0;
 }
 
-/* Run the shim's command line: argv = {interpreter, shim, verb, path, arg}; *json on exit 0. */
-static int run_shim(cJSON **json, const char *verb, const char *path, const char *arg)
+/* Run a bridge script's command line: argv = {interpreter, script, verb, path, arg}; *json on exit 0. */
+static int run_script(cJSON **json, const char *script, const char *verb, const char *path, const char *arg)
 {
 	char *argv[6], *out = NULL, *err = NULL, line[1024];
 	int status = 0, rc;
 
 	argv[0] = (char *)pyimpl_interpreter();
-	argv[1] = (char *)shim_path();
+	argv[1] = (char *)script;
 	argv[2] = (char *)verb;
 	argv[3] = (char *)path;
 	argv[4] = (char *)arg;
@@ -398,6 +415,11 @@ done:
 	free(out);
 	free(err);
 	return rc;
+}
+
+static int run_shim(cJSON **json, const char *verb, const char *path, const char *arg)
+{
+	return run_script(json, shim_path(), verb, path, arg);
 }
 
 int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
@@ -489,6 +511,19 @@ static void shim_error_line(void)
 	const char *txt = s ? py.PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
 
 	set_last_error("%s", txt ? txt : "python bridge: no error text");
+	if (!txt)
+		py.PyErr_Clear();
+	if (s)
+		py.Py_DecRef(s);
+}
+
+/* The step bridge's last_error into ours. */
+static void step_error_line(void)
+{
+	PyObj *s = step_bridge ? py.PyObject_GetAttrString(step_bridge, "last_error") : NULL;
+	const char *txt = s ? py.PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
+
+	set_last_error("%s", txt ? txt : "e2e step bridge: no error text");
 	if (!txt)
 		py.PyErr_Clear();
 	if (s)
@@ -1016,6 +1051,63 @@ static char *bootstrap_code(const struct pyimpl *p)
 	return code;
 }
 
+/* In pyimpl_start(), GIL held: import the step bridge from its file and load the step module. */
+static int step_start(void)
+{
+	char *lit = py_literal(step_bridge_path()), *code;
+	int ok;
+	long long rc;
+
+	if (!lit)
+		return vs_oom();
+	code = fs_printf("import importlib.util, sys\n"
+			 "_s = importlib.util.spec_from_file_location('vs_e2e_step_bridge', %s)\n"
+			 "_m = importlib.util.module_from_spec(_s)\n"
+			 "sys.modules['vs_e2e_step_bridge'] = _m\n"
+			 "_s.loader.exec_module(_m)\n"
+			 "del _s, _m\n",
+			 lit);
+	free(lit);
+	if (!code)
+		return vs_oom();
+	ok = py.PyRun_SimpleStringFlags(code, NULL) == 0;
+	free(code);
+	if (!ok) {
+		set_last_error("cannot import the e2e step bridge '%s' (its traceback is above)", step_bridge_path());
+		step_load_error = strdup(last_error);
+		return vs_error(VS_EIO, "%s", last_error);
+	}
+	step_bridge = py.PyImport_ImportModule("vs_e2e_step_bridge");
+	if (step_bridge) {
+		fn_step_elems = py.PyObject_GetAttrString(step_bridge, "bridge_step_elems");
+		fn_step_call = py.PyObject_GetAttrString(step_bridge, "bridge_step_call");
+		fn_step_reference = py.PyObject_GetAttrString(step_bridge, "bridge_step_reference");
+		fn_step_memory = py.PyObject_GetAttrString(step_bridge, "bridge_step_memory");
+	}
+	if (!step_bridge || !fn_step_elems || !fn_step_call || !fn_step_reference || !fn_step_memory) {
+		py_error_line("import");
+		step_load_error = strdup(last_error);
+		return vs_error(VS_EIO, "the e2e step bridge '%s' is incomplete: %s", step_bridge_path(), last_error);
+	}
+	{
+		PyObj *fn = py.PyObject_GetAttrString(step_bridge, "bridge_step_load");
+
+		rc = fn ? call_int(fn, py.Py_BuildValue("(ss)", step_p->real_path, step_p->sha256), "step load", &ok) :
+			  MLA_EDEVICE;
+		if (fn)
+			py.Py_DecRef(fn);
+		else
+			py_error_line("step load");
+	}
+	if (!fn_step_call || rc != 0) {
+		if (ok)
+			step_error_line();
+		step_load_error = strdup(last_error);
+		return vs_error(VS_ESCHEMA, "%s", last_error);
+	}
+	return 0;
+}
+
 int pyimpl_start(void)
 {
 	const struct pyimpl *first;
@@ -1023,9 +1115,14 @@ int pyimpl_start(void)
 	void *lib;
 	int err = 0;
 
-	if (started || nslots == 0)
+	if (started || (nslots == 0 && !step_p))
 		return 0;
-	first = slots[0].p;
+	first = nslots ? slots[0].p : step_p;
+	if (step_p && (strcmp(step_p->libpython, first->libpython) || strcmp(step_p->executable, first->executable)))
+		return vs_error(VS_EUNSUPPORTED,
+				"the e2e step module '%s' and the python module '%s' were described by different "
+				"interpreters (%s, %s): one process embeds one",
+				step_p->path, first->path, step_p->executable, first->executable);
 	for (int k = 1; k < nslots; k++)
 		if (strcmp(slots[k].p->libpython, first->libpython) ||
 		    strcmp(slots[k].p->executable, first->executable))
@@ -1097,6 +1194,9 @@ int pyimpl_start(void)
 		if (!err)
 			err = vs_error(VS_ESCHEMA, "%s", last_error);
 	}
+	/* A step module that fails to load fails the e2e stage (its line), not the isolated A/B. */
+	if (step_p && step_start())
+		vs_warn("%s", last_error);
 	/* Release the GIL: every call takes it with PyGILState_Ensure, from whichever thread. */
 	py.PyEval_SaveThread();
 	return err;
@@ -1122,4 +1222,197 @@ char *pyimpl_versions_now(void)
 		py.Py_DecRef(r);
 	py.PyGILState_Release(g);
 	return s;
+}
+
+/* ---- the e2e step module (kernels/python/e2e_step.py) ------------------------------------------- */
+
+int pyimpl_step_register(const struct pyimpl **out, const char *path)
+{
+	struct pyimpl *p = NULL;
+	cJSON *j = NULL;
+	const cJSON *interp, *it;
+	char *real = NULL;
+	int err = 0;
+
+	if (!fs_exists(path))
+		return vs_error(VS_ENOTFOUND, "e2e step module '%s' does not exist", path);
+	if (step_p) {
+		char hex[FS_SHA256_HEX];
+
+		real = realpath(path, NULL);
+		if (!real || strcmp(real, step_p->real_path))
+			err = vs_error(VS_EUSAGE, "e2e step module '%s': one process runs one step module ('%s')", path,
+				       step_p->path);
+		else if (!(err = fs_sha256_file(hex, path)) && strcmp(hex, step_p->sha256))
+			err = vs_error(VS_EVERIFY, "e2e step module '%s' changed since it was described", path);
+		free(real);
+		if (!err)
+			*out = step_p;
+		return err;
+	}
+	if ((err = run_script(&j, step_bridge_path(), "describe", path, NULL)))
+		goto done;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		err = vs_oom();
+		goto done;
+	}
+	p->slot = -1;
+	interp = cJSON_GetObjectItemCaseSensitive(j, "interpreter");
+	p->path = strdup(path);
+	p->real_path = json_strdup(j, "path");
+	p->name = json_strdup(j, "name");
+	p->py_backend = json_strdup(j, "backend");
+	p->summary = json_strdup(j, "summary");
+	p->arch = strdup("e2e");
+	p->interpreter = strdup(pyimpl_interpreter());
+	p->executable = json_strdup(interp, "executable");
+	p->libpython = json_strdup(interp, "libpython");
+	p->versions_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "versions"));
+	p->describe_json = cJSON_PrintUnformatted(j);
+	it = cJSON_GetObjectItemCaseSensitive(j, "sha256");
+	if (!p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch || !p->interpreter ||
+	    !p->executable || !p->libpython || !p->versions_json || !p->describe_json || !cJSON_IsString(it) ||
+	    strlen(it->valuestring) != FS_SHA256_HEX - 1) {
+		err = vs_error(VS_EPARSE, "e2e step module '%s': the description lacks a field", path);
+		goto done;
+	}
+	memcpy(p->sha256, it->valuestring, FS_SHA256_HEX);
+	p->backend = strdup(strcmp(p->py_backend, "cpu") ? "hip" : "cpu");
+	p->has_supports = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_supports"));
+	p->has_prepare = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_reference"));
+	if (!p->backend) {
+		err = vs_oom();
+		goto done;
+	}
+	step_p = p;
+	*out = p;
+	p = NULL;
+done:
+	pyimpl_free(p);
+	cJSON_Delete(j);
+	return err;
+}
+
+const struct pyimpl *pyimpl_step(void)
+{
+	return step_p;
+}
+
+/* The step bridge ready in this process: MLA_OK, or a status with last_error set. */
+static int step_ready(void)
+{
+	if (!step_p) {
+		set_last_error("no e2e step module is registered in this process");
+		return MLA_EINVAL;
+	}
+	if (!started) {
+		set_last_error("e2e step module '%s' is not started in this process: pyimpl_start() runs in the worker",
+			       step_p->path);
+		return MLA_ENODEVICE;
+	}
+	if (step_load_error || !fn_step_call) {
+		set_last_error("%s", step_load_error ? step_load_error : "e2e step module not loaded");
+		return MLA_EINVAL;
+	}
+	return MLA_OK;
+}
+
+/* The kernel tuple of an args (raw_args() without the module index), a new reference. GIL held. */
+static PyObj *raw_tuple(const struct mla_decode_args *a)
+{
+	return py.Py_BuildValue("(KKKKKKKKiiiiiiiddiK)", (unsigned long long)(uintptr_t)a->q,
+				(unsigned long long)(uintptr_t)a->kv_cache,
+				(unsigned long long)(uintptr_t)a->block_table,
+				(unsigned long long)(uintptr_t)a->seqlens, (unsigned long long)(uintptr_t)a->out,
+				(unsigned long long)(uintptr_t)a->lse, (unsigned long long)(uintptr_t)a->workspace,
+				(unsigned long long)a->workspace_bytes, (int)a->batch, (int)a->s_q, (int)a->h_q,
+				(int)a->num_pages, (int)a->page_size, (int)a->max_pages, (int)a->kv_dtype,
+				(double)a->softmax_scale, (double)a->kv_scale, (int)a->num_cus,
+				(unsigned long long)(uintptr_t)a->stream);
+}
+
+/*
+ * Call a step bridge function with (prefix..., raw, (step_out, elems, seed)[, host]); *v its int
+ * answer. fn_name: the step function for bridge_step_call, else NULL. GIL taken here. Returns
+ * MLA_OK, the bridge's negative status (last_error set), or MLA_EDEVICE when the call failed.
+ */
+static int step_int(long long *v, PyObj *fn, const char *what, const char *fn_name, const struct mla_decode_args *a,
+		    const void *step_out, size_t elems, uint64_t seed, const void *host, int reset)
+{
+	PyObj *raw = NULL, *sr = NULL, *args = NULL;
+	int ok = 0, g = py.PyGILState_Ensure();
+
+	*v = MLA_EDEVICE;
+	if (!a) {
+		args = py.Py_BuildValue("(i)", reset);
+	} else if ((raw = raw_tuple(a))) {
+		if (!step_out)
+			args = py.Py_BuildValue("(O)", raw);
+		else if ((sr = py.Py_BuildValue("(KKK)", (unsigned long long)(uintptr_t)step_out,
+						(unsigned long long)elems, (unsigned long long)seed)))
+			args = fn_name ? py.Py_BuildValue("(sOO)", fn_name, raw, sr) :
+					 py.Py_BuildValue("(OOK)", raw, sr, (unsigned long long)(uintptr_t)host);
+	}
+	if (raw)
+		py.Py_DecRef(raw);
+	if (sr)
+		py.Py_DecRef(sr);
+	*v = call_int(fn, args, what, &ok);
+	if (ok && *v < 0)
+		step_error_line();
+	py.PyGILState_Release(g);
+	if (!ok)
+		return MLA_EDEVICE;
+	return *v < 0 ? (int)*v : MLA_OK;
+}
+
+int pyimpl_step_elems(size_t *elems, const struct mla_decode_args *a)
+{
+	long long v = 0;
+	int rc;
+
+	if ((rc = step_ready()) != MLA_OK)
+		return rc;
+	rc = step_int(&v, fn_step_elems, "step elems", NULL, a, NULL, 0, 0, NULL, 0);
+	if (rc == MLA_OK)
+		*elems = (size_t)v;
+	return rc;
+}
+
+int pyimpl_step_call(long long *ret, const char *fn, const struct mla_decode_args *a, void *step_out, size_t elems,
+		     uint64_t seed)
+{
+	long long v = 0;
+	int rc;
+
+	if ((rc = step_ready()) != MLA_OK)
+		return rc;
+	rc = step_int(&v, fn_step_call, fn, fn, a, step_out, elems, seed, NULL, 0);
+	if (ret)
+		*ret = v;
+	return rc;
+}
+
+int pyimpl_step_reference(float *host, const struct mla_decode_args *a, const void *step_out, size_t elems,
+			  uint64_t seed)
+{
+	long long v = 0;
+	int rc;
+
+	if ((rc = step_ready()) != MLA_OK)
+		return rc;
+	rc = step_int(&v, fn_step_reference, "reference", NULL, a, step_out, elems, seed, host, 0);
+	return rc == MLA_OK ? (int)v : rc;
+}
+
+long long pyimpl_step_memory(int reset)
+{
+	long long v = -1;
+
+	if (step_ready() != MLA_OK)
+		return -1;
+	if (step_int(&v, fn_step_memory, "memory", NULL, NULL, NULL, 0, 0, NULL, reset) != MLA_OK)
+		return -1;
+	return v;
 }

@@ -128,4 +128,52 @@ char *pyimpl_versions_now(void);
 /** The interpreter command the bridge runs: $VS_PYTHON, or "python3". */
 const char *pyimpl_interpreter(void);
 
+/*
+ * The e2e step module (docs/DESIGN.md "End to end"; contract kernels/python/e2e_step.py): one per
+ * process, described in the parent by `$VS_PYTHON kernels/python/e2e_step.py describe FILE.py`
+ * (the bridge beside the shim; $VS_PYSTEP overrides its path), started in the worker by
+ * pyimpl_start() with the same interpreter as the Python implementations (or alone, for a C core
+ * such as hip.flash). Its struct pyimpl holds name, backend, summary, paths, sha256, interpreter
+ * and versions; has_prepare there means "defines reference()"; it has no configs.
+ */
+
+/**
+ * Describe the step module at path and keep it as this process's step module (before any fork).
+ * Registering the same file again returns the one kept; another file is VS_EUSAGE. Errors as
+ * pyimpl_describe() (VS_ENOTFOUND, VS_ESCHEMA with the bridge's line, VS_EPARSE), VS_EVERIFY.
+ */
+int pyimpl_step_register(const struct pyimpl **out, const char *path);
+
+/** The registered step module, or NULL. */
+const struct pyimpl *pyimpl_step(void);
+
+/**
+ * In the worker: the elements of the step output for the task of a (the step's output_shape()),
+ * or an enum mla_status: MLA_EUNSUPPORTED when its supports() refuses the task (the reason in
+ * pyimpl_last_error()), MLA_ENODEVICE when not started, MLA_EDEVICE/MLA_EINVAL on an error line.
+ */
+int pyimpl_step_elems(size_t *elems, const struct mla_decode_args *a);
+
+/**
+ * In the worker: the step's fn ("prepare", "pre" or "post") on the core's buffers a and the step
+ * output step_out (elems bf16, the harness's buffer) for the task's seed. *ret (may be NULL): what
+ * prepare answered (the bytes the step keeps). Returns MLA_OK or a status with the line in
+ * pyimpl_last_error().
+ */
+int pyimpl_step_call(long long *ret, const char *fn, const struct mla_decode_args *a, void *step_out, size_t elems,
+		     uint64_t seed);
+
+/**
+ * In the worker: the step module's reference() (float32, elems) into host. Returns 1 when written,
+ * 0 when the module has none, or a negative status with the line in pyimpl_last_error().
+ */
+int pyimpl_step_reference(float *host, const struct mla_decode_args *a, const void *step_out, size_t elems,
+			  uint64_t seed);
+
+/**
+ * In the worker: the peak bytes the step's framework allocated (torch's allocator) since the last
+ * reset, resetting it when reset is non-zero; -1 where unknown (the cpu backend).
+ */
+long long pyimpl_step_memory(int reset);
+
 #endif /* VS_PYIMPL_H */

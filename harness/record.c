@@ -93,8 +93,12 @@ int record_card(const char *card_path, const char *eval_dir)
 
 		if (e.has_isolated)
 			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", e.isolated, e.isolated_lo, e.isolated_hi);
-		printf("%s: recorded %s (isolated speedup %s, parity %s, %s %s, %s) from %s\n", card_path, v.status,
-		       iso, e.parity ? e.parity : "n/a", e.device_name, e.gen, e.date, artifact);
+		char e2e[96] = "";
+
+		if (e.has_e2e)
+			snprintf(e2e, sizeof(e2e), ", e2e %.2f%% [%.2f, %.2f]", e.e2e_pct, e.e2e_lo, e.e2e_hi);
+		printf("%s: recorded %s (isolated speedup %s%s, parity %s, %s %s, %s) from %s\n", card_path, v.status,
+		       iso, e2e, e.parity ? e.parity : "n/a", e.device_name, e.gen, e.date, artifact);
 	}
 done:
 	free(text);

@@ -48,6 +48,7 @@ struct row {
 	char **flag_list;           /* the run's review flags, one each (nflags) */
 	int flagged_tasks;          /* tasks named by a flag */
 	int ntasks;                 /* tasks in the evidence */
+	struct cJSON *e2e;          /* the run's e2e numbers (e2e_summary()), or NULL: none */
 };
 
 /* One task shape's measured speedup, from result.json. */
@@ -116,6 +117,7 @@ static void row_release(struct row *r)
 	}
 	free(r->refs);
 	free(r->shapes);
+	cJSON_Delete(r->e2e);
 }
 
 static const char *nz_str(const char *s)
@@ -295,6 +297,169 @@ static void fill_run(struct row *r, const struct evidence *e)
 	}
 }
 
+/* ---- end to end (docs/DESIGN.md "End to end") ----------------------------------------------- */
+
+static void md(FILE *f, const char *s);
+
+/*
+ * A verified evidence's e2e numbers: {step, e2e_pct, control_pct (each {estimate, ci95} or null),
+ * tasks: [{name, status, baseline_ms, candidate_ms, share_baseline, share_candidate, e2e_pct,
+ * control_pct, peak_baseline_bytes, peak_candidate_bytes, step_bytes}]}; NULL when the run had
+ * no e2e stage.
+ */
+static cJSON *e2e_summary(const struct evidence *e)
+{
+	const cJSON *ov = cJSON_GetObjectItem(e->result, "e2e"), *t;
+	cJSON *j, *tasks;
+
+	if (!cJSON_IsObject(ov))
+		return NULL;
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "step", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(ov, "step"))));
+	cJSON_AddItemToObject(j, "e2e_pct", cJSON_Duplicate(cJSON_GetObjectItem(ov, "e2e_pct"), 1));
+	cJSON_AddItemToObject(j, "control_pct",
+			      cJSON_IsObject(cJSON_GetObjectItem(ov, "control_pct")) ?
+				      cJSON_Duplicate(cJSON_GetObjectItem(ov, "control_pct"), 1) :
+				      cJSON_CreateNull());
+	cJSON_AddStringToObject(j, "parity", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(ov, "parity"))));
+	tasks = cJSON_AddArrayToObject(j, "tasks");
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(e->result, "tasks"))
+	{
+		const cJSON *te = cJSON_GetObjectItem(t, "e2e");
+		cJSON *o;
+
+		if (!cJSON_IsObject(te))
+			continue;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "name"))));
+		cJSON_AddStringToObject(o, "status", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(te, "status"))));
+		if (cJSON_GetStringValue(cJSON_GetObjectItem(te, "skipped")))
+			cJSON_AddStringToObject(o, "reason", cJSON_GetStringValue(cJSON_GetObjectItem(te, "skipped")));
+		else if (cJSON_GetStringValue(cJSON_GetObjectItem(te, "error")))
+			cJSON_AddStringToObject(o, "reason", cJSON_GetStringValue(cJSON_GetObjectItem(te, "error")));
+		else if (cJSON_GetStringValue(cJSON_GetObjectItem(te, "parity_detail")))
+			cJSON_AddStringToObject(o, "reason",
+						cJSON_GetStringValue(cJSON_GetObjectItem(te, "parity_detail")));
+		if (cJSON_IsObject(cJSON_GetObjectItem(te, "e2e_pct"))) {
+			const cJSON *b = cJSON_GetObjectItem(te, "baseline"), *c = cJSON_GetObjectItem(te, "candidate");
+
+			cJSON_AddNumberToObject(o, "baseline_ms",
+						cJSON_GetNumberValue(cJSON_GetObjectItem(b, "median_ms")));
+			cJSON_AddNumberToObject(o, "candidate_ms",
+						cJSON_GetNumberValue(cJSON_GetObjectItem(c, "median_ms")));
+			if (cJSON_IsNumber(cJSON_GetObjectItem(b, "attention_share")))
+				cJSON_AddNumberToObject(o, "share_baseline",
+							cJSON_GetNumberValue(
+								cJSON_GetObjectItem(b, "attention_share")));
+			if (cJSON_IsNumber(cJSON_GetObjectItem(c, "attention_share")))
+				cJSON_AddNumberToObject(o, "share_candidate",
+							cJSON_GetNumberValue(
+								cJSON_GetObjectItem(c, "attention_share")));
+			cJSON_AddItemToObject(o, "e2e_pct", cJSON_Duplicate(cJSON_GetObjectItem(te, "e2e_pct"), 1));
+			cJSON_AddItemToObject(o, "control_pct",
+					      cJSON_Duplicate(cJSON_GetObjectItem(te, "control_pct"), 1));
+		}
+		cJSON_AddItemToObject(o, "memory", cJSON_Duplicate(cJSON_GetObjectItem(te, "memory"), 1));
+		cJSON_AddItemToArray(tasks, o);
+	}
+	return j;
+}
+
+/* "12.34% [11.00, 13.50]" of a {estimate, ci95} object, or "-". */
+static void pct_cell(char *buf, size_t cap, const cJSON *o)
+{
+	if (!cJSON_IsObject(o)) {
+		snprintf(buf, cap, "-");
+		return;
+	}
+	snprintf(buf, cap, "%.2f%% [%.2f, %.2f]", cJSON_GetNumberValue(cJSON_GetObjectItem(o, "estimate")),
+		 cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "ci95"), 0)),
+		 cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "ci95"), 1)));
+}
+
+/* The cells of one e2e task row: step ms, attention share, e2e_pct, control (or the status). */
+static void e2e_task_cells(char cells[5][160], const cJSON *t)
+{
+	const cJSON *sb = cJSON_GetObjectItem(t, "share_baseline"), *sc = cJSON_GetObjectItem(t, "share_candidate");
+
+	if (!cJSON_IsObject(cJSON_GetObjectItem(t, "e2e_pct"))) {
+		snprintf(cells[0], 160, "%s", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status"))));
+		snprintf(cells[1], 160, "%.150s", nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "reason"))));
+		snprintf(cells[2], 160, "-");
+		snprintf(cells[3], 160, "-");
+		snprintf(cells[4], 160, "-");
+		return;
+	}
+	snprintf(cells[0], 160, "%.4f -> %.4f", cJSON_GetNumberValue(cJSON_GetObjectItem(t, "baseline_ms")),
+		 cJSON_GetNumberValue(cJSON_GetObjectItem(t, "candidate_ms")));
+	if (cJSON_IsNumber(sb) && cJSON_IsNumber(sc))
+		snprintf(cells[1], 160, "%.0f%% -> %.0f%%", 100 * sb->valuedouble, 100 * sc->valuedouble);
+	else
+		snprintf(cells[1], 160, "-");
+	pct_cell(cells[2], 160, cJSON_GetObjectItem(t, "e2e_pct"));
+	pct_cell(cells[3], 160, cJSON_GetObjectItem(t, "control_pct"));
+	{
+		const cJSON *m = cJSON_GetObjectItem(t, "memory");
+		double pb = cJSON_GetNumberValue(cJSON_GetObjectItem(m, "peak_baseline_bytes"));
+		double pc = cJSON_GetNumberValue(cJSON_GetObjectItem(m, "peak_candidate_bytes"));
+		double sk = cJSON_GetNumberValue(cJSON_GetObjectItem(m, "step_bytes"));
+
+		if (pb >= 0 && pc >= 0)
+			snprintf(cells[4], 160, "step %.0f MiB; peak %.1f / %.1f MiB", sk / 1048576, pb / 1048576,
+				 pc / 1048576);
+		else
+			snprintf(cells[4], 160, "step %.1f MiB", sk / 1048576);
+	}
+}
+
+static const char *const e2e_heads[6] = {"task",    "step ms (baseline -> candidate)", "attention share",
+					 "e2e_pct", "control (baseline vs baseline)",  "memory"};
+
+/* The e2e numbers of every card whose evidence has them: one line each, then a table per card. */
+static void print_e2e_text(FILE *f, struct row *rows, int n, int markdown)
+{
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		const cJSON *t;
+		char a[96], c[96];
+
+		if (!r->e2e)
+			continue;
+		pct_cell(a, sizeof(a), cJSON_GetObjectItem(r->e2e, "e2e_pct"));
+		pct_cell(c, sizeof(c), cJSON_GetObjectItem(r->e2e, "control_pct"));
+		if (markdown) {
+			fprintf(f, "\n**%s**: end to end (%s): e2e_pct %s, control %s, e2e parity %s\n\n| ", r->id,
+				cJSON_GetStringValue(cJSON_GetObjectItem(r->e2e, "step")), a, c,
+				cJSON_GetStringValue(cJSON_GetObjectItem(r->e2e, "parity")));
+			for (int k = 0; k < 6; k++)
+				fprintf(f, "%s | ", e2e_heads[k]);
+			fputs("\n|---|---|---|---|---|---|\n", f);
+		} else {
+			fprintf(f, "  %s: e2e (%s): e2e_pct %s, control %s, e2e parity %s\n", r->id,
+				cJSON_GetStringValue(cJSON_GetObjectItem(r->e2e, "step")), a, c,
+				cJSON_GetStringValue(cJSON_GetObjectItem(r->e2e, "parity")));
+		}
+		cJSON_ArrayForEach(t, cJSON_GetObjectItem(r->e2e, "tasks"))
+		{
+			char cells[5][160];
+
+			e2e_task_cells(cells, t);
+			if (markdown) {
+				fprintf(f, "| %s | ", cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")));
+				for (int k = 0; k < 5; k++) {
+					md(f, cells[k]);
+					fputs(" | ", f);
+				}
+				fputc('\n', f);
+			} else {
+				fprintf(f, "  %s:   %-28s step %s ms, attention share %s, e2e_pct %s, control %s; %s\n",
+					r->id, cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")), cells[0], cells[1],
+					cells[2], cells[3], cells[4]);
+			}
+		}
+	}
+}
+
 /* "flagged for review on 12 of 19 tasks" (or "3 review flags" when no flag names a task). */
 static void flag_summary(char *buf, size_t cap, const struct row *r)
 {
@@ -452,6 +617,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				r->impls = fs_printf("%s -> %s", e.baseline, e.candidate);
 				fill_shapes(r, &e);
 				fill_refs(r, &e);
+				r->e2e = e2e_summary(&e);
 				r->nflags = cJSON_GetArraySize(flags);
 				fill_run(r, &e);
 				if (r->nflags) {
@@ -806,6 +972,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 			cJSON_AddStringToObject(j, "review_flags", r->flags);
 		if (r->nrefs)
 			cJSON_AddItemToObject(j, "references", refs_report_json(r));
+		if (r->e2e)
+			cJSON_AddItemToObject(j, "e2e", cJSON_Duplicate(r->e2e, 1));
 		cJSON_AddStringToObject(j, "title", r->title ? r->title : "");
 		cJSON_AddStringToObject(j, "eval_dir", r->eval_dir ? r->eval_dir : "");
 		if (r->baseline) {
@@ -1178,6 +1346,71 @@ static void print_refs_html(FILE *f, struct row *rows, int n)
 	}
 }
 
+static void print_e2e_html(FILE *f, struct row *rows, int n)
+{
+	int any = 0;
+
+	for (int i = 0; i < n; i++)
+		any |= rows[i].e2e != NULL;
+	if (!any)
+		return;
+	fputs("<h2>End to end</h2>\n<p>One decode step of the model around the core (the step module of the plan), "
+	      "captured as one graph per side and timed by replay, paired and interleaved with a control (the baseline "
+	      "against itself): e2e_pct = 100 (t_step(baseline) - t_step(candidate)) / t_step(baseline), the median of "
+	      "the paired ratios per task, the geometric mean overall, with 95% bootstrap CIs; attention share = the "
+	      "core's isolated time / the step's time.</p>\n",
+	      f);
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		const cJSON *t;
+		char a[96], c[96];
+
+		if (!r->e2e)
+			continue;
+		pct_cell(a, sizeof(a), cJSON_GetObjectItem(r->e2e, "e2e_pct"));
+		pct_cell(c, sizeof(c), cJSON_GetObjectItem(r->e2e, "control_pct"));
+		fputs("<h3>", f);
+		esc(f, r->id);
+		fputs("</h3>\n<p>", f);
+		esc(f, cJSON_GetStringValue(cJSON_GetObjectItem(r->e2e, "step")));
+		fputs(": e2e_pct ", f);
+		esc(f, a);
+		fputs(", control ", f);
+		esc(f, c);
+		fputs(", e2e parity ", f);
+		esc(f, cJSON_GetStringValue(cJSON_GetObjectItem(r->e2e, "parity")));
+		fputs(" (isolated speedup beside it: ", f);
+		{
+			char iso[96];
+
+			snprintf(iso, sizeof(iso), r->has_ci ? "%.3f [%.3f, %.3f]" : "-", r->measured, r->ci_lo,
+				 r->ci_hi);
+			esc(f, iso);
+		}
+		fputs(")</p>\n<table class=\"e2e\" data-card=\"", f);
+		esc(f, r->id);
+		fputs("\">\n<thead><tr>", f);
+		for (int k = 0; k < 6; k++) {
+			fputs("<th>", f);
+			esc(f, e2e_heads[k]);
+			fputs("</th>", f);
+		}
+		fputs("</tr></thead>\n<tbody>\n", f);
+		cJSON_ArrayForEach(t, cJSON_GetObjectItem(r->e2e, "tasks"))
+		{
+			char cells[5][160];
+
+			e2e_task_cells(cells, t);
+			fputs("<tr>", f);
+			cell(f, cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")));
+			for (int k = 0; k < 5; k++)
+				cell(f, cells[k]);
+			fputs("</tr>\n", f);
+		}
+		fputs("</tbody>\n</table>\n", f);
+	}
+}
+
 static void print_html(FILE *f, struct row *rows, int n)
 {
 	char today[11];
@@ -1274,6 +1507,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      f);
 	print_chart(f, rows, n);
 	print_refs_html(f, rows, n);
+	print_e2e_html(f, rows, n);
 	fputs("</body>\n</html>\n", f);
 }
 
@@ -1327,8 +1561,10 @@ int report_run(const struct report_options *o)
 			print_html(f, rows, n);
 		else
 			print_text(f, rows, n, !strcmp(format, "markdown"));
-		if (!strcmp(format, "text") || !strcmp(format, "markdown"))
+		if (!strcmp(format, "text") || !strcmp(format, "markdown")) {
 			print_refs_text(f, rows, n, !strcmp(format, "markdown"));
+			print_e2e_text(f, rows, n, !strcmp(format, "markdown"));
+		}
 		if (mismatches)
 			err = vs_error(VS_EVERIFY, "%d card%s claim%s what the evidence does not show (see above)",
 				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "");

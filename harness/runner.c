@@ -516,6 +516,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		sum[k].t_base = to->r.t_base;
 		sum[k].t_cand = to->r.t_cand;
 		sum[k].npairs = to->r.npairs;
+		sum[k].e2e = &to->r.e2e;
 		for (int j = 0; j < to->r.nrefs; j++) {
 			sum[k].ref_status[j] = evaldir_ref_status(&to->r.refs[j]);
 			sum[k].t_ref[j] = sum[k].ref_status[j] == EVALDIR_REF_TIMED ? to->r.refs[j].t : NULL;

@@ -154,6 +154,8 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 	cJSON_AddNumberToObject(j, "throttle_end", (double)r->throttle_end);
 	if (r->py_versions)
 		cJSON_AddStringToObject(j, "py_versions", r->py_versions);
+	if (r->e2e.planned)
+		cJSON_AddItemToObject(j, "e2e", measure_e2e_to_msg(r));
 	cJSON_AddStringToObject(j, "sandbox", r->sandbox);
 	cJSON_AddStringToObject(j, "samples", samples ? samples : "");
 	cJSON_AddStringToObject(j, "log", log ? log : "");
@@ -184,6 +186,7 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	r->throttle_begin = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_begin"));
 	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
 	r->py_versions = dup_or_null(cJSON_GetObjectItem(j, "py_versions"));
+	measure_e2e_from_msg(r, cJSON_GetObjectItem(j, "e2e"));
 	snprintf(r->sandbox, sizeof(r->sandbox), "%s",
 		 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) ?
 			 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) :
@@ -229,7 +232,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 	 * The Python implementations' interpreter starts here, after the fork (pyimpl.h); one that
 	 * cannot start fails this task with its line, and the run goes on.
 	 */
-	if (!code && pyimpl_at(0))
+	if (!code && (pyimpl_at(0) || pyimpl_step()))
 		code = pyimpl_start();
 	if (!code)
 		code = task_load(&t, w->task_dir);

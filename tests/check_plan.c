@@ -182,7 +182,6 @@ static const struct refusal refusals[] = {
 	/* A family names the project's implementation in it: tilelang is tilelang.mla_decode (a GPU one). */
 	{NULL, NULL, NULL, NULL, "tilelang", VS_EUNSUPPORTED,
 	 "candidate 'tilelang.mla_decode' runs on the hip backend, which cannot run generation 'x86_64'"},
-	{"scope: kernel", "scope: e2e", NULL, NULL, NULL, VS_EUNSUPPORTED, "scope 'e2e' cannot be planned"},
 	{"operator: mla_attention", "operator: gemm", NULL, NULL, NULL, VS_EUNSUPPORTED, "'gemm' is not an operator"},
 	{"regimes: [decode]", "regimes: [prefill]", NULL, NULL, NULL, VS_EUNSUPPORTED, "no 'decode'"},
 	{"dtypes: [bf16, fp8_e4m3_fnuz]", "dtypes: [fp16]", NULL, NULL, NULL, VS_EUNSUPPORTED, "none of the planned dtypes"},

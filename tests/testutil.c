@@ -202,6 +202,26 @@ char *tu_small_plan_edit(const char *root, const char *extra_args, int ntasks, i
 				cJSON_DeleteItemFromArray(skips, i);
 		}
 	}
+	{
+		/* The e2e stage's tasks cut with them, and fewer e2e pairs. */
+		cJSON *e2e = cJSON_GetObjectItem(j, "e2e"), *et = cJSON_GetObjectItem(e2e, "tasks");
+
+		for (int i = cJSON_GetArraySize(et) - 1; i >= 0; i--) {
+			const char *h = cJSON_GetStringValue(cJSON_GetArrayItem(et, i));
+			int keep = 0;
+
+			for (int t = 0; t < cJSON_GetArraySize(tasks); t++)
+				keep |= h && !strcmp(h, cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, t),
+												    "hash")));
+			if (!keep)
+				cJSON_DeleteItemFromArray(et, i);
+		}
+		if (e2e) {
+			cJSON_SetNumberValue(cJSON_GetObjectItem(e2e, "min_pairs"), 5);
+			cJSON_SetNumberValue(cJSON_GetObjectItem(e2e, "max_pairs"), 10);
+			cJSON_SetNumberValue(cJSON_GetObjectItem(e2e, "max_seconds"), 2);
+		}
+	}
 	for (int k = 0; k < 2; k++) {
 		cJSON *cfgs = cJSON_GetObjectItem(cJSON_GetObjectItem(j, k ? "candidate" : "baseline"), "configs");
 
