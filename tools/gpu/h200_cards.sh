@@ -18,7 +18,8 @@
 # `wait` waits again; both stop waiting after WAIT_S seconds (default 540) and copy the logs and
 # one tarball of plans and eval dirs to $OUT. Steps:
 #   plans     --emit-plan of the cards: the sm_90 ones with FlashMLA, torch and the other port as
-#             references, the gfx942 ones (plans only: no MI300X), the headline plan (tier full)
+#             references and the e2e stage (the DeepSeek-V3 step, kernels/torch/deepseek_v3_step.py),
+#             the gfx942 ones (plans only: no MI300X), the headline plan (tier full)
 #   warm      compile the TileLang kernels of the sm_90 plan in parallel (TileLang's disk cache)
 #   hip       --run the HIP port's sm_90 card (baseline tilelang.mla_decode)
 #   triton    --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
@@ -43,9 +44,9 @@ run_steps() {
 		case $step in
 		plans)
 			{
-				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --reference $FMLA \
+				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --e2e --reference $FMLA \
 					--reference torch.mla_decode --reference triton.mla_decode
-				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --reference $FMLA \
+				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --e2e --reference $FMLA \
 					--reference torch.mla_decode --reference hip.flash
 				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier full --reference $FMLA \
 					--reference torch.mla_decode --reference triton.mla_decode --reference hip.baseline \
