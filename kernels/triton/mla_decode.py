@@ -419,6 +419,9 @@ def _key(args, config):
 
 
 _addressable = {}
+# The cache base as an int64 for a base no allocation contains: off by default, since it faulted on
+# the H200 in the one run that took it (before the masked-lane fix below, not re-run since).
+KV_INT_PATH = os.environ.get("VS_TRITON_KV_INT", "0") == "1"
 
 
 def _kv_addressable(ptr):
@@ -466,6 +469,11 @@ def _build(args, config, fp8_decode):
     grid = (triton.cdiv(rows, bh), args.batch, ns)
     kernel = _mla_decode_kernel_keys if bh <= KEYS_MAJOR_MAX_BH else _mla_decode_kernel
     kv_int = not _kv_addressable(args.kv_cache.data_ptr())
+    if kv_int and not KV_INT_PATH:
+        raise ValueError("%s: the cache base %#x lies outside every allocation (a page-offset "
+                         "task): Triton's launcher refuses such a pointer, and the int64 path "
+                         "(VS_TRITON_KV_INT=1) hit an illegal address on the H200 (2026-12-01)"
+                         % (NAME, args.kv_cache.data_ptr()))
     kv = args.kv_cache.data_ptr() if kv_int else args.kv_cache
     kargs = (args.q, kv, args.block_table, args.seqlens, args.out, args.lse, po, pl,
              qk_scale, kvs, args.s_q, args.h_q, args.page_size, args.max_pages, rows, ns)
