@@ -45,11 +45,11 @@ run_steps() {
 		plans)
 			{
 				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --e2e --reference $FMLA \
-					--reference torch.mla_decode --reference triton.mla_decode
+					--reference kernels/torch/mla_decode.py --reference kernels/triton/mla_decode.py
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --e2e --reference $FMLA \
-					--reference torch.mla_decode --reference hip.flash
+					--reference kernels/torch/mla_decode.py --reference hip.flash
 				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier full --reference $FMLA \
-					--reference torch.mla_decode --reference triton.mla_decode --reference hip.baseline \
+					--reference kernels/torch/mla_decode.py --reference kernels/triton/mla_decode.py --reference hip.baseline \
 					--out plans/headline/mla_decode_hip_port_sm90.full.plan.json
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier smoke --baseline triton.mla_decode \
 					--candidate triton.mla_decode --out plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json
