@@ -600,6 +600,8 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 			name = NULL;
 			if ((err = plan_lib(&name, spec, "reference", gen)))
 				return err;
+		} else if ((err = plan_shipped(name, "reference", gen))) {
+			return err; /* a shipped Python module by its name, as --candidate takes it */
 		}
 		if (!mla_decode_impl_find(name))
 			return known_impls_error("reference", name);
@@ -1562,18 +1564,28 @@ int plan_read_evidence(struct plan *p, const char *path)
 	return err;
 }
 
-int plan_read(struct plan *p, const char *path)
+int plan_read_text(struct plan *p, const char *path, char **text_out, size_t *len_out)
 {
 	char *text = NULL;
-	size_t len;
+	size_t len = 0;
 	int err = fs_check_link(path, "plan");
 
 	if (!err)
 		err = fs_read_file(&text, &len, path, 64u << 20);
 	if (!err)
 		err = plan_parse(p, text, len, path);
+	if (!err && text_out) {
+		*text_out = text;
+		*len_out = len;
+		return 0;
+	}
 	free(text);
 	return err;
+}
+
+int plan_read(struct plan *p, const char *path)
+{
+	return plan_read_text(p, path, NULL, NULL);
 }
 
 int plan_read_task_hashes(char ***hashes, int *n, const char *path)

@@ -200,6 +200,13 @@ int plan_write(const struct plan *p, const char *path);
 int plan_read(struct plan *p, const char *path);
 
 /**
+ * plan_read(), and the bytes it parsed in *text_out (malloc'd, the caller frees; *len_out bytes):
+ * what a run copies into its eval dir and hashes must be the plan it runs, not the file as it is
+ * later (a plan replaced during a run was once bound into an H200 eval dir that way).
+ */
+int plan_read_text(struct plan *p, const char *path, char **text_out, size_t *len_out);
+
+/**
  * plan_read() on len bytes of text already in memory (need not be NUL-terminated); path names the
  * plan in messages. *p is set only on success. Errors: VS_EPARSE, VS_ESCHEMA, VS_EVERIFY (a task
  * hash that does not match its spec), VS_ENOTFOUND (an implementation this build does not know).

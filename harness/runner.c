@@ -246,11 +246,10 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	memset(&info, 0, sizeof(info));
 	memset(&ctx, 0, sizeof(ctx));
 	progress_init(&pg, stdout, 0);
-	if ((err = plan_read(&p, o->plan_path)))
+	/* One read: the bytes parsed are the bytes bound into the eval dir (plan.json, its sha256). */
+	if ((err = plan_read_text(&p, o->plan_path, &plan_text, &plan_len)))
 		return err;
 	if ((err = plan_check_current(&p, o->plan_path)))
-		goto done;
-	if ((err = fs_read_file(&plan_text, &plan_len, o->plan_path, 64u << 20)))
 		goto done;
 	fs_sha256_hex(plan_hex, plan_text, plan_len);
 	base = mla_decode_impl_find(p.baseline.name);

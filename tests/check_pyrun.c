@@ -101,6 +101,21 @@ static void assert_line(const char *text, const char *line)
 	free(want);
 }
 
+/* A shipped Python module is a reference by its name too, as --candidate takes it (not only by file). */
+START_TEST(numpy_by_its_name_is_a_reference)
+{
+	char *plan = tu_small_plan(tmp, "--reference numpy.mla_decode", 2, 1);
+	cJSON *p = json_file(tmp, plan), *ref = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "references"), 0);
+	cJSON *py = cJSON_GetObjectItem(ref, "python");
+
+	ck_assert_ptr_nonnull(ref);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(ref, "impl")), "numpy.mla_decode");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(py, "path")), "kernels/python/numpy_mla.py");
+	cJSON_Delete(p);
+	free(plan);
+}
+END_TEST
+
 START_TEST(numpy_by_its_name_passes_parity_and_is_bound_by_sha256)
 {
 	char *plan = tu_small_plan(tmp, "--candidate numpy.mla_decode", 2, 1), *src = tu_source("kernels/python/numpy_mla.py");
@@ -431,6 +446,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, numpy_by_its_name_passes_parity_and_is_bound_by_sha256);
+	tcase_add_test(tc, numpy_by_its_name_is_a_reference);
 	tcase_add_test(tc, module_edited_after_the_plan_is_refused);
 	tcase_add_test(tc, wrong_module_is_caught_with_its_worst_element);
 	tcase_add_test(tc, exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped);
