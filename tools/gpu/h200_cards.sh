@@ -12,6 +12,7 @@
 #   tools/gpu/device_env.sh: unpacks both tarballs on the device, exports LD_LIBRARY_PATH, VS_PYTHON,
 #     PYTHONPATH and FLASHMLA_SO
 #   device run, carry [".dev/shared", ".dev/final"]:  tools/gpu/h200_cards.sh start plans warm hip triton headline
+#   (then here: untar evidence.tgz, move plans/ and results/ into the tree, --record)
 #   (if it has not finished when the call returns, at once:)  tools/gpu/h200_cards.sh wait
 #
 # `start STEP...` runs the steps in a background session (setsid: it outlives the call) and waits;
@@ -32,7 +33,15 @@ WAIT_S=${WAIT_S:-540}
 VS=.dev/final/validate_skill
 source tools/gpu/device_env.sh
 FMLA=.dev/shared/libflashmla.so
-mkdir -p "$OUT" "$WORK"
+# Plans, task dirs and eval dirs go under .dev/out (git-ignored), never plans/ or results/: a later
+# device call (the `wait` below) first copies this machine's working tree over the device's, which
+# put back plans/ as committed and deleted an eval dir under results/ that a run of the first call
+# had finished (2026-12-01, 12:52). Ignored paths survive that copy. Bring them back from the
+# tarball and move them into plans/ and results/ here.
+D=.dev/out
+P=$D/plans
+mkdir -p "$OUT" "$WORK" "$P/aa" "$P/headline" "$D/results" "$D/tasks"
+RUN="--tasks-dir $D/tasks --results-dir $D/results"
 
 run_steps() {
 	local threads
@@ -45,44 +54,46 @@ run_steps() {
 		plans)
 			{
 				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --e2e --reference $FMLA \
-					--reference kernels/torch/mla_decode.py --reference kernels/triton/mla_decode.py
+					--reference torch.mla_decode --reference triton.mla_decode \
+					--out $P/mla_decode_hip_port_sm90.plan.json
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --e2e --reference $FMLA \
-					--reference kernels/torch/mla_decode.py --reference hip.flash
+					--reference torch.mla_decode --reference hip.flash \
+					--out $P/mla_tilelang_to_triton_sm90.plan.json
 				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier full --reference $FMLA \
-					--reference kernels/torch/mla_decode.py --reference kernels/triton/mla_decode.py --reference hip.baseline \
-					--out plans/headline/mla_decode_hip_port_sm90.full.plan.json
+					--reference torch.mla_decode --reference triton.mla_decode --reference hip.baseline \
+					--out $P/headline/mla_decode_hip_port_sm90.full.plan.json
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier smoke --baseline triton.mla_decode \
-					--candidate triton.mla_decode --out plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json
-				$VS --emit-plan skills/mla_tilelang_to_triton.md --tier standard
-				$VS --emit-plan skills/mla_decode_hip_port.md --tier standard
+					--candidate triton.mla_decode --out $P/aa/mla_tilelang_to_triton_sm90.aa.plan.json
+				$VS --emit-plan skills/mla_tilelang_to_triton.md --tier standard --out $P/mla_tilelang_to_triton.plan.json
+				$VS --emit-plan skills/mla_decode_hip_port.md --tier standard --out $P/mla_decode_hip_port.plan.json
 			} >"$WORK/plans.log" 2>&1
 			;;
 		warm)
 			# TileLang compiles one kernel at a time in the harness's worker (15-30 s each, about
 			# 32 for the standard tier): compile them in parallel first, into TileLang's disk cache
 			timeout 240 $VS_PYTHON tools/gpu/tilelang_check.py --module kernels/tilelang/mla_decode.py \
-				--warm-plan plans/mla_decode_hip_port_sm90.plan.json --jobs 16 >"$WORK/warm.log" 2>&1
+				--warm-plan $P/mla_decode_hip_port_sm90.plan.json --jobs 16 >"$WORK/warm.log" 2>&1
 			;;
 		hip)
-			$VS --run plans/mla_decode_hip_port_sm90.plan.json --threads "$threads" >"$WORK/hip.log" 2>&1
+			$VS --run $P/mla_decode_hip_port_sm90.plan.json $RUN --threads "$threads" >"$WORK/hip.log" 2>&1
 			;;
 		triton)
-			$VS --run plans/mla_tilelang_to_triton_sm90.plan.json --threads "$threads" >"$WORK/triton.log" 2>&1
+			$VS --run $P/mla_tilelang_to_triton_sm90.plan.json $RUN --threads "$threads" >"$WORK/triton.log" 2>&1
 			;;
 		headline)
-			$VS --run plans/headline/mla_decode_hip_port_sm90.full.plan.json --task bf16-perf- \
-				--results-dir results/headline --threads "$threads" >"$WORK/headline.log" 2>&1
+			$VS --run $P/headline/mla_decode_hip_port_sm90.full.plan.json --task bf16-perf- \
+				--tasks-dir $D/tasks --results-dir $D/results/headline --threads "$threads" >"$WORK/headline.log" 2>&1
 			;;
 		aa)
-			$VS --run plans/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \
-				--results-dir results/aa --threads "$threads" >"$WORK/aa.log" 2>&1
+			$VS --run $P/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \
+				--tasks-dir $D/tasks --results-dir $D/results/aa --threads "$threads" >"$WORK/aa.log" 2>&1
 			;;
 		*)
 			echo "unknown step '$step'"
 			;;
 		esac
 		echo "== step $step: $(($(date +%s) - start)) s"
-		tar czf "$WORK/evidence.tgz" plans results 2>/dev/null
+		tar czf "$WORK/evidence.tgz.$$" -C $D plans results 2>/dev/null && mv "$WORK/evidence.tgz.$$" "$WORK/evidence.tgz"
 	done
 	touch "$WORK/done"
 }
@@ -92,7 +103,7 @@ collect() {
 	while [ ! -e "$WORK/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
 		sleep 5
 	done
-	tar czf "$WORK/evidence.tgz" plans results 2>/dev/null
+	tar czf "$WORK/evidence.tgz.$$" -C $D plans results 2>/dev/null && mv "$WORK/evidence.tgz.$$" "$WORK/evidence.tgz"
 	cp "$WORK"/*.tgz "$WORK"/*.log "$OUT"/ 2>/dev/null
 	cat "$WORK/steps.log"
 	for f in "$WORK"/*.log; do
