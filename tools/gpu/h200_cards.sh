@@ -4,7 +4,8 @@
 # carried folders (git-ignored), prepared here:
 #
 #   cmake -S . -B build-rel -DVS_GPU=NVIDIA -DCMAKE_BUILD_TYPE=Release && cmake --build build-rel -j2
-#   mkdir -p .dev/final && cp build-rel/validate_skill .dev/final/ && strip .dev/final/validate_skill
+#   mkdir -p .dev/final/sm_90 && cp build-rel/validate_skill .dev/final/ && strip .dev/final/validate_skill
+#   cp build-rel/sm_90/resources.json .dev/final/sm_90/   (ptxas figures, shown by --emit-plan)
 #   .dev/shared/devlibs.tar.xz: the lib/ folder of `../shared/tools/device-bundle -o B build-rel/validate_skill`
 #   .dev/shared/libflashmla.so: tools/gpu/build_flashmla.sh FLASHMLA CUTLASS .dev/shared/libflashmla.so
 #   .dev/shared/tilelang-0.1.15-site.tar.xz: tilelang 0.1.15 and the wheels it needs, unzipped and
