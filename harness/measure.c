@@ -1564,8 +1564,8 @@ done:
 	return err;
 }
 
-/* Times as text in %.17g (the worker's numbers reach the parent bit for bit). */
-static cJSON *times_text(const double *x, int n)
+/* Times as text in %.17g, so that the parent's numbers are the worker's, bit for bit. */
+struct cJSON *measure_doubles_json(const double *x, int n)
 {
 	char *buf = malloc((size_t)n * 26 + 1), *p = buf;
 	cJSON *j;
@@ -1580,7 +1580,7 @@ static cJSON *times_text(const double *x, int n)
 	return j;
 }
 
-static double *times_parse(const char *s, int n)
+double *measure_doubles_parse(const char *s, int n)
 {
 	double *x = calloc((size_t)n + 1, sizeof(double));
 	char *end;
@@ -1618,9 +1618,9 @@ cJSON *measure_e2e_to_msg(const struct measure_result *r)
 	cJSON_AddNumberToObject(j, "peak_cand", (double)m->peak_cand);
 	cJSON_AddNumberToObject(j, "out_elems", (double)m->out_elems);
 	if (m->npairs > 0) {
-		cJSON_AddItemToObject(j, "t_base", times_text(m->t_base, m->npairs));
-		cJSON_AddItemToObject(j, "t_cand", times_text(m->t_cand, m->npairs));
-		cJSON_AddItemToObject(j, "t_ctrl", times_text(m->t_ctrl, m->npairs));
+		cJSON_AddItemToObject(j, "t_base", measure_doubles_json(m->t_base, m->npairs));
+		cJSON_AddItemToObject(j, "t_cand", measure_doubles_json(m->t_cand, m->npairs));
+		cJSON_AddItemToObject(j, "t_ctrl", measure_doubles_json(m->t_ctrl, m->npairs));
 	}
 	return j;
 }
@@ -1659,9 +1659,9 @@ void measure_e2e_from_msg(struct measure_result *r, const cJSON *j)
 	m->peak_cand = (long long)msg_num(j, "peak_cand");
 	m->out_elems = (size_t)msg_num(j, "out_elems");
 	if (m->npairs > 0) {
-		m->t_base = times_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_base")), m->npairs);
-		m->t_cand = times_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_cand")), m->npairs);
-		m->t_ctrl = times_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_ctrl")), m->npairs);
+		m->t_base = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_base")), m->npairs);
+		m->t_cand = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_cand")), m->npairs);
+		m->t_ctrl = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_ctrl")), m->npairs);
 		m->ran = m->t_base && m->t_cand && m->t_ctrl;
 	}
 }

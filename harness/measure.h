@@ -163,6 +163,14 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 /** Compute r's summaries, outliers and speedup CI from its samples (t_base, t_cand, npairs). */
 int measure_result_finish(struct measure_result *r, const struct plan *p);
 
+/**
+ * n doubles as one string of %.17g numbers separated by spaces (a new cJSON string; NULL when out of
+ * memory), and back: measure_doubles_parse() returns n + 1 doubles (malloc'd; missing numbers 0;
+ * NULL when out of memory). The worker's numbers reach the parent bit for bit this way.
+ */
+struct cJSON *measure_doubles_json(const double *x, int n);
+double *measure_doubles_parse(const char *s, int n);
+
 /** r->e2e as the worker's message carries it (a new cJSON object, NULL when out of memory). */
 struct cJSON *measure_e2e_to_msg(const struct measure_result *r);
 

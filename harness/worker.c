@@ -19,42 +19,14 @@
 
 /* ---- result <-> JSON (the pipe's message) ----------------------------------------------------- */
 
-/* Times travel as text in %.17g so that the parent's numbers are the worker's, bit for bit. */
-static cJSON *doubles_json(const double *x, int n)
-{
-	char *buf = malloc((size_t)n * 26 + 1), *p = buf;
-	cJSON *j;
-
-	if (!buf)
-		return NULL;
-	*p = '\0';
-	for (int i = 0; i < n; i++)
-		p += sprintf(p, "%s%.17g", i ? " " : "", x[i]);
-	j = cJSON_CreateString(buf);
-	free(buf);
-	return j;
-}
-
-static double *doubles_parse(const char *s, int n)
-{
-	double *x = calloc((size_t)n + 1, sizeof(double));
-	char *end;
-
-	for (int i = 0; x && s && i < n; i++) {
-		x[i] = strtod(s, &end);
-		s = end;
-	}
-	return x;
-}
-
 static cJSON *impl_msg(const struct measure_impl *ir)
 {
 	cJSON *j = cJSON_CreateObject(), *pass = cJSON_AddArrayToObject(j, "pass");
 	cJSON *det = cJSON_AddArrayToObject(j, "detail");
 
-	cJSON_AddItemToObject(j, "tune", doubles_json(ir->tune_ms, ir->nconfigs));
-	cJSON_AddItemToObject(j, "margin", doubles_json(ir->margin, ir->nconfigs));
-	cJSON_AddItemToObject(j, "cos_diff", doubles_json(ir->cos_diff, ir->nconfigs));
+	cJSON_AddItemToObject(j, "tune", measure_doubles_json(ir->tune_ms, ir->nconfigs));
+	cJSON_AddItemToObject(j, "margin", measure_doubles_json(ir->margin, ir->nconfigs));
+	cJSON_AddItemToObject(j, "cos_diff", measure_doubles_json(ir->cos_diff, ir->nconfigs));
 	for (int i = 0; i < ir->nconfigs; i++) {
 		cJSON_AddItemToArray(pass, cJSON_CreateNumber(ir->config_pass[i]));
 		cJSON_AddItemToArray(det, ir->config_detail[i] ? cJSON_CreateString(ir->config_detail[i]) :
@@ -75,9 +47,9 @@ static char *dup_or_null(const cJSON *s)
 static void impl_unmsg(struct measure_impl *ir, const cJSON *j)
 {
 	const cJSON *pass = cJSON_GetObjectItem(j, "pass"), *det = cJSON_GetObjectItem(j, "detail");
-	double *tune = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "tune")), ir->nconfigs);
-	double *margin = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "margin")), ir->nconfigs);
-	double *cosd = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "cos_diff")), ir->nconfigs);
+	double *tune = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "tune")), ir->nconfigs);
+	double *margin = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "margin")), ir->nconfigs);
+	double *cosd = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "cos_diff")), ir->nconfigs);
 
 	for (int i = 0; i < ir->nconfigs; i++) {
 		ir->config_pass[i] = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(pass, i));
@@ -104,7 +76,7 @@ static cJSON *refs_msg(const struct measure_result *r)
 		cJSON *j = impl_msg(&rf->m);
 
 		if (rf->t)
-			cJSON_AddItemToObject(j, "t", doubles_json(rf->t, r->npairs));
+			cJSON_AddItemToObject(j, "t", measure_doubles_json(rf->t, r->npairs));
 		cJSON_AddNumberToObject(j, "timed_checks", rf->timed_checks);
 		cJSON_AddNumberToObject(j, "timed_check_failures", rf->timed_check_failures);
 		cJSON_AddItemToArray(arr, j);
@@ -122,7 +94,7 @@ static void refs_unmsg(struct measure_result *r, const cJSON *arr)
 			continue;
 		impl_unmsg(&rf->m, j);
 		if (cJSON_IsString(t) && r->npairs > 0)
-			rf->t = doubles_parse(t->valuestring, r->npairs);
+			rf->t = measure_doubles_parse(t->valuestring, r->npairs);
 		rf->timed_checks = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_checks"));
 		rf->timed_check_failures = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "timed_check_failures"));
 	}
@@ -143,8 +115,8 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 	if (r->nrefs)
 		cJSON_AddItemToObject(j, "references", refs_msg(r));
 	cJSON_AddNumberToObject(j, "npairs", r->npairs);
-	cJSON_AddItemToObject(j, "t_base", doubles_json(r->t_base, r->npairs));
-	cJSON_AddItemToObject(j, "t_cand", doubles_json(r->t_cand, r->npairs));
+	cJSON_AddItemToObject(j, "t_base", measure_doubles_json(r->t_base, r->npairs));
+	cJSON_AddItemToObject(j, "t_cand", measure_doubles_json(r->t_cand, r->npairs));
 	cJSON_AddNumberToObject(j, "stop_reason", r->stop_reason);
 	cJSON_AddNumberToObject(j, "timed_checks", r->timed_checks);
 	cJSON_AddNumberToObject(j, "timed_check_failures", r->timed_check_failures);
@@ -174,8 +146,8 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	impl_unmsg(&r->cand, cJSON_GetObjectItem(j, "candidate"));
 	r->npairs = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "npairs"));
 	if (r->npairs > 0) {
-		r->t_base = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_base")), r->npairs);
-		r->t_cand = doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_cand")), r->npairs);
+		r->t_base = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_base")), r->npairs);
+		r->t_cand = measure_doubles_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "t_cand")), r->npairs);
 	}
 	refs_unmsg(r, cJSON_GetObjectItem(j, "references"));
 	r->stop_reason = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "stop_reason"));
