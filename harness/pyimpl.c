@@ -422,24 +422,17 @@ static int run_shim(cJSON **json, const char *verb, const char *path, const char
 	return run_script(json, shim_path(), verb, path, arg);
 }
 
-int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
+/*
+ * The fields every description carries (kernels/python/mla_decode.py and e2e_step.py "describe"):
+ * paths, name, backend, summary, interpreter, versions, sha256 and the has_supports flag, into a
+ * zeroed p; `what` names the module in the error ("python module", "e2e step module").
+ */
+static int describe_common(struct pyimpl *p, const cJSON *j, const char *path, const char *arch, const char *what)
 {
-	struct pyimpl *p = NULL;
-	cJSON *j = NULL;
-	const cJSON *it, *interp, *kv;
-	int err = 0;
+	const cJSON *interp = cJSON_GetObjectItemCaseSensitive(j, "interpreter");
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, "sha256");
 
-	if (!fs_exists(path))
-		return vs_error(VS_ENOTFOUND, "python module '%s' does not exist", path);
-	if ((err = run_shim(&j, "describe", path, arch)))
-		goto done;
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		err = vs_oom();
-		goto done;
-	}
 	p->slot = -1;
-	interp = cJSON_GetObjectItemCaseSensitive(j, "interpreter");
 	p->path = strdup(path);
 	p->real_path = json_strdup(j, "path");
 	p->name = json_strdup(j, "name");
@@ -451,23 +444,39 @@ int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
 	p->libpython = json_strdup(interp, "libpython");
 	p->versions_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "versions"));
 	p->describe_json = cJSON_PrintUnformatted(j);
-	it = cJSON_GetObjectItemCaseSensitive(j, "sha256");
 	if (!p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch || !p->interpreter ||
 	    !p->executable || !p->libpython || !p->versions_json || !p->describe_json || !cJSON_IsString(it) ||
-	    strlen(it->valuestring) != FS_SHA256_HEX - 1) {
-		err = vs_error(VS_EPARSE, "python module '%s': the description lacks a field", path);
-		goto done;
-	}
+	    strlen(it->valuestring) != FS_SHA256_HEX - 1)
+		return vs_error(VS_EPARSE, "%s '%s': the description lacks a field", what, path);
 	memcpy(p->sha256, it->valuestring, FS_SHA256_HEX);
 	p->backend = strdup(strcmp(p->py_backend, "cpu") ? "hip" : "cpu");
-	if (!p->backend) {
+	if (!p->backend)
+		return vs_oom();
+	p->has_supports = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_supports"));
+	return 0;
+}
+
+int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
+{
+	struct pyimpl *p = NULL;
+	cJSON *j = NULL;
+	const cJSON *it, *kv;
+	int err = 0;
+
+	if (!fs_exists(path))
+		return vs_error(VS_ENOTFOUND, "python module '%s' does not exist", path);
+	if ((err = run_shim(&j, "describe", path, arch)))
+		goto done;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
 		err = vs_oom();
 		goto done;
 	}
+	if ((err = describe_common(p, j, path, arch, "python module")))
+		goto done;
 	kv = cJSON_GetObjectItemCaseSensitive(j, "kv_dtypes");
 	cJSON_ArrayForEach(it, kv) if (cJSON_IsString(it) && mla_kv_dtype_parse(it->valuestring)) p->kv_dtypes |=
 		1 << mla_kv_dtype_parse(it->valuestring);
-	p->has_supports = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_supports"));
 	p->has_prepare = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_prepare"));
 	p->has_workspace_size = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_workspace_size"));
 	if ((err = configs_from_json(&p->configs, &p->nconfigs, cJSON_GetObjectItemCaseSensitive(j, "configs"), path)))
@@ -1230,7 +1239,6 @@ int pyimpl_step_register(const struct pyimpl **out, const char *path)
 {
 	struct pyimpl *p = NULL;
 	cJSON *j = NULL;
-	const cJSON *interp, *it;
 	char *real = NULL;
 	int err = 0;
 
@@ -1257,34 +1265,9 @@ int pyimpl_step_register(const struct pyimpl **out, const char *path)
 		err = vs_oom();
 		goto done;
 	}
-	p->slot = -1;
-	interp = cJSON_GetObjectItemCaseSensitive(j, "interpreter");
-	p->path = strdup(path);
-	p->real_path = json_strdup(j, "path");
-	p->name = json_strdup(j, "name");
-	p->py_backend = json_strdup(j, "backend");
-	p->summary = json_strdup(j, "summary");
-	p->arch = strdup("e2e");
-	p->interpreter = strdup(pyimpl_interpreter());
-	p->executable = json_strdup(interp, "executable");
-	p->libpython = json_strdup(interp, "libpython");
-	p->versions_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "versions"));
-	p->describe_json = cJSON_PrintUnformatted(j);
-	it = cJSON_GetObjectItemCaseSensitive(j, "sha256");
-	if (!p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch || !p->interpreter ||
-	    !p->executable || !p->libpython || !p->versions_json || !p->describe_json || !cJSON_IsString(it) ||
-	    strlen(it->valuestring) != FS_SHA256_HEX - 1) {
-		err = vs_error(VS_EPARSE, "e2e step module '%s': the description lacks a field", path);
+	if ((err = describe_common(p, j, path, "e2e", "e2e step module")))
 		goto done;
-	}
-	memcpy(p->sha256, it->valuestring, FS_SHA256_HEX);
-	p->backend = strdup(strcmp(p->py_backend, "cpu") ? "hip" : "cpu");
-	p->has_supports = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_supports"));
 	p->has_prepare = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_reference"));
-	if (!p->backend) {
-		err = vs_oom();
-		goto done;
-	}
 	step_p = p;
 	*out = p;
 	p = NULL;
