@@ -118,7 +118,7 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 {
 	const struct task_spec *s = &t->spec;
 
-	memset(a, 0, sizeof(*a));
+	task_kernel_shape(a, s);
 	a->q = b->q[set];
 	/*
 	 * A task with page_offset places its stored pages at page_offset.. of a larger virtual cache
@@ -133,14 +133,6 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 	a->lse = b->lse[which];
 	a->workspace = b->ws;
 	a->workspace_bytes = b->ws_bytes;
-	a->batch = s->batch;
-	a->s_q = s->s_q;
-	a->h_q = s->h_q;
-	a->num_pages = (int32_t)(s->num_pages + s->page_offset);
-	a->page_size = s->page_size;
-	a->max_pages = s->max_pages;
-	a->kv_dtype = s->kv_dtype;
-	a->softmax_scale = s->softmax_scale;
 	a->kv_scale = t->sets[set].kv_scale;
 	a->num_cus = d->info.compute_units;
 	a->stream = d->stream;

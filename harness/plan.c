@@ -505,21 +505,6 @@ static int reference_is_file(const char *spec)
 	return strchr(spec, '/') || (n > 3 && (!strcmp(spec + n - 3, ".so") || !strcmp(spec + n - 3, ".py")));
 }
 
-/* The shapes and scalars of task s, as supports() sees them (every pointer NULL, no device). */
-static void shape_args(struct mla_decode_args *a, const struct task_spec *s)
-{
-	memset(a, 0, sizeof(*a));
-	a->batch = s->batch;
-	a->s_q = s->s_q;
-	a->h_q = s->h_q;
-	a->num_pages = (int32_t)(s->num_pages + s->page_offset);
-	a->page_size = s->page_size;
-	a->max_pages = s->max_pages;
-	a->kv_dtype = s->kv_dtype;
-	a->softmax_scale = s->softmax_scale;
-	a->kv_scale = 1.0f;
-}
-
 /*
  * Why reference ref skips each task of p (NULL: it runs it): no config for the generation, or its
  * supports() says no. *out is an array of p->ntasks reasons (malloc'd).
@@ -538,7 +523,7 @@ static int reference_skips(char ***out, const struct plan *p, const struct plan_
 		if (ref->nconfigs == 0) {
 			skip[i] = fs_printf("no configs for generation '%s'", p->gen);
 		} else if (impl && impl->supports) {
-			shape_args(&a, &p->tasks[i]);
+			task_kernel_shape(&a, &p->tasks[i]); /* supports() sees no pointer, no device */
 			if (impl->supports(&a, why, sizeof(why)) != 1) {
 				why[sizeof(why) - 1] = '\0';
 				skip[i] = strdup(*why ? why : "not supported (supports() gave no reason)");
@@ -695,7 +680,7 @@ static char *e2e_step_json(const struct pyimpl *st, const char *rel)
 /* Register the step module at file for a plan whose cores run on the gpu (or the cpu) backend. */
 static int e2e_register(const struct pyimpl **out, const char *file, int gpu, const char *where)
 {
-	const struct pyimpl *st;
+	const struct pyimpl *st = NULL;
 	int err;
 
 	if ((err = pyimpl_step_register(&st, file)))
@@ -711,7 +696,7 @@ static int e2e_register(const struct pyimpl **out, const char *file, int gpu, co
 static int e2e_build(struct plan *np, const struct card *c, const struct plan_options *o, int gpu)
 {
 	struct plan_e2e *e = &np->e2e;
-	const struct pyimpl *st;
+	const struct pyimpl *st = NULL;
 	char *file = NULL;
 	int err;
 

@@ -1448,6 +1448,20 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s)
+{
+	memset(a, 0, sizeof(*a));
+	a->batch = s->batch;
+	a->s_q = s->s_q;
+	a->h_q = s->h_q;
+	a->num_pages = (int32_t)(s->num_pages + s->page_offset);
+	a->page_size = s->page_size;
+	a->max_pages = s->max_pages;
+	a->kv_dtype = s->kv_dtype;
+	a->softmax_scale = s->softmax_scale;
+	a->kv_scale = 1.0f;
+}
+
 int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
 		     const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale)
 {

@@ -197,6 +197,13 @@ size_t task_store_limit(void);
 int task_set_is_softmax(const struct task_spec *s, int k);
 
 /**
+ * The shapes and scalars of task s as an implementation sees them (kernels/mla_decode.h): *a zeroed,
+ * then batch, s_q, h_q, page_size, max_pages, kv_dtype, softmax_scale, num_pages counted from the
+ * virtual base (num_pages + page_offset) and kv_scale 1 (a set's own is the caller's to set).
+ */
+void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s);
+
+/**
  * The oracle's arguments for task s on these inputs (host pointers): shapes and scalars from s, the
  * kv_scale given; when s places its pages past a virtual page_offset, block_table is copied and
  * rebased into *bt_owned (malloc'd: free it after the oracle ran; NULL when no copy was made).
