@@ -778,7 +778,7 @@ static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, c
 		return vs_oom();
 	memcpy(e->step_sha256, sha, 65);
 	if (!evidence_mode) {
-		const struct pyimpl *st;
+		const struct pyimpl *st = NULL;
 		char *abs = py_abs(file);
 
 		VS_CHECK_ALLOC(abs);
