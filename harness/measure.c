@@ -544,16 +544,40 @@ static int parity_fresh(const struct measure_ctx *ctx, const struct task_data *t
 }
 
 /*
- * The implementation's prepare() for this task and config (kernels/mla_decode.h: JIT, autotune),
- * once, before the config's first launch, outside timing and capture. Returns 1 when ready, 0 when
+ * The buffer sets a task's launches use (kernels/mla_decode.h "prepare"): each input set into output
+ * pair 0, set 0 into pair 1 (the second poisoned output), and each set's keys under the fresh q at
+ * both of its addresses (run-time parity and the A/B's pairs). Writes up to cap argument sets into
+ * out and returns how many (at most 3 * nsets + 1).
+ */
+static int buffer_sets(struct mla_decode_args *out, int cap, const struct vs_device *d, const struct task_data *t,
+		       const struct bufs *b)
+{
+	int n = 0;
+
+	for (int set = 0; set < t->nsets && n < cap; set++)
+		make_args(&out[n++], d, t, b, set, 0);
+	if (n < cap)
+		make_args(&out[n++], d, t, b, 0, 1);
+	for (int slot = 0; slot < 2 && b->fq[slot]; slot++)
+		for (int set = 0; set < t->nsets && n < cap; set++) {
+			make_args(&out[n], d, t, b, set, 0);
+			out[n++].q = b->fq[slot];
+		}
+	return n;
+}
+
+/*
+ * The implementation's prepare() for this task and config (kernels/mla_decode.h: JIT, autotune, a
+ * graph of its own over the buffers it is given), once per buffer set the task's launches use, all
+ * before the config's first launch, outside timing and capture. Returns 1 when ready, 0 when
  * prepare() refused (*why set), negative on a harness error.
  */
 static int prepare_config(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
 			  const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **why)
 {
 	struct vs_device *d = ctx->device;
-	struct mla_decode_args a;
-	int rc, err;
+	struct mla_decode_args a[3 * VS_TASK_MAX_SETS + 1];
+	int rc = MLA_OK, err, n;
 
 	if (!impl->prepare)
 		return 1;
@@ -561,8 +585,9 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 	for (int k = 0; k < b->nprepared; k++)
 		if (b->prepared[k].impl == impl && !strcmp(b->prepared[k].cfg->name, cfg->name))
 			return 1;
-	make_args(&a, d, t, b, 0, 0);
-	rc = impl->prepare(&a, cfg);
+	n = buffer_sets(a, (int)(sizeof(a) / sizeof(a[0])), d, t, b);
+	for (int k = 0; k < n && rc == MLA_OK; k++)
+		rc = impl->prepare(&a[k], cfg);
 	if (rc == MLA_OK) {
 		struct timed_graph *np = realloc(b->prepared, (size_t)(b->nprepared + 1) * sizeof(*np));
 

@@ -156,7 +156,7 @@ struct mla_decode_config {
  *   workspace_size  bytes of workspace a launch with these args and config needs (0 = none).
  *   launch   runs (CPU) or enqueues (GPU) the computation; returns enum mla_status.
  *   supports (ABI 2, optional) whether tasks of these shapes run, with the reason when not.
- *   prepare  (ABI 2, optional) once per task and config in the worker, before the first launch.
+ *   prepare  (ABI 2, optional) once per task, config and buffer set in the worker, before the first launch.
  */
 struct mla_decode_impl {
 	uint32_t abi_version; /* MLA_DECODE_ABI_VERSION; always the first member, in every version */
@@ -175,10 +175,13 @@ struct mla_decode_impl {
 	 */
 	int (*supports)(const struct mla_decode_args *shape, char *why, size_t why_cap);
 	/**
-	 * Optional (NULL: nothing to do). Called in the worker once per task and config, before the
-	 * first launch with them, outside every timed region and outside graph capture: JIT compile,
-	 * autotune, host-side setup. It may synchronize and allocate (what it allocates it owns until
-	 * the process ends). Returns enum mla_status.
+	 * Optional (NULL: nothing to do). Called in the worker once per task, config and buffer set,
+	 * all before the config's first launch, outside every timed region and outside graph capture:
+	 * JIT compile, autotune, host-side setup, a graph of its own over these buffers. The harness
+	 * launches a config on a few buffer sets (each input set into the first output pair, set 0
+	 * into the second, each set's keys under a fresh q at two addresses) and prepares every one of
+	 * them first: a launch never sees buffers prepare() was not given. It may synchronize and
+	 * allocate (what it allocates it owns until the process ends). Returns enum mla_status.
 	 */
 	int (*prepare)(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
 };

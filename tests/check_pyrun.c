@@ -402,6 +402,46 @@ START_TEST(module_writing_into_q_is_caught_by_the_input_check)
 }
 END_TEST
 
+/*
+ * A module bound to the buffers prepare() gave it (torch.mla_decode's own CUDA graph): the harness
+ * prepares every buffer set a config is launched on (each input set, the second output pair, the
+ * fresh q at its two addresses) before the first launch, so parity passes and the A/B times it, as
+ * the candidate and as a reference.
+ */
+START_TEST(module_bound_to_prepared_buffers_runs_on_every_buffer_set)
+{
+	char *mod = tu_resource("python/bound_buffers.py");
+
+	for (int as_ref = 0; as_ref < 2; as_ref++) {
+		char *args = as_ref ? fs_printf("--candidate numpy.mla_decode --reference %s", mod) :
+				      fs_printf("--candidate-lib %s --reference numpy.mla_decode", mod);
+		char *plan = tu_small_plan(tmp, args, 2, 1), *out = NULL, *err = NULL, *eval, *rel;
+		cJSON *r, *t;
+
+		eval = run_plan(plan, -1, &out, &err);
+		ck_assert_msg(strstr(out, "; parity pass; capture n/a; complete pass; verdict "), "%s", out);
+		rel = fs_printf("%s/result.json", eval);
+		r = json_file(tmp, rel);
+		cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tasks")) {
+			cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "references"), 0);
+			char *text = cJSON_PrintUnformatted(ref);
+
+			ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity")), "pass");
+			ck_assert_msg(cJSON_IsObject(cJSON_GetObjectItem(ref, "ratio")), "reference not timed: %s", text);
+			free(text);
+		}
+		cJSON_Delete(r);
+		free(rel);
+		free(out);
+		free(err);
+		free(eval);
+		free(plan);
+		free(args);
+	}
+	free(mod);
+}
+END_TEST
+
 /* CPU plans time the launch: graph replay is refused there, and a mode that does not exist. */
 START_TEST(timing_mode_is_checked_at_emit)
 {
@@ -452,6 +492,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped);
 	tcase_add_test(tc, edited_unsupported_list_is_refused);
 	tcase_add_test(tc, module_writing_into_q_is_caught_by_the_input_check);
+	tcase_add_test(tc, module_bound_to_prepared_buffers_runs_on_every_buffer_set);
 	tcase_add_test(tc, timing_mode_is_checked_at_emit);
 	suite_add_tcase(s, tc);
 	return s;

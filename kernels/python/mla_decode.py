@@ -32,9 +32,12 @@ What a kernel module defines, at top level
 ``def workspace_size(shape, config)`` (optional)
     Bytes of scratch memory a launch with this shape and config needs (an int >= 0; default 0).
 ``def prepare(args, config)`` (optional)
-    Once per task and config, in the worker, before the first launch with them, outside every
-    timed region and outside graph capture: JIT compile, autotune, host-side setup. It may
-    synchronize and allocate (what it keeps, it owns until the process ends).
+    Once per task, config and buffer set, in the worker, all before the config's first launch,
+    outside every timed region and outside graph capture: JIT compile, autotune, host-side setup,
+    a graph of its own over these buffers. The harness launches a config on a few buffer sets (each
+    input set, a second output pair, a fresh q at two addresses) and prepares each of them first;
+    a launch never sees buffers prepare() did not. It may synchronize and allocate (what it keeps,
+    it owns until the process ends).
 ``def launch(args, config)``
     Enqueue the computation on the harness's stream (GPU) or compute it and return (cpu). It
     allocates nothing, never synchronizes the host, writes only ``args.out``, ``args.lse`` and
