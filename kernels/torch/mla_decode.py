@@ -144,6 +144,7 @@ def _driver():
         lib.cuGraphAddChildGraphNode.argtypes = [ctypes.POINTER(p), p, ctypes.POINTER(p), sz, p]
         lib.cuStreamUpdateCaptureDependencies.argtypes = [p, ctypes.POINTER(p), sz,
                                                           ctypes.c_uint]
+        lib.cuPointerGetAttribute.argtypes = [p, ctypes.c_int, ctypes.c_uint64]
         _cu = (ctypes, lib)
     return _cu
 
@@ -186,12 +187,20 @@ def prepare(args, config):
     fp8 = args.kv_dtype == "fp8_e4m3_fnuz"
     if args.kv_dtype not in KV_DTYPES:
         raise ValueError("%s: kv_dtype %s not supported" % (NAME, args.kv_dtype))
+    ctypes, cu = _driver()
+    # CU_POINTER_ATTRIBUTE_DEVICE_POINTER (2): a page-offset task's cache base lies below its stored
+    # pages, outside every allocation; the Triton kernels inductor generates are launched through
+    # Triton's launcher, which refuses such a pointer (on the H200, 2026-12-01: "Failed during launch")
+    val = ctypes.c_uint64(0)
+    if cu.cuPointerGetAttribute(ctypes.byref(val), 2, ctypes.c_uint64(args.kv_cache.data_ptr())) != 0:
+        raise ValueError("%s: the cache base %#x lies outside every allocation (a page-offset task): "
+                         "the Triton kernels torch.compile generates cannot take it"
+                         % (NAME, args.kv_cache.data_ptr()))
     call_args = (args.q, args.kv_cache, args.block_table, args.seqlens, args.out, args.lse,
                  float(args.softmax_scale), float(args.kv_scale) if fp8 else 1.0, fp8,
                  int(args.page_size), int(args.max_pages))
     _probe_bmm(args.q.device)
     fn = _fn()
-    ctypes, cu = _driver()
     stream = torch.cuda.current_stream()
     side = torch.cuda.Stream()
     side.wait_stream(stream)

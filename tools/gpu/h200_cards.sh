@@ -22,7 +22,8 @@
 #   plans     --emit-plan of the cards: the sm_90 ones with FlashMLA, torch and the other port as
 #             references and the e2e stage (the DeepSeek-V3 step, kernels/torch/deepseek_v3_step.py),
 #             the gfx942 ones (plans only: no MI300X), the headline plan (tier full)
-#   warm      compile the TileLang kernels of the sm_90 plan in parallel (TileLang's disk cache)
+#   warm      compile the TileLang kernels of the sm_90 plan and of the headline's tasks in parallel
+#             (TileLang's disk cache)
 #   hip       --run the HIP port's sm_90 card (baseline tilelang.mla_decode)
 #   triton    --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
 #   headline  the four bf16 headline shapes of tier full, every implementation in one run
@@ -72,8 +73,11 @@ run_steps() {
 		warm)
 			# TileLang compiles one kernel at a time in the harness's worker (15-30 s each, about
 			# 32 for the standard tier): compile them in parallel first, into TileLang's disk cache
+			# (the headline's four shapes too: the full tier's bf16-perf- tasks)
 			timeout 240 $VS_PYTHON tools/gpu/tilelang_check.py --module kernels/tilelang/mla_decode.py \
-				--warm-plan $P/mla_decode_hip_port_sm90.plan.json --jobs 16 >"$WORK/warm.log" 2>&1
+				--warm-plan $P/mla_decode_hip_port_sm90.plan.json \
+				--warm-plan $P/headline/mla_decode_hip_port_sm90.full.plan.json=bf16-perf- \
+				--jobs 16 --compile-budget 220 >"$WORK/warm.log" 2>&1
 			;;
 		hip)
 			$VS --run $P/mla_decode_hip_port_sm90.plan.json $RUN --threads "$threads" >"$WORK/hip.log" 2>&1

@@ -435,26 +435,31 @@ def f32(x):
 
 
 def warm_plan(opt):
-	"""Compile the kernels of every task and config of a plan (the harness's scalars: softmax_scale
+	"""Compile the kernels of every task and config of the plans (the harness's scalars: softmax_scale
 	and kv_scale = 1/240 as float32), in parallel processes: TileLang's disk cache then serves the
-	harness's prepare() calls, which compile one kernel at a time."""
-	with open(opt.warm_plan) as f:
-		plan = json.load(f)
+	harness's prepare() calls, which compile one kernel at a time. A plan given as PLAN=PREFIX warms
+	only its tasks whose names start with PREFIX (what a --run --task PREFIX will run)."""
 	M = load_module(opt.module, "tl_mla")
-	cfgs = M.configs(plan.get("gen", "sm_90"))
 	jobs = []
-	for t in plan["tasks"]:
-		sp = t["spec"]
-		sh = types.SimpleNamespace(batch=sp["batch"], s_q=sp["s_q"], h_q=sp["h_q"],
-			page_size=sp["page_size"], kv_dtype=sp["kv_dtype"], num_pages=sp["num_pages"],
-			max_pages=sp["max_pages"], softmax_scale=f32(sp["softmax_scale"]),
-			kv_scale=f32(1.0 / 240.0) if sp["kv_dtype"] != "bf16" else 1.0)
-		why = M.supports(sh)
-		if why:
-			print("%s %s: not offered (%s)" % (stamp(), sp["name"], why), flush=True)
-			continue
-		for c in cfgs:
-			jobs.append(("ours", opt.module, M._key(sh, c)))
+	for arg in opt.warm_plan:
+		path, _, prefix = arg.partition("=")
+		with open(path) as f:
+			plan = json.load(f)
+		cfgs = M.configs(plan.get("gen", "sm_90"))
+		for t in plan["tasks"]:
+			sp = t["spec"]
+			if not sp["name"].startswith(prefix):
+				continue
+			sh = types.SimpleNamespace(batch=sp["batch"], s_q=sp["s_q"], h_q=sp["h_q"],
+				page_size=sp["page_size"], kv_dtype=sp["kv_dtype"], num_pages=sp["num_pages"],
+				max_pages=sp["max_pages"], softmax_scale=f32(sp["softmax_scale"]),
+				kv_scale=f32(1.0 / 240.0) if sp["kv_dtype"] != "bf16" else 1.0)
+			why = M.supports(sh)
+			if why:
+				print("%s %s: not offered (%s)" % (stamp(), sp["name"], why), flush=True)
+				continue
+			for c in cfgs:
+				jobs.append(("ours", opt.module, M._key(sh, c)))
 	pc = Precompile(jobs, opt.jobs, T_START + opt.compile_budget)
 	print("%s compiling %d kernels with %d processes" % (stamp(), len(pc.futs), opt.jobs), flush=True)
 	bad = sum(1 for kind, key in pc.futs if pc.wait(kind, key))
@@ -469,8 +474,9 @@ def main():
 	ap = argparse.ArgumentParser()
 	ap.add_argument("--module", required=True)
 	ap.add_argument("--example", default=None, help="TileLang's paged example (the bench, the parity)")
-	ap.add_argument("--warm-plan", default=None, help="only compile, in --jobs processes, every "
-		"kernel the tasks of this plan need (fills TileLang's disk cache before a card run), then exit")
+	ap.add_argument("--warm-plan", action="append", default=[], help="only compile, in --jobs "
+		"processes, every kernel the tasks of this plan need (fills TileLang's disk cache before a card "
+		"run), then exit; repeatable; PLAN=PREFIX: only the tasks whose names start with PREFIX")
 	ap.add_argument("--old-module", default=None, help="the module before a change: benchmarked too")
 	ap.add_argument("--jobs", type=int, default=12)
 	ap.add_argument("--compile-budget", type=int, default=120,
