@@ -107,6 +107,9 @@ collect() {
 	local deadline=$(($(date +%s) + WAIT_S))
 	while [ ! -e "$WORK/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
 		sleep 5
+		# the newest tarball and logs in $OUT as they come: a call stopped at its time limit (or
+		# at the end of the session's device time) still brings back every finished step
+		cp -u "$WORK"/*.tgz "$WORK"/*.log "$OUT"/ 2>/dev/null
 	done
 	tar czf "$WORK/evidence.tgz.$$" -C $D plans results 2>/dev/null && mv "$WORK/evidence.tgz.$$" "$WORK/evidence.tgz"
 	cp "$WORK"/*.tgz "$WORK"/*.log "$OUT"/ 2>/dev/null
