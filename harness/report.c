@@ -263,7 +263,42 @@ static void chosen_configs(char *buf, size_t cap, const cJSON *tasks, const char
 		snprintf(buf, cap, "none (no task timed)");
 }
 
-/* What the verified evidence says about the run: implementations, cores, configs, flags. */
+/* The baseline against the references of one task (report.h); computed from verified evidence, so
+ * evidence recorded before this check gets it too. */
+char *report_baseline_flag(const cJSON *task, double bound)
+{
+	const cJSON *name = cJSON_GetObjectItem(task, "name"), *ref;
+	const cJSON *sp = cJSON_GetObjectItem(cJSON_GetObjectItem(task, "speedup"), "estimate");
+	const char *worst = NULL;
+	double most = bound;
+
+	if (!cJSON_IsString(name) || !cJSON_IsNumber(sp) || !(cJSON_GetNumberValue(sp) > 0))
+		return NULL;
+	cJSON_ArrayForEach(ref, cJSON_GetObjectItem(task, "references"))
+	{
+		const cJSON *ratio = cJSON_GetObjectItem(cJSON_GetObjectItem(ref, "ratio"), "estimate");
+		const char *impl = cJSON_GetStringValue(cJSON_GetObjectItem(ref, "impl"));
+		double x;
+
+		if (!impl || !cJSON_IsNumber(ratio) || !(cJSON_GetNumberValue(ratio) > 0))
+			continue;
+		x = cJSON_GetNumberValue(sp) / cJSON_GetNumberValue(ratio);
+		if (x > most) {
+			most = x;
+			worst = impl;
+		}
+	}
+	if (!worst)
+		return NULL;
+	return fs_printf("task %s: the baseline ran %.2fx slower than reference %s in the same run (review "
+			 "bound %.1fx): the speedup is over a kernel that is not the fastest one measured here",
+			 cJSON_GetStringValue(name), most, worst, bound);
+}
+
+/*
+ * What the verified evidence says about the run: implementations, cores, configs, flags (the run's,
+ * then the baseline checks against the references); r->flags joins them with "; ".
+ */
 static void fill_run(struct row *r, const struct evidence *e)
 {
 	const cJSON *tasks = cJSON_GetObjectItem(e->result, "tasks");
@@ -271,6 +306,7 @@ static void fill_run(struct row *r, const struct evidence *e)
 	const cJSON *flags = cJSON_GetObjectItem(e->result, "flags"), *fl, *t;
 	const cJSON *cu = cJSON_GetObjectItem(dev, "compute_units");
 	char b[512], c[512];
+	size_t cap = 1;
 
 	r->baseline = dupz(cJSON_GetStringValue(cJSON_GetObjectItem(e->result, "baseline")));
 	r->candidate = dupz(cJSON_GetStringValue(cJSON_GetObjectItem(e->result, "candidate")));
@@ -280,9 +316,13 @@ static void fill_run(struct row *r, const struct evidence *e)
 	r->configs = fs_printf("baseline %s; candidate %s", b, c);
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->nflags = 0;
-	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 1, sizeof(*r->flag_list));
-	cJSON_ArrayForEach(fl, flags) if (r->flag_list && cJSON_GetStringValue(fl) &&
+	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + (size_t)r->ntasks + 1, sizeof(*r->flag_list));
+	if (!r->flag_list)
+		return;
+	cJSON_ArrayForEach(fl, flags) if (cJSON_GetStringValue(fl) &&
 					  (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl)))) r->nflags++;
+	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_baseline_flag(t, VS_BASELINE_REVIEW_BOUND)))
+		r->nflags++;
 	/* a task is flagged when a flag names it ("task NAME: ...") */
 	cJSON_ArrayForEach(t, tasks)
 	{
@@ -295,6 +335,14 @@ static void fill_run(struct row *r, const struct evidence *e)
 			      r->flag_list[k][5 + strlen(name)] == ':';
 		r->flagged_tasks += hit;
 	}
+	for (int k = 0; k < r->nflags; k++)
+		cap += strlen(r->flag_list[k]) + 2;
+	if (r->nflags && (r->flags = calloc(cap, 1)))
+		for (int k = 0; k < r->nflags; k++) {
+			if (k)
+				strcat(r->flags, "; ");
+			strcat(r->flags, r->flag_list[k]);
+		}
 }
 
 /* ---- end to end (docs/DESIGN.md "End to end") ----------------------------------------------- */
@@ -609,8 +657,6 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				(*mismatches)++;
 				unverified(r);
 			} else {
-				const cJSON *flags = cJSON_GetObjectItem(e.result, "flags"), *fl;
-
 				r->evidence = strdup("ok");
 				r->verified = 1;
 				free(r->impls);
@@ -618,21 +664,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				fill_shapes(r, &e);
 				fill_refs(r, &e);
 				r->e2e = e2e_summary(&e);
-				r->nflags = cJSON_GetArraySize(flags);
 				fill_run(r, &e);
-				if (r->nflags) {
-					size_t cap = 1;
-
-					cJSON_ArrayForEach(fl, flags) cap +=
-						strlen(cJSON_GetStringValue(fl) ? cJSON_GetStringValue(fl) : "") + 2;
-					r->flags = calloc(cap, 1);
-					cJSON_ArrayForEach(fl, flags) if (r->flags && cJSON_GetStringValue(fl))
-					{
-						if (*r->flags)
-							strcat(r->flags, "; ");
-						strcat(r->flags, cJSON_GetStringValue(fl));
-					}
-				}
 			}
 			if (!bad && strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
 				free(r->status);

@@ -9,9 +9,12 @@
  * none); the card's title and eval dir; from verified evidence, the run: baseline and candidate,
  * cores (the device's compute units), the configs chosen, and the review flags, shown as a count
  * ("flagged for review on 12 of 19 tasks") with every flag on demand (html and markdown: a
- * <details> block; text: the first; json: all), a flagged row marked apart from a clean one. Formats: text (default), markdown, json, and html: one self-contained page (no external
- * resources) with the status table and an inline SVG chart of measured against expected speedup per
- * card and per task shape (from each card's verified evidence).
+ * <details> block; text: the first; json: all), a flagged row marked apart from a clean one. The
+ * flags are the run's (result.json) and, per task, the baseline against the references of the same
+ * run (report_baseline_flag). Formats: text (default), markdown, json, and html: one
+ * self-contained page (no external resources) with the status table and an inline SVG chart of
+ * measured against expected speedup per card and per task shape (from each card's verified
+ * evidence).
  */
 #ifndef VS_REPORT_H
 #define VS_REPORT_H
@@ -25,6 +28,21 @@ struct report_options {
 	int max_age_days;       /* evidence older than this is stale (default 90) */
 	FILE *out;              /* default stdout */
 };
+
+struct cJSON;
+
+/* A reference faster than the baseline by more than this on a task flags the task for review. */
+#define VS_BASELINE_REVIEW_BOUND 1.5
+
+/**
+ * The baseline must be what users run: on one task of a verified result.json (its "speedup" =
+ * t_base / t_cand and its "references"[k]."ratio" = t_ref / t_cand, paired estimates of one run),
+ * t_base / t_ref = speedup / ratio for every timed reference. Returns the review flag naming the
+ * reference with the largest t_base / t_ref when that exceeds bound ("task NAME: the baseline ran
+ * 2.00x slower than reference R in the same run ..."; the caller frees it), or NULL: none exceeds
+ * it, the task was not timed, or it has no timed reference.
+ */
+char *report_baseline_flag(const struct cJSON *task, double bound);
 
 /**
  * Print the report. Returns 0, VS_EVERIFY when some card's claims do not match its evidence (the

@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "mla_decode.h"
 #include "plan.h"
+#include "report.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -291,6 +292,41 @@ static const cJSON *task_ref(const cJSON *t, int k)
 	return cJSON_GetArrayItem(cJSON_GetObjectItem(t, "references"), k);
 }
 
+/*
+ * The baseline against the references of the same run: t_base / t_ref = speedup / ratio; a task
+ * where it passes the bound is flagged, naming the reference furthest ahead; untimed references and
+ * untimed tasks never flag.
+ */
+START_TEST(baseline_slower_than_a_reference_is_flagged)
+{
+	static const char *task =
+		"{\"name\": \"t1\", \"speedup\": {\"estimate\": 3.0, \"ci95\": [2.9, 3.1]}, \"references\": ["
+		"{\"impl\": \"ref.slow\", \"ratio\": {\"estimate\": 2.5}},"
+		"{\"impl\": \"ref.fast\", \"ratio\": {\"estimate\": 1.5}},"
+		"{\"impl\": \"ref.faster\", \"ratio\": {\"estimate\": 1.2}},"
+		"{\"impl\": \"ref.failed\", \"status\": \"failed\"}]}";
+	cJSON *t = cJSON_Parse(task);
+	char *flag = report_baseline_flag(t, 1.5);
+
+	ck_assert_ptr_nonnull(flag);
+	ck_assert_str_eq(flag, "task t1: the baseline ran 2.50x slower than reference ref.faster in the same run "
+			       "(review bound 1.5x): the speedup is over a kernel that is not the fastest one measured here");
+	free(flag);
+	/* at the bound exactly: no flag */
+	ck_assert_ptr_null(report_baseline_flag(t, 2.5));
+	ck_assert_ptr_null(report_baseline_flag(t, 3.0));
+	/* an untimed task (no speedup) never flags */
+	cJSON_DeleteItemFromObject(t, "speedup");
+	ck_assert_ptr_null(report_baseline_flag(t, 1.0));
+	cJSON_Delete(t);
+	/* a task whose references all failed never flags */
+	t = cJSON_Parse("{\"name\": \"t2\", \"speedup\": {\"estimate\": 9.0}, \"references\": "
+			"[{\"impl\": \"r\", \"ratio\": null}]}");
+	ck_assert_ptr_null(report_baseline_flag(t, 1.0));
+	cJSON_Delete(t);
+}
+END_TEST
+
 START_TEST(run_times_references_and_never_gates_on_them)
 {
 	char *example = plugin("example"), *wrong = plugin("wrong"), *picky = plugin("picky");
@@ -398,8 +434,22 @@ START_TEST(run_times_references_and_never_gates_on_them)
 		cJSON *rep = cJSON_Parse(out), *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rep, 0),
 											     "references"), 3);
 
+		const char *flags = jstr(cJSON_GetArrayItem(rep, 0), "review_flags");
+
 		ck_assert_msg(r0 && !strcmp(jstr(r0, "impl"), "example.picky") &&
 			      cJSON_GetArraySize(cJSON_GetObjectItem(r0, "tasks")) == 3, "%s", out);
+		/* the baseline checks against the references reach the report, task by task */
+		cJSON_ArrayForEach(t, tasks) {
+			char *want = report_baseline_flag(t, VS_BASELINE_REVIEW_BOUND), *key;
+
+			ck_assert_int_ge(asprintf(&key, "task %s: the baseline ran", jstr(t, "name")), 0);
+			if (want)
+				ck_assert_msg(flags && strstr(flags, want), "%s missing from %s", want, flags);
+			else
+				ck_assert_msg(!flags || !strstr(flags, key), "%s", flags);
+			free(key);
+			free(want);
+		}
 		cJSON_Delete(rep);
 	}
 	free(out);
@@ -499,6 +549,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, reference_without_configs_skips_every_task);
 	tcase_add_test(tc, plan_refuses_bad_references);
 	tcase_add_test(tc, edited_reference_skips_are_refused);
+	tcase_add_test(tc, baseline_slower_than_a_reference_is_flagged);
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
 	tcase_add_test(tc, parts_with_references_merge_into_evidence_that_verifies);
 	suite_add_tcase(s, tc);
