@@ -16,9 +16,9 @@
 #   (then here: untar evidence.tgz, move plans/ and results/ into the tree, --record)
 #   (if it has not finished when the call returns, at once:)  tools/gpu/h200_cards.sh wait
 #
-# `start STEP...` runs the steps in a background session (setsid: it outlives the call) and waits;
-# `wait` waits again; both stop waiting after WAIT_S seconds (default 540) and copy the logs and
-# one tarball of plans and eval dirs to $OUT. Steps:
+# `start STEP...` runs the steps in a background session and waits; `wait` waits again
+# (tools/gpu/bg_steps.sh); both stop waiting after WAIT_S seconds (default 540) and copy the logs
+# and one tarball of plans and eval dirs to $OUT. Steps:
 #   plans     --emit-plan of the cards: the sm_90 ones with FlashMLA, torch and the other port as
 #             references and the e2e stage (the DeepSeek-V3 step, kernels/torch/deepseek_v3_step.py),
 #             the gfx942 ones (plans only: no MI300X), the headline plan (tier full)
@@ -98,50 +98,15 @@ run_steps() {
 			;;
 		esac
 		echo "== step $step: $(($(date +%s) - start)) s"
-		tar czf "$WORK/evidence.tgz.$$" -C $D plans results 2>/dev/null && mv "$WORK/evidence.tgz.$$" "$WORK/evidence.tgz"
+		bg_snapshot
 	done
 	touch "$WORK/done"
 }
 
-collect() {
-	local deadline=$(($(date +%s) + WAIT_S))
-	while [ ! -e "$WORK/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-		sleep 5
-		# the newest tarball and logs in $OUT as they come: a call stopped at its time limit (or
-		# at the end of the session's device time) still brings back every finished step
-		cp -u "$WORK"/*.tgz "$WORK"/*.log "$OUT"/ 2>/dev/null
-	done
+# the tarball of every plan and eval dir so far, written atomically
+bg_snapshot() {
 	tar czf "$WORK/evidence.tgz.$$" -C $D plans results 2>/dev/null && mv "$WORK/evidence.tgz.$$" "$WORK/evidence.tgz"
-	cp "$WORK"/*.tgz "$WORK"/*.log "$OUT"/ 2>/dev/null
-	cat "$WORK/steps.log"
-	for f in "$WORK"/*.log; do
-		case $f in */steps.log) continue ;; esac
-		echo "---- $(basename "$f") (tail)"
-		tail -n 25 "$f"
-	done
-	[ -e "$WORK/done" ] && echo "ALL STEPS DONE" || echo "STILL RUNNING: call '$0 wait' again"
 }
 
-case ${1:-} in
-start)
-	shift
-	rm -rf "$WORK" && mkdir -p "$WORK"
-	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
-		--format=csv,noheader
-	$VS --version
-	setsid nohup "$0" steps "$@" >"$WORK/steps.log" 2>&1 </dev/null &
-	sleep 1
-	collect
-	;;
-steps)
-	shift
-	run_steps "$@"
-	;;
-wait)
-	collect
-	;;
-*)
-	echo "usage: $0 start STEP... | wait" >&2
-	exit 2
-	;;
-esac
+source tools/gpu/bg_steps.sh
+bg_main "$@"

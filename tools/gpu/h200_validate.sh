@@ -7,9 +7,9 @@
 #   device run, carry ["devbundle"]:  tools/gpu/h200_validate.sh start iso card bench aa
 #   (if it has not finished when the call returns, at once:)  tools/gpu/h200_validate.sh wait
 #
-# `start STEP...` runs the steps in a background session (setsid: it outlives the call) and waits;
-# `wait` waits again. Both stop waiting after WAIT_S seconds (default 560) and copy what is done
-# (one tarball and one log per step) to $OUT. Steps (each materializes its own tasks there):
+# `start STEP...` runs the steps in a background session and waits; `wait` waits again
+# (tools/gpu/bg_steps.sh). Both stop waiting after WAIT_S seconds (default 560) and copy what is
+# done (one tarball and one log per step) to $OUT. Steps (each materializes its own tasks there):
 #   iso    tests/gpu/gpu_isolation: faulting and hanging GPU kernels in worker processes
 #   card   --run the sm_90 card's committed plan (plans/mla_decode_hip_port_sm90.plan.json)
 #   bench  --run the full tier's benchmark shapes (plans/bench/..., --task perf-)
@@ -58,41 +58,10 @@ run_steps() {
 	touch "$WORK/done"
 }
 
-collect() {
-	local deadline=$(($(date +%s) + WAIT_S))
-	while [ ! -e "$WORK/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
-		sleep 5
-	done
-	cp "$WORK"/*.tgz "$WORK"/*.log "$OUT"/ 2>/dev/null
-	cat "$WORK/steps.log"
-	for f in "$WORK"/*.log; do
-		case $f in */steps.log) continue ;; esac
-		echo "---- $(basename "$f") (tail)"
-		grep -vE '^\s+(hip|cpu|test)\.[a-z_]+ .*: parity FAILED' "$f" | tail -n 30
-	done
-	[ -e "$WORK/done" ] && echo "ALL STEPS DONE" || echo "STILL RUNNING: call '$0 wait' again"
+# failing configs of the plain kernels are many lines each: the reply shows the rest
+bg_tail() {
+	grep -vE '^\s+(hip|cpu|test)\.[a-z_]+ .*: parity FAILED' "$1" | tail -n 30
 }
 
-case ${1:-} in
-start)
-	shift
-	rm -rf "$WORK" && mkdir -p "$WORK"
-	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
-		--format=csv,noheader
-	$VS --version
-	setsid nohup "$0" steps "$@" >"$WORK/steps.log" 2>&1 </dev/null &
-	sleep 1
-	collect
-	;;
-steps)
-	shift
-	run_steps "$@"
-	;;
-wait)
-	collect
-	;;
-*)
-	echo "usage: $0 start STEP... | wait" >&2
-	exit 2
-	;;
-esac
+source tools/gpu/bg_steps.sh
+bg_main "$@"
