@@ -210,11 +210,28 @@ static int host_heavy_launch(const struct mla_decode_args *a, const struct mla_d
 	return mla_cpu_naive.launch(a, &naive_cfg);
 }
 
-/* Counts prepare() calls per config (ABI v2): once per task and config, before its first launch. */
-static int prepared[2], launched_unprepared;
+/*
+ * Counts prepare() calls per config (ABI v2): once per task, config and buffer set, before the
+ * config's first launch; a launch on buffers its config's prepare() was not given is counted (the
+ * buffer set of torch.mla_decode's own CUDA graph).
+ */
+#define MAX_BUFSETS 32
+static int prepared[2], launched_unprepared, prepared_twice;
+static struct {
+	const void *q, *kv, *out;
+} bufsets[2][MAX_BUFSETS];
+
+static int bufset_index(int cfg, const struct mla_decode_args *a)
+{
+	for (int k = 0; k < prepared[cfg] && k < MAX_BUFSETS; k++)
+		if (bufsets[cfg][k].q == a->q && bufsets[cfg][k].kv == a->kv_cache && bufsets[cfg][k].out == a->out)
+			return k;
+	return -1;
+}
+
 static int prepared_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
 {
-	if (!prepared[c->block_n])
+	if (bufset_index(c->block_n, a) < 0)
 		launched_unprepared++;
 	virtual_ms += 1.0;
 	return mla_cpu_naive.launch(a, &naive_cfg);
@@ -222,7 +239,15 @@ static int prepared_launch(const struct mla_decode_args *a, const struct mla_dec
 
 static int count_prepare(const struct mla_decode_args *a, const struct mla_decode_config *c)
 {
-	(void)a;
+	int k = prepared[c->block_n];
+
+	if (bufset_index(c->block_n, a) >= 0)
+		prepared_twice++;
+	if (k < MAX_BUFSETS) {
+		bufsets[c->block_n][k].q = a->q;
+		bufsets[c->block_n][k].kv = a->kv_cache;
+		bufsets[c->block_n][k].out = a->out;
+	}
 	prepared[c->block_n]++;
 	return MLA_OK;
 }
@@ -754,17 +779,22 @@ START_TEST(graph_replay_of_an_uncapturable_launch_fails_the_task_with_its_line)
 }
 END_TEST
 
-START_TEST(prepare_runs_once_per_config_before_its_first_launch)
+START_TEST(prepare_runs_once_per_config_and_buffer_set_before_its_first_launch)
 {
 	struct measure_result r;
 
-	/* An A/A run: the baseline's "default" is the candidate's too, prepared once for both sides. */
-	prepared[0] = prepared[1] = launched_unprepared = 0;
+	/*
+	 * An A/A run: the baseline's "default" is the candidate's too, prepared once for both sides, on
+	 * each buffer set the task's launches use: the 2 input sets, the second output pair, the fresh q
+	 * at its 2 addresses over each set's keys (2 + 1 + 4), and never launched on another.
+	 */
+	prepared[0] = prepared[1] = launched_unprepared = prepared_twice = 0;
 	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
 	cfgs2[1] = (struct mla_decode_config){"b", 1, 0, 0, 0, 0};
 	ck_assert_int_eq(run(&r, &with_prepare, &with_prepare, 2, 0), 0);
-	ck_assert_int_eq(prepared[0], 1);
-	ck_assert_int_eq(prepared[1], 1);
+	ck_assert_int_eq(prepared[0], 7);
+	ck_assert_int_eq(prepared[1], 7);
+	ck_assert_int_eq(prepared_twice, 0);
 	ck_assert_int_eq(launched_unprepared, 0);
 	ck_assert_int_eq(r.complete, 1);
 	measure_result_release(&r);
@@ -1174,7 +1204,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, tuning_chooses_the_fastest_passing_config);
 	tcase_add_test(tc, graph_replay_keeps_host_launch_cost_out_of_the_sample);
 	tcase_add_test(tc, graph_replay_of_an_uncapturable_launch_fails_the_task_with_its_line);
-	tcase_add_test(tc, prepare_runs_once_per_config_before_its_first_launch);
+	tcase_add_test(tc, prepare_runs_once_per_config_and_buffer_set_before_its_first_launch);
 	tcase_add_test(tc, parity_failure_names_worst_element);
 	tcase_add_loop_test(tc, cheats_are_caught_in_parity, 0, (int)(sizeof(cheats) / sizeof(cheats[0])));
 	tcase_add_test(tc, memoizing_launch_gains_nothing_in_the_timed_loop);
