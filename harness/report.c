@@ -502,8 +502,8 @@ static void print_e2e_text(FILE *f, struct row *rows, int n, int markdown)
 			} else if (!cJSON_IsObject(cJSON_GetObjectItem(t, "e2e_pct"))) {
 				/* not run (the task failed before the e2e stage) or failed: the status and its reason */
 				fprintf(f, "  %s:   %-28s e2e %s%s%s\n", r->id,
-					cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")), cells[0], *cells[1] ? ": " : "",
-					cells[1]);
+					cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")), cells[0],
+					*cells[1] ? ": " : "", cells[1]);
 			} else {
 				fprintf(f, "  %s:   %-28s step %s ms, attention share %s, e2e_pct %s, control %s; %s\n",
 					r->id, cJSON_GetStringValue(cJSON_GetObjectItem(t, "name")), cells[0], cells[1],
