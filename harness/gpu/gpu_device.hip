@@ -92,11 +92,11 @@ int vmm_fail(const char *call, hipError_t e)
 	return vs_error(VS_EUNSUPPORTED, "%s failed: %s (%d)", call, hipGetErrorString(e), (int)e);
 }
 
-#define VMM_CALL(call)                                                                                                 \
+#define VMM_CALL(name, call)                                                                                           \
 	do {                                                                                                           \
 		hipError_t vmm_e_ = (call);                                                                            \
 		if (vmm_e_ != hipSuccess)                                                                              \
-			return vmm_fail(#call, vmm_e_);                                                                \
+			return vmm_fail(name, vmm_e_);                                                                 \
 	} while (0)
 
 int vmm_init(void) { return 0; }
@@ -109,13 +109,14 @@ int vmm_granularity(size_t *g, int ordinal)
 	prop.type = hipMemAllocationTypePinned;
 	prop.location.type = hipMemLocationTypeDevice;
 	prop.location.id = ordinal;
-	VMM_CALL(hipMemGetAllocationGranularity(g, &prop, hipMemAllocationGranularityMinimum));
+	VMM_CALL("hipMemGetAllocationGranularity",
+		 hipMemGetAllocationGranularity(g, &prop, hipMemAllocationGranularityMinimum));
 	return 0;
 }
 
 int vmm_reserve(void **p, size_t bytes, size_t align)
 {
-	VMM_CALL(hipMemAddressReserve(p, bytes, align, nullptr, 0));
+	VMM_CALL("hipMemAddressReserve", hipMemAddressReserve(p, bytes, align, nullptr, 0));
 	return 0;
 }
 
@@ -127,7 +128,7 @@ int vmm_create(VmmHandle *h, size_t bytes, int ordinal)
 	prop.type = hipMemAllocationTypePinned;
 	prop.location.type = hipMemLocationTypeDevice;
 	prop.location.id = ordinal;
-	VMM_CALL(hipMemCreate(h, bytes, &prop, 0));
+	VMM_CALL("hipMemCreate", hipMemCreate(h, bytes, &prop, 0));
 	return 0;
 }
 
@@ -135,12 +136,12 @@ int vmm_map(void *p, size_t bytes, VmmHandle h, int ordinal)
 {
 	hipMemAccessDesc acc;
 
-	VMM_CALL(hipMemMap(p, bytes, 0, h, 0));
+	VMM_CALL("hipMemMap", hipMemMap(p, bytes, 0, h, 0));
 	memset(&acc, 0, sizeof(acc));
 	acc.location.type = hipMemLocationTypeDevice;
 	acc.location.id = ordinal;
 	acc.flags = hipMemAccessFlagsProtReadWrite;
-	VMM_CALL(hipMemSetAccess(p, bytes, &acc, 1));
+	VMM_CALL("hipMemSetAccess", hipMemSetAccess(p, bytes, &acc, 1));
 	return 0;
 }
 
@@ -164,22 +165,22 @@ struct DriverVmm {
 	decltype(&cuMemSetAccess) set_access;
 };
 
-DriverVmm drv;
+DriverVmm cu_vmm;
 
 int vmm_fail(const char *call, CUresult r)
 {
 	const char *text = nullptr;
 
-	if (drv.get_error_string)
-		drv.get_error_string(r, &text);
+	if (cu_vmm.get_error_string)
+		cu_vmm.get_error_string(r, &text);
 	return vs_error(VS_EUNSUPPORTED, "%s failed: %s (%d)", call, text ? text : "unknown error", (int)r);
 }
 
-#define VMM_CALL(call)                                                                                                 \
+#define VMM_CALL(name, call)                                                                                           \
 	do {                                                                                                           \
 		CUresult vmm_r_ = (call);                                                                              \
 		if (vmm_r_ != CUDA_SUCCESS)                                                                            \
-			return vmm_fail(#call, vmm_r_);                                                                \
+			return vmm_fail(name, vmm_r_);                                                                 \
 	} while (0)
 
 /* Resolve one entry point of the CUDA 12.0 ABI (the cuMem* calls are unchanged since 10.2). */
@@ -190,8 +191,9 @@ int vmm_entry(void **fn, const char *symbol)
 
 	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
 		(void)cudaGetLastError();
-		snprintf(drv.why, sizeof(drv.why), "cudaGetDriverEntryPointByVersion(\"%s\") failed: %s (%d, query %d)",
-			 symbol, cudaGetErrorString(e), (int)e, (int)q);
+		snprintf(cu_vmm.why, sizeof(cu_vmm.why),
+			 "cudaGetDriverEntryPointByVersion(\"%s\") failed: %s (%d, query %d)", symbol,
+			 cudaGetErrorString(e), (int)e, (int)q);
 		return -1;
 	}
 	return 0;
@@ -199,20 +201,21 @@ int vmm_entry(void **fn, const char *symbol)
 
 int vmm_init(void)
 {
-	if (!drv.loaded) {
-		int ok = !vmm_entry((void **)&drv.get_error_string, "cuGetErrorString") &&
-			 !vmm_entry((void **)&drv.granularity, "cuMemGetAllocationGranularity") &&
-			 !vmm_entry((void **)&drv.reserve, "cuMemAddressReserve") &&
-			 !vmm_entry((void **)&drv.address_free, "cuMemAddressFree") &&
-			 !vmm_entry((void **)&drv.create, "cuMemCreate") &&
-			 !vmm_entry((void **)&drv.release, "cuMemRelease") &&
-			 !vmm_entry((void **)&drv.map, "cuMemMap") && !vmm_entry((void **)&drv.unmap, "cuMemUnmap") &&
-			 !vmm_entry((void **)&drv.set_access, "cuMemSetAccess");
+	if (!cu_vmm.loaded) {
+		int ok = !vmm_entry((void **)&cu_vmm.get_error_string, "cuGetErrorString") &&
+			 !vmm_entry((void **)&cu_vmm.granularity, "cuMemGetAllocationGranularity") &&
+			 !vmm_entry((void **)&cu_vmm.reserve, "cuMemAddressReserve") &&
+			 !vmm_entry((void **)&cu_vmm.address_free, "cuMemAddressFree") &&
+			 !vmm_entry((void **)&cu_vmm.create, "cuMemCreate") &&
+			 !vmm_entry((void **)&cu_vmm.release, "cuMemRelease") &&
+			 !vmm_entry((void **)&cu_vmm.map, "cuMemMap") &&
+			 !vmm_entry((void **)&cu_vmm.unmap, "cuMemUnmap") &&
+			 !vmm_entry((void **)&cu_vmm.set_access, "cuMemSetAccess");
 
-		drv.loaded = ok ? 1 : -1;
+		cu_vmm.loaded = ok ? 1 : -1;
 	}
-	if (drv.loaded < 0)
-		return vs_error(VS_EUNSUPPORTED, "%s", drv.why);
+	if (cu_vmm.loaded < 0)
+		return vs_error(VS_EUNSUPPORTED, "%s", cu_vmm.why);
 	return 0;
 }
 
@@ -229,7 +232,7 @@ int vmm_granularity(size_t *g, int ordinal)
 	CUmemAllocationProp prop;
 
 	vmm_prop(&prop, ordinal);
-	VMM_CALL(drv.granularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	VMM_CALL("cuMemGetAllocationGranularity", cu_vmm.granularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
 	return 0;
 }
 
@@ -237,7 +240,7 @@ int vmm_reserve(void **p, size_t bytes, size_t align)
 {
 	CUdeviceptr a = 0;
 
-	VMM_CALL(drv.reserve(&a, bytes, align, 0, 0));
+	VMM_CALL("cuMemAddressReserve", cu_vmm.reserve(&a, bytes, align, 0, 0));
 	*p = (void *)(uintptr_t)a;
 	return 0;
 }
@@ -247,7 +250,7 @@ int vmm_create(VmmHandle *h, size_t bytes, int ordinal)
 	CUmemAllocationProp prop;
 
 	vmm_prop(&prop, ordinal);
-	VMM_CALL(drv.create(h, bytes, &prop, 0));
+	VMM_CALL("cuMemCreate", cu_vmm.create(h, bytes, &prop, 0));
 	return 0;
 }
 
@@ -255,18 +258,18 @@ int vmm_map(void *p, size_t bytes, VmmHandle h, int ordinal)
 {
 	CUmemAccessDesc acc;
 
-	VMM_CALL(drv.map((CUdeviceptr)(uintptr_t)p, bytes, 0, h, 0));
+	VMM_CALL("cuMemMap", cu_vmm.map((CUdeviceptr)(uintptr_t)p, bytes, 0, h, 0));
 	memset(&acc, 0, sizeof(acc));
 	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	acc.location.id = ordinal;
 	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	VMM_CALL(drv.set_access((CUdeviceptr)(uintptr_t)p, bytes, &acc, 1));
+	VMM_CALL("cuMemSetAccess", cu_vmm.set_access((CUdeviceptr)(uintptr_t)p, bytes, &acc, 1));
 	return 0;
 }
 
-void vmm_unmap(void *p, size_t bytes) { (void)drv.unmap((CUdeviceptr)(uintptr_t)p, bytes); }
-void vmm_release(VmmHandle h) { (void)drv.release(h); }
-void vmm_free_range(void *p, size_t bytes) { (void)drv.address_free((CUdeviceptr)(uintptr_t)p, bytes); }
+void vmm_unmap(void *p, size_t bytes) { (void)cu_vmm.unmap((CUdeviceptr)(uintptr_t)p, bytes); }
+void vmm_release(VmmHandle h) { (void)cu_vmm.release(h); }
+void vmm_free_range(void *p, size_t bytes) { (void)cu_vmm.address_free((CUdeviceptr)(uintptr_t)p, bytes); }
 
 #endif /* platform */
 
@@ -476,10 +479,9 @@ void gpu_release(struct vs_device *d)
 }
 
 const struct vs_device_ops gpu_ops = {
-	gpu_alloc,       gpu_free,         gpu_upload,       gpu_download,      gpu_fill,
-	gpu_flush_llc,   gpu_timer_begin,  gpu_timer_end,    gpu_synchronize,   gpu_graph_begin,
-	gpu_graph_end,   gpu_graph_launch, gpu_graph_free,   gpu_alloc_sparse,  gpu_free_sparse,
-	gpu_clocks,      gpu_release,
+	gpu_alloc,       gpu_free,         gpu_upload,      gpu_download,    gpu_fill,      gpu_flush_llc,
+	gpu_timer_begin, gpu_timer_end,    gpu_synchronize, gpu_graph_begin, gpu_graph_end, gpu_graph_launch,
+	gpu_graph_free,  gpu_alloc_sparse, gpu_free_sparse, gpu_clocks,      gpu_release,
 };
 
 int fill_info(struct vs_device_info *info, int ordinal)
