@@ -50,6 +50,29 @@ struct vs_device_ops {
 	int (*graph_end)(struct vs_device *d, void **graph);
 	int (*graph_launch)(struct vs_device *d, void *graph);
 	void (*graph_free)(struct vs_device *d, void *graph);
+	/*
+	 * Sparse buffer (optional: NULL where a backend lacks it; the caller then uses alloc). Reserves
+	 * total_bytes of address space as ONE range at *base and backs with memory only its first
+	 * granule and the bytes [map_offset, map_offset + map_bytes); everything between is reserved
+	 * and never backed, so an access there faults (SIGSEGV on the CPU, an illegal address on a
+	 * GPU) instead of reading another buffer. *base lies inside a real mapping: a runtime's
+	 * pointer query (cuPointerGetAttribute, as Triton's launcher does) accepts it, where a base
+	 * computed below some allocation is refused. For a task whose pages sit far into a larger
+	 * virtual cache (task.h page_offset) without allocating the pages in between.
+	 *
+	 * The granule is the backend's mapping unit: the page size on the CPU, the allocation
+	 * granularity on a GPU (2 MiB on H200). *base is aligned to it; the stored range is backed
+	 * from map_offset rounded down to map_offset + map_bytes rounded up, so any map_offset works.
+	 * Backed bytes hold unspecified values until written.
+	 *
+	 * Errors: VS_EUNSUPPORTED when map_bytes is 0 or the stored range does not lie in
+	 * total_bytes, or when the runtime cannot (no virtual memory management on this device or
+	 * driver, a call refused: the message names it); VS_ENOMEM. After an error nothing is left
+	 * allocated and the caller may fall back to alloc. The buffer is the caller's: free_sparse
+	 * (accepts NULL) releases it whole, given the *base alloc_sparse returned (never free).
+	 */
+	int (*alloc_sparse)(struct vs_device *d, void **base, size_t total_bytes, size_t map_offset, size_t map_bytes);
+	void (*free_sparse)(struct vs_device *d, void *base);
 	/* Current SM and memory clocks in MHz, for throttling checks; optional (NULL or -1 values). */
 	int (*clocks)(struct vs_device *d, int *sm_mhz, int *mem_mhz);
 	void (*release)(struct vs_device *d);

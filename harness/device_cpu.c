@@ -1,18 +1,32 @@
-/* device_cpu.c - the host CPU as a vs_device: malloc'd buffers, monotonic clock, LLC flush. */
+/*
+ * device_cpu.c - the host CPU as a vs_device: malloc'd buffers, monotonic clock, LLC flush. Sparse
+ * buffers are a PROT_NONE reservation of the whole range (address space only: no memory, no swap)
+ * whose first page and stored range are made readable and writable.
+ */
 #include "device.h"
 #include "vs_error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+
+/* One sparse buffer: its reservation, what munmap needs. */
+struct cpu_sparse {
+	void *base;
+	size_t bytes;
+	struct cpu_sparse *next;
+};
 
 struct cpu_priv {
 	unsigned char *flush;
 	size_t flush_bytes;
 	struct timespec t0;
+	struct cpu_sparse *sparse; /* live sparse buffers */
 };
 
 static int cpu_alloc(struct vs_device *d, void **ptr, size_t bytes)
@@ -30,6 +44,61 @@ static void cpu_free(struct vs_device *d, void *ptr)
 {
 	(void)d;
 	free(ptr);
+}
+
+static int cpu_alloc_sparse(struct vs_device *d, void **base, size_t total_bytes, size_t map_offset, size_t map_bytes)
+{
+	struct cpu_priv *p = d->priv;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), lo, hi, total;
+	struct cpu_sparse *rec;
+	unsigned char *r;
+
+	if (!map_bytes || map_offset > total_bytes || map_bytes > total_bytes - map_offset)
+		return vs_error(VS_EUNSUPPORTED, "sparse buffer: bytes [%zu, +%zu) do not lie in its %zu bytes",
+				map_offset, map_bytes, total_bytes);
+	lo = map_offset / page * page;
+	hi = (map_offset + map_bytes + page - 1) / page * page;
+	total = (total_bytes + page - 1) / page * page; /* >= hi, and >= page as map_bytes > 0 */
+	rec = calloc(1, sizeof(*rec));
+	VS_CHECK_ALLOC(rec);
+	r = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED) {
+		free(rec);
+		return vs_error(VS_ENOMEM, "sparse buffer: cannot reserve %zu bytes of address space: %s", total,
+				strerror(errno));
+	}
+	if (mprotect(r, page, PROT_READ | PROT_WRITE) != 0 || mprotect(r + lo, hi - lo, PROT_READ | PROT_WRITE) != 0) {
+		int e = errno;
+
+		munmap(r, total);
+		free(rec);
+		return vs_error(VS_ENOMEM, "sparse buffer: cannot map %zu bytes at offset %zu of %zu: %s", hi - lo, lo,
+				total, strerror(e));
+	}
+	rec->base = r;
+	rec->bytes = total;
+	rec->next = p->sparse;
+	p->sparse = rec;
+	*base = r;
+	return 0;
+}
+
+static void cpu_free_sparse(struct vs_device *d, void *base)
+{
+	struct cpu_priv *p = d->priv;
+
+	if (!base)
+		return;
+	for (struct cpu_sparse **pp = &p->sparse; *pp; pp = &(*pp)->next) {
+		struct cpu_sparse *rec = *pp;
+
+		if (rec->base == base) {
+			munmap(rec->base, rec->bytes);
+			*pp = rec->next;
+			free(rec);
+			return;
+		}
+	}
 }
 
 static int cpu_copy(struct vs_device *d, void *dst, const void *src, size_t bytes)
@@ -87,8 +156,11 @@ static void cpu_release(struct vs_device *d)
 {
 	struct cpu_priv *p = d->priv;
 
-	if (p)
+	if (p) {
+		while (p->sparse)
+			cpu_free_sparse(d, p->sparse->base);
 		free(p->flush);
+	}
 	free(p);
 	d->priv = NULL;
 }
@@ -103,6 +175,8 @@ static const struct vs_device_ops cpu_ops = {
 	.timer_begin = cpu_timer_begin,
 	.timer_end = cpu_timer_end,
 	.synchronize = cpu_sync,
+	.alloc_sparse = cpu_alloc_sparse,
+	.free_sparse = cpu_free_sparse,
 	.release = cpu_release,
 };
 

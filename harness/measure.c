@@ -61,6 +61,8 @@ struct bufs {
 	int nprepared;
 	int nsets;
 	void *q[VS_TASK_MAX_SETS], *kv[VS_TASK_MAX_SETS], *bt[VS_TASK_MAX_SETS], *sl[VS_TASK_MAX_SETS];
+	/* page_offset tasks: each set's whole virtual cache (alloc_sparse), kv[] its stored pages; or NULL */
+	void *kv_sparse[VS_TASK_MAX_SETS];
 	void *out[2];
 	void *lse[2];
 	void *ws;
@@ -88,7 +90,10 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 {
 	for (int s = 0; s < VS_TASK_MAX_SETS; s++) {
 		d->ops->free(d, b->q[s]);
-		d->ops->free(d, b->kv[s]);
+		if (b->kv_sparse[s])
+			d->ops->free_sparse(d, b->kv_sparse[s]);
+		else
+			d->ops->free(d, b->kv[s]);
 		d->ops->free(d, b->bt[s]);
 		d->ops->free(d, b->sl[s]);
 	}
@@ -122,11 +127,16 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 	a->q = b->q[set];
 	/*
 	 * A task with page_offset places its stored pages at page_offset.. of a larger virtual cache
-	 * (task.h): block_table entries count from the virtual base, which lies page_offset pages
-	 * below the buffer and is never dereferenced below it. Byte offsets past 2^32 test 64-bit
-	 * index math without allocating the pages in between.
+	 * (task.h): block_table entries count from the virtual base. Byte offsets past 2^32 test
+	 * 64-bit index math without allocating the pages in between. The base is the cache's own
+	 * reservation (kv_alloc) when the device has sparse buffers: a valid pointer, as a real
+	 * cache's is. Otherwise it lies page_offset pages below the buffer, outside any allocation
+	 * (never dereferenced there, but refused by launchers that query their pointers: Triton's).
 	 */
-	a->kv_cache = (const void *)((uintptr_t)b->kv[set] - (uintptr_t)s->page_offset * task_page_bytes(s));
+	if (b->kv_sparse[set])
+		a->kv_cache = b->kv_sparse[set];
+	else
+		a->kv_cache = (const void *)((uintptr_t)b->kv[set] - (uintptr_t)s->page_offset * task_page_bytes(s));
 	a->block_table = b->bt[set];
 	a->seqlens = b->sl[set];
 	a->out = b->out[which];
@@ -196,8 +206,41 @@ static int guarded_alloc(struct vs_device *d, void **base, void **user, size_t b
 	return 0;
 }
 
+/*
+ * Set i's cache. A page_offset task's is one sparse buffer when the device has them: the virtual
+ * cache's whole range reserved, its first granule and the stored pages (at page_offset *
+ * page_bytes, b->kv[i]) backed. When the device refuses (a GPU without virtual memory management),
+ * one line in the run log says so and this and the later sets take the old layout: kv[i] a plain
+ * buffer of the stored pages, the base computed below it (make_args). *sparse_ok is cleared then.
+ */
+static int kv_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
+		    int i, int *sparse_ok)
+{
+	const struct task_spec *s = &t->spec;
+	size_t kv_bytes = t->sets[i].kv_bytes, off = (size_t)s->page_offset * task_page_bytes(s);
+	int err, quiet;
+
+	if (!s->page_offset || !d->ops->alloc_sparse || !*sparse_ok || !kv_bytes)
+		return d->ops->alloc(d, &b->kv[i], kv_bytes);
+	quiet = vs_error_set_quiet(1); /* a refusal is a warning here, not an error */
+	err = d->ops->alloc_sparse(d, &b->kv_sparse[i], off + kv_bytes, off, kv_bytes);
+	vs_error_set_quiet(quiet);
+	if (!err) {
+		b->kv[i] = (unsigned char *)b->kv_sparse[i] + off;
+		return 0;
+	}
+	b->kv_sparse[i] = NULL;
+	*sparse_ok = 0;
+	say(ctx->log,
+	    "    warning: page_offset: no sparse kv_cache (%s): the cache base lies %zu bytes below its "
+	    "allocation, which launchers that check their pointers (Triton's) refuse\n",
+	    vs_last_error(), off);
+	return d->ops->alloc(d, &b->kv[i], kv_bytes);
+}
+
 static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b)
 {
+	int sparse_ok = 1;
 	const struct task_spec *s = &t->spec;
 	int err = 0;
 
@@ -208,8 +251,7 @@ static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const 
 	for (int i = 0; i < t->nsets && !err; i++) {
 		const struct task_set *ts = &t->sets[i];
 
-		if ((err = d->ops->alloc(d, &b->q[i], ts->q_bytes)) ||
-		    (err = d->ops->alloc(d, &b->kv[i], ts->kv_bytes)) ||
+		if ((err = d->ops->alloc(d, &b->q[i], ts->q_bytes)) || (err = kv_alloc(d, ctx, t, b, i, &sparse_ok)) ||
 		    (err = d->ops->alloc(d, &b->bt[i], ts->block_table_bytes)) ||
 		    (err = d->ops->alloc(d, &b->sl[i], ts->seqlens_bytes)))
 			break;

@@ -936,7 +936,22 @@ START_TEST(honest_launch_passes_the_capture_gate)
 }
 END_TEST
 
-/* Pages placed past 2^32 bytes of a (virtual) cache: the CPU kernels index in 64 bits. */
+/* A device whose sparse buffers are refused at run time, as a GPU without virtual memory management. */
+static int refuse_sparse(struct vs_device *d, void **base, size_t total, size_t off, size_t bytes)
+{
+	(void)d;
+	(void)base;
+	(void)total;
+	(void)off;
+	(void)bytes;
+	return vs_error(VS_EUNSUPPORTED, "cuMemCreate failed: operation not supported (801)");
+}
+
+/*
+ * Pages placed past 2^32 bytes of a (virtual) cache: the CPU kernels index in 64 bits. Loop 0: the
+ * CPU device's sparse buffer (the cache base is mapped memory); loop 1: a device that refuses it,
+ * where the run log says so in one line and the old layout (base below the buffer) still passes.
+ */
 START_TEST(page_offset_past_4gib_passes_parity)
 {
 	struct task_spec s;
@@ -946,7 +961,9 @@ START_TEST(page_offset_past_4gib_passes_parity)
 	struct vs_device d;
 	struct plan p;
 	static int32_t lens[2] = {129, 64};
-	char *dir = NULL;
+	char *dir = NULL, *logtext = NULL;
+	size_t loglen = 0;
+	FILE *log = open_memstream(&logtext, &loglen);
 
 	memset(&s, 0, sizeof(s));
 	snprintf(s.name, sizeof(s.name), "bf16-page-offset-test");
@@ -967,6 +984,9 @@ START_TEST(page_offset_past_4gib_passes_parity)
 	ck_assert_msg(task_materialize(&dir, root, &s, 1) == 0, "%s", vs_last_error());
 	ck_assert_int_eq(task_load(&t, dir), 0);
 	open_fake_device(&d, 0);
+	ck_assert_ptr_nonnull(fake_ops.alloc_sparse);
+	if (_i == 1)
+		fake_ops.alloc_sparse = refuse_sparse;
 	cfgs2[0] = (struct mla_decode_config){"bn16-bh8-sp4-w2-st0", 16, 8, 4, 2, 0};
 	make_plan(&p, &mla_cpu_naive, &mla_cpu_splitkv, 1, 0);
 	memset(&ctx, 0, sizeof(ctx));
@@ -975,10 +995,24 @@ START_TEST(page_offset_past_4gib_passes_parity)
 	ctx.base = &mla_cpu_naive;
 	ctx.cand = &mla_cpu_splitkv;
 	ctx.check_base = ctx.check_cand = 1;
+	ctx.log = log;
 	ck_assert_int_eq(measure_task(&r, &ctx, &t), 0);
 	ck_assert_msg(r.base.config_pass[0] == 1, "naive: %s", r.base.config_detail[0] ? r.base.config_detail[0] : "");
 	ck_assert_msg(r.cand.config_pass[0] == 1, "splitkv: %s", r.cand.config_detail[0] ? r.cand.config_detail[0] : "");
 	measure_result_release(&r);
+	fclose(log);
+	if (_i == 1) {
+		const char *want = "    warning: page_offset: no sparse kv_cache (cuMemCreate failed: operation not "
+				   "supported (801)): the cache base lies 4423680000 bytes below its allocation, "
+				   "which launchers that check their pointers (Triton's) refuse\n";
+		char *at = strstr(logtext, want);
+
+		ck_assert_msg(at, "%s", logtext);
+		ck_assert_msg(!strstr(at + strlen(want), "no sparse kv_cache"), "more than one line: %s", logtext);
+	} else {
+		ck_assert_msg(!strstr(logtext, "no sparse kv_cache"), "%s", logtext);
+	}
+	free(logtext);
 	d.ops = cpu_ops;
 	vs_device_release(&d);
 	task_data_release(&t);
@@ -1212,7 +1246,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, capture_unsafe_launch_fails_the_capture_gate);
 	tcase_add_test(tc, honest_launch_passes_the_capture_gate);
 	tcase_add_test(tc, honest_fp8_launch_passes_the_capture_gate);
-	tcase_add_test(tc, page_offset_past_4gib_passes_parity);
+	tcase_add_loop_test(tc, page_offset_past_4gib_passes_parity, 0, 2);
 	tcase_add_test(tc, clock_change_during_sampling_is_flagged);
 	tcase_add_test(tc, references_are_timed_in_the_candidates_rounds);
 	tcase_add_test(tc, skipped_reference_never_runs);

@@ -125,6 +125,52 @@ static int tmpfile_launch(const struct mla_decode_args *a, const struct mla_deco
 static const struct mla_decode_impl tmpfile_impl = {MLA_DECODE_ABI_VERSION, "test.tmpfile", "cpu", "", one_config,
 						    no_ws, tmpfile_launch, NULL, NULL};
 
+/*
+ * The page-offset task's cache (task.h page_offset): kv_cache is the base of a virtual cache whose
+ * stored pages start at the smallest block_table entry. base_probe reads the byte at the base (a
+ * valid pointer is readable memory, as a real cache's base is: with the base computed below an
+ * allocation the read faults), then computes; between_probe reads a
+ * byte half-way to the stored pages, which must never be backed (it faults there, and only there).
+ */
+static volatile unsigned char probe_sink;
+
+static size_t probe_page_bytes(const struct mla_decode_args *a)
+{
+	return (size_t)a->page_size * MLA_D_QK * mla_kv_elem_size(a->kv_dtype);
+}
+
+static int32_t probe_first_page(const struct mla_decode_args *a)
+{
+	int32_t first = VS_BLOCK_TABLE_SENTINEL;
+
+	for (int i = 0; i < a->batch * a->max_pages; i++)
+		first = a->block_table[i] < first ? a->block_table[i] : first;
+	return first;
+}
+
+static int base_probe_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	const volatile unsigned char *k = a->kv_cache;
+
+	(void)c;
+	probe_sink = k[0];
+	return mla_cpu_naive.launch(a, &one_cfg);
+}
+
+static int between_probe_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	const volatile unsigned char *k = a->kv_cache;
+
+	(void)c;
+	probe_sink = k[(size_t)(probe_first_page(a) / 2) * probe_page_bytes(a)];
+	return mla_cpu_naive.launch(a, &one_cfg);
+}
+
+static const struct mla_decode_impl base_probe = {MLA_DECODE_ABI_VERSION, "test.base_probe", "cpu", "",
+						  one_config, no_ws, base_probe_launch, NULL, NULL};
+static const struct mla_decode_impl between_probe = {MLA_DECODE_ABI_VERSION, "test.between_probe", "cpu", "",
+						     one_config, no_ws, between_probe_launch, NULL, NULL};
+
 static char *tmp;
 static struct plan plan;
 
@@ -153,6 +199,102 @@ static void make_plan(const char *candidate)
 	free(path);
 }
 
+/*
+ * make_plan's plan with one task: the GPU tiers' page-offset-4g (plan.c; the CPU tiers leave it out),
+ * its 6 stored pages at page 60000 of the virtual cache: 4.4e9 bytes in, past 2^32.
+ */
+static void make_offset_plan(const char *candidate)
+{
+	static int32_t lens[2] = {129, 64};
+	struct task_spec s;
+
+	make_plan(candidate);
+	memset(&s, 0, sizeof(s));
+	snprintf(s.name, sizeof(s.name), "bf16-page-offset-4g");
+	s.kv_dtype = MLA_KV_BF16;
+	s.batch = 2;
+	s.s_q = 1;
+	s.h_q = 16;
+	s.page_size = 64;
+	s.max_pages = 3;
+	s.num_pages = 6;
+	s.page_offset = 60000;
+	s.seqlens = lens;
+	s.softmax_scale = 0.13523377f;
+	s.seed = 6100942925471366ull;
+	s.input_sets = 2;
+	s.tol_out = plan.tasks[0].tol_out;
+	s.tol_lse = plan.tasks[0].tol_lse;
+	for (int i = 0; i < plan.ntasks; i++)
+		task_spec_release(&plan.tasks[i]);
+	plan.ntasks = 1;
+	ck_assert_int_eq(task_spec_copy(&plan.tasks[0], &s), 0);
+	ck_assert_int_eq(task_spec_hash(&plan.tasks[0], plan.task_hash[0]), 0);
+}
+
+/* Run the one task of make_offset_plan(impl) in a worker (parity only). */
+static int offset_run(struct measure_result *r, const struct mla_decode_impl *impl, char **log)
+{
+	struct measure_ctx ctx;
+	struct worker_spec w;
+	char *dir = NULL, *samples = NULL, *root = fs_join(tmp, "tasks");
+	int err;
+
+	make_offset_plan(impl->name);
+	ck_assert_msg(task_materialize(&dir, root, &plan.tasks[0], 2) == 0, "%s", vs_last_error());
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.plan = &plan;
+	ctx.base = &mla_cpu_naive;
+	ctx.cand = impl;
+	ctx.check_base = ctx.check_cand = 1;
+	memset(&w, 0, sizeof(w));
+	w.ctx = &ctx;
+	w.backend = "cpu";
+	w.task_dir = dir;
+	w.spec = &plan.tasks[0];
+	w.task_hash = plan.task_hash[0];
+	w.timeout_s = 120;
+	err = worker_run_task(r, &w, &samples, log);
+	free(samples);
+	free(dir);
+	free(root);
+	return err;
+}
+
+/*
+ * A page-offset task's cache base is readable memory (the device's sparse buffer: one reserved
+ * range, its first page and stored pages mapped), and the task passes parity through it.
+ */
+START_TEST(page_offset_cache_base_is_mapped_memory)
+{
+	struct measure_result r;
+	char *log = NULL;
+
+	ck_assert_msg(offset_run(&r, &base_probe, &log) == 0, "%s\n%s", r.error ? r.error : "", log ? log : "");
+	ck_assert_msg(r.cand.config_pass[0] == 1, "%s\n%s",
+		      r.cand.config_detail[0] ? r.cand.config_detail[0] : "", log);
+	ck_assert_int_eq(r.base.config_pass[0], 1);
+	ck_assert_msg(!strstr(log, "no sparse kv_cache"), "%s", log);
+	measure_result_release(&r);
+	free(log);
+}
+END_TEST
+
+/* The pages between the base and the stored pages are reserved, never backed: a read there faults. */
+START_TEST(page_offset_pages_between_fault)
+{
+	struct measure_result r;
+	char *log = NULL;
+
+	ck_assert_int_eq(offset_run(&r, &between_probe, &log), VS_EFAIL);
+	ck_assert_msg(r.error && strstr(r.error, "signal 11"), "error '%s' lacks 'signal 11'", r.error ? r.error : "");
+	ck_assert_int_eq(r.complete, 0);
+	ck_assert_int_eq(r.parity_pass, 0);
+	measure_result_release(&r);
+	free(log);
+}
+END_TEST
+
 static void setup(void)
 {
 	static int registered;
@@ -166,6 +308,8 @@ static void setup(void)
 		ck_assert_int_eq(mla_decode_impl_register(&nans), MLA_OK);
 		ck_assert_int_eq(mla_decode_impl_register(&peek), MLA_OK);
 		ck_assert_int_eq(mla_decode_impl_register(&tmpfile_impl), MLA_OK);
+		ck_assert_int_eq(mla_decode_impl_register(&base_probe), MLA_OK);
+		ck_assert_int_eq(mla_decode_impl_register(&between_probe), MLA_OK);
 		registered = 1;
 	}
 }
@@ -501,6 +645,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, sandbox_leaves_the_implementation_a_temporary_directory);
 	tcase_add_test(tc, worker_dies_with_its_parent);
 	tcase_add_test(tc, second_run_of_a_card_is_refused_while_the_first_runs);
+	tcase_add_test(tc, page_offset_cache_base_is_mapped_memory);
+	tcase_add_test(tc, page_offset_pages_between_fault);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,13 @@
  * twice the last-level cache (L2 from the device properties; 256 MB on gfx942, whose Infinity Cache
  * the properties do not report). Timers are a pair of events around the timed region. Graphs come
  * from stream capture (thread-local mode) and are instantiated at once.
+ *
+ * Sparse buffers (alloc_sparse) use the virtual memory management calls: a reserved address range
+ * with physical allocations mapped at its first granule and over the stored range. On AMD these
+ * are HIP's hipMem* (Debian's HIP 5.2 declares them); on NVIDIA they exist only in the driver API
+ * (cuMem*), which hip_compat.h does not map and this library does not link (cudart_static loads
+ * the driver at run time): their entry points come from cudaGetDriverEntryPointByVersion, so a
+ * binary built here still starts where no driver is installed.
  */
 #include "gpu_check.h"
 
@@ -15,11 +22,30 @@ extern "C" {
 #include "device.h"
 }
 
+#if !defined(VS_PLATFORM_AMD)
+#include <cuda.h>
+#endif
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 namespace {
+
+#if defined(VS_PLATFORM_AMD)
+typedef hipMemGenericAllocationHandle_t VmmHandle;
+#else
+typedef CUmemGenericAllocationHandle VmmHandle;
+#endif
+
+/* One sparse buffer: its reservation and the one or two physical allocations mapped into it. */
+struct GpuSparse {
+	void *base;
+	size_t bytes;        /* the reservation */
+	size_t off[2], n[2]; /* mapped spans (granule-aligned); n[1] 0 when one span covers both */
+	VmmHandle h[2];
+	GpuSparse *next;
+};
 
 struct GpuPriv {
 	int ordinal;
@@ -28,6 +54,7 @@ struct GpuPriv {
 	void *flush;
 	size_t flush_bytes;
 	unsigned flush_value;
+	GpuSparse *sparse; /* live sparse buffers */
 };
 
 GpuPriv *priv(struct vs_device *d) { return (GpuPriv *)d->priv; }
@@ -53,6 +80,282 @@ void gpu_free(struct vs_device *d, void *ptr)
 	(void)d;
 	if (ptr)
 		(void)hipFree(ptr);
+}
+
+/* ---- virtual memory management: one set of calls per platform, failures as VS_EUNSUPPORTED ---- */
+
+#if defined(VS_PLATFORM_AMD)
+
+int vmm_fail(const char *call, hipError_t e)
+{
+	(void)hipGetLastError(); /* not sticky: clear it */
+	return vs_error(VS_EUNSUPPORTED, "%s failed: %s (%d)", call, hipGetErrorString(e), (int)e);
+}
+
+#define VMM_CALL(name, call)                                                                                           \
+	do {                                                                                                           \
+		hipError_t vmm_e_ = (call);                                                                            \
+		if (vmm_e_ != hipSuccess)                                                                              \
+			return vmm_fail(name, vmm_e_);                                                                 \
+	} while (0)
+
+int vmm_init(void) { return 0; }
+
+int vmm_granularity(size_t *g, int ordinal)
+{
+	hipMemAllocationProp prop;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = hipMemAllocationTypePinned;
+	prop.location.type = hipMemLocationTypeDevice;
+	prop.location.id = ordinal;
+	VMM_CALL("hipMemGetAllocationGranularity",
+		 hipMemGetAllocationGranularity(g, &prop, hipMemAllocationGranularityMinimum));
+	return 0;
+}
+
+int vmm_reserve(void **p, size_t bytes, size_t align)
+{
+	VMM_CALL("hipMemAddressReserve", hipMemAddressReserve(p, bytes, align, nullptr, 0));
+	return 0;
+}
+
+int vmm_create(VmmHandle *h, size_t bytes, int ordinal)
+{
+	hipMemAllocationProp prop;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = hipMemAllocationTypePinned;
+	prop.location.type = hipMemLocationTypeDevice;
+	prop.location.id = ordinal;
+	VMM_CALL("hipMemCreate", hipMemCreate(h, bytes, &prop, 0));
+	return 0;
+}
+
+int vmm_map(void *p, size_t bytes, VmmHandle h, int ordinal)
+{
+	hipMemAccessDesc acc;
+
+	VMM_CALL("hipMemMap", hipMemMap(p, bytes, 0, h, 0));
+	memset(&acc, 0, sizeof(acc));
+	acc.location.type = hipMemLocationTypeDevice;
+	acc.location.id = ordinal;
+	acc.flags = hipMemAccessFlagsProtReadWrite;
+	VMM_CALL("hipMemSetAccess", hipMemSetAccess(p, bytes, &acc, 1));
+	return 0;
+}
+
+void vmm_unmap(void *p, size_t bytes) { (void)hipMemUnmap(p, bytes); }
+void vmm_release(VmmHandle h) { (void)hipMemRelease(h); }
+void vmm_free_range(void *p, size_t bytes) { (void)hipMemAddressFree(p, bytes); }
+
+#else /* NVIDIA: the driver API through its entry points */
+
+struct DriverVmm {
+	int loaded; /* 1 loaded, -1 failed (vmm_init's message is the reason) */
+	char why[256];
+	decltype(&cuGetErrorString) get_error_string;
+	decltype(&cuMemGetAllocationGranularity) granularity;
+	decltype(&cuMemAddressReserve) reserve;
+	decltype(&cuMemAddressFree) address_free;
+	decltype(&cuMemCreate) create;
+	decltype(&cuMemRelease) release;
+	decltype(&cuMemMap) map;
+	decltype(&cuMemUnmap) unmap;
+	decltype(&cuMemSetAccess) set_access;
+};
+
+DriverVmm cu_vmm;
+
+int vmm_fail(const char *call, CUresult r)
+{
+	const char *text = nullptr;
+
+	if (cu_vmm.get_error_string)
+		cu_vmm.get_error_string(r, &text);
+	return vs_error(VS_EUNSUPPORTED, "%s failed: %s (%d)", call, text ? text : "unknown error", (int)r);
+}
+
+#define VMM_CALL(name, call)                                                                                           \
+	do {                                                                                                           \
+		CUresult vmm_r_ = (call);                                                                              \
+		if (vmm_r_ != CUDA_SUCCESS)                                                                            \
+			return vmm_fail(name, vmm_r_);                                                                 \
+	} while (0)
+
+/* Resolve one entry point of the CUDA 12.0 ABI (the cuMem* calls are unchanged since 10.2). */
+int vmm_entry(void **fn, const char *symbol)
+{
+	cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+	cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, fn, 12000, cudaEnableDefault, &q);
+
+	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*fn) {
+		(void)cudaGetLastError();
+		snprintf(cu_vmm.why, sizeof(cu_vmm.why),
+			 "cudaGetDriverEntryPointByVersion(\"%s\") failed: %s (%d, query %d)", symbol,
+			 cudaGetErrorString(e), (int)e, (int)q);
+		return -1;
+	}
+	return 0;
+}
+
+int vmm_init(void)
+{
+	if (!cu_vmm.loaded) {
+		int ok = !vmm_entry((void **)&cu_vmm.get_error_string, "cuGetErrorString") &&
+			 !vmm_entry((void **)&cu_vmm.granularity, "cuMemGetAllocationGranularity") &&
+			 !vmm_entry((void **)&cu_vmm.reserve, "cuMemAddressReserve") &&
+			 !vmm_entry((void **)&cu_vmm.address_free, "cuMemAddressFree") &&
+			 !vmm_entry((void **)&cu_vmm.create, "cuMemCreate") &&
+			 !vmm_entry((void **)&cu_vmm.release, "cuMemRelease") &&
+			 !vmm_entry((void **)&cu_vmm.map, "cuMemMap") &&
+			 !vmm_entry((void **)&cu_vmm.unmap, "cuMemUnmap") &&
+			 !vmm_entry((void **)&cu_vmm.set_access, "cuMemSetAccess");
+
+		cu_vmm.loaded = ok ? 1 : -1;
+	}
+	if (cu_vmm.loaded < 0)
+		return vs_error(VS_EUNSUPPORTED, "%s", cu_vmm.why);
+	return 0;
+}
+
+void vmm_prop(CUmemAllocationProp *prop, int ordinal)
+{
+	memset(prop, 0, sizeof(*prop));
+	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop->location.id = ordinal;
+}
+
+int vmm_granularity(size_t *g, int ordinal)
+{
+	CUmemAllocationProp prop;
+
+	vmm_prop(&prop, ordinal);
+	VMM_CALL("cuMemGetAllocationGranularity", cu_vmm.granularity(g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	return 0;
+}
+
+int vmm_reserve(void **p, size_t bytes, size_t align)
+{
+	CUdeviceptr a = 0;
+
+	VMM_CALL("cuMemAddressReserve", cu_vmm.reserve(&a, bytes, align, 0, 0));
+	*p = (void *)(uintptr_t)a;
+	return 0;
+}
+
+int vmm_create(VmmHandle *h, size_t bytes, int ordinal)
+{
+	CUmemAllocationProp prop;
+
+	vmm_prop(&prop, ordinal);
+	VMM_CALL("cuMemCreate", cu_vmm.create(h, bytes, &prop, 0));
+	return 0;
+}
+
+int vmm_map(void *p, size_t bytes, VmmHandle h, int ordinal)
+{
+	CUmemAccessDesc acc;
+
+	VMM_CALL("cuMemMap", cu_vmm.map((CUdeviceptr)(uintptr_t)p, bytes, 0, h, 0));
+	memset(&acc, 0, sizeof(acc));
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = ordinal;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	VMM_CALL("cuMemSetAccess", cu_vmm.set_access((CUdeviceptr)(uintptr_t)p, bytes, &acc, 1));
+	return 0;
+}
+
+void vmm_unmap(void *p, size_t bytes) { (void)cu_vmm.unmap((CUdeviceptr)(uintptr_t)p, bytes); }
+void vmm_release(VmmHandle h) { (void)cu_vmm.release(h); }
+void vmm_free_range(void *p, size_t bytes) { (void)cu_vmm.address_free((CUdeviceptr)(uintptr_t)p, bytes); }
+
+#endif /* platform */
+
+/* Unmap and release what s holds (mapped[k]: span k is mapped), then free its range. */
+void sparse_undo(GpuSparse *s, const int mapped[2], const int created[2])
+{
+	for (int k = 0; k < 2; k++) {
+		if (mapped[k])
+			vmm_unmap((unsigned char *)s->base + s->off[k], s->n[k]);
+		if (created[k])
+			vmm_release(s->h[k]);
+	}
+	if (s->base)
+		vmm_free_range(s->base, s->bytes);
+}
+
+int gpu_alloc_sparse(struct vs_device *d, void **base, size_t total_bytes, size_t map_offset, size_t map_bytes)
+{
+	GpuPriv *p = priv(d);
+	GpuSparse *s;
+	int mapped[2] = {0, 0}, created[2] = {0, 0}, err;
+	size_t g = 0, lo, hi;
+
+	if (!map_bytes || map_offset > total_bytes || map_bytes > total_bytes - map_offset)
+		return vs_error(VS_EUNSUPPORTED, "sparse buffer: bytes [%zu, +%zu) do not lie in its %zu bytes",
+				map_offset, map_bytes, total_bytes);
+	if ((err = vmm_init()) || (err = vmm_granularity(&g, p->ordinal)))
+		return err;
+	if (!g)
+		return vs_error(VS_EUNSUPPORTED, "sparse buffer: the allocation granularity reads 0");
+	s = (GpuSparse *)calloc(1, sizeof(*s));
+	if (!s)
+		return vs_error(VS_ENOMEM, "out of memory");
+	lo = map_offset / g * g;
+	hi = (map_offset + map_bytes + g - 1) / g * g;
+	s->bytes = (total_bytes + g - 1) / g * g;
+	/* The first granule and the stored span: one span when they touch, two otherwise. */
+	if (lo <= g) {
+		s->off[0] = 0;
+		s->n[0] = hi;
+	} else {
+		s->off[0] = 0;
+		s->n[0] = g;
+		s->off[1] = lo;
+		s->n[1] = hi - lo;
+	}
+	if ((err = vmm_reserve(&s->base, s->bytes, g)))
+		goto fail;
+	for (int k = 0; k < 2 && s->n[k]; k++) {
+		if ((err = vmm_create(&s->h[k], s->n[k], p->ordinal)))
+			goto fail;
+		created[k] = 1;
+		if ((err = vmm_map((unsigned char *)s->base + s->off[k], s->n[k], s->h[k], p->ordinal)))
+			goto fail;
+		mapped[k] = 1;
+	}
+	s->next = p->sparse;
+	p->sparse = s;
+	*base = s->base;
+	return 0;
+fail:
+	sparse_undo(s, mapped, created);
+	free(s);
+	return err == VS_ENOMEM ? VS_ENOMEM : VS_EUNSUPPORTED;
+}
+
+void gpu_free_sparse(struct vs_device *d, void *base)
+{
+	GpuPriv *p = priv(d);
+
+	if (!base)
+		return;
+	for (GpuSparse **pp = &p->sparse; *pp; pp = &(*pp)->next) {
+		GpuSparse *s = *pp;
+
+		if (s->base == base) {
+			int both[2] = {1, s->n[1] != 0};
+
+			/* Work on the stream may still read it. */
+			(void)hipStreamSynchronize(p->stream);
+			sparse_undo(s, both, both);
+			*pp = s->next;
+			free(s);
+			return;
+		}
+	}
 }
 
 int gpu_upload(struct vs_device *d, void *dst, const void *src, size_t bytes)
@@ -161,6 +464,8 @@ void gpu_release(struct vs_device *d)
 		return;
 	if (p->stream)
 		(void)hipStreamSynchronize(p->stream);
+	while (p->sparse)
+		gpu_free_sparse(d, p->sparse->base);
 	if (p->flush)
 		(void)hipFree(p->flush);
 	if (p->ev0)
@@ -174,9 +479,9 @@ void gpu_release(struct vs_device *d)
 }
 
 const struct vs_device_ops gpu_ops = {
-	gpu_alloc,       gpu_free,        gpu_upload,     gpu_download,    gpu_fill,
-	gpu_flush_llc,   gpu_timer_begin, gpu_timer_end,  gpu_synchronize, gpu_graph_begin,
-	gpu_graph_end,   gpu_graph_launch, gpu_graph_free, gpu_clocks,     gpu_release,
+	gpu_alloc,       gpu_free,         gpu_upload,      gpu_download,    gpu_fill,      gpu_flush_llc,
+	gpu_timer_begin, gpu_timer_end,    gpu_synchronize, gpu_graph_begin, gpu_graph_end, gpu_graph_launch,
+	gpu_graph_free,  gpu_alloc_sparse, gpu_free_sparse, gpu_clocks,      gpu_release,
 };
 
 int fill_info(struct vs_device_info *info, int ordinal)
