@@ -153,27 +153,31 @@ const char *pyimpl_interpreter(void)
 	return e && *e ? e : "python3";
 }
 
-static const char *shim_path(void)
+/* $env when set, else rel under the repository root, written into buf. */
+static const char *repo_file(const char *env, const char *rel, char *buf, size_t cap)
 {
-	static char path[4096];
-	const char *e = getenv("VS_PYSHIM");
+	const char *e = getenv(env);
 
 	if (e && *e)
 		return e;
-	snprintf(path, sizeof(path), "%s/%s", vs_repo_root(), VS_PYSHIM_REL);
-	return path;
+	snprintf(buf, cap, "%s/%s", vs_repo_root(), rel);
+	return buf;
+}
+
+/* The bridge: kernels/python/mla_decode.py ($VS_PYSHIM overrides). */
+static const char *shim_path(void)
+{
+	static char path[4096];
+
+	return repo_file("VS_PYSHIM", VS_PYSHIM_REL, path, sizeof(path));
 }
 
 /* The step bridge beside the shim: kernels/python/e2e_step.py ($VS_PYSTEP overrides). */
 static const char *step_bridge_path(void)
 {
 	static char path[4096];
-	const char *e = getenv("VS_PYSTEP");
 
-	if (e && *e)
-		return e;
-	snprintf(path, sizeof(path), "%s/%s", vs_repo_root(), VS_PYSTEP_REL);
-	return path;
+	return repo_file("VS_PYSTEP", VS_PYSTEP_REL, path, sizeof(path));
 }
 
 const struct pyimpl *pyimpl_at(int i)
