@@ -35,17 +35,6 @@ static void teardown(void)
 	free(tmp);
 }
 
-static cJSON *json_file(const char *rel)
-{
-	char *path = fs_join(tmp, rel), *text = tu_read(path, NULL);
-	cJSON *j = cJSON_Parse(text);
-
-	ck_assert_msg(j != NULL, "%s is not JSON", path);
-	free(text);
-	free(path);
-	return j;
-}
-
 static const cJSON *get(const cJSON *o, const char *dotted)
 {
 	char *key = strdup(dotted), *save = NULL;
@@ -89,7 +78,7 @@ static char *run_plan(const char *plan, int want, char **out, char **err)
 static cJSON *result_of(const char *eval)
 {
 	char *rel = fs_printf("%s/result.json", eval);
-	cJSON *r = json_file(rel);
+	cJSON *r = tu_json_file(tmp, rel);
 
 	free(rel);
 	return r;
@@ -100,7 +89,7 @@ static cJSON *result_of(const char *eval)
 START_TEST(e2e_section_control_record_and_recompute)
 {
 	char *plan = tu_small_plan(tmp, "--e2e", 2, 1), *out = NULL, *err = NULL, *eval, *path, *text;
-	cJSON *p = json_file(plan), *r, *t0, *t1;
+	cJSON *p = tu_json_file(tmp, plan), *r, *t0, *t1;
 	const cJSON *e2e;
 	char *src = tu_source("kernels/python/numpy_step.py"), hex[65];
 	int status;
@@ -359,7 +348,7 @@ static void e2e_card(const char *gate, int want_status)
 		free(text);
 		free(pp);
 	}
-	p = json_file("plans/mla_decode_cpu_splitkv.plan.json");
+	p = tu_json_file(tmp, "plans/mla_decode_cpu_splitkv.plan.json");
 	ck_assert(fabs(num(p, "gates.e2e_delta_min_pct") - strtod(gate, NULL)) < 1e-12);
 	ck_assert_str_eq(str(p, "e2e.step.name"), "numpy.step");
 	cJSON_Delete(p);

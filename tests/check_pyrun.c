@@ -33,21 +33,10 @@ static void teardown(void)
 	free(tmp);
 }
 
-static cJSON *json_file(const char *root, const char *rel)
-{
-	char *path = fs_join(root, rel), *text = tu_read(path, NULL);
-	cJSON *j = cJSON_Parse(text);
-
-	ck_assert_msg(j != NULL, "%s is not JSON", path);
-	free(text);
-	free(path);
-	return j;
-}
-
 /* The first 16 hex digits of plan task i's hash (what reproduce lines show). */
 static char *task_hash16(const char *plan, int i)
 {
-	cJSON *j = json_file(tmp, plan);
+	cJSON *j = tu_json_file(tmp, plan);
 	const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), i),
 								 "hash"));
 	char *out;
@@ -105,7 +94,7 @@ static void assert_line(const char *text, const char *line)
 START_TEST(numpy_by_its_name_is_a_reference)
 {
 	char *plan = tu_small_plan(tmp, "--reference numpy.mla_decode", 2, 1);
-	cJSON *p = json_file(tmp, plan), *ref = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "references"), 0);
+	cJSON *p = tu_json_file(tmp, plan), *ref = cJSON_GetArrayItem(cJSON_GetObjectItem(p, "references"), 0);
 	cJSON *py = cJSON_GetObjectItem(ref, "python");
 
 	ck_assert_ptr_nonnull(ref);
@@ -120,7 +109,7 @@ START_TEST(numpy_by_its_name_passes_parity_and_is_bound_by_sha256)
 {
 	char *plan = tu_small_plan(tmp, "--candidate numpy.mla_decode", 2, 1), *src = tu_source("kernels/python/numpy_mla.py");
 	char *out = NULL, *err = NULL, *eval, *rel, hex[65];
-	cJSON *p = json_file(tmp, plan), *py, *r, *t;
+	cJSON *p = tu_json_file(tmp, plan), *py, *r, *t;
 
 	ck_assert_int_eq(fs_sha256_file(hex, src), 0);
 	py = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "python");
@@ -139,7 +128,7 @@ START_TEST(numpy_by_its_name_passes_parity_and_is_bound_by_sha256)
 		      "%s", out);
 	ck_assert_msg(strstr(out, "; parity pass; capture n/a; complete pass; verdict "), "%s", out);
 	rel = fs_printf("%s/result.json", eval);
-	r = json_file(tmp, rel);
+	r = tu_json_file(tmp, rel);
 	cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tasks")) {
 		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity")), "pass");
 		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(t, "complete")));
@@ -232,7 +221,7 @@ START_TEST(wrong_module_is_caught_with_its_worst_element)
 	cJSON *p;
 
 	plan = tu_small_plan(tmp, args, 1, 1);
-	p = json_file(tmp, plan);
+	p = tu_json_file(tmp, plan);
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p,
 			 "candidate"), "python"), "path")), "tests/resources/python/wrong.py");
 	cJSON_Delete(p);
@@ -271,7 +260,7 @@ START_TEST(exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped)
 
 	/* The card names the module, so that its evidence may be recorded there (implementations bound to the card). */
 	plan = tu_small_plan_edit(tmp, args, 6, 1, "to_backend: cpu.splitkv", "to_backend: test.py_raises");
-	p = json_file(tmp, plan);
+	p = tu_json_file(tmp, plan);
 	un = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "unsupported");
 	ck_assert_int_eq(cJSON_GetArraySize(un), 4);
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(un, 0), "task")), "bf16-causal-h7-ps16");
@@ -300,7 +289,7 @@ START_TEST(exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped)
 	assert_line(log, "    task bf16-causal-h7-ps16 skipped: candidate test.py_raises does not support it: page_size "
 		    "16: this module reads pages of 64 rows");
 	rel = fs_printf("%s/result.json", eval);
-	r = json_file(tmp, rel);
+	r = tu_json_file(tmp, rel);
 	t = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "tasks"), 1);
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity")), "skipped");
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(t, "skipped")),
@@ -347,7 +336,7 @@ START_TEST(edited_unsupported_list_is_refused)
 	int status;
 
 	plan = tu_small_plan(tmp, args, 2, 1);
-	p = json_file(tmp, plan);
+	p = tu_json_file(tmp, plan);
 	un = cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "unsupported");
 	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(un, 0), "reason"), "too slow to show");
 	text = cJSON_Print(p);
@@ -421,7 +410,7 @@ START_TEST(module_bound_to_prepared_buffers_runs_on_every_buffer_set)
 		eval = run_plan(plan, -1, &out, &err);
 		ck_assert_msg(strstr(out, "; parity pass; capture n/a; complete pass; verdict "), "%s", out);
 		rel = fs_printf("%s/result.json", eval);
-		r = json_file(tmp, rel);
+		r = tu_json_file(tmp, rel);
 		cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tasks")) {
 			cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "references"), 0);
 			char *text = cJSON_PrintUnformatted(ref);

@@ -68,17 +68,6 @@ static char *tool(int want, char **err_out, const char *fmt, ...)
 	return out;
 }
 
-static cJSON *read_json(const char *dir, const char *name)
-{
-	char *path = fs_join(dir, name), *text = tu_read(path, NULL);
-	cJSON *j = cJSON_Parse(text);
-
-	ck_assert_msg(j != NULL, "%s does not parse", path);
-	free(text);
-	free(path);
-	return j;
-}
-
 static void write_json(const char *dir, const char *name, const cJSON *j)
 {
 	char *path = fs_join(dir, name), *text = cJSON_Print(j);
@@ -97,7 +86,7 @@ static const char *jstr(const cJSON *o, const char *key)
 /* The test binary may come from a work tree with local changes: its evidence stands for a clean build. */
 static void mark_clean(const char *eval)
 {
-	cJSON *r = read_json(eval, "result.json");
+	cJSON *r = tu_json_file(eval, "result.json");
 
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r, "tool"), "kernels_dirty", cJSON_CreateFalse());
 	write_json(eval, "result.json", r);
@@ -356,7 +345,7 @@ START_TEST(run_times_references_and_never_gates_on_them)
 		eval = full;
 	}
 	mark_clean(eval);
-	res = read_json(eval, "result.json");
+	res = tu_json_file(eval, "result.json");
 	ck_assert_str_eq(jstr(res, "verdict"), "validated"); /* example.wrong fails parity: not the card */
 	refs = cJSON_GetObjectItem(res, "references");
 	ck_assert_int_eq(cJSON_GetArraySize(refs), 4);
@@ -460,7 +449,7 @@ START_TEST(run_times_references_and_never_gates_on_them)
 
 	/* a hand-edited ratio does not recompute */
 	{
-		cJSON *r2 = read_json(eval, "result.json");
+		cJSON *r2 = tu_json_file(eval, "result.json");
 		cJSON *ratio = cJSON_GetObjectItem(task_ref(cJSON_GetArrayItem(cJSON_GetObjectItem(r2, "tasks"), 0), 1),
 						   "ratio");
 
@@ -522,7 +511,7 @@ START_TEST(parts_with_references_merge_into_evidence_that_verifies)
 		merged = full;
 	}
 	mark_clean(merged);
-	res = read_json(merged, "result.json");
+	res = tu_json_file(merged, "result.json");
 	o = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "references"), 0);
 	ck_assert_str_eq(jstr(o, "impl"), "example.picky");
 	ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(o, "tasks_timed")), 2);

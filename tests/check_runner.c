@@ -960,25 +960,14 @@ START_TEST(page_offset_past_4gib_passes_parity)
 	struct measure_ctx ctx;
 	struct vs_device d;
 	struct plan p;
-	static int32_t lens[2] = {129, 64};
 	char *dir = NULL, *logtext = NULL;
 	size_t loglen = 0;
 	FILE *log = open_memstream(&logtext, &loglen);
 
-	memset(&s, 0, sizeof(s));
+	tu_page_offset_spec(&s); /* 4.4e9 bytes in, past 2^32 */
 	snprintf(s.name, sizeof(s.name), "bf16-page-offset-test");
-	s.kv_dtype = MLA_KV_BF16;
-	s.batch = 2;
-	s.s_q = 1;
-	s.h_q = 16;
-	s.page_size = 64;
-	s.max_pages = 3;
-	s.num_pages = 6;
-	s.page_offset = 60000; /* 60000 * 64 * 576 * 2 bytes = 4.4e9 > 2^32 */
-	s.seqlens = lens;
 	s.softmax_scale = 0.1352f;
 	s.seed = 11;
-	s.input_sets = 2;
 	s.tol_out = (struct task_tol){8e-4, 2.01 / 128, 5e-6};
 	s.tol_lse = (struct task_tol){1e-5, 8.01 / 65536, -1};
 	ck_assert_msg(task_materialize(&dir, root, &s, 1) == 0, "%s", vs_last_error());

@@ -200,29 +200,40 @@ static void make_plan(const char *candidate)
 }
 
 /*
+ * The worker of plan task `task` run from its task dir `dir`: baseline cpu.naive, candidate impl, both
+ * checked; timing as given, timeout_s seconds (0: none).
+ */
+static void worker_for(struct measure_ctx *ctx, struct worker_spec *w, const struct mla_decode_impl *impl,
+		       const char *dir, int task, int timing, int timeout_s)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->plan = &plan;
+	ctx->base = &mla_cpu_naive;
+	ctx->cand = impl;
+	ctx->check_base = ctx->check_cand = 1;
+	ctx->timing = timing;
+	memset(w, 0, sizeof(*w));
+	w->ctx = ctx;
+	w->backend = "cpu";
+	w->task_dir = dir;
+	w->spec = &plan.tasks[task];
+	w->task_hash = plan.task_hash[task];
+	w->timeout_s = timeout_s;
+}
+
+/*
  * make_plan's plan with one task: the GPU tiers' page-offset-4g (plan.c; the CPU tiers leave it out),
  * its 6 stored pages at page 60000 of the virtual cache: 4.4e9 bytes in, past 2^32.
  */
 static void make_offset_plan(const char *candidate)
 {
-	static int32_t lens[2] = {129, 64};
 	struct task_spec s;
 
 	make_plan(candidate);
-	memset(&s, 0, sizeof(s));
+	tu_page_offset_spec(&s);
 	snprintf(s.name, sizeof(s.name), "bf16-page-offset-4g");
-	s.kv_dtype = MLA_KV_BF16;
-	s.batch = 2;
-	s.s_q = 1;
-	s.h_q = 16;
-	s.page_size = 64;
-	s.max_pages = 3;
-	s.num_pages = 6;
-	s.page_offset = 60000;
-	s.seqlens = lens;
 	s.softmax_scale = 0.13523377f;
 	s.seed = 6100942925471366ull;
-	s.input_sets = 2;
 	s.tol_out = plan.tasks[0].tol_out;
 	s.tol_lse = plan.tasks[0].tol_lse;
 	for (int i = 0; i < plan.ntasks; i++)
@@ -242,18 +253,7 @@ static int offset_run(struct measure_result *r, const struct mla_decode_impl *im
 
 	make_offset_plan(impl->name);
 	ck_assert_msg(task_materialize(&dir, root, &plan.tasks[0], 2) == 0, "%s", vs_last_error());
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.plan = &plan;
-	ctx.base = &mla_cpu_naive;
-	ctx.cand = impl;
-	ctx.check_base = ctx.check_cand = 1;
-	memset(&w, 0, sizeof(w));
-	w.ctx = &ctx;
-	w.backend = "cpu";
-	w.task_dir = dir;
-	w.spec = &plan.tasks[0];
-	w.task_hash = plan.task_hash[0];
-	w.timeout_s = 120;
+	worker_for(&ctx, &w, impl, dir, 0, 0, 120);
 	err = worker_run_task(r, &w, &samples, log);
 	free(samples);
 	free(dir);
@@ -346,19 +346,7 @@ START_TEST(faulting_worker_gives_a_failed_task_with_the_reason)
 
 	make_plan(cc->impl->name);
 	ck_assert_int_eq(task_materialize(&dir, root, &plan.tasks[cc->task], 2), 0);
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.plan = &plan;
-	ctx.base = &mla_cpu_naive;
-	ctx.cand = cc->impl;
-	ctx.check_base = ctx.check_cand = 1;
-	ctx.timing = 1;
-	memset(&w, 0, sizeof(w));
-	w.ctx = &ctx;
-	w.backend = "cpu";
-	w.task_dir = dir;
-	w.spec = &plan.tasks[cc->task];
-	w.task_hash = plan.task_hash[cc->task];
-	w.timeout_s = cc->timeout_s;
+	worker_for(&ctx, &w, cc->impl, dir, cc->task, 1, cc->timeout_s);
 	err = worker_run_task(&r, &w, &samples, &log);
 	ck_assert_int_eq(err, VS_EFAIL);
 	ck_assert_msg(r.error && strstr(r.error, cc->reason), "%s: error '%s' lacks '%s'", cc->impl->name,
@@ -383,19 +371,7 @@ START_TEST(nan_storm_fails_parity_without_a_crash)
 
 	make_plan(nans.name);
 	ck_assert_int_eq(task_materialize(&dir, root, &plan.tasks[0], 2), 0);
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.plan = &plan;
-	ctx.base = &mla_cpu_naive;
-	ctx.cand = &nans;
-	ctx.check_base = ctx.check_cand = 1;
-	ctx.timing = 1;
-	memset(&w, 0, sizeof(w));
-	w.ctx = &ctx;
-	w.backend = "cpu";
-	w.task_dir = dir;
-	w.spec = &plan.tasks[0];
-	w.task_hash = plan.task_hash[0];
-	w.timeout_s = 60;
+	worker_for(&ctx, &w, &nans, dir, 0, 1, 60);
 	ck_assert_int_eq(worker_run_task(&r, &w, &samples, &log), 0);
 	ck_assert_int_eq(r.cand.config_pass[0], 0);
 	ck_assert_msg(strstr(r.cand.config_detail[0], "nan"), "%s", r.cand.config_detail[0]);
@@ -423,20 +399,8 @@ static int peek_run(struct measure_result *r, const struct mla_decode_impl *impl
 	ref = fs_join(dir, "reference.safetensors");
 	snprintf(peek_path, sizeof(peek_path), "%s", ref);
 	ck_assert_msg(access(ref, R_OK) == 0, "%s is not readable in the test itself", ref);
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.plan = &plan;
+	worker_for(&ctx, &w, impl, dir, 0, 0, 60);
 	ctx.plan_path = "plans/p.plan.json";
-	ctx.base = &mla_cpu_naive;
-	ctx.cand = impl;
-	ctx.check_base = ctx.check_cand = 1;
-	ctx.timing = 0;
-	memset(&w, 0, sizeof(w));
-	w.ctx = &ctx;
-	w.backend = "cpu";
-	w.task_dir = dir;
-	w.spec = &plan.tasks[0];
-	w.task_hash = plan.task_hash[0];
-	w.timeout_s = 60;
 	w.sandbox_deny = closed;
 	w.nsandbox_deny = deny ? 1 : 0;
 	err = worker_run_task(r, &w, &samples, log);
@@ -517,17 +481,7 @@ START_TEST(worker_dies_with_its_parent)
 		char *dir = NULL, *root = fs_join(tmp, "tasks");
 
 		task_materialize(&dir, root, &plan.tasks[0], 2);
-		memset(&ctx, 0, sizeof(ctx));
-		ctx.plan = &plan;
-		ctx.base = &mla_cpu_naive;
-		ctx.cand = &hangs;
-		ctx.check_base = ctx.check_cand = 1;
-		memset(&w, 0, sizeof(w));
-		w.ctx = &ctx;
-		w.backend = "cpu";
-		w.task_dir = dir;
-		w.spec = &plan.tasks[0];
-		w.task_hash = plan.task_hash[0];
+		worker_for(&ctx, &w, &hangs, dir, 0, 0, 0);
 		if (worker_start(&wp, &w) != 0)
 			_exit(1);
 		if (write(fds[1], &wp.pid, sizeof(wp.pid)) != (ssize_t)sizeof(wp.pid))

@@ -1,6 +1,8 @@
 #include "testutil.h"
 
 #include "fsutil.h"
+#include "mla_decode.h"
+#include "task.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -262,6 +264,34 @@ char *tu_eval_dir_of(const char *out)
 		return NULL;
 	n = strcspn(s, "\n");
 	return strndup(s, n);
+}
+
+struct cJSON *tu_json_file(const char *dir, const char *rel)
+{
+	char *path = fs_join(dir, rel), *text = tu_read(path, NULL);
+	cJSON *j = cJSON_Parse(text);
+
+	ck_assert_msg(j != NULL, "%s is not JSON", path);
+	free(text);
+	free(path);
+	return j;
+}
+
+void tu_page_offset_spec(struct task_spec *s)
+{
+	static int32_t lens[2] = {129, 64};
+
+	memset(s, 0, sizeof(*s));
+	s->kv_dtype = MLA_KV_BF16;
+	s->batch = 2;
+	s->s_q = 1;
+	s->h_q = 16;
+	s->page_size = 64;
+	s->max_pages = 3;
+	s->num_pages = 6;
+	s->page_offset = 60000;
+	s->seqlens = lens;
+	s->input_sets = 2;
 }
 
 char *tu_json_str(const char *path, const char *dotted)

@@ -5,6 +5,9 @@
 #include <check.h>
 #include <stddef.h>
 
+struct cJSON;
+struct task_spec;
+
 /** A fresh temporary directory (mkdtemp under $TMPDIR or /tmp); caller frees the string. */
 char *tu_tmpdir(void);
 
@@ -42,6 +45,16 @@ char *tu_small_plan_edit(const char *root, const char *extra_args, int ntasks, i
 
 /** The eval dir a `--run`/`--merge` printed ("eval dir: X" or "merged ... into X"), malloc'd, or NULL. */
 char *tu_eval_dir_of(const char *out);
+
+/** The JSON file dir/rel, parsed (the caller deletes it); aborts the test when it is not JSON. */
+struct cJSON *tu_json_file(const char *dir, const char *rel);
+
+/**
+ * A bf16 page-offset task: 6 stored pages of 64 rows at page 60000 of a virtual cache (60000 * 64 *
+ * 576 * 2 bytes = 4.4e9 in, past 2^32), batch 2 with lengths 129 and 64, s_q 1, h_q 16, 2 input
+ * sets. *s is cleared first; its name, softmax_scale, seed and tolerances are the caller's to set.
+ */
+void tu_page_offset_spec(struct task_spec *s);
 
 /** A string member of a JSON file (dotted path "a.b"), malloc'd, or NULL. */
 char *tu_json_str(const char *path, const char *dotted);
