@@ -77,6 +77,13 @@ FP8_BULK = True
 # (TileLang then drops the per-tile one: the main loop's source is the example's).  Not yet
 # measured on a GPU: off (the probable cause of the 3-6% gap to the example at h_q 128)
 Q_FENCE_ONCE = False
+# the fnuz decode: "tile" = 8 codes per 64-bit shared load by integer ops and one bf16x2 multiply
+# per pair (tl_fnuz8, CUDA imported into the kernel), the bulk tile by one call per thread with its
+# own addresses (tl_fnuz_tile); "chunk" = the same tl_fnuz8 per 8 codes at addresses TileLang
+# computes (a barrier per loop iteration); "scalar" = the per-element _fnuz_decode (the path before,
+# measured ~4x the bf16 time on the H200).  The gather paths (pages of 1 and 16 and FP8_BULK False)
+# use tl_fnuz8 with "tile" and "chunk" too.  "tile" not yet measured on a GPU
+FP8_DECODE = "tile"
 FP8_UNIT = 2.0 ** 7  # fnuz value of a code = its fp16 bit-placement value * 2^7 (see _fnuz_decode)
 
 _tl = None
@@ -165,8 +172,72 @@ def _fnuz_decode(T, code):
 		T.Cast("bfloat16", h))
 
 
+# the vectorized fnuz decode (FP8_DECODE "tile" and "chunk"), CUDA imported into the kernel
+_FNUZ_SRC = r"""
+// two fnuz codes (the bytes sel picks, placed at bits 8..15 of each 16-bit lane) -> the bf16x2 bits
+// s|0000eeee|mmm0000: exactly the fnuz value * 2^-119 for every code but 0x80 (bf16 -0), e == 0 a
+// bf16 subnormal
+__device__ __forceinline__ unsigned tl_fnuz_pair(unsigned w, unsigned sel) {
+	unsigned p = __byte_perm(w, 0u, sel);
+	unsigned r = (p & 0x80008000u) | ((p >> 4) & 0x07F007F0u);
+	unsigned o;
+	// * 2^112 (bf16 0x7780), exact: the value * 2^-7, normal; mul.bf16x2 keeps subnormal inputs
+	asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(o) : "r"(r), "r"(0x77807780u));
+	return o;
+}
+// 8 codes -> 8 bf16 (the fnuz value * 2^-7; NaN for 0x80)
+__device__ __forceinline__ uint4 tl_fnuz8(uint2 w) {
+	uint4 o;
+	o.x = tl_fnuz_pair(w.x, 0x1404u);
+	o.y = tl_fnuz_pair(w.x, 0x3424u);
+	o.z = tl_fnuz_pair(w.y, 0x1404u);
+	o.w = tl_fnuz_pair(w.y, 0x3424u);
+	// 0x80 in a byte of t ^ 0x80808080 exactly where a code is 0x80 (zero-byte test, no carries)
+	unsigned tx = w.x ^ 0x80808080u, ty = w.y ^ 0x80808080u;
+	unsigned zx = ~(((tx & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | tx | 0x7F7F7F7Fu);
+	unsigned zy = ~(((ty & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | ty | 0x7F7F7F7Fu);
+	if (zx | zy) {
+		unsigned* op = reinterpret_cast<unsigned*>(&o);
+		#pragma unroll
+		for (int k = 0; k < 8; ++k) {
+			unsigned z = (k < 4 ? zx : zy) >> (8 * (k & 3));
+			if (z & 0x80u)
+				op[k >> 1] |= 0x7FC0u << (16 * (k & 1));
+		}
+	}
+	return o;
+}
+__device__ __forceinline__ void tl_fnuz8_bf16(const void* src, void* dst) {
+	*reinterpret_cast<uint4*>(dst) = tl_fnuz8(*reinterpret_cast<const uint2*>(src));
+}
+// a whole 64-key tile, by the 256 threads that run it (threadIdx.x & 255 distinct): the codes as
+// TileLang 0.1.15 lays out their TMA copies (the 512 nope columns as two boxes [64][256], rope
+// [64][64], row-major), the bf16 tiles in the 128-byte swizzle its wgmma operands get (64-column
+// panels of [64][64], 16-byte chunk c of row j at chunk c ^ (j & 7)); tools/gpu/tilelang_check.py's
+// --layout-check compares these with the addresses TileLang computes for the "chunk" variant
+__device__ __forceinline__ void tl_fnuz_tile(const unsigned char* c8, const unsigned char* c8pe,
+		void* kv, void* kpe) {
+	const int t = threadIdx.x & 255;
+	unsigned short* o = reinterpret_cast<unsigned short*>(kv);
+	unsigned short* ope = reinterpret_cast<unsigned short*>(kpe);
+	#pragma unroll
+	for (int i = 0; i < 16; ++i) {
+		const int j = i * 4 + (t >> 6), c = t & 63;
+		uint2 w = *reinterpret_cast<const uint2*>(c8 + (c >> 5) * 16384 + j * 256 + (c & 31) * 8);
+		*reinterpret_cast<uint4*>(o + (c >> 3) * 4096 + j * 64 + ((c & 7) ^ (j & 7)) * 8) = tl_fnuz8(w);
+	}
+	#pragma unroll
+	for (int i = 0; i < 2; ++i) {
+		const int e = i * 256 + t, j = e >> 3, c = e & 7;
+		uint2 w = *reinterpret_cast<const uint2*>(c8pe + j * 64 + c * 8);
+		*reinterpret_cast<uint4*>(ope + j * 64 + (c ^ (j & 7)) * 8) = tl_fnuz8(w);
+	}
+}
+"""
+
+
 def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, threads,
-		softmax_scale, kv_scale, fp8_bulk=True):
+		softmax_scale, kv_scale, fp8_bulk=True, fp8_decode="scalar"):
 	tilelang, T = _import()
 	# batch, cache rows and block_table columns are symbolic: one compile serves every batch
 	batch = T.dynamic("batch")
@@ -184,6 +255,10 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	bulk = (not fp8) and page_size % block_n == 0
 	bulk8 = fp8 and page_size % block_n == 0 and fp8_bulk
 	gather = not (bulk or bulk8)  # rows through block_table (pages of fewer keys than a tile)
+	decode = fp8_decode if fp8 else "scalar"
+	assert decode in ("scalar", "chunk", "tile"), decode
+	if bulk8 and decode == "tile":
+		assert block_n == 64, "tl_fnuz_tile is written for 64-key tiles"
 	ninf = -T.infinity(acc)
 
 	def key_loop(n):
@@ -238,10 +313,26 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			row8 = kv_row(block_table, b, n0)
 			T.copy(KV[row8:row8 + block_n, 0:DV], KV8_shared)
 			T.copy(KV[row8:row8 + block_n, DV:D], KV8pe_shared)
-			for j, d in T.Parallel(block_n, DV):
-				KV_shared[j, d] = _fnuz_decode(T, KV8_shared[j, d])
-			for j, d in T.Parallel(block_n, DPE):
-				K_pe_shared[j, d] = _fnuz_decode(T, KV8pe_shared[j, d])
+			if decode == "tile":
+				# one call per thread for the whole tile (no loop for TileLang's sync planner to
+				# put a barrier in)
+				T.call_extern("handle", "tl_fnuz_tile", T.access_ptr(KV8_shared, "r"),
+					T.access_ptr(KV8pe_shared, "r"), T.access_ptr(KV_shared, "w"),
+					T.access_ptr(K_pe_shared, "w"))
+			elif decode == "chunk":
+				# 8 codes per call, addresses by TileLang (a barrier per iteration of the loop)
+				for j, c in T.Parallel(block_n, DV // 8):
+					T.call_extern("handle", "tl_fnuz8_bf16", T.access_ptr(KV8_shared[j, c * 8], "r", 8),
+						T.access_ptr(KV_shared[j, c * 8], "w", 8))
+				for j, c in T.Parallel(block_n, DPE // 8):
+					T.call_extern("handle", "tl_fnuz8_bf16",
+						T.access_ptr(KV8pe_shared[j, c * 8], "r", 8),
+						T.access_ptr(K_pe_shared[j, c * 8], "w", 8))
+			else:
+				for j, d in T.Parallel(block_n, DV):
+					KV_shared[j, d] = _fnuz_decode(T, KV8_shared[j, d])
+				for j, d in T.Parallel(block_n, DPE):
+					K_pe_shared[j, d] = _fnuz_decode(T, KV8pe_shared[j, d])
 		elif bulk:
 			row0 = kv_row(block_table, b, n0)
 			T.copy(KV[row0:row0 + block_n, 0:DV], KV_shared)
@@ -354,6 +445,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			Lse: T.Tensor([batch, h_q * s_q], acc),
 		):
 			with T.Kernel(batch, n_htiles, 1, threads=threads) as (bx, by, bz):
+				if decode != "scalar":
+					T.import_source(_FNUZ_SRC)
 				Q_shared = T.alloc_shared([block_h, DV], dtype)
 				Q_pe_shared = T.alloc_shared([block_h, DPE], dtype)
 				KV_shared = T.alloc_shared([block_n, DV], dtype)
@@ -409,6 +502,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			L_part: T.Tensor([batch, rows, num_split], acc),
 		):
 			with T.Kernel(batch, n_htiles, num_split, threads=threads) as (bx, by, bz):
+				if decode != "scalar":
+					T.import_source(_FNUZ_SRC)
 				Q_shared = T.alloc_shared([block_h, DV], dtype)
 				Q_pe_shared = T.alloc_shared([block_h, DPE], dtype)
 				KV_shared = T.alloc_shared([block_n, DV], dtype)
@@ -481,7 +576,8 @@ def _key(a, config):
 		max(1, int(config.get("num_splits", 1))), int(config.get("num_stages", 2)) or 2,
 		32 * (int(config.get("num_warps", 8)) or 8), float(a.softmax_scale),
 		float(a.kv_scale) if a.kv_dtype == "fp8_e4m3_fnuz" else 1.0,
-		bool(FP8_BULK) or a.kv_dtype != "fp8_e4m3_fnuz")
+		bool(FP8_BULK) or a.kv_dtype != "fp8_e4m3_fnuz",
+		str(FP8_DECODE) if a.kv_dtype == "fp8_e4m3_fnuz" else "scalar")
 
 
 def _kernel(a, config):
