@@ -233,6 +233,35 @@ __device__ __forceinline__ void tl_fnuz_tile(const unsigned char* c8, const unsi
 		*reinterpret_cast<uint4*>(ope + j * 64 + (c ^ (j & 7)) * 8) = tl_fnuz8(w);
 	}
 }
+// the row gather of a 64-key tile (pages of 1 and 16 keys): key j's 576 codes at kv + rows[j] * 576
+// (rows[j] < 0 or >= kv_rows: a key never read, zero by select), decoded into the same bf16 tiles
+// as tl_fnuz_tile; all 18 loads of a thread are issued before the first decode
+__device__ __forceinline__ void tl_fnuz_gather(const unsigned char* kv, const int64_t* rows,
+		int64_t kv_rows, void* out, void* outpe) {
+	const int t = threadIdx.x & 255;
+	unsigned short* o = reinterpret_cast<unsigned short*>(out);
+	unsigned short* ope = reinterpret_cast<unsigned short*>(outpe);
+	uint2 w[18];
+	#pragma unroll
+	for (int i = 0; i < 18; ++i) {
+		const int j = i < 16 ? i * 4 + (t >> 6) : (i - 16) * 32 + (t >> 3);
+		const int col = i < 16 ? (t & 63) * 8 : 512 + (t & 7) * 8;
+		const int64_t r = rows[j];
+		w[i] = make_uint2(0u, 0u);
+		if (r >= 0 && r < kv_rows)
+			w[i] = *reinterpret_cast<const uint2*>(kv + r * 576 + col);
+	}
+	#pragma unroll
+	for (int i = 0; i < 16; ++i) {
+		const int j = i * 4 + (t >> 6), c = t & 63;
+		*reinterpret_cast<uint4*>(o + (c >> 3) * 4096 + j * 64 + ((c & 7) ^ (j & 7)) * 8) = tl_fnuz8(w[i]);
+	}
+	#pragma unroll
+	for (int i = 0; i < 2; ++i) {
+		const int j = i * 32 + (t >> 3), c = t & 7;
+		*reinterpret_cast<uint4*>(ope + j * 64 + (c ^ (j & 7)) * 8) = tl_fnuz8(w[16 + i]);
+	}
+}
 """
 
 
@@ -257,8 +286,8 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	gather = not (bulk or bulk8)  # rows through block_table (pages of fewer keys than a tile)
 	decode = fp8_decode if fp8 else "scalar"
 	assert decode in ("scalar", "chunk", "tile"), decode
-	if bulk8 and decode == "tile":
-		assert block_n == 64, "tl_fnuz_tile is written for 64-key tiles"
+	if decode == "tile" or (gather and decode != "scalar"):
+		assert block_n == 64, "tl_fnuz_tile and tl_fnuz_gather are written for 64-key tiles"
 	ninf = -T.infinity(acc)
 
 	def key_loop(n):
@@ -285,6 +314,13 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	def dec(x):
 		return _fnuz_decode(T, x) if fp8 else x
 
+	def gather8(KV, R, KV_shared, K_pe_shared):
+		"""fp8 rows through R (shared int64 cache rows, < 0: not read, zero) decoded into the bf16
+		tiles by one tl_fnuz_gather call per thread."""
+		T.evaluate(T.call_extern("handle", "tl_fnuz_gather", T.access_ptr(KV, "r"),
+			T.access_ptr(R, "r"), T.Cast("int64", kv_rows), T.access_ptr(KV_shared, "w"),
+			T.access_ptr(K_pe_shared, "w")))
+
 	@T.macro
 	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared, R_t):
 		"""Keys [n0, n0 + block_n) of sequence b, those at or past limit zero (never read)."""
@@ -300,11 +336,14 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			for j in T.Parallel(block_n):
 				R_t[j] = T.if_then_else(n0 + j < limit, kv_row(block_table, b, n0 + j),
 					T.int64(-1))
-			for j, d in T.Parallel(block_n, DV):
-				KV_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], d]), T.Cast(dtype, 0))
-			for j, d in T.Parallel(block_n, DPE):
-				K_pe_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], DV + d]),
-					T.Cast(dtype, 0))
+			if decode != "scalar":
+				gather8(KV, R_t, KV_shared, K_pe_shared)
+			else:
+				for j, d in T.Parallel(block_n, DV):
+					KV_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], d]), T.Cast(dtype, 0))
+				for j, d in T.Parallel(block_n, DPE):
+					K_pe_shared[j, d] = T.if_then_else(R_t[j] >= 0, dec(KV[R_t[j], DV + d]),
+						T.Cast(dtype, 0))
 
 	@T.macro
 	def load_full(KV, block_table, b, n0, KV_shared, K_pe_shared, KV8_shared, KV8pe_shared, R_s):
@@ -341,10 +380,13 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			# the gather (pages of fewer keys than a tile): each key's cache row once
 			for j in T.Parallel(block_n):
 				R_s[j] = kv_row(block_table, b, n0 + j)
-			for j, d in T.Parallel(block_n, DV):
-				KV_shared[j, d] = dec(KV[R_s[j], d])
-			for j, d in T.Parallel(block_n, DPE):
-				K_pe_shared[j, d] = dec(KV[R_s[j], DV + d])
+			if decode != "scalar":
+				gather8(KV, R_s, KV_shared, K_pe_shared)
+			else:
+				for j, d in T.Parallel(block_n, DV):
+					KV_shared[j, d] = dec(KV[R_s[j], d])
+				for j, d in T.Parallel(block_n, DPE):
+					K_pe_shared[j, d] = dec(KV[R_s[j], DV + d])
 
 	@T.macro
 	def scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s):
