@@ -84,6 +84,11 @@ Q_FENCE_ONCE = False
 # measured ~4x the bf16 time on the H200).  The gather paths (pages of 1 and 16 and FP8_BULK False)
 # use tl_fnuz8 with "tile" and "chunk" too.  "tile" not yet measured on a GPU
 FP8_DECODE = "tile"
+# the fp8 row gather (pages of 1 and 16 keys) with FP8_DECODE != "scalar": True = the next tile's
+# codes loaded into registers (36 per thread) before this tile's GEMMs (tl_fnuz_load /
+# tl_fnuz_store), row indices from block_table per thread, no index tile in shared memory;
+# False = the gather of the tile being processed (tl_fnuz_gather).  Not yet measured on a GPU
+GATHER_PREFETCH = True
 FP8_UNIT = 2.0 ** 7  # fnuz value of a code = its fp16 bit-placement value * 2^7 (see _fnuz_decode)
 
 _tl = None
@@ -262,11 +267,88 @@ __device__ __forceinline__ void tl_fnuz_gather(const unsigned char* kv, const in
 		*reinterpret_cast<uint4*>(ope + j * 64 + (c ^ (j & 7)) * 8) = tl_fnuz8(w[16 + i]);
 	}
 }
+// the pipelined fp8 gather: keys [n0, n0 + 64) (all visible), the same 18 8-byte loads per thread
+// as tl_fnuz_gather, rows computed from block_table (bt: the sequence's row), results left in w
+// (registers once inlined) for tl_fnuz_store; nothing here waits for a load
+template <int PS>
+__device__ __forceinline__ void tl_fnuz_load(unsigned* w, const unsigned char* kv, const int* bt,
+		int n0, int64_t kv_rows) {
+	const int t = threadIdx.x & 255;
+	#pragma unroll
+	for (int i = 0; i < 18; ++i) {
+		const int j = i < 16 ? i * 4 + (t >> 6) : (i - 16) * 32 + (t >> 3);
+		const int col = i < 16 ? (t & 63) * 8 : 512 + (t & 7) * 8;
+		const int n = n0 + j;
+		const int64_t r = (int64_t)bt[n / PS] * PS + n % PS;
+		uint2 v = make_uint2(0u, 0u);
+		if (r >= 0 && r < kv_rows)
+			v = *reinterpret_cast<const uint2*>(kv + r * 576 + col);
+		w[2 * i] = v.x;
+		w[2 * i + 1] = v.y;
+	}
+}
+__device__ __forceinline__ void tl_fnuz_store(const unsigned* w, void* out, void* outpe) {
+	const int t = threadIdx.x & 255;
+	unsigned short* o = reinterpret_cast<unsigned short*>(out);
+	unsigned short* ope = reinterpret_cast<unsigned short*>(outpe);
+	#pragma unroll
+	for (int i = 0; i < 16; ++i) {
+		const int j = i * 4 + (t >> 6), c = t & 63;
+		*reinterpret_cast<uint4*>(o + (c >> 3) * 4096 + j * 64 + ((c & 7) ^ (j & 7)) * 8) =
+			tl_fnuz8(make_uint2(w[2 * i], w[2 * i + 1]));
+	}
+	#pragma unroll
+	for (int i = 0; i < 2; ++i) {
+		const int j = i * 32 + (t >> 3), c = t & 7;
+		*reinterpret_cast<uint4*>(ope + j * 64 + (c ^ (j & 7)) * 8) =
+			tl_fnuz8(make_uint2(w[32 + 2 * i], w[33 + 2 * i]));
+	}
+}
+// the bf16 gather: P, the block_table entries of the 18 rows a thread loads (tl_rows_load, issued
+// one tile ahead); rows at kv + (P[i] * PS + n % PS) * 576, 16 bytes each, into the same swizzled
+// tiles; all 18 loads issued before the first store
+template <int PS>
+__device__ __forceinline__ void tl_rows_load(int* p, const int* bt, int n0) {
+	const int t = threadIdx.x & 255;
+	#pragma unroll
+	for (int i = 0; i < 18; ++i) {
+		const int j = i < 16 ? i * 4 + (t >> 6) : (i - 16) * 32 + (t >> 3);
+		p[i] = bt[(n0 + j) / PS];
+	}
+}
+template <int PS>
+__device__ __forceinline__ void tl_bf16_gather(const int* p, int n0, const void* kv, int64_t kv_rows,
+		void* out, void* outpe) {
+	const int t = threadIdx.x & 255;
+	const unsigned short* src = reinterpret_cast<const unsigned short*>(kv);
+	unsigned short* o = reinterpret_cast<unsigned short*>(out);
+	unsigned short* ope = reinterpret_cast<unsigned short*>(outpe);
+	uint4 v[18];
+	#pragma unroll
+	for (int i = 0; i < 18; ++i) {
+		const int j = i < 16 ? i * 4 + (t >> 6) : (i - 16) * 32 + (t >> 3);
+		const int col = i < 16 ? (t & 63) * 8 : 512 + (t & 7) * 8;
+		const int64_t r = (int64_t)p[i] * PS + (n0 + j) % PS;
+		v[i] = make_uint4(0u, 0u, 0u, 0u);
+		if (r >= 0 && r < kv_rows)
+			v[i] = *reinterpret_cast<const uint4*>(src + r * 576 + col);
+	}
+	#pragma unroll
+	for (int i = 0; i < 16; ++i) {
+		const int j = i * 4 + (t >> 6), c = t & 63;
+		*reinterpret_cast<uint4*>(o + (c >> 3) * 4096 + j * 64 + ((c & 7) ^ (j & 7)) * 8) = v[i];
+	}
+	#pragma unroll
+	for (int i = 0; i < 2; ++i) {
+		const int j = i * 32 + (t >> 3), c = t & 7;
+		*reinterpret_cast<uint4*>(ope + j * 64 + (c ^ (j & 7)) * 8) = v[16 + i];
+	}
+}
 """
 
 
 def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, threads,
-		softmax_scale, kv_scale, fp8_bulk=True, fp8_decode="scalar"):
+		softmax_scale, kv_scale, fp8_bulk=True, fp8_decode="scalar", gather_prefetch=False):
 	tilelang, T = _import()
 	# batch, cache rows and block_table columns are symbolic: one compile serves every batch
 	batch = T.dynamic("batch")
@@ -285,8 +367,11 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	bulk8 = fp8 and page_size % block_n == 0 and fp8_bulk
 	gather = not (bulk or bulk8)  # rows through block_table (pages of fewer keys than a tile)
 	decode = fp8_decode if fp8 else "scalar"
+	pf8 = gather and fp8 and decode != "scalar" and gather_prefetch  # the next tile in registers
+	pfb = gather and not fp8 and gather_prefetch  # the next tile's block_table entries in registers
+	use_src = decode != "scalar" or pfb  # _FNUZ_SRC imported
 	assert decode in ("scalar", "chunk", "tile"), decode
-	if decode == "tile" or (gather and decode != "scalar"):
+	if decode == "tile" or (gather and (decode != "scalar" or pfb)):
 		assert block_n == 64, "tl_fnuz_tile and tl_fnuz_gather are written for 64-key tiles"
 	ninf = -T.infinity(acc)
 
@@ -320,6 +405,17 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		T.evaluate(T.call_extern("handle", "tl_fnuz_gather", T.access_ptr(KV, "r"),
 			T.access_ptr(R, "r"), T.Cast("int64", kv_rows), T.access_ptr(KV_shared, "w"),
 			T.access_ptr(K_pe_shared, "w")))
+
+	def rows16(P, block_table, b, n0):
+		"""The block_table entries of the 18 rows each thread loads of keys [n0, n0 + block_n)."""
+		T.evaluate(T.call_extern("handle", "tl_rows_load<%d>" % page_size, T.access_ptr(P, "w"),
+			T.access_ptr(block_table[b, 0], "r"), n0))
+
+	def load8(W, KV, block_table, b, n0):
+		"""The codes of keys [n0, n0 + block_n) of sequence b (all visible) into the registers W of
+		each thread, rows through block_table (tl_fnuz_load: every load issued, none waited for)."""
+		T.evaluate(T.call_extern("handle", "tl_fnuz_load<%d>" % page_size, T.access_ptr(W, "w"),
+			T.access_ptr(KV, "r"), T.access_ptr(block_table[b, 0], "r"), n0, T.Cast("int64", kv_rows)))
 
 	@T.macro
 	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared, R_t):
@@ -450,11 +546,40 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 		rem = n_full % num_split
 		cnt = per + T.if_then_else(bz < rem, 1, 0)
 		start = per * bz + T.min(bz, rem)
-		for k in key_loop(cnt):
-			load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared, KV8_shared,
-				KV8pe_shared, R_s)
-			scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
-			update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+		if pfb:
+			# the bf16 gather, the next tile's block_table entries loaded into registers (P)
+			# before this tile's GEMMs: one memory latency per tile, not two
+			P = T.alloc_local([18], T.int32)
+			if cnt > 0:
+				rows16(P, block_table, bx, start * block_n)
+			for k in T.serial(cnt):
+				T.evaluate(T.call_extern("handle", "tl_bf16_gather<%d>" % page_size,
+					T.access_ptr(P, "r"), (start + k) * block_n, T.access_ptr(KV, "r"),
+					T.Cast("int64", kv_rows), T.access_ptr(KV_shared, "w"),
+					T.access_ptr(K_pe_shared, "w")))
+				if k + 1 < cnt:
+					rows16(P, block_table, bx, (start + k + 1) * block_n)
+				scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
+				update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+		elif pf8:
+			# the fp8 gather, software-pipelined by hand: tile k + 1's codes are loaded into
+			# registers (W) before tile k's GEMMs, decoded into shared memory after them
+			W = T.alloc_local([36], T.uint32)
+			if cnt > 0:
+				load8(W, KV, block_table, bx, start * block_n)
+			for k in T.serial(cnt):
+				T.evaluate(T.call_extern("handle", "tl_fnuz_store", T.access_ptr(W, "r"),
+					T.access_ptr(KV_shared, "w"), T.access_ptr(K_pe_shared, "w")))
+				if k + 1 < cnt:
+					load8(W, KV, block_table, bx, (start + k + 1) * block_n)
+				scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
+				update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
+		else:
+			for k in key_loop(cnt):
+				load_full(KV, block_table, bx, (start + k) * block_n, KV_shared, K_pe_shared,
+					KV8_shared, KV8pe_shared, R_s)
+				scores(Q_shared, Q_pe_shared, KV_shared, K_pe_shared, acc_s)
+				update(acc_s, S_shared, KV_shared, acc_o, m, m_prev, m_s, alpha, ssum, lsum)
 		# the tiles holding a row's visible length (at most 1 + (s_q - 1) / block_n): last split,
 		# own buffers, predicated loads, per-row causal mask
 		if bz == num_split - 1:
@@ -487,7 +612,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			Lse: T.Tensor([batch, h_q * s_q], acc),
 		):
 			with T.Kernel(batch, n_htiles, 1, threads=threads) as (bx, by, bz):
-				if decode != "scalar":
+				if use_src:
 					T.import_source(_FNUZ_SRC)
 				Q_shared = T.alloc_shared([block_h, DV], dtype)
 				Q_pe_shared = T.alloc_shared([block_h, DPE], dtype)
@@ -544,7 +669,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 			L_part: T.Tensor([batch, rows, num_split], acc),
 		):
 			with T.Kernel(batch, n_htiles, num_split, threads=threads) as (bx, by, bz):
-				if decode != "scalar":
+				if use_src:
 					T.import_source(_FNUZ_SRC)
 				Q_shared = T.alloc_shared([block_h, DV], dtype)
 				Q_pe_shared = T.alloc_shared([block_h, DPE], dtype)
@@ -619,7 +744,15 @@ def _key(a, config):
 		32 * (int(config.get("num_warps", 8)) or 8), float(a.softmax_scale),
 		float(a.kv_scale) if a.kv_dtype == "fp8_e4m3_fnuz" else 1.0,
 		bool(FP8_BULK) or a.kv_dtype != "fp8_e4m3_fnuz",
-		str(FP8_DECODE) if a.kv_dtype == "fp8_e4m3_fnuz" else "scalar")
+		str(FP8_DECODE) if a.kv_dtype == "fp8_e4m3_fnuz" else "scalar",
+		bool(GATHER_PREFETCH) and _gathers(a, config) and (a.kv_dtype == "bf16" or FP8_DECODE != "scalar"))
+
+
+def _gathers(a, config):
+	"""Whether the full key tiles are read by the row gather (not one bulk copy per tile)."""
+	if a.page_size % int(config.get("block_n", 64)) != 0:
+		return True
+	return a.kv_dtype == "fp8_e4m3_fnuz" and not FP8_BULK
 
 
 def _kernel(a, config):
