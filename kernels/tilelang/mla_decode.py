@@ -17,9 +17,13 @@ Extended to the harness's operator:
 - the interleaved 576-wide paged cache [num_pages, page_size, 1, 576] read through block_table:
   V is the first 512 columns of the K rows.  A full key tile inside one page (page_size a multiple
   of BLOCK_N) is one bulk copy, as in the example; otherwise (page_size 1, 16) the tile is
-  gathered: the cache row of each of its BLOCK_N keys (block_table[b][j // page_size] * page_size
-  + j % page_size, int64) is computed once into shared memory, then the rows are read with vector
-  loads through it.
+  gathered: the cache row of each of its BLOCK_N keys is block_table[b][j // page_size] *
+  page_size + j % page_size (int64), read with vector loads.  The full tiles' gather is a plain
+  loop (TileLang 0.1.15's pipeline planner fails on it), pipelined by hand with GATHER_PREFETCH
+  (default): each thread loads the block_table entries of its 18 rows of the next tile into
+  registers before this tile's GEMMs (bf16: one memory latency per tile instead of two), and for
+  fp8 the next tile's codes themselves (36 registers); without it, and in the tail, the rows are
+  computed into shared memory first, then read through it.
 - any s_q*h_q: the head tile is BLOCK_H (64) rows when that divides s_q*h_q, else 16, and the
   last tile is padded: its rows past s_q*h_q load zero queries, see the keys of the last real row
   (they never widen the keys read) and are not stored.
@@ -28,12 +32,20 @@ Extended to the harness's operator:
   their block_table entries may be sentinels) and are zero in shared memory (a select, never a
   multiply: 0 * NaN is NaN).
 - fp8_e4m3_fnuz: codes are decoded in the kernel (NVIDIA's hardware fp8 conversion is OCP
-  e4m3fn, another format): the code's bits seeeemmm placed as the fp16 s0eeeemmm0000000 are
-  exactly the fnuz value * 2^-7 (subnormals included), 0x80 (fnuz's only NaN) by a select; exact
-  in bf16, then the same bf16 GEMMs; 2^7 * kv_scale is folded into the score scale and into the
-  output.  With page_size a multiple of BLOCK_N the code tile is one bulk (TMA) copy into shared
-  memory, decoded shared -> shared into the bf16 tile the GEMMs read; otherwise the gathered
-  rows are decoded on the way into shared memory.
+  e4m3fn, another format) into bf16 of exactly the fnuz value * 2^-7, then the same bf16 GEMMs;
+  2^7 * kv_scale is folded into the score scale and into the output.  FP8_DECODE "tile"
+  (default): CUDA imported into the kernel (_FNUZ_SRC) decodes 8 codes per 64-bit load with
+  integer ops: the code's bits seeeemmm placed as the bf16 s0000eeeemmm0000 are exactly the fnuz
+  value * 2^-119 (e == 0 a bf16 subnormal), one bf16x2 multiply by 2^112 per pair (exact), 0x80
+  (fnuz's only NaN) found by an exact zero-byte test and set to NaN off the common path; no
+  conversion instruction.  "scalar": the path before (per element, the code as the fp16
+  s0eeeemmm0000000 = value * 2^-7, converted to bf16, 0x80 by a select).  With page_size a
+  multiple of BLOCK_N the code tile is one bulk (TMA) copy into shared memory, decoded shared ->
+  shared into the bf16 tile the GEMMs read (one call per thread, 18 loads of 8 codes and 18
+  16-byte stores, one barrier); otherwise the gathered rows are decoded on the way into shared
+  memory.  The CUDA writes the bf16 tiles in the layout TileLang gives the GEMM operands (the
+  128-byte swizzle of 64-column panels), which tools/gpu/tilelang_check.py --layout-check
+  verifies against TileLang's own address computation.
 - ragged lengths including 0: a row with no visible key gives out 0, lse +inf (and an empty
   split writes an lse of -inf that the merge weights by 0: no 0/0, no NaN).
 - causal s_q > 1: query i sees keys [0, seqlen - s_q + i].
@@ -82,12 +94,16 @@ Q_FENCE_ONCE = False
 # own addresses (tl_fnuz_tile); "chunk" = the same tl_fnuz8 per 8 codes at addresses TileLang
 # computes (a barrier per loop iteration); "scalar" = the per-element _fnuz_decode (the path before,
 # measured ~4x the bf16 time on the H200).  The gather paths (pages of 1 and 16 and FP8_BULK False)
-# use tl_fnuz8 with "tile" and "chunk" too.  "tile" not yet measured on a GPU
+# use tl_fnuz8 with "tile" and "chunk" too; the bulk tail tiles stay per element.  "tile" not yet
+# measured on a GPU (passes tools/gpu/tilelang_check.py --layout-check offline)
 FP8_DECODE = "tile"
-# the fp8 row gather (pages of 1 and 16 keys) with FP8_DECODE != "scalar": True = the next tile's
-# codes loaded into registers (36 per thread) before this tile's GEMMs (tl_fnuz_load /
-# tl_fnuz_store), row indices from block_table per thread, no index tile in shared memory;
-# False = the gather of the tile being processed (tl_fnuz_gather).  Not yet measured on a GPU
+# the row gather of the full key tiles (pages of 1 and 16 keys; fp8 with FP8_BULK False), a plain
+# loop pipelined by hand.  True: each thread's block_table entries (bf16: tl_rows_load, then
+# tl_bf16_gather) or, fp8 with FP8_DECODE != "scalar", its codes (tl_fnuz_load, 36 registers, then
+# tl_fnuz_store) of the next tile are loaded before this tile's GEMMs, rows computed per thread
+# (no index tile in shared memory); False: the tile's rows into shared memory, then the loads
+# through it (bf16: TileLang's vector loads; fp8: tl_fnuz_gather, or per element with "scalar").
+# Not yet measured on a GPU
 GATHER_PREFETCH = True
 FP8_UNIT = 2.0 ** 7  # fnuz value of a code = its fp16 bit-placement value * 2^7 (see _fnuz_decode)
 
