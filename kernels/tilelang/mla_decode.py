@@ -386,8 +386,10 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	pf8 = gather and fp8 and decode != "scalar" and gather_prefetch  # the next tile in registers
 	pfb = gather and not fp8 and gather_prefetch  # the next tile's block_table entries in registers
 	use_src = decode != "scalar" or pfb  # _FNUZ_SRC imported
+	# the bulk fp8 path's tail tiles through the gather's rows and tl_fnuz_gather too
+	tail8 = bulk8 and decode != "scalar"
 	assert decode in ("scalar", "chunk", "tile"), decode
-	if decode == "tile" or (gather and (decode != "scalar" or pfb)):
+	if decode == "tile" or tail8 or (gather and (decode != "scalar" or pfb)):
 		assert block_n == 64, "tl_fnuz_tile and tl_fnuz_gather are written for 64-key tiles"
 	ninf = -T.infinity(acc)
 
@@ -436,7 +438,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 	@T.macro
 	def load_pred(KV, block_table, b, n0, limit, KV_shared, K_pe_shared, R_t):
 		"""Keys [n0, n0 + block_n) of sequence b, those at or past limit zero (never read)."""
-		if not gather:
+		if not gather and not tail8:
 			for j, d in T.Parallel(block_n, DV):
 				KV_shared[j, d] = T.if_then_else(n0 + j < limit,
 					kv_val(KV, block_table, b, n0 + j, d), T.Cast(dtype, 0))
@@ -639,7 +641,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
 				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
 				R_s = T.alloc_shared([block_n] if gather else [1], T.int64)
-				R_t = T.alloc_shared([block_n] if gather else [1], T.int64)
+				R_t = T.alloc_shared([block_n] if gather or tail8 else [1], T.int64)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				O_shared = T.alloc_shared([block_h, DV], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
@@ -696,7 +698,7 @@ def _build(s_q, h_q, page_size, fp8, block_n, block_h, num_split, num_stages, th
 				KV8_shared = T.alloc_shared([block_n, DV] if bulk8 else [16, 16], T.uint8)
 				KV8pe_shared = T.alloc_shared([block_n, DPE] if bulk8 else [16, 16], T.uint8)
 				R_s = T.alloc_shared([block_n] if gather else [1], T.int64)
-				R_t = T.alloc_shared([block_n] if gather else [1], T.int64)
+				R_t = T.alloc_shared([block_n] if gather or tail8 else [1], T.int64)
 				S_shared = T.alloc_shared([block_h, block_n], dtype)
 				acc_s = T.alloc_fragment([block_h, block_n], acc)
 				acc_o = T.alloc_fragment([block_h, DV], acc)

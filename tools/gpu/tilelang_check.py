@@ -657,9 +657,11 @@ def layout_check(opt):
 			print("%s gather p%d h_q %d %s: %d chunks, %d addresses off" % (stamp(), ps, h_q, buf,
 				len(seen), bad), flush=True)
 			bad += 0 if len(seen) == 64 * ncol else 1
-	# the variants run use the same wgmma descriptors (so the same layouts) for the bf16 tiles
+	# the variants run read the bf16 tiles as the checked ones do (the same wgmma descriptors, or
+	# for 16-row head tiles the same ldmatrix addresses): the same layouts
 	desc = lambda src: sorted(set(re.findall(r"initialize_wgmma_descriptor<[^>]*>\(desc_b\w*, "
-		r"\(&\(\(\(bfloat16_t\*\)(?:KV_shared|K_pe_shared)\)", src)))
+		r"\(&\(\(\(bfloat16_t\*\)(?:KV_shared|K_pe_shared)\)", src) + re.findall(
+		r"ptx_ldmatrix_x\d\(\(&\(\(\(bfloat16_t\*\)(?:KV_shared|K_pe_shared)\)\[[^;]*", src)))
 	for ka, kb in (((1, 16, 64, True, 64, 16, 1, 2, 256, SCALE, FP8_SCALE, True, "chunk", False),
 			(1, 16, 64, True, 64, 16, 1, 2, 256, SCALE, FP8_SCALE, True, "tile", False)),
 			((1, 128, 64, True, 64, 64, 1, 2, 256, SCALE, FP8_SCALE, True, "chunk", False),
