@@ -738,6 +738,9 @@ def main():
 		"Q_FENCE_ONCE=True: set in our module and in the compile workers")
 	ap.add_argument("--bench-paths", action="store_true", help="benchmark our module against "
 		"--old-module on PATH_BENCH (fp8 pages of 64, pages of 16 and 1) in the same call")
+	ap.add_argument("--bench-variants", default="", help="with --bench-paths: our module also "
+		"with these switches, ';'-separated sets of NAME=VALUE,... (Python literals), e.g. "
+		"\"GATHER_PREFETCH=False;FP8_DECODE='chunk'\"")
 	ap.add_argument("--no-headline", action="store_true", help="skip the benchmark against "
 		"TileLang's example on the four bf16 headline shapes")
 	ap.add_argument("--no-codes", action="store_true", help="skip the fp8 decode checks (CODES)")
@@ -812,6 +815,13 @@ def main():
 				if not M.supports(sh):
 					for c in cfgs:
 						jobs.append(("ours", opt.module, M._key(sh, c)))
+	bvars = []  # (label, switches) of the --bench-variants
+	for vs in [x for x in opt.bench_variants.split(";") if x.strip()]:
+		var = {}
+		for kv in vs.split(","):
+			k, v = kv.split("=", 1)
+			var[k.strip()] = ast.literal_eval(v.strip())
+		bvars.append(("ours[%s]" % ",".join("%s=%s" % kv for kv in var.items()), var))
 	if opt.bench_paths and not opt.only_parity:
 		for kvd, h_q, b, n, ps, s_q in PATH_BENCH:
 			sh = types.SimpleNamespace(batch=b, s_q=s_q, h_q=h_q, page_size=ps, kv_dtype=kvd,
@@ -819,6 +829,9 @@ def main():
 				max_pages=1)
 			for c in bcfgs:
 				jobs.append(("ours", opt.module, M._key(sh, c)))
+				for _, var in bvars:
+					with variant(M, {"_var": var}):
+						jobs.append(("ours", opt.module, M._key(sh, c)))
 				if O is not None:
 					jobs.append(("old", opt.old_module, O._key(sh, c)))
 	if not opt.only_parity and not opt.no_headline:
@@ -1007,34 +1020,37 @@ def main():
 			ref = reference(torch, t, NB)
 			t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
 			row = {"shape": shape}
-			impls = [("ours", M, c) for c in bcfgs] + ([("old", O, c) for c in bcfgs] if O else [])
-			for kind, K, c in impls:
-				label = "%s %s" % (kind, c["name"])
-				skip = pc.wait(kind, K._key(t, c))
-				if skip or late():
-					print("%-34s %-30s SKIPPED: %s" % (shape, label, skip or "deadline"), flush=True)
-					continue
-				try:
-					ws = K.workspace_size(t, c)
-					t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
-					with torch.cuda.stream(t.stream):
-						K.prepare(t, c)
-					t.out.fill_(float("nan"))
-					t.lse.fill_(float("nan"))
-					with torch.cuda.stream(t.stream):
-						K.launch(t, c)
-					torch.cuda.synchronize()
-					ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
-					rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
-					ms, _ = bench_one(torch, tt, lambda: K.launch(t, c), stream)
-					okp = ro["ok"] and rl["ok"]
-					print("%-34s %-30s %9.4f %8.1f %7.2f%s" % (shape, label, ms, flops / ms / 1e9,
-						byts / ms / 1e9, "" if okp else " PARITY FAIL: %s | %s" % (ro.get("why", "ok"),
-						rl.get("why", "ok"))), flush=True)
-					row[label] = {"ms": ms, "parity": okp}
-				except Exception as e:
-					print("%-34s %s ERROR %s: %s" % (shape, label, type(e).__name__, str(e)[-400:]),
-						flush=True)
+			impls = [("ours", M, c, {}, "ours") for c in bcfgs]
+			impls += [("ours", M, c, var, lab) for c in bcfgs for lab, var in bvars]
+			impls += [("old", O, c, {}, "old") for c in bcfgs] if O else []
+			for kind, K, c, var, lab in impls:
+				with variant(K, {"_var": var}):
+					label = "%s %s" % (lab, c["name"])
+					skip = pc.wait(kind, K._key(t, c))
+					if skip or late():
+						print("%-34s %-30s SKIPPED: %s" % (shape, label, skip or "deadline"), flush=True)
+						continue
+					try:
+						ws = K.workspace_size(t, c)
+						t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
+						with torch.cuda.stream(t.stream):
+							K.prepare(t, c)
+						t.out.fill_(float("nan"))
+						t.lse.fill_(float("nan"))
+						with torch.cuda.stream(t.stream):
+							K.launch(t, c)
+						torch.cuda.synchronize()
+						ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
+						rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
+						ms, _ = bench_one(torch, tt, lambda: K.launch(t, c), stream)
+						okp = ro["ok"] and rl["ok"]
+						print("%-34s %-30s %9.4f %8.1f %7.2f%s" % (shape, label, ms, flops / ms / 1e9,
+							byts / ms / 1e9, "" if okp else " PARITY FAIL: %s | %s" % (ro.get("why", "ok"),
+							rl.get("why", "ok"))), flush=True)
+						row[label] = {"ms": ms, "parity": okp}
+					except Exception as e:
+						print("%-34s %s ERROR %s: %s" % (shape, label, type(e).__name__, str(e)[-400:]),
+							flush=True)
 			for c in bcfgs:
 				a, o = row.get("ours %s" % c["name"]), row.get("old %s" % c["name"])
 				if a and o:
