@@ -741,6 +741,8 @@ def main():
 	ap.add_argument("--bench-variants", default="", help="with --bench-paths: our module also "
 		"with these switches, ';'-separated sets of NAME=VALUE,... (Python literals), e.g. "
 		"\"GATHER_PREFETCH=False;FP8_DECODE='chunk'\"")
+	ap.add_argument("--bench-first", action="store_true", help="compile for and run --bench-paths "
+		"before the parity checks")
 	ap.add_argument("--no-headline", action="store_true", help="skip the benchmark against "
 		"TileLang's example on the four bf16 headline shapes")
 	ap.add_argument("--no-codes", action="store_true", help="skip the fp8 decode checks (CODES)")
@@ -822,7 +824,9 @@ def main():
 			k, v = kv.split("=", 1)
 			var[k.strip()] = ast.literal_eval(v.strip())
 		bvars.append(("ours[%s]" % ",".join("%s=%s" % kv for kv in var.items()), var))
+	bjobs = []
 	if opt.bench_paths and not opt.only_parity:
+		n0 = len(jobs)
 		for kvd, h_q, b, n, ps, s_q in PATH_BENCH:
 			sh = types.SimpleNamespace(batch=b, s_q=s_q, h_q=h_q, page_size=ps, kv_dtype=kvd,
 				softmax_scale=SCALE, kv_scale=FP8_SCALE if kvd != "bf16" else 1.0, num_pages=1,
@@ -834,6 +838,7 @@ def main():
 						jobs.append(("ours", opt.module, M._key(sh, c)))
 				if O is not None:
 					jobs.append(("old", opt.old_module, O._key(sh, c)))
+		bjobs = jobs[n0:]
 	if not opt.only_parity and not opt.no_headline:
 		bsh = [types.SimpleNamespace(batch=b, s_q=1, h_q=h_q, page_size=64, kv_dtype="bf16",
 			softmax_scale=576 ** -0.5, kv_scale=1.0, num_pages=1, max_pages=1) for h_q, b, n in HEADLINE]
@@ -847,11 +852,86 @@ def main():
 			for sh in bsh:
 				for c in bcfgs:
 					jobs.append(("old", opt.old_module, O._key(sh, c)))
+	if opt.bench_first:
+		jobs = [j for j in jobs if j in bjobs] + [j for j in jobs if j not in bjobs]
 	pc = Precompile(jobs, opt.jobs, T_START + opt.compile_budget)
 	print("%s precompiling %d kernels with %d processes (compile deadline %ds)" % (stamp(),
 		len(pc.futs), opt.jobs, opt.compile_budget), flush=True)
 
 	stream = torch.cuda.Stream()
+
+	# ---- benchmark: ours against the old module on the paths past the example, same tasks
+	def bench_paths():
+		"""The old-vs-new benchmark (--bench-paths)."""
+		import triton.testing as tt
+		print("%s bench-paths (do_bench, L2 flush, median ms; equal lengths, random page "
+			"permutation; module switches: %s)" % (stamp(), {k: getattr(M, k, None) for k in
+			("FP8_DECODE", "GATHER_PREFETCH", "FP8_BULK", "Q_FENCE_ONCE")}), flush=True)
+		print("%-34s %-30s %9s %8s %7s" % ("shape", "impl", "ms", "TFLOPS", "TB/s"), flush=True)
+		for kvd, h_q, b, n, ps, s_q in PATH_BENCH:
+			shape = "%s_h%d_sq%d_b%d_%dk_p%d" % ("fp8" if kvd != "bf16" else kvd, h_q, s_q, b,
+				n // 1024, ps)
+			if late():
+				print("%s %-34s SKIPPED: past the deadline" % (stamp(), shape), flush=True)
+				continue
+			try:
+				t = bench_task(torch, dev, kvd, h_q, b, n, ps, s_q)
+			except Exception as e:
+				print("%-34s task ERROR %s: %s" % (shape, type(e).__name__, str(e)[-300:]), flush=True)
+				continue
+			if kvd != "bf16":
+				t._sigma = 1.0  # codes uniform over the whole range: the N(0,1) tolerance
+			flops = 2 * s_q * h_q * b * n * 1088
+			byts = b * n * 576 * (1 if kvd != "bf16" else 2) + t.q.numel() * 2 + t.out.numel() * 2
+			NB = 2
+			ref = reference(torch, t, NB)
+			t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
+			row = {"shape": shape}
+			impls = [("ours", M, c, {}, "ours") for c in bcfgs]
+			impls += [("ours", M, c, var, lab) for c in bcfgs for lab, var in bvars]
+			impls += [("old", O, c, {}, "old") for c in bcfgs] if O else []
+			for kind, K, c, var, lab in impls:
+				with variant(K, {"_var": var}):
+					label = "%s %s" % (lab, c["name"])
+					skip = pc.wait(kind, K._key(t, c))
+					if skip or late():
+						print("%-34s %-30s SKIPPED: %s" % (shape, label, skip or "deadline"), flush=True)
+						continue
+					try:
+						ws = K.workspace_size(t, c)
+						t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
+						with torch.cuda.stream(t.stream):
+							K.prepare(t, c)
+						t.out.fill_(float("nan"))
+						t.lse.fill_(float("nan"))
+						with torch.cuda.stream(t.stream):
+							K.launch(t, c)
+						torch.cuda.synchronize()
+						ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
+						rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
+						ms, _ = bench_one(torch, tt, lambda: K.launch(t, c), stream)
+						okp = ro["ok"] and rl["ok"]
+						print("%-34s %-30s %9.4f %8.1f %7.2f%s" % (shape, label, ms, flops / ms / 1e9,
+							byts / ms / 1e9, "" if okp else " PARITY FAIL: %s | %s" % (ro.get("why", "ok"),
+							rl.get("why", "ok"))), flush=True)
+						row[label] = {"ms": ms, "parity": okp}
+					except Exception as e:
+						print("%-34s %s ERROR %s: %s" % (shape, label, type(e).__name__, str(e)[-400:]),
+							flush=True)
+			for c in bcfgs:
+				o = row.get("old %s" % c["name"])
+				for lab in ["ours"] + [lab for lab, _ in bvars]:
+					a = row.get("%s %s" % (lab, c["name"]))
+					if a and o:
+						print("%-34s %s: %s/old time %.3f%s" % (shape, c["name"], "new" if lab ==
+							"ours" else lab, a["ms"] / o["ms"], "" if a["parity"] and o["parity"] else
+							" (a parity failure above)"), flush=True)
+			log["bench_paths"].append(row)
+			del t
+			torch.cuda.empty_cache()
+
+	if opt.bench_paths and opt.bench_first and not opt.only_parity:
+		bench_paths()
 
 	# ---- parity
 	if not opt.only_bench:
@@ -994,71 +1074,8 @@ def main():
 						str(e)[-600:]), flush=True)
 					log["capture"].append({"case": cname, "config": c["name"], "error": str(e)[-600:]})
 
-	# ---- benchmark: ours against the old module on the paths past the example, same tasks
-	if opt.bench_paths and not opt.only_parity:
-		import triton.testing as tt
-		print("%s bench-paths (do_bench, L2 flush, median ms; equal lengths, random page "
-			"permutation; module switches: %s)" % (stamp(), {k: getattr(M, k, None) for k in
-			("FP8_DECODE", "GATHER_PREFETCH", "FP8_BULK", "Q_FENCE_ONCE")}), flush=True)
-		print("%-34s %-30s %9s %8s %7s" % ("shape", "impl", "ms", "TFLOPS", "TB/s"), flush=True)
-		for kvd, h_q, b, n, ps, s_q in PATH_BENCH:
-			shape = "%s_h%d_sq%d_b%d_%dk_p%d" % ("fp8" if kvd != "bf16" else kvd, h_q, s_q, b,
-				n // 1024, ps)
-			if late():
-				print("%s %-34s SKIPPED: past the deadline" % (stamp(), shape), flush=True)
-				continue
-			try:
-				t = bench_task(torch, dev, kvd, h_q, b, n, ps, s_q)
-			except Exception as e:
-				print("%-34s task ERROR %s: %s" % (shape, type(e).__name__, str(e)[-300:]), flush=True)
-				continue
-			if kvd != "bf16":
-				t._sigma = 1.0  # codes uniform over the whole range: the N(0,1) tolerance
-			flops = 2 * s_q * h_q * b * n * 1088
-			byts = b * n * 576 * (1 if kvd != "bf16" else 2) + t.q.numel() * 2 + t.out.numel() * 2
-			NB = 2
-			ref = reference(torch, t, NB)
-			t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
-			row = {"shape": shape}
-			impls = [("ours", M, c, {}, "ours") for c in bcfgs]
-			impls += [("ours", M, c, var, lab) for c in bcfgs for lab, var in bvars]
-			impls += [("old", O, c, {}, "old") for c in bcfgs] if O else []
-			for kind, K, c, var, lab in impls:
-				with variant(K, {"_var": var}):
-					label = "%s %s" % (lab, c["name"])
-					skip = pc.wait(kind, K._key(t, c))
-					if skip or late():
-						print("%-34s %-30s SKIPPED: %s" % (shape, label, skip or "deadline"), flush=True)
-						continue
-					try:
-						ws = K.workspace_size(t, c)
-						t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
-						with torch.cuda.stream(t.stream):
-							K.prepare(t, c)
-						t.out.fill_(float("nan"))
-						t.lse.fill_(float("nan"))
-						with torch.cuda.stream(t.stream):
-							K.launch(t, c)
-						torch.cuda.synchronize()
-						ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
-						rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
-						ms, _ = bench_one(torch, tt, lambda: K.launch(t, c), stream)
-						okp = ro["ok"] and rl["ok"]
-						print("%-34s %-30s %9.4f %8.1f %7.2f%s" % (shape, label, ms, flops / ms / 1e9,
-							byts / ms / 1e9, "" if okp else " PARITY FAIL: %s | %s" % (ro.get("why", "ok"),
-							rl.get("why", "ok"))), flush=True)
-						row[label] = {"ms": ms, "parity": okp}
-					except Exception as e:
-						print("%-34s %s ERROR %s: %s" % (shape, label, type(e).__name__, str(e)[-400:]),
-							flush=True)
-			for c in bcfgs:
-				a, o = row.get("ours %s" % c["name"]), row.get("old %s" % c["name"])
-				if a and o:
-					print("%-34s %s: new/old time %.3f%s" % (shape, c["name"], a["ms"] / o["ms"],
-						"" if a["parity"] and o["parity"] else " (a parity failure above)"), flush=True)
-			log["bench_paths"].append(row)
-			del t
-			torch.cuda.empty_cache()
+	if opt.bench_paths and not opt.bench_first and not opt.only_parity:
+		bench_paths()
 
 	# ---- benchmark: ours (and the old module) vs TileLang's published paged example
 	if not opt.only_parity and not opt.no_headline:
