@@ -72,6 +72,9 @@ LN2 = 0.6931471805599453
 # "page1" the row gather through block_table, "fp8" the in-kernel fnuz decode.  All four passed
 # parity (both configs, the card's standard-tier shapes and edge lengths), determinism and the
 # capture check on the H200 on 2026-12-01 (results/bench/tilelang_mla_decode_h200/paths_20261201T1200Z/)
+# with the paths of then (FP8_DECODE "scalar", GATHER_PREFETCH False); the defaults since (branch
+# tlfp8) compile for every task of the sm_90 plans but have not run on a GPU yet
+# (.dev/tlfp8/run.sh: parity, the code-by-code decode checks and old-vs-new timings)
 OFFERED = {"pad": True, "page16": True, "page1": True, "fp8": True}
 NOT_PROVEN = {
 	"pad": "s_q*h_q %d: the padded head tile (rows past s_q*h_q masked on load and store) has not "
