@@ -167,7 +167,10 @@ def reference(torch, t, nb=None):
 			continue
 		j = torch.arange(n, device=dev)
 		rows = bt[b, j // ps] * ps + j % ps
-		k = kvf[rows].double()                                # [n, 576]
+		k = kvf[rows]
+		if getattr(t, "_ref_table", None) is not None:       # codes decoded here (bench tasks)
+			k = t._ref_table[k.long()] * t.kv_scale
+		k = k.double()                                        # [n, 576]
 		qb = t.q[b].double()                                  # [s_q, h_q, 576]
 		s = torch.einsum("shd,nd->shn", qb, k) * t.softmax_scale
 		for i in range(t.s_q):
@@ -308,7 +311,146 @@ def cases():
 		page_size=64, kv_dtype=f8, _var={"FP8_BULK": False})
 	add("fp8_sq2_p64_h16_rows", "sp1", batch=8, s_q=2, h_q=16,
 		lens=[0, 1, 2, 63, 64, 65, 127, 4099], page_size=64, kv_dtype=f8, _var={"FP8_BULK": False})
+	# the module's other decode / gather variants (FP8_DECODE, GATHER_PREFETCH)
+	add("fp8_p64_h128_chunk", batch=8, s_q=1, h_q=128, lens=[0, 1, 63, 64, 65, 1000, 0, 4097],
+		page_size=64, kv_dtype=f8, _var={"FP8_DECODE": "chunk"})
+	add("fp8_h64_sq2_p16_nopf", "sp1", batch=4, s_q=2, h_q=64, lens=[1, 64, 1031, 2048],
+		page_size=16, kv_dtype=f8, _var={"GATHER_PREFETCH": False})
+	add("fp8_h32_p1_nopf", "sp1", batch=6, s_q=1, h_q=32, lens=[0, 1, 2, 64, 100, 333],
+		page_size=1, kv_dtype=f8, _var={"GATHER_PREFETCH": False})
+	add("h64_sq2_p16_nopf", "sp1", batch=4, s_q=2, h_q=64, lens=[1, 64, 1031, 2048],
+		page_size=16, kv_dtype=bf, _var={"GATHER_PREFETCH": False})
+	add("h32_p1_nopf", "sp1", batch=4, s_q=1, h_q=32, lens=[1, 100, 333, 64], page_size=1,
+		kv_dtype=bf, _var={"GATHER_PREFETCH": False})
 	return r
+
+
+# fp8 decode checks: every visible row holds the same codes (V columns: every code but 0x80, each
+# twice; rope columns 0x30..0x6F), so every score of a row is equal, softmax is uniform and out is
+# the decoded V row itself: out must equal fnuz(code) * kv_scale to a bf16 rounding, code by code
+# (a wrong code, a flushed subnormal, a wrong sign is off by far more).  Sequence 4 has one 0x80 in
+# a visible row: its lse must not be finite (the kernel's reading of a NaN sum), which a decode of
+# 0x80 as -0 would not give.  (name, page_size, h_q, s_q, module switches)
+CODES = [
+	("codes_p64_h16", 64, 16, 1, {}),
+	("codes_p64_h128", 64, 128, 1, {}),
+	("codes_p16_h64_sq2", 16, 64, 2, {}),
+	("codes_p1_h32", 1, 32, 1, {}),
+	("codes_p64_h16_chunk", 64, 16, 1, {"FP8_DECODE": "chunk"}),
+	("codes_p64_h16_rows", 64, 16, 1, {"FP8_BULK": False}),
+	("codes_p16_h64_sq2_nopf", 16, 64, 2, {"GATHER_PREFETCH": False}),
+	("codes_p1_h32_nopf", 1, 32, 1, {"GATHER_PREFETCH": False}),
+]
+CODES_LENS = [64, 1, 128, 200, 64, 0]
+CODES_NAN = 4
+
+
+def codes_task(torch, dev, page_size, h_q, s_q, seed):
+	t = make_task(torch, dev, batch=len(CODES_LENS), s_q=s_q, h_q=h_q, lens=CODES_LENS,
+		page_size=page_size, kv_dtype="fp8_e4m3_fnuz", seed=seed)
+	table = fnuz_table(torch).to(dev)
+	row = torch.arange(576, device=dev) % 256
+	row[row == 0x80] = 0x00
+	row[512:] = torch.arange(0x30, 0x70, device=dev)
+	codes = t.kv_cache.view(-1, 576)
+	bt = t.block_table.to(torch.int64)
+	for b, n in enumerate(CODES_LENS):
+		j = torch.arange(n, device=dev)
+		rows = bt[b, j // page_size] * page_size + j % page_size
+		codes[rows] = row.to(torch.uint8)
+		if b == CODES_NAN:
+			codes[rows[10], 5] = 0x80
+	t._ref_kv = table[codes.to(torch.int64)] * t.kv_scale
+	t._expect_v = (table[row] * t.kv_scale).float()  # [576]; the V part is [:512]
+	return t
+
+
+def check_codes(torch, M, t, cfg, stream):
+	"""None if the decode checks pass, else why not."""
+	ws = M.workspace_size(t, cfg)
+	t.workspace = torch.full((ws,), 0xFF, dtype=torch.uint8, device=t.device) if ws else None
+	t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
+	t.out.fill_(float("nan"))
+	t.lse.fill_(float("nan"))
+	with torch.cuda.stream(t.stream):
+		M.prepare(t, cfg)
+		M.launch(t, cfg)
+	torch.cuda.synchronize()
+	why = []
+	ev = t._expect_v[:512]
+	for b, n in enumerate(CODES_LENS):
+		o = t.out[b].float()  # [s_q, h_q, 512]
+		l = t.lse[b]
+		if b == CODES_NAN:
+			if torch.isfinite(l).any():
+				why.append("seq %d (0x80 visible): lse finite at %d of %d (0x80 not decoded as NaN?)"
+					% (b, int(torch.isfinite(l).sum()), l.numel()))
+			continue
+		for i in range(t.s_q):
+			nv = n - t.s_q + 1 + i
+			oi = o[i]
+			if nv <= 0:
+				if not torch.equal(oi, torch.zeros_like(oi)):
+					why.append("seq %d query %d (no key): out not 0" % (b, i))
+				continue
+			if not torch.isfinite(oi).all():
+				why.append("seq %d query %d: out not finite" % (b, i))
+				continue
+			err = (oi - ev).abs()
+			bad = err > ev.abs() * 2.0 ** -7
+			if bad.any():
+				w = tuple(bad.nonzero()[0].tolist())
+				code = int((torch.arange(512) % 256)[w[-1]])
+				why.append("seq %d query %d: %d elements off, first head %d col %d (code 0x%02x): "
+					"got %.8g expected %.8g" % (b, i, int(bad.sum()), w[0], w[1], code,
+					oi[w].item(), ev[w[1]].item()))
+			if not torch.isfinite(l[:, i]).all():
+				why.append("seq %d query %d: lse not finite" % (b, i))
+	return "; ".join(why) or None
+
+
+# the old-vs-new benchmark of the paths past the example (--bench-paths): (kv_dtype, h_q, batch,
+# keys per sequence, page_size, s_q), equal lengths
+PATH_BENCH = [
+	("fp8_e4m3_fnuz", 16, 128, 32768, 64, 1),
+	("fp8_e4m3_fnuz", 128, 128, 8192, 64, 1),
+	("bf16", 64, 32, 4096, 16, 2),
+	("fp8_e4m3_fnuz", 64, 32, 4096, 16, 2),
+	("bf16", 32, 32, 4096, 1, 1),
+	("fp8_e4m3_fnuz", 32, 32, 4096, 1, 1),
+]
+
+
+def bench_task(torch, dev, kv_dtype, h_q, b, n, page_size, s_q, seed=7):
+	"""Equal lengths, every page used once (random permutation); fp8 codes uniform over every
+	code but 0x80, decoded by the reference only for the sequences it checks."""
+	if kv_dtype == "bf16":
+		return make_task(torch, dev, batch=b, s_q=s_q, h_q=h_q, lens=[n] * b, page_size=page_size,
+			kv_dtype="bf16", seed=seed, spare_pages=0, max_pages=n // page_size)
+	g = torch.Generator(device=dev).manual_seed(seed)
+	npg = b * n // page_size
+	perm = torch.randperm(npg, generator=g, device=dev).to(torch.int32)
+	codes = torch.randint(0, 256, (npg * page_size, 576), generator=g, device=dev,
+		dtype=torch.int32).to(torch.uint8)
+	codes[codes == 0x80] = 0
+	t = types.SimpleNamespace(batch=b, s_q=s_q, h_q=h_q, num_pages=npg, page_size=page_size,
+		max_pages=n // page_size, kv_dtype=kv_dtype, softmax_scale=SCALE, kv_scale=FP8_SCALE,
+		num_cus=torch.cuda.get_device_properties(dev).multi_processor_count)
+	t.q = (torch.randn(b, s_q, h_q, 576, generator=g, device=dev) * 0.1).clamp(-1, 1).to(
+		torch.bfloat16)
+	t.kv_cache = codes.view(npg, page_size, 1, 576)
+	t.block_table = perm.view(b, n // page_size).contiguous()
+	t.seqlens = torch.full((b,), n, dtype=torch.int32, device=dev)
+	t.out = torch.full((b, s_q, h_q, 512), float("nan"), dtype=torch.bfloat16, device=dev)
+	t.lse = torch.full((b, h_q, s_q), float("nan"), dtype=torch.float32, device=dev)
+	t.workspace = None
+	t.stream = None
+	t.device = dev
+	t._lens = [n] * b
+	t._sigma = 0.1
+	t._ref_kv = codes
+	t._ref_table = fnuz_table(torch).to(dev)
+	return t
 
 
 @contextlib.contextmanager
@@ -434,6 +576,109 @@ def f32(x):
 	return struct.unpack("f", struct.pack("f", x))[0]
 
 
+def _c_eval(expr, env):
+	"""A TileLang-generated CUDA index expression (ints, + - * >> & |, casts) evaluated in Python."""
+	import re
+	e = re.sub(r"\(\((int|int64_t)\)threadIdx\.x\)", "tid", expr)
+	e = re.sub(r"\((int|int64_t|uint)\)", "", e)
+	return eval(e, {}, env)
+
+
+def layout_check(opt):
+	"""Compile (for sm_90a, no GPU needed) the variants whose shared-memory addresses TileLang
+	computes, and check them against the fixed layouts of the module's CUDA (tl_fnuz_tile,
+	tl_fnuz_gather, tl_fnuz_store, tl_bf16_gather): bf16 tile [64][512] as 64-column panels with the
+	128-byte swizzle, rope [64][64] likewise, codes as two [64][256] boxes and [64][64]."""
+	import re
+	M = load_module(opt.module, "tl_mla")
+	M._TARGET = {"kind": "cuda", "arch": "sm_90a"}
+	swz = lambda j, c, panel: (c >> 3) * 4096 * panel + j * 64 + ((c & 7) ^ (j & 7)) * 8
+	bad = 0
+	# the bulk fp8 tile, both head tiles (16 and 64 rows): FP8_DECODE "chunk"
+	for h_q, bh in ((16, 16), (128, 64)):
+		key = (1, h_q, 64, True, 64, bh, 1, 2, 256, SCALE, FP8_SCALE, True, "chunk", False)
+		src = M._build(*key).get_kernel_source()
+		for buf8, buf, n_it, ncol in (("KV8_shared", "KV_shared", 16, 64), ("KV8pe_shared",
+				"K_pe_shared", 2, 8)):
+			line = [l for l in src.splitlines() if "tl_fnuz8_bf16((&(((uchar*)%s)" % buf8 in l][0]
+			m = re.search(r"%s\)\[(.*?)\]\)\), \(&\(\(\(bfloat16_t\*\)%s\)\[(.*)\]\)\)\);"
+				% (buf8, buf), line)
+			a, b = m.group(1), m.group(2)
+			iv = sorted(set(re.findall(r"\bi_\d+\b", a + b)))
+			kv = set(re.findall(r"\bk(?:_\d+)?\b", a + b))
+			assert len(iv) == 1, iv
+			seen = set()
+			for tid in range(128, 384):
+				for it in range(n_it):
+					env = {"tid": tid, iv[0]: it}
+					env.update({k: 0 for k in kv})
+					sa, da = _c_eval(a, env), _c_eval(b, env)
+					if ncol == 64:
+						box, rest = divmod(sa, 16384)
+						j, cc = divmod(rest, 256)
+						col = box * 256 + cc
+					else:
+						j, col = divmod(sa, 64)
+					c = col // 8
+					seen.add((j, c))
+					if col % 8 or da != swz(j, c, 1 if ncol == 64 else 0):
+						bad += 1
+			print("%s h_q %d %s: %d chunks, %d addresses off" % (stamp(), h_q, buf, len(seen), bad),
+				flush=True)
+			bad += 0 if len(seen) == 64 * ncol else 1
+	# the gather's bf16 tile: the bf16 row gather of TileLang (GATHER_PREFETCH False)
+	for ps, h_q, bh in ((16, 64, 64), (1, 32, 16)):
+		key = (1, h_q, ps, False, 64, bh, 1, 2, 256, SCALE, 1.0, True, "scalar", False)
+		src = M._build(*key).get_kernel_source()
+		for buf, n_it, ncol in (("KV_shared", 16, 64), ("K_pe_shared", 2, 8)):
+			lines = src.splitlines()
+			k = [i for i, l in enumerate(lines) if "*(uint4*)(((bfloat16_t*)%s) + " % buf in l][0]
+			st = re.search(r"%s\) \+ (.*)\) = condval_\d+;" % buf, lines[k]).group(1)
+			ld = [l for l in lines[k - 6:k] if "*(uint4*)(KV + " in l][0]
+			m = re.search(r"\(int64_t\*\)R_s\)\[(.*?)\] \* \(int64_t\)576\) \+ (.*);", ld)
+			je, ce = m.group(1), m.group(2)
+			depth = 0
+			for i, ch in enumerate(ce):  # the column: the balanced expression after "576) + "
+				depth += {"(": 1, ")": -1}.get(ch, 0)
+				if depth < 0:
+					ce = ce[:i]
+					break
+			iv = sorted(set(re.findall(r"\bi_\d+\b", st + je + ce)))
+			assert len(iv) == 1, iv
+			seen = set()
+			for tid in range(256):
+				for it in range(n_it):
+					env = {"tid": tid, iv[0]: it}
+					j, col = _c_eval(je, env), _c_eval(ce, env)  # rope: + 512 outside it
+					c = col // 8
+					seen.add((j, c))
+					if col % 8 or _c_eval(st, env) != swz(j, c, 1 if ncol == 64 else 0):
+						bad += 1
+			print("%s gather p%d h_q %d %s: %d chunks, %d addresses off" % (stamp(), ps, h_q, buf,
+				len(seen), bad), flush=True)
+			bad += 0 if len(seen) == 64 * ncol else 1
+	# the variants run read the bf16 tiles as the checked ones do (the same wgmma descriptors, or
+	# for 16-row head tiles the same ldmatrix addresses): the same layouts
+	desc = lambda src: sorted(set(re.findall(r"initialize_wgmma_descriptor<[^>]*>\(desc_b\w*, "
+		r"\(&\(\(\(bfloat16_t\*\)(?:KV_shared|K_pe_shared)\)", src) + re.findall(
+		r"ptx_ldmatrix_x\d\(\(&\(\(\(bfloat16_t\*\)(?:KV_shared|K_pe_shared)\)\[[^;]*", src)))
+	for ka, kb in (((1, 16, 64, True, 64, 16, 1, 2, 256, SCALE, FP8_SCALE, True, "chunk", False),
+			(1, 16, 64, True, 64, 16, 1, 2, 256, SCALE, FP8_SCALE, True, "tile", False)),
+			((1, 128, 64, True, 64, 64, 1, 2, 256, SCALE, FP8_SCALE, True, "chunk", False),
+			(1, 128, 64, True, 64, 64, 1, 2, 256, SCALE, FP8_SCALE, True, "tile", False)),
+			((1, 64, 16, False, 64, 64, 1, 2, 256, SCALE, 1.0, True, "scalar", False),
+			(1, 64, 16, True, 64, 64, 1, 2, 256, SCALE, FP8_SCALE, True, "tile", True)),
+			((1, 64, 16, False, 64, 64, 1, 2, 256, SCALE, 1.0, True, "scalar", False),
+			(1, 64, 16, False, 64, 64, 1, 2, 256, SCALE, 1.0, True, "scalar", True))):
+		da, db = desc(M._build(*ka).get_kernel_source()), desc(M._build(*kb).get_kernel_source())
+		same = da == db and len(da) > 0
+		bad += 0 if same else 1
+		print("%s descriptors of %s vs %s: %s" % (stamp(), ka[12:], kb[12:], "same" if same else
+			"DIFFER: %s | %s" % (da, db)), flush=True)
+	print("%s layout check: %s" % (stamp(), "ok" if not bad else "%d FAILURES" % bad), flush=True)
+	os._exit(0 if not bad else 1)
+
+
 def warm_plan(opt):
 	"""Compile the kernels of every task and config of the plans (the harness's scalars: softmax_scale
 	and kv_scale = 1/240 as float32), in parallel processes: TileLang's disk cache then serves the
@@ -491,7 +736,23 @@ def main():
 	ap.add_argument("--bench-configs", default="sp1", help="comma list of config name parts, or all")
 	ap.add_argument("--set", default="", help="module switches NAME=VALUE,... (Python literals), e.g. "
 		"Q_FENCE_ONCE=True: set in our module and in the compile workers")
+	ap.add_argument("--bench-paths", action="store_true", help="benchmark our module against "
+		"--old-module on PATH_BENCH (fp8 pages of 64, pages of 16 and 1) in the same call")
+	ap.add_argument("--bench-variants", default="", help="with --bench-paths: our module also "
+		"with these switches, ';'-separated sets of NAME=VALUE,... (Python literals), e.g. "
+		"\"GATHER_PREFETCH=False;FP8_DECODE='chunk'\"")
+	ap.add_argument("--bench-first", action="store_true", help="compile for and run --bench-paths "
+		"before the parity checks")
+	ap.add_argument("--no-headline", action="store_true", help="skip the benchmark against "
+		"TileLang's example on the four bf16 headline shapes")
+	ap.add_argument("--no-codes", action="store_true", help="skip the fp8 decode checks (CODES)")
+	ap.add_argument("--layout-check", action="store_true", help="no GPU needed: compile the "
+		"module's FP8_DECODE 'chunk' variant for sm_90a and check that the shared-memory addresses "
+		"TileLang computes are those tl_fnuz_tile / tl_fnuz_gather / tl_bf16_gather assume, then exit")
 	opt = ap.parse_args()
+	if opt.layout_check:
+		layout_check(opt)
+		return
 	if opt.warm_plan:
 		warm_plan(opt)
 		return
@@ -516,7 +777,7 @@ def main():
 	print("%s device %s arch %s configs %s unlocked %s set %s" % (stamp(),
 		torch.cuda.get_device_name(dev), arch, [c["name"] for c in cfgs], unlock, SETTINGS), flush=True)
 	log = {"configs": cfgs, "unlocked": unlock, "set": SETTINGS, "parity": [], "capture": [],
-		"bench": []}
+		"bench": [], "codes": [], "bench_paths": []}
 	sel = cases()
 	cap = CAPTURE
 	if opt.cases:
@@ -547,7 +808,38 @@ def main():
 			if not M.supports(sh):
 				for c in cfgs:
 					jobs.append(("ours", opt.module, M._key(sh, c)))
-	if not opt.only_parity:
+	if not opt.only_bench and not opt.no_codes:
+		for name, ps, h_q, s_q, var in CODES:
+			with variant(M, {"_var": var}):
+				sh = types.SimpleNamespace(batch=1, s_q=s_q, h_q=h_q, page_size=ps,
+					kv_dtype="fp8_e4m3_fnuz", softmax_scale=SCALE, kv_scale=FP8_SCALE, num_pages=1,
+					max_pages=1)
+				if not M.supports(sh):
+					for c in cfgs:
+						jobs.append(("ours", opt.module, M._key(sh, c)))
+	bvars = []  # (label, switches) of the --bench-variants
+	for vs in [x for x in opt.bench_variants.split(";") if x.strip()]:
+		var = {}
+		for kv in vs.split(","):
+			k, v = kv.split("=", 1)
+			var[k.strip()] = ast.literal_eval(v.strip())
+		bvars.append(("ours[%s]" % ",".join("%s=%s" % kv for kv in var.items()), var))
+	bjobs = []
+	if opt.bench_paths and not opt.only_parity:
+		n0 = len(jobs)
+		for kvd, h_q, b, n, ps, s_q in PATH_BENCH:
+			sh = types.SimpleNamespace(batch=b, s_q=s_q, h_q=h_q, page_size=ps, kv_dtype=kvd,
+				softmax_scale=SCALE, kv_scale=FP8_SCALE if kvd != "bf16" else 1.0, num_pages=1,
+				max_pages=1)
+			for c in bcfgs:
+				jobs.append(("ours", opt.module, M._key(sh, c)))
+				for _, var in bvars:
+					with variant(M, {"_var": var}):
+						jobs.append(("ours", opt.module, M._key(sh, c)))
+				if O is not None:
+					jobs.append(("old", opt.old_module, O._key(sh, c)))
+		bjobs = jobs[n0:]
+	if not opt.only_parity and not opt.no_headline:
 		bsh = [types.SimpleNamespace(batch=b, s_q=1, h_q=h_q, page_size=64, kv_dtype="bf16",
 			softmax_scale=576 ** -0.5, kv_scale=1.0, num_pages=1, max_pages=1) for h_q, b, n in HEADLINE]
 		for sh in bsh:
@@ -560,11 +852,86 @@ def main():
 			for sh in bsh:
 				for c in bcfgs:
 					jobs.append(("old", opt.old_module, O._key(sh, c)))
+	if opt.bench_first:
+		jobs = [j for j in jobs if j in bjobs] + [j for j in jobs if j not in bjobs]
 	pc = Precompile(jobs, opt.jobs, T_START + opt.compile_budget)
 	print("%s precompiling %d kernels with %d processes (compile deadline %ds)" % (stamp(),
 		len(pc.futs), opt.jobs, opt.compile_budget), flush=True)
 
 	stream = torch.cuda.Stream()
+
+	# ---- benchmark: ours against the old module on the paths past the example, same tasks
+	def bench_paths():
+		"""The old-vs-new benchmark (--bench-paths)."""
+		import triton.testing as tt
+		print("%s bench-paths (do_bench, L2 flush, median ms; equal lengths, random page "
+			"permutation; module switches: %s)" % (stamp(), {k: getattr(M, k, None) for k in
+			("FP8_DECODE", "GATHER_PREFETCH", "FP8_BULK", "Q_FENCE_ONCE")}), flush=True)
+		print("%-34s %-30s %9s %8s %7s" % ("shape", "impl", "ms", "TFLOPS", "TB/s"), flush=True)
+		for kvd, h_q, b, n, ps, s_q in PATH_BENCH:
+			shape = "%s_h%d_sq%d_b%d_%dk_p%d" % ("fp8" if kvd != "bf16" else kvd, h_q, s_q, b,
+				n // 1024, ps)
+			if late():
+				print("%s %-34s SKIPPED: past the deadline" % (stamp(), shape), flush=True)
+				continue
+			try:
+				t = bench_task(torch, dev, kvd, h_q, b, n, ps, s_q)
+			except Exception as e:
+				print("%-34s task ERROR %s: %s" % (shape, type(e).__name__, str(e)[-300:]), flush=True)
+				continue
+			if kvd != "bf16":
+				t._sigma = 1.0  # codes uniform over the whole range: the N(0,1) tolerance
+			flops = 2 * s_q * h_q * b * n * 1088
+			byts = b * n * 576 * (1 if kvd != "bf16" else 2) + t.q.numel() * 2 + t.out.numel() * 2
+			NB = 2
+			ref = reference(torch, t, NB)
+			t.stream = torch.cuda.ExternalStream(stream.cuda_stream)
+			row = {"shape": shape}
+			impls = [("ours", M, c, {}, "ours") for c in bcfgs]
+			impls += [("ours", M, c, var, lab) for c in bcfgs for lab, var in bvars]
+			impls += [("old", O, c, {}, "old") for c in bcfgs] if O else []
+			for kind, K, c, var, lab in impls:
+				with variant(K, {"_var": var}):
+					label = "%s %s" % (lab, c["name"])
+					skip = pc.wait(kind, K._key(t, c))
+					if skip or late():
+						print("%-34s %-30s SKIPPED: %s" % (shape, label, skip or "deadline"), flush=True)
+						continue
+					try:
+						ws = K.workspace_size(t, c)
+						t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
+						with torch.cuda.stream(t.stream):
+							K.prepare(t, c)
+						t.out.fill_(float("nan"))
+						t.lse.fill_(float("nan"))
+						with torch.cuda.stream(t.stream):
+							K.launch(t, c)
+						torch.cuda.synchronize()
+						ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
+						rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
+						ms, _ = bench_one(torch, tt, lambda: K.launch(t, c), stream)
+						okp = ro["ok"] and rl["ok"]
+						print("%-34s %-30s %9.4f %8.1f %7.2f%s" % (shape, label, ms, flops / ms / 1e9,
+							byts / ms / 1e9, "" if okp else " PARITY FAIL: %s | %s" % (ro.get("why", "ok"),
+							rl.get("why", "ok"))), flush=True)
+						row[label] = {"ms": ms, "parity": okp}
+					except Exception as e:
+						print("%-34s %s ERROR %s: %s" % (shape, label, type(e).__name__, str(e)[-400:]),
+							flush=True)
+			for c in bcfgs:
+				o = row.get("old %s" % c["name"])
+				for lab in ["ours"] + [lab for lab, _ in bvars]:
+					a = row.get("%s %s" % (lab, c["name"]))
+					if a and o:
+						print("%-34s %s: %s/old time %.3f%s" % (shape, c["name"], "new" if lab ==
+							"ours" else lab, a["ms"] / o["ms"], "" if a["parity"] and o["parity"] else
+							" (a parity failure above)"), flush=True)
+			log["bench_paths"].append(row)
+			del t
+			torch.cuda.empty_cache()
+
+	if opt.bench_paths and opt.bench_first and not opt.only_parity:
+		bench_paths()
 
 	# ---- parity
 	if not opt.only_bench:
@@ -612,6 +979,40 @@ def main():
 					log["parity"].append(rec)
 				print("%s %-20s %s" % (stamp(), name, " ".join(line)), flush=True)
 		print("%s parity: %d failures" % (stamp(), nfail), flush=True)
+
+		# ---- fp8 decode, code by code (CODES)
+		nbad = 0
+		for ci, (name, ps, h_q, s_q, var) in enumerate([] if opt.no_codes else CODES):
+			with variant(M, {"_var": var}):
+				if late():
+					print("%s %-22s SKIPPED: past the deadline" % (stamp(), name), flush=True)
+					continue
+				t = codes_task(torch, dev, ps, h_q, s_q, seed=300 + ci)
+				why = M.supports(t)
+				if why:
+					print("%s %-22s REFUSED: %s" % (stamp(), name, why), flush=True)
+					continue
+				line = []
+				for c in cfgs:
+					skip = pc.wait("ours", M._key(t, c))
+					if skip or late():
+						line.append("%s SKIP" % short(c))
+						continue
+					try:
+						bad = check_codes(torch, M, t, c, stream)
+					except Exception as e:
+						bad = "%s: %s" % (type(e).__name__, str(e)[-400:])
+					log["codes"].append({"case": name, "config": c["name"], "ok": bad is None,
+						"why": bad})
+					if bad:
+						nbad += 1
+						line.append("%s FAIL" % short(c))
+						print("  FAIL %s %s: %s" % (name, c["name"], bad[:1500]), flush=True)
+					else:
+						line.append("%s ok" % short(c))
+				print("%s %-22s %s" % (stamp(), name, " ".join(line)), flush=True)
+				del t
+		print("%s codes: %d failures" % (stamp(), nbad), flush=True)
 
 		# ---- capture: capture, replay, change seqlens/block_table in place, replay, check
 		for cname, kw, lens2 in cap:
@@ -673,8 +1074,11 @@ def main():
 						str(e)[-600:]), flush=True)
 					log["capture"].append({"case": cname, "config": c["name"], "error": str(e)[-600:]})
 
+	if opt.bench_paths and not opt.bench_first and not opt.only_parity:
+		bench_paths()
+
 	# ---- benchmark: ours (and the old module) vs TileLang's published paged example
-	if not opt.only_parity:
+	if not opt.only_parity and not opt.no_headline:
 		import triton.testing as tt
 		E = load_module(opt.example, "tl_example")
 		print("%s bench (do_bench, L2 flush, median ms; bf16 page 64 s_q 1 equal lengths, random "
