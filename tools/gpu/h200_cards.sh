@@ -28,6 +28,10 @@
 #   triton    --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
 #   headline  the four bf16 headline shapes of tier full, every implementation in one run
 #   aa        A/A of triton.mla_decode against itself on one task
+#   dev:NAME[:SECONDS]  an experiment in the same call: .dev/NAME/run.sh (a carried, git-ignored
+#             folder) with OUT=$WORK/NAME, under a timeout (default 300 s); its files come back as
+#             NAME.tgz, its output as NAME.log. Before the card steps, it may change the tree they
+#             run (.dev/gate/run.sh of 2026-12-01 puts the old TileLang module back if the new fails)
 set -u
 OUT=${OUT:-/tmp/h200_out}
 WORK=/tmp/h200
@@ -92,6 +96,14 @@ run_steps() {
 		aa)
 			$VS --run $P/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \
 				--tasks-dir $D/tasks --results-dir $D/results/aa --threads "$threads" >"$WORK/aa.log" 2>&1
+			;;
+		dev:*)
+			local name slot
+			IFS=: read -r _ name slot <<<"$step"
+			mkdir -p "$WORK/$name"
+			OUT="$WORK/$name" timeout -k 5 "${slot:-300}" bash ".dev/$name/run.sh" >"$WORK/$name.log" 2>&1
+			echo "== $name: rc $?"
+			tar czf "$WORK/$name.tgz.$$" -C "$WORK" "$name" && mv "$WORK/$name.tgz.$$" "$WORK/$name.tgz"
 			;;
 		*)
 			echo "unknown step '$step'"
