@@ -42,7 +42,6 @@ Command line (the harness's parent): ``python3 kernels/python/e2e_step.py descri
 one JSON object (name, backend, summary, has_reference, has_supports, path, sha256, versions,
 interpreter) as ``mla_decode.py describe`` prints for a kernel.
 """
-import hashlib
 import importlib.util
 import json
 import os
@@ -78,33 +77,12 @@ class StepArgs:
         self.seed = seed
 
 
-class Step:
+class Step(S.Loaded):
     """One loaded step module and its validated declarations."""
 
     def __init__(self, path):
-        self.path = path
-        self.real = os.path.realpath(path)
-        self.args_cache = {}
-        self.streams = {}
-        with open(self.real, "rb") as f:
-            self.sha256 = hashlib.sha256(f.read()).hexdigest()
-        modname = "vs_e2e_step_%s" % self.sha256[:12]
-        here = os.path.dirname(self.real)
-        if here not in sys.path:
-            sys.path.insert(0, here)
-        try:
-            spec = importlib.util.spec_from_file_location(modname, self.real)
-            if spec is None or spec.loader is None:
-                raise BridgeError("%s: import: not a Python module file" % path)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[modname] = mod
-            spec.loader.exec_module(mod)
-        except BridgeError:
-            raise
-        except BaseException as e:  # noqa: B902
-            sys.modules.pop(modname, None)
-            raise BridgeError(S._format_exception(path, "import", e)) from None
-        self.mod = mod
+        S.Loaded.__init__(self, path, "vs_e2e_step_")
+        mod = self.mod
         name, backend, summary = (getattr(mod, k, None) for k in ("NAME", "BACKEND", "SUMMARY"))
         if not isinstance(name, str) or not S.NAME_RE.match(name) or len(name) > 64:
             raise BridgeError("%s: declaration: NAME must be a str '<model>.<step>', got %r"
@@ -119,12 +97,6 @@ class Step:
                 raise BridgeError("%s: declaration: %s() is missing (a step module defines "
                                   "output_shape, prepare, pre and post)" % (path, fn))
         self.name, self.backend, self.summary = name, backend, summary
-
-    def call(self, function, *a):
-        try:
-            return getattr(self.mod, function)(*a)
-        except BaseException as e:  # noqa: B902
-            raise BridgeError(S._format_exception(self.path, function, e)) from None
 
 
 _step = None
@@ -180,17 +152,10 @@ def _in_stream(sa, function):
 def bridge_step_load(path, sha256):
     global _step
     try:
-        with open(path, "rb") as f:
-            now = hashlib.sha256(f.read()).hexdigest()
-        if now != sha256:
-            return _fail("%s: load: the file changed on disk since it was described (sha256 %s, "
-                         "described %s)" % (path, now, sha256), S.MLA_EINVAL)
-        _step = Step(path)
+        _step = S.load_checked(path, sha256, lambda: Step(path))
         return 0
     except BridgeError as e:
         return _fail(str(e), S.MLA_EINVAL)
-    except BaseException as e:  # noqa: B902
-        return _fail(S._format_exception(path, "import", e), S.MLA_EINVAL)
 
 
 def bridge_step_elems(raw):
@@ -277,22 +242,15 @@ def describe(path):
                             "libdir": sysconfig.get_config_var("LIBDIR") or ""}}
 
 
+def _answer(argv, out):
+    if len(argv) == 2 and argv[0] == "describe":
+        out.write(json.dumps(describe(argv[1]), sort_keys=True) + "\n")
+        return 0
+    return None
+
+
 def main(argv):
-    if sys.path and os.path.realpath(sys.path[0]) == _HERE:
-        sys.path.pop(0)
-    out = sys.stdout
-    sys.stdout = sys.stderr
-    try:
-        if len(argv) == 2 and argv[0] == "describe":
-            out.write(json.dumps(describe(argv[1]), sort_keys=True) + "\n")
-            return 0
-    except BridgeError as e:
-        print(str(e), file=sys.stderr)
-        return 1
-    finally:
-        out.flush()
-    print("usage: e2e_step.py describe FILE.py", file=sys.stderr)
-    return 2
+    return S.run_command(argv, _HERE, _answer, "usage: e2e_step.py describe FILE.py")
 
 
 if __name__ == "__main__":

@@ -209,17 +209,22 @@ def _shape_from_json(obj):
     return Shape(**kw)
 
 
-class Kernel:
-    """One loaded kernel module and its validated declarations."""
+class Loaded:
+    """One module file imported from its path: the base of Kernel and of e2e_step.py's Step.
 
-    def __init__(self, path, index):
+    Sets path (as given), real (its realpath), sha256 (of its bytes), mod (the module, imported as
+    ``prefix + sha256[:12]``), and the empty args_cache and streams the bridges fill. Raises
+    BridgeError (one line, ``<path>: import: ...``) when the file is not a module or its import
+    raises anything."""
+
+    def __init__(self, path, prefix):
         self.path = path
         self.real = os.path.realpath(path)
         self.args_cache = {}
         self.streams = {}
         with open(self.real, "rb") as f:
             self.sha256 = hashlib.sha256(f.read()).hexdigest()
-        modname = "vs_pyimpl_%d_%s" % (index, self.sha256[:12])
+        modname = prefix + self.sha256[:12]
         # As for a script: the module's own directory first on sys.path (its helper modules).
         here = os.path.dirname(self.real)
         if here not in sys.path:
@@ -239,6 +244,37 @@ class Kernel:
             sys.modules.pop(modname, None)
             raise BridgeError(_format_exception(path, "import", e)) from None
         self.mod = mod
+
+    def call(self, function, *a):
+        """Call the module's function; any exception becomes a BridgeError of one line."""
+        try:
+            return getattr(self.mod, function)(*a)
+        except BaseException as e:  # noqa: B902
+            raise BridgeError(_format_exception(self.path, function, e)) from None
+
+
+def load_checked(path, sha256, make):
+    """make() (it loads the module at path) once path's bytes are checked to still hash to sha256
+    (those the parent described); returns what make() returns. Raises BridgeError (one line): the
+    file changed, or make() raised (a BridgeError as it is, anything else as ``<path>: import:``)."""
+    try:
+        with open(path, "rb") as f:
+            now = hashlib.sha256(f.read()).hexdigest()
+        if now != sha256:
+            raise BridgeError("%s: load: the file changed on disk since it was described (sha256 %s, "
+                              "described %s)" % (path, now, sha256))
+        return make()
+    except BridgeError:
+        raise
+    except BaseException as e:  # noqa: B902
+        raise BridgeError(_format_exception(path, "import", e)) from None
+
+
+class Kernel(Loaded):
+    """One loaded kernel module and its validated declarations."""
+
+    def __init__(self, path, index):
+        Loaded.__init__(self, path, "vs_pyimpl_%d_" % index)
         self._validate()
 
     def _bad(self, what):
@@ -269,13 +305,6 @@ class Kernel:
             if getattr(m, fn, None) is not None and not callable(getattr(m, fn)):
                 raise self._bad("%s is defined but not a function" % fn)
         self.name, self.backend, self.kv_dtypes, self.summary = name, backend, tuple(kv), summary
-
-    def call(self, function, *a):
-        """Call the module's function; any exception becomes a BridgeError of one line."""
-        try:
-            return getattr(self.mod, function)(*a)
-        except BaseException as e:  # noqa: B902
-            raise BridgeError(_format_exception(self.path, function, e)) from None
 
     def configs(self, arch):
         got = self.call("configs", arch)
@@ -446,17 +475,10 @@ def bridge_load(path, sha256):
     """Load the kernel module at path, whose bytes must still hash to sha256 (those the parent
     described); returns its index (>= 0) or MLA_EINVAL (see last_error)."""
     try:
-        with open(path, "rb") as f:
-            now = hashlib.sha256(f.read()).hexdigest()
-        if now != sha256:
-            return _fail("%s: load: the file changed on disk since it was described (sha256 %s, "
-                         "described %s)" % (path, now, sha256), MLA_EINVAL)
-        _kernels.append(Kernel(path, len(_kernels)))
+        _kernels.append(load_checked(path, sha256, lambda: Kernel(path, len(_kernels))))
         return len(_kernels) - 1
     except BridgeError as e:
         return _fail(str(e), MLA_EINVAL)
-    except BaseException as e:  # noqa: B902
-        return _fail(_format_exception(path, "import", e), MLA_EINVAL)
 
 
 def bridge_name(i):
@@ -585,36 +607,52 @@ def _supports_answer(k, text):
     return {"supported": True} if why is None else {"supported": False, "why": why}
 
 
-def main(argv):
-    # The kernel module's directory, not this file's, is what the kernel may import from.
-    if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
+def run_command(argv, here, answer, usage):
+    """A bridge's command line: drops here (the script's own directory) from the front of sys.path
+    (the module's directory, not the bridge's, is what a module may import from), sends what a
+    module prints to stderr (stdout carries the answers only) and calls answer(argv, out), out the
+    real stdout, which returns an exit status, or None for a command it does not know (usage
+    printed to stderr, 2). A BridgeError is printed to stderr as its one line (1); any other
+    exception of answer() propagates."""
+    if sys.path and os.path.realpath(sys.path[0]) == here:
         sys.path.pop(0)
-    # stdout carries the answers only: what a kernel module prints goes to stderr.
     out = sys.stdout
     sys.stdout = sys.stderr
     try:
-        if len(argv) == 3 and argv[0] == "describe":
-            out.write(json.dumps(_describe(argv[1], argv[2]), sort_keys=True) + "\n")
-            return 0
-        if len(argv) == 3 and argv[0] == "supports":
-            out.write(json.dumps(_supports_answer(Kernel(argv[1], 0), argv[2])) + "\n")
-            return 0
-        if len(argv) == 2 and argv[0] == "serve":
-            # One shape json per line on stdin, one answer per line on stdout, until EOF: the
-            # parent keeps one such process per module instead of one interpreter per question.
-            k = Kernel(argv[1], 0)
-            for line in sys.stdin:
-                out.write(json.dumps(_supports_answer(k, line)) + "\n")
-                out.flush()
-            return 0
+        rc = answer(argv, out)
+        if rc is not None:
+            return rc
     except BridgeError as e:
         print(str(e), file=sys.stderr)
         return 1
     finally:
         out.flush()
-    print("usage: mla_decode.py describe FILE.py ARCH | supports FILE.py SHAPE_JSON | serve FILE.py",
-          file=sys.stderr)
+    print(usage, file=sys.stderr)
     return 2
+
+
+def _answer(argv, out):
+    if len(argv) == 3 and argv[0] == "describe":
+        out.write(json.dumps(_describe(argv[1], argv[2]), sort_keys=True) + "\n")
+        return 0
+    if len(argv) == 3 and argv[0] == "supports":
+        out.write(json.dumps(_supports_answer(Kernel(argv[1], 0), argv[2])) + "\n")
+        return 0
+    if len(argv) == 2 and argv[0] == "serve":
+        # One shape json per line on stdin, one answer per line on stdout, until EOF: the
+        # parent keeps one such process per module instead of one interpreter per question.
+        k = Kernel(argv[1], 0)
+        for line in sys.stdin:
+            out.write(json.dumps(_supports_answer(k, line)) + "\n")
+            out.flush()
+        return 0
+    return None
+
+
+def main(argv):
+    return run_command(argv, os.path.dirname(os.path.realpath(__file__)), _answer,
+                       "usage: mla_decode.py describe FILE.py ARCH | supports FILE.py SHAPE_JSON | "
+                       "serve FILE.py")
 
 
 if __name__ == "__main__":
