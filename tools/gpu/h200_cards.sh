@@ -31,7 +31,7 @@
 #   dev:NAME[:SECONDS]  an experiment in the same call: .dev/NAME/run.sh (a carried, git-ignored
 #             folder) with OUT=$WORK/NAME, under a timeout (default 300 s); its files come back as
 #             NAME.tgz, its output as NAME.log. Before the card steps, it may change the tree they
-#             run (.dev/gate/run.sh of 2026-12-01 puts the old TileLang module back if the new fails)
+#             run (tools/gpu/tilelang_gate.sh puts the old TileLang module back if the new fails)
 set -u
 OUT=${OUT:-/tmp/h200_out}
 WORK=/tmp/h200
