@@ -295,9 +295,54 @@ char *report_baseline_flag(const cJSON *task, double bound)
 			 cJSON_GetStringValue(name), most, worst, bound);
 }
 
+/* The "ci95" pair of an estimate object, when it holds two numbers. */
+static int ci95_of(const cJSON *est, double *lo, double *hi)
+{
+	const cJSON *ci = cJSON_GetObjectItem(est, "ci95");
+
+	if (cJSON_GetArraySize(ci) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(ci, 0)) ||
+	    !cJSON_IsNumber(cJSON_GetArrayItem(ci, 1)))
+		return 0;
+	*lo = cJSON_GetNumberValue(cJSON_GetArrayItem(ci, 0));
+	*hi = cJSON_GetNumberValue(cJSON_GetArrayItem(ci, 1));
+	return 1;
+}
+
+/* A task the candidate ran slower than the baseline (report.h). */
+char *report_harm_flag(const cJSON *task)
+{
+	const cJSON *name = cJSON_GetObjectItem(task, "name");
+	const cJSON *sp = cJSON_GetObjectItem(task, "speedup");
+	const cJSON *est = cJSON_GetObjectItem(sp, "estimate");
+	double lo, hi;
+
+	if (!cJSON_IsString(name) || !cJSON_IsNumber(est) || !ci95_of(sp, &lo, &hi) || !(hi < 1.0))
+		return NULL;
+	return fs_printf("task %s: the candidate ran slower than the baseline (speedup %.3f [%.3f, %.3f]): "
+			 "the card's gate is a geometric mean over its tasks, and this one lost",
+			 cJSON_GetStringValue(name), cJSON_GetNumberValue(est), lo, hi);
+}
+
+/* A model step that ran slower with the candidate (report.h). */
+char *report_e2e_harm_flag(const cJSON *result)
+{
+	const cJSON *e2e = cJSON_GetObjectItem(result, "e2e");
+	const cJSON *pct = cJSON_GetObjectItem(e2e, "e2e_pct");
+	const cJSON *est = cJSON_GetObjectItem(pct, "estimate");
+	const char *step = cJSON_GetStringValue(cJSON_GetObjectItem(e2e, "step"));
+	double lo, hi;
+
+	if (!cJSON_IsNumber(est) || !ci95_of(pct, &lo, &hi) || !(hi < 0.0))
+		return NULL;
+	return fs_printf("e2e: the model step (%s) ran slower with the candidate: e2e_pct %.2f%% [%.2f, "
+			 "%.2f] over the e2e tasks, whatever the isolated speedup says",
+			 step ? step : "?", cJSON_GetNumberValue(est), lo, hi);
+}
+
 /*
- * What the verified evidence says about the run: implementations, cores, configs, flags (the run's,
- * then the baseline checks against the references); r->flags joins them with "; ".
+ * What the verified evidence says about the run: implementations, cores, configs, flags (the
+ * do-no-harm checks: a slower model step, tasks the candidate lost; the run's; the baseline checks
+ * against the references); r->flags joins them with "; ".
  */
 static void fill_run(struct row *r, const struct evidence *e)
 {
@@ -316,9 +361,13 @@ static void fill_run(struct row *r, const struct evidence *e)
 	r->configs = fs_printf("baseline %s; candidate %s", b, c);
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->nflags = 0;
-	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + (size_t)r->ntasks + 1, sizeof(*r->flag_list));
+	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 2 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));
 	if (!r->flag_list)
 		return;
+	/* do no harm first (what a reader must not miss), then the run's flags, then the baseline's */
+	if ((r->flag_list[r->nflags] = report_e2e_harm_flag(e->result)))
+		r->nflags++;
+	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_harm_flag(t))) r->nflags++;
 	cJSON_ArrayForEach(fl, flags) if (cJSON_GetStringValue(fl) &&
 					  (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl)))) r->nflags++;
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_baseline_flag(t, VS_BASELINE_REVIEW_BOUND)))

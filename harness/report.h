@@ -10,8 +10,9 @@
  * cores (the device's compute units), the configs chosen, and the review flags, shown as a count
  * ("flagged for review on 12 of 19 tasks") with every flag on demand (html and markdown: a
  * <details> block; text: the first; json: all), a flagged row marked apart from a clean one. The
- * flags are the run's (result.json) and, per task, the baseline against the references of the same
- * run (report_baseline_flag). Formats: text (default), markdown, json, and html: one
+ * flags are the run's (result.json) and, from its numbers, the baseline against the references of
+ * the same run (report_baseline_flag) and where the candidate did harm: a task it ran slower than
+ * the baseline, a model step that ran slower (report_harm_flag, report_e2e_harm_flag). Formats: text (default), markdown, json, and html: one
  * self-contained page (no external resources) with the status table and an inline SVG chart of
  * measured against expected speedup per card and per task shape (from each card's verified
  * evidence).
@@ -43,6 +44,23 @@ struct cJSON;
  * it, the task was not timed, or it has no timed reference.
  */
 char *report_baseline_flag(const struct cJSON *task, double bound);
+
+/**
+ * Do no harm, per task: a card's gate is the geometric mean over its tasks, so a validated
+ * candidate can still be slower than the baseline on some of them. On one task of a verified
+ * result.json, returns the review flag "task NAME: the candidate ran slower than the baseline
+ * (speedup 0.541 [0.538, 0.567]) ..." when the upper end of the speedup's 95% CI ("speedup"."ci95")
+ * is below 1 (the caller frees it), or NULL: not slower, not timed, or no CI.
+ */
+char *report_harm_flag(const struct cJSON *task);
+
+/**
+ * Do no harm, end to end: on a verified result.json whose "e2e"."e2e_pct" CI lies below 0 (the
+ * model step ran slower with the candidate), returns the review flag "e2e: the model step (STEP)
+ * ran slower with the candidate: e2e_pct -2.49% [-2.72, -2.36] ..." (the caller frees it), or
+ * NULL: no e2e stage, not slower, or no CI.
+ */
+char *report_e2e_harm_flag(const struct cJSON *result);
 
 /**
  * Print the report. Returns 0, VS_EVERIFY when some card's claims do not match its evidence (the

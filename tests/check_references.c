@@ -316,6 +316,92 @@ START_TEST(baseline_slower_than_a_reference_is_flagged)
 }
 END_TEST
 
+/*
+ * Do no harm: a task whose speedup CI lies below 1 is flagged whatever the geometric mean, and so is
+ * an e2e stage whose e2e_pct CI lies below 0; a CI that reaches 1 (or 0) does not flag.
+ */
+START_TEST(candidate_slower_than_the_baseline_is_flagged)
+{
+	cJSON *t = cJSON_Parse("{\"name\": \"big\", \"speedup\": {\"estimate\": 0.541, \"ci95\": [0.538, 0.567]}}");
+	char *flag = report_harm_flag(t);
+
+	ck_assert_ptr_nonnull(flag);
+	ck_assert_str_eq(flag, "task big: the candidate ran slower than the baseline (speedup 0.541 [0.538, 0.567]): "
+			       "the card's gate is a geometric mean over its tasks, and this one lost");
+	free(flag);
+	cJSON_Delete(t);
+	t = cJSON_Parse("{\"name\": \"even\", \"speedup\": {\"estimate\": 0.99, \"ci95\": [0.97, 1.0]}}");
+	ck_assert_ptr_null(report_harm_flag(t));
+	cJSON_Delete(t);
+	t = cJSON_Parse("{\"name\": \"noci\", \"speedup\": {\"estimate\": 0.5}}");
+	ck_assert_ptr_null(report_harm_flag(t));
+	cJSON_Delete(t);
+	t = cJSON_Parse("{\"name\": \"untimed\"}");
+	ck_assert_ptr_null(report_harm_flag(t));
+	cJSON_Delete(t);
+
+	t = cJSON_Parse("{\"e2e\": {\"step\": \"deepseek_v3.step\", \"e2e_pct\": {\"estimate\": -2.4875, "
+			"\"ci95\": [-2.7178, -2.3624]}}}");
+	flag = report_e2e_harm_flag(t);
+	ck_assert_ptr_nonnull(flag);
+	ck_assert_str_eq(flag, "e2e: the model step (deepseek_v3.step) ran slower with the candidate: e2e_pct "
+			       "-2.49% [-2.72, -2.36] over the e2e tasks, whatever the isolated speedup says");
+	free(flag);
+	cJSON_Delete(t);
+	t = cJSON_Parse("{\"e2e\": {\"step\": \"s\", \"e2e_pct\": {\"estimate\": -0.1, \"ci95\": [-0.3, 0.2]}}}");
+	ck_assert_ptr_null(report_e2e_harm_flag(t));
+	cJSON_Delete(t);
+	t = cJSON_Parse("{\"tasks\": []}");
+	ck_assert_ptr_null(report_e2e_harm_flag(t));
+	cJSON_Delete(t);
+}
+END_TEST
+
+/*
+ * The same checks on a real run whose candidate is the slow one (the CPU card with its backends
+ * swapped: cpu.splitkv -> cpu.naive; the run exits 1, verdict failed): the report flags every task it
+ * lost, first.
+ */
+START_TEST(report_flags_the_tasks_a_slower_candidate_lost)
+{
+	char *plan = tu_small_plan_edit(tmp, "", 2, 1, "from_backend: cpu.naive\n  to_backend: cpu.splitkv",
+					"from_backend: cpu.splitkv\n  to_backend: cpu.naive");
+	char *out = tool(1, NULL, "--run %s --threads 2 --run-id slow1", plan), *eval = tu_eval_dir_of(out), *full;
+	cJSON *rep, *row;
+	const char *flags;
+
+	free(out);
+	ck_assert_ptr_nonnull(eval);
+	full = fs_join(tmp, eval);
+	mark_clean(full);
+	free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
+	out = tool(0, NULL, "--report --format json");
+	rep = cJSON_Parse(out);
+	row = cJSON_GetArrayItem(rep, 0);
+	flags = jstr(row, "review_flags");
+	ck_assert_msg(flags && !strncmp(flags, "task ", 5) && strstr(flags, ": the candidate ran slower than the baseline"),
+		      "%s", out);
+	{
+		const char *p = flags;
+		int n = 0;
+
+		while ((p = strstr(p, "the candidate ran slower than the baseline"))) {
+			n++;
+			p++;
+		}
+		ck_assert_int_eq(n, 2);
+	}
+	cJSON_Delete(rep);
+	free(out);
+	out = tool(0, NULL, "--report");
+	ck_assert_msg(strstr(out, "flagged for review on 2 of 2 tasks") && strstr(out, ": the candidate ran slower"), "%s", out);
+	free(out);
+	free(full);
+	free(eval);
+	free(plan);
+}
+END_TEST
+
 START_TEST(run_times_references_and_never_gates_on_them)
 {
 	char *example = plugin("example"), *wrong = plugin("wrong"), *picky = plugin("picky");
@@ -430,14 +516,23 @@ START_TEST(run_times_references_and_never_gates_on_them)
 		/* the baseline checks against the references reach the report, task by task */
 		cJSON_ArrayForEach(t, tasks) {
 			char *want = report_baseline_flag(t, VS_BASELINE_REVIEW_BOUND), *key;
+			char *harm = report_harm_flag(t), *hkey;
 
 			ck_assert_int_ge(asprintf(&key, "task %s: the baseline ran", jstr(t, "name")), 0);
+			ck_assert_int_ge(asprintf(&hkey, "task %s: the candidate ran slower", jstr(t, "name")), 0);
 			if (want)
 				ck_assert_msg(flags && strstr(flags, want), "%s missing from %s", want, flags);
 			else
 				ck_assert_msg(!flags || !strstr(flags, key), "%s", flags);
+			/* and so do the tasks the candidate lost */
+			if (harm)
+				ck_assert_msg(flags && strstr(flags, harm), "%s missing from %s", harm, flags);
+			else
+				ck_assert_msg(!flags || !strstr(flags, hkey), "%s", flags);
 			free(key);
 			free(want);
+			free(hkey);
+			free(harm);
 		}
 		cJSON_Delete(rep);
 	}
@@ -539,6 +634,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, plan_refuses_bad_references);
 	tcase_add_test(tc, edited_reference_skips_are_refused);
 	tcase_add_test(tc, baseline_slower_than_a_reference_is_flagged);
+	tcase_add_test(tc, candidate_slower_than_the_baseline_is_flagged);
+	tcase_add_test(tc, report_flags_the_tasks_a_slower_candidate_lost);
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
 	tcase_add_test(tc, parts_with_references_merge_into_evidence_that_verifies);
 	suite_add_tcase(s, tc);
