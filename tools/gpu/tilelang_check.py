@@ -571,6 +571,30 @@ def bench_one(torch, tt, fn, stream, graph_of=None):
 	return ms, ms_g
 
 
+def checked_bench(torch, tt, K, t, c, ref, nb, stream, graph=False):
+	"""One config of a module on task t for a benchmark: its workspace, prepare(), one launch into
+	NaN-filled out / lse checked against ref on the first nb sequences, then bench_one (with graph:
+	also a CUDA graph of the launch). Returns ms, ms_graph (None without graph) and the out and lse
+	comparisons."""
+	ws = K.workspace_size(t, c)
+	t.workspace = torch.empty((ws,), dtype=torch.uint8, device=t.q.device) if ws else None
+	with torch.cuda.stream(t.stream):
+		K.prepare(t, c)
+	t.out.fill_(float("nan"))
+	t.lse.fill_(float("nan"))
+	with torch.cuda.stream(t.stream):
+		K.launch(t, c)
+	torch.cuda.synchronize()
+	ro = compare(torch, t.out[:nb].float(), ref[0], *out_tol(t))
+	rl = compare(torch, t.lse[:nb], ref[1], *TOL["lse"])
+
+	def graphed():
+		with torch.cuda.stream(t.stream):
+			K.launch(t, c)
+	ms, ms_g = bench_one(torch, tt, lambda: K.launch(t, c), stream, graphed if graph else None)
+	return ms, ms_g, ro, rl
+
+
 def f32(x):
 	"""x rounded to float32, as the harness hands its float scalars to a Python kernel."""
 	return struct.unpack("f", struct.pack("f", x))[0]
@@ -898,18 +922,7 @@ def main():
 						print("%-34s %-30s SKIPPED: %s" % (shape, label, skip or "deadline"), flush=True)
 						continue
 					try:
-						ws = K.workspace_size(t, c)
-						t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
-						with torch.cuda.stream(t.stream):
-							K.prepare(t, c)
-						t.out.fill_(float("nan"))
-						t.lse.fill_(float("nan"))
-						with torch.cuda.stream(t.stream):
-							K.launch(t, c)
-						torch.cuda.synchronize()
-						ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
-						rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
-						ms, _ = bench_one(torch, tt, lambda: K.launch(t, c), stream)
+						ms, _, ro, rl = checked_bench(torch, tt, K, t, c, ref, NB, stream)
 						okp = ro["ok"] and rl["ok"]
 						print("%-34s %-30s %9.4f %8.1f %7.2f%s" % (shape, label, ms, flops / ms / 1e9,
 							byts / ms / 1e9, "" if okp else " PARITY FAIL: %s | %s" % (ro.get("why", "ok"),
@@ -1107,23 +1120,8 @@ def main():
 					print("%-18s %-30s SKIPPED: %s" % (shape, label, skip or "deadline"), flush=True)
 					continue
 				try:
-					ws = K.workspace_size(t, c)
-					t.workspace = torch.empty((ws,), dtype=torch.uint8, device=dev) if ws else None
-					with torch.cuda.stream(t.stream):
-						K.prepare(t, c)
-					t.out.fill_(float("nan"))
-					t.lse.fill_(float("nan"))
-					with torch.cuda.stream(t.stream):
-						K.launch(t, c)
-					torch.cuda.synchronize()
-					ro = compare(torch, t.out[:NB].float(), ref[0], *out_tol(t))
-					rl = compare(torch, t.lse[:NB], ref[1], *TOL["lse"])
-
-					def graphed():
-						with torch.cuda.stream(t.stream):
-							K.launch(t, c)
-					ms, ms_g = bench_one(torch, tt, lambda: K.launch(t, c), stream,
-						graphed if kind == "ours" else None)
+					ms, ms_g, ro, rl = checked_bench(torch, tt, K, t, c, ref, NB, stream,
+						graph=kind == "ours")
 					okp = ro["ok"] and rl["ok"]
 					print("%-18s %-30s %9.4f %8.1f %7.2f%s%s" % (shape, label, ms, flops / ms / 1e9,
 						byts / ms / 1e9, "" if okp else " PARITY FAIL",
