@@ -322,15 +322,17 @@ END_TEST
  */
 START_TEST(candidate_slower_than_the_baseline_is_flagged)
 {
-	/* a CI that reaches 1, no CI, not timed; an e2e CI that reaches 0, no e2e stage */
-	static const char *no_task_flag[] = {
-		"{\"name\": \"even\", \"speedup\": {\"estimate\": 0.99, \"ci95\": [0.97, 1.0]}}",
-		"{\"name\": \"noci\", \"speedup\": {\"estimate\": 0.5}}",
-		"{\"name\": \"untimed\"}",
-	};
-	static const char *no_e2e_flag[] = {
-		"{\"e2e\": {\"step\": \"s\", \"e2e_pct\": {\"estimate\": -0.1, \"ci95\": [-0.3, 0.2]}}}",
-		"{\"tasks\": []}",
+	/* no flag: a task whose CI reaches 1, one without CI, one not timed; an e2e CI that reaches 0, no
+	 * e2e stage */
+	static const struct {
+		char *(*check)(const cJSON *);
+		const char *json;
+	} no_flag[] = {
+		{report_harm_flag, "{\"name\": \"even\", \"speedup\": {\"estimate\": 0.99, \"ci95\": [0.97, 1.0]}}"},
+		{report_harm_flag, "{\"name\": \"noci\", \"speedup\": {\"estimate\": 0.5}}"},
+		{report_harm_flag, "{\"name\": \"untimed\"}"},
+		{report_e2e_harm_flag, "{\"e2e\": {\"step\": \"s\", \"e2e_pct\": {\"estimate\": -0.1, \"ci95\": [-0.3, 0.2]}}}"},
+		{report_e2e_harm_flag, "{\"tasks\": []}"},
 	};
 	cJSON *t = cJSON_Parse("{\"name\": \"big\", \"speedup\": {\"estimate\": 0.541, \"ci95\": [0.538, 0.567]}}");
 	char *flag = report_harm_flag(t);
@@ -340,11 +342,6 @@ START_TEST(candidate_slower_than_the_baseline_is_flagged)
 			       "the card's gate is a geometric mean over its tasks, and this one lost");
 	free(flag);
 	cJSON_Delete(t);
-	for (size_t k = 0; k < sizeof(no_task_flag) / sizeof(*no_task_flag); k++) {
-		t = cJSON_Parse(no_task_flag[k]);
-		ck_assert_msg(report_harm_flag(t) == NULL, "%s", no_task_flag[k]);
-		cJSON_Delete(t);
-	}
 	t = cJSON_Parse("{\"e2e\": {\"step\": \"deepseek_v3.step\", \"e2e_pct\": {\"estimate\": -2.4875, "
 			"\"ci95\": [-2.7178, -2.3624]}}}");
 	flag = report_e2e_harm_flag(t);
@@ -353,9 +350,9 @@ START_TEST(candidate_slower_than_the_baseline_is_flagged)
 			       "-2.49% [-2.72, -2.36] over the e2e tasks, whatever the isolated speedup says");
 	free(flag);
 	cJSON_Delete(t);
-	for (size_t k = 0; k < sizeof(no_e2e_flag) / sizeof(*no_e2e_flag); k++) {
-		t = cJSON_Parse(no_e2e_flag[k]);
-		ck_assert_msg(report_e2e_harm_flag(t) == NULL, "%s", no_e2e_flag[k]);
+	for (size_t k = 0; k < sizeof(no_flag) / sizeof(*no_flag); k++) {
+		t = cJSON_Parse(no_flag[k].json);
+		ck_assert_msg(no_flag[k].check(t) == NULL, "%s", no_flag[k].json);
 		cJSON_Delete(t);
 	}
 }
