@@ -94,6 +94,12 @@ int vs_device_open_cpu(struct vs_device *d);
  */
 int vs_device_open_gpu(struct vs_device *d, int ordinal);
 
+/**
+ * alloc_sparse's argument check, one for every backend: 0 when [map_offset, map_offset + map_bytes)
+ * is a non-empty range inside total_bytes, else VS_EUNSUPPORTED with the message alloc_sparse gives.
+ */
+int vs_device_sparse_range(size_t total_bytes, size_t map_offset, size_t map_bytes);
+
 /** Release a device opened by one of the above (accepts a zeroed struct). */
 void vs_device_release(struct vs_device *d);
 

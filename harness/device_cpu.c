@@ -52,10 +52,10 @@ static int cpu_alloc_sparse(struct vs_device *d, void **base, size_t total_bytes
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), lo, hi, total;
 	struct cpu_sparse *rec;
 	unsigned char *r;
+	int err;
 
-	if (!map_bytes || map_offset > total_bytes || map_bytes > total_bytes - map_offset)
-		return vs_error(VS_EUNSUPPORTED, "sparse buffer: bytes [%zu, +%zu) do not lie in its %zu bytes",
-				map_offset, map_bytes, total_bytes);
+	if ((err = vs_device_sparse_range(total_bytes, map_offset, map_bytes)))
+		return err;
 	lo = map_offset / page * page;
 	hi = (map_offset + map_bytes + page - 1) / page * page;
 	total = (total_bytes + page - 1) / page * page; /* >= hi, and >= page as map_bytes > 0 */
@@ -254,6 +254,14 @@ int vs_device_open_cpu(struct vs_device *d)
 	memset(p->flush, 0, p->flush_bytes);
 	d->priv = p;
 	d->ops = &cpu_ops;
+	return 0;
+}
+
+int vs_device_sparse_range(size_t total_bytes, size_t map_offset, size_t map_bytes)
+{
+	if (!map_bytes || map_offset > total_bytes || map_bytes > total_bytes - map_offset)
+		return vs_error(VS_EUNSUPPORTED, "sparse buffer: bytes [%zu, +%zu) do not lie in its %zu bytes",
+				map_offset, map_bytes, total_bytes);
 	return 0;
 }
 

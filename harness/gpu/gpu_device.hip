@@ -101,14 +101,19 @@ int vmm_fail(const char *call, hipError_t e)
 
 int vmm_init(void) { return 0; }
 
+void vmm_prop(hipMemAllocationProp *prop, int ordinal)
+{
+	memset(prop, 0, sizeof(*prop));
+	prop->type = hipMemAllocationTypePinned;
+	prop->location.type = hipMemLocationTypeDevice;
+	prop->location.id = ordinal;
+}
+
 int vmm_granularity(size_t *g, int ordinal)
 {
 	hipMemAllocationProp prop;
 
-	memset(&prop, 0, sizeof(prop));
-	prop.type = hipMemAllocationTypePinned;
-	prop.location.type = hipMemLocationTypeDevice;
-	prop.location.id = ordinal;
+	vmm_prop(&prop, ordinal);
 	VMM_CALL("hipMemGetAllocationGranularity",
 		 hipMemGetAllocationGranularity(g, &prop, hipMemAllocationGranularityMinimum));
 	return 0;
@@ -124,10 +129,7 @@ int vmm_create(VmmHandle *h, size_t bytes, int ordinal)
 {
 	hipMemAllocationProp prop;
 
-	memset(&prop, 0, sizeof(prop));
-	prop.type = hipMemAllocationTypePinned;
-	prop.location.type = hipMemLocationTypeDevice;
-	prop.location.id = ordinal;
+	vmm_prop(&prop, ordinal);
 	VMM_CALL("hipMemCreate", hipMemCreate(h, bytes, &prop, 0));
 	return 0;
 }
@@ -293,9 +295,8 @@ int gpu_alloc_sparse(struct vs_device *d, void **base, size_t total_bytes, size_
 	int mapped[2] = {0, 0}, created[2] = {0, 0}, err;
 	size_t g = 0, lo, hi;
 
-	if (!map_bytes || map_offset > total_bytes || map_bytes > total_bytes - map_offset)
-		return vs_error(VS_EUNSUPPORTED, "sparse buffer: bytes [%zu, +%zu) do not lie in its %zu bytes",
-				map_offset, map_bytes, total_bytes);
+	if ((err = vs_device_sparse_range(total_bytes, map_offset, map_bytes)))
+		return err;
 	if ((err = vmm_init()) || (err = vmm_granularity(&g, p->ordinal)))
 		return err;
 	if (!g)
