@@ -954,6 +954,16 @@ cJSON *evaldir_python_json(const struct plan *p, const char *run_versions)
 				 py                    ? py->libpython :
 				 jstr(pj, "libpython") ? jstr(pj, "libpython") :
 							 "");
+		/*
+		 * Its helper files: the plan's (the run checked them), else, for a plan made before helper
+		 * files were hashed, those described when it ran (also checked in the worker).
+		 */
+		if (jget(pj, "helpers"))
+			jsonfile_put(&oom, j, "helpers", cJSON_Duplicate(jget(pj, "helpers"), 1));
+		else if (py && py->helpers_json)
+			jsonfile_put(&oom, j, "helpers", cJSON_Parse(py->helpers_json));
+		if (jget(pj, "helpers") || (py && py->helpers_json))
+			jsonfile_put(&oom, j, "helpers_planned", cJSON_CreateBool(jget(pj, "helpers") != NULL));
 		jsonfile_put(&oom, j, "planned_versions",
 			     jget(pj, "versions") ? cJSON_Duplicate(jget(pj, "versions"), 1) : cJSON_CreateObject());
 		v = run_versions ? cJSON_Parse(run_versions) : NULL;
@@ -2050,6 +2060,65 @@ done:
  * file bound by its sha256, the plugins that ran still the same files, the plan copy (read into
  * *p, release it) holding every task, and every speedup recomputing from samples.csv.
  */
+/*
+ * The "helpers" of a result.json "python" entry t (absent in evidence made before helper files were
+ * hashed: nothing to check): each file, relative to the directory of the module file (as the
+ * evidence names it), must still hash as recorded. Errors: VS_EVERIFY (one line), VS_ENOMEM.
+ */
+static int python_helpers_verify(const cJSON *t, const char *file, const char *dir, const char *role)
+{
+	const cJSON *h;
+	char *abs = file[0] == '/' ? strdup(file) : fs_join(vs_repo_root(), file), *here, *hp = NULL, hex[65];
+	int err = 0;
+
+	VS_CHECK_ALLOC(abs);
+	here = strrchr(abs, '/');
+	if (here)
+		*here = '\0';
+	if (jget(t, "helpers") && !cJSON_IsArray(jget(t, "helpers"))) {
+		err = vs_error(VS_EVERIFY, "%s: the %s python module '%s': \"helpers\" is not a list", dir,
+			       role ? role : "", file);
+		goto done;
+	}
+	cJSON_ArrayForEach(h, jget(t, "helpers"))
+	{
+		const char *rel = jstr(h, "path"), *want = jstr(h, "sha256");
+
+		if (!rel || !want || rel[0] == '/') {
+			err = vs_error(VS_EVERIFY, "%s: a helper of the %s python module '%s' lacks its path or sha256",
+				       dir, role ? role : "", file);
+			goto done;
+		}
+		free(hp);
+		hp = fs_join(abs, rel);
+		if (!hp) {
+			err = vs_oom();
+			goto done;
+		}
+		if (!fs_exists(hp)) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: helper '%s' of the %s python module '%s' that ran is gone: the evidence "
+				       "cannot be checked against it",
+				       dir, rel, role ? role : "", file);
+			goto done;
+		}
+		if ((err = fs_sha256_file(hex, hp)))
+			goto done;
+		if (strcmp(hex, want)) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: helper '%s' of the %s python module '%s' changed since the run (sha256 "
+				       "%.12s..., the evidence binds %.12s...): run the plan again with this version "
+				       "of it",
+				       dir, rel, role ? role : "", file, hex, want);
+			goto done;
+		}
+	}
+done:
+	free(hp);
+	free(abs);
+	return err;
+}
+
 static int check_run(const struct evidence *e, struct plan *p, const char *dir, const char *path, int *status)
 {
 	char *plan_path = NULL, *samples = NULL;
@@ -2127,6 +2196,8 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 				       dir, role ? role : "", file, hex, want);
 			goto done;
 		}
+		if ((err = python_helpers_verify(t, file, dir, role)))
+			goto done;
 	}
 	/* The plan copy: same card, same tasks. */
 	plan_path = fs_join(dir, "plan.json");

@@ -220,6 +220,7 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 		pi->python_json = pi->python_path ? python_json_of(py, pi->python_path) : NULL;
 		if (!pi->python_path || !pi->python_json)
 			return vs_error(VS_ENOMEM, "out of memory");
+		pi->python_helpers_planned = 1;
 	}
 	return 0;
 }
@@ -343,20 +344,108 @@ static int plan_lib(const char **name, const char *lib, const char *role, const 
 /* The plan's "python" object of a registered module (compact JSON text, malloc'd), or NULL. */
 static char *python_json_of(const struct pyimpl *py, const char *rel)
 {
-	cJSON *j = cJSON_CreateObject(), *v = cJSON_Parse(py->versions_json);
+	cJSON *j = cJSON_CreateObject(), *v = cJSON_Parse(py->versions_json), *h = cJSON_Parse(py->helpers_json);
 	char *text = NULL;
 
-	if (j && v && cJSON_AddStringToObject(j, "path", rel) && cJSON_AddStringToObject(j, "sha256", py->sha256) &&
-	    cJSON_AddStringToObject(j, "backend", py->py_backend) &&
+	if (j && h && cJSON_AddItemToObject(j, "helpers", h))
+		h = NULL;
+	if (j && v && !h && cJSON_AddStringToObject(j, "path", rel) &&
+	    cJSON_AddStringToObject(j, "sha256", py->sha256) && cJSON_AddStringToObject(j, "backend", py->py_backend) &&
 	    cJSON_AddStringToObject(j, "interpreter", py->interpreter) &&
 	    cJSON_AddStringToObject(j, "executable", py->executable) &&
 	    cJSON_AddStringToObject(j, "libpython", py->libpython) && cJSON_AddItemToObject(j, "versions", v)) {
 		v = NULL;
 		text = cJSON_PrintUnformatted(j);
 	}
+	cJSON_Delete(h);
 	cJSON_Delete(v);
 	cJSON_Delete(j);
 	return text;
+}
+
+/* The entry of list (a "helpers" array) whose "path" is rel, or NULL. */
+static const cJSON *helper_find(const cJSON *list, const char *rel)
+{
+	const cJSON *h;
+
+	cJSON_ArrayForEach(h, list)
+	{
+		const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "path"));
+
+		if (p && !strcmp(p, rel))
+			return h;
+	}
+	return NULL;
+}
+
+/*
+ * The "helpers" of a plan's Python module object pj (docs/DESIGN.md "Python implementations")
+ * against now_json, those its description finds now (NULL: only the form is checked). *planned is
+ * whether the plan records them: a plan made before helper files were hashed has no "helpers",
+ * and then the run binds those described when it runs. who names the module in the line ("plan:
+ * candidate python module 'x.py'"). Errors: VS_ESCHEMA (not a list of {path, sha256}), VS_EVERIFY
+ * (a helper changed, is new or is gone, one line), VS_ENOMEM.
+ */
+static int helpers_check(int *planned, const cJSON *pj, const char *now_json, const char *who)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(pj, "helpers"), *h;
+	cJSON *now = NULL;
+	int err = 0;
+
+	*planned = list != NULL;
+	if (!list)
+		return 0;
+	if (!cJSON_IsArray(list))
+		return vs_error(VS_ESCHEMA, "%s: \"helpers\" must be a list of {\"path\", \"sha256\"}", who);
+	cJSON_ArrayForEach(h, list)
+	{
+		const char *rel = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "path"));
+		const char *sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "sha256"));
+
+		if (!rel || !*rel || !sha || strlen(sha) != 64)
+			return vs_error(VS_ESCHEMA, "%s: every helper needs a \"path\" and a 64-digit \"sha256\"", who);
+	}
+	if (!now_json)
+		return 0;
+	now = cJSON_Parse(now_json);
+	VS_CHECK_ALLOC(now);
+	cJSON_ArrayForEach(h, list)
+	{
+		const char *rel = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "path"));
+		const char *sha = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "sha256"));
+		const cJSON *n = helper_find(now, rel);
+		const char *nsha = n ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "sha256")) : NULL;
+
+		if (!nsha) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: helper '%s' of the plan is no longer imported (plan sha256 %s): emit the "
+				       "plan again",
+				       who, rel, sha);
+			goto done;
+		}
+		if (strcmp(nsha, sha)) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: helper '%s' changed since the plan was made (sha256 %s, plan %s): emit "
+				       "the plan again",
+				       who, rel, nsha, sha);
+			goto done;
+		}
+	}
+	cJSON_ArrayForEach(h, now)
+	{
+		const char *rel = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "path"));
+
+		if (rel && !helper_find(list, rel)) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: helper '%s' is imported now but not in the plan (sha256 %s): emit the "
+				       "plan again",
+				       who, rel, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(h, "sha256")));
+			goto done;
+		}
+	}
+done:
+	cJSON_Delete(now);
+	return err;
 }
 
 const char *plan_skip_reason(const struct plan *p, const struct plan_impl *pi, int i)
@@ -714,6 +803,7 @@ static int e2e_build(struct plan *np, const struct card *c, const struct plan_op
 	e->tasks = calloc((size_t)np->ntasks + 1, 1);
 	if (!e->step_path || !e->step_name || !e->step_json || !e->tasks)
 		return vs_oom();
+	e->step_helpers_planned = 1;
 	memcpy(e->step_sha256, st->sha256, sizeof(e->step_sha256));
 	for (int i = 0; i < np->ntasks; i++)
 		e->tasks[i] = (unsigned char)plan_e2e_task(&np->tasks[i]);
@@ -794,7 +884,20 @@ static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, c
 		if (!err && strcmp(st->name, name))
 			err = vs_error(VS_ESCHEMA, "%s: e2e step module '%s' provides '%s', not '%s'", path, file,
 				       st->name, name);
+		if (!err) {
+			char *who = fs_printf("%s: e2e step module '%s'", path, file);
+
+			err = who ? helpers_check(&e->step_helpers_planned, sj, st->helpers_json, who) : vs_oom();
+			free(who);
+		}
 		free(abs);
+		if (err)
+			return err;
+	} else {
+		char *who = fs_printf("%s: e2e step module '%s'", path, file);
+
+		err = who ? helpers_check(&e->step_helpers_planned, sj, NULL, who) : vs_oom();
+		free(who);
 		if (err)
 			return err;
 	}
@@ -1257,22 +1360,30 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 {
 	const struct pyimpl *py;
 	const char *file = get_str(pj, "path"), *sha = get_str(pj, "sha256");
-	char *abs = NULL, hex[65];
+	char *abs = NULL, *who = NULL, hex[65];
 	int err;
 
 	if (!pj)
 		return 0;
 	if (!file || !sha || strlen(sha) != 64)
 		return vs_error(VS_ESCHEMA, "%s: %s.python needs \"path\" and a 64-digit \"sha256\"", path, role);
+	who = fs_printf("%s: %s python module '%s'", path, role, file);
+	VS_CHECK_ALLOC(who);
 	if (evidence_mode) {
+		err = helpers_check(&pi->python_helpers_planned, pj, NULL, who);
+		free(who);
+		if (err)
+			return err;
 		pi->python_path = strdup(file);
 		memcpy(pi->python_sha256, sha, 65);
 		pi->python_json = cJSON_PrintUnformatted(pj);
 		return pi->python_path && pi->python_json ? 0 : vs_oom();
 	}
 	abs = py_abs(file);
-	if (!abs)
-		return vs_error(VS_ENOMEM, "out of memory");
+	if (!abs) {
+		err = vs_error(VS_ENOMEM, "out of memory");
+		goto done;
+	}
 	if (!fs_exists(abs)) {
 		err = vs_error(VS_ENOTFOUND, "%s: %s python module '%s' does not exist", path, role, file);
 		goto done;
@@ -1293,6 +1404,9 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 			       py->name, pi->name);
 		goto done;
 	}
+	/* Its helper files: those the plan records, as described now (a plan without them: none bound). */
+	if ((err = helpers_check(&pi->python_helpers_planned, pj, py->helpers_json, who)))
+		goto done;
 	if (get_str(pj, "executable") && strcmp(get_str(pj, "executable"), py->executable))
 		vs_warn("%s: %s python module '%s' was planned with the interpreter %s; this process uses %s "
 			"($VS_PYTHON): the evidence records the one that ran",
@@ -1302,6 +1416,7 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	pi->python_json = cJSON_PrintUnformatted(pj);
 	err = pi->python_path && pi->python_json ? 0 : vs_error(VS_ENOMEM, "out of memory");
 done:
+	free(who);
 	free(abs);
 	return err;
 }

@@ -71,6 +71,11 @@ struct plan_impl {
 	char *python_json;
 	struct plan_skip *skips; /* tasks it does not support, in plan order */
 	int nskips;
+	/*
+	 * python_json has "helpers" (the module's helper files); a plan made before helper files were
+	 * hashed has none, and the run binds those described when it runs.
+	 */
+	int python_helpers_planned;
 };
 
 /** Most reference implementations one plan names (`--reference`, repeatable). */
@@ -107,6 +112,8 @@ struct plan_e2e {
 	int gate;             /* a `scope: e2e` card: the verdict gates on delta_min_pct */
 	double delta_min_pct; /* the card's expects.e2e_delta_min_pct (gate: the lower CI bound of the
 	                       * overall e2e_pct >= this) */
+	/* step_json has "helpers" (see plan_impl's python_helpers_planned) */
+	int step_helpers_planned;
 };
 
 struct plan {

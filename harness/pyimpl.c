@@ -78,7 +78,7 @@ static const struct {
 
 static struct py_api py;
 static int started;
-static PyObj *fn_load, *fn_launch, *fn_prepare, *fn_workspace, *fn_supports, *fn_versions, *shim;
+static PyObj *fn_load, *fn_launch, *fn_prepare, *fn_workspace, *fn_supports, *fn_versions, *fn_helpers_late, *shim;
 /* The e2e step module (kernels/python/e2e_step.py's bridge), when a plan has an e2e stage. */
 static struct pyimpl *step_p;
 static char *step_load_error;
@@ -331,6 +331,7 @@ void pyimpl_free(struct pyimpl *p)
 	free(p->libpython);
 	free(p->versions_json);
 	free(p->describe_json);
+	free(p->helpers_json);
 	free(p);
 }
 
@@ -435,6 +436,7 @@ static int describe_common(struct pyimpl *p, const cJSON *j, const char *path, c
 {
 	const cJSON *interp = cJSON_GetObjectItemCaseSensitive(j, "interpreter");
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, "sha256");
+	const cJSON *helpers = cJSON_GetObjectItemCaseSensitive(j, "helpers"), *h;
 
 	p->slot = -1;
 	p->path = strdup(path);
@@ -448,9 +450,17 @@ static int describe_common(struct pyimpl *p, const cJSON *j, const char *path, c
 	p->libpython = json_strdup(interp, "libpython");
 	p->versions_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "versions"));
 	p->describe_json = cJSON_PrintUnformatted(j);
-	if (!p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch || !p->interpreter ||
-	    !p->executable || !p->libpython || !p->versions_json || !p->describe_json || !cJSON_IsString(it) ||
-	    strlen(it->valuestring) != FS_SHA256_HEX - 1)
+	cJSON_ArrayForEach(h, helpers)
+	{
+		if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(h, "path")) ||
+		    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(h, "sha256")))
+			return vs_error(VS_EPARSE, "%s '%s': the description's helpers are not [{path, sha256}]", what,
+					path);
+	}
+	p->helpers_json = cJSON_IsArray(helpers) ? cJSON_PrintUnformatted(helpers) : NULL;
+	if (!p->helpers_json || !p->path || !p->real_path || !p->name || !p->py_backend || !p->summary || !p->arch ||
+	    !p->interpreter || !p->executable || !p->libpython || !p->versions_json || !p->describe_json ||
+	    !cJSON_IsString(it) || strlen(it->valuestring) != FS_SHA256_HEX - 1)
 		return vs_error(VS_EPARSE, "%s '%s': the description lacks a field", what, path);
 	memcpy(p->sha256, it->valuestring, FS_SHA256_HEX);
 	p->backend = strdup(strcmp(p->py_backend, "cpu") ? "hip" : "cpu");
@@ -1105,7 +1115,9 @@ static int step_start(void)
 	{
 		PyObj *fn = py.PyObject_GetAttrString(step_bridge, "bridge_step_load");
 
-		rc = fn ? call_int(fn, py.Py_BuildValue("(ss)", step_p->real_path, step_p->sha256), "step load", &ok) :
+		rc = fn ? call_int(fn,
+				   py.Py_BuildValue("(sss)", step_p->real_path, step_p->sha256, step_p->helpers_json),
+				   "step load", &ok) :
 			  MLA_EDEVICE;
 		if (fn)
 			py.Py_DecRef(fn);
@@ -1186,15 +1198,19 @@ int pyimpl_start(void)
 		fn_workspace = py.PyObject_GetAttrString(shim, "bridge_workspace_size");
 		fn_supports = py.PyObject_GetAttrString(shim, "bridge_supports");
 		fn_versions = py.PyObject_GetAttrString(shim, "bridge_versions");
+		fn_helpers_late = py.PyObject_GetAttrString(shim, "bridge_helpers_late");
 	}
-	if (!shim || !fn_load || !fn_launch || !fn_prepare || !fn_workspace || !fn_supports || !fn_versions) {
+	if (!shim || !fn_load || !fn_launch || !fn_prepare || !fn_workspace || !fn_supports || !fn_versions ||
+	    !fn_helpers_late) {
 		py_error_line("import");
 		return vs_error(VS_EIO, "the python bridge '%s' is incomplete: %s", shim_path(), last_error);
 	}
 	started = 1;
 	for (int k = 0; k < nslots; k++) {
 		int ok;
-		long long idx = call_int(fn_load, py.Py_BuildValue("(ss)", slots[k].p->real_path, slots[k].p->sha256),
+		long long idx = call_int(fn_load,
+					 py.Py_BuildValue("(sss)", slots[k].p->real_path, slots[k].p->sha256,
+							  slots[k].p->helpers_json),
 					 "load", &ok);
 
 		if (ok && idx >= 0) {
@@ -1231,6 +1247,32 @@ char *pyimpl_versions_now(void)
 		s = strdup(t);
 	else if (r)
 		py.PyErr_Clear();
+	if (r)
+		py.Py_DecRef(r);
+	py.PyGILState_Release(g);
+	return s;
+}
+
+char *pyimpl_helpers_late(void)
+{
+	PyObj *r;
+	const char *t;
+	char *s = NULL;
+	int g;
+
+	if (!started)
+		return NULL;
+	g = py.PyGILState_Ensure();
+	r = py_call(fn_helpers_late, py.Py_BuildValue("()"), "helpers");
+	t = r ? py.PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
+	if (r && !t) {
+		py.PyErr_Clear();
+		set_last_error("python bridge: helpers: bridge_helpers_late() answered no str");
+	}
+	if (t && *t)
+		s = strdup(t);
+	else if (!t)
+		s = strdup(last_error); /* the bridge failed: its line, never a silent pass */
 	if (r)
 		py.Py_DecRef(r);
 	py.PyGILState_Release(g);

@@ -9,8 +9,9 @@
  * Process model (issue 9): the parent process never initializes Python nor a GPU context.
  *   - pyimpl_describe() runs the interpreter as a subprocess,
  *     `$VS_PYTHON kernels/python/mla_decode.py describe FILE.py ARCH`, and reads the one JSON
- *     object it prints: name, backend, configs for ARCH, sha256, versions, and what an embedding
- *     process needs to become that interpreter (executable, sys.path, the path of libpython).
+ *     object it prints: name, backend, configs for ARCH, sha256, the helper files its import
+ *     loaded from its own directory with their sha256, versions, and what an embedding process
+ *     needs to become that interpreter (executable, sys.path, the path of libpython).
  *   - pyimpl_register() describes a module and registers a proxy descriptor in this process's
  *     registry (before the fork): configs come from the description; supports() is answered by
  *     the module's KV_DTYPES and, when it defines supports(), by one co-process per module
@@ -22,8 +23,9 @@
  *     RTLD_GLOBAL (extension modules such as numpy and torch resolve libpython's symbols
  *     globally), Py_InitializeEx(0) (no signal handlers: SIGINT stays the harness's), sets
  *     sys.executable, sys.prefix and sys.path to the described interpreter's (so that a venv such
- *     as /opt/torch/.venv/bin/python3 works), imports the shim, loads every registered module and
- *     switches the proxies to the embedded calls.
+ *     as /opt/torch/.venv/bin/python3 works), imports the shim, loads every registered module
+ *     (its bytes and its helper files' bytes must still be those described) and switches the
+ *     proxies to the embedded calls.
  *
  * The interpreter: $VS_PYTHON names it (a path, or a command searched on PATH); default "python3".
  * The shim: $VS_PYSHIM, default the checkout's kernels/python/mla_decode.py (fixed at build time).
@@ -58,6 +60,8 @@ struct pyimpl {
 	char *path;                 /* as given (what plans record) */
 	char *real_path;            /* canonical path (the describe step's) */
 	char sha256[FS_SHA256_HEX]; /* of the file's bytes when described */
+	char *helpers_json;         /* its helper files when described: [{"path", "sha256"}] (compact
+	                             * JSON; paths relative to the module's directory; "[]" when none) */
 	char *name;                 /* NAME */
 	char *py_backend;           /* BACKEND as declared: "cuda", "hip" or "cpu" */
 	char *backend;              /* the harness's backend: "cpu", or "hip" for cuda and hip */
@@ -124,6 +128,13 @@ const char *pyimpl_last_error(void);
  * JSON malloc'd, or NULL when not started. Compare with the plan's versions_json.
  */
 char *pyimpl_versions_now(void);
+
+/**
+ * In the worker, after the run: the line naming a helper file that was imported under a loaded
+ * module's directory after that module's load (lazily, inside prepare() or launch()), so that no
+ * hash of the plan covers it (malloc'd), or NULL when there is none or Python is not started.
+ */
+char *pyimpl_helpers_late(void);
 
 /** The interpreter command the bridge runs: $VS_PYTHON, or "python3". */
 const char *pyimpl_interpreter(void);

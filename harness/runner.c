@@ -94,6 +94,37 @@ static void print_ref_rows(FILE *log, const struct plan *p, const struct measure
 	}
 }
 
+/*
+ * One run.log line per Python module of a plan made before helper files were hashed (no
+ * "helpers"): the run binds and records the helpers described when it runs, not the plan's.
+ */
+static void log_unplanned_helpers(FILE *log, const struct plan *p)
+{
+	const struct plan_impl *impls[2 + VS_PLAN_MAX_REFERENCES];
+	const char *roles[2 + VS_PLAN_MAX_REFERENCES];
+	int n = 0;
+
+	impls[n] = &p->baseline;
+	roles[n++] = "baseline";
+	impls[n] = &p->candidate;
+	roles[n++] = "candidate";
+	for (int k = 0; k < p->nrefs; k++) {
+		impls[n] = &p->refs[k].impl;
+		roles[n++] = "reference";
+	}
+	for (int k = 0; k < n; k++)
+		if (impls[k]->python_path && !impls[k]->python_helpers_planned)
+			fprintf(log,
+				"note: the plan records no helper files of the %s python module '%s' (made before "
+				"helper files were hashed): the run binds those its import loads now, in result.json\n",
+				roles[k], impls[k]->python_path);
+	if (p->e2e.enabled && !p->e2e.step_helpers_planned)
+		fprintf(log,
+			"note: the plan records no helper files of the e2e step module '%s' (made before helper "
+			"files were hashed): the run binds those its import loads now\n",
+			p->e2e.step_path);
+}
+
 /* The one line a finished task gets on stdout. */
 static void task_line(struct progress *pg, int i, int n, const struct measure_result *r)
 {
@@ -337,6 +368,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		 info.arch, info.driver, o->plan_path, p.baseline.name, p.candidate.name, p.ntasks,
 		 partial ? " (partial: filtered)" : "");
 	fprintf(w.log, "%s\n", line);
+	log_unplanned_helpers(w.log, &p);
 	progress_init(&pg, stdout, nsel);
 	progress_line(&pg, "%s", line);
 	if (nslots > 1) {

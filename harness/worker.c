@@ -214,8 +214,22 @@ static char *work(const struct worker_spec *w, int *code_out)
 			fprintf(fl, "    warning: sandbox: %s\n", sb.line);
 	}
 	if (!code) {
+		char *late;
+
 		code = measure_task(&r, &ctx, &t);
 		r.py_versions = pyimpl_versions_now();
+		/*
+		 * A helper file imported lazily (in prepare() or launch()) ran code no plan hash binds:
+		 * the task fails with its line (docs/DESIGN.md "Python implementations").
+		 */
+		late = pyimpl_helpers_late();
+		if (late && !r.error) {
+			r.error = late;
+			r.complete = 0;
+			r.parity_pass = 0;
+			late = NULL;
+		}
+		free(late);
 		snprintf(r.sandbox, sizeof(r.sandbox), "%s", sb.line);
 	} else {
 		measure_result_init(&r, &ctx, w->spec, w->task_hash);

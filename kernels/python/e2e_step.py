@@ -39,8 +39,8 @@ them by design); the isolated A/B's input hashing does not apply to the e2e stag
 the inputs after it.
 
 Command line (the harness's parent): ``python3 kernels/python/e2e_step.py describe FILE.py``:
-one JSON object (name, backend, summary, has_reference, has_supports, path, sha256, versions,
-interpreter) as ``mla_decode.py describe`` prints for a kernel.
+one JSON object (name, backend, summary, has_reference, has_supports, path, sha256, helpers,
+versions, interpreter) as ``mla_decode.py describe`` prints for a kernel.
 """
 import importlib.util
 import json
@@ -149,10 +149,10 @@ def _in_stream(sa, function):
     return _step.call(function, sa)
 
 
-def bridge_step_load(path, sha256):
+def bridge_step_load(path, sha256, helpers_json=""):
     global _step
     try:
-        _step = S.load_checked(path, sha256, lambda: Step(path))
+        _step = S.load_checked(path, sha256, lambda: Step(path), helpers_json)
         return 0
     except BridgeError as e:
         return _fail(str(e), S.MLA_EINVAL)
@@ -235,7 +235,8 @@ def describe(path):
     return {"name": st.name, "backend": st.backend, "summary": st.summary,
             "has_reference": getattr(st.mod, "reference", None) is not None,
             "has_supports": getattr(st.mod, "supports", None) is not None,
-            "path": st.real, "sha256": st.sha256, "versions": S.versions(),
+            "path": st.real, "sha256": st.sha256, "helpers": S.helper_list(st.helpers),
+            "versions": S.versions(),
             "interpreter": {"executable": _sys.executable, "prefix": _sys.prefix,
                             "base_prefix": getattr(_sys, "base_prefix", _sys.prefix),
                             "path": [p for p in _sys.path if p], "libpython": S._libpython(),

@@ -101,7 +101,11 @@ The worker embeds the libpython of that same interpreter and takes over its ``sy
 
 ``python3 kernels/python/mla_decode.py describe FILE.py ARCH``
     One JSON object on stdout: name, backend, summary, kv_dtypes, configs for ARCH, has_supports,
-    has_prepare, has_workspace_size, path (canonical), sha256 of the file, versions (python and,
+    has_prepare, has_workspace_size, path (canonical), sha256 of the file, helpers (the helper
+    files: ``[{"path", "sha256"}]``, sorted by path, of every module the import loaded from a
+    regular file under the module's own directory, subfolders included, itself aside; a helper's
+    path is relative to that directory, its hash that of the source .py, of a sourceless .pyc or of
+    an extension module's .so; ``[]`` when none), versions (python and,
     when the module imported them, torch, triton, tilelang, numpy) and interpreter (executable,
     sys.path, libpython: what an embedding process needs to become this interpreter). Exit status
     0; on an error, one line on stderr and exit status 1.
@@ -209,13 +213,68 @@ def _shape_from_json(obj):
     return Shape(**kw)
 
 
+# ---- helper files: the code a module imports from its own directory ----------------------------
+# realpath -> sha256 of every helper file as its bytes were when it was first imported here, and
+# the realpaths any hash covers (loaded modules, their helpers, what was imported before them).
+_helper_sha = {}
+_covered = set()
+_loaded = []
+
+
+def _code_file(mod):
+    """The realpath of the file a module's code came from, or None (a namespace package, a built-in,
+    a module without a regular file). A .pyc in __pycache__ stands for its source .py where that
+    exists; a sourceless .pyc and an extension module (.so) are that file."""
+    f = getattr(mod, "__file__", None)
+    if not isinstance(f, str) or not f:
+        return None
+    if f.endswith(".pyc") and os.path.basename(os.path.dirname(f)) == "__pycache__":
+        try:
+            src = importlib.util.source_from_cache(f)
+        except (ValueError, NotImplementedError):
+            src = None
+        if src and os.path.isfile(src):
+            f = src
+    f = os.path.realpath(f)
+    return f if os.path.isfile(f) else None
+
+
+def _under(real, here):
+    return real != here and os.path.commonpath([real, here]) == here
+
+
+def _file_sha256(real):
+    with open(real, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _helpers(here, own, names):
+    """{relpath: sha256} of the modules named in names whose code file lies under here (recursive)
+    and is not own; the hash of a file first seen now is of its bytes now, and kept."""
+    got = {}
+    for n in names:
+        real = _code_file(sys.modules.get(n))
+        if real is None or real == own or not _under(real, here):
+            continue
+        if real not in _helper_sha:
+            _helper_sha[real] = _file_sha256(real)
+        got[os.path.relpath(real, here)] = _helper_sha[real]
+    return got
+
+
+def helper_list(helpers):
+    """{relpath: sha256} as the plan's list, [{"path", "sha256"}] sorted by path."""
+    return [{"path": k, "sha256": helpers[k]} for k in sorted(helpers)]
+
+
 class Loaded:
     """One module file imported from its path: the base of Kernel and of e2e_step.py's Step.
 
     Sets path (as given), real (its realpath), sha256 (of its bytes), mod (the module, imported as
-    ``prefix + sha256[:12]``), and the empty args_cache and streams the bridges fill. Raises
-    BridgeError (one line, ``<path>: import: ...``) when the file is not a module or its import
-    raises anything."""
+    ``prefix + sha256[:12]``), helpers ({path relative to the module's directory: sha256} of every
+    module its import loaded from a regular file under that directory, itself aside), and the empty
+    args_cache and streams the bridges fill. Raises BridgeError (one line, ``<path>: import: ...``)
+    when the file is not a module or its import raises anything."""
 
     def __init__(self, path, prefix):
         self.path = path
@@ -227,8 +286,14 @@ class Loaded:
         modname = prefix + self.sha256[:12]
         # As for a script: the module's own directory first on sys.path (its helper modules).
         here = os.path.dirname(self.real)
+        self.here = here
         if here not in sys.path:
             sys.path.insert(0, here)
+        before = set(sys.modules)
+        for n in before:
+            real = _code_file(sys.modules.get(n))
+            if real is not None:
+                _covered.add(real)
         try:
             spec = importlib.util.spec_from_file_location(modname, self.real)
             if spec is None or spec.loader is None:
@@ -244,6 +309,34 @@ class Loaded:
             sys.modules.pop(modname, None)
             raise BridgeError(_format_exception(path, "import", e)) from None
         self.mod = mod
+        try:
+            self.helpers = _helpers(here, self.real, set(sys.modules) - before)
+        except OSError as e:
+            raise BridgeError("%s: import: cannot hash a helper file: %s" % (path, _one_line(e))) from None
+        _covered.update(os.path.join(here, k) for k in self.helpers)
+        _covered.add(self.real)
+        _loaded.append(self)
+
+    def check_helpers(self, planned):
+        """Raise BridgeError (one line) unless the helpers equal planned ({relpath: sha256}, those
+        described). A planned helper an earlier module of this process imported first counts when
+        that module still is the one from the same file (its hash as it was first imported)."""
+        now = dict(self.helpers)
+        for rel in planned:
+            real = os.path.realpath(os.path.join(self.here, rel))
+            if rel not in now and real in _helper_sha and any(
+                    _code_file(m) == real for m in list(sys.modules.values())):
+                now[rel] = _helper_sha[real]
+        for rel in sorted(set(now) | set(planned)):
+            if rel not in planned:
+                raise BridgeError("%s: load: helper '%s' was imported but is not in the plan (sha256 %s): "
+                                  "emit the plan again" % (self.path, rel, now[rel]))
+            if rel not in now:
+                raise BridgeError("%s: load: helper '%s' of the plan was not imported (sha256 %s in "
+                                  "the plan)" % (self.path, rel, planned[rel]))
+            if now[rel] != planned[rel]:
+                raise BridgeError("%s: load: helper '%s' changed since the plan was made (sha256 %s, "
+                                  "plan %s)" % (self.path, rel, now[rel], planned[rel]))
 
     def call(self, function, *a):
         """Call the module's function; any exception becomes a BridgeError of one line."""
@@ -253,17 +346,36 @@ class Loaded:
             raise BridgeError(_format_exception(self.path, function, e)) from None
 
 
-def load_checked(path, sha256, make):
+def _planned_helpers(path, helpers_json):
+    """The JSON list [{"path", "sha256"}] as {relpath: sha256}; None for "" (not recorded)."""
+    if not helpers_json:
+        return None
+    try:
+        got = {h["path"]: h["sha256"] for h in json.loads(helpers_json)}
+    except (ValueError, TypeError, KeyError) as e:
+        raise BridgeError("%s: load: the helper list handed over is not [{path, sha256}]: %s"
+                          % (path, _one_line(e))) from None
+    return got
+
+
+def load_checked(path, sha256, make, helpers_json=""):
     """make() (it loads the module at path) once path's bytes are checked to still hash to sha256
-    (those the parent described); returns what make() returns. Raises BridgeError (one line): the
-    file changed, or make() raised (a BridgeError as it is, anything else as ``<path>: import:``)."""
+    (those the parent described); then, when helpers_json is not "", the helper files the import
+    loaded must be those of that JSON list [{"path", "sha256"}] (the description's, checked against
+    the plan's by the parent). Returns what make() returns. Raises BridgeError (one line): the file
+    or a helper changed, or make() raised (a BridgeError as it is, anything else as
+    ``<path>: import:``)."""
     try:
         with open(path, "rb") as f:
             now = hashlib.sha256(f.read()).hexdigest()
         if now != sha256:
             raise BridgeError("%s: load: the file changed on disk since it was described (sha256 %s, "
                               "described %s)" % (path, now, sha256))
-        return make()
+        planned = _planned_helpers(path, helpers_json)
+        got = make()
+        if planned is not None:
+            got.check_helpers(planned)
+        return got
     except BridgeError:
         raise
     except BaseException as e:  # noqa: B902
@@ -471,11 +583,12 @@ def _fail(line, status=MLA_EDEVICE):
     return status
 
 
-def bridge_load(path, sha256):
-    """Load the kernel module at path, whose bytes must still hash to sha256 (those the parent
-    described); returns its index (>= 0) or MLA_EINVAL (see last_error)."""
+def bridge_load(path, sha256, helpers_json=""):
+    """Load the kernel module at path, whose bytes must still hash to sha256 and whose helper files
+    must be those of helpers_json (those the parent described, see load_checked()); returns its
+    index (>= 0) or MLA_EINVAL (see last_error)."""
     try:
-        _kernels.append(load_checked(path, sha256, lambda: Kernel(path, len(_kernels))))
+        _kernels.append(load_checked(path, sha256, lambda: Kernel(path, len(_kernels)), helpers_json))
         return len(_kernels) - 1
     except BridgeError as e:
         return _fail(str(e), MLA_EINVAL)
@@ -546,6 +659,22 @@ def bridge_supports(i, raw):
         return str(e)
 
 
+def bridge_helpers_late():
+    """After the run: "" when every module file imported under a loaded module's directory is
+    covered by a hash (a loaded module, a helper its import loaded, or imported before it); else
+    one line naming the first helper imported later (inside prepare(), launch(), ...), which no
+    plan hash covers."""
+    for ld in _loaded:
+        for n in list(sys.modules):
+            real = _code_file(sys.modules.get(n))
+            if real is None or real in _covered or not _under(real, ld.here):
+                continue
+            return ("%s: run: helper '%s' was imported after the module's load (lazily, e.g. in "
+                    "prepare() or launch()): no hash of the plan covers it; import it at the "
+                    "module's top level" % (ld.path, os.path.relpath(real, ld.here)))
+    return ""
+
+
 def versions():
     """python, and torch / triton / tilelang / numpy where imported (after the kernel imports)."""
     v = {"python": platform.python_version()}
@@ -585,7 +714,8 @@ def _describe(path, arch):
         "has_supports": getattr(m, "supports", None) is not None,
         "has_prepare": getattr(m, "prepare", None) is not None,
         "has_workspace_size": getattr(m, "workspace_size", None) is not None,
-        "path": k.real, "sha256": k.sha256, "versions": versions(),
+        "path": k.real, "sha256": k.sha256, "helpers": helper_list(k.helpers),
+        "versions": versions(),
         "interpreter": {"executable": sys.executable, "prefix": sys.prefix,
                         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
                         "path": [p for p in sys.path if p], "libpython": _libpython(),
