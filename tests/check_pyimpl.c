@@ -19,6 +19,7 @@
 #include "pyimpl.h"
 #include "vs_error.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -685,6 +686,128 @@ START_TEST(module_edited_after_registration_is_refused_in_the_worker)
 }
 END_TEST
 
+/* Write text at tmp/rel (directories made); returns its sha256 in hex. */
+static void put_file(char hex[65], const char *rel, const char *text)
+{
+	char *path = fs_join(tmp, rel), *dir = strdup(path);
+
+	*strrchr(dir, '/') = '\0';
+	ck_assert_int_eq(fs_mkdir_p(dir), 0);
+	tu_write(path, text, strlen(text));
+	if (hex)
+		ck_assert_int_eq(fs_sha256_file(hex, path), 0);
+	free(dir);
+	free(path);
+}
+
+/*
+ * raises_launch.py behind imports of helper files from its own directory: a sibling module, a
+ * package in a subfolder and a module of a namespace package (no __init__.py, no file of its own);
+ * written at tmp/rel with NAME name.
+ */
+static char *module_with_helpers(const char *rel, const char *name)
+{
+	char *src = tu_source("tests/resources/python/raises_launch.py"), *text = tu_read(src, NULL);
+	char *at = strstr(text, "NAME = \"test.py_raises\""), *mod, *path = fs_join(tmp, rel);
+
+	ck_assert_ptr_nonnull(at);
+	mod = fs_printf("import mla_helpers\nimport sub.deep\nimport ns.leaf\n%.*sNAME = \"%s\"%s", (int)(at - text),
+			text, name, at + strlen("NAME = \"test.py_raises\""));
+	put_file(NULL, rel, mod);
+	free(mod);
+	free(text);
+	free(src);
+	return path;
+}
+
+START_TEST(describe_lists_helper_files_with_their_sha256)
+{
+	const char *want_paths[] = {"mla_helpers.py", "ns/leaf.py", "sub/__init__.py", "sub/deep.py"};
+	char want[4][65], *path;
+	struct pyimpl *p = NULL;
+	cJSON *h;
+	int k = 0;
+
+	put_file(want[0], "mla_helpers.py", "SCALE = 1\n");
+	put_file(want[1], "ns/leaf.py", "LEAF = 3\n");
+	put_file(want[2], "sub/__init__.py", "\n");
+	put_file(want[3], "sub/deep.py", "DEEP = 2\n");
+	put_file(NULL, "unused.py", "raise RuntimeError('never imported')\n");
+	path = module_with_helpers("k.py", "test.py_helpers");
+	ck_assert_int_eq(pyimpl_describe(&p, path, "x86_64"), 0);
+	h = cJSON_Parse(p->helpers_json);
+	ck_assert_msg(cJSON_GetArraySize(h) == 4, "helpers: %s", p->helpers_json);
+	for (const cJSON *e = h ? h->child : NULL; e; e = e->next, k++) {
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(e, "path")), want_paths[k]);
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(e, "sha256")), want[k]);
+	}
+	cJSON_Delete(h);
+	pyimpl_free(p);
+	p = NULL;
+	/* A module without helpers: the empty list, not a missing field. */
+	free(path);
+	path = res("raises_launch.py");
+	ck_assert_int_eq(pyimpl_describe(&p, path, "x86_64"), 0);
+	ck_assert_str_eq(p->helpers_json, "[]");
+	pyimpl_free(p);
+	free(path);
+}
+END_TEST
+
+START_TEST(helper_edited_after_registration_is_refused_in_the_worker)
+{
+	const struct pyimpl *p = NULL;
+	char before[65], after[65], msg[4096], *path, *want;
+
+	put_file(before, "mla_helpers.py", "SCALE = 1\n");
+	put_file(NULL, "ns/leaf.py", "LEAF = 3\n");
+	put_file(NULL, "sub/__init__.py", "\n");
+	put_file(NULL, "sub/deep.py", "DEEP = 2\n");
+	path = module_with_helpers("k.py", "test.py_helpers");
+	ck_assert_int_eq(pyimpl_register(&p, path, "x86_64"), 0);
+	put_file(after, "mla_helpers.py", "SCALE = 2\n");
+	ck_assert_msg(in_worker(import_fails_worker, (void *)"test.py_helpers", msg, sizeof(msg)) == 0, "%s", msg);
+	want = fs_printf("%d %d %s: load: helper 'mla_helpers.py' changed on disk since it was described (sha256 %s, "
+			 "described %s)",
+			 VS_ESCHEMA, MLA_EINVAL, p->real_path, after, before);
+	ck_assert_msg(!strcmp(msg, want), "got:\n%s\nwanted:\n%s", msg, want);
+	free(want);
+	free(path);
+}
+END_TEST
+
+static int start_worker(char *msg, size_t cap, void *arg)
+{
+	int err;
+
+	(void)arg;
+	err = pyimpl_start();
+	snprintf(msg, cap, "%d %s", err, pyimpl_last_error());
+	return 0;
+}
+
+/* Two modules of one directory importing the same helper: the second finds it loaded, and loads. */
+START_TEST(helper_shared_by_two_modules_loads_both_in_the_worker)
+{
+	const struct pyimpl *p1 = NULL, *p2 = NULL;
+	char msg[4096], *k1, *k2;
+
+	put_file(NULL, "mla_helpers.py", "SCALE = 1\n");
+	put_file(NULL, "ns/leaf.py", "LEAF = 3\n");
+	put_file(NULL, "sub/__init__.py", "\n");
+	put_file(NULL, "sub/deep.py", "DEEP = 2\n");
+	k1 = module_with_helpers("k1.py", "test.py_helpers1");
+	k2 = module_with_helpers("k2.py", "test.py_helpers2");
+	ck_assert_int_eq(pyimpl_register(&p1, k1, "x86_64"), 0);
+	ck_assert_int_eq(pyimpl_register(&p2, k2, "x86_64"), 0);
+	ck_assert_str_eq(p1->helpers_json, p2->helpers_json);
+	ck_assert_msg(in_worker(start_worker, NULL, msg, sizeof(msg)) == 0, "%s", msg);
+	ck_assert_msg(!strcmp(msg, "0 "), "%s", msg);
+	free(k1);
+	free(k2);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("pyimpl");
@@ -703,6 +826,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, writes_into_q_are_refused_or_visible);
 	tcase_add_test(tc, import_error_in_the_worker_names_package_and_interpreter);
 	tcase_add_test(tc, module_edited_after_registration_is_refused_in_the_worker);
+	tcase_add_test(tc, describe_lists_helper_files_with_their_sha256);
+	tcase_add_test(tc, helper_edited_after_registration_is_refused_in_the_worker);
+	tcase_add_test(tc, helper_shared_by_two_modules_loads_both_in_the_worker);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -214,6 +214,192 @@ START_TEST(module_edited_after_the_plan_is_refused)
 }
 END_TEST
 
+/*
+ * A user's module that imports a helper file from its own directory (tmp/k/mla_helpers.py): numpy_mla.py
+ * renamed team.mla_helpers, with extra appended; *hex the helper's sha256. Returns the module's path.
+ */
+static char *module_with_helper(char hex[65], const char *extra)
+{
+	char *src = tu_source("kernels/python/numpy_mla.py"), *text = tu_read(src, NULL), *dir = fs_join(tmp, "k");
+	char *mod = fs_join(dir, "team_helpers.py"), *helper = fs_join(dir, "mla_helpers.py"), *body;
+	char *name = strstr(text, "NAME = \"numpy.mla_decode\"");
+	const char *code = "SCALE = 1.0\n";
+
+	ck_assert_ptr_nonnull(name);
+	ck_assert_int_eq(fs_mkdir_p(dir), 0);
+	tu_write(helper, code, strlen(code));
+	ck_assert_int_eq(fs_sha256_file(hex, helper), 0);
+	body = fs_printf("import mla_helpers\n%.*sNAME = \"team.mla_helpers\"%s%s", (int)(name - text), text,
+			 name + strlen("NAME = \"numpy.mla_decode\""), extra);
+	tu_write(mod, body, strlen(body));
+	free(body);
+	free(helper);
+	free(dir);
+	free(text);
+	free(src);
+	return mod;
+}
+
+/* The plan's candidate.python (borrowed from j). */
+static cJSON *plan_python(cJSON *j)
+{
+	return cJSON_GetObjectItem(cJSON_GetObjectItem(j, "candidate"), "python");
+}
+
+/*
+ * The helper a module imports is hashed in the plan, checked by --run (an edit after the plan is
+ * refused with its line), recorded in result.json and checked by --verify.
+ */
+START_TEST(helper_file_is_bound_by_the_plan_and_the_evidence)
+{
+	char hex[65], after[65], *mod = module_with_helper(hex, ""), *args = fs_printf("--candidate-lib %s", mod);
+	char *plan, *out = NULL, *err = NULL, *eval, *rel, *log, *line, *helper = fs_join(tmp, "k/mla_helpers.py");
+	cJSON *p, *h, *r, *py;
+	int status;
+
+	plan = tu_small_plan_edit(tmp, args, 1, 1, "to_backend: cpu.splitkv", "to_backend: team.mla_helpers");
+	p = tu_json_file(tmp, plan);
+	h = cJSON_GetObjectItem(plan_python(p), "helpers");
+	ck_assert_int_eq(cJSON_GetArraySize(h), 1);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(h, 0), "path")), "mla_helpers.py");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(h, 0), "sha256")), hex);
+	cJSON_Delete(p);
+
+	eval = run_plan(plan, -1, &out, &err);
+	ck_assert_msg(strstr(out, "; parity pass; capture n/a; complete pass; verdict "), "%s", out);
+	log = run_log(eval);
+	ck_assert_msg(!strstr(log, "note: the plan records no helper files"), "%s", log);
+	rel = fs_printf("%s/result.json", eval);
+	r = tu_json_file(tmp, rel);
+	py = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "python"), 0);
+	h = cJSON_GetObjectItem(py, "helpers");
+	ck_assert_int_eq(cJSON_GetArraySize(h), 1);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(h, 0), "path")), "mla_helpers.py");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(h, 0), "sha256")), hex);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(py, "helpers_planned")));
+	cJSON_Delete(r);
+	free(out);
+	free(err);
+	if (!VS_KERNELS_DIRTY) {
+		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
+
+		status = tu_run_tool(tmp, rec, &out, &err);
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
+		free(out);
+		free(err);
+		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+		ck_assert_msg(status == 0, "verify: exit %d: %s", status, err);
+		free(out);
+		free(err);
+		free(rec);
+	}
+
+	tu_write(helper, "SCALE = 2.0\n", strlen("SCALE = 2.0\n"));
+	ck_assert_int_eq(fs_sha256_file(after, helper), 0);
+	free(args);
+	args = fs_printf("--run %s", plan);
+	status = tu_run_tool(tmp, args, &out, &err);
+	line = fs_printf("validate_skill: error: %s: candidate python module '%s': helper 'mla_helpers.py' changed "
+			 "since the plan was made (sha256 %s, plan %s): emit the plan again\n",
+			 plan, mod, after, hex);
+	ck_assert_msg(status == 3 && !strcmp(err, line), "exit %d:\n%s\nwanted:\n%s", status, err, line);
+	free(line);
+	free(out);
+	free(err);
+	if (!VS_KERNELS_DIRTY) {
+		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+		line = fs_printf("helper 'mla_helpers.py' of the candidate python module '%s' changed since the run "
+				 "(sha256 %.12s..., the evidence binds %.12s...): run the plan again with this version of it",
+				 mod, after, hex);
+		ck_assert_msg(status == 3 && strstr(err, line), "verify: exit %d: %s\nwanted: %s", status, err, line);
+		free(line);
+		free(out);
+		free(err);
+	}
+	free(log);
+	free(rel);
+	free(eval);
+	free(plan);
+	free(args);
+	free(helper);
+	free(mod);
+}
+END_TEST
+
+/*
+ * A plan made before helper files were hashed (no "helpers") still runs: run.log says once that the
+ * plan binds none, and result.json records the helpers the run loaded, as not planned.
+ */
+START_TEST(plan_without_helpers_runs_and_records_those_loaded)
+{
+	char hex[65], *mod = module_with_helper(hex, ""), *args = fs_printf("--candidate-lib %s", mod);
+	char *plan = tu_small_plan(tmp, args, 1, 1), *path = fs_join(tmp, plan), *text, *out = NULL, *err = NULL;
+	char *eval, *log, *line, *rel, *at;
+	cJSON *p = tu_json_file(tmp, plan), *r, *py, *h;
+
+	cJSON_DeleteItemFromObject(plan_python(p), "helpers");
+	text = cJSON_Print(p);
+	tu_write(path, text, strlen(text));
+	eval = run_plan(plan, -1, &out, &err);
+	ck_assert_msg(strstr(out, "; parity pass; capture n/a; complete pass; verdict "), "%s", out);
+	log = run_log(eval);
+	line = fs_printf("note: the plan records no helper files of the candidate python module '%s' (made before "
+			 "helper files were hashed): the run binds those its import loads now, in result.json",
+			 mod);
+	assert_line(log, line);
+	at = strstr(log, line);
+	ck_assert_msg(!strstr(at + 1, line), "said twice: %s", log);
+	rel = fs_printf("%s/result.json", eval);
+	r = tu_json_file(tmp, rel);
+	py = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "python"), 0);
+	h = cJSON_GetObjectItem(py, "helpers");
+	ck_assert_int_eq(cJSON_GetArraySize(h), 1);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(h, 0), "sha256")), hex);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(py, "helpers_planned")));
+	cJSON_Delete(r);
+	cJSON_Delete(p);
+	free(rel);
+	free(line);
+	free(log);
+	free(eval);
+	free(out);
+	free(err);
+	free(text);
+	free(path);
+	free(plan);
+	free(args);
+	free(mod);
+}
+END_TEST
+
+/* A helper imported inside launch() (after the load, so that no plan hash covers it) fails the task. */
+START_TEST(helper_imported_lazily_fails_the_task)
+{
+	char hex[65], *mod = module_with_helper(hex, "\n\n_launch = launch\n\n\ndef launch(args, config):\n"
+						    "    import mla_lazy  # noqa: F401\n"
+						    "    return _launch(args, config)\n");
+	char *args = fs_printf("--candidate-lib %s", mod), *plan, *out = NULL, *err = NULL, *eval, *line;
+	char *lazy = fs_join(tmp, "k/mla_lazy.py");
+
+	tu_write(lazy, "LAZY = 1\n", strlen("LAZY = 1\n"));
+	plan = tu_small_plan(tmp, args, 1, 1);
+	eval = run_plan(plan, 1, &out, &err);
+	line = fs_printf("[1/1] bf16-ragged-h16-ps64: FAILED: %s: run: helper 'mla_lazy.py' was imported after the "
+			 "module's load (lazily, e.g. in prepare() or launch()): no hash of the plan covers it; import "
+			 "it at the module's top level",
+			 mod);
+	assert_line(out, line);
+	free(line);
+	free(eval);
+	free(out);
+	free(err);
+	free(plan);
+	free(lazy);
+	free(args);
+	free(mod);
+}
+END_TEST
+
 START_TEST(wrong_module_is_caught_with_its_worst_element)
 {
 	char *mod = tu_resource("python/wrong.py"), *args = fs_printf("--candidate-lib %s", mod), *plan, *h;
@@ -477,6 +663,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, numpy_by_its_name_passes_parity_and_is_bound_by_sha256);
 	tcase_add_test(tc, numpy_by_its_name_is_a_reference);
 	tcase_add_test(tc, module_edited_after_the_plan_is_refused);
+	tcase_add_test(tc, helper_file_is_bound_by_the_plan_and_the_evidence);
+	tcase_add_test(tc, plan_without_helpers_runs_and_records_those_loaded);
+	tcase_add_test(tc, helper_imported_lazily_fails_the_task);
 	tcase_add_test(tc, wrong_module_is_caught_with_its_worst_element);
 	tcase_add_test(tc, exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped);
 	tcase_add_test(tc, edited_unsupported_list_is_refused);

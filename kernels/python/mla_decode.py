@@ -319,7 +319,7 @@ class Loaded:
 
     def check_helpers(self, planned):
         """Raise BridgeError (one line) unless the helpers equal planned ({relpath: sha256}, those
-        described). A planned helper an earlier module of this process imported first counts when
+        described in the parent, which checked them against the plan's). A planned helper an earlier module of this process imported first counts when
         that module still is the one from the same file (its hash as it was first imported)."""
         now = dict(self.helpers)
         for rel in planned:
@@ -329,14 +329,14 @@ class Loaded:
                 now[rel] = _helper_sha[real]
         for rel in sorted(set(now) | set(planned)):
             if rel not in planned:
-                raise BridgeError("%s: load: helper '%s' was imported but is not in the plan (sha256 %s): "
-                                  "emit the plan again" % (self.path, rel, now[rel]))
+                raise BridgeError("%s: load: helper '%s' was imported but not when the module was "
+                                  "described (sha256 %s)" % (self.path, rel, now[rel]))
             if rel not in now:
-                raise BridgeError("%s: load: helper '%s' of the plan was not imported (sha256 %s in "
-                                  "the plan)" % (self.path, rel, planned[rel]))
+                raise BridgeError("%s: load: helper '%s' was imported when the module was described "
+                                  "(sha256 %s), not now" % (self.path, rel, planned[rel]))
             if now[rel] != planned[rel]:
-                raise BridgeError("%s: load: helper '%s' changed since the plan was made (sha256 %s, "
-                                  "plan %s)" % (self.path, rel, now[rel], planned[rel]))
+                raise BridgeError("%s: load: helper '%s' changed on disk since it was described (sha256 "
+                                  "%s, described %s)" % (self.path, rel, now[rel], planned[rel]))
 
     def call(self, function, *a):
         """Call the module's function; any exception becomes a BridgeError of one line."""
