@@ -217,7 +217,7 @@ def _shape_from_json(obj):
 # realpath -> sha256 of every helper file as its bytes were when it was first imported here, and
 # the realpaths any hash covers (loaded modules, their helpers, what was imported before them).
 _helper_sha = {}
-_covered = set()
+_covered = {os.path.realpath(__file__)}
 _loaded = []
 
 
