@@ -421,6 +421,49 @@ START_TEST(plan_with_an_edited_e2e_task_list_is_refused)
 }
 END_TEST
 
+/* The helper file a step module imports is hashed in the plan; an edit after the plan is refused by --run. */
+START_TEST(step_helper_edited_after_the_plan_is_refused)
+{
+	char *src = tu_source("kernels/python/numpy_step.py"), *text = tu_read(src, NULL), *dir = fs_join(tmp, "s");
+	char *mod = fs_join(dir, "team_step.py"), *helper = fs_join(dir, "step_helpers.py"), *body, *plan, *args;
+	char *out = NULL, *err = NULL, *line, before[65], after[65];
+	cJSON *p;
+	int status;
+
+	ck_assert_int_eq(fs_mkdir_p(dir), 0);
+	tu_write(helper, "ROWS = 1\n", strlen("ROWS = 1\n"));
+	ck_assert_int_eq(fs_sha256_file(before, helper), 0);
+	body = fs_printf("import step_helpers  # noqa: F401\n%s", text);
+	tu_write(mod, body, strlen(body));
+	args = fs_printf("--e2e-step %s", mod);
+	plan = tu_small_plan(tmp, args, 1, 1);
+	p = tu_json_file(tmp, plan);
+	ck_assert_str_eq(str(p, "e2e.step.helpers.0.path"), "step_helpers.py");
+	ck_assert_str_eq(str(p, "e2e.step.helpers.0.sha256"), before);
+	cJSON_Delete(p);
+	tu_write(helper, "ROWS = 2\n", strlen("ROWS = 2\n"));
+	ck_assert_int_eq(fs_sha256_file(after, helper), 0);
+	free(args);
+	args = fs_printf("--run %s", plan);
+	status = tu_run_tool(tmp, args, &out, &err);
+	line = fs_printf("validate_skill: error: %s: e2e step module '%s': helper 'step_helpers.py' changed since the "
+			 "plan was made (sha256 %s, plan %s): emit the plan again\n",
+			 plan, mod, after, before);
+	ck_assert_msg(status == 3 && !strcmp(err, line), "exit %d:\n%s\nwanted:\n%s", status, err, line);
+	free(line);
+	free(out);
+	free(err);
+	free(args);
+	free(plan);
+	free(body);
+	free(helper);
+	free(mod);
+	free(dir);
+	free(text);
+	free(src);
+}
+END_TEST
+
 /* A run split into parts (--part, Slurm) merges with its e2e numbers recomputed from the parts. */
 START_TEST(parts_merge_with_the_e2e_numbers)
 {
@@ -502,6 +545,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, e2e_card_gate_above_what_is_measured_records_failed);
 	tcase_add_test(tc, e2e_card_gate_below_what_is_measured_validates);
 	tcase_add_test(tc, plan_with_an_edited_e2e_task_list_is_refused);
+	tcase_add_test(tc, step_helper_edited_after_the_plan_is_refused);
 	tcase_add_test(tc, parts_merge_with_the_e2e_numbers);
 	tcase_add_test(tc, step_module_without_post_is_refused_at_emit_plan);
 	suite_add_tcase(s, tc);
