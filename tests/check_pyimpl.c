@@ -722,21 +722,32 @@ static char *module_with_helpers(const char *rel, const char *name)
 
 START_TEST(describe_lists_helper_files_with_their_sha256)
 {
-	const char *want_paths[] = {"mla_helpers.py", "ns/leaf.py", "sub/__init__.py", "sub/deep.py"};
-	char want[4][65], *path;
+	const char *want_paths[] = {"legacy.pyc", "mla_helpers.py", "ns/leaf.py", "sub/__init__.py", "sub/deep.py"};
+	char want[5][65], *path, *cmd, *pyc, *mod, *text;
 	struct pyimpl *p = NULL;
 	cJSON *h;
 	int k = 0;
 
-	put_file(want[0], "mla_helpers.py", "SCALE = 1\n");
-	put_file(want[1], "ns/leaf.py", "LEAF = 3\n");
-	put_file(want[2], "sub/__init__.py", "\n");
-	put_file(want[3], "sub/deep.py", "DEEP = 2\n");
+	put_file(want[1], "mla_helpers.py", "SCALE = 1\n");
+	put_file(want[2], "ns/leaf.py", "LEAF = 3\n");
+	put_file(want[3], "sub/__init__.py", "\n");
+	put_file(want[4], "sub/deep.py", "DEEP = 2\n");
 	put_file(NULL, "unused.py", "raise RuntimeError('never imported')\n");
+	/* A sourceless module: only its .pyc exists, and that file is hashed. */
+	put_file(NULL, "legacy_src.py", "OLD = 4\n");
+	pyc = fs_join(tmp, "legacy.pyc");
+	cmd = fs_printf("/usr/bin/python3 -c 'import py_compile, sys; py_compile.compile(sys.argv[1], sys.argv[2])' "
+			"%s/legacy_src.py %s",
+			tmp, pyc);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(fs_sha256_file(want[0], pyc), 0);
 	path = module_with_helpers("k.py", "test.py_helpers");
+	text = tu_read(path, NULL);
+	mod = fs_printf("import legacy\n%s", text);
+	tu_write(path, mod, strlen(mod));
 	ck_assert_int_eq(pyimpl_describe(&p, path, "x86_64"), 0);
 	h = cJSON_Parse(p->helpers_json);
-	ck_assert_msg(cJSON_GetArraySize(h) == 4, "helpers: %s", p->helpers_json);
+	ck_assert_msg(cJSON_GetArraySize(h) == 5, "helpers: %s", p->helpers_json);
 	for (const cJSON *e = h ? h->child : NULL; e; e = e->next, k++) {
 		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(e, "path")), want_paths[k]);
 		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(e, "sha256")), want[k]);
@@ -744,6 +755,10 @@ START_TEST(describe_lists_helper_files_with_their_sha256)
 	cJSON_Delete(h);
 	pyimpl_free(p);
 	p = NULL;
+	free(mod);
+	free(text);
+	free(cmd);
+	free(pyc);
 	/* A module without helpers: the empty list, not a missing field. */
 	free(path);
 	path = res("raises_launch.py");
