@@ -733,6 +733,8 @@ START_TEST(describe_lists_helper_files_with_their_sha256)
 	put_file(want[3], "sub/__init__.py", "\n");
 	put_file(want[4], "sub/deep.py", "DEEP = 2\n");
 	put_file(NULL, "unused.py", "raise RuntimeError('never imported')\n");
+	/* A package of a venv inside the module's directory is installed code, not a helper. */
+	put_file(NULL, ".venv/lib/python3/site-packages/vendored.py", "V = 1\n");
 	/* A sourceless module: only its .pyc exists, and that file is hashed. */
 	put_file(NULL, "legacy_src.py", "OLD = 4\n");
 	pyc = fs_join(tmp, "legacy.pyc");
@@ -743,7 +745,9 @@ START_TEST(describe_lists_helper_files_with_their_sha256)
 	ck_assert_int_eq(fs_sha256_file(want[0], pyc), 0);
 	path = module_with_helpers("k.py", "test.py_helpers");
 	text = tu_read(path, NULL);
-	mod = fs_printf("import legacy\n%s", text);
+	mod = fs_printf("import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), "
+			"'.venv/lib/python3/site-packages'))\nimport vendored\nimport legacy\n%s",
+			text);
 	tu_write(path, mod, strlen(mod));
 	ck_assert_int_eq(pyimpl_describe(&p, path, "x86_64"), 0);
 	h = cJSON_Parse(p->helpers_json);

@@ -243,6 +243,25 @@ def _under(real, here):
     return real != here and os.path.commonpath([real, here]) == here
 
 
+def _installed(real, here):
+    """True for a file of an installed package that merely lies under here: a site-packages or
+    dist-packages folder between here and the file, or a Python prefix (a venv) inside here. A
+    module that itself lives in site-packages still has its siblings as helpers."""
+    parts = os.path.relpath(real, here).split(os.sep)[:-1]
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    for pre in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
+        pre = os.path.realpath(pre)
+        if _under(pre, here) and _under(real, pre):
+            return True
+    return False
+
+
+def _helper_file(real, here):
+    """A module file under here (recursive) that no installed package holds."""
+    return _under(real, here) and not _installed(real, here)
+
+
 def _file_sha256(real):
     with open(real, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -254,7 +273,7 @@ def _helpers(here, own, names):
     got = {}
     for n in names:
         real = _code_file(sys.modules.get(n))
-        if real is None or real == own or not _under(real, here):
+        if real is None or real == own or not _helper_file(real, here):
             continue
         if real not in _helper_sha:
             _helper_sha[real] = _file_sha256(real)
@@ -667,7 +686,7 @@ def bridge_helpers_late():
     for ld in _loaded:
         for n in list(sys.modules):
             real = _code_file(sys.modules.get(n))
-            if real is None or real in _covered or not _under(real, ld.here):
+            if real is None or real in _covered or not _helper_file(real, ld.here):
                 continue
             return ("%s: run: helper '%s' was imported after the module's load (lazily, e.g. in "
                     "prepare() or launch()): no hash of the plan covers it; import it at the "
