@@ -72,9 +72,9 @@ LN2 = 0.6931471805599453
 # "page1" the row gather through block_table, "fp8" the in-kernel fnuz decode.  All four passed
 # parity (both configs, the card's standard-tier shapes and edge lengths), determinism and the
 # capture check on the H200 on 2026-12-01 (results/bench/tilelang_mla_decode_h200/paths_20261201T1200Z/)
-# with the paths of then (FP8_DECODE "scalar", GATHER_PREFETCH False); the defaults since (branch
-# tlfp8) compile for every task of the sm_90 plans but have not run on a GPU yet
-# (.dev/tlfp8/run.sh: parity, the code-by-code decode checks and old-vs-new timings)
+# with the paths of then (FP8_DECODE "scalar", GATHER_PREFETCH False), and again with today's
+# defaults (FP8_DECODE "tile", GATHER_PREFETCH True) on 2026-12-01 at 16:56, with the code-by-code
+# fp8 decode checks (results/bench/cards_20261201T1656Z/gate_tilelang_check.txt)
 OFFERED = {"pad": True, "page16": True, "page1": True, "fp8": True}
 NOT_PROVEN = {
 	"pad": "s_q*h_q %d: the padded head tile (rows past s_q*h_q masked on load and store) has not "
@@ -89,8 +89,9 @@ FP8_BULK = True
 # Q is written to shared memory by plain stores (not TMA: see attend()); TileLang 0.1.15 then fences
 # them for the tensor cores' async proxy (fence.proxy.async) before the Q.K GEMM of every key tile,
 # where its example (Q by TMA) has no fence.  True: one fence and barrier after the Q load instead
-# (TileLang then drops the per-tile one: the main loop's source is the example's).  Not yet
-# measured on a GPU: off (the probable cause of the 3-6% gap to the example at h_q 128)
+# (TileLang then drops the per-tile one: the main loop's source is the example's).  Off: measured
+# on the H200 on 2026-12-01 against the example in one process, it did not help (1.033 / 1.082 the
+# example's time at h_q 128 b 128 / b 64 8K, against 1.039 / 1.013 without; BENCHMARKS.md)
 Q_FENCE_ONCE = False
 # the fnuz decode: "tile" = 8 codes per 64-bit shared load by integer ops and one bf16x2 multiply
 # per pair (tl_fnuz8, CUDA imported into the kernel), the bulk tile by one call per thread with its
