@@ -31,7 +31,7 @@
  *                    operand) and shared memory; both warpgroups: O += P V on 256 columns each
  *                    (m64n256k16, V MN-major from the same tile). Two-stage cp.async ring, loops
  *                    specialized per warpgroup (bf16). fp8 is mla_flash_wgmma_sd: two raw stages
- *                    and one decoded tile, decoded 64 dims at a time by all threads while
+ *                    and one decoded tile, decoded 3 atoms of 64 dims per barrier by all threads while
  *                    warpgroup 0's S runs on the atoms already decoded (the register path of
  *                    mla_flash_wgmma<true>, MLA_WG_FP8_REGPATH, measured slower).
  *   mla_flash_wgmma_t  sm_90a: BLOCK_H 16 or 32, the transposed products (S^T = K Q^T, O^T = V^T
@@ -821,13 +821,30 @@ VS_DEV vs_u32x4 ld_global_nc_v4(const void *p)
 	return v;
 }
 
+/*
+ * Row and 16-byte chunk of vector i (0..17) of thread x (0..127) in a raw 64 x 576 tile: row
+ * 32 (i / 9) + x / 4, chunk x % 4 + 4 (i % 9). A thread keeps one row per half tile, so its row
+ * offset is read once and every global and shared address is a base plus an immediate; 4
+ * consecutive threads read 64 contiguous bytes of a row. Vectors [0, 9) are rows 0-31 and [9, 18)
+ * rows 32-63, so any split of the 18 vectors between warpgroups covers the tile once. (The
+ * row-major map, c = x + 128 i, divided by 36 in every address: 224 registers against 188, and
+ * with the steps below 2.18 -> 1.53 ms at h_q 16 b 128 32K; BENCHMARKS.md, issue 17.)
+ */
+VS_DEV void fp8_vec_rc(int x, int i, int &row, int &ch)
+{
+	row = 32 * (i / 9) + (x >> 2);
+	ch = (x & 3) + 4 * (i % 9);
+}
+
 /* Vectors [i0, i1) of warpgroup 1's share of a raw tile into registers (zeros past kv_len). */
 template <int I0, int I1>
 VS_DEV void wg1_ld_fp8(const FlashParams &p, vs_u32x4 (&w)[WG_FP8_VECS], const long long *rowoff, int x)
 {
 #pragma unroll
 	for (int i = I0; i < I1; i++) {
-		const int c = x + 128 * i, row = c / 36, ch = c % 36;
+		int row, ch;
+
+		fp8_vec_rc(x, i, row, ch);
 		const long long off = rowoff[row];
 
 		if (off >= 0)
@@ -837,31 +854,48 @@ VS_DEV void wg1_ld_fp8(const FlashParams &p, vs_u32x4 (&w)[WG_FP8_VECS], const l
 	}
 }
 
+/* Vector i (its row and chunk) as 16 bf16 into a swizzled 64 x 576 bf16 stage. */
+VS_DEV void st_bf16x16(unsigned char *dst, int x, int i, const vs_u32x4 &o0, const vs_u32x4 &o1)
+{
+	int row, ch;
+
+	fp8_vec_rc(x, i, row, ch);
+	*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch)) = o0;
+	*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
+}
+
 /*
- * Decode vectors [i0, i1) into a swizzled 64 x 576 bf16 stage: the fast decoder (5 operations per
- * pair of codes, 0x80 -> -0), or the exact one for a vector that holds 0x80 (a visible NaN code:
- * legal, rare; a branch of this thread alone, since each thread owns its vectors).
+ * Decode vectors [i0, i1) into a swizzled 64 x 576 bf16 stage: all of them with the fast decoder
+ * (4 operations per pair of codes, 0x80 -> -0), no branch between them, so their chains
+ * interleave; then, if any held 0x80 (a visible NaN code: legal, rare; this thread's own vectors),
+ * all of them again with the exact one, over the same bytes. (One branch per vector instead:
+ * 1.77 against 1.53 ms with the rest of this pass.)
  */
 template <int I0, int I1>
 VS_DEV void wg1_st_fp8(const vs_u32x4 (&w)[WG_FP8_VECS], unsigned char *dst, int x)
 {
+	uint32_t nan = 0;
+
 #pragma unroll
 	for (int i = I0; i < I1; i++) {
-		const int c = x + 128 * i, row = c / 36, ch = c % 36;
-		const uint32_t nan = mma_fp8x4_nan_bits(w[i].x) | mma_fp8x4_nan_bits(w[i].y) |
-				     mma_fp8x4_nan_bits(w[i].z) | mma_fp8x4_nan_bits(w[i].w);
 		vs_u32x4 o0, o1;
 
-		if (__builtin_expect((nan & 0x80808080u) != 0, 0)) {
+		nan |= mma_fp8x4_nan_bits(w[i].x) | mma_fp8x4_nan_bits(w[i].y) | mma_fp8x4_nan_bits(w[i].z) |
+		       mma_fp8x4_nan_bits(w[i].w);
+		mma_fp8x4_to_bf16x4_nonan(w[i].x, o0.x, o0.y);
+		mma_fp8x4_to_bf16x4_nonan(w[i].y, o0.z, o0.w);
+		mma_fp8x4_to_bf16x4_nonan(w[i].z, o1.x, o1.y);
+		mma_fp8x4_to_bf16x4_nonan(w[i].w, o1.z, o1.w);
+		st_bf16x16(dst, x, i, o0, o1);
+	}
+	if (__builtin_expect((nan & 0x80808080u) != 0, 0)) {
+#pragma unroll
+		for (int i = I0; i < I1; i++) {
+			vs_u32x4 o0, o1;
+
 			fp8x16_to_bf16x16(w[i], o0, o1);
-		} else {
-			mma_fp8x4_to_bf16x4_nonan(w[i].x, o0.x, o0.y);
-			mma_fp8x4_to_bf16x4_nonan(w[i].y, o0.z, o0.w);
-			mma_fp8x4_to_bf16x4_nonan(w[i].z, o1.x, o1.y);
-			mma_fp8x4_to_bf16x4_nonan(w[i].w, o1.z, o1.w);
+			st_bf16x16(dst, x, i, o0, o1);
 		}
-		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch)) = o0;
-		*(vs_u32x4 *)(dst + sw128_off(row, 2 * ch + 1)) = o1;
 	}
 }
 
@@ -934,6 +968,13 @@ VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid
  * register path of mla_flash_wgmma<true> (BENCHMARKS.md, issue 17 pass), so the dispatch uses it
  * for fp8 unless MLA_WG_FP8_REGPATH is defined. Only its <true> instance is launched.
  */
+/*
+ * Atoms decoded between two barriers of mla_flash_wgmma_sd (a divisor of 9): 3 against 1 on the
+ * H200 (issue 17): 0.923 against 1.024 ms at h_q 128 b 128 8K, 1.85 against 2.06 ms at h_q 16
+ * b 128 32K (BENCHMARKS.md, 2026-12-01 evening).
+ */
+constexpr int SD_AP = 3;
+
 template <bool FP8>
 __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 {
@@ -1004,9 +1045,9 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 
 			if (FP8) {
 				/*
-				 * Decode atom by atom (64 dims of the 64 keys); after each atom's barrier
-				 * warpgroup 0 issues that atom's 4 k steps of S, which run on the tensor
-				 * cores while the next atom is decoded. A tile that holds 0x80 (a visible
+				 * Decode SD_AP atoms (64 dims of the 64 keys each) per barrier; after it
+				 * warpgroup 0 issues their 4 k steps of S each, which run on the tensor
+				 * cores while the next atoms are decoded. A tile that holds 0x80 (a visible
 				 * NaN code, legal and rare) is decoded again with the NaN-exact decoder and
 				 * its S recomputed.
 				 */
@@ -1014,7 +1055,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 				const uint64_t dq = wgmma_desc_sw128(sbase + WG_Q_OFF, 16, WG_GRP);
 				const uint64_t dk = wgmma_desc_sw128(sbase + WG_KV_OFF, 16, WG_GRP);
 				uint32_t nan = 0;
-				uint2 w[2], wn[2];
+				uint2 wa[SD_AP][2], wb[SD_AP][2]; /* this thread's raw words of atoms a.., a + SD_AP.. */
 
 				cp_async_wait<1>();
 				vs_syncthreads(); /* raw tile t complete; the decoded tile is free */
@@ -1022,27 +1063,35 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 #pragma unroll
 					for (int i = 0; i < 32; i++)
 						s[i] = 0.f;
-				wg_load_atom_fp8(raw, tid, 0, w);
 #pragma unroll
-				for (int a = 0; a < D_QK / 64; a++) {
-					if (a + 1 < D_QK / 64)
-						wg_load_atom_fp8(raw, tid, a + 1, wn);
-					nan |= wg_decode_atom_fp8(w, smem + WG_KV_OFF, tid, a);
+				for (int j = 0; j < SD_AP; j++)
+					wg_load_atom_fp8(raw, tid, j, wa[j]);
+#pragma unroll
+				for (int a = 0; a < D_QK / 64; a += SD_AP) {
+					if (a + SD_AP < D_QK / 64)
+#pragma unroll
+						for (int j = 0; j < SD_AP; j++)
+							wg_load_atom_fp8(raw, tid, a + SD_AP + j, wb[j]);
+#pragma unroll
+					for (int j = 0; j < SD_AP; j++)
+						nan |= wg_decode_atom_fp8(wa[j], smem + WG_KV_OFF, tid, a + j);
 					fence_proxy_async();
-					vs_syncthreads(); /* atom a decoded */
+					vs_syncthreads(); /* atoms a .. a + SD_AP - 1 decoded */
 					if (wg == 0) {
 						wgmma_fence();
 #pragma unroll
-						for (int kk = 4 * a; kk < 4 * a + 4; kk++) {
+						for (int kk = 4 * a; kk < 4 * (a + SD_AP); kk++) {
 							const uint64_t step = ((kk >> 2) * WG_ATOM_K + (kk & 3) * 32) >> 4;
 
 							wgmma_m64n64k16_ss(s, dq + step, dk + step, 1);
 						}
 					}
-					if (a + 1 < D_QK / 64) {
-						w[0] = wn[0];
-						w[1] = wn[1];
-					}
+					if (a + SD_AP < D_QK / 64)
+#pragma unroll
+						for (int j = 0; j < SD_AP; j++) {
+							wa[j][0] = wb[j][0];
+							wa[j][1] = wb[j][1];
+						}
 				}
 				if (wg == 0)
 					wgmma_commit();
@@ -1593,10 +1642,12 @@ VS_DEV void wt_cp_fp8(const FlashParams &p, unsigned char *rawslot, const long l
 
 #pragma unroll
 		for (int i = I0; i < I1; i++) {
-			const int c = x + 128 * i, row = c / 36, ch = c % 36;
+			int row, ch;
+
+			fp8_vec_rc(x, i, row, ch);
 			const long long off = rowoff[row];
 
-			cp_async16(rawslot + c * 16, p.kv + (off >= 0 ? off : 0) + ch * 16, off >= 0);
+			cp_async16(rawslot + (x + 128 * i) * 16, p.kv + (off >= 0 ? off : 0) + ch * 16, off >= 0);
 		}
 	}
 	cp_async_commit();

@@ -1,6 +1,6 @@
 /*
  * hip_testutil.h - GPU-side helpers for tests/gpu (GPU build only): device-side random fills for
- * the large benchmark inputs, and a probe of the kernels' fast fp8 decoder on all 256 codes.
+ * the large benchmark inputs, and probes of the kernels' fp8 decoders on all 256 codes.
  */
 #ifndef MLA_HIP_TESTUTIL_H
 #define MLA_HIP_TESTUTIL_H
@@ -29,6 +29,15 @@ int mla_hip_test_fill(void *dst, size_t n, int kind, uint64_t seed, float amp, v
  * Returns 0 or MLA_EDEVICE.
  */
 int mla_hip_test_fp8_decode(uint16_t out[256]);
+
+/**
+ * NVIDIA only: the fast decoder of the sm_90a fp8 kernels (mma.h: mma_fp8x4_to_bf16x4_nonan, exact
+ * but for 0x80 -> -0) on the 256 codes into out, and the NaN-code test (mma_fp8x4_nan_bits & 0x80808080)
+ * into nan: nan[t] for the word of codes 4t .. 4t+3 (t < 64; nonzero only for t = 32) and, for
+ * t >= 64, for that word of t - 64 with byte t % 4 set to 0x80 (nonzero for every t). Host memory,
+ * synchronous. Returns 0, MLA_EDEVICE, or MLA_EUNSUPPORTED on gfx942 (no fast decoder there).
+ */
+int mla_hip_test_fp8_decode_fast(uint16_t out[256], uint32_t nan[128]);
 
 #ifdef __cplusplus
 }

@@ -49,6 +49,31 @@ __global__ void fp8_decode_kernel(uint16_t *out)
 	out[4 * t + 3] = (uint16_t)(hi >> 16);
 }
 
+#if defined(VS_PLATFORM_NVIDIA)
+/*
+ * The fast decoder and the NaN-code test (mma_fp8x4_to_bf16x4_nonan, mma_fp8x4_nan_bits): threads
+ * 0..63 decode words of 4 consecutive codes (out, nan[t]); threads 64..127 test word t - 64 with
+ * its byte (t % 4) replaced by 0x80 (nan[t] only).
+ */
+__global__ void fp8_decode_fast_kernel(uint16_t *out, uint32_t *nan)
+{
+	int t = vs_tid(), c = 4 * (t & 63);
+	uint32_t w = (uint32_t)c | ((uint32_t)(c + 1) << 8) | ((uint32_t)(c + 2) << 16) | ((uint32_t)(c + 3) << 24);
+	uint32_t lo, hi;
+
+	if (t >= 64)
+		w = (w & ~(0xFFu << (8 * (t & 3)))) | (0x80u << (8 * (t & 3)));
+	nan[t] = mma_fp8x4_nan_bits(w) & 0x80808080u;
+	if (t >= 64)
+		return;
+	mma_fp8x4_to_bf16x4_nonan(w, lo, hi);
+	out[c] = (uint16_t)(lo & 0xffffu);
+	out[c + 1] = (uint16_t)(lo >> 16);
+	out[c + 2] = (uint16_t)(hi & 0xffffu);
+	out[c + 3] = (uint16_t)(hi >> 16);
+}
+#endif /* VS_PLATFORM_NVIDIA */
+
 } /* namespace */
 
 extern "C" int mla_hip_test_fill(void *dst, size_t n, int kind, uint64_t seed, float amp, void *stream)
@@ -77,4 +102,33 @@ extern "C" int mla_hip_test_fp8_decode(uint16_t out[256])
 	if (e != hipSuccess)
 		return (MLA_HIP_REPORT("fp8 decode probe", e), MLA_EDEVICE);
 	return 0;
+}
+
+extern "C" int mla_hip_test_fp8_decode_fast(uint16_t out[256], uint32_t nan[128])
+{
+#if defined(VS_PLATFORM_NVIDIA)
+	uint16_t *d = nullptr;
+	uint32_t *dn = nullptr;
+	hipError_t e;
+
+	HIP_CHECK_RET(hipMalloc((void **)&d, 256 * sizeof(uint16_t)), MLA_EDEVICE);
+	e = hipMalloc((void **)&dn, 128 * sizeof(uint32_t));
+	if (e == hipSuccess) {
+		fp8_decode_fast_kernel<<<1, 128>>>(d, dn);
+		e = hipGetLastError();
+	}
+	if (e == hipSuccess)
+		e = hipMemcpy(out, d, 256 * sizeof(uint16_t), hipMemcpyDeviceToHost);
+	if (e == hipSuccess)
+		e = hipMemcpy(nan, dn, 128 * sizeof(uint32_t), hipMemcpyDeviceToHost);
+	(void)hipFree(d);
+	(void)hipFree(dn);
+	if (e != hipSuccess)
+		return (MLA_HIP_REPORT("fp8 fast decode probe", e), MLA_EDEVICE);
+	return 0;
+#else
+	(void)out;
+	(void)nan;
+	return MLA_EUNSUPPORTED; /* gfx942 decodes exactly in hardware: no fast decoder */
+#endif
 }

@@ -591,6 +591,33 @@ static const struct pcase cases[] = {
 	{ "nan-code-h20-sq2-fp8", 3, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 100, 300, 70 }, 0, 1 },
 };
 
+/* NVIDIA: the decoder without the NaN code (0x80 -> -0) and the test that finds 0x80. */
+static int fp8_probe_nonan(void)
+{
+	uint16_t got[256];
+	uint32_t nan[128];
+	int bad = 0, rc = mla_hip_test_fp8_decode_fast(got, nan);
+
+	if (rc == MLA_EUNSUPPORTED)
+		return 0;
+	if (rc)
+		return 1;
+	for (int c = 0; c < 256; c++) {
+		uint16_t want = c == 0x80 ? 0x8000 : mla_float_to_bf16(mla_fp8_e4m3_fnuz_to_float((uint8_t)c));
+
+		if (got[c] != want && bad++ < 8)
+			printf("fp8 decode (no NaN code): code 0x%02x -> 0x%04x, expected 0x%04x\n", c, got[c], want);
+	}
+	for (int t = 0; t < 128; t++) {
+		int want = t >= 64 || t == 32;
+
+		if ((nan[t] != 0) != want && bad++ < 8)
+			printf("fp8 NaN-code test: word %d %s\n", t, want ? "missed 0x80" : "flagged without 0x80");
+	}
+	printf("%-4s fp8 decoder without the NaN code and the NaN-code test (%d wrong)\n", bad ? "FAIL" : "PASS", bad);
+	return bad != 0;
+}
+
 static int fp8_probe(void)
 {
 	uint16_t got[256];
@@ -608,7 +635,7 @@ static int fp8_probe(void)
 		}
 	}
 	printf("%-4s fp8 fast decoder on all 256 codes (%d wrong)\n", bad ? "FAIL" : "PASS", bad);
-	return bad != 0;
+	return (bad != 0) | fp8_probe_nonan();
 }
 
 static int parity(void)
