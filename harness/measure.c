@@ -1009,14 +1009,40 @@ static int parity_only_pass(const struct measure_ctx *ctx, const struct measure_
 	return any_side;
 }
 
-/* Tuning pass: a few timed samples per passing config; the fastest median is chosen. */
-static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_impl *ir)
+/*
+ * The config of `other` launched between tuning samples: its chosen one, else its first passing
+ * one; -1 when it has none.
+ */
+static int foreign_config(const struct measure_impl *other)
+{
+	if (!other)
+		return -1;
+	if (other->chosen >= 0)
+		return other->chosen;
+	for (int i = 0; i < other->nconfigs; i++)
+		if (other->config_pass[i] == 1)
+			return i;
+	return -1;
+}
+
+/*
+ * Phase 3 for one implementation, the tuning pass: time every passing config (tuning_samples
+ * each) and choose the fastest median. Before every sample, outside the timed region, one launch of
+ * another implementation (`other`: the other side of the A/B, or the candidate for a reference) on
+ * the same input set, so that a tuning sample follows a foreign kernel as every A/B sample does.
+ * Samples of one config back to back found its code and data warm where the A/B would not: on the
+ * H200 a config of hip.flash with a large kernel (bn64-bh16-sp0-w8-st2, fp8) tuned at 17 us and
+ * took 25 us in the A/B rounds, and was chosen over one that took 18 us in both (2026-12-01,
+ * BENCHMARKS.md).
+ */
+static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b, struct measure_impl *ir,
+		const struct measure_impl *other)
 {
 	struct vs_device *d = ctx->device;
 	int n = ctx->plan->protocol.tuning_samples > 0 ? ctx->plan->protocol.tuning_samples : 1;
 	double *x = calloc((size_t)n, sizeof(double));
 	double best = INFINITY;
-	int err = 0, passing = 0;
+	int err = 0, passing = 0, fc = foreign_config(other);
 
 	VS_CHECK_ALLOC(x);
 	for (int i = 0; i < ir->nconfigs; i++)
@@ -1037,6 +1063,16 @@ static int tune(const struct measure_ctx *ctx, const struct task_data *t, struct
 		if (ir->impl->launch(&a, &ir->configs[i]) != MLA_OK) /* warm-up */
 			continue;
 		for (int k = 0; k < n && !err; k++) {
+			if (fc >= 0) {
+				struct mla_decode_args oa;
+
+				make_args(&oa, d, t, b, k % t->nsets, 0);
+				if (other->impl->launch(&oa, &other->configs[fc]) != MLA_OK) {
+					err = vs_error(VS_EFAIL, "%s %s failed a launch between tuning samples of %s",
+						       other->impl->name, other->configs[fc].name, ir->impl->name);
+					break;
+				}
+			}
 			make_args(&a, d, t, b, k % t->nsets, 0);
 			err = timed_sample(ctx, b, ir->impl, &ir->configs[i], &a, k % t->nsets, &ms);
 			x[k] = ms;
@@ -1061,14 +1097,14 @@ static int tune_both(const struct measure_ctx *ctx, const struct task_data *t, s
 {
 	int err, aa;
 
-	if ((err = tune(ctx, t, b, &r->cand)))
+	if ((err = tune(ctx, t, b, &r->cand, &r->base)))
 		return err;
 	if (ctx->base == ctx->cand && r->cand.chosen >= 0 &&
 	    (aa = config_index(&r->base, r->cand.configs[r->cand.chosen].name)) >= 0 && r->base.config_pass[aa] == 1) {
 		r->base.chosen = aa;
 		return 0;
 	}
-	return tune(ctx, t, b, &r->base);
+	return tune(ctx, t, b, &r->base, &r->cand);
 }
 
 static int count_outliers(const double *x, int n)
@@ -1859,7 +1895,7 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const 
 	if ((err = tune_both(ctx, t, &b, r)))
 		goto done;
 	for (int k = 0; k < r->nrefs; k++)
-		if (!r->refs[k].skip && (err = tune(ctx, t, &b, &r->refs[k].m)))
+		if (!r->refs[k].skip && (err = tune(ctx, t, &b, &r->refs[k].m, &r->cand)))
 			goto done;
 	if (r->base.chosen < 0 || r->cand.chosen < 0) {
 		say(ctx->log, "    no passing config for %s: task not timed\n",

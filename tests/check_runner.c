@@ -189,11 +189,43 @@ static int honest_launch(const struct mla_decode_args *a, const struct mla_decod
 static const struct mla_decode_impl honest = {MLA_DECODE_ABI_VERSION, "test.honest", "cpu", "", no_configs, no_ws,
 					      honest_launch, NULL, NULL};
 
+/* The last test launch that ran (not a capture): implementation and config name. */
+static const struct mla_decode_impl *last_impl;
+static char last_cfg[48];
+
+static void ran(const struct mla_decode_impl *impl, const struct mla_decode_config *c)
+{
+	last_impl = impl;
+	snprintf(last_cfg, sizeof(last_cfg), "%s", c->name);
+}
+
 static int honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
 {
 	if (captured(&honest, a, c))
 		return MLA_OK;
+	ran(&honest, c);
 	virtual_ms += (c->block_n ? c->block_n : 2.0) * (1.0 + noise(0.01));
+	return mla_cpu_naive.launch(a, &naive_cfg);
+}
+
+/*
+ * Correct, and its config with num_splits 1 costs block_n ms cold but a quarter of that when the
+ * launch before it was the same config (a kernel whose code and data stay warm between samples of
+ * itself alone); other configs cost block_n ms. The A/B puts the other side between its samples.
+ */
+static int warm_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static const struct mla_decode_impl warm_sensitive = {MLA_DECODE_ABI_VERSION, "test.warm_sensitive", "cpu", "",
+						      no_configs, no_ws, warm_launch, NULL, NULL};
+
+static int warm_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	int warm;
+
+	if (captured(&warm_sensitive, a, c))
+		return MLA_OK;
+	warm = c->num_splits == 1 && last_impl == &warm_sensitive && !strcmp(last_cfg, c->name);
+	ran(&warm_sensitive, c);
+	virtual_ms += c->block_n * (warm ? 0.25 : 1.0) * (1.0 + noise(0.01));
 	return mla_cpu_naive.launch(a, &naive_cfg);
 }
 
@@ -732,6 +764,28 @@ START_TEST(tuning_chooses_the_fastest_passing_config)
 }
 END_TEST
 
+/*
+ * A tuning sample follows a launch of the other side, as an A/B sample does: the config that is
+ * fast only right after itself (cold4: 4 ms, 1 ms warm) tunes at its A/B cost and loses to steady2.
+ * Tuned back to back, it read 1 ms, was chosen, and then took 4 ms in the A/B.
+ */
+START_TEST(tuning_samples_follow_the_other_side)
+{
+	struct measure_result r;
+
+	cfgs2[0] = (struct mla_decode_config){"cold4", 4, 0, 1, 0, 0};
+	cfgs2[1] = (struct mla_decode_config){"steady2", 2, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &warm_sensitive, 2, 0), 0);
+	ck_assert_msg(r.complete && r.parity_pass, "complete %d parity %d error %s", r.complete, r.parity_pass,
+		      r.error ? r.error : "");
+	ck_assert_msg(r.cand.chosen == 1, "chose %s (tuning medians %g, %g ms)", r.cand.configs[r.cand.chosen].name,
+		      r.cand.tune_ms[0], r.cand.tune_ms[1]);
+	ck_assert_msg(r.cand.tune_ms[0] > 3.5, "cold4 tuned at %g ms, its A/B cost is 4", r.cand.tune_ms[0]);
+	ck_assert_msg(fabs(r.cand.timing.median - 2.0) < 0.05, "A/B median %g", r.cand.timing.median);
+	measure_result_release(&r);
+}
+END_TEST
+
 /* ---- timing modes ------------------------------------------------------------------------------ */
 
 /*
@@ -1225,6 +1279,7 @@ static Suite *suite(void)
 			    (int)(sizeof(reproduce_cases) / sizeof(reproduce_cases[0])));
 	tcase_add_test(tc, aa_run_has_ci_containing_one);
 	tcase_add_test(tc, tuning_chooses_the_fastest_passing_config);
+	tcase_add_test(tc, tuning_samples_follow_the_other_side);
 	tcase_add_test(tc, graph_replay_keeps_host_launch_cost_out_of_the_sample);
 	tcase_add_test(tc, graph_replay_of_an_uncapturable_launch_fails_the_task_with_its_line);
 	tcase_add_test(tc, prepare_runs_once_per_config_and_buffer_set_before_its_first_launch);
