@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """eval_table.py [--side-by-side] EVAL_DIR... - print an eval dir's per-task numbers as markdown
 tables (BENCHMARKS.md).
+eval_table.py --compare IMPL OLD_EVAL_DIR NEW_EVAL_DIR - one implementation's median per task in two
+runs of the same card (the ratio new / old), beside every implementation's median in the new one.
 
 Reads result.json only (the numbers validate_skill --run measured); nothing is computed here, the
 per-implementation GB/s, TFLOPS and the paired ratios included: result.json holds them. The default
@@ -34,7 +36,42 @@ def side_by_side(d, r):
     print()
 
 
+def medians(r):
+    """{(task, implementation): median ms of its timed pairs} from a result.json."""
+    out = {}
+    for t in r["tasks"]:
+        for side in [t["baseline"], t["candidate"]] + t.get("references", []):
+            if side and side.get("timing"):
+                out[(t["name"], side["impl"])] = side["timing"]["median_ms"]
+    return out
+
+
+def compare(impl, old_dir, new_dir):
+    with open(f"{old_dir}/result.json") as f:
+        old = medians(json.load(f))
+    with open(f"{new_dir}/result.json") as f:
+        r = json.load(f)
+    new = medians(r)
+    others = sorted({i for (_, i) in new if i != impl})
+    print(f"| task | {impl} old | {impl} new | new / old | " + " | ".join(others) + " | fastest (new) |")
+    print("|" + "---|" * (5 + len(others)))
+    for t in r["tasks"]:
+        n = t["name"]
+        if (n, impl) not in new:
+            continue
+        o = old.get((n, impl))
+        row = [n, f"{o:.4f}" if o else "-", f"{new[(n, impl)]:.4f}", f"{new[(n, impl)] / o:.3f}" if o else "-"]
+        row += [f"{new[(n, i)]:.4f}" if (n, i) in new else "-" for i in others]
+        row.append(min((v, i) for (m, i), v in new.items() if m == n)[1])
+        print("| " + " | ".join(row) + " |")
+
+
 def main(dirs):
+    if dirs[:1] == ["--compare"]:
+        if len(dirs) != 4:
+            sys.exit("usage: eval_table.py --compare IMPL OLD_EVAL_DIR NEW_EVAL_DIR")
+        compare(*dirs[1:])
+        return
     sbs = "--side-by-side" in dirs
     dirs = [d for d in dirs if d != "--side-by-side"]
     for d in dirs:
