@@ -323,6 +323,67 @@ char *report_harm_flag(const cJSON *task)
 			 cJSON_GetStringValue(name), cJSON_GetNumberValue(est), lo, hi);
 }
 
+/* The ratio A/B median / tuning median of one side's chosen config, or 0 when it was not tuned or timed. */
+static double tuning_ratio(const cJSON *side, const char **chosen, double *tune_ms, double *ab_ms)
+{
+	const cJSON *cfg;
+	const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(side, "chosen"));
+	const cJSON *ab = cJSON_GetObjectItem(cJSON_GetObjectItem(side, "timing"), "median_ms");
+
+	if (!name || !cJSON_IsNumber(ab) || !(cJSON_GetNumberValue(ab) > 0))
+		return 0;
+	cJSON_ArrayForEach(cfg, cJSON_GetObjectItem(side, "configs"))
+	{
+		const cJSON *tm = cJSON_GetObjectItem(cfg, "tune_median_ms");
+
+		if (cJSON_IsString(cJSON_GetObjectItem(cfg, "name")) &&
+		    !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cfg, "name")), name) && cJSON_IsNumber(tm) &&
+		    cJSON_GetNumberValue(tm) > 0) {
+			*chosen = name;
+			*tune_ms = cJSON_GetNumberValue(tm);
+			*ab_ms = cJSON_GetNumberValue(ab);
+			return *ab_ms / *tune_ms;
+		}
+	}
+	return 0;
+}
+
+/* A chosen config that the A/B timed far from its tuning median (report.h). */
+char *report_tuning_flag(const cJSON *task, double bound)
+{
+	const cJSON *name = cJSON_GetObjectItem(task, "name"), *ref;
+	const cJSON *sides[16]; /* baseline, candidate, references */
+	const char *impl = NULL, *cfg = NULL;
+	double worst = 1.0, tune = 0, ab = 0;
+	int n = 0;
+
+	if (!cJSON_IsString(name) || !(bound > 1.0))
+		return NULL;
+	sides[n++] = cJSON_GetObjectItem(task, "baseline");
+	sides[n++] = cJSON_GetObjectItem(task, "candidate");
+	cJSON_ArrayForEach(ref, cJSON_GetObjectItem(task, "references")) if (n < (int)(sizeof(sides) / sizeof(*sides)))
+		sides[n++] = ref;
+	for (int k = 0; k < n; k++) {
+		const char *c = NULL;
+		double t = 0, a = 0, r = sides[k] ? tuning_ratio(sides[k], &c, &t, &a) : 0;
+		double far = r >= 1.0 ? r : r > 0 ? 1.0 / r : 0;
+
+		if (far > bound && far > worst) {
+			worst = far;
+			impl = cJSON_GetStringValue(cJSON_GetObjectItem(sides[k], "impl"));
+			cfg = c;
+			tune = t;
+			ab = a;
+		}
+	}
+	if (!cfg)
+		return NULL;
+	return fs_printf("task %s: %s's config %s took %.4f ms in the A/B against %.4f ms when tuned (%.2fx): the "
+			 "tuning pass chose it under other conditions than the A/B's, so another config may be "
+			 "faster there",
+			 cJSON_GetStringValue(name), impl ? impl : "?", cfg, ab, tune, ab / tune);
+}
+
 /* A model step that ran slower with the candidate (report.h). */
 char *report_e2e_harm_flag(const cJSON *result)
 {
@@ -341,8 +402,9 @@ char *report_e2e_harm_flag(const cJSON *result)
 
 /*
  * What the verified evidence says about the run: implementations, cores, configs, flags (the
- * do-no-harm checks: a slower model step, tasks the candidate lost; the run's; the baseline checks
- * against the references); r->flags joins them with "; ".
+ * do-no-harm checks: a slower model step, tasks the candidate lost; the run's; chosen configs the
+ * A/B timed far from their tuning; the baseline checks against the references); r->flags joins
+ * them with "; ".
  */
 static void fill_run(struct row *r, const struct evidence *e)
 {
@@ -350,6 +412,7 @@ static void fill_run(struct row *r, const struct evidence *e)
 	const cJSON *dev = cJSON_GetObjectItem(e->result, "device");
 	const cJSON *flags = cJSON_GetObjectItem(e->result, "flags"), *fl, *t;
 	const cJSON *cu = cJSON_GetObjectItem(dev, "compute_units");
+	const char *backend = cJSON_GetStringValue(cJSON_GetObjectItem(dev, "backend"));
 	char b[512], c[512];
 	size_t cap = 1;
 
@@ -361,7 +424,7 @@ static void fill_run(struct row *r, const struct evidence *e)
 	r->configs = fs_printf("baseline %s; candidate %s", b, c);
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->nflags = 0;
-	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 2 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));
+	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 3 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));
 	if (!r->flag_list)
 		return;
 	/* do no harm first (what a reader must not miss), then the run's flags, then the baseline's */
@@ -370,6 +433,10 @@ static void fill_run(struct row *r, const struct evidence *e)
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_harm_flag(t))) r->nflags++;
 	cJSON_ArrayForEach(fl, flags) if (cJSON_GetStringValue(fl) &&
 					  (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl)))) r->nflags++;
+	/* GPU evidence only (report.h) */
+	if (!backend || strcmp(backend, "cpu"))
+		cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] =
+							  report_tuning_flag(t, VS_TUNING_REVIEW_BOUND))) r->nflags++;
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_baseline_flag(t, VS_BASELINE_REVIEW_BOUND)))
 		r->nflags++;
 	/* a task is flagged when a flag names it ("task NAME: ...") */

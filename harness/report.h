@@ -12,7 +12,8 @@
  * <details> block; text: the first; json: all), a flagged row marked apart from a clean one. The
  * flags are the run's (result.json) and, from its numbers, the baseline against the references of
  * the same run (report_baseline_flag) and where the candidate did harm: a task it ran slower than
- * the baseline, a model step that ran slower (report_harm_flag, report_e2e_harm_flag). Formats: text (default), markdown, json, and html: one
+ * the baseline, a model step that ran slower (report_harm_flag, report_e2e_harm_flag), and a
+ * chosen config the A/B timed far from its tuning median (report_tuning_flag). Formats: text (default), markdown, json, and html: one
  * self-contained page (no external resources) with the status table and an inline SVG chart of
  * measured against expected speedup per card and per task shape (from each card's verified
  * evidence).
@@ -34,6 +35,9 @@ struct cJSON;
 
 /* A reference faster than the baseline by more than this on a task flags the task for review. */
 #define VS_BASELINE_REVIEW_BOUND 1.5
+/* An implementation's A/B median against its chosen config's tuning median, beyond which (or below
+ * its inverse) report_tuning_flag flags the task. */
+#define VS_TUNING_REVIEW_BOUND 1.2
 
 /**
  * The baseline must be what users run: on one task of a verified result.json (its "speedup" =
@@ -53,6 +57,24 @@ char *report_baseline_flag(const struct cJSON *task, double bound);
  * is below 1 (the caller frees it), or NULL: not slower, not timed, or no CI.
  */
 char *report_harm_flag(const struct cJSON *task);
+
+/**
+ * Measurement fidelity, per task: the tuning pass chose each side's config from a few samples of
+ * every config; the A/B then measured the chosen one afresh. On one task of a verified result.json,
+ * for the baseline, the candidate and each reference whose chosen config was tuned (it has a
+ * "tune_median_ms"; a side with one passing config is not tuned) and timed ("timing"."median_ms"),
+ * returns the review flag for the side whose ratio A/B median / tuning median lies farthest beyond
+ * bound or below 1 / bound: "task NAME: hip.flash's config bn64-bh16-sp0-w8-st2 took 0.0250 ms in the
+ * A/B against 0.0176 ms when tuned (1.42x): the tuning pass chose it under other conditions than
+ * the A/B's, so another config may be faster there" (the caller frees it), or NULL. (On 2026-12-01 a
+ * config that, by our reading, found its code warm between its own tuning samples did this on two tasks;
+ * harness/measure.c now tunes after a foreign launch, so newer evidence should not.) The report
+ * applies it to GPU evidence only (device backend other than "cpu"): the shipped CPU card's A/B
+ * medians lie 1.13-1.36x above their tuning medians on every task (2026-12-01), for a cause not
+ * known (a CPU sample is the host's clock around the launch, which the host's work between A/B
+ * samples may move), so there the flag would say nothing about the choice.
+ */
+char *report_tuning_flag(const struct cJSON *task, double bound);
 
 /**
  * Do no harm, end to end: on a verified result.json whose "e2e"."e2e_pct" CI lies below 0 (the

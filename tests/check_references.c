@@ -317,6 +317,62 @@ START_TEST(baseline_slower_than_a_reference_is_flagged)
 END_TEST
 
 /*
+ * Measurement fidelity: a side whose chosen config the A/B timed beyond 1.2x (or below 1 / 1.2) its
+ * tuning median flags the task, the farthest side named; an untuned side (no tune_median_ms), an
+ * untimed one, or a ratio within the bound does not.
+ */
+static cJSON *tuned_task(const char *cand_tune, const char *cand_ab, const char *ref_tune, const char *ref_ab)
+{
+	char *js = fs_printf(
+		"{\"name\": \"t\", \"baseline\": {\"impl\": \"b\", \"chosen\": \"x\", \"configs\": [{\"name\": \"x\"}], "
+		"\"timing\": {\"median_ms\": 1.0}}, \"candidate\": {\"impl\": \"c\", \"chosen\": \"fast\", \"configs\": "
+		"[{\"name\": \"slow\", \"tune_median_ms\": 0.03}, {\"name\": \"fast\"%s%s}]%s%s%s}, \"references\": "
+		"[{\"impl\": \"r\", \"chosen\": \"y\", \"configs\": [{\"name\": \"y\"%s%s}]%s%s%s}]}",
+		cand_tune ? ", \"tune_median_ms\": " : "", cand_tune ? cand_tune : "", cand_ab ? ", \"timing\": {\"median_ms\": " : "",
+		cand_ab ? cand_ab : "", cand_ab ? "}" : "", ref_tune ? ", \"tune_median_ms\": " : "", ref_tune ? ref_tune : "",
+		ref_ab ? ", \"timing\": {\"median_ms\": " : "", ref_ab ? ref_ab : "", ref_ab ? "}" : "");
+	cJSON *t = cJSON_Parse(js);
+
+	ck_assert_msg(t != NULL, "%s", js);
+	free(js);
+	return t;
+}
+
+START_TEST(chosen_config_timed_far_from_its_tuning_is_flagged)
+{
+	static const struct {
+		const char *ct, *ca, *rt, *ra; /* candidate tuning / A/B median, reference's */
+		const char *flag;              /* NULL: no flag */
+	} cases[] = {
+		{"0.0176", "0.0250", "1", "1.05",
+		 "task t: c's config fast took 0.0250 ms in the A/B against 0.0176 ms when tuned (1.42x): the tuning pass "
+		 "chose it under other conditions than the A/B's, so another config may be faster there"},
+		{"1", "1", "0.02", "0.01",
+		 "task t: r's config y took 0.0100 ms in the A/B against 0.0200 ms when tuned (0.50x): the tuning pass "
+		 "chose it under other conditions than the A/B's, so another config may be faster there"},
+		{"0.0176", "0.0250", "0.01", "0.03",
+		 "task t: r's config y took 0.0300 ms in the A/B against 0.0100 ms when tuned (3.00x): the tuning pass "
+		 "chose it under other conditions than the A/B's, so another config may be faster there"},
+		{"1", "1.19", "1", "0.85", NULL},   /* within the bound both ways */
+		{NULL, "5", NULL, "5", NULL},       /* not tuned (one passing config) */
+		{"0.0176", NULL, "1", NULL, NULL}, /* not timed */
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(*cases); k++) {
+		cJSON *t = tuned_task(cases[k].ct, cases[k].ca, cases[k].rt, cases[k].ra);
+		char *flag = report_tuning_flag(t, VS_TUNING_REVIEW_BOUND);
+
+		if (cases[k].flag)
+			ck_assert_msg(flag && !strcmp(flag, cases[k].flag), "case %zu: %s", k, flag ? flag : "(none)");
+		else
+			ck_assert_msg(flag == NULL, "case %zu flagged: %s", k, flag);
+		free(flag);
+		cJSON_Delete(t);
+	}
+}
+END_TEST
+
+/*
  * Do no harm: a task whose speedup CI lies below 1 is flagged whatever the geometric mean, and so is
  * an e2e stage whose e2e_pct CI lies below 0; a CI that reaches 1 (or 0) does not flag.
  */
@@ -636,6 +692,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, edited_reference_skips_are_refused);
 	tcase_add_test(tc, baseline_slower_than_a_reference_is_flagged);
 	tcase_add_test(tc, candidate_slower_than_the_baseline_is_flagged);
+	tcase_add_test(tc, chosen_config_timed_far_from_its_tuning_is_flagged);
 	tcase_add_test(tc, report_flags_the_tasks_a_slower_candidate_lost);
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
 	tcase_add_test(tc, parts_with_references_merge_into_evidence_that_verifies);
