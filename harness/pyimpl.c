@@ -1231,51 +1231,49 @@ int pyimpl_start(void)
 	return err;
 }
 
-char *pyimpl_versions_now(void)
+/*
+ * Call the bridge function fn (no arguments, answers a str) under the GIL; *out is a copy of the
+ * str, NULL when the call failed or answered something else (the line in last_error). Returns 0
+ * or -1.
+ */
+static int bridge_str(PyObj *fn, const char *what, char **out)
 {
-	PyObj *r;
-	const char *t;
-	char *s = NULL;
-	int g;
+	int g = py.PyGILState_Ensure();
+	PyObj *r = py_call(fn, py.Py_BuildValue("()"), what);
+	const char *t = r ? py.PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
 
-	if (!started)
-		return NULL;
-	g = py.PyGILState_Ensure();
-	r = py_call(fn_versions, py.Py_BuildValue("()"), "versions");
-	t = r ? py.PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
-	if (t)
-		s = strdup(t);
-	else if (r)
+	if (r && !t) {
 		py.PyErr_Clear();
+		set_last_error("python bridge: %s: the bridge answered no str", what);
+	}
+	*out = t ? strdup(t) : NULL;
 	if (r)
 		py.Py_DecRef(r);
 	py.PyGILState_Release(g);
+	return t ? 0 : -1;
+}
+
+char *pyimpl_versions_now(void)
+{
+	char *s = NULL;
+
+	if (started)
+		bridge_str(fn_versions, "versions", &s);
 	return s;
 }
 
 char *pyimpl_helpers_late(void)
 {
-	PyObj *r;
-	const char *t;
 	char *s = NULL;
-	int g;
 
 	if (!started)
 		return NULL;
-	g = py.PyGILState_Ensure();
-	r = py_call(fn_helpers_late, py.Py_BuildValue("()"), "helpers");
-	t = r ? py.PyUnicode_AsUTF8AndSize(r, NULL) : NULL;
-	if (r && !t) {
-		py.PyErr_Clear();
-		set_last_error("python bridge: helpers: bridge_helpers_late() answered no str");
+	if (bridge_str(fn_helpers_late, "helpers", &s))
+		return strdup(last_error); /* the bridge failed: its line, never a silent pass */
+	if (s && !*s) {
+		free(s);
+		s = NULL;
 	}
-	if (t && *t)
-		s = strdup(t);
-	else if (!t)
-		s = strdup(last_error); /* the bridge failed: its line, never a silent pass */
-	if (r)
-		py.Py_DecRef(r);
-	py.PyGILState_Release(g);
 	return s;
 }
 
