@@ -31,7 +31,8 @@
 #   dev:NAME[:SECONDS]  an experiment in the same call: .dev/NAME/run.sh (a carried, git-ignored
 #             folder) with OUT=$WORK/NAME, under a timeout (default 300 s); its files come back as
 #             NAME.tgz, its output as NAME.log. Before the card steps, it may change the tree they
-#             run (tools/gpu/tilelang_gate.sh puts the old TileLang module back if the new fails)
+#             run (tools/gpu/tilelang_gate.sh puts the old TileLang module back if the new fails;
+#             tools/gpu/hip_gate.sh the old validate_skill if the changed HIP kernels fail parity)
 set -u
 OUT=${OUT:-/tmp/h200_out}
 WORK=/tmp/h200
