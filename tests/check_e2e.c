@@ -491,14 +491,10 @@ START_TEST(parts_merge_with_the_e2e_numbers)
 	free(out);
 	free(err);
 	if (!VS_KERNELS_DIRTY) {
-		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
-
-		status = tu_run_tool(tmp, rec, &out, &err);
-		ck_assert_msg(status == 0, "record of the merged run: exit %d: %s", status, err);
+		/* the merged run's evidence */
+		out = tu_record_cpu_card(tmp, eval, 0);
 		ck_assert_msg(strstr(out, ", e2e "), "%s", out);
 		free(out);
-		free(err);
-		free(rec);
 	}
 	free(eval);
 	free(plan);

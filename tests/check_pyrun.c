@@ -172,15 +172,8 @@ START_TEST(module_edited_after_the_plan_is_refused)
 	ck_assert_msg(strstr(out, "; parity pass; capture n/a; complete pass; verdict "), "%s", out);
 	free(out);
 	free(err);
-	if (!VS_KERNELS_DIRTY) {
-		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
-
-		status = tu_run_tool(tmp, rec, &out, &err);
-		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
-		free(out);
-		free(err);
-		free(rec);
-	}
+	if (!VS_KERNELS_DIRTY)
+		free(tu_record_cpu_card(tmp, eval, 0));
 
 	f = fopen(mod, "a");
 	ck_assert_ptr_nonnull(f);
@@ -280,19 +273,8 @@ START_TEST(helper_file_is_bound_by_the_plan_and_the_evidence)
 	cJSON_Delete(r);
 	free(out);
 	free(err);
-	if (!VS_KERNELS_DIRTY) {
-		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval);
-
-		status = tu_run_tool(tmp, rec, &out, &err);
-		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
-		free(out);
-		free(err);
-		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
-		ck_assert_msg(status == 0, "verify: exit %d: %s", status, err);
-		free(out);
-		free(err);
-		free(rec);
-	}
+	if (!VS_KERNELS_DIRTY)
+		free(tu_record_cpu_card(tmp, eval, 1));
 
 	tu_write(helper, "SCALE = 2.0\n", strlen("SCALE = 2.0\n"));
 	ck_assert_int_eq(fs_sha256_file(after, helper), 0);
@@ -487,20 +469,9 @@ START_TEST(exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped)
 			 "fp8_e4m3_fnuz");
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "verdict")), "failed");
 	cJSON_Delete(r);
-	if (!VS_KERNELS_DIRTY) {
-		/* Evidence with skipped tasks (never materialized) records and verifies as what it is. */
-		char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval), *o2 = NULL, *e2 = NULL;
-		int status = tu_run_tool(tmp, rec, &o2, &e2);
-
-		ck_assert_msg(status == 0, "record: exit %d: %s", status, e2);
-		free(o2);
-		free(e2);
-		status = tu_run_tool(tmp, "--verify skills/mla_decode_cpu_splitkv.md", &o2, &e2);
-		ck_assert_msg(status == 0, "verify: exit %d: %s", status, e2);
-		free(o2);
-		free(e2);
-		free(rec);
-	}
+	/* Evidence with skipped tasks (never materialized) records and verifies as what it is. */
+	if (!VS_KERNELS_DIRTY)
+		free(tu_record_cpu_card(tmp, eval, 1));
 	free(rel);
 	free(log);
 	free(out);

@@ -122,6 +122,25 @@ int tu_run_tool(const char *cwd, const char *args, char **out, char **err)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+char *tu_record_cpu_card(const char *root, const char *eval, int verify)
+{
+	char *rec = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval), *out, *err;
+	int status = tu_run_tool(root, rec, &out, &err);
+
+	ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
+	free(err);
+	free(rec);
+	if (verify) {
+		char *o2, *e2;
+
+		status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &o2, &e2);
+		ck_assert_msg(status == 0, "verify: exit %d: %s", status, e2);
+		free(o2);
+		free(e2);
+	}
+	return out;
+}
+
 int tu_count_lines(const char *s)
 {
 	const char *start = s;

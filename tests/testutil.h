@@ -31,6 +31,13 @@ char *tu_read(const char *path, size_t *len);
 int tu_run_tool(const char *cwd, const char *args, char **out, char **err);
 
 /**
+ * In root: --record skills/mla_decode_cpu_splitkv.md --eval-dir eval, which must exit 0; then, when
+ * verify is set, --verify of that card, which must exit 0 too. Returns the record's stdout
+ * (malloc'd) for the caller's checks.
+ */
+char *tu_record_cpu_card(const char *root, const char *eval, int verify);
+
+/**
  * A scratch repository for runs: copies skills/mla_decode_cpu_splitkv.md into root/skills/ (its
  * speedup gate lowered from 1.3 to 1.1, so that short noisy runs agree on the verdict), emits
  * its plan with extra_args (e.g. "--candidate-lib x.so"), then shrinks the plan so that a run takes
