@@ -1546,7 +1546,7 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		snprintf(cf->name, sizeof(cf->name), "%s", name);
 		if ((err = get_int(&cf->block_n, c, "block_n", 0, 1 << 20, path, where)) ||
 		    (err = get_int(&cf->block_h, c, "block_h", 0, 1 << 20, path, where)) ||
-		    (err = get_int(&cf->num_splits, c, "num_splits", 0, 1 << 20, path, where)) ||
+		    (err = get_int(&cf->num_splits, c, "num_splits", -1, 1 << 20, path, where)) ||
 		    (err = get_int(&cf->num_warps, c, "num_warps", 0, 1 << 20, path, where)) ||
 		    (err = get_int(&cf->num_stages, c, "num_stages", 0, 1 << 20, path, where)))
 			goto done;

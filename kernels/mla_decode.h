@@ -135,13 +135,16 @@ struct mla_decode_args {
 /**
  * One point of an implementation's config space. Fields an implementation does not use are 0.
  * num_splits 0 means "auto": the implementation picks a split count from the shapes and num_cus
- * (never from seqlens values, which may change under a captured graph).
+ * (never from seqlens values, which may change under a captured graph); -1 means "balanced": the
+ * implementation divides the KV tiles of all sequences evenly between its blocks on the device
+ * (FlashMLA's tile scheduler; hip.flash's wgmma configs "...-spbal-..."), so the work of a block
+ * does follow seqlens, read on the device at each launch.
  */
 struct mla_decode_config {
 	char name[48];      /* canonical, unique within the implementation, e.g. "bn64-bh16-sp0-w4-st2" */
 	int32_t block_n;    /* keys per KV tile (BLOCK_N) */
 	int32_t block_h;    /* query heads sharing each KV tile load (BLOCK_H) */
-	int32_t num_splits; /* KV splits per sequence (split-KV / flash decoding); 0 = auto */
+	int32_t num_splits; /* KV splits per sequence (split-KV / flash decoding); 0 = auto, -1 = balanced */
 	int32_t num_warps;  /* GPU: warps (NVIDIA) or waves (AMD) per block; CPU: threads (0 = num_cus) */
 	int32_t num_stages; /* GPU: pipelining depth of KV tile loads */
 };
@@ -211,7 +214,7 @@ const char *mla_kv_dtype_name(int32_t kv_dtype);
 /** Inverse of mla_kv_dtype_name(); 0 when unknown. */
 int32_t mla_kv_dtype_parse(const char *name);
 
-/** Fill cfg->name from its fields in the canonical form "bn%d-bh%d-sp%d-w%d-st%d". */
+/** Fill cfg->name from its fields in the canonical form "bn%d-bh%d-sp%d-w%d-st%d" ("spbal" for -1). */
 void mla_decode_config_name(struct mla_decode_config *cfg);
 
 #ifdef __cplusplus

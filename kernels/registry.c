@@ -66,6 +66,12 @@ int32_t mla_kv_dtype_parse(const char *name)
 
 void mla_decode_config_name(struct mla_decode_config *c)
 {
-	snprintf(c->name, sizeof(c->name), "bn%d-bh%d-sp%d-w%d-st%d", (int)c->block_n, (int)c->block_h,
-		 (int)c->num_splits, (int)c->num_warps, (int)c->num_stages);
+	char sp[16];
+
+	if (c->num_splits == -1)
+		snprintf(sp, sizeof(sp), "bal");
+	else
+		snprintf(sp, sizeof(sp), "%d", (int)c->num_splits);
+	snprintf(c->name, sizeof(c->name), "bn%d-bh%d-sp%s-w%d-st%d", (int)c->block_n, (int)c->block_h, sp,
+		 (int)c->num_warps, (int)c->num_stages);
 }

@@ -197,6 +197,52 @@ START_TEST(flash_plan_picks_splits_from_shapes)
 }
 END_TEST
 
+/* Balanced splits (MLA_FLASH_BALANCED): one block per SM shared by the head blocks, slots for the device's schedule. */
+START_TEST(flash_plan_balanced_splits)
+{
+	struct mla_decode_config c = { "", 64, 64, MLA_FLASH_BALANCED, 8, 2 };
+	struct mla_flash_plan p;
+	struct mla_decode_args a = shape(32, 128, 2, 4096);
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+	struct mla_decode_config cfg[CAP];
+	int n = impl->configs("sm_90", cfg, CAP), named = 0;
+
+	/* 256 rows: 4 head blocks of 64 share the 132 SMs, 33 ranges each; 33 + 32 - 1 slots */
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_OK);
+	ck_assert_int_eq(p.head_blocks, 4);
+	ck_assert_int_eq(p.parts, 33);
+	ck_assert_int_eq(p.num_splits, 64);
+	ck_assert_uint_ge(p.workspace_bytes, (size_t)64 * 256 * (512 + 1) * 4);
+	ck_assert_uint_eq(impl->workspace_size(&a, &c), p.workspace_bytes);
+	/* more head blocks than SMs: still one range each */
+	a = shape(1, 128, 128, 64);
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_OK);
+	ck_assert_int_eq(p.head_blocks, 256);
+	ck_assert_int_eq(p.parts, 1);
+	ck_assert_int_eq(p.num_splits, 1);
+	ck_assert_uint_gt(p.workspace_bytes, 0); /* the combine always runs */
+	/* the transposed kernel too; never the warp kernel, and no other negative count */
+	c.block_h = 16;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_OK);
+	c.num_warps = 4;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_EUNSUPPORTED);
+	c.num_warps = 8;
+	c.num_splits = -2;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_EUNSUPPORTED);
+	/* positions that would overflow the device's int */
+	c.num_splits = MLA_FLASH_BALANCED;
+	a = shape(65535, 16, 1, 1 << 21);
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_EUNSUPPORTED);
+	/* the sm_90 space names them "spbal" */
+	for (int i = 0; i < n; i++)
+		if (cfg[i].num_splits == MLA_FLASH_BALANCED) {
+			ck_assert_ptr_nonnull(strstr(cfg[i].name, "-spbal-"));
+			named++;
+		}
+	ck_assert_int_eq(named, 2);
+}
+END_TEST
+
 /*
  * The NVIDIA flash kernels decode fp8 fnuz codes as bf16 bits ((c & 0x7f) << 4 | sign << 15), a
  * bf16 of value code * 2^-119 (subnormal where fnuz is), times 2^119, and 0x80 as NaN: exact for
@@ -253,6 +299,7 @@ static Suite *hip_configs_suite(void)
 	tc = tcase_create("plan");
 	tcase_add_loop_test(tc, workspace_is_monotone_in_splits, 0, 2);
 	tcase_add_test(tc, flash_plan_picks_splits_from_shapes);
+	tcase_add_test(tc, flash_plan_balanced_splits);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("numerics_and_launch");

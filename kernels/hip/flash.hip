@@ -1,9 +1,12 @@
 /*
  * flash.hip - hip.flash: split-KV flash decoding of MLA (FlashMLA's decode algorithm, ported).
  *
- * Grid (head blocks, splits, batch). A block owns BLOCK_H rows of the M dimension, where the rows
- * of batch element b are its s_q x h_q (query position, head) pairs flattened as m = i * h_q + h
- * (q and out are contiguous in that order), and one split of the KV tiles its rows can see. Every
+ * Grid (head blocks, splits, batch), or (head blocks, parts, 1) for balanced splits (Seg: a block
+ * takes one of `parts` equal ranges of the KV tiles of all sequences, FlashMLA's tile scheduler,
+ * and works through its pieces one sequence after another). A block owns BLOCK_H rows of the M
+ * dimension, where the rows of batch element b are its s_q x h_q (query position, head) pairs
+ * flattened as m = i * h_q + h (q and out are contiguous in that order), and one split of the KV
+ * tiles its rows can see. Every
  * KV tile (BLOCK_N keys x 576) is loaded once into shared memory / LDS and shared by all BLOCK_H
  * rows: S = Q K^T and O += P V run on matrix cores (mma.h), the softmax is online in registers in
  * base 2 (log2(e) and, for fp8, kv_scale folded into the score scale; kv_scale folded into the
@@ -63,14 +66,17 @@ struct FlashParams {
 	const int32_t *seqlens;
 	uint16_t *out;
 	float *lse;
-	float *o_part;   /* [batch][num_splits][m_total][512], O / l of each split */
-	float *lse_part; /* [batch][num_splits][m_total], m + log2(l), -inf for an empty split */
+	float *o_part;   /* [slots][m_total][512], O / l of each split (slots: see Seg) */
+	float *lse_part; /* [slots][m_total], m + log2(l), -inf for an empty split */
+	int32_t batch;
 	int32_t s_q;
 	int32_t h_q;
 	int32_t m_total;
 	int32_t page_size;
 	int32_t max_pages;
-	int32_t num_splits;
+	int32_t num_splits; /* uniform splits: splits per sequence; balanced: workspace slots */
+	int32_t parts;      /* 0: uniform splits; > 0: balanced, ranges per head block (Seg) */
+	int32_t block_h;    /* rows per head block (the combine's balanced schedule) */
 	float scale_log2; /* softmax_scale * log2(e) (* kv_scale for fp8) */
 	float out_scale;  /* 1 (bf16) or kv_scale (fp8) */
 };
@@ -83,21 +89,164 @@ struct BlockRange {
 	int t_end;
 };
 
+/* Keys of batch element b (its length seqlen) that the rows [m0, m0 + bh) can see. */
+VS_DEV int block_kv_len(const FlashParams &p, int seqlen, int m0, int bh)
+{
+	int m_last = min(m0 + bh, p.m_total) - 1;
+
+	return max(0, min(seqlen - p.s_q + 1 + m_last / p.h_q, seqlen));
+}
+
 VS_DEV BlockRange block_range(const FlashParams &p, int b, int split, int m0, int bh, int bn)
 {
 	BlockRange r;
-	int m_last = min(m0 + bh, p.m_total) - 1;
-	int kv_len, tiles, per;
+	int tiles, per;
 
 	r.seqlen = p.seqlens[b];
-	kv_len = r.seqlen - p.s_q + 1 + m_last / p.h_q;
-	kv_len = max(0, min(kv_len, r.seqlen));
-	tiles = (kv_len + bn - 1) / bn;
+	r.kv_len = block_kv_len(p, r.seqlen, m0, bh);
+	tiles = (r.kv_len + bn - 1) / bn;
 	per = (tiles + p.num_splits - 1) / p.num_splits;
-	r.kv_len = kv_len;
 	r.t_begin = min(split * per, tiles);
 	r.t_end = min(r.t_begin + per, tiles);
 	return r;
+}
+
+/*
+ * Balanced schedule (p.parts > 0; FlashMLA's tile scheduler, get_mla_metadata, computed in every
+ * block and in the combine from seqlens, so no metadata kernel and nothing on the host depends on
+ * seqlens). For one head block, batch element b spans PART_OV + T_b positions on one line (T_b its
+ * KV tiles, 0 positions when T_b is 0; the PART_OV positions weigh a segment's prologue and
+ * epilogue), in batch order; the line is cut into p.parts ranges of c = max(ceil(total / parts),
+ * PART_MIN) positions, range j for the block (head block, j). A block works through the segments
+ * of its range: (b, the tiles of b in it). A batch element whose tiles all fall in one range is
+ * written to out and lse directly (slot -1); the others write workspace slot j + b, which no other
+ * segment shares (if range j holds tiles of b and range j' = j - d of b + d, d > 0, then b + d
+ * would lie before b on the line), so there are parts + batch - 1 slots. The combine merges them
+ * and writes the rows of batch elements with no tile.
+ */
+constexpr int PART_OV = 2;
+constexpr int PART_MIN = 4;
+
+VS_DEV int warp_sum_i(int v)
+{
+#pragma unroll
+	for (int m = VS_WARP / 2; m > 0; m >>= 1)
+		v += vs_shfl_xor_i(v, m);
+	return v;
+}
+
+/* Positions of batch element b on head block m0's line (every lane of a warp calls it). */
+VS_DEV int part_span(const FlashParams &p, int b, int m0, int bh, int bn)
+{
+	const int t = (block_kv_len(p, p.seqlens[b], m0, bh) + bn - 1) / bn;
+
+	return t > 0 ? t + PART_OV : 0;
+}
+
+struct PartLine {
+	int c;     /* positions per range */
+	int s_b;   /* first position of batch element b (b == p.batch: the line's end) */
+	int b;
+};
+
+/*
+ * The line's length and range size, and the batch element holding position x with its first
+ * position (the first b with s_b + span_b > x; p.batch when x is past the end). Whole warps call
+ * it (warp sums); every warp of a block computes the same values.
+ */
+VS_DEV PartLine part_find(const FlashParams &p, int m0, int bh, int bn, int j)
+{
+	const int lane = vs_lane();
+	PartLine L;
+	int total = 0, acc = 0;
+
+	for (int base = 0; base < p.batch; base += VS_WARP)
+		total += warp_sum_i(base + lane < p.batch ? part_span(p, base + lane, m0, bh, bn) : 0);
+	L.c = max((total + p.parts - 1) / p.parts, PART_MIN);
+	L.b = p.batch;
+	L.s_b = total;
+	if (j < 0)
+		return L;
+	const int x = j * L.c;
+
+	for (int base = 0; base < p.batch && x < total; base += VS_WARP) {
+		const int t = base + lane < p.batch ? part_span(p, base + lane, m0, bh, bn) : 0;
+		const int sum = warp_sum_i(t);
+
+		if (acc + sum > x) {
+			/* the smallest lane k with acc + t[0] + ... + t[k] > x */
+			int lo = 0, hi = VS_WARP - 1;
+
+			while (lo < hi) {
+				const int mid = (lo + hi) >> 1;
+
+				if (acc + warp_sum_i(lane <= mid ? t : 0) > x)
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			L.b = base + lo;
+			L.s_b = acc + warp_sum_i(lane < lo ? t : 0);
+			break;
+		}
+		acc += sum;
+	}
+	return L;
+}
+
+/*
+ * The segments of one block: uniform splits (p.parts == 0) give one, batch element vs_bid_z(),
+ * split vs_bid_y() (its range comes from block_range after Q is on its way); balanced ones give
+ * those of range vs_bid_y() (above).
+ */
+struct Seg {
+	int b;        /* batch element */
+	int slot;     /* workspace slot, -1: out and lse directly */
+	BlockRange r; /* balanced: set by seg_next; uniform: by the kernel (block_range) */
+	PartLine L;   /* balanced: the next batch element to look at */
+	int pos, end; /* balanced: next position and end of this block's range */
+};
+
+VS_DEV bool seg_next(const FlashParams &p, Seg &sg, int m0, int bh, int bn)
+{
+	while (sg.pos < sg.end && sg.L.b < p.batch) {
+		const int b = sg.L.b, seqlen = p.seqlens[b];
+		const int kv_len = block_kv_len(p, seqlen, m0, bh);
+		const int t = (kv_len + bn - 1) / bn;
+		const int first = sg.L.s_b + PART_OV; /* position of tile 0 */
+
+		if (t > 0 && first >= sg.end)
+			return false; /* the range ends in b's overhead: no tile of b or a later one */
+		sg.L.b++;
+		sg.L.s_b += t > 0 ? t + PART_OV : 0;
+		if (t == 0)
+			continue;
+		sg.b = b;
+		sg.r.seqlen = seqlen;
+		sg.r.kv_len = kv_len;
+		sg.r.t_begin = max(sg.pos, first) - first;
+		sg.r.t_end = min(sg.end, first + t) - first;
+		sg.slot = first / sg.L.c == (first + t - 1) / sg.L.c ? -1 : vs_bid_y() + b;
+		sg.pos = first + sg.r.t_end;
+		return true;
+	}
+	return false;
+}
+
+/* The one segment of a uniform split (its range: block_range). */
+VS_DEV void seg_uniform(const FlashParams &p, Seg &sg)
+{
+	sg.b = vs_bid_z();
+	sg.slot = p.num_splits == 1 ? -1 : sg.b * p.num_splits + vs_bid_y();
+}
+
+/* The block's first segment of a balanced schedule (false: none). */
+VS_DEV bool seg_first(const FlashParams &p, Seg &sg, int m0, int bh, int bn)
+{
+	sg.L = part_find(p, m0, bh, bn, vs_bid_y());
+	sg.pos = vs_bid_y() * sg.L.c;
+	sg.end = sg.pos + sg.L.c;
+	return seg_next(p, sg, m0, bh, bn);
 }
 
 /* Keys a row m can see (causal for s_q > 1); 0 for padding rows past m_total. */
@@ -142,40 +291,39 @@ VS_DEV long long row_fetch_offset(const FlashParams &p, RowFetch f, int row_byte
 	return f.j < 0 ? -1 : ((long long)f.page * p.page_size + f.j % p.page_size) * row_bytes;
 }
 
-/* Final write of one (row, column pair) of a split: bf16 out, or fp32 partial. */
-VS_DEV void store_out2(const FlashParams &p, int b, int split, int m, int col, float v0, float v1)
+/* Final write of one (row, column pair) of a segment: bf16 out (slot -1), or fp32 partial. */
+VS_DEV void store_out2(const FlashParams &p, int b, int slot, int m, int col, float v0, float v1)
 {
-	if (p.num_splits == 1) {
+	if (slot < 0) {
 		*(uint32_t *)(p.out + ((size_t)b * p.m_total + m) * D_V + col) = vs_pack_bf16x2(v0, v1);
 	} else {
-		float *o = p.o_part + (((size_t)b * p.num_splits + split) * p.m_total + m) * D_V + col;
+		float *o = p.o_part + ((size_t)slot * p.m_total + m) * D_V + col;
 
 		o[0] = v0;
 		o[1] = v1;
 	}
 }
 
-VS_DEV void store_out1(const FlashParams &p, int b, int split, int m, int col, float v)
+VS_DEV void store_out1(const FlashParams &p, int b, int slot, int m, int col, float v)
 {
-	if (p.num_splits == 1)
+	if (slot < 0)
 		p.out[((size_t)b * p.m_total + m) * D_V + col] = (uint16_t)(vs_pack_bf16x2(v, 0.f) & 0xffffu);
 	else
-		p.o_part[(((size_t)b * p.num_splits + split) * p.m_total + m) * D_V + col] = v;
+		p.o_part[((size_t)slot * p.m_total + m) * D_V + col] = v;
 }
 
 /*
- * lse of row m for this split: l == 0 means no key seen; a NaN l (a visible NaN code in the KV)
+ * lse of row m for this segment: l == 0 means no key seen; a NaN l (a visible NaN code in the KV)
  * gives a NaN lse and, through O / l, a NaN output, as in the reference.
  */
-VS_DEV void store_lse(const FlashParams &p, int b, int split, int m, float m_run, float l)
+VS_DEV void store_lse(const FlashParams &p, int b, int slot, int m, float m_run, float l)
 {
-	if (p.num_splits == 1) {
+	if (slot < 0) {
 		int i = m / p.h_q, h = m % p.h_q;
 
 		p.lse[((size_t)b * p.h_q + h) * p.s_q + i] = l != 0.f ? (m_run + vs_log2f(l)) * VS_LN2 : INFINITY;
 	} else {
-		p.lse_part[((size_t)b * p.num_splits + split) * p.m_total + m] =
-			l != 0.f ? m_run + vs_log2f(l) : -INFINITY;
+		p.lse_part[(size_t)slot * p.m_total + m] = l != 0.f ? m_run + vs_log2f(l) : -INFINITY;
 	}
 }
 
@@ -185,14 +333,14 @@ VS_DEV void store_lse(const FlashParams &p, int b, int split, int m, float m_run
  * lse +inf with coalesced 16-byte stores (num_splits 1), or lse_part -inf alone (the combine reads
  * no o_part of a split whose weight is 0). Returns true when the block is done.
  */
-VS_DEV bool store_empty_block(const FlashParams &p, const BlockRange &r, int b, int split, int m0, int bh,
+VS_DEV bool store_empty_block(const FlashParams &p, const BlockRange &r, int b, int slot, int m0, int bh,
 			      int tid, int nthreads)
 {
 	if (r.t_begin < r.t_end)
 		return false;
 	const int rows = min(bh, p.m_total - m0);
 
-	if (p.num_splits == 1) {
+	if (slot < 0) {
 		for (int c = tid; c < rows * (D_V / 8); c += nthreads) {
 			const int row = c / (D_V / 8), ch = c % (D_V / 8);
 
@@ -200,7 +348,7 @@ VS_DEV bool store_empty_block(const FlashParams &p, const BlockRange &r, int b, 
 		}
 	}
 	for (int row = tid; row < rows; row += nthreads)
-		store_lse(p, b, split, m0 + row, 0.f, 0.f);
+		store_lse(p, b, slot, m0 + row, 0.f, 0.f);
 	return true;
 }
 #endif /* VS_PLATFORM_NVIDIA */
@@ -553,9 +701,10 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 	const int tid = vs_tid(), lane = vs_lane(), warp = tid / VS_WARP;
 	const int rg = warp % T::RG, cg = warp / T::RG;
 	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * BH;
+	const int slot = p.num_splits == 1 ? -1 : b * p.num_splits + split; /* uniform splits only */
 	const BlockRange r = block_range(p, b, split, m0, BH, BN);
 #if defined(VS_PLATFORM_NVIDIA)
-	if (store_empty_block(p, r, b, split, m0, BH, tid, T::THREADS))
+	if (store_empty_block(p, r, b, slot, m0, BH, tid, T::THREADS))
 		return;
 #endif /* VS_PLATFORM_NVIDIA */
 	uint16_t *sP = (uint16_t *)(smem + T::P_OFF);
@@ -696,7 +845,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 			float sc = inv[mma_c_rowslot(e)];
 
 			if (m < p.m_total)
-				store_out2(p, b, split, m, col, st.o[nt].x[e] * sc, st.o[nt].x[e + 1] * sc);
+				store_out2(p, b, slot, m, col, st.o[nt].x[e] * sc, st.o[nt].x[e + 1] * sc);
 		}
 #else
 #pragma unroll
@@ -705,7 +854,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 			int col = cg * T::NCW + nt * 16 + mma_c_col(lane, e);
 
 			if (m < p.m_total)
-				store_out1(p, b, split, m, col, st.o[nt].x[e] * inv[mma_c_rowslot(e)]);
+				store_out1(p, b, slot, m, col, st.o[nt].x[e] * inv[mma_c_rowslot(e)]);
 		}
 #endif /* platform */
 	}
@@ -715,7 +864,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 			int m = m0 + rg * 16 + mma_rowslot_row(lane, rs);
 
 			if (m < p.m_total)
-				store_lse(p, b, split, m, st.m_run[rs], l[rs]);
+				store_lse(p, b, slot, m, st.m_run[rs], l[rs]);
 		}
 }
 
@@ -963,31 +1112,20 @@ VS_DEV void wg_convert_fp8(const unsigned char *raw, unsigned char *dst, int tid
 #endif /* MLA_HAVE_WGMMA */
 
 /*
- * mla_flash_wgmma_sd: the fp8 instance of the wgmma kernel (decode in shared memory by all 256
- * threads, atom by atom, with two raw cp.async stages): measured faster on sm_90a than the
- * register path of mla_flash_wgmma<true> (BENCHMARKS.md, issue 17 pass), so the dispatch uses it
- * for fp8 unless MLA_WG_FP8_REGPATH is defined. Only its <true> instance is launched.
- */
-/*
  * Atoms decoded between two barriers of mla_flash_wgmma_sd (a divisor of 9): 3 against 1 on the
  * H200 (issue 17): 0.923 against 1.024 ms at h_q 128 b 128 8K, 1.85 against 2.06 ms at h_q 16
  * b 128 32K (BENCHMARKS.md, 2026-12-01 evening).
  */
 constexpr int SD_AP = 3;
 
+#if defined(MLA_HAVE_WGMMA)
+/* One segment (Seg) of mla_flash_wgmma_sd: batch element b, tiles r, written to slot. */
 template <bool FP8>
-__global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
+VS_DEV void wgmma_sd_segment(const FlashParams &p, unsigned char *smem, uint32_t sbase, int m0, int b, int slot,
+			     const BlockRange &r)
 {
-#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	extern __shared__ __align__(1024) unsigned char smem[];
-	const uint32_t sbase = vs_smem_addr(smem);
-
-	if (sbase & 1023u)
-		__trap(); /* swizzle atoms need 1 KiB alignment */
 	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
-	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 64;
-	const BlockRange r = block_range(p, b, split, m0, 64, 64);
 	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
 	float *sL = (float *)(smem + WG_L_OFF);
 	float *sM = (float *)(smem + WG_M_OFF);
@@ -1278,10 +1416,40 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 			continue;
 #pragma unroll
 		for (int j = 0; j < 32; j++)
-			store_out2(p, b, split, m, wg * 256 + 8 * j + 2 * t4, o[4 * j + 2 * h] * sc,
+			store_out2(p, b, slot, m, wg * 256 + 8 * j + 2 * t4, o[4 * j + 2 * h] * sc,
 				   o[4 * j + 2 * h + 1] * sc);
 		if (wg == 0 && t4 == 0)
-			store_lse(p, b, split, m, sM[row], l);
+			store_lse(p, b, slot, m, sM[row], l);
+	}
+}
+#endif /* MLA_HAVE_WGMMA */
+
+/*
+ * mla_flash_wgmma_sd: the fp8 instance of the wgmma kernel (decode in shared memory by all 256
+ * threads, atom by atom, with two raw cp.async stages): measured faster on sm_90a than the
+ * register path of mla_flash_wgmma<true> (BENCHMARKS.md, issue 17 pass), so the dispatch uses it
+ * for fp8 unless MLA_WG_FP8_REGPATH is defined. Only its <true> instance is launched.
+ */
+template <bool FP8, bool BAL>
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
+{
+#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(1024) unsigned char smem[];
+	const uint32_t sbase = vs_smem_addr(smem);
+	const int m0 = vs_bid_x() * 64;
+	Seg sg;
+
+	if (sbase & 1023u)
+		__trap(); /* swizzle atoms need 1 KiB alignment */
+	if (!BAL) {
+		seg_uniform(p, sg);
+		sg.r = block_range(p, sg.b, vs_bid_y(), m0, 64, 64);
+		wgmma_sd_segment<FP8>(p, smem, sbase, m0, sg.b, sg.slot, sg.r);
+	} else {
+		for (bool more = seg_first(p, sg, m0, 64, 64); more; more = seg_next(p, sg, m0, 64, 64)) {
+			wgmma_sd_segment<FP8>(p, smem, sbase, m0, sg.b, sg.slot, sg.r);
+			vs_syncthreads(); /* the next segment reuses every buffer */
+		}
 	}
 #else
 	(void)p;
@@ -1291,35 +1459,50 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 #endif /* wgmma available */
 }
 
-template <bool FP8>
-__global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
+#if defined(MLA_HAVE_WGMMA)
+/*
+ * Uniform splits: the block_table line of the first tile of split vs_bid_y() of a full-length
+ * sequence into L2 before seqlens arrive (with Q's copy), so a short task pays one memory latency
+ * less; balanced: the line of the segment's first tile, already known. Thread 0 of the block.
+ */
+template <bool BAL>
+VS_DEV void prefetch_first_page(const FlashParams &p, const Seg &sg)
 {
-#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	extern __shared__ __align__(1024) unsigned char smem[];
-	const uint32_t sbase = vs_smem_addr(smem);
+	if (vs_tid() != 0 || p.max_pages <= 0)
+		return;
+	long long pg;
 
-	if (sbase & 1023u)
-		__trap(); /* swizzle atoms need 1 KiB alignment */
-	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
-	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
-	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * 64;
-
-	/*
-	 * Nothing below depends on seqlens but the KV range: Q is copied and the block_table line of
-	 * the first tile (of a full-length sequence) prefetched into L2 before seqlens arrive, so a
-	 * short task pays one memory latency less (an empty block waits for its Q and drops it).
-	 */
-	wg_load_q(p, smem + WG_Q_OFF, b, m0, tid);
-	cp_async_commit();
-	if (tid == 0 && p.max_pages > 0) {
+	if (!BAL) {
 		const long long tiles = ((long long)p.max_pages * p.page_size + 63) / 64;
 		const long long per = (tiles + p.num_splits - 1) / p.num_splits;
-		const long long pg = min((long long)split * per * 64 / p.page_size, (long long)p.max_pages - 1);
 
-		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
+		pg = (long long)vs_bid_y() * per * 64 / p.page_size;
+	} else {
+		pg = (long long)sg.r.t_begin * 64 / p.page_size;
 	}
-	const BlockRange r = block_range(p, b, split, m0, 64, 64);
-	if (store_empty_block(p, r, b, split, m0, 64, tid, 256)) {
+	pg = min(pg, (long long)p.max_pages - 1);
+	asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)sg.b * p.max_pages + pg));
+}
+
+/*
+ * One segment (Seg) of mla_flash_wgmma. Nothing before the KV range depends on seqlens: Q is
+ * copied and the first page's block_table line prefetched before a uniform split's range is read
+ * (an empty block waits for its Q and drops it).
+ */
+template <bool FP8, bool BAL>
+VS_DEV void wgmma_segment(const FlashParams &p, unsigned char *smem, uint32_t sbase, int m0, Seg &sg)
+{
+	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+	const int row0 = 16 * ((tid & 127) >> 5) + g; /* this thread's rows: row0, row0 + 8 */
+	const int b = sg.b, slot = sg.slot;
+
+	wg_load_q(p, smem + WG_Q_OFF, b, m0, tid);
+	cp_async_commit();
+	prefetch_first_page<BAL>(p, sg);
+	if (!BAL)
+		sg.r = block_range(p, b, vs_bid_y(), m0, 64, 64);
+	const BlockRange r = sg.r;
+	if (store_empty_block(p, r, b, slot, m0, 64, tid, 256)) {
 		cp_async_wait<0>(); /* Q */
 		return;
 	}
@@ -1568,10 +1751,33 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 			continue;
 #pragma unroll
 		for (int j = 0; j < 32; j++)
-			store_out2(p, b, split, m, wg * 256 + 8 * j + 2 * t4, o[4 * j + 2 * h] * sc,
+			store_out2(p, b, slot, m, wg * 256 + 8 * j + 2 * t4, o[4 * j + 2 * h] * sc,
 				   o[4 * j + 2 * h + 1] * sc);
 		if (wg == 0 && t4 == 0)
-			store_lse(p, b, split, m, sM[row], l);
+			store_lse(p, b, slot, m, sM[row], l);
+	}
+}
+#endif /* MLA_HAVE_WGMMA */
+
+template <bool FP8, bool BAL>
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
+{
+#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(1024) unsigned char smem[];
+	const uint32_t sbase = vs_smem_addr(smem);
+	const int m0 = vs_bid_x() * 64;
+	Seg sg;
+
+	if (sbase & 1023u)
+		__trap(); /* swizzle atoms need 1 KiB alignment */
+	if (!BAL) {
+		seg_uniform(p, sg);
+		wgmma_segment<FP8, false>(p, smem, sbase, m0, sg);
+	} else {
+		for (bool more = seg_first(p, sg, m0, 64, 64); more; more = seg_next(p, sg, m0, 64, 64)) {
+			wgmma_segment<FP8, true>(p, smem, sbase, m0, sg);
+			vs_syncthreads(); /* the next segment reuses every buffer */
+		}
 	}
 #else
 	(void)p;
@@ -1707,20 +1913,16 @@ VS_DEV void wt_load_q(const FlashParams &p, unsigned char *dst, int b, int m0, i
 }
 #endif /* MLA_HAVE_WGMMA */
 
-template <int NB, bool FP8>
-__global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
+#if defined(MLA_HAVE_WGMMA)
+/* One segment (Seg) of mla_flash_wgmma_t (Q and the first page before the range, as wgmma_segment). */
+template <int NB, bool FP8, bool BAL>
+VS_DEV void wgmma_t_segment(const FlashParams &p, unsigned char *smem, uint32_t sbase, int m0, Seg &sg)
 {
-#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	extern __shared__ __align__(1024) unsigned char smem[];
-	const uint32_t sbase = vs_smem_addr(smem);
-
-	if (sbase & 1023u)
-		__trap(); /* swizzle atoms need 1 KiB alignment */
 	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
 	const int w = (tid & 127) >> 5; /* warp in the warpgroup */
 	typedef WtLayout<NB> Y;
 	constexpr int NJ = Y::NJ, NQ = Y::NQ, ACC = Y::ACC;
-	const int split = vs_bid_y(), b = vs_bid_z(), m0 = vs_bid_x() * NB;
+	const int b = sg.b, slot = sg.slot;
 	float *sMax = (float *)(smem + Y::MAX_OFF);     /* [4 warps][NB columns] */
 	float *sAlpha = (float *)(smem + Y::ALPHA_OFF); /* [NB] */
 	float *sL = (float *)(smem + Y::L_OFF);         /* [4 warps][NB] partial sums */
@@ -1747,15 +1949,11 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 	/* This thread's columns: c(j, e1) = 8j + 2 t4 + e1, index q = 2j + e1. */
 	wt_load_q<NB>(p, smem + Y::Q_OFF, b, m0, tid);
 	cp_async_commit();
-	if (tid == 0 && p.max_pages > 0) {
-		const long long tiles = ((long long)p.max_pages * p.page_size + 63) / 64;
-		const long long per = (tiles + p.num_splits - 1) / p.num_splits;
-		const long long pg = min((long long)split * per * 64 / p.page_size, (long long)p.max_pages - 1);
-
-		asm volatile("prefetch.global.L2 [%0];" ::"l"(p.block_table + (size_t)b * p.max_pages + pg));
-	}
-	const BlockRange r = block_range(p, b, split, m0, NB, 64);
-	if (store_empty_block(p, r, b, split, m0, NB, tid, 256)) {
+	prefetch_first_page<BAL>(p, sg);
+	if (!BAL)
+		sg.r = block_range(p, b, vs_bid_y(), m0, NB, 64);
+	const BlockRange r = sg.r;
+	if (store_empty_block(p, r, b, slot, m0, NB, tid, 256)) {
 		cp_async_wait<0>(); /* Q */
 		return;
 	}
@@ -2061,7 +2259,7 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 			const int dim = 64 * (4 * wg + a) + 16 * w + g + 8 * ((i >> 1) & 1);
 
 			if (m < p.m_total)
-				store_out1(p, b, split, m, dim, o[a][i] * sc[q]);
+				store_out1(p, b, slot, m, dim, o[a][i] * sc[q]);
 		}
 	if (wg == 0 && w == 0 && g == 0)
 #pragma unroll
@@ -2069,8 +2267,31 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 			const int m = m0 + 8 * (q >> 1) + 2 * t4 + (q & 1);
 
 			if (m < p.m_total)
-				store_lse(p, b, split, m, sM[8 * (q >> 1) + 2 * t4 + (q & 1)], l[q]);
+				store_lse(p, b, slot, m, sM[8 * (q >> 1) + 2 * t4 + (q & 1)], l[q]);
 		}
+}
+#endif /* MLA_HAVE_WGMMA */
+
+template <int NB, bool FP8, bool BAL>
+__global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
+{
+#if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	extern __shared__ __align__(1024) unsigned char smem[];
+	const uint32_t sbase = vs_smem_addr(smem);
+	const int m0 = vs_bid_x() * NB;
+	Seg sg;
+
+	if (sbase & 1023u)
+		__trap(); /* swizzle atoms need 1 KiB alignment */
+	if (!BAL) {
+		seg_uniform(p, sg);
+		wgmma_t_segment<NB, FP8, false>(p, smem, sbase, m0, sg);
+	} else {
+		for (bool more = seg_first(p, sg, m0, NB, 64); more; more = seg_next(p, sg, m0, NB, 64)) {
+			wgmma_t_segment<NB, FP8, true>(p, smem, sbase, m0, sg);
+			vs_syncthreads(); /* the next segment reuses every buffer */
+		}
+	}
 #else
 	(void)p;
 #if defined(__CUDA_ARCH__)
@@ -2089,11 +2310,30 @@ __global__ void __launch_bounds__(COMBINE_THREADS) mla_flash_combine(FlashParams
 	constexpr int V4 = D_V / (4 * VS_WARP); /* float4 groups per lane */
 	const int lane = vs_lane(), warp = vs_tid() / VS_WARP;
 	const int m = vs_bid_x() * COMBINE_ROWS + warp, b = vs_bid_y();
-	const int ns = p.num_splits;
+	int slot0, ns;
 
 	if (m >= p.m_total)
 		return;
-	const float *lp = p.lse_part + (size_t)b * ns * p.m_total + m;
+	if (p.parts == 0) {
+		slot0 = b * p.num_splits;
+		ns = p.num_splits;
+	} else {
+		/* the ranges that hold tiles of b (Seg): none (no key: out 0, lse +inf), one (written) */
+		const int m0 = m / p.block_h * p.block_h;
+		const int t = part_span(p, b, m0, p.block_h, 64);
+		int s_b = 0;
+
+		for (int base = 0; base < b; base += VS_WARP)
+			s_b += warp_sum_i(base + lane < b ? part_span(p, base + lane, m0, p.block_h, 64) : 0);
+		const int c = part_find(p, m0, p.block_h, 64, -1).c;
+		const int first = (s_b + PART_OV) / c, last = (s_b + t - 1) / c;
+
+		if (t > 0 && first == last)
+			return;
+		slot0 = first + b;
+		ns = t > 0 ? last - first + 1 : 0;
+	}
+	const float *lp = p.lse_part + (size_t)slot0 * p.m_total + m;
 	float mx = -INFINITY, sum = 0.f, nan = 0.f;
 	float acc[V4][4];
 
@@ -2120,7 +2360,7 @@ __global__ void __launch_bounds__(COMBINE_THREADS) mla_flash_combine(FlashParams
 
 		for (int s = 0; s < ns; s++) {
 			const float w = vs_exp2f(lp[(size_t)s * p.m_total] - mx) * inv;
-			const float *op = p.o_part + (((size_t)b * ns + s) * p.m_total + m) * D_V;
+			const float *op = p.o_part + ((size_t)(slot0 + s) * p.m_total + m) * D_V;
 
 			if (w == 0.f)
 				continue; /* empty split (or negligible): never read */
@@ -2158,27 +2398,44 @@ typedef void (*FlashKernel)(FlashParams);
 
 struct FlashInstance {
 	int bn, bh, nw, st, kind;
-	FlashKernel kernel[2]; /* [0] bf16, [1] fp8 */
+	FlashKernel kernel[2][2]; /* [uniform splits, balanced][bf16, fp8]; nullptr: none */
 	int threads;
 };
 
 #define MLA_INSTANCE_MLA_FLASH_WARP(bn, bh, nw, st)                                              \
 	{ bn, bh, nw, st, MLA_FLASH_WARP,                                                       \
-	  { mla_flash_warp<bn, bh, nw, st, false>, mla_flash_warp<bn, bh, nw, st, true> }, (nw) * VS_WARP },
+	  { { mla_flash_warp<bn, bh, nw, st, false>, mla_flash_warp<bn, bh, nw, st, true> },     \
+	    { nullptr, nullptr } },                                                              \
+	  (nw) * VS_WARP },
 #if defined(MLA_HAVE_WGMMA)
 #if defined(MLA_WG_FP8_REGPATH)
-#define MLA_WGMMA_FP8_KERNEL mla_flash_wgmma<true>
+#define MLA_WGMMA_FP8_KERNEL(bal) mla_flash_wgmma<true, bal>
 #else
-#define MLA_WGMMA_FP8_KERNEL mla_flash_wgmma_sd<true>
+#define MLA_WGMMA_FP8_KERNEL(bal) mla_flash_wgmma_sd<true, bal>
 #endif /* MLA_WG_FP8_REGPATH */
-#define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st) \
-	{ bn, bh, nw, st, MLA_FLASH_WGMMA, { mla_flash_wgmma<false>, MLA_WGMMA_FP8_KERNEL }, 256 },
+#define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)                                     \
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA,                                               \
+	  { { mla_flash_wgmma<false, false>, MLA_WGMMA_FP8_KERNEL(false) },              \
+	    { mla_flash_wgmma<false, true>, MLA_WGMMA_FP8_KERNEL(true) } },              \
+	  256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
 #if defined(MLA_HAVE_WGMMA)
-#define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st) \
-	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T, { mla_flash_wgmma_t<bh, false>, mla_flash_wgmma_t<bh, true> }, 256 },
+/* Balanced instances of the transposed kernel at BLOCK_H 16 only (the sm_90 space has no other). */
+template <int NB, bool FP8>
+constexpr FlashKernel wgmma_t_balanced(void)
+{
+	if constexpr (NB == 16)
+		return mla_flash_wgmma_t<NB, FP8, true>;
+	else
+		return nullptr;
+}
+#define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)                                   \
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T,                                             \
+	  { { mla_flash_wgmma_t<bh, false, false>, mla_flash_wgmma_t<bh, true, false> }, \
+	    { wgmma_t_balanced<bh, false>(), wgmma_t_balanced<bh, true>() } },           \
+	  256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
@@ -2245,19 +2502,26 @@ extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struc
 	fp.page_size = a->page_size;
 	fp.max_pages = a->max_pages;
 	fp.num_splits = plan.num_splits;
+	fp.parts = plan.parts;
+	fp.batch = a->batch;
+	fp.block_h = cfg->block_h;
 	fp.scale_log2 = a->softmax_scale * VS_LOG2E * (fp8 ? a->kv_scale : 1.f);
 	fp.out_scale = fp8 ? a->kv_scale : 1.f;
 	stream = (hipStream_t)a->stream;
 
 	smem = mla_flash_smem_bytes(entry, a->kv_dtype);
-	FlashKernel kernel = inst->kernel[fp8];
+	const int bal = plan.parts > 0;
+	FlashKernel kernel = inst->kernel[bal][fp8];
+
+	if (!kernel)
+		return MLA_EUNSUPPORTED;
 #if defined(VS_PLATFORM_NVIDIA)
 	/*
 	 * Raise the dynamic shared-memory limit once per kernel (a host-side attribute, not stream
 	 * work; done at the first launch, which precedes any capture of the same kernel in practice).
 	 */
-	static size_t smem_set[sizeof(flash_instances) / sizeof(flash_instances[0])][2];
-	size_t *done = &smem_set[inst - flash_instances][fp8];
+	static size_t smem_set[sizeof(flash_instances) / sizeof(flash_instances[0])][2][2];
+	size_t *done = &smem_set[inst - flash_instances][bal][fp8];
 
 	if (smem > 48 * 1024 && *done < smem) {
 		HIP_CHECK_RET(hipFuncSetAttribute((const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,
@@ -2268,9 +2532,12 @@ extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struc
 #else
 	smem = 0; /* gfx942 kernels use static LDS */
 #endif /* platform */
-	kernel<<<dim3(plan.head_blocks, plan.num_splits, a->batch), dim3(inst->threads), smem, stream>>>(fp);
+	if (plan.parts > 0)
+		kernel<<<dim3(plan.head_blocks, plan.parts, 1), dim3(inst->threads), smem, stream>>>(fp);
+	else
+		kernel<<<dim3(plan.head_blocks, plan.num_splits, a->batch), dim3(inst->threads), smem, stream>>>(fp);
 	HIP_CHECK_RET(hipGetLastError(), MLA_EDEVICE);
-	if (plan.num_splits > 1) {
+	if (plan.num_splits > 1 || plan.parts > 0) {
 		mla_flash_combine<<<dim3((plan.m_total + COMBINE_ROWS - 1) / COMBINE_ROWS, a->batch),
 				    dim3(COMBINE_THREADS), 0, stream>>>(fp);
 		HIP_CHECK_RET(hipGetLastError(), MLA_EDEVICE);

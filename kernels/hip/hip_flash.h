@@ -39,33 +39,42 @@ enum mla_flash_kind {
 };
 
 /*
- * Config spaces: X(block_n, block_h, num_splits, num_warps, num_stages, kind). num_splits 0 = auto
- * (from shapes and num_cus), 1 = no split (no combine kernel), a large value = more splits than KV
- * blocks for short sequences (empty splits write lse = -inf and the combine skips them).
+ * Config spaces: X(block_n, block_h, splits, num_warps, num_stages, kind), splits a token of
+ * MLA_FLASH_SPLITS_<token>: 0 = auto (uniform splits, their count from shapes and num_cus), 1 = no
+ * split (no combine kernel), a large value = more splits than KV blocks for short sequences (empty
+ * splits write lse = -inf and the combine skips them), bal = balanced (MLA_FLASH_BALANCED: FlashMLA's
+ * tile scheduler; every block takes an equal share of the KV tiles of all sequences, computed on
+ * the device from seqlens; wgmma kinds only; name "...-spbal-...").
+ *
+ * sm_90: the configs no tuning pass chose nor timed within 5% of the best on any task of either
+ * sm_90 card (2026-12-01 records: bn64-bh64-sp64, bn64-bh16-sp128-w4 and the three bn32-bh32 warp
+ * configs) left the space when the balanced ones came in, which keeps the tuning pass as long.
  */
+#define MLA_FLASH_BALANCED (-1)
+#define MLA_FLASH_SPLITS_0 0
+#define MLA_FLASH_SPLITS_1 1
+#define MLA_FLASH_SPLITS_4 4
+#define MLA_FLASH_SPLITS_64 64
+#define MLA_FLASH_SPLITS_bal MLA_FLASH_BALANCED
+
 #define MLA_FLASH_SM90_CONFIGS(X)                \
 	X(64, 64, 0, 8, 2, MLA_FLASH_WGMMA)      \
 	X(64, 64, 1, 8, 2, MLA_FLASH_WGMMA)      \
-	X(64, 64, 64, 8, 2, MLA_FLASH_WGMMA)     \
 	X(64, 64, 4, 8, 2, MLA_FLASH_WGMMA)      \
+	X(64, 64, bal, 8, 2, MLA_FLASH_WGMMA)    \
 	X(64, 16, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 1, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 4, 8, 2, MLA_FLASH_WGMMA_T)    \
+	X(64, 16, bal, 8, 2, MLA_FLASH_WGMMA_T)  \
 	X(64, 32, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
-	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
-	X(64, 16, 128, 4, 2, MLA_FLASH_WARP)     \
-	X(32, 32, 0, 4, 2, MLA_FLASH_WARP)       \
-	X(32, 32, 0, 4, 4, MLA_FLASH_WARP)       \
-	X(32, 32, 1, 4, 4, MLA_FLASH_WARP)
+	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)
 
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
 #define MLA_FLASH_SM90_KERNELS(X)        \
 	X(64, 64, 8, 2, MLA_FLASH_WGMMA) \
 	X(64, 16, 8, 2, MLA_FLASH_WGMMA_T) \
 	X(64, 32, 8, 2, MLA_FLASH_WGMMA_T) \
-	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
-	X(32, 32, 4, 2, MLA_FLASH_WARP)  \
-	X(32, 32, 4, 4, MLA_FLASH_WARP)
+	X(64, 16, 4, 2, MLA_FLASH_WARP)
 
 /*
  * gfx942 (MI300X): wave64, 64 KiB of LDS per workgroup and per CU. Q lives in registers (MFMA A
@@ -148,7 +157,7 @@ struct mla_flash_entry {
 
 /**
  * The entry of the sm_90 or gfx942 space whose block_n, block_h, num_warps and num_stages match
- * cfg (num_splits may be anything >= 0), or NULL.
+ * cfg (num_splits may be anything >= 0, or MLA_FLASH_BALANCED), or NULL.
  */
 const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_config *cfg);
 
@@ -159,10 +168,11 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype);
 struct mla_flash_plan {
 	int32_t m_total;       /* s_q * h_q: rows of the M dimension per batch element */
 	int32_t head_blocks;   /* ceil(m_total / block_h) */
-	int32_t num_splits;    /* >= 1 */
-	size_t o_part_offset;  /* workspace: fp32 [batch][num_splits][m_total][512] */
-	size_t lse_part_offset;/* workspace: fp32 [batch][num_splits][m_total], log2 domain */
-	size_t workspace_bytes;/* 0 when num_splits == 1 */
+	int32_t num_splits;    /* >= 1: uniform splits per sequence; balanced: parts + batch - 1 slots */
+	int32_t parts;         /* 0: uniform splits; balanced: ranges (blocks) per head block */
+	size_t o_part_offset;  /* workspace: fp32 [batch * num_splits or slots][m_total][512] */
+	size_t lse_part_offset;/* workspace: fp32 [batch * num_splits or slots][m_total], log2 domain */
+	size_t workspace_bytes;/* 0 when num_splits == 1 (uniform) */
 };
 
 /**

@@ -14,9 +14,9 @@
 
 #define MLA_CFG_NAME(bn, bh, sp, nw, st) "bn" #bn "-bh" #bh "-sp" #sp "-w" #nw "-st" #st
 #define MLA_SM90_ENTRY(bn, bh, sp, nw, st, kind) \
-	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st }, kind, 0 },
+	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, MLA_FLASH_SPLITS_##sp, nw, st }, kind, 0 },
 #define MLA_GFX942_ENTRY(bn, bh, sp, nw, st, kind) \
-	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, sp, nw, st }, kind, 1 },
+	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, MLA_FLASH_SPLITS_##sp, nw, st }, kind, 1 },
 
 static const struct mla_flash_entry flash_sm90[] = { MLA_FLASH_SM90_CONFIGS(MLA_SM90_ENTRY) };
 static const struct mla_flash_entry flash_gfx942[] = { MLA_FLASH_GFX942_CONFIGS(MLA_GFX942_ENTRY) };
@@ -71,7 +71,7 @@ const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_confi
 	const struct mla_flash_entry *tabs[2] = { flash_sm90, flash_gfx942 };
 	int counts[2] = { MLA_COUNT(flash_sm90), MLA_COUNT(flash_gfx942) };
 
-	if (!cfg || cfg->num_splits < 0)
+	if (!cfg || (cfg->num_splits < 0 && cfg->num_splits != MLA_FLASH_BALANCED))
 		return NULL;
 	for (int t = 0; t < 2; t++)
 		for (int i = 0; i < counts[t]; i++) {
@@ -151,6 +151,31 @@ static int auto_splits(const struct mla_flash_entry *e, const struct mla_decode_
 	return best;
 }
 
+/*
+ * Balanced schedule (flash.hip, Seg): one block per resident slot, shared by the head blocks
+ * (parts = slots / head_blocks, at least 1), parts + batch - 1 workspace slots. The device's
+ * positions (KV tiles plus 2 per sequence, over all sequences, plus the ranges' rounding) must fit
+ * an int: refused past INT_MAX / 2.
+ */
+static int balanced_parts(const struct mla_flash_entry *e, const struct mla_decode_args *a,
+			  struct mla_flash_plan *p)
+{
+	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
+	int64_t slots = (int64_t)num_cus * blocks_per_cu(e, a->kv_dtype);
+	int64_t tiles = ((int64_t)a->max_pages * a->page_size + e->cfg.block_n - 1) / e->cfg.block_n;
+	int64_t parts = slots / p->head_blocks;
+
+	if (e->kind != MLA_FLASH_WGMMA && e->kind != MLA_FLASH_WGMMA_T)
+		return MLA_EUNSUPPORTED;
+	if (parts < 1)
+		parts = 1;
+	if ((int64_t)a->batch * (tiles + 2) + parts * 8 > INT32_MAX / 2)
+		return MLA_EUNSUPPORTED;
+	p->parts = (int32_t)parts;
+	p->num_splits = (int32_t)(parts + (a->batch > 0 ? a->batch : 1) - 1);
+	return MLA_OK;
+}
+
 int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_args *a,
 			const struct mla_decode_config *cfg)
 {
@@ -165,12 +190,21 @@ int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_arg
 	memset(&p, 0, sizeof(p));
 	p.m_total = a->s_q * a->h_q;
 	p.head_blocks = (p.m_total + e->cfg.block_h - 1) / e->cfg.block_h;
-	p.num_splits = cfg->num_splits > 0 ? cfg->num_splits
-					   : auto_splits(e, a, a->batch * p.head_blocks);
-	if (p.num_splits > 65535)
-		return MLA_EUNSUPPORTED;
-	if (p.num_splits > 1) {
-		size_t rows = (size_t)a->batch * (size_t)p.num_splits * (size_t)p.m_total;
+	if (cfg->num_splits == MLA_FLASH_BALANCED) {
+		int rc = balanced_parts(e, a, &p);
+
+		if (rc != MLA_OK)
+			return rc;
+	} else {
+		p.num_splits = cfg->num_splits > 0 ? cfg->num_splits
+						   : auto_splits(e, a, a->batch * p.head_blocks);
+		if (p.num_splits > 65535) /* the grid's y */
+			return MLA_EUNSUPPORTED;
+	}
+	if (p.num_splits > 1 || p.parts > 0) {
+		/* uniform: batch x num_splits slots; balanced: num_splits slots (flash.hip, Seg) */
+		size_t slots = p.parts > 0 ? (size_t)p.num_splits : (size_t)a->batch * (size_t)p.num_splits;
+		size_t rows = slots * (size_t)p.m_total;
 
 		o_bytes = rows * MLA_D_V * sizeof(float);
 		lse_bytes = rows * sizeof(float);

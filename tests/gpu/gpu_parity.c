@@ -93,7 +93,7 @@ static float gauss10(uint64_t seed, uint64_t s, uint64_t idx)
 struct pcase {
 	const char *name;
 	int batch, s_q, h_q, page_size, kv_dtype;
-	int lens[8];
+	int lens[48];
 	int big; /* cache larger than 2^32 bytes, visible pages at byte offsets past 2^32 */
 	int nan80; /* fp8: visible 0x80 (NaN) codes, in rows of sequences 1 (V dims) and 2 (rope dims) */
 };
@@ -589,6 +589,15 @@ static const struct pcase cases[] = {
 	{ "big-offset-bf16", 2, 1, 64, 64, MLA_KV_BF16, { 300, 77 }, 1, 0 },
 	{ "big-offset-fp8", 2, 2, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 130, 64 }, 1, 0 },
 	{ "nan-code-h20-sq2-fp8", 3, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 100, 300, 70 }, 0, 1 },
+	/* more sequences than a warp: the balanced schedule's scan over batch chunks, runs of empty ones */
+	{ "ragged-b40-h128-sq2", 40, 2, 128, 64, MLA_KV_BF16,
+	  { 0, 700, 1, 64, 65, 0, 0, 0, 513, 129, 900, 2, 63, 128, 0, 400, 33, 260, 1, 0,
+	    777, 64, 0, 191, 320, 5, 640, 0, 0, 0, 0, 1000, 17, 256, 450, 3, 90, 0, 129, 600 },
+	  0, 0 },
+	{ "ragged-b40-h16-p16-fp8", 40, 1, 16, 16, MLA_KV_FP8_E4M3_FNUZ,
+	  { 0, 700, 1, 64, 65, 0, 0, 0, 513, 129, 900, 2, 63, 128, 0, 400, 33, 260, 1, 0,
+	    777, 64, 0, 191, 320, 5, 640, 0, 0, 0, 0, 1000, 17, 256, 450, 3, 90, 0, 129, 600 },
+	  0, 0 },
 };
 
 /* NVIDIA: the decoder without the NaN code (0x80 -> -0) and the test that finds 0x80. */
@@ -718,6 +727,7 @@ static int parity(void)
 struct bshape {
 	const char *name;
 	int batch, h_q, s_q, seqlen, kv_dtype;
+	int ragged; /* lengths drawn uniformly from [0, seqlen] (fixed seed) instead of all seqlen */
 };
 
 static int cmp_double(const void *x, const void *y)
@@ -750,9 +760,7 @@ static int bench_one(const struct bshape *s)
 	size_t no = (size_t)s->batch * s->s_q * s->h_q * MLA_D_V;
 	size_t nl = (size_t)s->batch * s->h_q * s->s_q;
 	size_t cache_bytes = (size_t)num_pages * page * MLA_D_QK * elem;
-	double sum_len = (double)s->batch * s->seqlen;
-	double flops = 2.0 * s->s_q * s->h_q * sum_len * (MLA_D_QK + MLA_D_V);
-	double bytes = sum_len * MLA_D_QK * elem + nq * 2.0 + no * 2.0;
+	double sum_len = 0.0, flops, bytes;
 	int32_t *bt = malloc((size_t)num_pages * 4), *lens = malloc((size_t)s->batch * 4);
 	uint16_t *ref = malloc(no * 2), *got = malloc(no * 2);
 	void *q = NULL, *cache = NULL, *dbt = NULL, *dlen = NULL, *out = NULL, *lse = NULL, *ws = NULL;
@@ -771,8 +779,13 @@ static int bench_one(const struct bshape *s)
 		bt[i] = bt[j];
 		bt[j] = t;
 	}
-	for (int b = 0; b < s->batch; b++)
-		lens[b] = s->seqlen;
+	for (int b = 0; b < s->batch; b++) {
+		lens[b] = s->ragged ? (int)((uint64_t)s->seqlen * (splitmix(1000003 + (uint64_t)b) % 1001) / 1000)
+				    : s->seqlen;
+		sum_len += lens[b];
+	}
+	flops = 2.0 * s->s_q * s->h_q * sum_len * (MLA_D_QK + MLA_D_V);
+	bytes = sum_len * MLA_D_QK * elem + nq * 2.0 + no * 2.0;
 	memset(&a, 0, sizeof(a));
 	a.batch = s->batch;
 	a.s_q = s->s_q;
@@ -815,9 +828,9 @@ static int bench_one(const struct bshape *s)
 	a.lse = lse;
 	a.workspace = ws;
 	a.workspace_bytes = ws_bytes;
-	printf("\n%s: b %d, h_q %d, s_q %d, seqlen %d, %s, page %d (%.2f GB KV, %.1f GFLOP)\n", s->name, s->batch,
-	       s->h_q, s->s_q, s->seqlen, mla_kv_dtype_name(s->kv_dtype), page, sum_len * MLA_D_QK * elem / 1e9,
-	       flops / 1e9);
+	printf("\n%s: b %d, h_q %d, s_q %d, seqlen %s%d, %s, page %d (%.2f GB KV, %.1f GFLOP)\n", s->name, s->batch,
+	       s->h_q, s->s_q, s->ragged ? "<= " : "", s->seqlen, mla_kv_dtype_name(s->kv_dtype), page,
+	       sum_len * MLA_D_QK * elem / 1e9, flops / 1e9);
 	for (size_t ii = 0; ii < 2; ii++) {
 		const struct mla_decode_impl *impl = mla_decode_impl_find(impls[ii]);
 		struct mla_decode_config cfgs[MAX_CFG];
@@ -892,6 +905,11 @@ static int bench(void)
 		{ "tiny-h128-len1", 1, 128, 1, 1, MLA_KV_BF16 },
 		{ "tiny-empty-h16-sq2", 3, 16, 2, 0, MLA_KV_BF16 },
 		{ "tiny-empty-h128-sq2", 3, 128, 2, 0, MLA_KV_BF16 },
+		{ "ragged-h128-b32-sq2-4k", 32, 128, 2, 4096, MLA_KV_BF16, 1 },
+		{ "ragged-h128-b32-sq2-4k-fp8", 32, 128, 2, 4096, MLA_KV_FP8_E4M3_FNUZ, 1 },
+		{ "ragged-h128-b8-8k", 8, 128, 1, 8192, MLA_KV_BF16, 1 },
+		{ "ragged-h16-b64-16k", 64, 16, 1, 16384, MLA_KV_BF16, 1 },
+		{ "ragged-h16-b64-16k-fp8", 64, 16, 1, 16384, MLA_KV_FP8_E4M3_FNUZ, 1 },
 	};
 
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
