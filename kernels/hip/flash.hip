@@ -124,8 +124,14 @@ VS_DEV BlockRange block_range(const FlashParams &p, int b, int split, int m0, in
  * would lie before b on the line), so there are parts + batch - 1 slots. The combine merges them
  * and writes the rows of batch elements with no tile.
  */
-constexpr int PART_OV = 2;
-constexpr int PART_MIN = 4;
+#if !defined(MLA_PART_OV)
+#define MLA_PART_OV 4 /* 4 against 1, 2 and 8 on the H200 (BENCHMARKS.md, 2026-12-01 22:46) */
+#endif
+#if !defined(MLA_PART_MIN)
+#define MLA_PART_MIN 4
+#endif
+constexpr int PART_OV = MLA_PART_OV;
+constexpr int PART_MIN = MLA_PART_MIN;
 
 VS_DEV int warp_sum_i(int v)
 {

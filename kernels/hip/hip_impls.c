@@ -154,8 +154,8 @@ static int auto_splits(const struct mla_flash_entry *e, const struct mla_decode_
 /*
  * Balanced schedule (flash.hip, Seg): one block per resident slot, shared by the head blocks
  * (parts = slots / head_blocks, at least 1), parts + batch - 1 workspace slots. The device's
- * positions (KV tiles plus 2 per sequence, over all sequences, plus the ranges' rounding) must fit
- * an int: refused past INT_MAX / 2.
+ * positions (KV tiles plus a few per sequence, over all sequences, plus the ranges' rounding) must
+ * fit an int: refused past INT_MAX / 2, with room to spare.
  */
 static int balanced_parts(const struct mla_flash_entry *e, const struct mla_decode_args *a,
 			  struct mla_flash_plan *p)
@@ -169,7 +169,7 @@ static int balanced_parts(const struct mla_flash_entry *e, const struct mla_deco
 		return MLA_EUNSUPPORTED;
 	if (parts < 1)
 		parts = 1;
-	if ((int64_t)a->batch * (tiles + 2) + parts * 8 > INT32_MAX / 2)
+	if ((int64_t)a->batch * (tiles + 16) + parts * 64 > INT32_MAX / 2)
 		return MLA_EUNSUPPORTED;
 	p->parts = (int32_t)parts;
 	p->num_splits = (int32_t)(parts + (a->batch > 0 ? a->batch : 1) - 1);
