@@ -1,0 +1,2 @@
+#!/bin/bash
+bash tools/gpu/hip_gate.sh .dev/gate
