@@ -575,6 +575,11 @@ done:
 
 /* ---------------------------------------------------------------- parity driver */
 
+/* 40 lengths for the ragged cases: more sequences than a warp, runs of empty ones */
+#define RAGGED40                                                                              \
+	{ 0, 700, 1, 64, 65, 0, 0, 0, 513, 129, 900, 2, 63, 128, 0, 400, 33, 260, 1, 0,            \
+	  777, 64, 0, 191, 320, 5, 640, 0, 0, 0, 0, 1000, 17, 256, 450, 3, 90, 0, 129, 600 }
+
 static const struct pcase cases[] = {
 	{ "lens-edge-h16-p64", 6, 1, 16, 64, MLA_KV_BF16, { 0, 1, 63, 64, 65, 257 }, 0, 0 },
 	{ "lens-edge-h16-p64-fp8", 6, 1, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 63, 64, 65, 257 }, 0, 0 },
@@ -589,15 +594,11 @@ static const struct pcase cases[] = {
 	{ "big-offset-bf16", 2, 1, 64, 64, MLA_KV_BF16, { 300, 77 }, 1, 0 },
 	{ "big-offset-fp8", 2, 2, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 130, 64 }, 1, 0 },
 	{ "nan-code-h20-sq2-fp8", 3, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 100, 300, 70 }, 0, 1 },
-	/* more sequences than a warp: the balanced schedule's scan over batch chunks, runs of empty ones */
+	/* the balanced schedule's scan over more than one warp of sequences */
 	{ "ragged-b40-h128-sq2", 40, 2, 128, 64, MLA_KV_BF16,
-	  { 0, 700, 1, 64, 65, 0, 0, 0, 513, 129, 900, 2, 63, 128, 0, 400, 33, 260, 1, 0,
-	    777, 64, 0, 191, 320, 5, 640, 0, 0, 0, 0, 1000, 17, 256, 450, 3, 90, 0, 129, 600 },
-	  0, 0 },
+	  RAGGED40, 0, 0 },
 	{ "ragged-b40-h16-p16-fp8", 40, 1, 16, 16, MLA_KV_FP8_E4M3_FNUZ,
-	  { 0, 700, 1, 64, 65, 0, 0, 0, 513, 129, 900, 2, 63, 128, 0, 400, 33, 260, 1, 0,
-	    777, 64, 0, 191, 320, 5, 640, 0, 0, 0, 0, 1000, 17, 256, 450, 3, 90, 0, 129, 600 },
-	  0, 0 },
+	  RAGGED40, 0, 0 },
 };
 
 /* NVIDIA: the decoder without the NaN code (0x80 -> -0) and the test that finds 0x80. */
