@@ -140,6 +140,8 @@ struct mla_decode_args {
  * (FlashMLA's tile scheduler; hip.flash's wgmma configs "...-spbal-..."), so the work of a block
  * does follow seqlens, read on the device at each launch.
  */
+#define MLA_DECODE_SPLITS_BALANCED (-1) /* num_splits: balanced (name token "spbal") */
+
 struct mla_decode_config {
 	char name[48];      /* canonical, unique within the implementation, e.g. "bn64-bh16-sp0-w4-st2" */
 	int32_t block_n;    /* keys per KV tile (BLOCK_N) */

@@ -68,7 +68,7 @@ void mla_decode_config_name(struct mla_decode_config *c)
 {
 	char sp[16];
 
-	if (c->num_splits == -1)
+	if (c->num_splits == MLA_DECODE_SPLITS_BALANCED)
 		snprintf(sp, sizeof(sp), "bal");
 	else
 		snprintf(sp, sizeof(sp), "%d", (int)c->num_splits);

@@ -149,6 +149,12 @@ VS_DEV int part_span(const FlashParams &p, int b, int m0, int bh, int bn)
 	return t > 0 ? t + PART_OV : 0;
 }
 
+/* Positions per range of a line of `total` positions. */
+VS_DEV int part_size(const FlashParams &p, int total)
+{
+	return max((total + p.parts - 1) / p.parts, PART_MIN);
+}
+
 struct PartLine {
 	int c;     /* positions per range */
 	int s_b;   /* first position of batch element b (b == p.batch: the line's end) */
@@ -168,14 +174,14 @@ VS_DEV PartLine part_find(const FlashParams &p, int m0, int bh, int bn, int j)
 
 	for (int base = 0; base < p.batch; base += VS_WARP)
 		total += warp_sum_i(base + lane < p.batch ? part_span(p, base + lane, m0, bh, bn) : 0);
-	L.c = max((total + p.parts - 1) / p.parts, PART_MIN);
+	L.c = part_size(p, total);
 	L.b = p.batch;
 	L.s_b = total;
-	if (j < 0)
-		return L;
 	const int x = j * L.c;
 
-	for (int base = 0; base < p.batch && x < total; base += VS_WARP) {
+	if (x >= total)
+		return L;
+	for (int base = 0; base < p.batch; base += VS_WARP) {
 		const int t = base + lane < p.batch ? part_span(p, base + lane, m0, bh, bn) : 0;
 		const int sum = warp_sum_i(t);
 
@@ -253,6 +259,27 @@ VS_DEV bool seg_first(const FlashParams &p, Seg &sg, int m0, int bh, int bn)
 	sg.pos = vs_bid_y() * sg.L.c;
 	sg.end = sg.pos + sg.L.c;
 	return seg_next(p, sg, m0, bh, bn);
+}
+
+/*
+ * The work of one block of the 64-row wgmma kernels: segment(sg) for the uniform split's one
+ * segment, or for each segment of the balanced range, with a block barrier between two (the next
+ * segment reuses every buffer).
+ */
+template <bool BAL, class F>
+VS_DEV void for_each_segment(const FlashParams &p, int m0, F &&segment)
+{
+	Seg sg;
+
+	if constexpr (!BAL) {
+		seg_uniform(p, sg);
+		segment(sg);
+	} else {
+		for (bool more = seg_first(p, sg, m0, 64, 64); more; more = seg_next(p, sg, m0, 64, 64)) {
+			segment(sg);
+			vs_syncthreads();
+		}
+	}
 }
 
 /* Keys a row m can see (causal for s_q > 1); 0 for padding rows past m_total. */
@@ -1443,20 +1470,14 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_sd(FlashParams p)
 	extern __shared__ __align__(1024) unsigned char smem[];
 	const uint32_t sbase = vs_smem_addr(smem);
 	const int m0 = vs_bid_x() * 64;
-	Seg sg;
 
 	if (sbase & 1023u)
 		__trap(); /* swizzle atoms need 1 KiB alignment */
-	if (!BAL) {
-		seg_uniform(p, sg);
-		sg.r = block_range(p, sg.b, vs_bid_y(), m0, 64, 64);
+	for_each_segment<BAL>(p, m0, [&](Seg &sg) {
+		if (!BAL) /* a uniform split's range before Q (the balanced one came with sg) */
+			sg.r = block_range(p, sg.b, vs_bid_y(), m0, 64, 64);
 		wgmma_sd_segment<FP8>(p, smem, sbase, m0, sg.b, sg.slot, sg.r);
-	} else {
-		for (bool more = seg_first(p, sg, m0, 64, 64); more; more = seg_next(p, sg, m0, 64, 64)) {
-			wgmma_sd_segment<FP8>(p, smem, sbase, m0, sg.b, sg.slot, sg.r);
-			vs_syncthreads(); /* the next segment reuses every buffer */
-		}
-	}
+	});
 #else
 	(void)p;
 #if defined(__CUDA_ARCH__)
@@ -1772,19 +1793,10 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma(FlashParams p)
 	extern __shared__ __align__(1024) unsigned char smem[];
 	const uint32_t sbase = vs_smem_addr(smem);
 	const int m0 = vs_bid_x() * 64;
-	Seg sg;
 
 	if (sbase & 1023u)
 		__trap(); /* swizzle atoms need 1 KiB alignment */
-	if (!BAL) {
-		seg_uniform(p, sg);
-		wgmma_segment<FP8, false>(p, smem, sbase, m0, sg);
-	} else {
-		for (bool more = seg_first(p, sg, m0, 64, 64); more; more = seg_next(p, sg, m0, 64, 64)) {
-			wgmma_segment<FP8, true>(p, smem, sbase, m0, sg);
-			vs_syncthreads(); /* the next segment reuses every buffer */
-		}
-	}
+	for_each_segment<BAL>(p, m0, [&](Seg &sg) { wgmma_segment<FP8, BAL>(p, smem, sbase, m0, sg); });
 #else
 	(void)p;
 #if defined(__CUDA_ARCH__)
@@ -1920,8 +1932,11 @@ VS_DEV void wt_load_q(const FlashParams &p, unsigned char *dst, int b, int m0, i
 #endif /* MLA_HAVE_WGMMA */
 
 #if defined(MLA_HAVE_WGMMA)
-/* One segment (Seg) of mla_flash_wgmma_t (Q and the first page before the range, as wgmma_segment). */
-template <int NB, bool FP8, bool BAL>
+/*
+ * The work of one mla_flash_wgmma_t block: the uniform split's segment sg (Q and the first page
+ * before the range, as wgmma_segment).
+ */
+template <int NB, bool FP8>
 VS_DEV void wgmma_t_segment(const FlashParams &p, unsigned char *smem, uint32_t sbase, int m0, Seg &sg)
 {
 	const int tid = vs_tid(), wg = tid >> 7, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
@@ -1955,9 +1970,8 @@ VS_DEV void wgmma_t_segment(const FlashParams &p, unsigned char *smem, uint32_t 
 	/* This thread's columns: c(j, e1) = 8j + 2 t4 + e1, index q = 2j + e1. */
 	wt_load_q<NB>(p, smem + Y::Q_OFF, b, m0, tid);
 	cp_async_commit();
-	prefetch_first_page<BAL>(p, sg);
-	if (!BAL)
-		sg.r = block_range(p, b, vs_bid_y(), m0, NB, 64);
+	prefetch_first_page<false>(p, sg);
+	sg.r = block_range(p, b, vs_bid_y(), m0, NB, 64);
 	const BlockRange r = sg.r;
 	if (store_empty_block(p, r, b, slot, m0, NB, tid, 256)) {
 		cp_async_wait<0>(); /* Q */
@@ -2278,26 +2292,23 @@ VS_DEV void wgmma_t_segment(const FlashParams &p, unsigned char *smem, uint32_t 
 }
 #endif /* MLA_HAVE_WGMMA */
 
-template <int NB, bool FP8, bool BAL>
+/*
+ * Uniform splits only: its balanced instance (bn64-bh16-spbal) was slower than bn64-bh64-spbal on
+ * every shape measured and never chosen, with its wgmma serialized by ptxas in the segment loop
+ * (C7520), and left the space (BENCHMARKS.md, 2026-12-01 22:39 and 2026-12-02).
+ */
+template <int NB, bool FP8>
 __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 {
 #if defined(MLA_HAVE_WGMMA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ __align__(1024) unsigned char smem[];
 	const uint32_t sbase = vs_smem_addr(smem);
-	const int m0 = vs_bid_x() * NB;
 	Seg sg;
 
 	if (sbase & 1023u)
 		__trap(); /* swizzle atoms need 1 KiB alignment */
-	if (!BAL) {
-		seg_uniform(p, sg);
-		wgmma_t_segment<NB, FP8, false>(p, smem, sbase, m0, sg);
-	} else {
-		for (bool more = seg_first(p, sg, m0, NB, 64); more; more = seg_next(p, sg, m0, NB, 64)) {
-			wgmma_t_segment<NB, FP8, true>(p, smem, sbase, m0, sg);
-			vs_syncthreads(); /* the next segment reuses every buffer */
-		}
-	}
+	seg_uniform(p, sg);
+	wgmma_t_segment<NB, FP8>(p, smem, sbase, vs_bid_x() * NB, sg);
 #else
 	(void)p;
 #if defined(__CUDA_ARCH__)
@@ -2327,11 +2338,15 @@ __global__ void __launch_bounds__(COMBINE_THREADS) mla_flash_combine(FlashParams
 		/* the ranges that hold tiles of b (Seg): none (no key: out 0, lse +inf), one (written) */
 		const int m0 = m / p.block_h * p.block_h;
 		const int t = part_span(p, b, m0, p.block_h, 64);
-		int s_b = 0;
+		int s_b = 0, total = 0; /* b's first position, the line's length: one pass over seqlens */
 
-		for (int base = 0; base < b; base += VS_WARP)
-			s_b += warp_sum_i(base + lane < b ? part_span(p, base + lane, m0, p.block_h, 64) : 0);
-		const int c = part_find(p, m0, p.block_h, 64, -1).c;
+		for (int base = 0; base < p.batch; base += VS_WARP) {
+			const int span = base + lane < p.batch ? part_span(p, base + lane, m0, p.block_h, 64) : 0;
+
+			total += warp_sum_i(span);
+			s_b += warp_sum_i(base + lane < b ? span : 0);
+		}
+		const int c = part_size(p, total);
 		const int first = (s_b + PART_OV) / c, last = (s_b + t - 1) / c;
 
 		if (t > 0 && first == last)
@@ -2428,19 +2443,10 @@ struct FlashInstance {
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
 #if defined(MLA_HAVE_WGMMA)
-/* Balanced instances of the transposed kernel at BLOCK_H 16 only (the sm_90 space has no other). */
-template <int NB, bool FP8>
-constexpr FlashKernel wgmma_t_balanced(void)
-{
-	if constexpr (NB == 16)
-		return mla_flash_wgmma_t<NB, FP8, true>;
-	else
-		return nullptr;
-}
-#define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)                                   \
-	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T,                                             \
-	  { { mla_flash_wgmma_t<bh, false, false>, mla_flash_wgmma_t<bh, true, false> }, \
-	    { wgmma_t_balanced<bh, false>(), wgmma_t_balanced<bh, true>() } },           \
+#define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)                     \
+	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T,                               \
+	  { { mla_flash_wgmma_t<bh, false>, mla_flash_wgmma_t<bh, true> }, \
+	    { nullptr, nullptr } },                                        \
 	  256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)

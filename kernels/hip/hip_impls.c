@@ -118,6 +118,14 @@ static int blocks_per_cu(const struct mla_flash_entry *e, int32_t kv_dtype)
 	return n < 1 ? 1 : n > 8 ? 8 : n;
 }
 
+/* Blocks of an entry's kernel resident on the whole device at once (a->num_cus, else the default). */
+static int64_t resident_slots(const struct mla_flash_entry *e, const struct mla_decode_args *a)
+{
+	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
+
+	return (int64_t)num_cus * blocks_per_cu(e, a->kv_dtype);
+}
+
 /*
  * Auto split count: the smallest modelled time over s in [1, min(128, KV tiles of the longest
  * possible sequence)], where a launch of B blocks per split costs ceil(B*s / slots) waves of
@@ -129,8 +137,7 @@ static int blocks_per_cu(const struct mla_flash_entry *e, int32_t kv_dtype)
 #define MLA_COMBINE_TILES 2.0
 static int auto_splits(const struct mla_flash_entry *e, const struct mla_decode_args *a, int blocks)
 {
-	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
-	int64_t slots = (int64_t)num_cus * blocks_per_cu(e, a->kv_dtype);
+	int64_t slots = resident_slots(e, a);
 	int64_t keys = (int64_t)a->max_pages * a->page_size;
 	int64_t tiles = (keys + e->cfg.block_n - 1) / e->cfg.block_n;
 	int smax = tiles < 1 ? 1 : tiles > 128 ? 128 : (int)tiles;
@@ -160,12 +167,11 @@ static int auto_splits(const struct mla_flash_entry *e, const struct mla_decode_
 static int balanced_parts(const struct mla_flash_entry *e, const struct mla_decode_args *a,
 			  struct mla_flash_plan *p)
 {
-	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
-	int64_t slots = (int64_t)num_cus * blocks_per_cu(e, a->kv_dtype);
+	int64_t slots = resident_slots(e, a);
 	int64_t tiles = ((int64_t)a->max_pages * a->page_size + e->cfg.block_n - 1) / e->cfg.block_n;
 	int64_t parts = slots / p->head_blocks;
 
-	if (e->kind != MLA_FLASH_WGMMA && e->kind != MLA_FLASH_WGMMA_T)
+	if (e->kind != MLA_FLASH_WGMMA)
 		return MLA_EUNSUPPORTED;
 	if (parts < 1)
 		parts = 1;

@@ -75,7 +75,7 @@ find_kernel() { # REGEX -> "symbol|demangled|regs|barriers|smem|stack|spill_st|s
 	return 1
 }
 while read -r impl cfg bn bh sp nw st smem_bf16 smem_fp8 kind; do
-	bal=false # the kernels' last template argument: balanced splits (MLA_FLASH_BALANCED, -1)
+	bal=false # mla_flash_wgmma(_sd)'s last template argument: balanced splits (MLA_FLASH_BALANCED, -1)
 	[ "$sp" = -1 ] && bal=true
 	case $kind in
 	baseline) list=("bf16|0|^mla_baseline<$nw, false>" "fp8_e4m3_fnuz|0|^mla_baseline<$nw, true>") ;;
@@ -83,8 +83,8 @@ while read -r impl cfg bn bh sp nw st smem_bf16 smem_fp8 kind; do
 		    "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_warp<$bn, $bh, $nw, $st, true>") ;;
 	wgmma) list=("bf16|$smem_bf16|^mla_flash_wgmma<false, $bal>"
 		     "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma(_sd)?<true, $bal>") ;;
-	wgmma_t) list=("bf16|$smem_bf16|^mla_flash_wgmma_t<$bh, false, $bal>"
-		       "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma_t<$bh, true, $bal>") ;;
+	wgmma_t) list=("bf16|$smem_bf16|^mla_flash_wgmma_t<$bh, false>"
+		       "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma_t<$bh, true>") ;;
 	*) die "$impl $cfg: unknown kernel kind '$kind'" ;;
 	esac
 	[ "$impl" = hip.flash ] && list+=("any|0|^mla_flash_combine\\(")
