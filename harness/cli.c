@@ -40,7 +40,7 @@ struct cli_args {
 	int npositional;
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
-	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing, *e2e_step;
+	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing, *e2e_step, *configs_from;
 	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
 	int nreferences;
 	int threads, gpu, max_age_days, part, timeout, slurm, force, e2e;
@@ -171,6 +171,9 @@ static const struct cli_option options[] = {
 	STR("--e2e-step", "FILE.py", e2e_step, M_EMIT_PLAN | M_VALIDATE,
 	    "the e2e stage's step module (kernels/python/e2e_step.py; default kernels/torch/deepseek_v3_step.py, "
 	    "kernels/python/numpy_step.py on the CPU)"),
+	STR("--configs-from", "EVAL_DIR", configs_from, M_EMIT_PLAN | M_VALIDATE,
+	    "pin, on every task that eval dir (a run of the same card and gen) measured, each implementation's "
+	    "chosen config there: the plan's runs measure those, with no tuning pass"),
 	FLAG("--slurm", slurm, M_EMIT_PLAN | M_VALIDATE,
 	     "--emit-plan also writes plans/<id>.sbatch: a Slurm array, one array task per plan task"),
 	STR("--task", "NAME|HASH", task, M_ALL, "only tasks whose name contains this or hash starts with it"),
@@ -402,7 +405,8 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 	memset(&p, 0, sizeof(p));
 	if ((err = card_load(&c, a->positional[0])) || (err = card_lint(&c)))
 		goto done;
-	if ((err = plan_build(&p, &c, &po)))
+	if ((err = plan_build(&p, &c, &po)) ||
+	    (a->configs_from && (err = evaldir_pin_configs(&p, &c, a->configs_from))))
 		goto done;
 	path = plan_path_for(a, &p);
 	if (!path) {

@@ -2573,3 +2573,114 @@ void evaldir_part_release(struct evaldir_part *pt)
 	free(pt->log);
 	memset(pt, 0, sizeof(*pt));
 }
+
+/* ---- pinned configs (--configs-from) ---------------------------------------------------------- */
+
+/* The chosen config of implementation name in one result.json task (any of its roles), or NULL. */
+static const char *task_chosen(const cJSON *task, const char *name)
+{
+	const cJSON *roles[2] = {jget(task, "baseline"), jget(task, "candidate")}, *r;
+
+	for (int k = 0; k < 2; k++)
+		if (jstr(roles[k], "impl") && !strcmp(jstr(roles[k], "impl"), name))
+			return jstr(roles[k], "chosen");
+	cJSON_ArrayForEach(r, jget(task, "references"))
+	{
+		if (jstr(r, "impl") && !strcmp(jstr(r, "impl"), name))
+			return jstr(r, "chosen");
+	}
+	return NULL;
+}
+
+/* The last component of dir (trailing slashes ignored), malloc'd. */
+static char *dir_name(const char *dir)
+{
+	const char *end = dir + strlen(dir), *base;
+
+	while (end > dir && end[-1] == '/')
+		end--;
+	for (base = end; base > dir && base[-1] != '/'; base--)
+		;
+	return strndup(base, (size_t)(end - base));
+}
+
+int evaldir_pin_configs(struct plan *p, const struct card *c, const char *dir)
+{
+	struct evidence e;
+	const cJSON *t;
+	char *run = NULL;
+	int status = EVIDENCE_OK, quiet, err, pinned = 0;
+
+	memset(&e, 0, sizeof(e));
+	quiet = vs_error_set_quiet(1);
+	err = evidence_load(&e, &status, dir, c);
+	vs_error_set_quiet(quiet);
+	if (err) {
+		char *why = strdup(vs_last_error()); /* names dir */
+
+		if (!why) {
+			err = vs_oom();
+			goto done;
+		}
+		if (status == EVIDENCE_STALE_CARD)
+			vs_warn("--configs-from: %s (its configs are pinned all the same)", why);
+		else
+			err = vs_error(VS_EVERIFY, "--configs-from: %s", why);
+		free(why);
+		if (status != EVIDENCE_STALE_CARD)
+			goto done;
+	}
+	if (!e.gen || strcmp(e.gen, p->gen)) {
+		err = vs_error(VS_EUSAGE, "--configs-from %s: a run on %s, this plan is for %s", dir,
+			       e.gen ? e.gen : "an unknown gen", p->gen);
+		goto done;
+	}
+	err = 0;
+	cJSON_ArrayForEach(t, jget(e.result, "tasks"))
+	{
+		int i = plan_task_index(p, jstr(t, "hash") ? jstr(t, "hash") : "");
+		struct plan_impl *roles[2 + VS_PLAN_MAX_REFERENCES];
+		int nroles = 0;
+
+		if (i < 0)
+			continue;
+		roles[nroles++] = &p->baseline;
+		roles[nroles++] = &p->candidate;
+		for (int k = 0; k < p->nrefs; k++)
+			roles[nroles++] = &p->refs[k].impl;
+		for (int k = 0; k < nroles; k++) {
+			const char *chosen = task_chosen(t, roles[k]->name);
+			int rc;
+
+			if (!chosen)
+				continue;
+			rc = plan_pin(p, i, roles[k], chosen);
+			if (rc == VS_ENOTFOUND) {
+				err = vs_error(VS_ENOTFOUND,
+					       "--configs-from %s: task '%s': %s chose '%s' there, which is not one of "
+					       "its %s "
+					       "configs now: emit the plan without --configs-from",
+					       dir, p->tasks[i].name, roles[k]->name, chosen, p->gen);
+				goto done;
+			}
+			if (rc < 0) {
+				err = rc;
+				goto done;
+			}
+			pinned |= rc == 0;
+		}
+	}
+	if (!pinned) {
+		err = vs_error(VS_ENOTFOUND,
+			       "--configs-from %s: no task of this plan has a chosen config there (another tier, or "
+			       "tasks of another generator)",
+			       dir);
+		goto done;
+	}
+	run = dir_name(dir);
+	err = run ? plan_pins_source(p, run, e.result_sha256) : vs_oom();
+done:
+	free(run);
+	evidence_release(&e);
+	return err;
+}

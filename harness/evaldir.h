@@ -287,6 +287,16 @@ int evidence_load(struct evidence *e, int *status, const char *dir, const struct
 
 void evidence_release(struct evidence *e);
 
+/**
+ * --configs-from: pin, on every task of plan p that the run in eval dir dir measured, each role's
+ * config chosen there (the same implementation in any role of that run; plan_pin()), and name the
+ * run (plan_pins_source()). dir must verify as evidence of card c (a card edited since only warns)
+ * and be of p's gen. Errors: VS_EVERIFY (dir does not verify), VS_EUSAGE (another gen),
+ * VS_ENOTFOUND (a chosen config no longer in its implementation's space, naming the task; or no
+ * task of p has a chosen config there), VS_ENOMEM.
+ */
+int evaldir_pin_configs(struct plan *p, const struct card *c, const char *dir);
+
 /** The validation values an evidence proves for card c (strings point into e or static storage). */
 void evidence_validation(struct card_validation *v, const struct evidence *e, const char *artifact);
 

@@ -893,24 +893,25 @@ done:
 	return err;
 }
 
-static int impl_result_init(struct measure_impl *ir, const struct mla_decode_impl *impl, const struct plan_impl *pi)
+/* Role pi's slots on task i (-1: a task the plan does not hold): its pinned config, else all of them. */
+static int impl_result_init(struct measure_impl *ir, const struct mla_decode_impl *impl, const struct plan *p,
+			    const struct plan_impl *pi, int i)
 {
 	memset(ir, 0, sizeof(*ir));
 	ir->impl = impl;
-	ir->nconfigs = pi->nconfigs;
-	ir->configs = pi->configs;
+	ir->configs = plan_task_configs(p, pi, i, &ir->nconfigs);
 	ir->chosen = -1;
 	ir->capture = -1;
-	ir->config_pass = calloc((size_t)pi->nconfigs + 1, sizeof(int));
-	ir->config_detail = calloc((size_t)pi->nconfigs + 1, sizeof(char *));
-	ir->tune_ms = calloc((size_t)pi->nconfigs + 1, sizeof(double));
-	ir->margin = calloc((size_t)pi->nconfigs + 1, sizeof(double));
-	ir->cos_diff = calloc((size_t)pi->nconfigs + 1, sizeof(double));
+	ir->config_pass = calloc((size_t)ir->nconfigs + 1, sizeof(int));
+	ir->config_detail = calloc((size_t)ir->nconfigs + 1, sizeof(char *));
+	ir->tune_ms = calloc((size_t)ir->nconfigs + 1, sizeof(double));
+	ir->margin = calloc((size_t)ir->nconfigs + 1, sizeof(double));
+	ir->cos_diff = calloc((size_t)ir->nconfigs + 1, sizeof(double));
 	if (!ir->config_pass || !ir->config_detail || !ir->tune_ms || !ir->margin || !ir->cos_diff)
 		return vs_oom();
-	for (int i = 0; i < pi->nconfigs; i++) {
-		ir->config_pass[i] = -1;
-		ir->margin[i] = ir->cos_diff[i] = -1;
+	for (int c = 0; c < ir->nconfigs; c++) {
+		ir->config_pass[c] = -1;
+		ir->margin[c] = ir->cos_diff[c] = -1;
 	}
 	return 0;
 }
@@ -1830,7 +1831,7 @@ static int refs_init(struct measure_result *r, const struct plan *p, const char 
 			return vs_error(VS_ENOTFOUND, "reference '%s' names no implementation of this process",
 					p->refs[k].impl.name);
 		r->nrefs = k + 1;
-		if ((err = impl_result_init(&r->refs[k].m, impl, &p->refs[k].impl)))
+		if ((err = impl_result_init(&r->refs[k].m, impl, p, &p->refs[k].impl, i)))
 			return err;
 		r->refs[k].skip = plan_reference_skip(p, k, i);
 	}
@@ -1840,6 +1841,7 @@ static int refs_init(struct measure_result *r, const struct plan *p, const char 
 int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx, const struct task_spec *spec,
 			const char *hash)
 {
+	const int i = plan_task_index(ctx->plan, hash);
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -1851,13 +1853,10 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 	r->e2e.set = -1;
 	r->e2e.parity = -1;
 	r->e2e.peak_base = r->e2e.peak_cand = -1;
-	if (ctx->plan->e2e.enabled && ctx->timing) {
-		int i = plan_task_index(ctx->plan, hash);
-
+	if (ctx->plan->e2e.enabled && ctx->timing)
 		r->e2e.planned = i >= 0 && ctx->plan->e2e.tasks[i];
-	}
-	if ((err = impl_result_init(&r->base, ctx->base, &ctx->plan->baseline)) ||
-	    (err = impl_result_init(&r->cand, ctx->cand, &ctx->plan->candidate)))
+	if ((err = impl_result_init(&r->base, ctx->base, ctx->plan, &ctx->plan->baseline, i)) ||
+	    (err = impl_result_init(&r->cand, ctx->cand, ctx->plan, &ctx->plan->candidate, i)))
 		return err;
 	return refs_init(r, ctx->plan, hash);
 }

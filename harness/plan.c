@@ -633,6 +633,211 @@ static int reference_skips(char ***out, const struct plan *p, const struct plan_
 	return 0;
 }
 
+/* ---- pinned configs (--configs-from; docs/DESIGN.md "Pinned configs") ------------------------ */
+
+static const char *get_str(const cJSON *o, const char *key);
+
+/* The pin slot of role pi in pin, or NULL when pi is none of p's roles. */
+static int *pin_slot(struct plan_pin *pin, const struct plan *p, const struct plan_impl *pi)
+{
+	if (pi == &p->baseline)
+		return &pin->baseline;
+	if (pi == &p->candidate)
+		return &pin->candidate;
+	for (int k = 0; k < p->nrefs; k++)
+		if (pi == &p->refs[k].impl)
+			return &pin->refs[k];
+	return NULL;
+}
+
+const struct mla_decode_config *plan_task_configs(const struct plan *p, const struct plan_impl *pi, int i, int *n)
+{
+	int *slot = p->pins && i >= 0 && i < p->ntasks ? pin_slot(&p->pins[i], p, pi) : NULL;
+
+	if (slot && *slot >= 0 && *slot < pi->nconfigs) {
+		*n = 1;
+		return &pi->configs[*slot];
+	}
+	*n = pi->nconfigs;
+	return pi->configs;
+}
+
+static int config_find(const struct plan_impl *pi, const char *name)
+{
+	for (int c = 0; name && c < pi->nconfigs; c++)
+		if (!strcmp(pi->configs[c].name, name))
+			return c;
+	return -1;
+}
+
+/* Whether role pi of p runs task i (not in its skip list; a reference: not skipped by it). */
+static int role_runs(const struct plan *p, const struct plan_impl *pi, int i)
+{
+	for (int k = 0; k < p->nrefs; k++)
+		if (pi == &p->refs[k].impl)
+			return !plan_reference_skip(p, k, i) && pi->nconfigs > 0;
+	return !plan_skip_reason(p, pi, i);
+}
+
+static int pins_alloc(struct plan *np)
+{
+	np->pins = calloc((size_t)np->ntasks, sizeof(*np->pins));
+	VS_CHECK_ALLOC(np->pins);
+	for (int i = 0; i < np->ntasks; i++) {
+		np->pins[i].baseline = np->pins[i].candidate = -1;
+		for (int k = 0; k < VS_PLAN_MAX_REFERENCES; k++)
+			np->pins[i].refs[k] = -1;
+	}
+	return 0;
+}
+
+int plan_pin(struct plan *p, int i, const struct plan_impl *pi, const char *config)
+{
+	int *slot, ci = config_find(pi, config);
+
+	if (i < 0 || i >= p->ntasks || !pin_slot(&(struct plan_pin){0}, p, pi))
+		return vs_error(VS_EUSAGE, "plan_pin: no such task or role");
+	if (ci < 0)
+		return VS_ENOTFOUND; /* the caller's line names the task and where the name came from */
+	if (!role_runs(p, pi, i))
+		return 1;
+	if (!p->pins && pins_alloc(p))
+		return VS_ENOMEM;
+	slot = pin_slot(&p->pins[i], p, pi);
+	*slot = ci;
+	return 0;
+}
+
+int plan_pins_source(struct plan *p, const char *run, const char *result_sha256)
+{
+	char *r = strdup(run);
+
+	VS_CHECK_ALLOC(r);
+	free(p->pins_run);
+	p->pins_run = r;
+	snprintf(p->pins_sha256, sizeof(p->pins_sha256), "%s", result_sha256);
+	return 0;
+}
+
+/* A task's "configs" object: the pinned config of each role (NULL when the task pins none). */
+static cJSON *pins_to_json(int *oom, const struct plan *p, int i)
+{
+	const struct plan_pin *pin = p->pins ? &p->pins[i] : NULL;
+	cJSON *j, *refs = NULL;
+
+	if (!pin)
+		return NULL;
+	j = cJSON_CreateObject();
+	if (pin->baseline >= 0)
+		jsonfile_put_str(oom, j, "baseline", p->baseline.configs[pin->baseline].name);
+	if (pin->candidate >= 0)
+		jsonfile_put_str(oom, j, "candidate", p->candidate.configs[pin->candidate].name);
+	for (int k = 0; k < p->nrefs; k++) {
+		if (pin->refs[k] < 0)
+			continue;
+		if (!refs)
+			refs = jsonfile_put_obj(oom, j, "references");
+		jsonfile_put_str(oom, refs, p->refs[k].impl.name, p->refs[k].impl.configs[pin->refs[k]].name);
+	}
+	if (!j)
+		*oom = 1;
+	else if (!j->child) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
+/* One pinned role of tasks[i].configs: its config's index, after the checks. */
+static int pin_from_json(int *out, const struct plan *np, const struct plan_impl *pi, const cJSON *v, int i,
+			 const char *path, const char *key)
+{
+	int ci = config_find(pi, cJSON_GetStringValue(v));
+
+	if (!cJSON_IsString(v) || ci < 0)
+		return vs_error(VS_ESCHEMA, "%s: tasks[%d].configs.%s: '%s' is not a config of %s", path, i, key,
+				cJSON_IsString(v) ? v->valuestring : "(not a string)", pi->name);
+	if (!role_runs(np, pi, i))
+		return vs_error(VS_ESCHEMA, "%s: tasks[%d].configs.%s: %s does not run this task", path, i, key,
+				pi->name);
+	*out = ci;
+	return 0;
+}
+
+/* "pinned" and every task's "configs" (after the tasks and references are read). */
+static int pins_from_json(struct plan *np, const cJSON *root, const char *path)
+{
+	const cJSON *pj = cJSON_GetObjectItemCaseSensitive(root, "pinned"), *t, *v;
+	const char *run = get_str(pj, "run"), *sha = get_str(pj, "result_sha256");
+	int i = 0, err;
+
+	if (!pj) {
+		cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(root, "tasks"))
+		{
+			if (cJSON_GetObjectItemCaseSensitive(t, "configs"))
+				return vs_error(VS_ESCHEMA,
+						"%s: tasks[%d].configs without \"pinned\" (the run they come from): "
+						"the plan "
+						"was edited; emit it again",
+						path, i);
+			i++;
+		}
+		return 0;
+	}
+	if (!run || !*run || strchr(run, '/') || !sha || strlen(sha) != 64)
+		return vs_error(VS_ESCHEMA,
+				"%s: \"pinned\" needs \"run\" (an eval dir's name) and "
+				"\"result_sha256\" (64 hex digits)",
+				path);
+	if ((err = pins_alloc(np)))
+		return err;
+	np->pins_run = strdup(run);
+	VS_CHECK_ALLOC(np->pins_run);
+	memcpy(np->pins_sha256, sha, 65);
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(root, "tasks"))
+	{
+		const cJSON *cj = cJSON_GetObjectItemCaseSensitive(t, "configs");
+
+		if (cj && !cJSON_IsObject(cj))
+			return vs_error(VS_ESCHEMA, "%s: tasks[%d].configs must be an object", path, i);
+		cJSON_ArrayForEach(v, cj)
+		{
+			if (!strcmp(v->string, "baseline"))
+				err = pin_from_json(&np->pins[i].baseline, np, &np->baseline, v, i, path, v->string);
+			else if (!strcmp(v->string, "candidate"))
+				err = pin_from_json(&np->pins[i].candidate, np, &np->candidate, v, i, path, v->string);
+			else if (!strcmp(v->string, "references") && cJSON_IsObject(v)) {
+				const cJSON *r;
+
+				cJSON_ArrayForEach(r, v)
+				{
+					int k = 0;
+
+					while (k < np->nrefs && strcmp(np->refs[k].impl.name, r->string))
+						k++;
+					if (k == np->nrefs)
+						return vs_error(VS_ESCHEMA,
+								"%s: tasks[%d].configs.references: '%s' is not a "
+								"reference "
+								"of this plan",
+								path, i, r->string);
+					if ((err = pin_from_json(&np->pins[i].refs[k], np, &np->refs[k].impl, r, i,
+								 path, r->string)))
+						return err;
+				}
+			} else
+				err = vs_error(VS_ESCHEMA,
+					       "%s: tasks[%d].configs: unknown key '%s' (baseline, candidate, "
+					       "references)",
+					       path, i, v->string);
+			if (err)
+				return err;
+		}
+		i++;
+	}
+	return 0;
+}
+
 static void reference_release(struct plan_reference *r, int ntasks)
 {
 	for (int i = 0; r->skip && i < ntasks; i++)
@@ -1204,6 +1409,12 @@ int plan_to_text(char **out, const struct plan *p)
 		jsonfile_put(oom, root, "references", references_to_json(oom, p));
 	if (p->build)
 		jsonfile_put(oom, root, "build", cJSON_Duplicate(p->build, 1));
+	if (p->pins) {
+		cJSON *pj = jsonfile_put_obj(oom, root, "pinned");
+
+		jsonfile_put_str(oom, pj, "run", p->pins_run);
+		jsonfile_put_str(oom, pj, "result_sha256", p->pins_sha256);
+	}
 	tasks = jsonfile_put_arr(oom, root, "tasks");
 	for (int i = 0; i < p->ntasks; i++) {
 		cJSON *t = cJSON_CreateObject();
@@ -1212,6 +1423,12 @@ int plan_to_text(char **out, const struct plan *p)
 		jsonfile_put_num(oom, t, "bytes", task_bytes(&p->tasks[i]));
 		jsonfile_put_num(oom, t, "flops", task_flops(&p->tasks[i]));
 		jsonfile_put(oom, t, "spec", task_spec_to_json(&p->tasks[i]));
+		if (p->pins) {
+			cJSON *pc = pins_to_json(oom, p, i);
+
+			if (pc)
+				jsonfile_put(oom, t, "configs", pc);
+		}
 		jsonfile_put(oom, tasks, NULL, t);
 	}
 	pr = jsonfile_put_obj(oom, root, "protocol");
@@ -1546,12 +1763,16 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 		snprintf(cf->name, sizeof(cf->name), "%s", name);
 		if ((err = get_int(&cf->block_n, c, "block_n", 0, 1 << 20, path, where)) ||
 		    (err = get_int(&cf->block_h, c, "block_h", 0, 1 << 20, path, where)) ||
-		    (err = get_int(&cf->num_splits, c, "num_splits", -1, 1 << 20, path, where)) ||
+		    (err = get_int(&cf->num_splits, c, "num_splits", MLA_DECODE_SPLITS_BALANCED, 1 << 20, path,
+				   where)) ||
 		    (err = get_int(&cf->num_warps, c, "num_warps", 0, 1 << 20, path, where)) ||
 		    (err = get_int(&cf->num_stages, c, "num_stages", 0, 1 << 20, path, where)))
 			goto done;
-		/* Only the implementation's own configs for the plan's generation are launched. */
-		if (impl == &recorded_impl)
+		/*
+		 * Only the implementation's own configs for the plan's generation are launched. Evidence
+		 * keeps the configs it ran: a space that lost one since must not unverify it.
+		 */
+		if (impl == &recorded_impl || evidence_mode)
 			goto listed;
 		for (k = 0; k < nknown; k++)
 			if (!strcmp(known[k].name, cf->name))
@@ -1874,6 +2095,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if (!evidence_mode && ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
 			       (err = impl_skips_check(&np.candidate, &np, "candidate", path))))
 		goto done;
+	if ((err = pins_from_json(&np, root, path)))
+		goto done;
 	*p = np;
 	memset(&np, 0, sizeof(np));
 done:
@@ -1988,14 +2211,26 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		if (p->e2e.gate)
 			fprintf(f, "%g%%\n", p->e2e.delta_min_pct);
 	}
-	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB");
+	if (p->pins)
+		fprintf(f,
+			"  configs    pinned from run %s (result.json sha256 %.16s...): measured with no tuning pass\n",
+			p->pins_run, p->pins_sha256);
+	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s%s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB",
+		p->pins ? "  pinned (baseline / candidate)" : "");
 	for (int i = 0; i < p->ntasks; i++) {
 		const struct task_spec *s = &p->tasks[i];
 
 		bytes += task_bytes(s);
 		flops += task_flops(s);
-		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f\n", s->name, s->batch, s->s_q, s->h_q, s->page_size,
+		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f", s->name, s->batch, s->s_q, s->h_q, s->page_size,
 			sum_lens(s), task_bytes(s) / 1e6);
+		if (p->pins) {
+			const struct plan_pin *pin = &p->pins[i];
+
+			fprintf(f, "  %s / %s", pin->baseline >= 0 ? p->baseline.configs[pin->baseline].name : "tuned",
+				pin->candidate >= 0 ? p->candidate.configs[pin->candidate].name : "tuned");
+		}
+		fputc('\n', f);
 	}
 	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
 		flops / 1e9);
@@ -2103,5 +2338,7 @@ void plan_release(struct plan *p)
 	free(p->task_hash);
 	cJSON_Delete(p->build);
 	e2e_release(&p->e2e);
+	free(p->pins);
+	free(p->pins_run);
 	memset(p, 0, sizeof(*p));
 }

@@ -116,6 +116,15 @@ struct plan_e2e {
 	int step_helpers_planned;
 };
 
+/**
+ * The configs of one task that a plan pins (docs/DESIGN.md "Pinned configs"): an index into each
+ * role's configs, or -1 where the role tunes over all of them on that task.
+ */
+struct plan_pin {
+	int baseline, candidate;
+	int refs[VS_PLAN_MAX_REFERENCES];
+};
+
 struct plan {
 	char *card_id;
 	char *card_path; /* as given on the command line, repo-relative when possible */
@@ -138,6 +147,13 @@ struct plan {
 	int capture_required; /* 1 on GPU backends */
 	struct cJSON *build;  /* build-gate figures for the candidate (gfx942), or NULL */
 	struct plan_e2e e2e;  /* enabled 0: no e2e stage (the plan has no "e2e" key) */
+	/*
+	 * --configs-from: per task, the config each role chose in an earlier run, which this plan's
+	 * runs measure with no tuning pass. NULL when no task is pinned (the plan has no "pinned" key).
+	 */
+	struct plan_pin *pins; /* [ntasks] */
+	char *pins_run;        /* that run: its eval dir's name (YYYYMMDDTHHMMSSZ-gen) */
+	char pins_sha256[65];  /* sha256 of its result.json */
 };
 
 struct plan_options {
@@ -176,6 +192,23 @@ extern const struct plan_shipped_py {
 	const char *name, *path;
 } plan_shipped_python[];
 
+/**
+ * The configs that role pi (&p->baseline, &p->candidate or &p->refs[k].impl) runs on task i: the one
+ * the plan pins (*n = 1), else all of them (*n = pi->nconfigs). Borrowed from pi.
+ */
+const struct mla_decode_config *plan_task_configs(const struct plan *p, const struct plan_impl *pi, int i, int *n);
+
+/**
+ * Pin role pi of p to its config named config on task i (docs/DESIGN.md "Pinned configs").
+ * Returns 0, 1 when pi does not run task i (nothing pinned), VS_ENOTFOUND when config is not one of
+ * pi's configs (nothing printed: the caller's one line names the task and the config's source),
+ * VS_EUSAGE for a task or role p has not, VS_ENOMEM.
+ */
+int plan_pin(struct plan *p, int i, const struct plan_impl *pi, const char *config);
+
+/** Name the run the pins come from: its eval dir's name and the sha256 of its result.json. */
+int plan_pins_source(struct plan *p, const char *run, const char *result_sha256);
+
 /** The reason plan p's implementation pi skips task i, or NULL when it runs it. */
 const char *plan_skip_reason(const struct plan *p, const struct plan_impl *pi, int i);
 
@@ -186,7 +219,8 @@ extern const char *const plan_tiers[];
  * Build the plan of a loaded, linted card (a `scope: e2e` card gets the e2e stage and its gate;
  * its isolated A/B runs ungated). Errors: VS_EUNSUPPORTED (operator or regime
  * not planned, no planned dtype), VS_ENOTFOUND (backend naming no implementation: the message lists
- * the ones that exist), VS_EUSAGE (unknown tier or gen not in match.gens).
+ * the ones that exist), VS_EUSAGE (unknown tier or gen not in match.gens). Pins come after, from
+ * evidence (evaldir_pin_configs()).
  */
 int plan_build(struct plan *p, const struct card *c, const struct plan_options *o);
 

@@ -7,6 +7,8 @@
  * Also the housekeeping around runs: --task/--impl/--config give partial runs (under .debug/), --gc
  * removes unused task dirs (without loading plugins), stale temporary dirs, interrupted runs' stubs
  * and debug runs, but not live ones; --record without --eval-dir takes the latest complete eval dir.
+ * And a plan that pins each task's configs from an earlier run (--emit-plan --configs-from): its run
+ * measures those, complete and recordable.
  */
 #include "testutil.h"
 
@@ -574,6 +576,117 @@ START_TEST(gc_needs_no_plugins_to_know_the_task_dirs_in_use)
 }
 END_TEST
 
+/* The chosen config of role ("baseline", "candidate") on task i of an eval dir's result.json. */
+static char *chosen_in(const char *eval, int i, const char *role)
+{
+	char *path = fs_printf("%s/%s/result.json", tmp, eval), *text = tu_read(path, NULL), *name;
+	cJSON *j = cJSON_Parse(text), *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), i);
+
+	ck_assert_ptr_nonnull(t);
+	name = strdup(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, role), "chosen")));
+	cJSON_Delete(j);
+	free(text);
+	free(path);
+	return name;
+}
+
+/*
+ * --configs-from: a plan pins, on each task a run of the same card measured, every side's config
+ * chosen there, and names that run and its result.json; its run parity-checks and times those only
+ * (one config per side, no tuning median), is complete and records. A pin edited to a config the
+ * implementation does not have, and an eval dir that is not one, are refused with one line.
+ */
+START_TEST(configs_from_pins_each_tasks_chosen_configs)
+{
+	char *plan = tu_small_plan(tmp, "", 2, 2), *out = tool(0, NULL, "--run %s --threads 2", plan);
+	char *eval = tu_eval_dir_of(out), *args, *pinned, *path, *text, *err, *second, *rpath;
+	const char *run = strrchr(eval, '/') + 1;
+	cJSON *j, *tasks;
+
+	free(out);
+	args = fs_printf("--configs-from %s", eval);
+	pinned = tu_small_plan(tmp, args, 2, 2);
+	path = fs_join(tmp, pinned);
+	text = tu_read(path, NULL);
+	j = cJSON_Parse(text);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "pinned"), "run")), run);
+	ck_assert_int_eq((int)strlen(cJSON_GetStringValue(
+				 cJSON_GetObjectItem(cJSON_GetObjectItem(j, "pinned"), "result_sha256"))),
+			 64);
+	tasks = cJSON_GetObjectItem(j, "tasks");
+	ck_assert_int_eq(cJSON_GetArraySize(tasks), 2);
+	for (int i = 0; i < 2; i++) {
+		cJSON *c = cJSON_GetObjectItem(cJSON_GetArrayItem(tasks, i), "configs");
+		char *base = chosen_in(eval, i, "baseline"), *cand = chosen_in(eval, i, "candidate");
+
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "baseline")), base);
+		ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "candidate")), cand);
+		free(base);
+		free(cand);
+	}
+	cJSON_Delete(j);
+
+	out = tool(0, NULL, "--run %s --threads 2", pinned);
+	second = tu_eval_dir_of(out);
+	free(out);
+	rpath = fs_printf("%s/%s/result.json", tmp, second);
+	free(text);
+	text = tu_read(rpath, NULL);
+	j = cJSON_Parse(text);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "partial")));
+	for (int i = 0; i < 2; i++) {
+		cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), i);
+
+		for (int k = 0; k < 2; k++) {
+			cJSON *side = cJSON_GetObjectItem(t, k ? "candidate" : "baseline");
+			cJSON *cfgs = cJSON_GetObjectItem(side, "configs");
+			char *want = chosen_in(eval, i, k ? "candidate" : "baseline");
+
+			ck_assert_int_eq(cJSON_GetArraySize(cfgs), 1);
+			ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(side, "chosen")), want);
+			ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cfgs, 0), "tune_median_ms"));
+			free(want);
+		}
+	}
+	cJSON_Delete(j);
+	if (!VS_KERNELS_DIRTY) /* a build from uncommitted kernels/ records nothing (check above) */
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", second));
+
+	/* a pin edited to a config cpu.splitkv does not have */
+	{
+		char *cand = chosen_in(eval, 0, "candidate"), *at, *edited;
+
+		free(text);
+		text = tu_read(path, NULL);
+		at = strstr(strstr(text, "\"tasks\""), "\"configs\""); /* task 0's pins */
+		ck_assert_ptr_nonnull(at);
+		at = strstr(at, cand);
+		ck_assert_ptr_nonnull(at);
+		edited = fs_printf("%.*sbn999%s", (int)(at - text), text, at + 2);
+		tu_write(path, edited, strlen(edited));
+		free(tool(3, &err, "--run %s --threads 2", pinned));
+		ck_assert_msg(strstr(err, "tasks[0].configs.candidate") && strstr(err, "is not a config of cpu.splitkv") &&
+				      !strchr(strchr(err, '\n') + 1, '\n'),
+			      "%s", err);
+		free(err);
+		free(edited);
+		free(cand);
+	}
+	/* an eval dir that is none */
+	free(tool(3, &err, "--emit-plan skills/mla_decode_cpu_splitkv.md --configs-from %s/tasks", tmp));
+	ck_assert_msg(strstr(err, "--configs-from: ") && strstr(err, "no eval dir"), "%s", err);
+	free(err);
+	free(rpath);
+	free(second);
+	free(text);
+	free(path);
+	free(pinned);
+	free(args);
+	free(eval);
+	free(plan);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("merge");
@@ -587,6 +700,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, gc_removes_unused_and_stale_dirs_but_not_live_ones);
 	tcase_add_test(tc, record_takes_the_latest_complete_eval_dir_and_gc_removes_stubs_and_debug_runs);
 	tcase_add_test(tc, gc_needs_no_plugins_to_know_the_task_dirs_in_use);
+	tcase_add_test(tc, configs_from_pins_each_tasks_chosen_configs);
 	suite_add_tcase(s, tc);
 	return s;
 }

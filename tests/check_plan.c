@@ -128,6 +128,38 @@ START_TEST(edited_plan_is_refused)
 END_TEST
 
 /*
+ * Evidence keeps the configs it ran: a plan copy naming a config the implementation's space no
+ * longer has (hip.flash lost bn64-bh16-spbal on 2026-12-02) is refused as a plan to run and read as
+ * evidence, so the eval dirs of earlier runs still verify.
+ */
+START_TEST(evidence_keeps_configs_the_space_lost)
+{
+	struct card c;
+	struct plan p, q;
+	char *path = fs_printf("%s/x.plan.json", tmp), *text, *at, *edited;
+
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	ck_assert_int_eq(plan_build(&p, &c, NULL), 0);
+	ck_assert_int_eq(plan_write(&p, path), 0);
+	text = tu_read(path, NULL);
+	at = strstr(text, p.candidate.configs[0].name);
+	ck_assert_ptr_nonnull(at);
+	edited = fs_printf("%.*sgone-%s", (int)(at - text), text, at + 5); /* a name the space lacks */
+	tu_write(path, edited, strlen(edited));
+	ck_assert_int_eq(plan_read(&q, path), VS_ESCHEMA);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "is not a config of cpu.splitkv"));
+	ck_assert_msg(plan_read_evidence(&q, path) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(strncmp(q.candidate.configs[0].name, "gone-", 5), 0);
+	plan_release(&q);
+	plan_release(&p);
+	card_release(&c);
+	free(edited);
+	free(text);
+	free(path);
+}
+END_TEST
+
+/*
  * Numbers edited by hand are range-checked before they are converted (fuzz_plan found a config value of
  * 1.9e65 converted to int32: undefined behaviour), and configs must be the implementation's own.
  */
@@ -340,6 +372,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, plan_is_deterministic);
 	tcase_add_test(tc, plan_round_trips_through_its_file);
 	tcase_add_test(tc, edited_plan_is_refused);
+	tcase_add_test(tc, evidence_keeps_configs_the_space_lost);
 	tcase_add_loop_test(tc, hand_edited_numbers_are_range_checked, 0,
 			    (int)(sizeof(bad_numbers) / sizeof(bad_numbers[0])));
 	tcase_add_loop_test(tc, plan_refuses_what_it_cannot_plan, 0, (int)(sizeof(refusals) / sizeof(refusals[0])));

@@ -21,7 +21,9 @@
 # and one tarball of plans and eval dirs to $OUT. Steps:
 #   plans     --emit-plan of the cards: the sm_90 ones with FlashMLA, torch and the other port as
 #             references and the e2e stage (the DeepSeek-V3 step, kernels/torch/deepseek_v3_step.py),
-#             the gfx942 ones (plans only: no MI300X), the headline plan (tier full)
+#             the gfx942 ones (plans only: no MI300X), the headline plan (tier full). With
+#             PIN_CONFIGS=1 the two sm_90 card plans pin each task's configs (--configs-from) from
+#             the run their card records (validation.artifact): measured with no tuning pass
 #   warm      compile the TileLang kernels of the sm_90 plan and of the headline's tasks in parallel
 #             (TileLang's disk cache)
 #   hip       --run the HIP port's sm_90 card (baseline tilelang.mla_decode)
@@ -50,6 +52,14 @@ P=$D/plans
 mkdir -p "$OUT" "$WORK" "$P/aa" "$P/headline" "$D/results" "$D/tasks"
 RUN="--tasks-dir $D/tasks --results-dir $D/results"
 
+# --configs-from the eval dir card $1 records, when PIN_CONFIGS=1 (nothing otherwise)
+pins() {
+	local a
+	[ "${PIN_CONFIGS:-0}" = 1 ] || return 0
+	a=$(sed -n 's/^  artifact: "\(.*\)"$/\1/p' "$1")
+	[ -n "$a" ] && echo "--configs-from $a"
+}
+
 run_steps() {
 	local threads
 	threads=$(nproc)
@@ -62,10 +72,10 @@ run_steps() {
 			{
 				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier standard --e2e --reference $FMLA \
 					--reference torch.mla_decode --reference triton.mla_decode \
-					--out $P/mla_decode_hip_port_sm90.plan.json
+					$(pins skills/mla_decode_hip_port_sm90.md) --out $P/mla_decode_hip_port_sm90.plan.json
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier standard --e2e --reference $FMLA \
 					--reference torch.mla_decode --reference hip.flash \
-					--out $P/mla_tilelang_to_triton_sm90.plan.json
+					$(pins skills/mla_tilelang_to_triton_sm90.md) --out $P/mla_tilelang_to_triton_sm90.plan.json
 				$VS --emit-plan skills/mla_decode_hip_port_sm90.md --tier full --reference $FMLA \
 					--reference torch.mla_decode --reference triton.mla_decode --reference hip.baseline \
 					--out $P/headline/mla_decode_hip_port_sm90.full.plan.json
