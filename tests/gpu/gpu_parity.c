@@ -11,7 +11,9 @@
  * the new reference (capture safety).
  *
  *   gpu_parity [--impl NAME] [--config NAME] [--case SUBSTR] [--no-big] [--seed N]
- *   gpu_parity --bench [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] [--samples N]
+ *   gpu_parity --bench [--graph] [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] [--samples N]
+ * (--graph: each sample is the replay of a graph holding the launch, as the harness's graph_replay
+ * times it, so host launch costs count for nobody; without it the launch itself is timed)
  * (--bench shapes: the headline shapes, bf16 and fp8, h_q 128 at b 64/128 and 4K-32K keys, and tiny
  * tasks: one sequence of length 1, empty sequences)
  */
@@ -42,12 +44,13 @@ struct opts {
 	const char *config;
 	const char *case_filter;
 	int bench;
+	int graph; /* --graph: a bench sample is the replay of a graph holding the launch (the harness's graph_replay) */
 	int big;
 	int samples;
 	uint64_t seed;
 };
 
-static struct opts opt = { NULL, NULL, NULL, 0, 1, 15, 20240611 };
+static struct opts opt = { NULL, NULL, NULL, 0, 0, 1, 15, 20240611 };
 static struct vs_device dev;
 static int threads = 1;
 static int failures;
@@ -831,7 +834,7 @@ static int bench_one(const struct bshape *s)
 	a.workspace_bytes = ws_bytes;
 	printf("\n%s: b %d, h_q %d, s_q %d, seqlen %s%d, %s, page %d (%.2f GB KV, %.1f GFLOP)\n", s->name, s->batch,
 	       s->h_q, s->s_q, s->ragged ? "<= " : "", s->seqlen, mla_kv_dtype_name(s->kv_dtype), page,
-	       sum_len * MLA_D_QK * elem / 1e9, flops / 1e9);
+	       sum_len * MLA_D_QK * elem / 1e9, flops / 1e9, opt.graph ? ", graph replay" : "");
 	for (size_t ii = 0; ii < 2; ii++) {
 		const struct mla_decode_impl *impl = mla_decode_impl_find(impls[ii]);
 		struct mla_decode_config cfgs[MAX_CFG];
@@ -859,13 +862,35 @@ static int bench_one(const struct bshape *s)
 				have_ref = 1;
 			else if (have_ref)
 				diff = max_abs_diff(ref, got, no);
+			void *graph = NULL;
+
+			if (opt.graph) {
+				int lrc;
+
+				if (dev.ops->synchronize(&dev) || dev.ops->graph_begin(&dev))
+					goto done;
+				lrc = impl->launch(&a, &cfgs[k]);
+				if (dev.ops->graph_end(&dev, &graph) || lrc != MLA_OK || dev.ops->graph_launch(&dev, graph) ||
+				    dev.ops->synchronize(&dev)) {
+					printf("  %-13s %-22s capture failed (%d)\n", impl->name, cfgs[k].name, lrc);
+					if (graph)
+						dev.ops->graph_free(&dev, graph);
+					continue;
+				}
+			}
 			for (int i = 0; i < samples && i < 256; i++) {
 				if (dev.ops->fill(&dev, out, 0xFF, no * 2) || dev.ops->fill(&dev, lse, 0xFF, nl * 4) ||
 				    dev.ops->fill(&dev, ws, 0xFF, ws_bytes) || dev.ops->flush_llc(&dev) ||
-				    dev.ops->timer_begin(&dev) || impl->launch(&a, &cfgs[k]) != MLA_OK ||
-				    dev.ops->timer_end(&dev, &t[i]))
+				    dev.ops->timer_begin(&dev) ||
+				    (graph ? dev.ops->graph_launch(&dev, graph) : impl->launch(&a, &cfgs[k])) != 0 ||
+				    dev.ops->timer_end(&dev, &t[i])) {
+					if (graph)
+						dev.ops->graph_free(&dev, graph);
 					goto done;
+				}
 			}
+			if (graph)
+				dev.ops->graph_free(&dev, graph);
 			qsort(t, samples, sizeof(double), cmp_double);
 			printf("  %-13s %-22s median %8.3f ms  p10 %8.3f  p90 %8.3f  %7.1f TFLOPS  %6.3f TB/s%s",
 			       impl->name, cfgs[k].name, t[samples / 2], t[samples / 10], t[samples * 9 / 10],
@@ -928,6 +953,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--bench"))
 			opt.bench = 1;
+		else if (!strcmp(argv[i], "--graph"))
+			opt.graph = 1;
 		else if (!strcmp(argv[i], "--no-big"))
 			opt.big = 0;
 		else if (!strcmp(argv[i], "--impl") && i + 1 < argc)
@@ -941,7 +968,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
 			opt.samples = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: gpu_parity [--bench] [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] "
+			fprintf(stderr, "usage: gpu_parity [--bench [--graph]] [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] "
 					"[--no-big] [--seed N] [--samples N]\n");
 			return 2;
 		}
