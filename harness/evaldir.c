@@ -2119,18 +2119,24 @@ done:
 	return err;
 }
 
-static int check_run(const struct evidence *e, struct plan *p, const char *dir, const char *path, int *status)
+/*
+ * impl_files 0: the plugin and Python files that ran are not compared with those present now (pins
+ * take config names from a run, whatever build of its implementations ran).
+ */
+static int check_run(const struct evidence *e, struct plan *p, const char *dir, const char *path, int *status,
+		     int impl_files)
 {
 	char *plan_path = NULL, *samples = NULL;
 	size_t slen;
-	const cJSON *t;
+	const cJSON *t, *plugins = impl_files ? jget(e->result, "plugins") : NULL;
+	const cJSON *python = impl_files ? jget(e->result, "python") : NULL;
 	int err, i = 0;
 
 	/* Files bound by hash. */
 	if ((err = check_bound_files(dir, e->result, path, status)))
 		goto done;
 	/* Plugins that ran are bound by their file's sha256: the same file must still be there. */
-	cJSON_ArrayForEach(t, jget(e->result, "plugins"))
+	cJSON_ArrayForEach(t, plugins)
 	{
 		const char *lib = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
 		char hex[65];
@@ -2165,7 +2171,7 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 		}
 	}
 	/* Python modules that ran are bound by their file's sha256 too. */
-	cJSON_ArrayForEach(t, jget(e->result, "python"))
+	cJSON_ArrayForEach(t, python)
 	{
 		const char *file = jstr(t, "path"), *want = jstr(t, "sha256"), *role = jstr(t, "role");
 		char hex[65], *abs;
@@ -2266,7 +2272,8 @@ static void evidence_e2e(struct evidence *e)
 	}
 }
 
-int evidence_load(struct evidence *e, int *status_out, const char *dir, const struct card *c)
+static int evidence_load_files(struct evidence *e, int *status_out, const char *dir, const struct card *c,
+			       int impl_files)
 {
 	char *path = NULL, *text = NULL, hash[65];
 	size_t len;
@@ -2368,7 +2375,7 @@ int evidence_load(struct evidence *e, int *status_out, const char *dir, const st
 		e->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 	}
 	evidence_e2e(e);
-	if ((err = check_run(e, &p, dir, path, &status)))
+	if ((err = check_run(e, &p, dir, path, &status, impl_files)))
 		goto done;
 	/* The plan copy is for this card. */
 	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
@@ -2406,6 +2413,11 @@ done:
 	free(path);
 	free(text);
 	return err;
+}
+
+int evidence_load(struct evidence *e, int *status_out, const char *dir, const struct card *c)
+{
+	return evidence_load_files(e, status_out, dir, c, 1);
 }
 
 void evidence_release(struct evidence *e)
@@ -2546,7 +2558,7 @@ int evaldir_part_load(struct evaldir_part *pt, const char *dir)
 			e.isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 		}
 		evidence_e2e(&e);
-		err = check_run(&e, &p, dir, path, &status);
+		err = check_run(&e, &p, dir, path, &status, 1);
 		plan_release(&p);
 	}
 	free(path);
@@ -2613,7 +2625,7 @@ int evaldir_pin_configs(struct plan *p, const struct card *c, const char *dir)
 
 	memset(&e, 0, sizeof(e));
 	quiet = vs_error_set_quiet(1);
-	err = evidence_load(&e, &status, dir, c);
+	err = evidence_load_files(&e, &status, dir, c, 0); /* configs by name: any build of them */
 	vs_error_set_quiet(quiet);
 	if (err) {
 		char *why = strdup(vs_last_error()); /* names dir */

@@ -290,7 +290,8 @@ void evidence_release(struct evidence *e);
 /**
  * --configs-from: pin, on every task of plan p that the run in eval dir dir measured, each role's
  * config chosen there (the same implementation in any role of that run; plan_pin()), and name the
- * run (plan_pins_source()). dir must verify as evidence of card c (a card edited since only warns)
+ * run (plan_pins_source()). dir must verify as evidence of card c (a card edited since only warns;
+ * the plugin and Python files that ran need not be those present now: a pin is a config's name)
  * and be of p's gen. Errors: VS_EVERIFY (dir does not verify), VS_EUSAGE (another gen),
  * VS_ENOTFOUND (a chosen config no longer in its implementation's space, naming the task; or no
  * task of p has a chosen config there), VS_ENOMEM.
