@@ -832,7 +832,7 @@ static int bench_one(const struct bshape *s)
 	a.lse = lse;
 	a.workspace = ws;
 	a.workspace_bytes = ws_bytes;
-	printf("\n%s: b %d, h_q %d, s_q %d, seqlen %s%d, %s, page %d (%.2f GB KV, %.1f GFLOP)\n", s->name, s->batch,
+	printf("\n%s: b %d, h_q %d, s_q %d, seqlen %s%d, %s, page %d (%.2f GB KV, %.1f GFLOP)%s\n", s->name, s->batch,
 	       s->h_q, s->s_q, s->ragged ? "<= " : "", s->seqlen, mla_kv_dtype_name(s->kv_dtype), page,
 	       sum_len * MLA_D_QK * elem / 1e9, flops / 1e9, opt.graph ? ", graph replay" : "");
 	for (size_t ii = 0; ii < 2; ii++) {

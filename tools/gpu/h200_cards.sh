@@ -47,9 +47,15 @@ FMLA=.dev/shared/libflashmla.so
 # put back plans/ as committed and deleted an eval dir under results/ that a run of the first call
 # had finished (2026-12-01, 12:52). Ignored paths survive that copy. Bring them back from the
 # tarball and move them into plans/ and results/ here.
+#
+# The steps run in a copy of the tree, $SNAP (with VS_REPO_ROOT pointing there), not in the tree
+# itself: a later call copies this machine's working tree over the device's again, and on
+# 2026-12-02 (03:16) that copy removed kernels/python/mla_decode.py under a running worker, which
+# failed a task of the HIP card's run and so the run.
 D=.dev/out
 P=$D/plans
-mkdir -p "$OUT" "$WORK" "$P/aa" "$P/headline" "$D/results" "$D/tasks"
+SNAP=$WORK/tree
+mkdir -p "$OUT" "$WORK"
 RUN="--tasks-dir $D/tasks --results-dir $D/results"
 
 # --configs-from the eval dir card $1 records, when PIN_CONFIGS=1 (nothing otherwise)
@@ -63,6 +69,11 @@ pins() {
 run_steps() {
 	local threads
 	threads=$(nproc)
+	rm -rf "$SNAP" && mkdir -p "$SNAP"
+	tar -C . --exclude=./.git --exclude=./$D -cf - . | tar -C "$SNAP" -xf - || { echo "copying the tree failed"; exit 1; }
+	cd "$SNAP" || exit 1
+	export VS_REPO_ROOT=$SNAP FLASHMLA_SO=$SNAP/.dev/shared/libflashmla.so
+	mkdir -p "$P/aa" "$P/headline" "$D/results" "$D/tasks"
 	for step in "$@"; do
 		local start
 		start=$(date +%s)
@@ -128,7 +139,8 @@ run_steps() {
 
 # the tarball of every plan and eval dir so far, written atomically
 bg_snapshot() {
-	tar czf "$WORK/evidence.tgz.$$" -C $D plans results 2>/dev/null && mv "$WORK/evidence.tgz.$$" "$WORK/evidence.tgz"
+	[ -d "$SNAP/$D" ] || return 0
+	tar czf "$WORK/evidence.tgz.$$" -C "$SNAP/$D" plans results 2>/dev/null && mv "$WORK/evidence.tgz.$$" "$WORK/evidence.tgz"
 }
 
 source tools/gpu/bg_steps.sh
