@@ -400,6 +400,23 @@ char *report_e2e_harm_flag(const cJSON *result)
 			 step ? step : "?", cJSON_GetNumberValue(est), lo, hi);
 }
 
+/* The run the plan copy of eval dir dir pinned its configs from ("Pinned configs"), malloc'd, or NULL. */
+static char *pinned_run(const char *dir)
+{
+	char *path = dir ? fs_join(dir, "plan.json") : NULL, *text = NULL, *run = NULL;
+	size_t len;
+	cJSON *root = NULL;
+	int quiet = vs_error_set_quiet(1);
+
+	if (path && !fs_read_file(&text, &len, path, 64u << 20) && (root = cJSON_ParseWithLength(text, len)))
+		run = dupz(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "pinned"), "run")));
+	vs_error_set_quiet(quiet);
+	cJSON_Delete(root);
+	free(text);
+	free(path);
+	return run;
+}
+
 /*
  * What the verified evidence says about the run: implementations, cores, configs, flags (the
  * do-no-harm checks: a slower model step, tasks the candidate lost; the run's; chosen configs the
@@ -421,7 +438,14 @@ static void fill_run(struct row *r, const struct evidence *e)
 	r->cores = cJSON_IsNumber(cu) ? (int)cJSON_GetNumberValue(cu) : -1;
 	chosen_configs(b, sizeof(b), tasks, "baseline");
 	chosen_configs(c, sizeof(c), tasks, "candidate");
-	r->configs = fs_printf("baseline %s; candidate %s", b, c);
+	{
+		char *pin = pinned_run(e->eval_dir);
+
+		r->configs =
+			fs_printf("baseline %s; candidate %s%s%s%s", b, c,
+				  pin ? " (each task's configs pinned from run " : "", pin ? pin : "", pin ? ")" : "");
+		free(pin);
+	}
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->nflags = 0;
 	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 3 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));

@@ -649,8 +649,15 @@ START_TEST(configs_from_pins_each_tasks_chosen_configs)
 		}
 	}
 	cJSON_Delete(j);
-	if (!VS_KERNELS_DIRTY) /* a build from uncommitted kernels/ records nothing (check above) */
+	if (!VS_KERNELS_DIRTY) { /* a build from uncommitted kernels/ records nothing (check above) */
+		char *want = fs_printf("pinned from run %s", run);
+
 		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", second));
+		out = tool(0, NULL, "--report");
+		ck_assert_msg(strstr(out, want), "the report does not say '%s':\n%s", want, out);
+		free(out);
+		free(want);
+	}
 
 	/* a pin edited to a config cpu.splitkv does not have */
 	{
