@@ -3,7 +3,9 @@
 # (kernels/hip) before card runs in the same call use it. DIR (a carried, git-ignored folder) holds
 # gpu_parity (built here from the tree the card binary .dev/final/validate_skill was built from),
 # validate_skill.old and resources.old.json (build-rel/validate_skill and build-rel/sm_90/resources.json
-# of a committed tree without the kernel change, so that the records still match a committed tree).
+# of a committed tree without the kernel change, so that the records still match a committed tree; or,
+# when the old binary could not run the card steps at all, e.g. plans it cannot read, a script that
+# exits non-zero, so that a failed gate stops them).
 # Steps:
 #   1. gpu_parity: every case, implementation and config, and the fp8 decoder probes;
 #   2. a failure (non-zero exit or a FAIL line) copies the old binary over .dev/final/validate_skill
