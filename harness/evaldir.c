@@ -2619,9 +2619,10 @@ static char *dir_name(const char *dir)
 int evaldir_pin_configs(struct plan *p, const struct card *c, const char *dir)
 {
 	struct evidence e;
+	struct plan_impl *roles[2 + VS_PLAN_MAX_REFERENCES];
 	const cJSON *t;
 	char *run = NULL;
-	int status = EVIDENCE_OK, quiet, err, pinned = 0;
+	int status = EVIDENCE_OK, quiet, err, pinned = 0, nroles = 0;
 
 	memset(&e, 0, sizeof(e));
 	quiet = vs_error_set_quiet(1);
@@ -2648,18 +2649,16 @@ int evaldir_pin_configs(struct plan *p, const struct card *c, const char *dir)
 		goto done;
 	}
 	err = 0;
+	roles[nroles++] = &p->baseline;
+	roles[nroles++] = &p->candidate;
+	for (int k = 0; k < p->nrefs; k++)
+		roles[nroles++] = &p->refs[k].impl;
 	cJSON_ArrayForEach(t, jget(e.result, "tasks"))
 	{
 		int i = plan_task_index(p, jstr(t, "hash") ? jstr(t, "hash") : "");
-		struct plan_impl *roles[2 + VS_PLAN_MAX_REFERENCES];
-		int nroles = 0;
 
 		if (i < 0)
 			continue;
-		roles[nroles++] = &p->baseline;
-		roles[nroles++] = &p->candidate;
-		for (int k = 0; k < p->nrefs; k++)
-			roles[nroles++] = &p->refs[k].impl;
 		for (int k = 0; k < nroles; k++) {
 			const char *chosen = task_chosen(t, roles[k]->name);
 			int rc;

@@ -748,20 +748,19 @@ static cJSON *pins_to_json(int *oom, const struct plan *p, int i)
 	return j;
 }
 
-/* One pinned role of tasks[i].configs: its config's index, after the checks. */
-static int pin_from_json(int *out, const struct plan *np, const struct plan_impl *pi, const cJSON *v, int i,
-			 const char *path, const char *key)
+/* One pinned role of tasks[i].configs (plan_pin()), its refusals as schema errors of the plan file. */
+static int pin_from_json(struct plan *np, const struct plan_impl *pi, const cJSON *v, int i, const char *path,
+			 const char *key)
 {
-	int ci = config_find(pi, cJSON_GetStringValue(v));
+	int rc = cJSON_IsString(v) ? plan_pin(np, i, pi, v->valuestring) : VS_ENOTFOUND;
 
-	if (!cJSON_IsString(v) || ci < 0)
+	if (rc == VS_ENOTFOUND)
 		return vs_error(VS_ESCHEMA, "%s: tasks[%d].configs.%s: '%s' is not a config of %s", path, i, key,
 				cJSON_IsString(v) ? v->valuestring : "(not a string)", pi->name);
-	if (!role_runs(np, pi, i))
+	if (rc == 1)
 		return vs_error(VS_ESCHEMA, "%s: tasks[%d].configs.%s: %s does not run this task", path, i, key,
 				pi->name);
-	*out = ci;
-	return 0;
+	return rc;
 }
 
 /* "pinned" and every task's "configs" (after the tasks and references are read). */
@@ -803,9 +802,9 @@ static int pins_from_json(struct plan *np, const cJSON *root, const char *path)
 		cJSON_ArrayForEach(v, cj)
 		{
 			if (!strcmp(v->string, "baseline"))
-				err = pin_from_json(&np->pins[i].baseline, np, &np->baseline, v, i, path, v->string);
+				err = pin_from_json(np, &np->baseline, v, i, path, v->string);
 			else if (!strcmp(v->string, "candidate"))
-				err = pin_from_json(&np->pins[i].candidate, np, &np->candidate, v, i, path, v->string);
+				err = pin_from_json(np, &np->candidate, v, i, path, v->string);
 			else if (!strcmp(v->string, "references") && cJSON_IsObject(v)) {
 				const cJSON *r;
 
@@ -821,8 +820,7 @@ static int pins_from_json(struct plan *np, const cJSON *root, const char *path)
 								"reference "
 								"of this plan",
 								path, i, r->string);
-					if ((err = pin_from_json(&np->pins[i].refs[k], np, &np->refs[k].impl, r, i,
-								 path, r->string)))
+					if ((err = pin_from_json(np, &np->refs[k].impl, r, i, path, r->string)))
 						return err;
 				}
 			} else
