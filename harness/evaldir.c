@@ -515,9 +515,10 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 
 		jsonfile_put_str(oom, c, "name", ir->configs[i].name);
 		jsonfile_put_str(oom, c, "parity",
-				 ir->config_pass[i] == 1 ? "pass" :
-				 ir->config_pass[i] == 0 ? "fail" :
-							   "not run");
+				 ir->config_pass[i] == 1                       ? "pass" :
+				 ir->config_pass[i] == 0                       ? "fail" :
+				 ir->config_pass[i] == MEASURE_CONFIG_DECLINED ? "unsupported" :
+										 "not run");
 		if (ir->config_detail[i])
 			jsonfile_put_str(oom, c, "detail", ir->config_detail[i]);
 		if (ir->tune_ms[i] > 0)

@@ -649,7 +649,9 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 /*
  * Parity of one config (docs/DESIGN.md "Parity"): every input set into poisoned outputs; set 0 again
  * into the second output pair (another address) and bit-identical; inputs unchanged.
- * Returns 1 pass, 0 fail (*detail set), negative on a device error.
+ * Returns 1 pass, 0 fail (*detail set), MEASURE_CONFIG_DECLINED when the config's first launch
+ * answers MLA_EUNSUPPORTED (it does not run these arguments: *detail says so), negative on a device
+ * error.
  */
 static int parity_config(const struct measure_ctx *ctx, const struct task_data *t, struct bufs *b,
 			 const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, char **detail)
@@ -663,10 +665,19 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 	if (ok < 0)
 		return ok;
 	for (int set = 0; set < t->nsets && ok == 1; set++) {
+		int rc;
+
 		if ((err = poison(d, b, 0)))
 			return err;
 		make_args(&a, d, t, b, set, 0);
-		err = launch_status(impl->launch(&a, cfg), impl->name, cfg->name, &why);
+		rc = impl->launch(&a, cfg);
+		if (rc == MLA_EUNSUPPORTED && set == 0) {
+			free(why);
+			*detail = fs_printf("%s %s declines these arguments (its launch answered MLA_EUNSUPPORTED)",
+					    impl->name, cfg->name);
+			return *detail ? MEASURE_CONFIG_DECLINED : vs_oom();
+		}
+		err = launch_status(rc, impl->name, cfg->name, &why);
 		if (err < 0)
 			return err;
 		if (err > 0) {
@@ -977,7 +988,10 @@ static int parity_all(const struct measure_ctx *ctx, const struct task_data *t, 
 			return ok;
 		ir->config_pass[i] = ok;
 		ir->config_detail[i] = detail;
-		if (!ok)
+		if (ok == MEASURE_CONFIG_DECLINED)
+			say(ctx->log, "    %s %s: does not run this task: %s\n", ir->impl->name, ir->configs[i].name,
+			    detail ? detail : "");
+		else if (!ok)
 			say(ctx->log, "    %s %s: parity FAILED: %s\n", ir->impl->name, ir->configs[i].name,
 			    detail ? detail : "");
 		else if (!ctx->timing)

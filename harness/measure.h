@@ -41,12 +41,20 @@
 
 struct cJSON;
 
+/**
+ * config_pass of a config that does not run a task: its launch answered MLA_EUNSUPPORTED (the ABI's
+ * "this config cannot run these args"; kernels/mla_decode.h). Neither a pass nor a failure: never
+ * tuned nor chosen, recorded as "unsupported" with the reason.
+ */
+#define MEASURE_CONFIG_DECLINED 2
+
 /** One implementation's outcome on one task. */
 struct measure_impl {
 	const struct mla_decode_impl *impl;
 	int nconfigs;
 	const struct mla_decode_config *configs; /* borrowed from the plan */
-	int *config_pass;                        /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter */
+	int *config_pass;                        /* [nconfigs]: 1 pass, 0 fail, -1 skipped by a filter,
+						    MEASURE_CONFIG_DECLINED: its launch declined the task */
 	char **config_detail;                    /* [nconfigs]: failure detail (malloc'd) or NULL */
 	double *tune_ms;                         /* [nconfigs]: tuning medians (candidate) or 0 */
 	double *margin;                          /* [nconfigs]: parity margin, the worst |a - e| / (atol + rtol |e|)

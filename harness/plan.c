@@ -68,6 +68,10 @@ static const struct shape shapes[] = {
 	/* the other two of the four headline shapes of the side-by-side table (BENCHMARKS.md) */
 	{"perf-h128-b64-8k", T_FULL, 64, 1, 128, 64, 0, {0}, 0, 8192, 0, 0, 1},
 	{"perf-h16-b128-4k", T_FULL, 128, 1, 16, 64, 0, {0}, 0, 4096, 0, 0, 1},
+	/* tiny GPU tasks, launch-bound (issue 17): one key; empty sequences only (s_q 2) */
+	{"tiny-h128-len1", T_FULL, 1, 1, 128, 64, 1, {1}, 0, 0, 0, 0, 1},
+	{"tiny-empty-h16-sq2", T_FULL, 3, 2, 16, 64, 3, {0, 0, 0}, 0, 0, 0, 0, 1},
+	{"tiny-empty-h128-sq2", T_FULL, 3, 2, 128, 64, 3, {0, 0, 0}, 0, 0, 0, 0, 1},
 };
 
 /* DeepSeek-V3: softmax_scale = qk_head_dim^-0.5 * mscale^2, qk_head_dim 192, mscale = 0.1 ln(40) + 1. */

@@ -137,8 +137,11 @@ START_TEST(workspace_is_monotone_in_splits)
 	struct mla_decode_args a = shape(3, 20, 2, 1000);
 
 	for (int i = 0; i < n; i++) {
+		const struct mla_flash_entry *e = mla_flash_entry_find(&cfg[i]);
 		size_t prev = 0;
 
+		if (e && e->kind == MLA_FLASH_ONETILE)
+			continue; /* no split at all (flash_onetile_takes_block_tables_of_one_tile) */
 		for (int sp = 1; sp <= 200; sp++) {
 			struct mla_decode_config c = cfg[i];
 			size_t ws;
@@ -194,6 +197,61 @@ START_TEST(flash_plan_picks_splits_from_shapes)
 	big.h_q = 20;
 	c.block_n = 48;
 	ck_assert_int_eq(mla_flash_plan_make(&p, &big, &c), MLA_EUNSUPPORTED);
+}
+END_TEST
+
+/*
+ * The one-tile config (sm_90 only): block tables of at most 64 keys, whatever the page size, one
+ * block per row and sequence, no workspace; anything wider, or a split, it declines.
+ */
+START_TEST(flash_onetile_takes_block_tables_of_one_tile)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+	struct mla_decode_config cfg[CAP], c = { "", 0, 0, 0, 0, 0 };
+	struct mla_flash_plan p;
+	struct mla_decode_args a = shape(5, 128, 2, 64);
+	int n = impl->configs("sm_90", cfg, CAP), found = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct mla_flash_entry *e = mla_flash_entry_find(&cfg[i]);
+
+		if (e->kind == MLA_FLASH_ONETILE) {
+			c = cfg[i];
+			found++;
+			ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_FP8_E4M3_FNUZ), 4 * (512 * 4 + 8));
+		}
+	}
+	ck_assert_int_eq(found, 1);
+	ck_assert_str_eq(c.name, "bn64-bh1-sp1-w4-st1");
+	n = impl->configs("gfx942", cfg, CAP);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_ne(mla_flash_entry_find(&cfg[i])->kind, MLA_FLASH_ONETILE);
+	/* one 64-key page: one block per (query, head) row and sequence, no split, no workspace */
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_OK);
+	ck_assert_int_eq(p.head_blocks, 256);
+	ck_assert_int_eq(p.num_splits, 1);
+	ck_assert_uint_eq(p.workspace_bytes, 0);
+	ck_assert_uint_eq(impl->workspace_size(&a, &c), 0);
+	/* 64 keys as 4 pages of 16 or 64 pages of 1; an empty table of one page */
+	a.page_size = 16;
+	a.max_pages = 4;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_OK);
+	a.page_size = 1;
+	a.max_pages = 64;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_OK);
+	/* one key more, or any split: declined */
+	a.max_pages = 65;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_EUNSUPPORTED);
+	ck_assert_uint_eq(impl->workspace_size(&a, &c), 0);
+	a = shape(5, 128, 2, 65);
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_EUNSUPPORTED);
+	a = shape(5, 128, 2, 1);
+	for (int sp = 0; sp <= 4; sp += 2) {
+		c.num_splits = sp;
+		ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_EUNSUPPORTED);
+	}
+	c.num_splits = MLA_FLASH_BALANCED;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &c), MLA_EUNSUPPORTED);
 }
 END_TEST
 
@@ -301,6 +359,7 @@ static Suite *hip_configs_suite(void)
 	tcase_add_loop_test(tc, workspace_is_monotone_in_splits, 0, 2);
 	tcase_add_test(tc, flash_plan_picks_splits_from_shapes);
 	tcase_add_test(tc, flash_plan_balanced_splits);
+	tcase_add_test(tc, flash_onetile_takes_block_tables_of_one_tile);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("numerics_and_launch");

@@ -264,6 +264,8 @@ START_TEST(tiers_cover_the_edge_cases)
 	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "page-offset"), 1);
 	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "fp8"), count_tasks(&gpu, "standard", NULL, "bf16") - 1);
 	ck_assert_int_eq(count_tasks(&gpu, "full", NULL, "perf-"), 8);
+	ck_assert_int_eq(count_tasks(&gpu, "full", NULL, "tiny-"), 6);
+	ck_assert_int_eq(count_tasks(&cpu, "full", NULL, "tiny-"), 0);
 	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "perf-"), 0);
 	card_release(&cpu);
 	card_release(&gpu);

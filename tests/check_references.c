@@ -643,6 +643,64 @@ START_TEST(run_times_references_and_never_gates_on_them)
 }
 END_TEST
 
+/*
+ * A config whose launch declines a task (MLA_EUNSUPPORTED: "this config cannot run these args",
+ * kernels/mla_decode.h) is recorded "unsupported" with the reason: neither a pass nor a failure,
+ * never tuned nor chosen there; the implementation runs with its other config, and the evidence
+ * records and verifies.
+ */
+START_TEST(config_that_declines_a_task_is_unsupported)
+{
+	char *declines = plugin("declines"), *args, *plan, *out, *eval, *full;
+	cJSON *res, *t;
+	int declined = 0, ran = 0;
+
+	ck_assert_int_ge(asprintf(&args, "--reference %s", declines), 0);
+	plan = tu_small_plan(tmp, args, 3, 2);
+	out = tool(0, NULL, "--run %s --threads 2 --run-id dec1", plan);
+	eval = tu_eval_dir_of(out);
+	ck_assert_ptr_nonnull(eval);
+	full = fs_join(tmp, eval);
+	mark_clean(full);
+	res = tu_json_file(full, "result.json");
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(res, "tasks")) {
+		const cJSON *ref = task_ref(t, 0), *cfgs = cJSON_GetObjectItem(ref, "configs");
+		const cJSON *online = cJSON_GetArrayItem(cfgs, 0), *brief = cJSON_GetArrayItem(cfgs, 1);
+		int runs = strstr(jstr(t, "name"), "page1") != NULL; /* 127 keys at most; the others span more */
+
+		ck_assert_str_eq(jstr(ref, "impl"), "example.declines");
+		ck_assert_str_eq(jstr(ref, "status"), "timed");
+		ck_assert_str_eq(jstr(ref, "parity"), "pass");
+		ck_assert_int_eq(cJSON_GetArraySize(cfgs), 2);
+		ck_assert_str_eq(jstr(online, "parity"), "pass");
+		ck_assert_str_eq(jstr(brief, "name"), "short");
+		if (runs) {
+			ck_assert_str_eq(jstr(brief, "parity"), "pass");
+			ran++;
+		} else {
+			ck_assert_str_eq(jstr(brief, "parity"), "unsupported");
+			ck_assert_str_eq(jstr(brief, "detail"),
+					 "example.declines short declines these arguments (its launch answered MLA_EUNSUPPORTED)");
+			ck_assert_ptr_null(cJSON_GetObjectItem(brief, "tune_median_ms"));
+			ck_assert_str_eq(jstr(ref, "chosen"), "online");
+			declined++;
+		}
+	}
+	ck_assert_int_eq(declined, 2);
+	ck_assert_int_eq(ran, 1);
+	ck_assert_str_eq(jstr(res, "verdict"), "validated");
+	free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
+	free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
+	cJSON_Delete(res);
+	free(out);
+	free(eval);
+	free(full);
+	free(plan);
+	free(args);
+	free(declines);
+}
+END_TEST
+
 START_TEST(parts_with_references_merge_into_evidence_that_verifies)
 {
 	char *picky = plugin("picky"), *args, *plan, *out, *merged;
@@ -696,6 +754,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, report_flags_the_tasks_a_slower_candidate_lost);
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
 	tcase_add_test(tc, parts_with_references_merge_into_evidence_that_verifies);
+	tcase_add_test(tc, config_that_declines_a_task_is_unsupported);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2317,6 +2317,195 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 #endif /* wgmma available */
 }
 
+/* ================================================================ one-tile kernel */
+
+/*
+ * MLA_FLASH_ONETILE (hip_flash.h): tasks whose block table spans at most one 64-key tile. One block
+ * per row m = (query i, head h) and batch element b, NW warps; warp w takes the row's keys w,
+ * w + NW, ... (at most 64 / NW); lane l holds dim pairs l + 32 k, k < 9 (k < 8: the 512 V dims).
+ * The serial chain is two loads deep: the Q row, seqlens[b] and the block_table entries of the
+ * warp's keys are all issued first, then the KV rows of up to OT_KEYS keys at once. The tile kernels
+ * pay their whole pipeline (Q copy, seqlens, block_table, tile copy, S, softmax, P V, barriers
+ * between warpgroups) for a single tile: 9 us against the plain kernel's 5 us at h_q 128 with one
+ * key, with similar bytes read (ncu, BENCHMARKS.md 2026-12-02).
+ */
+#if defined(VS_PLATFORM_NVIDIA)
+constexpr int OT_KEYS = 4; /* keys of a warp whose rows are loaded together */
+
+VS_DEV uint32_t ld_global_nc_u32(const void *p)
+{
+	uint32_t v;
+
+	/* volatile: issued where written, before the loads that depend on seqlens */
+	asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+	return v;
+}
+
+/* Dims 2k, 2k + 1 of a cache row as floats: a bf16 pair, or two fp8 codes (exact decode, 0x80 NaN). */
+template <bool FP8>
+VS_DEV void ot_pair(uint32_t x, float &lo, float &hi)
+{
+	if (FP8) {
+		lo = mla_fp8_e4m3_fnuz_to_float((uint8_t)(x & 0xffu));
+		hi = mla_fp8_e4m3_fnuz_to_float((uint8_t)((x >> 8) & 0xffu));
+	} else {
+		lo = __uint_as_float(x << 16);
+		hi = __uint_as_float(x & 0xffff0000u);
+	}
+}
+
+template <int NW, bool FP8>
+__global__ void __launch_bounds__(NW * VS_WARP) mla_flash_onetile(FlashParams p)
+{
+	constexpr int NP = D_QK / 2 / 32; /* dim pairs per lane */
+	constexpr int NV = D_V / 2 / 32;  /* of them in V */
+	constexpr int KPW = 64 / NW;      /* keys per warp at most */
+	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
+	static_assert(VS_WARP == 32 && KPW <= 32 && KPW % OT_KEYS == 0, "one-tile kernel layout");
+	extern __shared__ __align__(16) float ot_smem[]; /* [NW][512] partial O, [NW] m, [NW] l */
+	const int lane = vs_lane(), w = vs_tid() / VS_WARP;
+	const int m = vs_bid_x(), b = vs_bid_z();
+	const size_t row = (size_t)b * p.m_total + m;
+	const uint32_t *qrow = (const uint32_t *)(p.q + row * D_QK);
+	const int jl = w + NW * lane; /* lane t < KPW: the page of the warp's key t */
+	uint32_t q[NP];
+	int32_t page = 0;
+
+#pragma unroll
+	for (int k = 0; k < NP; k++)
+		q[k] = ld_global_nc_u32(qrow + lane + 32 * k);
+	if (lane < KPW && jl < p.max_pages * p.page_size)
+		page = p.block_table[(size_t)b * p.max_pages + jl / p.page_size];
+	const int n = max(0, row_limit(p, p.seqlens[b], m)); /* visible keys of row m */
+
+	if (n == 0) { /* out 0, lse +inf */
+		for (int c = vs_tid(); c < D_V / 4; c += NW * VS_WARP)
+			*(uint2 *)(p.out + row * D_V + 4 * c) = make_uint2(0u, 0u);
+		if (vs_tid() == 0)
+			store_lse(p, b, -1, m, 0.f, 0.f);
+		return;
+	}
+	float acc[2 * NV], m_run = -INFINITY, l_run = 0.f;
+	const int nk = n > w ? (n - w + NW - 1) / NW : 0; /* this warp's keys */
+
+#pragma unroll
+	for (int i = 0; i < 2 * NV; i++)
+		acc[i] = 0.f;
+	for (int t0 = 0; t0 < nk; t0 += OT_KEYS) {
+		uint32_t x[OT_KEYS][NP];
+		float s[OT_KEYS];
+
+#pragma unroll
+		for (int u = 0; u < OT_KEYS; u++) {
+			const int t = t0 + u, j = w + NW * t;
+			const int32_t pg = vs_shfl_i(page, t & 31);
+			const uint8_t *kv = p.kv + ((long long)pg * p.page_size + j % p.page_size) * ROWB;
+
+#pragma unroll
+			for (int k = 0; k < NP; k++) {
+				const int e = lane + 32 * k; /* dim pair */
+
+				if (t < nk)
+					x[u][k] = FP8 ? (uint32_t)__ldg((const uint16_t *)kv + e) : __ldg((const uint32_t *)kv + e);
+				else
+					x[u][k] = 0u;
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < OT_KEYS; u++) {
+			float dot = 0.f;
+
+#pragma unroll
+			for (int k = 0; k < NP; k++) {
+				float q0, q1, k0, k1;
+
+				ot_pair<false>(q[k], q0, q1);
+				ot_pair<FP8>(x[u][k], k0, k1);
+				dot = fmaf(q0, k0, fmaf(q1, k1, dot));
+			}
+			s[u] = dot;
+		}
+#pragma unroll
+		for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+			for (int u = 0; u < OT_KEYS; u++)
+				s[u] += vs_shfl_xor(s[u], off);
+		float m_new = m_run;
+
+#pragma unroll
+		for (int u = 0; u < OT_KEYS; u++) {
+			s[u] = t0 + u < nk ? s[u] * p.scale_log2 : -INFINITY;
+			m_new = vs_fmaxf(m_new, s[u]);
+		}
+		/* fmaxf drops a NaN score; its exp2 below is NaN and carries into l, as in the reference */
+		const float mu = m_new == -INFINITY ? 0.f : m_new, alpha = vs_exp2f(m_run - mu);
+
+		l_run *= alpha;
+#pragma unroll
+		for (int i = 0; i < 2 * NV; i++)
+			acc[i] *= alpha;
+#pragma unroll
+		for (int u = 0; u < OT_KEYS; u++) {
+			const float pe = vs_exp2f(s[u] - mu);
+
+			l_run += pe;
+#pragma unroll
+			for (int k = 0; k < NV; k++) {
+				float v0, v1;
+
+				ot_pair<FP8>(x[u][k], v0, v1);
+				acc[2 * k] = fmaf(pe, v0, acc[2 * k]);
+				acc[2 * k + 1] = fmaf(pe, v1, acc[2 * k + 1]);
+			}
+		}
+		m_run = m_new;
+	}
+
+	/* Merge the warps: weights 2^(m_w - max), a warp with no key (m -inf, l 0, O 0) adds 0. */
+	float *sO = ot_smem, *sM = ot_smem + NW * D_V, *sL = sM + NW;
+
+#pragma unroll
+	for (int k = 0; k < NV; k++)
+		*(float2 *)(sO + w * D_V + 2 * (lane + 32 * k)) = make_float2(acc[2 * k], acc[2 * k + 1]);
+	if (lane == 0) {
+		sM[w] = m_run;
+		sL[w] = l_run;
+	}
+	vs_syncthreads();
+	float mx = -INFINITY, wt[NW], l = 0.f;
+
+#pragma unroll
+	for (int v = 0; v < NW; v++)
+		mx = vs_fmaxf(mx, sM[v]);
+	const float mu = mx == -INFINITY ? 0.f : mx;
+
+#pragma unroll
+	for (int v = 0; v < NW; v++) {
+		wt[v] = vs_exp2f(sM[v] - mu);
+		l += sL[v] * wt[v];
+	}
+	const float sc = l != 0.f ? p.out_scale / l : 0.f;
+
+	for (int c = vs_tid(); c < D_V / 4; c += NW * VS_WARP) {
+		float o[4] = { 0.f, 0.f, 0.f, 0.f };
+
+#pragma unroll
+		for (int v = 0; v < NW; v++) {
+			const float4 y = *(const float4 *)(sO + v * D_V + 4 * c);
+
+			o[0] = fmaf(y.x, wt[v], o[0]);
+			o[1] = fmaf(y.y, wt[v], o[1]);
+			o[2] = fmaf(y.z, wt[v], o[2]);
+			o[3] = fmaf(y.w, wt[v], o[3]);
+		}
+		*(uint2 *)(p.out + row * D_V + 4 * c) =
+			make_uint2(vs_pack_bf16x2(o[0] * sc, o[1] * sc), vs_pack_bf16x2(o[2] * sc, o[3] * sc));
+	}
+	if (vs_tid() == 0)
+		store_lse(p, b, -1, m, mx, l);
+}
+#endif /* VS_PLATFORM_NVIDIA */
+
 /* ================================================================ combine */
 
 constexpr int COMBINE_THREADS = 128;
@@ -2451,6 +2640,10 @@ struct FlashInstance {
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
+#define MLA_INSTANCE_MLA_FLASH_ONETILE(bn, bh, nw, st)                                   \
+	{ bn, bh, nw, st, MLA_FLASH_ONETILE,                                             \
+	  { { mla_flash_onetile<nw, false>, mla_flash_onetile<nw, true> }, { nullptr, nullptr } }, \
+	  (nw) * VS_WARP },
 #define MLA_INSTANCE(bn, bh, nw, st, kind) MLA_INSTANCE_##kind(bn, bh, nw, st)
 
 const FlashInstance flash_instances[] = {

@@ -12,6 +12,7 @@
  *   vs_tid()           threadIdx.x;  vs_bid_x/y/z() blockIdx;  vs_lane()  lane in the warp
  *   vs_syncthreads()   workgroup barrier with shared-memory ordering
  *   vs_shfl_xor(v, m)  exchange a float / int with lane ^ m (whole warp participates)
+ *   vs_shfl_i(v, src)  an int from lane src (whole warp participates)
  *   vs_exp2f, vs_log2f hardware base-2 exponential / logarithm (no device-library call: the gfx942
  *                      gate links with no device libraries and rejects undefined symbols)
  * On AMD, device code must not use threadIdx / __syncthreads / expf from Debian's HIP 5.2 headers:
@@ -63,6 +64,8 @@ VS_DEV float vs_shfl_xor(float v, int mask)
 {
 	return __builtin_bit_cast(float, vs_shfl_xor_i(__builtin_bit_cast(int, v), mask));
 }
+
+VS_DEV int vs_shfl_i(int v, int src) { return __builtin_amdgcn_ds_bpermute(src << 2, v); }
 
 VS_DEV float vs_exp2f(float x) { return __builtin_amdgcn_exp2f(x); }
 VS_DEV float vs_log2f(float x) { return __builtin_amdgcn_logf(x); }
@@ -131,6 +134,7 @@ VS_DEV int vs_lane(void) { return (int)(threadIdx.x & 31u); }
 VS_DEV void vs_syncthreads(void) { __syncthreads(); }
 VS_DEV int vs_shfl_xor_i(int v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 VS_DEV float vs_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+VS_DEV int vs_shfl_i(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 
 VS_DEV float vs_exp2f(float x)
 {

@@ -17,6 +17,11 @@
  *                    products (S^T = K Q^T, O^T = V^T P^T, wgmma m64n16k16 / m64n32k16): M is the 64
  *                    keys or 64 output dims and N the BLOCK_H rows, so s_q x h_q <= 16 (32) pays no
  *                    padding to 64 rows.
+ *   MLA_FLASH_ONETILE sm_90 only: tasks whose block table holds at most one 64-key tile
+ *                    (max_pages x page_size <= 64, known from the arguments): one block of num_warps
+ *                    warps per row (query, head) and sequence, CUDA cores, no split, no combine, a
+ *                    kernel small enough that its one pass is not a cold walk through a tile
+ *                    pipeline's code. Other tasks it declines (MLA_EUNSUPPORTED), per config.
  * The sm_90 and gfx942 spaces never share a (block_n, block_h, num_warps, num_stages) point, so a
  * config alone says which layout (and shared-memory formula) it uses.
  */
@@ -36,6 +41,7 @@ enum mla_flash_kind {
 	MLA_FLASH_WARP = 1,
 	MLA_FLASH_WGMMA = 2,
 	MLA_FLASH_WGMMA_T = 3,
+	MLA_FLASH_ONETILE = 4,
 };
 
 /*
@@ -68,14 +74,16 @@ enum mla_flash_kind {
 	X(64, 16, 1, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 4, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 32, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
-	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)
+	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
+	X(64, 1, 1, 4, 1, MLA_FLASH_ONETILE)
 
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
 #define MLA_FLASH_SM90_KERNELS(X)        \
 	X(64, 64, 8, 2, MLA_FLASH_WGMMA) \
 	X(64, 16, 8, 2, MLA_FLASH_WGMMA_T) \
 	X(64, 32, 8, 2, MLA_FLASH_WGMMA_T) \
-	X(64, 16, 4, 2, MLA_FLASH_WARP)
+	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
+	X(64, 1, 4, 1, MLA_FLASH_ONETILE)
 
 /*
  * gfx942 (MI300X): wave64, 64 KiB of LDS per workgroup and per CU. Q lives in registers (MFMA A
@@ -142,6 +150,9 @@ enum mla_flash_kind {
  */
 #define MLA_FLASH_WGMMA_T_SMEM(bh, fp8) \
 	(1152 * (bh) + 2 * 73728 + 128 * (bh) + 40 * (bh) + 4 * 64 * 8 + ((fp8) ? 36864 : 0))
+
+/* One-tile kernel, num_warps nw: each warp's 512 output partials, then its running max and sum. */
+#define MLA_FLASH_ONETILE_SMEM(nw) ((nw) * (512 * 4 + 2 * 4))
 
 /* Largest dynamic shared memory a block may use: 227 KiB on sm_90, 64 KiB of LDS on gfx942. */
 #define MLA_SMEM_MAX_SM90 232448

@@ -93,6 +93,8 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
 		return MLA_FLASH_WGMMA_SMEM;
 	if (e->kind == MLA_FLASH_WGMMA_T)
 		return MLA_FLASH_WGMMA_T_SMEM(c->block_h, fp8);
+	if (e->kind == MLA_FLASH_ONETILE)
+		return MLA_FLASH_ONETILE_SMEM(c->num_warps);
 	return (size_t)MLA_FLASH_WARP_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages, fp8,
 					   e->amd);
 }
@@ -192,6 +194,13 @@ int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_arg
 	if (!shapes_valid(a))
 		return MLA_EINVAL;
 	if (!e)
+		return MLA_EUNSUPPORTED;
+	/*
+	 * The one-tile kernel takes tasks whose block table spans at most one tile: every sequence then
+	 * has at most block_n keys, whatever seqlens hold (the host never reads them). No split.
+	 */
+	if (e->kind == MLA_FLASH_ONETILE &&
+	    ((int64_t)a->max_pages * a->page_size > e->cfg.block_n || cfg->num_splits != 1))
 		return MLA_EUNSUPPORTED;
 	memset(&p, 0, sizeof(p));
 	p.m_total = a->s_q * a->h_q;

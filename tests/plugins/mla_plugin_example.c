@@ -15,6 +15,9 @@
  *                                  them as skipped, with the reason)
  *   -DPLUGIN_WRONG_AFTER=N         right for N launches, then wrong as PLUGIN_WRONG (the timed checks
  *                                  must catch it)
+ *   -DPLUGIN_DECLINES              a second config, "short", whose launch declines (MLA_EUNSUPPORTED)
+ *                                  tasks whose block table spans more than 128 keys, as hip.flash's
+ *                                  one-tile config does past 64 (the run records it unsupported there)
  */
 #include "mla_decode.h"
 
@@ -70,7 +73,15 @@ static int example_configs(const char *arch, struct mla_decode_config *out, int 
 		memset(&out[0], 0, sizeof(out[0]));
 		strcpy(out[0].name, "online");
 	}
+#ifdef PLUGIN_DECLINES
+	if (cap > 1) {
+		memset(&out[1], 0, sizeof(out[1]));
+		strcpy(out[1].name, "short");
+	}
+	return 2;
+#else
 	return 1;
+#endif
 }
 
 static size_t example_workspace(const struct mla_decode_args *a, const struct mla_decode_config *c)
@@ -103,6 +114,10 @@ static int example_launch(const struct mla_decode_args *a, const struct mla_deco
 	float lut[256], q[MLA_D_QK], row[MLA_D_QK], acc[MLA_D_V];
 
 	(void)c;
+#ifdef PLUGIN_DECLINES
+	if (a && !strcmp(c->name, "short") && (long long)a->max_pages * a->page_size > 128)
+		return MLA_EUNSUPPORTED;
+#endif
 	if (!a || !a->q || !a->kv_cache || !a->block_table || !a->seqlens || !a->out || !a->lse ||
 	    a->stream || (a->kv_dtype != MLA_KV_BF16 && a->kv_dtype != MLA_KV_FP8_E4M3_FNUZ))
 		return MLA_EINVAL;

@@ -3,7 +3,7 @@
  * gfx942), one line per config, for tools/gpu/gfx942_gate.sh: "impl name block_n block_h num_splits
  * num_warps num_stages lds_bf16 lds_fp8" (lds_* from hip_impls.c's formula; 0 where none applies).
  * With an arch argument (tools/gpu/sm90_resources.sh: "sm_90a") a tenth field names the kernel
- * kind: baseline, warp, wgmma or wgmma_t. Built with the host C compiler against
+ * kind: baseline, warp, wgmma, wgmma_t or onetile. Built with the host C compiler against
  * kernels/hip/hip_impls.c alone.
  */
 #include "../../kernels/hip/hip_flash.h"
@@ -30,7 +30,16 @@ static const char *kind_name(const struct mla_flash_entry *e)
 {
 	if (!e)
 		return "baseline";
-	return e->kind == MLA_FLASH_WGMMA ? "wgmma" : e->kind == MLA_FLASH_WGMMA_T ? "wgmma_t" : "warp";
+	switch (e->kind) {
+	case MLA_FLASH_WGMMA:
+		return "wgmma";
+	case MLA_FLASH_WGMMA_T:
+		return "wgmma_t";
+	case MLA_FLASH_ONETILE:
+		return "onetile";
+	default:
+		return "warp";
+	}
 }
 
 int main(int argc, char **argv)

@@ -29,6 +29,7 @@
 #   hip       --run the HIP port's sm_90 card (baseline tilelang.mla_decode)
 #   triton    --run the field card's sm_90 twin (tilelang.mla_decode against triton.mla_decode)
 #   headline  the four bf16 headline shapes of tier full, every implementation in one run
+#   tiny      the tiny tasks of tier full (one key; empty sequences), every implementation in one run
 #   aa        A/A of triton.mla_decode against itself on one task
 #   dev:NAME[:SECONDS]  an experiment in the same call: .dev/NAME/run.sh (a carried, git-ignored
 #             folder) with OUT=$WORK/NAME, under a timeout (default 300 s); its files come back as
@@ -103,6 +104,7 @@ run_steps() {
 			timeout 240 $VS_PYTHON tools/gpu/tilelang_check.py --module kernels/tilelang/mla_decode.py \
 				--warm-plan $P/mla_decode_hip_port_sm90.plan.json \
 				--warm-plan $P/headline/mla_decode_hip_port_sm90.full.plan.json=bf16-perf- \
+				--warm-plan $P/headline/mla_decode_hip_port_sm90.full.plan.json=tiny- \
 				--jobs 16 --compile-budget 220 >"$WORK/warm.log" 2>&1
 			;;
 		hip)
@@ -114,6 +116,10 @@ run_steps() {
 		headline)
 			$VS --run $P/headline/mla_decode_hip_port_sm90.full.plan.json --task bf16-perf- \
 				--tasks-dir $D/tasks --results-dir $D/results/headline --threads "$threads" >"$WORK/headline.log" 2>&1
+			;;
+		tiny)
+			$VS --run $P/headline/mla_decode_hip_port_sm90.full.plan.json --task tiny- \
+				--tasks-dir $D/tasks --results-dir $D/results/tiny --threads "$threads" >"$WORK/tiny.log" 2>&1
 			;;
 		aa)
 			$VS --run $P/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \

@@ -85,9 +85,12 @@ while read -r impl cfg bn bh sp nw st smem_bf16 smem_fp8 kind; do
 		     "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma(_sd)?<true, $bal>") ;;
 	wgmma_t) list=("bf16|$smem_bf16|^mla_flash_wgmma_t<$bh, false>"
 		       "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma_t<$bh, true>") ;;
+	onetile) list=("bf16|$smem_bf16|^mla_flash_onetile<$nw, false>"
+		       "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_onetile<$nw, true>") ;;
 	*) die "$impl $cfg: unknown kernel kind '$kind'" ;;
 	esac
-	[ "$impl" = hip.flash ] && list+=("any|0|^mla_flash_combine\\(")
+	# the combine runs after every hip.flash kernel but the one-tile one (no split)
+	[ "$impl" = hip.flash ] && [ "$kind" != onetile ] && list+=("any|0|^mla_flash_combine\\(")
 	for item in "${list[@]}"; do
 		IFS='|' read -r dtype dyn re <<<"$item"
 		k=$(find_kernel "$re") || die "$impl $cfg: no kernel matching '$re'"
