@@ -289,6 +289,65 @@ VS_DEV int row_limit(const FlashParams &p, int seqlen, int m)
 }
 
 /*
+ * Keys [lo, hi) of a block are visible to some of its rows and not to others (s_q > 1: a sequence's
+ * last keys; lo the first row's limit, hi the block's kv_len). A NaN in their V dims would reach the
+ * rows that cannot see them through P V (P = 0 times NaN), where the reference has none. Between S
+ * and P V, those NaN become 0 in the tile: the rows that see such a key already have a NaN score
+ * (its 576 dims hold the V dims), so they stay NaN through l, as in the reference (gpu_parity case
+ * onetile-nan-h20-sq2-fp8). A bf16 inf there is left alone.
+ */
+VS_DEV void masked_keys(const FlashParams &p, const BlockRange &r, int m0, int &lo, int &hi)
+{
+	lo = max(0, row_limit(p, r.seqlen, m0));
+	hi = r.kv_len;
+}
+
+VS_DEV bool tile_has_masked_keys(int t, int bn, int lo, int hi)
+{
+	return lo < hi && t * bn < hi && (t + 1) * bn > lo;
+}
+
+VS_DEV uint32_t bf16x2_nan_to_zero(uint32_t w)
+{
+	const uint32_t lo = (w & 0x7fffu) > 0x7f80u ? 0u : (w & 0xffffu);
+	const uint32_t hi = ((w >> 16) & 0x7fffu) > 0x7f80u ? 0u : (w & 0xffff0000u);
+
+	return lo | hi;
+}
+
+VS_DEV uint32_t fp8x4_nan_to_zero(uint32_t w)
+{
+	uint32_t o = 0;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		o |= ((w >> (8 * i)) & 0xffu) == 0x80u ? 0u : w & (0xffu << (8 * i));
+	return o;
+}
+
+/*
+ * The NaN of the V dims of tile t's masked keys to 0 (CODES: raw fp8 codes 0x80, else bf16): rows of
+ * the tile from t * bn, 16-byte chunk c of V row r at chunk(r, c); threads x of n.
+ */
+template <bool CODES, class CHUNK>
+VS_DEV void zero_masked_v_nan(int t, int bn, int lo, int hi, int x, int n, CHUNK chunk)
+{
+	constexpr int NC = CODES ? D_V / 16 : D_V / 8; /* chunks of a V row */
+	const int k0 = max(lo - t * bn, 0), k1 = min(hi - t * bn, bn);
+
+	for (int c = x; c < (k1 - k0) * NC; c += n) {
+		vs_u32x4 *v = (vs_u32x4 *)chunk(k0 + c / NC, c % NC);
+		vs_u32x4 y = *v;
+
+		y.x = CODES ? fp8x4_nan_to_zero(y.x) : bf16x2_nan_to_zero(y.x);
+		y.y = CODES ? fp8x4_nan_to_zero(y.y) : bf16x2_nan_to_zero(y.y);
+		y.z = CODES ? fp8x4_nan_to_zero(y.z) : bf16x2_nan_to_zero(y.z);
+		y.w = CODES ? fp8x4_nan_to_zero(y.w) : bf16x2_nan_to_zero(y.w);
+		*v = y;
+	}
+}
+
+/*
  * Byte offsets of cache rows, computed once per row and tile (not once per 16-byte chunk) and kept
  * in a small shared-memory ring one tile ahead of the copies that use them: -1 marks a row at or
  * past kv_len, which is never read (its shared row is zero-filled).
@@ -538,6 +597,7 @@ VS_DEV void warp_convert_fp8(const unsigned char *raw, unsigned char *conv, int 
 template <class T>
 struct WarpState {
 	int lim[MMA_C_ROWS];
+	int mlo, mhi; /* keys visible to some rows of the block only (masked_keys) */
 	float m_run[MMA_C_ROWS];
 	float l_run[MMA_C_ROWS];
 	mma_frag_c o[T::NT_O];
@@ -698,7 +758,20 @@ VS_DEV void warp_tile(const FlashParams &p, WarpState<T> &st, const mma_frag_a *
 #pragma unroll
 		for (int e = 0; e < MMA_C_ELEMS; e++)
 			st.o[nt].x[e] *= alpha[mma_c_rowslot(e)];
-	vs_syncthreads();
+	vs_syncthreads(); /* P complete; every warp is done with S */
+	if (tile_has_masked_keys(t, BN, st.mlo, st.mhi)) {
+#if defined(VS_PLATFORM_AMD)
+		if (T::STAGE_ROW != ROW_BF16)
+			zero_masked_v_nan<true>(t, BN, st.mlo, st.mhi, vs_tid(), T::THREADS, [&](int row, int c) {
+				return (unsigned char *)raw + row * T::RAW_ROW + 16 * c;
+			});
+		else
+#endif /* VS_PLATFORM_AMD */
+			zero_masked_v_nan<false>(t, BN, st.mlo, st.mhi, vs_tid(), T::THREADS, [&](int row, int c) {
+				return (unsigned char *)(kvb + row * T::LDK + 8 * c);
+			});
+		vs_syncthreads();
+	}
 
 	/* O += P V: P rows of this warp (all BN keys), V columns of this warp. */
 #pragma unroll 1
@@ -746,6 +819,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 	long long *sRow = (long long *)(smem + T::ROW_OFF);
 	WarpState<T> st;
 
+	masked_keys(p, r, m0, st.mlo, st.mhi);
 #pragma unroll
 	for (int rs = 0; rs < MMA_C_ROWS; rs++) {
 		st.lim[rs] = row_limit(p, r.seqlen, m0 + rg * 16 + mma_rowslot_row(lane, rs));
@@ -1162,10 +1236,11 @@ VS_DEV void wgmma_sd_segment(const FlashParams &p, unsigned char *smem, uint32_t
 	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
 	float *sL = (float *)(smem + WG_L_OFF);
 	float *sM = (float *)(smem + WG_M_OFF);
-	int lim[2];
+	int lim[2], mlo, mhi;
 	float m_run[2], l_run[2];
 	float o[128];
 
+	masked_keys(p, r, m0, mlo, mhi);
 #pragma unroll
 	for (int h = 0; h < 2; h++) {
 		lim[h] = row_limit(p, r.seqlen, m0 + row0 + 8 * h);
@@ -1382,6 +1457,15 @@ VS_DEV void wgmma_sd_segment(const FlashParams &p, unsigned char *smem, uint32_t
 					sAlpha[row0] = alpha[0];
 					sAlpha[row0 + 8] = alpha[1];
 				}
+				if (tile_has_masked_keys(t, 64, mlo, mhi)) {
+					unsigned char *stage = smem + (kv_s - sbase);
+
+					zero_masked_v_nan<false>(t, 64, mlo, mhi, tid, 128, [&](int row, int c) {
+						return stage + sw128_off(row, c);
+					});
+					fence_proxy_async();
+					named_bar_sync(4, 128); /* warpgroup 0's zeros before its own P V */
+				}
 				fence_proxy_async();
 				named_bar_arrive(1, 256); /* P and alpha ready for warpgroup 1 */
 
@@ -1536,10 +1620,11 @@ VS_DEV void wgmma_segment(const FlashParams &p, unsigned char *smem, uint32_t sb
 	float *sAlpha = (float *)(smem + WG_ALPHA_OFF);
 	float *sL = (float *)(smem + WG_L_OFF);
 	float *sM = (float *)(smem + WG_M_OFF);
-	int lim[2];
+	int lim[2], mlo, mhi;
 	float m_run[2], l_run[2];
 	float o[128];
 
+	masked_keys(p, r, m0, mlo, mhi);
 #pragma unroll
 	for (int h = 0; h < 2; h++) {
 		lim[h] = row_limit(p, r.seqlen, m0 + row0 + 8 * h);
@@ -1672,6 +1757,15 @@ VS_DEV void wgmma_segment(const FlashParams &p, unsigned char *smem, uint32_t sb
 				if (t4 == 0) {
 					sAlpha[row0] = alpha[0];
 					sAlpha[row0 + 8] = alpha[1];
+				}
+				if (tile_has_masked_keys(t, 64, mlo, mhi)) {
+					unsigned char *stage = smem + (kv_s - sbase);
+
+					zero_masked_v_nan<false>(t, 64, mlo, mhi, tid, 128, [&](int row, int c) {
+						return stage + sw128_off(row, c);
+					});
+					fence_proxy_async();
+					named_bar_sync(4, 128); /* warpgroup 0's zeros before its own P V */
 				}
 				fence_proxy_async();
 				named_bar_arrive(1, 256); /* P and alpha ready for warpgroup 1 */
@@ -1977,6 +2071,9 @@ VS_DEV void wgmma_t_segment(const FlashParams &p, unsigned char *smem, uint32_t 
 		cp_async_wait<0>(); /* Q */
 		return;
 	}
+	int mlo, mhi;
+
+	masked_keys(p, r, m0, mlo, mhi);
 
 #pragma unroll
 	for (int a = 0; a < 4; a++)
@@ -2150,6 +2247,13 @@ VS_DEV void wgmma_t_segment(const FlashParams &p, unsigned char *smem, uint32_t 
 #pragma unroll
 					for (int q = 0; q < NQ; q++)
 						sAlpha[8 * (q >> 1) + 2 * t4 + (q & 1)] = alpha[q];
+				if (tile_has_masked_keys(t, 64, mlo, mhi)) {
+					unsigned char *stage = smem + Y::KV_OFF + (k & 1) * 73728;
+
+					zero_masked_v_nan<false>(t, 64, mlo, mhi, tid, 128, [&](int row, int c) {
+						return stage + sw128_off(row, c);
+					});
+				}
 				fence_proxy_async();
 				named_bar_sync(1, 256); /* P^T and alpha complete, for both warpgroups */
 				if (moved)

@@ -100,7 +100,7 @@ struct pcase {
 	int batch, s_q, h_q, page_size, kv_dtype;
 	int lens[48];
 	int big; /* cache larger than 2^32 bytes, visible pages at byte offsets past 2^32 */
-	int nan80; /* fp8: visible 0x80 (NaN) codes, in rows of sequences 1 (V dims) and 2 (rope dims) */
+	int nan80; /* visible NaN (fp8: 0x80 codes), in rows of sequences 1 (V dims) and 2 (rope dims) */
 	int tight; /* block table as wide as the longest sequence (no sentinel column): hip.flash's
 		      one-tile config runs the case when that is at most 64 keys, and declines the others */
 };
@@ -210,20 +210,27 @@ static int inputs_make(struct inputs *in, const struct pcase *c, uint64_t seed)
 					in->cache[row * MLA_D_QK + 7 * e] = extremes[e];
 				break;
 			}
-		/* A visible NaN code makes every row that sees its key NaN (out and lse), as in the oracle. */
-		if (c->nan80) {
-			/* sequence, key (or its last key when shorter), dim */
-			static const int where[][3] = { { 1, 150, 5 }, { 2, 0, 570 } };
+	}
+	/*
+	 * A visible NaN (fp8: the code 0x80) makes every row that sees its key NaN (out and lse), as in
+	 * the oracle, and no other: at a sequence's last key with s_q > 1, rows of the earlier queries
+	 * must stay finite.
+	 */
+	if (c->nan80) {
+		/* sequence, key (or its last key when shorter), dim */
+		static const int where[][3] = { { 1, 150, 5 }, { 2, 0, 570 } };
 
-			for (int w = 0; w < 2; w++) {
-				int b = where[w][0], j = b < c->batch && where[w][1] >= c->lens[b] ? c->lens[b] - 1 : where[w][1];
+		for (int w = 0; w < 2; w++) {
+			int b = where[w][0], j = b < c->batch && where[w][1] >= c->lens[b] ? c->lens[b] - 1 : where[w][1];
 
-				if (b < c->batch && j >= 0 && j < c->lens[b]) {
-					size_t row = (size_t)in->bt_host[(size_t)b * max_pages + j / c->page_size] *
-						     c->page_size + (size_t)(j % c->page_size);
+			if (b < c->batch && j >= 0 && j < c->lens[b]) {
+				size_t row = (size_t)in->bt_host[(size_t)b * max_pages + j / c->page_size] * c->page_size +
+					     (size_t)(j % c->page_size);
 
+				if (c->kv_dtype == MLA_KV_BF16)
+					((uint16_t *)in->cache)[row * MLA_D_QK + where[w][2]] = 0x7FC0;
+				else
 					in->cache[row * MLA_D_QK + where[w][2]] = 0x80;
-				}
 			}
 		}
 	}
@@ -605,30 +612,33 @@ done:
 	  777, 64, 0, 191, 320, 5, 640, 0, 0, 0, 0, 1000, 17, 256, 450, 3, 90, 0, 129, 600 }
 
 static const struct pcase cases[] = {
-	{ "lens-edge-h16-p64", 6, 1, 16, 64, MLA_KV_BF16, { 0, 1, 63, 64, 65, 257 }, 0, 0 },
-	{ "lens-edge-h16-p64-fp8", 6, 1, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 63, 64, 65, 257 }, 0, 0 },
-	{ "h64-sq2-p16", 5, 2, 64, 16, MLA_KV_BF16, { 1, 2, 65, 131, 200 }, 0, 0 },
-	{ "h128-sq1-p1", 4, 1, 128, 1, MLA_KV_BF16, { 0, 5, 129, 300 }, 0, 0 },
-	{ "h128-sq2-p64-fp8", 3, 2, 128, 64, MLA_KV_FP8_E4M3_FNUZ, { 1, 127, 389 }, 0, 0 },
-	{ "h20-sq2-p64-fp8", 4, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 70, 1000 }, 0, 0 },
-	{ "h20-sq1-p16", 3, 1, 20, 16, MLA_KV_BF16, { 2, 33, 97 }, 0, 0 },
-	{ "h16-long-b1", 1, 1, 16, 64, MLA_KV_BF16, { 4099 }, 0, 0 },
-	{ "h128-long-b2-sq2", 2, 2, 128, 64, MLA_KV_BF16, { 2053, 600 }, 0, 0 },
-	{ "h32-sq1-p16-fp8", 3, 1, 32, 16, MLA_KV_FP8_E4M3_FNUZ, { 17, 64, 511 }, 0, 0 },
-	{ "big-offset-bf16", 2, 1, 64, 64, MLA_KV_BF16, { 300, 77 }, 1, 0 },
-	{ "big-offset-fp8", 2, 2, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 130, 64 }, 1, 0 },
-	{ "nan-code-h20-sq2-fp8", 3, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 100, 300, 70 }, 0, 1 },
+	{ "lens-edge-h16-p64", 6, 1, 16, 64, MLA_KV_BF16, { 0, 1, 63, 64, 65, 257 }, 0, 0, 0 },
+	{ "lens-edge-h16-p64-fp8", 6, 1, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 63, 64, 65, 257 }, 0, 0, 0 },
+	{ "h64-sq2-p16", 5, 2, 64, 16, MLA_KV_BF16, { 1, 2, 65, 131, 200 }, 0, 0, 0 },
+	{ "h128-sq1-p1", 4, 1, 128, 1, MLA_KV_BF16, { 0, 5, 129, 300 }, 0, 0, 0 },
+	{ "h128-sq2-p64-fp8", 3, 2, 128, 64, MLA_KV_FP8_E4M3_FNUZ, { 1, 127, 389 }, 0, 0, 0 },
+	{ "h20-sq2-p64-fp8", 4, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 70, 1000 }, 0, 0, 0 },
+	{ "h20-sq1-p16", 3, 1, 20, 16, MLA_KV_BF16, { 2, 33, 97 }, 0, 0, 0 },
+	{ "h16-long-b1", 1, 1, 16, 64, MLA_KV_BF16, { 4099 }, 0, 0, 0 },
+	{ "h128-long-b2-sq2", 2, 2, 128, 64, MLA_KV_BF16, { 2053, 600 }, 0, 0, 0 },
+	{ "h32-sq1-p16-fp8", 3, 1, 32, 16, MLA_KV_FP8_E4M3_FNUZ, { 17, 64, 511 }, 0, 0, 0 },
+	{ "big-offset-bf16", 2, 1, 64, 64, MLA_KV_BF16, { 300, 77 }, 1, 0, 0 },
+	{ "big-offset-fp8", 2, 2, 16, 64, MLA_KV_FP8_E4M3_FNUZ, { 130, 64 }, 1, 0, 0 },
+	{ "nan-code-h20-sq2-fp8", 3, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 100, 300, 70 }, 0, 1, 0 },
 	/* block tables of at most 64 keys: hip.flash's one-tile config (every other case it declines) */
 	{ "onetile-h128-p64", 4, 1, 128, 64, MLA_KV_BF16, { 1, 64, 0, 33 }, 0, 0, 1 },
 	{ "onetile-h7-sq3-p1", 5, 3, 7, 1, MLA_KV_BF16, { 0, 1, 2, 3, 64 }, 0, 0, 1 },
 	{ "onetile-h16-sq2-p16-fp8", 4, 2, 16, 16, MLA_KV_FP8_E4M3_FNUZ, { 0, 1, 33, 48 }, 0, 0, 0 },
 	{ "onetile-nan-h20-sq2-fp8", 3, 2, 20, 64, MLA_KV_FP8_E4M3_FNUZ, { 40, 64, 9 }, 0, 1, 1 },
 	{ "onetile-empty-h128-sq2", 3, 2, 128, 64, MLA_KV_BF16, { 0, 0, 0 }, 0, 0, 1 },
+	/* a NaN at a key three queries share and the first two cannot see (every tile kernel) */
+	{ "masked-nan-h20-sq3-p16", 3, 3, 20, 16, MLA_KV_BF16, { 40, 130, 9 }, 0, 1, 0 },
+	{ "masked-nan-h20-sq3-p16-fp8", 3, 3, 20, 16, MLA_KV_FP8_E4M3_FNUZ, { 40, 130, 9 }, 0, 1, 0 },
 	/* the balanced schedule's scan over more than one warp of sequences */
 	{ "ragged-b40-h128-sq2", 40, 2, 128, 64, MLA_KV_BF16,
-	  RAGGED40, 0, 0 },
+	  RAGGED40, 0, 0, 0 },
 	{ "ragged-b40-h16-p16-fp8", 40, 1, 16, 16, MLA_KV_FP8_E4M3_FNUZ,
-	  RAGGED40, 0, 0 },
+	  RAGGED40, 0, 0, 0 },
 };
 
 /* NVIDIA: the decoder without the NaN code (0x80 -> -0) and the test that finds 0x80. */
