@@ -934,7 +934,7 @@ static int bench_one(const struct bshape *s)
 			if (graph)
 				dev.ops->graph_free(&dev, graph);
 			qsort(t, samples, sizeof(double), cmp_double);
-			printf("  %-13s %-22s median %8.3f ms  p10 %8.3f  p90 %8.3f  %7.1f TFLOPS  %6.3f TB/s%s",
+			printf("  %-13s %-22s median %9.4f ms  p10 %9.4f  p90 %9.4f  %7.1f TFLOPS  %6.3f TB/s%s",
 			       impl->name, cfgs[k].name, t[samples / 2], t[samples / 10], t[samples * 9 / 10],
 			       flops / (t[samples / 2] * 1e-3) / 1e12, bytes / (t[samples / 2] * 1e-3) / 1e12,
 			       ii == 1 && have_ref ? "" : "\n");

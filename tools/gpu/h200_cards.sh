@@ -15,6 +15,9 @@
 #   device run, carry [".dev/shared", ".dev/final"]:  tools/gpu/h200_cards.sh start plans warm hip triton headline
 #   (then here: untar evidence.tgz, move plans/ and results/ into the tree, --record)
 #   (if it has not finished when the call returns, at once:)  tools/gpu/h200_cards.sh wait
+#   ("at once": the lent machine is given back after 30 s idle, and the background run dies with
+#   it; on 2026-12-02 (05:45) a wait called a minute late found a fresh machine and lost the last
+#   step's eval dir)
 #
 # `start STEP...` runs the steps in a background session and waits; `wait` waits again
 # (tools/gpu/bg_steps.sh); both stop waiting after WAIT_S seconds (default 540) and copy the logs
