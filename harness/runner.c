@@ -457,7 +457,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			to->w.in_process = in_process;
 			to->w.sandbox_deny = deny;
 			to->w.nsandbox_deny = ndeny;
-			progress_status(&pg, "%s", p.tasks[i].name);
+			progress_status(&pg, "running %s", p.tasks[i].name); /* as redrawn while workers run */
 			if (in_process) {
 				terr = worker_run_task(&to->r, &to->w, &to->samples, &to->log);
 				if (terr && terr != VS_EFAIL) {
