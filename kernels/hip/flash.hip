@@ -501,23 +501,26 @@ struct WarpTraits {
 	static constexpr int NT_O = NCW / 16;
 	static constexpr int THREADS = NW * VS_WARP;
 	static constexpr int LDK = ROW_BF16 / 2; /* bf16 elements per shared row */
+	static_assert(LDK * 2 == ROW_BF16, "bf16 rows");
 	static constexpr int RAW_ROW = AMD ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV;
 	static constexpr int STAGE_ROW = FP8 ? RAW_ROW : ROW_BF16;
 	static constexpr int LDP = BN + 8;
+	static constexpr bool F16 = FP8 && !AMD; /* NVIDIA fp8: f16 products, codes decoded in registers */
 	static constexpr int KV_OFF = AMD ? 0 : BH * ROW_BF16;
-	static constexpr int CONV_OFF = KV_OFF + ST * BN * STAGE_ROW;
-	static constexpr int P_OFF = CONV_OFF + ((FP8 && !AMD) ? BN * ROW_BF16 : 0);
+	static constexpr int P_OFF = KV_OFF + ST * BN * STAGE_ROW;
 	static constexpr int MAX_OFF = P_OFF + BH * LDP * 2;
 	static constexpr int SUM_OFF = MAX_OFF + CG * BH * 4;
 	static constexpr int RING = MLA_FLASH_RING(ST);
 	static constexpr int ROW_OFF = SUM_OFF + CG * BH * 4;
-	static constexpr int SMEM = ROW_OFF + RING * BN * 8;
+	static constexpr int QSC_OFF = ROW_OFF + RING * BN * 8; /* F16: score scale of each row */
+	static constexpr int SMEM = QSC_OFF + (F16 ? BH * 4 : 0);
 	static constexpr int SRC_ROW = FP8 ? D_QK : D_QK * 2; /* bytes of one cache row */
 	static constexpr int CHUNKS = SRC_ROW / 16;          /* 16-byte chunks per cache row */
 
 	static_assert(SMEM == MLA_FLASH_WARP_SMEM(BN, BH, NW, ST, FP8, AMD), "smem formula");
 	static_assert(BH % 16 == 0 && NW % RG == 0 && NKW % 16 == 0 && NKW >= 16, "tile shape");
 	static_assert(AMD ? ST == 1 : ST >= 2, "stages");
+	static_assert(!F16 || NCW == 64 || NCW % 128 == 0, "f16 path: 8- or 16-byte loads of V per key and lane");
 };
 
 /* One KV tile into shared memory; rowoff = the tile's row offsets (row_offset()). */
@@ -526,28 +529,50 @@ VS_DEV void warp_load_tile(const FlashParams &p, unsigned char *dst, const long 
 {
 	constexpr int BN = T::NKW * T::CG;
 	constexpr int TOTAL = BN * T::CHUNKS;
+	constexpr int TPR = T::THREADS / BN; /* threads per row */
 
+#if defined(VS_PLATFORM_NVIDIA)
+	/*
+	 * TPR threads per cache row, one row offset each, chunks sub, sub + TPR, ...: the copies of a
+	 * thread differ by immediate offsets only, and TPR neighbouring lanes read TPR x 16 contiguous
+	 * bytes per copy (H200, issue 17: the per-chunk row and offset arithmetic below cost about 30
+	 * instructions per 16-byte copy).
+	 */
+	if constexpr (T::THREADS % BN == 0 && T::CHUNKS % TPR == 0) {
+		const int row = tid / TPR, sub = tid % TPR;
+		const long long off = rowoff[row];
+		const bool valid = off >= 0;
+		const uint8_t *src = p.kv + (valid ? off : 0) + sub * 16;
+		unsigned char *d = dst + row * T::STAGE_ROW + sub * 16;
+
+#pragma unroll
+		for (int j = 0; j < T::CHUNKS / TPR; j++)
+			cp_async16(d + j * TPR * 16, src + j * TPR * 16, valid);
+	} else
+#endif /* VS_PLATFORM_NVIDIA */
+	{
 #pragma unroll 6
-	for (int i = 0; i < (TOTAL + T::THREADS - 1) / T::THREADS; i++) {
-		int c = tid + i * T::THREADS;
+		for (int i = 0; i < (TOTAL + T::THREADS - 1) / T::THREADS; i++) {
+			int c = tid + i * T::THREADS;
 
-		if (TOTAL % T::THREADS != 0 && c >= TOTAL)
-			break;
-		int row = c / T::CHUNKS, ch = c % T::CHUNKS;
-		long long off = rowoff[row];
-		bool valid = off >= 0;
-		const uint8_t *src = p.kv + (valid ? off : 0) + ch * 16;
-		unsigned char *d = dst + row * T::STAGE_ROW + ch * 16;
+			if (TOTAL % T::THREADS != 0 && c >= TOTAL)
+				break;
+			int row = c / T::CHUNKS, ch = c % T::CHUNKS;
+			long long off = rowoff[row];
+			bool valid = off >= 0;
+			const uint8_t *src = p.kv + (valid ? off : 0) + ch * 16;
+			unsigned char *d = dst + row * T::STAGE_ROW + ch * 16;
 
 #if defined(VS_PLATFORM_AMD)
-		vs_u32x4 v = { 0u, 0u, 0u, 0u };
+			vs_u32x4 v = { 0u, 0u, 0u, 0u };
 
-		if (valid)
-			v = *(const vs_u32x4 *)src;
-		*(vs_u32x4 *)d = v;
+			if (valid)
+				v = *(const vs_u32x4 *)src;
+			*(vs_u32x4 *)d = v;
 #else
-		cp_async16(d, src, valid);
+			cp_async16(d, src, valid);
 #endif /* platform */
+		}
 	}
 }
 
@@ -569,26 +594,77 @@ VS_DEV void warp_load_q(const FlashParams &p, unsigned char *sQ, int b, int m0, 
 		cp_async16(sQ + row * ROW_BF16 + ch * 16, src, valid);
 	}
 }
+#endif /* VS_PLATFORM_NVIDIA */
 
-/* Raw fp8 tile (rows of 576 codes) -> bf16 tile (rows of ROW_BF16 bytes). */
-template <class T>
-VS_DEV void warp_convert_fp8(const unsigned char *raw, unsigned char *conv, int tid)
+/*
+ * fp8 (F16 path): Q rows -> f16 in shared memory, each row scaled by a power of two 2^(14 - k) (k
+ * the exponent of its largest |q|; 1 for a row of zeros, inf or NaN) so that bf16's range fits
+ * f16's; every bf16 value then converts exactly unless it lies 2^29 below its row's largest. Layout:
+ * the m16n8k16 A fragments themselves (warp_s_f16's k order), one 16-byte load each: the fragment
+ * of k step (k2, c) for row group rg in lane (g, t4) is chunk ((2 k2 + c) * RG + rg) * 32 + 4 g + t4,
+ * its words (row g, dims d, d + 1), (row g + 8, d, d + 1), (row g, d + 2, d + 3), (row g + 8, d + 2,
+ * d + 3) with d = 32 k2 + 8 t4 + 4 c (consecutive lanes, consecutive chunks). sQsc[row]: the score scale
+ * of the row, scale_log2 * 2^(k - 7) (the 2^-7 of the f16 codes and the row's 2^(14 - k) undone).
+ * Eight threads per row, nine chunks each.
+ */
+#if defined(VS_PLATFORM_NVIDIA)
+template <class T, int BH>
+VS_DEV void warp_load_q_f16(const FlashParams &p, unsigned char *sQ, float *sQsc, int b, int m0, int tid)
 {
-	constexpr int BN = T::NKW * T::CG;
+	static_assert(T::THREADS % 32 == 0 && BH % 4 == 0, "eight threads per row, whole warps");
+	for (int row0 = 0; row0 < BH; row0 += T::THREADS / 8) {
+		const int row = row0 + tid / 8, part = tid % 8;
+		const int m = m0 + row;
 
-#pragma unroll 4
-	for (int i = 0; i < (BN * 36 + T::THREADS - 1) / T::THREADS; i++) {
-		int c = tid + i * T::THREADS;
-
-		if ((BN * 36) % T::THREADS != 0 && c >= BN * 36)
+		if (row >= BH) /* whole warps */
 			break;
-		int row = c / 36, ch = c % 36;
-		vs_u32x4 w = *(const vs_u32x4 *)(raw + row * T::RAW_ROW + ch * 16);
-		vs_u32x4 o0, o1;
+		const bool valid = m < p.m_total;
+		const uint16_t *src = p.q + ((size_t)b * p.m_total + (valid ? m : 0)) * D_QK;
+		vs_u32x4 v[9];
+		float mx = 0.f;
+		bool odd = false; /* inf or NaN in the row */
 
-		fp8x16_to_bf16x16(w, o0, o1);
-		*(vs_u32x4 *)(conv + row * ROW_BF16 + ch * 32) = o0;
-		*(vs_u32x4 *)(conv + row * ROW_BF16 + ch * 32 + 16) = o1;
+#pragma unroll
+		for (int i = 0; i < 9; i++) {
+			v[i] = valid ? *(const vs_u32x4 *)(src + (part + 8 * i) * 8) : vs_u32x4{ 0u, 0u, 0u, 0u };
+			const uint32_t w[4] = { v[i].x, v[i].y, v[i].z, v[i].w };
+
+#pragma unroll
+			for (int j = 0; j < 4; j++) {
+				const float lo = fabsf(__uint_as_float(w[j] << 16)), hi = fabsf(__uint_as_float(w[j] & 0xffff0000u));
+
+				odd = odd || !(lo <= 3.4e38f) || !(hi <= 3.4e38f);
+				mx = fmaxf(mx, fmaxf(lo, hi));
+			}
+		}
+#pragma unroll
+		for (int x = 1; x < 8; x <<= 1) {
+			mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, x));
+			odd = __shfl_xor_sync(0xffffffffu, (int)odd, x) || odd;
+		}
+		int k = 14;
+
+		if (!odd && mx > 0.f)
+			k = max((int)((__float_as_uint(mx) >> 23) & 0xff) - 127, -113);
+		const float qs = __uint_as_float((uint32_t)(127 + 14 - k) << 23);
+
+		const int r16 = row & 15, rg = row >> 4;
+
+#pragma unroll
+		for (int i = 0; i < 9; i++) {
+			const int ch = part + 8 * i; /* dims 8 ch .. 8 ch + 7: k2 = ch / 4, t4 = ch % 4 */
+			const uint32_t w[4] = { v[i].x, v[i].y, v[i].z, v[i].w };
+
+#pragma unroll
+			for (int j = 0; j < 4; j++) { /* dims 8 ch + 2 j, + 1: c = j / 2, word 2 (j % 2) + r16 / 8 */
+				const int chunk = ((2 * (ch >> 2) + (j >> 1)) * (BH / 16) + rg) * 32 + 4 * (r16 & 7) + (ch & 3);
+
+				*(uint32_t *)(sQ + chunk * 16 + 4 * (2 * (j & 1) + (r16 >> 3))) =
+					vs_pack_f16x2(__uint_as_float(w[j] << 16) * qs, __uint_as_float(w[j] & 0xffff0000u) * qs);
+			}
+		}
+		if (part == 0)
+			sQsc[row] = p.scale_log2 * __uint_as_float((uint32_t)(127 + k - 7) << 23);
 	}
 }
 #endif /* VS_PLATFORM_NVIDIA */
@@ -598,10 +674,132 @@ template <class T>
 struct WarpState {
 	int lim[MMA_C_ROWS];
 	int mlo, mhi; /* keys visible to some rows of the block only (masked_keys) */
+	float sc[MMA_C_ROWS]; /* score scale (base 2) of the row: scale_log2, or the F16 path's sQsc */
 	float m_run[MMA_C_ROWS];
 	float l_run[MMA_C_ROWS];
 	mma_frag_c o[T::NT_O];
 };
+
+/*
+ * F16 path: the column of P (and the k slot of P V's A fragment) that key c (0..15) of a 16-key
+ * step takes. P V's B fragment then holds, in lane (g, t4), keys t4, t4 + 4 (x[0]) and t4 + 8,
+ * t4 + 12 (x[1]): 16-byte loads of four cache rows 4 apart, conflict-free at 608-byte rows.
+ */
+VS_DEV int f16_p_slot(int c) { return 2 * (c & 3) + ((c >> 2) & 1) + 8 * (c >> 3); }
+
+/*
+ * The softmax of one tile in the warp kernel: scale (base 2), mask, row maxima (across the column
+ * groups through sMax), the online update of m, l and O, P to shared memory (bf16; F16: f16 in the
+ * columns of f16_p_slot). s[0] holds S on entry.
+ */
+template <class T>
+VS_DEV void warp_softmax(WarpState<T> &st, mma_frag_c (&s)[2][T::NT_S], uint16_t *sP, float *sMax, int t,
+			 int lane, int rg, int cg)
+{
+	constexpr int BN = T::NKW * T::CG;
+	constexpr int BH = T::RG * 16;
+	float mx[MMA_C_ROWS];
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++)
+		mx[rs] = -INFINITY;
+#pragma unroll
+	for (int nt = 0; nt < T::NT_S; nt++)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++) {
+			int rs = mma_c_rowslot(e);
+			int j = t * BN + cg * T::NKW + nt * 16 + mma_c_col(lane, e);
+			float v = s[0][nt].x[e] + s[1][nt].x[e];
+
+			v = j < st.lim[rs] ? v * st.sc[rs] : -INFINITY;
+			s[0][nt].x[e] = v;
+			mx[rs] = vs_fmaxf(mx[rs], v);
+		}
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++)
+		mx[rs] = mma_row_max(mx[rs]);
+	if (T::CG > 1) {
+		if (mma_row_leader(lane))
+#pragma unroll
+			for (int rs = 0; rs < MMA_C_ROWS; rs++)
+				sMax[cg * BH + rg * 16 + mma_rowslot_row(lane, rs)] = mx[rs];
+		vs_syncthreads();
+#pragma unroll
+		for (int rs = 0; rs < MMA_C_ROWS; rs++) {
+			int row = rg * 16 + mma_rowslot_row(lane, rs);
+			float v = sMax[row];
+
+#pragma unroll
+			for (int c = 1; c < T::CG; c++)
+				v = vs_fmaxf(v, sMax[c * BH + row]);
+			mx[rs] = v;
+		}
+	}
+
+	/* Online softmax: new running max, rescale factor, probabilities, partial row sums. */
+	float alpha[MMA_C_ROWS], mu[MMA_C_ROWS];
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++) {
+		float m_new = vs_fmaxf(st.m_run[rs], mx[rs]);
+
+		mu[rs] = m_new == -INFINITY ? 0.f : m_new;
+		alpha[rs] = vs_exp2f(st.m_run[rs] - mu[rs]);
+		st.m_run[rs] = m_new;
+		st.l_run[rs] *= alpha[rs];
+	}
+#pragma unroll
+	for (int nt = 0; nt < T::NT_S; nt++)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++) {
+			int rs = mma_c_rowslot(e);
+			float pe = vs_exp2f(s[0][nt].x[e] - mu[rs]);
+
+			st.l_run[rs] += pe;
+			s[0][nt].x[e] = pe;
+		}
+
+	/* P -> shared memory, rows of this warp, columns of its keys. */
+#pragma unroll
+	for (int nt = 0; nt < T::NT_S; nt++) {
+#if defined(VS_PLATFORM_NVIDIA)
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e += 2) {
+			int row = rg * 16 + mma_c_row(lane, e);
+			int col = cg * T::NKW + nt * 16 + mma_c_col(lane, e);
+
+			if (T::F16) {
+				const uint32_t h = vs_pack_f16x2(s[0][nt].x[e], s[0][nt].x[e + 1]);
+				uint16_t *prow = sP + row * T::LDP + (col & ~15);
+
+				prow[f16_p_slot(col & 15)] = (uint16_t)(h & 0xffffu);
+				prow[f16_p_slot((col + 1) & 15)] = (uint16_t)(h >> 16);
+			} else {
+				*(uint32_t *)(sP + row * T::LDP + col) = vs_pack_bf16x2(s[0][nt].x[e], s[0][nt].x[e + 1]);
+			}
+		}
+#else
+#pragma unroll
+		for (int e = 0; e < MMA_C_ELEMS; e++) {
+			int row = rg * 16 + mma_c_row(lane, e);
+			int col = cg * T::NKW + nt * 16 + mma_c_col(lane, e);
+
+			sP[row * T::LDP + col] = (uint16_t)vs_bf16_rne(s[0][nt].x[e]);
+		}
+#endif /* platform */
+	}
+	bool moved = false;
+
+#pragma unroll
+	for (int rs = 0; rs < MMA_C_ROWS; rs++)
+		moved = moved || alpha[rs] != 1.f;
+	if (moved) /* the running maxima of this lane's rows moved (the first tiles, mostly) */
+#pragma unroll
+		for (int nt = 0; nt < T::NT_O; nt++)
+#pragma unroll
+			for (int e = 0; e < MMA_C_ELEMS; e++)
+				st.o[nt].x[e] *= alpha[mma_c_rowslot(e)];
+}
 
 /*
  * One KV tile: S for this warp's rows and keys, the online softmax update, P to shared memory,
@@ -614,9 +812,9 @@ VS_DEV void warp_tile(const FlashParams &p, WarpState<T> &st, const mma_frag_a *
 		      int lane, int rg, int cg)
 {
 	constexpr int BN = T::NKW * T::CG;
-	constexpr int BH = T::RG * 16;
 	mma_frag_c s[2][T::NT_S];
 
+	(void)p;
 	(void)qf;
 	(void)qs;
 	(void)raw;
@@ -670,94 +868,7 @@ VS_DEV void warp_tile(const FlashParams &p, WarpState<T> &st, const mma_frag_a *
 #endif /* VS_PLATFORM_AMD */
 	}
 
-	/* Scale (base 2), mask, row maxima. */
-	float mx[MMA_C_ROWS];
-
-#pragma unroll
-	for (int rs = 0; rs < MMA_C_ROWS; rs++)
-		mx[rs] = -INFINITY;
-#pragma unroll
-	for (int nt = 0; nt < T::NT_S; nt++)
-#pragma unroll
-		for (int e = 0; e < MMA_C_ELEMS; e++) {
-			int rs = mma_c_rowslot(e);
-			int j = t * BN + cg * T::NKW + nt * 16 + mma_c_col(lane, e);
-			float v = s[0][nt].x[e] + s[1][nt].x[e];
-
-			v = j < st.lim[rs] ? v * p.scale_log2 : -INFINITY;
-			s[0][nt].x[e] = v;
-			mx[rs] = vs_fmaxf(mx[rs], v);
-		}
-#pragma unroll
-	for (int rs = 0; rs < MMA_C_ROWS; rs++)
-		mx[rs] = mma_row_max(mx[rs]);
-	if (T::CG > 1) {
-		if (mma_row_leader(lane))
-#pragma unroll
-			for (int rs = 0; rs < MMA_C_ROWS; rs++)
-				sMax[cg * BH + rg * 16 + mma_rowslot_row(lane, rs)] = mx[rs];
-		vs_syncthreads();
-#pragma unroll
-		for (int rs = 0; rs < MMA_C_ROWS; rs++) {
-			int row = rg * 16 + mma_rowslot_row(lane, rs);
-			float v = sMax[row];
-
-#pragma unroll
-			for (int c = 1; c < T::CG; c++)
-				v = vs_fmaxf(v, sMax[c * BH + row]);
-			mx[rs] = v;
-		}
-	}
-
-	/* Online softmax: new running max, rescale factor, probabilities, partial row sums. */
-	float alpha[MMA_C_ROWS], mu[MMA_C_ROWS];
-
-#pragma unroll
-	for (int rs = 0; rs < MMA_C_ROWS; rs++) {
-		float m_new = vs_fmaxf(st.m_run[rs], mx[rs]);
-
-		mu[rs] = m_new == -INFINITY ? 0.f : m_new;
-		alpha[rs] = vs_exp2f(st.m_run[rs] - mu[rs]);
-		st.m_run[rs] = m_new;
-		st.l_run[rs] *= alpha[rs];
-	}
-#pragma unroll
-	for (int nt = 0; nt < T::NT_S; nt++)
-#pragma unroll
-		for (int e = 0; e < MMA_C_ELEMS; e++) {
-			int rs = mma_c_rowslot(e);
-			float pe = vs_exp2f(s[0][nt].x[e] - mu[rs]);
-
-			st.l_run[rs] += pe;
-			s[0][nt].x[e] = pe;
-		}
-
-	/* P (bf16) -> shared memory, rows of this warp, columns of its keys. */
-#pragma unroll
-	for (int nt = 0; nt < T::NT_S; nt++) {
-#if defined(VS_PLATFORM_NVIDIA)
-#pragma unroll
-		for (int e = 0; e < MMA_C_ELEMS; e += 2) {
-			int row = rg * 16 + mma_c_row(lane, e);
-			int col = cg * T::NKW + nt * 16 + mma_c_col(lane, e);
-
-			*(uint32_t *)(sP + row * T::LDP + col) = vs_pack_bf16x2(s[0][nt].x[e], s[0][nt].x[e + 1]);
-		}
-#else
-#pragma unroll
-		for (int e = 0; e < MMA_C_ELEMS; e++) {
-			int row = rg * 16 + mma_c_row(lane, e);
-			int col = cg * T::NKW + nt * 16 + mma_c_col(lane, e);
-
-			sP[row * T::LDP + col] = (uint16_t)vs_bf16_rne(s[0][nt].x[e]);
-		}
-#endif /* platform */
-	}
-#pragma unroll
-	for (int nt = 0; nt < T::NT_O; nt++)
-#pragma unroll
-		for (int e = 0; e < MMA_C_ELEMS; e++)
-			st.o[nt].x[e] *= alpha[mma_c_rowslot(e)];
+	warp_softmax<T>(st, s, sP, sMax, t, lane, rg, cg);
 	vs_syncthreads(); /* P complete; every warp is done with S */
 	if (tile_has_masked_keys(t, BN, st.mlo, st.mhi)) {
 #if defined(VS_PLATFORM_AMD)
@@ -795,6 +906,146 @@ VS_DEV void warp_tile(const FlashParams &p, WarpState<T> &st, const mma_frag_a *
 	}
 }
 
+#if defined(VS_PLATFORM_NVIDIA)
+/*
+ * F16 path, S = Q K^T for this warp's keys from the raw fp8 tile: lane (g, t4) loads 8 codes of
+ * keys g and g + 8 (dims 32 k2 + 8 t4 .. + 7, one 8-byte load each), decodes them to f16 in
+ * registers and uses them as the B fragments of two k16 steps; the k order inside a 32-dim block is
+ * permuted (k slots 2 t4, 2 t4 + 1, 2 t4 + 8, 2 t4 + 9 of step c hold dims 8 t4 + 4 c + 0..3), which
+ * Q's layout (warp_load_q_f16) follows, so the sum is unchanged. Returns the OR of
+ * mma_fp8x4_nan_bits over the codes (EXACT = false: 0x80 decoded as -0, to be redone with EXACT = true).
+ */
+template <class T, bool EXACT>
+VS_DEV uint32_t warp_s_f16(mma_frag_c (&s)[2][T::NT_S], const unsigned char *sQ, const uint8_t *raw, int lane,
+			   int rg, int cg)
+{
+	const int g = lane >> 2, t4 = lane & 3;
+	const unsigned char *qfrag = sQ + (rg * 32 + lane) * 16; /* step (k2, c): + (2 k2 + c) * RG * 512 */
+	const uint8_t *krow = raw + (cg * T::NKW + g) * T::RAW_ROW + 8 * t4;
+	uint32_t nan = 0;
+
+#pragma unroll
+	for (int c = 0; c < 2; c++)
+#pragma unroll
+		for (int nt = 0; nt < T::NT_S; nt++)
+#pragma unroll
+			for (int e = 0; e < MMA_C_ELEMS; e++)
+				s[c][nt].x[e] = 0.f;
+#pragma unroll 2
+	for (int k2 = 0; k2 < D_QK / 32; k2++) {
+		const vs_u32x4 qa = *(const vs_u32x4 *)(qfrag + (2 * k2) * T::RG * 512);
+		const vs_u32x4 qb = *(const vs_u32x4 *)(qfrag + (2 * k2 + 1) * T::RG * 512);
+		const uint32_t a0[4] = { qa.x, qa.y, qa.z, qa.w }, a1[4] = { qb.x, qb.y, qb.z, qb.w };
+
+#pragma unroll
+		for (int nt = 0; nt < T::NT_S; nt++) {
+			const uint2 ka = *(const uint2 *)(krow + (nt * 16) * T::RAW_ROW + 32 * k2);
+			const uint2 kb = *(const uint2 *)(krow + (nt * 16 + 8) * T::RAW_ROW + 32 * k2);
+			uint32_t b[8];
+
+			if (!EXACT)
+				nan |= mma_fp8x4_nan_bits(ka.x) | mma_fp8x4_nan_bits(ka.y) | mma_fp8x4_nan_bits(kb.x) |
+				       mma_fp8x4_nan_bits(kb.y);
+			mma_fp8x4_to_f16x4<EXACT>(ka.x, b[0], b[1]);
+			mma_fp8x4_to_f16x4<EXACT>(kb.x, b[2], b[3]);
+			mma_fp8x4_to_f16x4<EXACT>(ka.y, b[4], b[5]);
+			mma_fp8x4_to_f16x4<EXACT>(kb.y, b[6], b[7]);
+			mma_m16n8k16_f16(&s[0][nt].x[0], a0, b[0], b[1]);
+			mma_m16n8k16_f16(&s[0][nt].x[4], a0, b[2], b[3]);
+			mma_m16n8k16_f16(&s[1][nt].x[0], a1, b[4], b[5]);
+			mma_m16n8k16_f16(&s[1][nt].x[4], a1, b[6], b[7]);
+		}
+	}
+	return nan;
+}
+
+/*
+ * F16 path, O += P V: per 16-key step, lane (g, t4) loads the NCW / 8 consecutive dims
+ * cg * NCW + (NCW / 8) g .. of keys t4, t4 + 4, t4 + 8, t4 + 12 (f16_p_slot) and builds the B
+ * fragment of n8 block j (its column g = dim (NCW / 8) g + j) from byte j of each: the output
+ * columns are permuted the same way (warp_store_f16).
+ */
+template <class T, bool EXACT>
+VS_DEV void warp_pv_f16(WarpState<T> &st, const uint16_t *sP, const uint8_t *raw, int lane, int rg, int cg)
+{
+	constexpr int BN = T::NKW * T::CG;
+	constexpr int NV = T::NCW / 32; /* words of codes per key row and lane */
+	const int g = lane >> 2, t4 = lane & 3;
+	const uint8_t *vrow = raw + t4 * T::RAW_ROW + cg * T::NCW + g * (T::NCW / 8);
+
+#pragma unroll 1
+	for (int kk = 0; kk < BN / 16; kk++) {
+		mma_frag_a pa;
+		uint32_t v[4][NV];
+
+		mma_load_a(pa, sP + rg * 16 * T::LDP + kk * 16, T::LDP);
+#pragma unroll
+		for (int r = 0; r < 4; r++) {
+			const uint8_t *src = vrow + (kk * 16 + 4 * r) * T::RAW_ROW;
+
+			if constexpr (NV == 2) {
+				const uint2 x = *(const uint2 *)src;
+
+				v[r][0] = x.x;
+				v[r][1] = x.y;
+			} else {
+#pragma unroll
+				for (int q = 0; q < NV; q += 4) {
+					const vs_u32x4 x = *(const vs_u32x4 *)(src + 4 * q);
+
+					v[r][q] = x.x;
+					v[r][q + 1] = x.y;
+					v[r][q + 2] = x.z;
+					v[r][q + 3] = x.w;
+				}
+			}
+		}
+#pragma unroll
+		for (int q = 0; q < NV; q++) {
+#define MLA_F16_PV(I)                                                                            \
+	mma_m16n8k16_f16(&st.o[(4 * q + (I)) >> 1].x[4 * ((I) & 1)], pa.x,                             \
+			 mma_fp8_pair_to_f16x2<(I), EXACT>(v[0][q], v[1][q]),                            \
+			 mma_fp8_pair_to_f16x2<(I), EXACT>(v[2][q], v[3][q]))
+			MLA_F16_PV(0);
+			MLA_F16_PV(1);
+			MLA_F16_PV(2);
+			MLA_F16_PV(3);
+#undef MLA_F16_PV
+		}
+	}
+}
+
+/*
+ * F16 path, one KV tile (raw fp8 rows of RAW_ROW bytes; Q and the row scales from
+ * warp_load_q_f16). The fast decoders give 0x80 (fnuz NaN) as -0; a warp whose keys hold one redoes
+ * its S with the exact decoder, and a block where any warp found one does P V with it too (the
+ * OR of the barrier that completes P).
+ */
+template <class T>
+VS_DEV void warp_tile_f16(WarpState<T> &st, const unsigned char *sQ, uint8_t *raw, uint16_t *sP, float *sMax,
+			  int t, int lane, int rg, int cg)
+{
+	constexpr int BN = T::NKW * T::CG;
+	mma_frag_c s[2][T::NT_S];
+	const bool nan = __any_sync(0xffffffffu, (warp_s_f16<T, false>(s, sQ, raw, lane, rg, cg) & 0x80808080u) != 0);
+
+	if (nan)
+		warp_s_f16<T, true>(s, sQ, raw, lane, rg, cg);
+	warp_softmax<T>(st, s, sP, sMax, t, lane, rg, cg);
+	const bool exact = __syncthreads_or(nan) != 0; /* P complete; every warp is done with S */
+
+	if (tile_has_masked_keys(t, BN, st.mlo, st.mhi)) {
+		zero_masked_v_nan<true>(t, BN, st.mlo, st.mhi, vs_tid(), T::THREADS,
+					[&](int row, int c) { return raw + row * T::RAW_ROW + 16 * c; });
+		vs_syncthreads();
+	}
+	if (exact)
+		warp_pv_f16<T, true>(st, sP, raw, lane, rg, cg);
+	else
+		warp_pv_f16<T, false>(st, sP, raw, lane, rg, cg);
+}
+#endif /* VS_PLATFORM_NVIDIA */
+
 template <int BN, int BH, int NW, int ST, bool FP8>
 __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 {
@@ -823,6 +1074,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 #pragma unroll
 	for (int rs = 0; rs < MMA_C_ROWS; rs++) {
 		st.lim[rs] = row_limit(p, r.seqlen, m0 + rg * 16 + mma_rowslot_row(lane, rs));
+		st.sc[rs] = p.scale_log2;
 		st.m_run[rs] = -INFINITY;
 		st.l_run[rs] = 0.f;
 	}
@@ -870,8 +1122,12 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 	const uint16_t *sQ = (const uint16_t *)smem;
 
 	if (r.t_begin < r.t_end) {
-		/* Prologue: Q, the row offsets of the first ST tiles, tiles 0 .. ST-2 (Q rides with 0). */
-		warp_load_q<T, BH>(p, smem, b, m0, tid);
+		/*
+		 * Prologue: Q (bf16: cp.async, riding with tile 0; F16: after the tiles are on their way),
+		 * the row offsets of the first ST tiles, tiles 0 .. ST-2.
+		 */
+		if (!T::F16)
+			warp_load_q<T, BH>(p, smem, b, m0, tid);
 		for (int x = tid; x < ST * BN; x += T::THREADS) {
 			int u = r.t_begin + x / BN;
 
@@ -885,6 +1141,15 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 				warp_load_tile<T>(p, smem + T::KV_OFF + s * BN * T::STAGE_ROW,
 						  sRow + ((r.t_begin + s) % T::RING) * BN, tid);
 			cp_async_commit();
+		}
+		if (T::F16) {
+			float *sQsc = (float *)(smem + T::QSC_OFF);
+
+			warp_load_q_f16<T, BH>(p, smem, sQsc, b, m0, tid);
+			vs_syncthreads();
+#pragma unroll
+			for (int rs = 0; rs < MMA_C_ROWS; rs++)
+				st.sc[rs] = sQsc[rg * 16 + mma_rowslot_row(lane, rs)];
 		}
 		for (int t = r.t_begin; t < r.t_end; t++) {
 			const int k = t - r.t_begin;
@@ -901,12 +1166,10 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 			cp_async_commit();
 			if (fetch) /* block_table entry of tile t+ST, stored as an offset after this tile */
 				f = row_fetch(p, b, (t + ST) * BN + tid, r.kv_len);
-			if (FP8) {
-				warp_convert_fp8<T>(stage, smem + T::CONV_OFF, tid);
-				vs_syncthreads();
-				kvb = (const uint16_t *)(smem + T::CONV_OFF);
-			}
-			warp_tile<T>(p, st, nullptr, sQ, kvb, nullptr, sP, sMax, t, lane, rg, cg);
+			if constexpr (T::F16)
+				warp_tile_f16<T>(st, smem, stage, sP, sMax, t, lane, rg, cg);
+			else
+				warp_tile<T>(p, st, nullptr, sQ, kvb, nullptr, sP, sMax, t, lane, rg, cg);
 			if (fetch)
 				sRow[((t + ST) % T::RING) * BN + tid] = row_fetch_offset(p, f, T::SRC_ROW);
 		}
@@ -941,18 +1204,29 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 
 #pragma unroll
 	for (int rs = 0; rs < MMA_C_ROWS; rs++)
-		inv[rs] = l[rs] != 0.f ? p.out_scale / l[rs] : 0.f;
+		inv[rs] = l[rs] != 0.f ? (T::F16 ? 128.f : 1.f) * p.out_scale / l[rs] : 0.f; /* F16: V at 2^-7 */
 #pragma unroll
 	for (int nt = 0; nt < T::NT_O; nt++) {
 #if defined(VS_PLATFORM_NVIDIA)
+		if constexpr (T::F16) { /* n8 block j = 2 nt + e / 4, its column n: dim (NCW / 8) n + j */
 #pragma unroll
-		for (int e = 0; e < MMA_C_ELEMS; e += 2) {
-			int m = m0 + rg * 16 + mma_c_row(lane, e);
-			int col = cg * T::NCW + nt * 16 + mma_c_col(lane, e);
-			float sc = inv[mma_c_rowslot(e)];
+			for (int e = 0; e < MMA_C_ELEMS; e++) {
+				int m = m0 + rg * 16 + mma_c_row(lane, e);
+				int col = cg * T::NCW + (T::NCW / 8) * (2 * (lane & 3) + (e & 1)) + 2 * nt + (e >> 2);
 
-			if (m < p.m_total)
-				store_out2(p, b, slot, m, col, st.o[nt].x[e] * sc, st.o[nt].x[e + 1] * sc);
+				if (m < p.m_total)
+					store_out1(p, b, slot, m, col, st.o[nt].x[e] * inv[mma_c_rowslot(e)]);
+			}
+		} else {
+#pragma unroll
+			for (int e = 0; e < MMA_C_ELEMS; e += 2) {
+				int m = m0 + rg * 16 + mma_c_row(lane, e);
+				int col = cg * T::NCW + nt * 16 + mma_c_col(lane, e);
+				float sc = inv[mma_c_rowslot(e)];
+
+				if (m < p.m_total)
+					store_out2(p, b, slot, m, col, st.o[nt].x[e] * sc, st.o[nt].x[e + 1] * sc);
+			}
 		}
 #else
 #pragma unroll

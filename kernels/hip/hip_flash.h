@@ -113,27 +113,32 @@ enum mla_flash_kind {
 
 /* One bf16 row of 576 in shared memory, padded by 16 bytes (conflict-free ldmatrix / LDS reads). */
 #define MLA_FLASH_ROW_BF16 1168
-/* One fp8 row: 576 codes, padded by 16 bytes on gfx942 (LDS reads of 4 codes per lane). */
-#define MLA_FLASH_ROW_FP8_NV 576
+/*
+ * One fp8 row: 576 codes, padded by 16 bytes on gfx942 (LDS reads of 4 codes per lane) and by 32 on
+ * NVIDIA (38 chunks of 16 bytes: the warp kernel's 8-byte loads of 8 keys' codes and 16-byte loads
+ * of keys 4 apart hit distinct banks).
+ */
+#define MLA_FLASH_ROW_FP8_NV 608
 #define MLA_FLASH_ROW_FP8_AMD 592
 
 /*
  * Warp kernel (MLA_FLASH_WARP), fp8 = 1 for fp8 KV, amd = 1 for the gfx942 layout:
- *   Q tile        NVIDIA only      block_h x ROW_BF16
+ *   Q tile        NVIDIA only      block_h x ROW_BF16 (fp8: f16 rows of 1152 bytes, fragment order)
  *   KV stages     num_stages x block_n rows (bf16 rows, or raw fp8 rows)
- *   fp8 -> bf16   NVIDIA fp8 only  block_n x ROW_BF16 (decoded tile that ldmatrix reads)
- *   P tile        block_h x (block_n + 8) bf16
+ *   P tile        block_h x (block_n + 8) bf16 (NVIDIA fp8: f16)
  *   row max/sum   2 x (column groups) x block_h floats
  *   row offsets   RING x block_n int64: byte offsets of the cache rows of the next tiles, computed
  *                 from block_table one tile ahead (RING = max(num_stages, 2))
+ *   row scales    NVIDIA fp8 only  block_h floats (the score scale of each f16 Q row)
+ * NVIDIA fp8 decodes the codes in registers, straight into f16 fragments (flash.hip, warp_tile_f16).
  */
 #define MLA_FLASH_CG(bh, nw) ((nw) / ((bh) / 16))
 #define MLA_FLASH_RING(st) ((st) < 2 ? 2 : (st))
 #define MLA_FLASH_WARP_SMEM(bn, bh, nw, st, fp8, amd)                                              \
 	(((amd) ? 0 : (bh) * MLA_FLASH_ROW_BF16) +                                                  \
 	 (st) * (bn) * ((fp8) ? ((amd) ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV) : MLA_FLASH_ROW_BF16) + \
-	 (((fp8) && !(amd)) ? (bn) * MLA_FLASH_ROW_BF16 : 0) + (bh) * ((bn) + 8) * 2 +               \
-	 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + MLA_FLASH_RING(st) * (bn) * 8)
+	 (bh) * ((bn) + 8) * 2 + 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + MLA_FLASH_RING(st) * (bn) * 8 +  \
+	 (((fp8) && !(amd)) ? (bh) * 4 : 0))
 
 /*
  * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8, mla_flash_wgmma_sd: one decoded bf16

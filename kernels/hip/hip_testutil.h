@@ -39,6 +39,14 @@ int mla_hip_test_fp8_decode(uint16_t out[256]);
  */
 int mla_hip_test_fp8_decode_fast(uint16_t out[256], uint32_t nan[128]);
 
+/**
+ * NVIDIA only: the f16 decoders of the warp kernel's fp8 path on every code (2^-7 of the value): out[0]
+ * the word decoder without the NaN code (0x80 -> -0), [1] exact (0x80 -> NaN), [2] / [3] the
+ * two-key pair decoder's halves (code c / code c of the second word), [4] the pair decoder exact.
+ * Returns 0, MLA_EDEVICE, or MLA_EUNSUPPORTED on gfx942.
+ */
+int mla_hip_test_fp8_decode_f16(uint16_t out[5 * 256]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -72,6 +72,43 @@ __global__ void fp8_decode_fast_kernel(uint16_t *out, uint32_t *nan)
 	out[c + 2] = (uint16_t)(hi & 0xffffu);
 	out[c + 3] = (uint16_t)(hi >> 16);
 }
+
+/*
+ * The f16 decoders of the warp kernel's fp8 path (2^-7 of the value): thread t (64) decodes the
+ * word w of codes 4t .. 4t + 3 into out[5][256]: [0] mma_fp8x4_to_f16x4<false>, [1] the same
+ * exact, [2] and [3] the low and high halves of mma_fp8_pair_to_f16x2<i, false>(w, ~w) (code c and
+ * code 255 - c), [4] the low half exact.
+ */
+__global__ void fp8_decode_f16_kernel(uint16_t *out)
+{
+	const int t = vs_tid(), c = 4 * t;
+	const uint32_t w = (uint32_t)c | ((uint32_t)(c + 1) << 8) | ((uint32_t)(c + 2) << 16) | ((uint32_t)(c + 3) << 24);
+	uint32_t lo, hi, pf[4], pe[4];
+
+	mma_fp8x4_to_f16x4<false>(w, lo, hi);
+	out[c] = (uint16_t)lo;
+	out[c + 1] = (uint16_t)(lo >> 16);
+	out[c + 2] = (uint16_t)hi;
+	out[c + 3] = (uint16_t)(hi >> 16);
+	mma_fp8x4_to_f16x4<true>(w, lo, hi);
+	out[256 + c] = (uint16_t)lo;
+	out[256 + c + 1] = (uint16_t)(lo >> 16);
+	out[256 + c + 2] = (uint16_t)hi;
+	out[256 + c + 3] = (uint16_t)(hi >> 16);
+	pf[0] = mma_fp8_pair_to_f16x2<0, false>(w, ~w);
+	pf[1] = mma_fp8_pair_to_f16x2<1, false>(w, ~w);
+	pf[2] = mma_fp8_pair_to_f16x2<2, false>(w, ~w);
+	pf[3] = mma_fp8_pair_to_f16x2<3, false>(w, ~w);
+	pe[0] = mma_fp8_pair_to_f16x2<0, true>(w, ~w);
+	pe[1] = mma_fp8_pair_to_f16x2<1, true>(w, ~w);
+	pe[2] = mma_fp8_pair_to_f16x2<2, true>(w, ~w);
+	pe[3] = mma_fp8_pair_to_f16x2<3, true>(w, ~w);
+	for (int i = 0; i < 4; i++) {
+		out[512 + c + i] = (uint16_t)pf[i];
+		out[768 + 255 - (c + i)] = (uint16_t)(pf[i] >> 16);
+		out[1024 + c + i] = (uint16_t)pe[i];
+	}
+}
 #endif /* VS_PLATFORM_NVIDIA */
 
 } /* namespace */
@@ -102,6 +139,27 @@ extern "C" int mla_hip_test_fp8_decode(uint16_t out[256])
 	if (e != hipSuccess)
 		return (MLA_HIP_REPORT("fp8 decode probe", e), MLA_EDEVICE);
 	return 0;
+}
+
+extern "C" int mla_hip_test_fp8_decode_f16(uint16_t out[5 * 256])
+{
+#if defined(VS_PLATFORM_NVIDIA)
+	uint16_t *d = nullptr;
+	hipError_t e;
+
+	HIP_CHECK_RET(hipMalloc((void **)&d, 5 * 256 * sizeof(uint16_t)), MLA_EDEVICE);
+	fp8_decode_f16_kernel<<<1, 64>>>(d);
+	e = hipGetLastError();
+	if (e == hipSuccess)
+		e = hipMemcpy(out, d, 5 * 256 * sizeof(uint16_t), hipMemcpyDeviceToHost);
+	(void)hipFree(d);
+	if (e != hipSuccess)
+		return (MLA_HIP_REPORT("fp8 f16 decode probe", e), MLA_EDEVICE);
+	return 0;
+#else
+	(void)out;
+	return MLA_EUNSUPPORTED; /* the f16 path is NVIDIA's */
+#endif
 }
 
 extern "C" int mla_hip_test_fp8_decode_fast(uint16_t out[256], uint32_t nan[128])

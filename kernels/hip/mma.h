@@ -32,7 +32,9 @@
  *    a[3] (row g+8, k 2t+8..): the accumulator of S for keys 16kk..16kk+15 converts in place.
  *
  * 3. fp8_e4m3_fnuz decode (both platforms): mma_fp8x4_to_bf16x4, exact (see mla_numeric.h);
- *    NVIDIA also mma_fp8x4_to_bf16x4_nonan (0x80 -> -0) with mma_fp8x4_nan_bits to find 0x80.
+ *    NVIDIA also mma_fp8x4_to_bf16x4_nonan (0x80 -> -0) with mma_fp8x4_nan_bits to find 0x80, and
+ *    f16 decoders at 2^-7 of the value (mma_fp8x4_to_f16x4, mma_fp8_pair_to_f16x2) for the f16
+ *    m16n8k16 (mma_m16n8k16_f16) of the warp kernel's fp8 path.
  */
 #ifndef MLA_HIP_MMA_H
 #define MLA_HIP_MMA_H
@@ -190,6 +192,74 @@ VS_DEV uint32_t mma_fp8x4_nan_bits(uint32_t w)
 	uint32_t v = w ^ 0x80808080u;
 
 	return (v - 0x01010101u) & ~v;
+}
+
+/*
+ * fp16 operands of the warp kernel's fp8 path (issue 17): m16n8k16 with f16 A and B, f32
+ * accumulation (PTX ISA 9.7.13.5.8, the same fragment layouts as bf16).
+ */
+VS_DEV void mma_m16n8k16_f16(float *c, const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+	    "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats -> f16x2 (round to nearest even; lo in the low half). */
+VS_DEV uint32_t vs_pack_f16x2(float lo, float hi)
+{
+	uint32_t r;
+
+	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
+}
+
+/* prmt.b32 d, a, b, sel (selector nibble 8 + i: byte i's sign replicated). */
+template <uint32_t SEL>
+VS_DEV uint32_t vs_prmt(uint32_t a, uint32_t b)
+{
+	uint32_t r;
+
+	asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "n"(SEL));
+	return r;
+}
+
+/*
+ * fp8 fnuz -> f16 at 2^-7 of the value, exactly, with no multiply: fnuz (bias 8) and f16 (bias 15)
+ * share the exponent field, so the code's 7 magnitude bits at f16 bits 7..13 and its sign at bit 15
+ * make a f16 worth 2^-7 times the code's value, subnormal codes included (2^-7 * 0.m * 2^-7 is a
+ * f16 subnormal). The caller folds 2^7 into its scales. Input: a half word pair from prmt's sign
+ * mode (code c in the low byte of its half, c's sign replicated in the high byte); << 7 puts the
+ * sign copy at bit 15 and the magnitude at 7..13; the mask clears c's own sign bit (14) and what the
+ * shift carried from the low half into bits 16..22. 0x80 gives -0 (EXACT = false) or a f16 NaN.
+ */
+template <bool EXACT>
+VS_DEV uint32_t mma_fnuz_signpair_to_f16x2(uint32_t sp)
+{
+	const uint32_t h = (sp << 7) & 0xBF80BF80u;
+
+	return EXACT ? h | (__vcmpeq2(h, 0x80008000u) & 0x7E007E00u) : h;
+}
+
+/* Four codes of one word (byte i = element i) -> f16 elements 0,1 in lo and 2,3 in hi (2^-7 scale). */
+template <bool EXACT>
+VS_DEV void mma_fp8x4_to_f16x4(uint32_t w, uint32_t &lo, uint32_t &hi)
+{
+	lo = mma_fnuz_signpair_to_f16x2<EXACT>(vs_prmt<0x9180>(w, 0u)); /* sign(c1) c1 sign(c0) c0 */
+	hi = mma_fnuz_signpair_to_f16x2<EXACT>(vs_prmt<0xB3A2>(w, 0u)); /* sign(c3) c3 sign(c2) c2 */
+}
+
+/*
+ * Byte i of a and byte i of b (two keys' codes of one dim) -> f16x2 (a's in the low half), the
+ * transposition done by the same byte permute: selector bytes i, 8 + i, 4 + i, 12 + i.
+ */
+template <int I, bool EXACT>
+VS_DEV uint32_t mma_fp8_pair_to_f16x2(uint32_t a, uint32_t b)
+{
+	constexpr uint32_t SEL = (uint32_t)I | (uint32_t)(8 + I) << 4 | (uint32_t)(4 + I) << 8 | (uint32_t)(12 + I) << 12;
+
+	return mma_fnuz_signpair_to_f16x2<EXACT>(vs_prmt<SEL>(a, b));
 }
 
 #if defined(MLA_HAVE_WGMMA)

@@ -672,6 +672,46 @@ static int fp8_probe_nonan(void)
 	return bad != 0;
 }
 
+/* A f16's value (host side, independent of the decoders under test). */
+static float f16_value(uint16_t h)
+{
+	int e = (h >> 10) & 31, m = h & 1023;
+	float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m + 1024), e - 25);
+
+	return h & 0x8000 ? -v : v;
+}
+
+/* NVIDIA: the f16 decoders of the warp kernel's fp8 path: 2^7 times the f16 is the code's value. */
+static int fp8_probe_f16(void)
+{
+	static const char *what[5] = { "word, no NaN code", "word, exact", "pair low half, no NaN code",
+				       "pair high half, no NaN code", "pair, exact" };
+	uint16_t got[5 * 256];
+	int bad = 0, rc = mla_hip_test_fp8_decode_f16(got);
+
+	if (rc == MLA_EUNSUPPORTED)
+		return 0;
+	if (rc)
+		return 1;
+	for (int k = 0; k < 5; k++)
+		for (int c = 0; c < 256; c++) {
+			const int exact = k == 1 || k == 4;
+			const uint16_t h = got[k * 256 + c];
+			const float want = mla_fp8_e4m3_fnuz_to_float((uint8_t)c), v = 128.f * f16_value(h);
+			int ok;
+
+			if (c == 0x80)
+				ok = exact ? v != v : h == 0x8000;
+			else
+				ok = v == want && (h & 0x8000) == (c & 0x80 ? 0x8000 : 0);
+			if (!ok && bad++ < 8)
+				printf("fp8 f16 decode (%s): code 0x%02x -> 0x%04x (%g), expected %g\n", what[k], c, h,
+				       (double)v, (double)want);
+		}
+	printf("%-4s fp8 f16 decoders (2^-7 scale) on all 256 codes, 5 variants (%d wrong)\n", bad ? "FAIL" : "PASS", bad);
+	return bad != 0;
+}
+
 static int fp8_probe(void)
 {
 	uint16_t got[256];
@@ -689,7 +729,7 @@ static int fp8_probe(void)
 		}
 	}
 	printf("%-4s fp8 fast decoder on all 256 codes (%d wrong)\n", bad ? "FAIL" : "PASS", bad);
-	return (bad != 0) | fp8_probe_nonan();
+	return (bad != 0) | fp8_probe_nonan() | fp8_probe_f16();
 }
 
 static int parity(void)

@@ -37,7 +37,7 @@ fi
 .dev/final/validate_skill --version
 ts "bench"
 timeout -k 2 60 "$G/gpu_parity" --bench --impl hip.flash --case bound \
-	--config bn64-bh64-sp0-w8-st2,bn64-bh16-sp0-w8-st2,bn64-bh32-sp0-w8-st2 2>&1 | grep -E "^  hip|^[a-z]"
+	--config bn64-bh64-sp0-w8-st2,bn64-bh16-sp0-w8-st2,bn64-bh32-sp0-w8-st2,bn64-bh16-sp0-w4-st2 2>&1 | grep -E "^  hip|^[a-z]"
 ts "bench: tiny shapes, the launch timed, then the replay of its graph (as the harness times it)"
 timeout -k 2 30 "$G/gpu_parity" --bench --case tiny 2>&1 | grep -E "^  hip|^[a-z]"
 timeout -k 2 30 "$G/gpu_parity" --bench --graph --case tiny 2>&1 | grep -E "^  hip|^[a-z]"
