@@ -26,8 +26,9 @@
  *                    w / (BLOCK_H/16): its share of the tile's keys for S and its share of the 512
  *                    output columns for O; row maxima and sums are exchanged through shared memory,
  *                    P goes through shared memory (bf16) to become the A operand of P V. NVIDIA:
- *                    cp.async ring of num_stages tiles, Q tile in shared memory, fp8 decoded once
- *                    per tile into a bf16 tile that ldmatrix reads. gfx942: Q as MFMA fragments in
+ *                    cp.async ring of num_stages tiles, Q tile in shared memory; fp8: raw
+ *                    codes decoded in registers straight into f16 m16n8k16 fragments, Q as f16
+ *                    fragments scaled per row by a power of two (warp_tile_f16). gfx942: Q as MFMA fragments in
  *                    registers, one LDS tile, fp8 decoded while loading B fragments.
  *   mla_flash_wgmma  sm_90a: BLOCK_H 64 x BLOCK_N 64, two warpgroups. Warpgroup 0: S (wgmma
  *                    m64n64k16, Q and K from shared memory), softmax, P to registers (its own A
