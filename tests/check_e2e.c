@@ -116,7 +116,9 @@ START_TEST(e2e_section_control_record_and_recompute)
 	ck_assert_str_eq(str(e2e, "parity"), "pass");
 	ck_assert(cJSON_IsTrue(get(e2e, "reference_checked")));
 	ck_assert_msg(num(e2e, "reference_cos_diff") < 1e-3, "%g", num(e2e, "reference_cos_diff"));
-	ck_assert_msg(num(e2e, "pairs") >= 5, "%g pairs", num(e2e, "pairs"));
+	/* The CPU stop rule's 5 pairs, unless its 5 s cap ended the stage first (ASan on a loaded CI host). */
+	ck_assert_msg(num(e2e, "pairs") >= 5 || (!strcmp(str(e2e, "stop"), "time") && num(e2e, "pairs") >= 2),
+		      "%g pairs, stop %s", num(e2e, "pairs"), str(e2e, "stop"));
 	/* Step times of each side with their spread; the core's isolated time is a share of the step. */
 	for (int k = 0; k < 3; k++) {
 		static const char *const side[3] = {"baseline", "candidate", "control"};
