@@ -521,7 +521,7 @@ struct WarpTraits {
 	static_assert(SMEM == MLA_FLASH_WARP_SMEM(BN, BH, NW, ST, FP8, AMD), "smem formula");
 	static_assert(BH % 16 == 0 && NW % RG == 0 && NKW % 16 == 0 && NKW >= 16, "tile shape");
 	static_assert(AMD ? ST == 1 : ST >= 2, "stages");
-	static_assert(!F16 || NCW == 64 || NCW % 128 == 0, "f16 path: 8- or 16-byte loads of V per key and lane");
+	static_assert(!F16 || NCW % 128 == 0, "f16 path: 16-byte loads of V per key and lane");
 };
 
 /* One KV tile into shared memory; rowoff = the tile's row offsets (row_offset()). */
@@ -964,7 +964,7 @@ VS_DEV uint32_t warp_s_f16(mma_frag_c (&s)[2][T::NT_S], const unsigned char *sQ,
  * F16 path, O += P V: per 16-key step, lane (g, t4) loads the NCW / 8 consecutive dims
  * cg * NCW + (NCW / 8) g .. of keys t4, t4 + 4, t4 + 8, t4 + 12 (f16_p_slot) and builds the B
  * fragment of n8 block j (its column g = dim (NCW / 8) g + j) from byte j of each: the output
- * columns are permuted the same way (warp_store_f16).
+ * columns are permuted the same way (the F16 store at the end of mla_flash_warp).
  */
 template <class T, bool EXACT>
 VS_DEV void warp_pv_f16(WarpState<T> &st, const uint16_t *sP, const uint8_t *raw, int lane, int rg, int cg)
@@ -984,21 +984,14 @@ VS_DEV void warp_pv_f16(WarpState<T> &st, const uint16_t *sP, const uint8_t *raw
 		for (int r = 0; r < 4; r++) {
 			const uint8_t *src = vrow + (kk * 16 + 4 * r) * T::RAW_ROW;
 
-			if constexpr (NV == 2) {
-				const uint2 x = *(const uint2 *)src;
-
-				v[r][0] = x.x;
-				v[r][1] = x.y;
-			} else {
 #pragma unroll
-				for (int q = 0; q < NV; q += 4) {
-					const vs_u32x4 x = *(const vs_u32x4 *)(src + 4 * q);
+			for (int q = 0; q < NV; q += 4) {
+				const vs_u32x4 x = *(const vs_u32x4 *)(src + 4 * q);
 
-					v[r][q] = x.x;
-					v[r][q + 1] = x.y;
-					v[r][q + 2] = x.z;
-					v[r][q + 3] = x.w;
-				}
+				v[r][q] = x.x;
+				v[r][q + 1] = x.y;
+				v[r][q + 2] = x.z;
+				v[r][q + 3] = x.w;
 			}
 		}
 #pragma unroll
@@ -1127,7 +1120,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 		 * Prologue: Q (bf16: cp.async, riding with tile 0; F16: after the tiles are on their way),
 		 * the row offsets of the first ST tiles, tiles 0 .. ST-2.
 		 */
-		if (!T::F16)
+		if constexpr (!T::F16)
 			warp_load_q<T, BH>(p, smem, b, m0, tid);
 		for (int x = tid; x < ST * BN; x += T::THREADS) {
 			int u = r.t_begin + x / BN;
@@ -1143,7 +1136,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 						  sRow + ((r.t_begin + s) % T::RING) * BN, tid);
 			cp_async_commit();
 		}
-		if (T::F16) {
+		if constexpr (T::F16) {
 			float *sQsc = (float *)(smem + T::QSC_OFF);
 
 			warp_load_q_f16<T, BH>(p, smem, sQsc, b, m0, tid);
