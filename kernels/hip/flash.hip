@@ -909,6 +909,18 @@ VS_DEV void warp_tile(const FlashParams &p, WarpState<T> &st, const mma_frag_a *
 
 #if defined(VS_PLATFORM_NVIDIA)
 /*
+ * Unroll of the F16 path's S loop (18 steps of 32 dims) and P V loop (BN / 16 steps): 3 and 4
+ * (whole) against 2/1, 6/1, 2/2 and 6/2 on the H200, 1.115 ms against 1.208 ms at h_q 16, b 128,
+ * 32K fp8 keys (BENCHMARKS.md, 2026-12-02 20:20); 18 spills.
+ */
+#if !defined(MLA_F16_S_UNROLL)
+#define MLA_F16_S_UNROLL 3
+#endif
+#if !defined(MLA_F16_PV_UNROLL)
+#define MLA_F16_PV_UNROLL 4
+#endif
+constexpr int F16_S_UNROLL = MLA_F16_S_UNROLL, F16_PV_UNROLL = MLA_F16_PV_UNROLL;
+/*
  * F16 path, S = Q K^T for this warp's keys from the raw fp8 tile: lane (g, t4) loads 8 codes of
  * keys g and g + 8 (dims 32 k2 + 8 t4 .. + 7, one 8-byte load each), decodes them to f16 in
  * registers and uses them as the B fragments of two k16 steps; the k order inside a 32-dim block is
@@ -932,7 +944,7 @@ VS_DEV uint32_t warp_s_f16(mma_frag_c (&s)[2][T::NT_S], const unsigned char *sQ,
 #pragma unroll
 			for (int e = 0; e < MMA_C_ELEMS; e++)
 				s[c][nt].x[e] = 0.f;
-#pragma unroll 2
+#pragma unroll F16_S_UNROLL
 	for (int k2 = 0; k2 < D_QK / 32; k2++) {
 		const vs_u32x4 qa = *(const vs_u32x4 *)(qfrag + (2 * k2) * T::RG * 512);
 		const vs_u32x4 qb = *(const vs_u32x4 *)(qfrag + (2 * k2 + 1) * T::RG * 512);
@@ -974,7 +986,7 @@ VS_DEV void warp_pv_f16(WarpState<T> &st, const uint16_t *sP, const uint8_t *raw
 	const int g = lane >> 2, t4 = lane & 3;
 	const uint8_t *vrow = raw + t4 * T::RAW_ROW + cg * T::NCW + g * (T::NCW / 8);
 
-#pragma unroll 1
+#pragma unroll F16_PV_UNROLL
 	for (int kk = 0; kk < BN / 16; kk++) {
 		mma_frag_a pa;
 		uint32_t v[4][NV];
