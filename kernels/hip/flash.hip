@@ -911,7 +911,7 @@ VS_DEV void warp_tile(const FlashParams &p, WarpState<T> &st, const mma_frag_a *
 /*
  * Unroll of the F16 path's S loop (18 steps of 32 dims) and P V loop (BN / 16 steps): 3 and 4
  * (whole) against 2/1, 6/1, 2/2 and 6/2 on the H200, 1.115 ms against 1.208 ms at h_q 16, b 128,
- * 32K fp8 keys (BENCHMARKS.md, 2026-12-02 20:20); 18 spills.
+ * 32K fp8 keys (BENCHMARKS.md, 2026-12-02 20:20). The whole S loop (18) spills (608 bytes).
  */
 #if !defined(MLA_F16_S_UNROLL)
 #define MLA_F16_S_UNROLL 3
