@@ -1289,16 +1289,10 @@ VS_DEV int sw128_off(int r, int ch)
 	return (ch >> 3) * (int)WG_ATOM_K + (r >> 3) * (int)WG_GRP + (r & 7) * 128 + (((ch & 7) ^ (r & 7)) << 4);
 }
 
-/*
- * zero_masked_v_nan of a swizzled 64-key bf16 tile at stage, by the 128 threads tid of one
- * warpgroup; false (nothing written) when tile t has no masked key.
- */
-VS_DEV bool zero_masked_v_nan_sw128(unsigned char *stage, int t, int mlo, int mhi, int tid)
+/* zero_masked_v_nan of a swizzled 64-key bf16 tile at stage, by the 128 threads tid of one warpgroup. */
+VS_DEV void zero_masked_v_nan_sw128(unsigned char *stage, int t, int mlo, int mhi, int tid)
 {
-	if (!tile_has_masked_keys(t, 64, mlo, mhi))
-		return false;
 	zero_masked_v_nan<false>(t, 64, mlo, mhi, tid, 128, [&](int row, int c) { return stage + sw128_off(row, c); });
-	return true;
 }
 
 VS_DEV void named_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
@@ -1749,7 +1743,8 @@ VS_DEV void wgmma_sd_segment(const FlashParams &p, unsigned char *smem, uint32_t
 					sAlpha[row0] = alpha[0];
 					sAlpha[row0 + 8] = alpha[1];
 				}
-				if (zero_masked_v_nan_sw128(smem + (kv_s - sbase), t, mlo, mhi, tid)) {
+				if (tile_has_masked_keys(t, 64, mlo, mhi)) {
+					zero_masked_v_nan_sw128(smem + (kv_s - sbase), t, mlo, mhi, tid);
 					fence_proxy_async();
 					named_bar_sync(4, 128); /* warpgroup 0's zeros before its own P V */
 				}
@@ -2045,7 +2040,8 @@ VS_DEV void wgmma_segment(const FlashParams &p, unsigned char *smem, uint32_t sb
 					sAlpha[row0] = alpha[0];
 					sAlpha[row0 + 8] = alpha[1];
 				}
-				if (zero_masked_v_nan_sw128(smem + (kv_s - sbase), t, mlo, mhi, tid)) {
+				if (tile_has_masked_keys(t, 64, mlo, mhi)) {
+					zero_masked_v_nan_sw128(smem + (kv_s - sbase), t, mlo, mhi, tid);
 					fence_proxy_async();
 					named_bar_sync(4, 128); /* warpgroup 0's zeros before its own P V */
 				}
@@ -2529,7 +2525,8 @@ VS_DEV void wgmma_t_segment(const FlashParams &p, unsigned char *smem, uint32_t 
 #pragma unroll
 					for (int q = 0; q < NQ; q++)
 						sAlpha[8 * (q >> 1) + 2 * t4 + (q & 1)] = alpha[q];
-				zero_masked_v_nan_sw128(smem + Y::KV_OFF + (k & 1) * 73728, t, mlo, mhi, tid);
+				if (tile_has_masked_keys(t, 64, mlo, mhi))
+					zero_masked_v_nan_sw128(smem + Y::KV_OFF + (k & 1) * 73728, t, mlo, mhi, tid);
 				fence_proxy_async();
 				named_bar_sync(1, 256); /* P^T and alpha complete, for both warpgroups */
 				if (moved)
