@@ -408,8 +408,11 @@ static char *pinned_run(const char *dir)
 	cJSON *root = NULL;
 	int quiet = vs_error_set_quiet(1);
 
-	if (path && !fs_read_file(&text, &len, path, 64u << 20) && (root = cJSON_ParseWithLength(text, len)))
-		run = dupz(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "pinned"), "run")));
+	if (path && !fs_read_file(&text, &len, path, 64u << 20) && (root = cJSON_ParseWithLength(text, len))) {
+		const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "pinned"), "run"));
+
+		run = s && *s ? strdup(s) : NULL; /* an unpinned run's plan has no "pinned" */
+	}
 	vs_error_set_quiet(quiet);
 	cJSON_Delete(root);
 	free(text);

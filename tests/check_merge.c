@@ -652,6 +652,11 @@ START_TEST(configs_from_pins_each_tasks_chosen_configs)
 	if (!VS_KERNELS_DIRTY) { /* a build from uncommitted kernels/ records nothing (check above) */
 		char *want = fs_printf("pinned from run %s", run);
 
+		/* the unpinned run first: its configs came from its own tuning pass, and the report says no pin */
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
+		out = tool(0, NULL, "--report");
+		ck_assert_msg(!strstr(out, "pinned from run"), "an unpinned run reads as pinned:\n%s", out);
+		free(out);
 		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", second));
 		out = tool(0, NULL, "--report");
 		ck_assert_msg(strstr(out, want), "the report does not say '%s':\n%s", want, out);
