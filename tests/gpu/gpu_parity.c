@@ -15,8 +15,9 @@
  *   gpu_parity --bench [--graph] [--impl NAME] [--config NAME[,NAME...]] [--case SUBSTR] [--samples N]
  * (--graph: each sample is the replay of a graph holding the launch, as the harness's graph_replay
  * times it, so host launch costs count for nobody; without it the launch itself is timed)
- * (--bench shapes: the headline shapes, bf16 and fp8, h_q 128 at b 64/128 and 4K-32K keys, and tiny
- * tasks: one sequence of length 1, empty sequences)
+ * (--bench shapes: the headline shapes, bf16 and fp8, h_q 128 at b 64/128 and 4K-32K keys; small
+ * ragged ones of at most 512 keys, like the standard tier's latency-bound tasks; and tiny tasks: one
+ * sequence of length 1, empty sequences)
  */
 #include "device.h"
 #include "codec.h"
@@ -1016,6 +1017,12 @@ static int bench(void)
 		{ "tiny-h128-len1", 1, 128, 1, 1, MLA_KV_BF16, 0 },
 		{ "tiny-empty-h16-sq2", 3, 16, 2, 0, MLA_KV_BF16, 0 },
 		{ "tiny-empty-h128-sq2", 3, 128, 2, 0, MLA_KV_BF16, 0 },
+		{ "tiny-h128-len1-fp8", 1, 128, 1, 1, MLA_KV_FP8_E4M3_FNUZ, 0 },
+		{ "tiny-empty-h16-sq2-fp8", 3, 16, 2, 0, MLA_KV_FP8_E4M3_FNUZ, 0 },
+		{ "tiny-empty-h128-sq2-fp8", 3, 128, 2, 0, MLA_KV_FP8_E4M3_FNUZ, 0 },
+		{ "small-h32-b4-512", 4, 32, 1, 512, MLA_KV_BF16, 1 },
+		{ "small-h32-b4-512-fp8", 4, 32, 1, 512, MLA_KV_FP8_E4M3_FNUZ, 1 },
+		{ "small-h7-b3-sq2-512-fp8", 3, 7, 2, 512, MLA_KV_FP8_E4M3_FNUZ, 1 },
 		{ "ragged-h128-b32-sq2-4k", 32, 128, 2, 4096, MLA_KV_BF16, 1 },
 		{ "ragged-h128-b32-sq2-4k-fp8", 32, 128, 2, 4096, MLA_KV_FP8_E4M3_FNUZ, 1 },
 		{ "ragged-h128-b8-8k", 8, 128, 1, 8192, MLA_KV_BF16, 1 },

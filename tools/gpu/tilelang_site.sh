@@ -13,6 +13,7 @@
 #   libz3.so instead of the same 19 MB twice).
 set -eu
 out=${1:?usage: tilelang_site.sh OUT.tar.xz}
+out=$(realpath -m "$out") # the packing below runs from a temporary folder
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pip download -q -d "$tmp/whl" --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 \
