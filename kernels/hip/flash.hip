@@ -2756,11 +2756,13 @@ struct OtState {
 
 /*
  * Keys t0 .. t0 + nv - 1 of warp w (key j = w + NW t), nv <= OT_KEYS: their rows are loaded at once,
- * then S, the softmax update and P V. PARTIAL (the last group of a warp, nv < OT_KEYS): a key's
- * work past nv is skipped by a warp-uniform branch rather than done on zeros, which with one key
- * (the tiny tasks) was 3/4 of the group's instructions.
+ * then S, the softmax update and P V. PARTIAL (the last group of a warp, nv < OT_KEYS): the rows
+ * past nv are not loaded; SKIP: their S and P V are skipped by a warp-uniform branch rather than done
+ * on zeros and masked (fp8 only: there, with one key, the zeros' decode and S were 3/4 of the
+ * group's instructions; bf16 with one key measured 5.8 us skipped against 5.1 masked, BENCHMARKS.md
+ * 2026-12-03).
  */
-template <int NW, bool FP8, bool PARTIAL>
+template <int NW, bool FP8, bool PARTIAL, bool SKIP = PARTIAL && FP8>
 VS_DEV void ot_keys(const FlashParams &p, const uint32_t (&q)[OtLayout<FP8>::NS], int32_t page, int lane,
 		    int w, int t0, int nv, OtState<FP8> &st)
 {
@@ -2784,7 +2786,7 @@ VS_DEV void ot_keys(const FlashParams &p, const uint32_t (&q)[OtLayout<FP8>::NS]
 	for (int u = 0; u < OT_KEYS; u++) {
 		float dot = 0.f;
 
-		if (PARTIAL && u >= nv) {
+		if (SKIP && u >= nv) {
 			s[u] = -INFINITY;
 			continue;
 		}
@@ -2815,14 +2817,14 @@ VS_DEV void ot_keys(const FlashParams &p, const uint32_t (&q)[OtLayout<FP8>::NS]
 	for (int off = 16; off > 0; off >>= 1)
 #pragma unroll
 		for (int u = 0; u < OT_KEYS; u++)
-			if (!PARTIAL || u < nv)
+			if (!SKIP || u < nv)
 				s[u] += vs_shfl_xor(s[u], off);
 	float m_new = st.m_run;
 
 #pragma unroll
 	for (int u = 0; u < OT_KEYS; u++) {
-		if (!PARTIAL || u < nv)
-			s[u] *= p.scale_log2;
+		if (!SKIP || u < nv)
+			s[u] = PARTIAL && u >= nv ? -INFINITY : s[u] * p.scale_log2;
 		m_new = vs_fmaxf(m_new, s[u]);
 	}
 	/* fmaxf drops a NaN score; its exp2 below is NaN and carries into l, as in the reference */
@@ -2834,7 +2836,7 @@ VS_DEV void ot_keys(const FlashParams &p, const uint32_t (&q)[OtLayout<FP8>::NS]
 		st.acc[i] *= alpha;
 #pragma unroll
 	for (int u = 0; u < OT_KEYS; u++) {
-		if (PARTIAL && u >= nv)
+		if (SKIP && u >= nv)
 			continue;
 		const float pe = vs_exp2f(s[u] - mu);
 
@@ -2889,10 +2891,15 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_onetile(FlashParams p)
 #pragma unroll
 	for (int i = 0; i < 2 * L::NV; i++)
 		st.acc[i] = 0.f;
-	for (; t0 + OT_KEYS <= nk; t0 += OT_KEYS)
-		ot_keys<NW, FP8, false>(p, q, page, lane, w, t0, OT_KEYS, st);
-	if (t0 < nk)
-		ot_keys<NW, FP8, true>(p, q, page, lane, w, t0, nk - t0, st);
+	if constexpr (FP8) { /* full groups, then the last one with the keys past nk skipped */
+		for (; t0 + OT_KEYS <= nk; t0 += OT_KEYS)
+			ot_keys<NW, FP8, false>(p, q, page, lane, w, t0, OT_KEYS, st);
+		if (t0 < nk)
+			ot_keys<NW, FP8, true>(p, q, page, lane, w, t0, nk - t0, st);
+	} else { /* every group masked, one loop (faster with one key than the split above) */
+		for (; t0 < nk; t0 += OT_KEYS)
+			ot_keys<NW, FP8, true>(p, q, page, lane, w, t0, min(OT_KEYS, nk - t0), st);
+	}
 
 	/* Merge the warps: weights 2^(m_w - max), a warp with no key (m -inf, l 0, O 0) adds 0. */
 	float *sO = ot_smem, *sM = ot_smem + NW * D_V, *sL = sM + NW;

@@ -49,6 +49,14 @@ bg_main() {
 		;;
 	wait)
 		mkdir -p "$OUT"
+		# a fresh machine (the lent one was given back after 30 s idle) has no run to wait for:
+		# say so at once instead of waiting WAIT_S seconds of device time for nothing (2026-12-03,
+		# 540 s lost so)
+		if [ ! -e "$WORK/steps.log" ]; then
+			echo "$0 wait: no background run on this machine ($WORK/steps.log missing): the machine" \
+				"was given back since 'start' and the run died with it; start again" >&2
+			exit 3
+		fi
 		bg_collect
 		;;
 	*)
