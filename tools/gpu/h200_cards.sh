@@ -14,6 +14,9 @@
 #     PYTHONPATH and FLASHMLA_SO
 #   device run, carry [".dev/shared", ".dev/final"]:  tools/gpu/h200_cards.sh start plans warm hip triton headline
 #   (then here: untar evidence.tgz, move plans/ and results/ into the tree, --record)
+#   (the call carries the working tree too, 64 MiB in all: when the committed eval dirs push it over,
+#   `rm -rf results` here for the calls, as nothing on the device reads them without PIN_CONFIGS,
+#   and `git checkout -- results` after; 2026-12-03)
 #   (if it has not finished when the call returns, at once:)  tools/gpu/h200_cards.sh wait
 #   ("at once": the lent machine is given back after 30 s idle, and the background run dies with
 #   it; on 2026-12-02 (05:45) a wait called a minute late found a fresh machine and lost the last
