@@ -2699,7 +2699,8 @@ __global__ void __launch_bounds__(256, 1) mla_flash_wgmma_t(FlashParams p)
 /*
  * MLA_FLASH_ONETILE (hip_flash.h): tasks whose block table spans at most one 64-key tile. One block
  * per row m = (query i, head h) and batch element b, NW warps; warp w takes the row's keys w,
- * w + NW, ... (at most 64 / NW); lane l holds dim pairs l + 32 k, k < 9 (k < 8: the 512 V dims).
+ * w + NW, ... (at most 64 / NW), OT_KEYS at a time; lane l holds the dim pairs of ot_pair_index
+ * (bf16: l + 32 k, k < 9; fp8: the pairs of words l + 32 k, k < 5), the first 8 of them in V.
  * The serial chain is two loads deep: the Q row, seqlens[b] and the block_table entries of the
  * warp's keys are all issued first, then the KV rows of up to OT_KEYS keys at once. The tile kernels
  * pay their whole pipeline (Q copy, seqlens, block_table, tile copy, S, softmax, P V, barriers
@@ -2718,26 +2719,145 @@ VS_DEV uint32_t ld_global_nc_u32(const void *p)
 	return v;
 }
 
-/* Dims 2k, 2k + 1 of a cache row as floats: a bf16 pair, or two fp8 codes (exact decode, 0x80 NaN). */
-template <bool FP8>
+/* A bf16 pair (element 0 in the low half) as two floats. */
 VS_DEV void ot_pair(uint32_t x, float &lo, float &hi)
 {
-	if (FP8) {
-		lo = mla_fp8_e4m3_fnuz_to_float((uint8_t)(x & 0xffu));
-		hi = mla_fp8_e4m3_fnuz_to_float((uint8_t)((x >> 8) & 0xffu));
-	} else {
-		lo = __uint_as_float(x << 16);
-		hi = __uint_as_float(x & 0xffff0000u);
+	lo = __uint_as_float(x << 16);
+	hi = __uint_as_float(x & 0xffff0000u);
+}
+
+/*
+ * The dim pair (dims 2 e, 2 e + 1) that lane holds in its pair slot i. bf16: one 32-bit word of a
+ * row per slot, e = lane + 32 i (9 slots). fp8: one word of 4 codes per two slots, e = 2 (lane +
+ * 32 (i / 2)) + i % 2 (10 slots; words 128 + lane, slots 8 and 9, only for lanes < 16): 5 loads of
+ * a row instead of 9 half words, whose address arithmetic the compiler rebuilt per load (the fp8
+ * instance was 3424 SASS instructions against the bf16 one's 1896).
+ */
+template <bool FP8>
+VS_DEV int ot_pair_index(int lane, int i)
+{
+	return FP8 ? 2 * (lane + 32 * (i >> 1)) + (i & 1) : lane + 32 * i;
+}
+
+template <bool FP8>
+struct OtLayout {
+	static constexpr int NS = FP8 ? 10 : D_QK / 2 / 32; /* pair slots per lane (ot_pair_index) */
+	static constexpr int NX = FP8 ? 5 : NS;              /* words of a row a lane loads */
+	static constexpr int NV = D_V / 2 / 32;              /* slots in V: the first 8, both layouts */
+	static constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;   /* bytes of a cache row */
+};
+
+/* A warp's running softmax over its keys: O (its lane's V pair slots), max and sum (log2 domain). */
+template <bool FP8>
+struct OtState {
+	float acc[2 * OtLayout<FP8>::NV];
+	float m_run, l_run;
+};
+
+/*
+ * Keys t0 .. t0 + nv - 1 of warp w (key j = w + NW t), nv <= OT_KEYS: their rows are loaded at once,
+ * then S, the softmax update and P V. PARTIAL (the last group of a warp, nv < OT_KEYS): the rows
+ * past nv are not loaded; SKIP: their S and P V are skipped by a warp-uniform branch rather than done
+ * on zeros and masked (fp8 only: there, with one key, the zeros' decode and S were 3/4 of the
+ * group's instructions; bf16 with one key measured 5.8 us skipped against 5.1 masked, BENCHMARKS.md
+ * 2026-12-03).
+ */
+template <int NW, bool FP8, bool PARTIAL, bool SKIP = PARTIAL && FP8>
+VS_DEV void ot_keys(const FlashParams &p, const uint32_t (&q)[OtLayout<FP8>::NS], int32_t page, int lane,
+		    int w, int t0, int nv, OtState<FP8> &st)
+{
+	typedef OtLayout<FP8> L;
+	const bool tail = lane < 16; /* fp8: lanes holding words 128 + lane (slots 8, 9) */
+	uint32_t x[OT_KEYS][L::NX], y[OT_KEYS][L::NS];
+	float s[OT_KEYS];
+
+#pragma unroll
+	for (int u = 0; u < OT_KEYS; u++) {
+		const int t = t0 + u, j = w + NW * t;
+		const int32_t pg = vs_shfl_i(page, t & 31);
+		const uint32_t *kv =
+			(const uint32_t *)(p.kv + ((long long)pg * p.page_size + j % p.page_size) * L::ROWB) + lane;
+
+#pragma unroll
+		for (int k = 0; k < L::NX; k++)
+			x[u][k] = (PARTIAL && u >= nv) || (FP8 && k == 4 && !tail) ? 0u : __ldg(kv + 32 * k);
 	}
+#pragma unroll
+	for (int u = 0; u < OT_KEYS; u++) {
+		float dot = 0.f;
+
+		if (SKIP && u >= nv) {
+			s[u] = -INFINITY;
+			continue;
+		}
+		/*
+		 * Pair slots as bf16 pairs, for S and P V alike. fp8: a word's four codes to two bf16
+		 * pairs once, exactly (mma_fp8x4_to_bf16x4, 0x80 NaN); the per-code software decode
+		 * done for S and again for P V made the fp8 instance 2.5x the bf16 one's SASS and 11.9
+		 * us against 5.7 us at h_q 128 with one key (BENCHMARKS.md 2026-12-03).
+		 */
+#pragma unroll
+		for (int k = 0; k < L::NX; k++) {
+			if constexpr (FP8)
+				mma_fp8x4_to_bf16x4(x[u][k], y[u][2 * k], y[u][2 * k + 1]);
+			else
+				y[u][k] = x[u][k];
+		}
+#pragma unroll
+		for (int i = 0; i < L::NS; i++) {
+			float q0, q1, k0, k1;
+
+			ot_pair(q[i], q0, q1);
+			ot_pair(y[u][i], k0, k1);
+			dot = fmaf(q0, k0, fmaf(q1, k1, dot));
+		}
+		s[u] = dot;
+	}
+#pragma unroll
+	for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+		for (int u = 0; u < OT_KEYS; u++)
+			if (!SKIP || u < nv)
+				s[u] += vs_shfl_xor(s[u], off);
+	float m_new = st.m_run;
+
+#pragma unroll
+	for (int u = 0; u < OT_KEYS; u++) {
+		if (!SKIP || u < nv)
+			s[u] = PARTIAL && u >= nv ? -INFINITY : s[u] * p.scale_log2;
+		m_new = vs_fmaxf(m_new, s[u]);
+	}
+	/* fmaxf drops a NaN score; its exp2 below is NaN and carries into l, as in the reference */
+	const float mu = m_new == -INFINITY ? 0.f : m_new, alpha = vs_exp2f(st.m_run - mu);
+
+	st.l_run *= alpha;
+#pragma unroll
+	for (int i = 0; i < 2 * L::NV; i++)
+		st.acc[i] *= alpha;
+#pragma unroll
+	for (int u = 0; u < OT_KEYS; u++) {
+		if (SKIP && u >= nv)
+			continue;
+		const float pe = vs_exp2f(s[u] - mu);
+
+		st.l_run += pe;
+#pragma unroll
+		for (int i = 0; i < L::NV; i++) {
+			float v0, v1;
+
+			ot_pair(y[u][i], v0, v1);
+			st.acc[2 * i] = fmaf(pe, v0, st.acc[2 * i]);
+			st.acc[2 * i + 1] = fmaf(pe, v1, st.acc[2 * i + 1]);
+		}
+	}
+	st.m_run = m_new;
 }
 
 template <int NW, bool FP8>
 __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_onetile(FlashParams p)
 {
-	constexpr int NP = D_QK / 2 / 32; /* dim pairs per lane */
-	constexpr int NV = D_V / 2 / 32;  /* of them in V */
-	constexpr int KPW = 64 / NW;      /* keys per warp at most */
-	constexpr int ROWB = FP8 ? D_QK : 2 * D_QK;
+	typedef OtLayout<FP8> L;
+	constexpr int KPW = 64 / NW; /* keys per warp at most */
 	static_assert(VS_WARP == 32 && KPW <= 32 && KPW % OT_KEYS == 0, "one-tile kernel layout");
 	extern __shared__ __align__(16) float ot_smem[]; /* [NW][512] partial O, [NW] m, [NW] l */
 	const int lane = vs_lane(), w = vs_tid() / VS_WARP;
@@ -2745,12 +2865,12 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_onetile(FlashParams p)
 	const size_t row = (size_t)b * p.m_total + m;
 	const uint32_t *qrow = (const uint32_t *)(p.q + row * D_QK);
 	const int jl = w + NW * lane; /* lane t < KPW: the page of the warp's key t */
-	uint32_t q[NP];
+	uint32_t q[L::NS];
 	int32_t page = 0;
 
 #pragma unroll
-	for (int k = 0; k < NP; k++)
-		q[k] = ld_global_nc_u32(qrow + lane + 32 * k);
+	for (int i = 0; i < L::NS; i++)
+		q[i] = FP8 && i >= 8 && lane >= 16 ? 0u : ld_global_nc_u32(qrow + ot_pair_index<FP8>(lane, i));
 	if (lane < KPW && jl < p.max_pages * p.page_size)
 		page = p.block_table[(size_t)b * p.max_pages + jl / p.page_size];
 	const int n = max(0, row_limit(p, p.seqlens[b], m)); /* visible keys of row m */
@@ -2762,91 +2882,34 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_onetile(FlashParams p)
 			store_lse(p, b, -1, m, 0.f, 0.f);
 		return;
 	}
-	float acc[2 * NV], m_run = -INFINITY, l_run = 0.f;
 	const int nk = n > w ? (n - w + NW - 1) / NW : 0; /* this warp's keys */
+	OtState<FP8> st;
+	int t0 = 0;
 
+	st.m_run = -INFINITY;
+	st.l_run = 0.f;
 #pragma unroll
-	for (int i = 0; i < 2 * NV; i++)
-		acc[i] = 0.f;
-	for (int t0 = 0; t0 < nk; t0 += OT_KEYS) {
-		uint32_t x[OT_KEYS][NP];
-		float s[OT_KEYS];
-
-#pragma unroll
-		for (int u = 0; u < OT_KEYS; u++) {
-			const int t = t0 + u, j = w + NW * t;
-			const int32_t pg = vs_shfl_i(page, t & 31);
-			const uint8_t *kv = p.kv + ((long long)pg * p.page_size + j % p.page_size) * ROWB;
-
-#pragma unroll
-			for (int k = 0; k < NP; k++) {
-				const int e = lane + 32 * k; /* dim pair */
-
-				if (t < nk)
-					x[u][k] = FP8 ? (uint32_t)__ldg((const uint16_t *)kv + e) : __ldg((const uint32_t *)kv + e);
-				else
-					x[u][k] = 0u;
-			}
-		}
-#pragma unroll
-		for (int u = 0; u < OT_KEYS; u++) {
-			float dot = 0.f;
-
-#pragma unroll
-			for (int k = 0; k < NP; k++) {
-				float q0, q1, k0, k1;
-
-				ot_pair<false>(q[k], q0, q1);
-				ot_pair<FP8>(x[u][k], k0, k1);
-				dot = fmaf(q0, k0, fmaf(q1, k1, dot));
-			}
-			s[u] = dot;
-		}
-#pragma unroll
-		for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-			for (int u = 0; u < OT_KEYS; u++)
-				s[u] += vs_shfl_xor(s[u], off);
-		float m_new = m_run;
-
-#pragma unroll
-		for (int u = 0; u < OT_KEYS; u++) {
-			s[u] = t0 + u < nk ? s[u] * p.scale_log2 : -INFINITY;
-			m_new = vs_fmaxf(m_new, s[u]);
-		}
-		/* fmaxf drops a NaN score; its exp2 below is NaN and carries into l, as in the reference */
-		const float mu = m_new == -INFINITY ? 0.f : m_new, alpha = vs_exp2f(m_run - mu);
-
-		l_run *= alpha;
-#pragma unroll
-		for (int i = 0; i < 2 * NV; i++)
-			acc[i] *= alpha;
-#pragma unroll
-		for (int u = 0; u < OT_KEYS; u++) {
-			const float pe = vs_exp2f(s[u] - mu);
-
-			l_run += pe;
-#pragma unroll
-			for (int k = 0; k < NV; k++) {
-				float v0, v1;
-
-				ot_pair<FP8>(x[u][k], v0, v1);
-				acc[2 * k] = fmaf(pe, v0, acc[2 * k]);
-				acc[2 * k + 1] = fmaf(pe, v1, acc[2 * k + 1]);
-			}
-		}
-		m_run = m_new;
+	for (int i = 0; i < 2 * L::NV; i++)
+		st.acc[i] = 0.f;
+	if constexpr (FP8) { /* full groups, then the last one with the keys past nk skipped */
+		for (; t0 + OT_KEYS <= nk; t0 += OT_KEYS)
+			ot_keys<NW, FP8, false>(p, q, page, lane, w, t0, OT_KEYS, st);
+		if (t0 < nk)
+			ot_keys<NW, FP8, true>(p, q, page, lane, w, t0, nk - t0, st);
+	} else { /* every group masked, one loop (faster with one key than the split above) */
+		for (; t0 < nk; t0 += OT_KEYS)
+			ot_keys<NW, FP8, true>(p, q, page, lane, w, t0, min(OT_KEYS, nk - t0), st);
 	}
 
 	/* Merge the warps: weights 2^(m_w - max), a warp with no key (m -inf, l 0, O 0) adds 0. */
 	float *sO = ot_smem, *sM = ot_smem + NW * D_V, *sL = sM + NW;
 
 #pragma unroll
-	for (int k = 0; k < NV; k++)
-		*(float2 *)(sO + w * D_V + 2 * (lane + 32 * k)) = make_float2(acc[2 * k], acc[2 * k + 1]);
+	for (int i = 0; i < L::NV; i++)
+		*(float2 *)(sO + w * D_V + 2 * ot_pair_index<FP8>(lane, i)) = make_float2(st.acc[2 * i], st.acc[2 * i + 1]);
 	if (lane == 0) {
-		sM[w] = m_run;
-		sL[w] = l_run;
+		sM[w] = st.m_run;
+		sL[w] = st.l_run;
 	}
 	vs_syncthreads();
 	float mx = -INFINITY, wt[NW], l = 0.f;
