@@ -259,38 +259,29 @@ static int parse(struct cli_args *a, int argc, char **argv)
 			a->mode = k;
 			continue;
 		}
+		/* OPT_LIST, OPT_STR, OPT_INT: the value after '=', else the next argument */
+		if (eq)
+			val = eq + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else
+			return usage_error("option '%s' needs a value", arg);
 		if (options[k].kind == OPT_LIST) {
 			const char **list = (const char **)((char *)a + options[k].offset);
 			int *count = (int *)((char *)a + options[k].offset + sizeof(a->references));
 
-			if (eq)
-				val = eq + 1;
-			else if (i + 1 < argc)
-				val = argv[++i];
-			else
-				return usage_error("option '%s' needs a value", arg);
 			if (*count >= VS_PLAN_MAX_REFERENCES)
 				return usage_error("option '%s' is given more than 4 times", arg);
 			list[(*count)++] = val;
-			continue;
-		}
-		if (options[k].kind == OPT_STR || options[k].kind == OPT_INT) {
-			if (eq)
-				val = eq + 1;
-			else if (i + 1 < argc)
-				val = argv[++i];
-			else
-				return usage_error("option '%s' needs a value", arg);
-			if (options[k].kind == OPT_STR) {
-				*(const char **)((char *)a + options[k].offset) = val;
-			} else {
-				char *end;
-				long v = strtol(val, &end, 10);
+		} else if (options[k].kind == OPT_STR) {
+			*(const char **)((char *)a + options[k].offset) = val;
+		} else {
+			char *end;
+			long v = strtol(val, &end, 10);
 
-				if (*val == '\0' || *end != '\0' || v < 0 || v > 1000000)
-					return usage_error("option needs a non-negative integer, got '%s'", val);
-				*(int *)((char *)a + options[k].offset) = (int)v;
-			}
+			if (*val == '\0' || *end != '\0' || v < 0 || v > 1000000)
+				return usage_error("option needs a non-negative integer, got '%s'", val);
+			*(int *)((char *)a + options[k].offset) = (int)v;
 		}
 	}
 	a->layout = vs_layout_default;
