@@ -1938,6 +1938,26 @@ static void fmt_flow_map(struct sbuf *sb, const struct rval *rv, int n)
 	sb_add(sb, "}", 1);
 }
 
+/* A key the edit adds, "key: value": a mapping value in flow style, a scalar plain where it can be. */
+static void fmt_new_key(struct sbuf *sb, const struct rval *r)
+{
+	sb_adds(sb, r->key);
+	sb_adds(sb, ": ");
+	if (r->kind == R_MAP)
+		fmt_flow_map(sb, r->sub, r->nsub);
+	else
+		fmt_value(sb, r, YAML_PLAIN_SCALAR_STYLE);
+}
+
+/* fmt_new_key() as a block mapping's line: indent spaces before it, eol after it. */
+static void fmt_new_key_line(struct sbuf *sb, size_t indent, const struct rval *r, const char *eol)
+{
+	for (size_t s = 0; s < indent; s++)
+		sb_add(sb, " ", 1);
+	fmt_new_key(sb, r);
+	sb_adds(sb, eol);
+}
+
 struct edit {
 	size_t b, e;
 	char *text;
@@ -2055,12 +2075,7 @@ static int edit_insert(const struct doc *d, const struct ynode *map, const struc
 		for (int i = 0; i < np; i++) {
 			if (i || map->n)
 				sb_adds(&sb, ", ");
-			sb_adds(&sb, rv[idx[i]].key);
-			sb_adds(&sb, ": ");
-			if (rv[idx[i]].kind == R_MAP)
-				fmt_flow_map(&sb, rv[idx[i]].sub, rv[idx[i]].nsub);
-			else
-				fmt_value(&sb, &rv[idx[i]], YAML_PLAIN_SCALAR_STYLE);
+			fmt_new_key(&sb, &rv[idx[i]]);
 		}
 	} else {
 		size_t indent = map_indent(d, map);
@@ -2068,17 +2083,8 @@ static int edit_insert(const struct doc *d, const struct ynode *map, const struc
 
 		pos = line_after(d, map->kid[map->n - 1]->ce);
 		eol = eol_before(d, pos);
-		for (int i = 0; i < np; i++) {
-			for (size_t s = 0; s < indent; s++)
-				sb_add(&sb, " ", 1);
-			sb_adds(&sb, rv[idx[i]].key);
-			sb_adds(&sb, ": ");
-			if (rv[idx[i]].kind == R_MAP)
-				fmt_flow_map(&sb, rv[idx[i]].sub, rv[idx[i]].nsub);
-			else
-				fmt_value(&sb, &rv[idx[i]], YAML_PLAIN_SCALAR_STYLE);
-			sb_adds(&sb, eol);
-		}
+		for (int i = 0; i < np; i++)
+			fmt_new_key_line(&sb, indent, &rv[idx[i]], eol);
 	}
 	return edits_add(ed, pos, pos, &sb);
 }
@@ -2137,17 +2143,8 @@ static int edit_append(const struct doc *d, const struct rval *rv, int n, struct
 	}
 	sb_adds(&sb, "validation:");
 	sb_adds(&sb, eol);
-	for (int i = 0; i < n; i++) {
-		for (size_t s = 0; s < indent; s++)
-			sb_add(&sb, " ", 1);
-		sb_adds(&sb, rv[i].key);
-		sb_adds(&sb, ": ");
-		if (rv[i].kind == R_MAP)
-			fmt_flow_map(&sb, rv[i].sub, rv[i].nsub);
-		else
-			fmt_value(&sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
-		sb_adds(&sb, eol);
-	}
+	for (int i = 0; i < n; i++)
+		fmt_new_key_line(&sb, indent, &rv[i], eol);
 	return edits_add(ed, d->fm_end, d->fm_end, &sb);
 }
 
