@@ -527,30 +527,29 @@ static void py_error_line(const char *what)
 		py.Py_DecRef(tb);
 }
 
-/* The shim's last_error into ours. */
-static void shim_error_line(void)
+/* A bridge module's last_error into ours; fallback when it has none (or bridge is NULL). */
+static void bridge_error_line(PyObj *bridge, const char *fallback)
 {
-	PyObj *s = py.PyObject_GetAttrString(shim, "last_error");
+	PyObj *s = bridge ? py.PyObject_GetAttrString(bridge, "last_error") : NULL;
 	const char *txt = s ? py.PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
 
-	set_last_error("%s", txt ? txt : "python bridge: no error text");
+	set_last_error("%s", txt ? txt : fallback);
 	if (!txt)
 		py.PyErr_Clear();
 	if (s)
 		py.Py_DecRef(s);
 }
 
+/* The shim's last_error into ours. */
+static void shim_error_line(void)
+{
+	bridge_error_line(shim, "python bridge: no error text");
+}
+
 /* The step bridge's last_error into ours. */
 static void step_error_line(void)
 {
-	PyObj *s = step_bridge ? py.PyObject_GetAttrString(step_bridge, "last_error") : NULL;
-	const char *txt = s ? py.PyUnicode_AsUTF8AndSize(s, NULL) : NULL;
-
-	set_last_error("%s", txt ? txt : "e2e step bridge: no error text");
-	if (!txt)
-		py.PyErr_Clear();
-	if (s)
-		py.Py_DecRef(s);
+	bridge_error_line(step_bridge, "e2e step bridge: no error text");
 }
 
 /* Call fn(args); the result (a new reference) or NULL with last_error set. Holds the GIL. */
@@ -569,11 +568,10 @@ static PyObj *py_call(PyObj *fn, PyObj *args, const char *what)
 	return r;
 }
 
-static PyObj *raw_args(int idx, const struct mla_decode_args *a, const struct mla_decode_config *c, int with_cfg)
+/* The kernel tuple of an args, a new reference (NULL with a python error set). GIL held. */
+static PyObj *raw_tuple(const struct mla_decode_args *a)
 {
-	const char *fmt = with_cfg ? "(i(KKKKKKKKiiiiiiiddiK)(siiiii))" : "(i(KKKKKKKKiiiiiiiddiK))";
-
-	return py.Py_BuildValue(fmt, idx, (unsigned long long)(uintptr_t)a->q,
+	return py.Py_BuildValue("(KKKKKKKKiiiiiiiddiK)", (unsigned long long)(uintptr_t)a->q,
 				(unsigned long long)(uintptr_t)a->kv_cache,
 				(unsigned long long)(uintptr_t)a->block_table,
 				(unsigned long long)(uintptr_t)a->seqlens, (unsigned long long)(uintptr_t)a->out,
@@ -581,9 +579,18 @@ static PyObj *raw_args(int idx, const struct mla_decode_args *a, const struct ml
 				(unsigned long long)a->workspace_bytes, (int)a->batch, (int)a->s_q, (int)a->h_q,
 				(int)a->num_pages, (int)a->page_size, (int)a->max_pages, (int)a->kv_dtype,
 				(double)a->softmax_scale, (double)a->kv_scale, (int)a->num_cus,
-				(unsigned long long)(uintptr_t)a->stream, c ? c->name : "", c ? (int)c->block_n : 0,
-				c ? (int)c->block_h : 0, c ? (int)c->num_splits : 0, c ? (int)c->num_warps : 0,
-				c ? (int)c->num_stages : 0);
+				(unsigned long long)(uintptr_t)a->stream);
+}
+
+/*
+ * (module index, kernel tuple[, config tuple]), a new reference (NULL with a python error set).
+ * "N" takes raw_tuple()'s reference; a NULL one fails the whole build with its error kept.
+ */
+static PyObj *raw_args(int idx, const struct mla_decode_args *a, const struct mla_decode_config *c, int with_cfg)
+{
+	return py.Py_BuildValue(with_cfg ? "(iN(siiiii))" : "(iN)", idx, raw_tuple(a), c ? c->name : "",
+				c ? (int)c->block_n : 0, c ? (int)c->block_h : 0, c ? (int)c->num_splits : 0,
+				c ? (int)c->num_warps : 0, c ? (int)c->num_stages : 0);
 }
 
 /* A call that answers an int (status or bytes); *ok 0 when the bridge itself failed. */
@@ -1343,20 +1350,6 @@ static int step_ready(void)
 		return MLA_EINVAL;
 	}
 	return MLA_OK;
-}
-
-/* The kernel tuple of an args (raw_args() without the module index), a new reference. GIL held. */
-static PyObj *raw_tuple(const struct mla_decode_args *a)
-{
-	return py.Py_BuildValue("(KKKKKKKKiiiiiiiddiK)", (unsigned long long)(uintptr_t)a->q,
-				(unsigned long long)(uintptr_t)a->kv_cache,
-				(unsigned long long)(uintptr_t)a->block_table,
-				(unsigned long long)(uintptr_t)a->seqlens, (unsigned long long)(uintptr_t)a->out,
-				(unsigned long long)(uintptr_t)a->lse, (unsigned long long)(uintptr_t)a->workspace,
-				(unsigned long long)a->workspace_bytes, (int)a->batch, (int)a->s_q, (int)a->h_q,
-				(int)a->num_pages, (int)a->page_size, (int)a->max_pages, (int)a->kv_dtype,
-				(double)a->softmax_scale, (double)a->kv_scale, (int)a->num_cus,
-				(unsigned long long)(uintptr_t)a->stream);
 }
 
 /*
