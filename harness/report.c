@@ -728,6 +728,15 @@ static void unverified(struct row *r)
 	r->has_measured = 0;
 }
 
+/* Evidence that does not prove the card's claim: what it is and why, counted; the row unverified. */
+static void evidence_mismatch(struct row *r, const char *evidence, const char *why, int *mismatches)
+{
+	r->evidence = strdup(evidence);
+	r->evidence_why = strdup(why);
+	(*mismatches)++;
+	unverified(r);
+}
+
 static void fill_row(struct row *r, const char *path, const struct report_options *o, int *mismatches)
 {
 	struct card c;
@@ -768,10 +777,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 		r->impls = fs_printf("%s -> %s", nz_str(v->impl_baseline), nz_str(v->impl_candidate));
 	if (!v->artifact || !*v->artifact) {
 		if (!strcmp(r->status, "validated") || !strcmp(r->status, "failed")) {
-			r->evidence = strdup("missing");
-			r->evidence_why = strdup("status claimed without validation.artifact");
-			(*mismatches)++;
-			unverified(r);
+			evidence_mismatch(r, "missing", "status claimed without validation.artifact", mismatches);
 		} else {
 			r->evidence = strdup("none");
 		}
@@ -788,10 +794,8 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 									      "card content changed after validation");
 			r->evidence = strdup("ok");
 		} else if (err) {
-			r->evidence = strdup(status == EVIDENCE_MISSING ? "missing" : "mismatch");
-			r->evidence_why = strdup(vs_last_error());
-			(*mismatches)++;
-			unverified(r);
+			evidence_mismatch(r, status == EVIDENCE_MISSING ? "missing" : "mismatch", vs_last_error(),
+					  mismatches);
 		} else {
 			char why[160];
 			int bad;
@@ -800,10 +804,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 			bad = evidence_check_claims(v, &e, path, why, sizeof(why));
 			vs_error_set_quiet(quiet);
 			if (bad) {
-				r->evidence = strdup("mismatch");
-				r->evidence_why = strdup(why);
-				(*mismatches)++;
-				unverified(r);
+				evidence_mismatch(r, "mismatch", why, mismatches);
 			} else {
 				r->evidence = strdup("ok");
 				r->verified = 1;
@@ -1207,6 +1208,16 @@ static void esc(FILE *f, const char *s)
 	}
 }
 
+/* When s is set: before, s escaped, after (before and after are HTML already). */
+static void esc_around(FILE *f, const char *before, const char *s, const char *after)
+{
+	if (!s)
+		return;
+	fputs(before, f);
+	esc(f, s);
+	fputs(after, f);
+}
+
 static void cell(FILE *f, const char *s)
 {
 	fputs("<td>", f);
@@ -1443,11 +1454,7 @@ static void print_refs_chart(FILE *f, const struct row *r)
 				esc(f, r->refs[k].impl);
 				fputs(": ", f);
 				esc(f, rt->status);
-				if (rt->reason) {
-					fputs(" (", f);
-					esc(f, rt->reason);
-					fputs(")", f);
-				}
+				esc_around(f, " (", rt->reason, ")");
 				fputs("</text>\n", f);
 			}
 			y += RC_ROW;
@@ -1635,11 +1642,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 		esc(f, r->status);
 		fputs("\">", f);
 		esc(f, r->status);
-		if (r->stale_why) {
-			fputs(" <small>(", f);
-			esc(f, r->stale_why);
-			fputs(")</small>", f);
-		}
+		esc_around(f, " <small>(", r->stale_why, ")</small>");
 		fputs("</td>", f);
 		cell(f, r->gens);
 		cell(f, r->last_verified);
@@ -1649,10 +1652,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 		cell(f, r->parity);
 		fputs("<td class=\"evidence\">", f);
 		esc(f, r->evidence);
-		if (r->evidence_why) {
-			fputs(": ", f);
-			esc(f, r->evidence_why);
-		}
+		esc_around(f, ": ", r->evidence_why, "");
 		if (r->nflags) {
 			char fl[96];
 
