@@ -323,6 +323,41 @@ char *report_harm_flag(const cJSON *task)
 			 cJSON_GetStringValue(name), cJSON_GetNumberValue(est), lo, hi);
 }
 
+/* A task where a reference ran faster than the candidate (report.h). */
+char *report_outpaced_flag(const cJSON *task)
+{
+	const cJSON *name = cJSON_GetObjectItem(task, "name"), *ref, *best = NULL;
+	const char *base = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(task, "baseline"), "impl"));
+	double best_est = 0, best_lo = 0, best_hi = 0;
+
+	if (!cJSON_IsString(name))
+		return NULL;
+	cJSON_ArrayForEach(ref, cJSON_GetObjectItem(task, "references"))
+	{
+		const cJSON *ratio = cJSON_GetObjectItem(ref, "ratio");
+		const cJSON *est = cJSON_GetObjectItem(ratio, "estimate");
+		const char *impl = cJSON_GetStringValue(cJSON_GetObjectItem(ref, "impl"));
+		double lo, hi;
+
+		/* the baseline as a reference repeats the speedup: report_harm_flag's */
+		if (!impl || (base && !strcmp(impl, base)) || !cJSON_IsNumber(est) || !ci95_of(ratio, &lo, &hi) ||
+		    !(hi < 1.0))
+			continue;
+		if (!best || cJSON_GetNumberValue(est) < best_est) {
+			best = ref;
+			best_est = cJSON_GetNumberValue(est);
+			best_lo = lo;
+			best_hi = hi;
+		}
+	}
+	if (!best)
+		return NULL;
+	return fs_printf("task %s: reference %s ran faster than the candidate in the same run (t_ref / t_cand "
+			 "%.3f [%.3f, %.3f]): the candidate is not the fastest kernel measured here",
+			 cJSON_GetStringValue(name), cJSON_GetStringValue(cJSON_GetObjectItem(best, "impl")), best_est,
+			 best_lo, best_hi);
+}
+
 /* The ratio A/B median / tuning median of one side's chosen config, or 0 when it was not tuned or timed. */
 static double tuning_ratio(const cJSON *side, const char **chosen, double *tune_ms, double *ab_ms)
 {
@@ -451,13 +486,15 @@ static void fill_run(struct row *r, const struct evidence *e)
 	}
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->nflags = 0;
-	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 3 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));
+	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 4 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));
 	if (!r->flag_list)
 		return;
 	/* do no harm first (what a reader must not miss), then the run's flags, then the baseline's */
 	if ((r->flag_list[r->nflags] = report_e2e_harm_flag(e->result)))
 		r->nflags++;
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_harm_flag(t))) r->nflags++;
+	/* then where a kernel measured beside it was faster */
+	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_outpaced_flag(t))) r->nflags++;
 	cJSON_ArrayForEach(fl, flags) if (cJSON_GetStringValue(fl) &&
 					  (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl)))) r->nflags++;
 	/* GPU evidence only (report.h) */

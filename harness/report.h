@@ -12,8 +12,9 @@
  * <details> block; text: the first; json: all), a flagged row marked apart from a clean one. The
  * flags are the run's (result.json) and, from its numbers, the baseline against the references of
  * the same run (report_baseline_flag) and where the candidate did harm: a task it ran slower than
- * the baseline, a model step that ran slower (report_harm_flag, report_e2e_harm_flag), and a
- * chosen config the A/B timed far from its tuning median (report_tuning_flag). Formats: text (default), markdown, json, and html: one
+ * the baseline, a model step that ran slower (report_harm_flag, report_e2e_harm_flag), a task where
+ * a reference ran faster than the candidate (report_outpaced_flag), and a chosen config the A/B
+ * timed far from its tuning median (report_tuning_flag). Formats: text (default), markdown, json, and html: one
  * self-contained page (no external resources) with the status table and an inline SVG chart of
  * measured against expected speedup per card and per task shape (from each card's verified
  * evidence).
@@ -57,6 +58,17 @@ char *report_baseline_flag(const struct cJSON *task, double bound);
  * is below 1 (the caller frees it), or NULL: not slower, not timed, or no CI.
  */
 char *report_harm_flag(const struct cJSON *task);
+
+/**
+ * The port must stand beside the best kernel available: on one task of a verified result.json, a
+ * reference other than the baseline ("baseline"."impl") whose "ratio" (t_ref / t_cand, a paired
+ * estimate of the same run) has a 95% CI ("ratio"."ci95") wholly below 1 ran faster than the
+ * candidate. Returns the review flag naming the one with the lowest ratio ("task NAME: reference R
+ * ran faster than the candidate in the same run (t_ref / t_cand 0.875 [0.870, 0.881]): the
+ * candidate is not the fastest kernel measured here"; the caller frees it), or NULL: no reference
+ * did, none was timed, or none has a CI.
+ */
+char *report_outpaced_flag(const struct cJSON *task);
 
 /**
  * Measurement fidelity, per task: the tuning pass chose each side's config from a few samples of

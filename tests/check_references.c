@@ -415,6 +415,45 @@ START_TEST(candidate_slower_than_the_baseline_is_flagged)
 END_TEST
 
 /*
+ * The port must stand beside the best kernel: a reference whose t_ref / t_cand CI lies below 1 flags
+ * the task, the fastest such reference named; a CI that reaches 1, a ratio without CI, an untimed
+ * reference and the baseline as a reference (its ratio repeats the speedup) do not.
+ */
+START_TEST(reference_faster_than_the_candidate_is_flagged)
+{
+	static const char *no_flag[] = {
+		"{\"name\": \"t\", \"references\": [{\"impl\": \"r\", \"ratio\": {\"estimate\": 0.9, \"ci95\": [0.8, 1.0]}}]}",
+		"{\"name\": \"t\", \"references\": [{\"impl\": \"r\", \"ratio\": {\"estimate\": 0.5}}]}",
+		"{\"name\": \"t\", \"references\": [{\"impl\": \"r\", \"status\": \"failed\", \"ratio\": null}]}",
+		"{\"name\": \"t\", \"baseline\": {\"impl\": \"b\"}, \"references\": "
+		"[{\"impl\": \"b\", \"ratio\": {\"estimate\": 0.5, \"ci95\": [0.4, 0.6]}}]}",
+		"{\"name\": \"t\"}",
+	};
+	static const char *task =
+		"{\"name\": \"t1\", \"baseline\": {\"impl\": \"b\"}, \"references\": ["
+		"{\"impl\": \"b\", \"ratio\": {\"estimate\": 0.5, \"ci95\": [0.4, 0.6]}},"
+		"{\"impl\": \"ref.slow\", \"ratio\": {\"estimate\": 1.2, \"ci95\": [1.1, 1.3]}},"
+		"{\"impl\": \"ref.fast\", \"ratio\": {\"estimate\": 0.95, \"ci95\": [0.94, 0.96]}},"
+		"{\"impl\": \"ref.faster\", \"ratio\": {\"estimate\": 0.875, \"ci95\": [0.870, 0.881]}},"
+		"{\"impl\": \"ref.wide\", \"ratio\": {\"estimate\": 0.7, \"ci95\": [0.5, 1.01]}}]}";
+	cJSON *t = cJSON_Parse(task);
+	char *flag = report_outpaced_flag(t);
+
+	ck_assert_ptr_nonnull(flag);
+	ck_assert_str_eq(flag, "task t1: reference ref.faster ran faster than the candidate in the same run (t_ref / "
+			       "t_cand 0.875 [0.870, 0.881]): the candidate is not the fastest kernel measured here");
+	free(flag);
+	cJSON_Delete(t);
+	for (size_t k = 0; k < sizeof(no_flag) / sizeof(*no_flag); k++) {
+		t = cJSON_Parse(no_flag[k]);
+		ck_assert_ptr_nonnull(t);
+		ck_assert_msg(report_outpaced_flag(t) == NULL, "%s", no_flag[k]);
+		cJSON_Delete(t);
+	}
+}
+END_TEST
+
+/*
  * The same checks on a real run whose candidate is the slow one (the CPU card with its backends
  * swapped: cpu.splitkv -> cpu.naive; the run exits 1, verdict failed): the report flags every task it
  * lost, first.
@@ -750,6 +789,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, edited_reference_skips_are_refused);
 	tcase_add_test(tc, baseline_slower_than_a_reference_is_flagged);
 	tcase_add_test(tc, candidate_slower_than_the_baseline_is_flagged);
+	tcase_add_test(tc, reference_faster_than_the_candidate_is_flagged);
 	tcase_add_test(tc, chosen_config_timed_far_from_its_tuning_is_flagged);
 	tcase_add_test(tc, report_flags_the_tasks_a_slower_candidate_lost);
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
