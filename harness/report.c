@@ -489,11 +489,13 @@ static void fill_run(struct row *r, const struct evidence *e)
 	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 4 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));
 	if (!r->flag_list)
 		return;
-	/* do no harm first (what a reader must not miss), then the run's flags, then the baseline's */
+	/*
+	 * do no harm first (what a reader must not miss), then where a reference outran the candidate,
+	 * then the run's flags, then the baseline's
+	 */
 	if ((r->flag_list[r->nflags] = report_e2e_harm_flag(e->result)))
 		r->nflags++;
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_harm_flag(t))) r->nflags++;
-	/* then where a kernel measured beside it was faster */
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_outpaced_flag(t))) r->nflags++;
 	cJSON_ArrayForEach(fl, flags) if (cJSON_GetStringValue(fl) &&
 					  (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl)))) r->nflags++;
