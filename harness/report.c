@@ -326,8 +326,9 @@ char *report_harm_flag(const cJSON *task)
 /* A task where a reference ran faster than the candidate (report.h). */
 char *report_outpaced_flag(const cJSON *task)
 {
-	const cJSON *name = cJSON_GetObjectItem(task, "name"), *ref, *best = NULL;
+	const cJSON *name = cJSON_GetObjectItem(task, "name"), *ref;
 	const char *base = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(task, "baseline"), "impl"));
+	const char *best = NULL; /* the fastest such reference's impl */
 	double best_est = 0, best_lo = 0, best_hi = 0;
 
 	if (!cJSON_IsString(name))
@@ -344,7 +345,7 @@ char *report_outpaced_flag(const cJSON *task)
 		    !(hi < 1.0))
 			continue;
 		if (!best || cJSON_GetNumberValue(est) < best_est) {
-			best = ref;
+			best = impl;
 			best_est = cJSON_GetNumberValue(est);
 			best_lo = lo;
 			best_hi = hi;
@@ -354,8 +355,7 @@ char *report_outpaced_flag(const cJSON *task)
 		return NULL;
 	return fs_printf("task %s: reference %s ran faster than the candidate in the same run (t_ref / t_cand "
 			 "%.3f [%.3f, %.3f]): the candidate is not the fastest kernel measured here",
-			 cJSON_GetStringValue(name), cJSON_GetStringValue(cJSON_GetObjectItem(best, "impl")), best_est,
-			 best_lo, best_hi);
+			 cJSON_GetStringValue(name), best, best_est, best_lo, best_hi);
 }
 
 /* The ratio A/B median / tuning median of one side's chosen config, or 0 when it was not tuned or timed. */
