@@ -255,6 +255,55 @@ START_TEST(flash_onetile_takes_block_tables_of_one_tile)
 }
 END_TEST
 
+/*
+ * The sm_90 warp kernel's fp8 path by the block table's span: more than one tile and at most
+ * MLA_FLASH_WARP_DT_KEYS keys, the decoded-tile kernel (more shared memory, still within sm_90's 227 KiB, and counted by the
+ * occupancy the split choice models); longer tables, bf16, other kinds and gfx942: never.
+ */
+START_TEST(flash_warp_fp8_decoded_tile_on_short_block_tables)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+	struct mla_decode_config cfg[CAP];
+	struct mla_decode_args a = shape(4, 32, 1, 512);
+	int n = impl->configs("sm_90", cfg, CAP), warps = 0;
+
+	a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ;
+	for (int i = 0; i < n; i++) {
+		const struct mla_flash_entry *e = mla_flash_entry_find(&cfg[i]);
+		const struct mla_decode_config *c = &e->cfg;
+		struct mla_decode_args l = a;
+
+		l.max_pages = (MLA_FLASH_WARP_DT_KEYS + 64) / l.page_size;
+		ck_assert_int_eq(mla_flash_warp_dt(e, &l), 0);
+		if (e->kind != MLA_FLASH_WARP) {
+			ck_assert_int_eq(mla_flash_warp_dt(e, &a), 0);
+			ck_assert_uint_eq(mla_flash_launch_smem(e, &a), mla_flash_smem_bytes(e, a.kv_dtype));
+			continue;
+		}
+		warps++;
+		ck_assert_int_eq(mla_flash_warp_dt(e, &a), 1);
+		ck_assert_uint_eq(mla_flash_launch_smem(e, &a),
+				  MLA_FLASH_WARP_DT_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages));
+		ck_assert_uint_gt(mla_flash_launch_smem(e, &a), mla_flash_smem_bytes(e, a.kv_dtype));
+		ck_assert_uint_le(mla_flash_launch_smem(e, &a), MLA_SMEM_MAX_SM90);
+		ck_assert_uint_eq(mla_flash_launch_smem(e, &l), mla_flash_smem_bytes(e, l.kv_dtype));
+		a.kv_dtype = MLA_KV_BF16;
+		ck_assert_int_eq(mla_flash_warp_dt(e, &a), 0);
+		a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ;
+		/* one tile (empty and one-key tasks): the f16 kernel; one key more: the decoded tile */
+		l.max_pages = c->block_n / l.page_size;
+		ck_assert_int_eq(mla_flash_warp_dt(e, &l), 0);
+		l.page_size = 1;
+		l.max_pages = c->block_n + 1;
+		ck_assert_int_eq(mla_flash_warp_dt(e, &l), 1);
+	}
+	ck_assert_int_ge(warps, 1);
+	n = impl->configs("gfx942", cfg, CAP);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(mla_flash_warp_dt(mla_flash_entry_find(&cfg[i]), &a), 0);
+}
+END_TEST
+
 /* Balanced splits (MLA_FLASH_BALANCED): one block per SM shared by the head blocks, slots for the device's schedule. */
 START_TEST(flash_plan_balanced_splits)
 {
@@ -360,6 +409,7 @@ static Suite *hip_configs_suite(void)
 	tcase_add_test(tc, flash_plan_picks_splits_from_shapes);
 	tcase_add_test(tc, flash_plan_balanced_splits);
 	tcase_add_test(tc, flash_onetile_takes_block_tables_of_one_tile);
+	tcase_add_test(tc, flash_warp_fp8_decoded_tile_on_short_block_tables);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("numerics_and_launch");

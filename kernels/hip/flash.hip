@@ -487,8 +487,9 @@ VS_DEV void fp8x16_to_bf16x16(vs_u32x4 w, vs_u32x4 &o0, vs_u32x4 &o1)
 
 /* ================================================================ warp-level kernel */
 
-template <int BN, int BH, int NW, int ST, bool FP8>
+template <int BN, int BH, int NW, int ST, bool FP8, bool DT_ = false>
 struct WarpTraits {
+	static constexpr bool DT = DT_;
 #if defined(VS_PLATFORM_AMD)
 	static constexpr bool AMD = true;
 #else
@@ -506,7 +507,11 @@ struct WarpTraits {
 	static constexpr int RAW_ROW = AMD ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV;
 	static constexpr int STAGE_ROW = FP8 ? RAW_ROW : ROW_BF16;
 	static constexpr int LDP = BN + 8;
-	static constexpr bool F16 = FP8 && !AMD; /* NVIDIA fp8: f16 products, codes decoded in registers */
+	/*
+	 * NVIDIA fp8: F16, f16 products with the codes decoded in registers; or DT (mla_flash_warp_dt,
+	 * short block tables), each tile decoded once into a bf16 tile that the bf16 path reads.
+	 */
+	static constexpr bool F16 = FP8 && !AMD && !DT;
 	static constexpr int KV_OFF = AMD ? 0 : BH * ROW_BF16;
 	static constexpr int P_OFF = KV_OFF + ST * BN * STAGE_ROW;
 	static constexpr int MAX_OFF = P_OFF + BH * LDP * 2;
@@ -514,11 +519,14 @@ struct WarpTraits {
 	static constexpr int RING = MLA_FLASH_RING(ST);
 	static constexpr int ROW_OFF = SUM_OFF + CG * BH * 4;
 	static constexpr int QSC_OFF = ROW_OFF + RING * BN * 8; /* F16: score scale of each row */
-	static constexpr int SMEM = QSC_OFF + (F16 ? BH * 4 : 0);
+	static constexpr int CONV_OFF = QSC_OFF + (F16 ? BH * 4 : 0); /* DT: the decoded bf16 tile */
+	static constexpr int SMEM = CONV_OFF + (DT ? BN * ROW_BF16 : 0);
 	static constexpr int SRC_ROW = FP8 ? D_QK : D_QK * 2; /* bytes of one cache row */
 	static constexpr int CHUNKS = SRC_ROW / 16;          /* 16-byte chunks per cache row */
 
-	static_assert(SMEM == MLA_FLASH_WARP_SMEM(BN, BH, NW, ST, FP8, AMD), "smem formula");
+	static_assert(SMEM == (DT ? MLA_FLASH_WARP_DT_SMEM(BN, BH, NW, ST) : MLA_FLASH_WARP_SMEM(BN, BH, NW, ST, FP8, AMD)),
+		      "smem formula");
+	static_assert(!DT || (FP8 && !AMD), "the decoded-tile kernel is NVIDIA fp8's");
 	static_assert(BH % 16 == 0 && NW % RG == 0 && NKW % 16 == 0 && NKW >= 16, "tile shape");
 	static_assert(AMD ? ST == 1 : ST >= 2, "stages");
 	static_assert(!F16 || NCW % 128 == 0, "f16 path: 16-byte loads of V per key and lane");
@@ -593,6 +601,31 @@ VS_DEV void warp_load_q(const FlashParams &p, unsigned char *sQ, int b, int m0, 
 		const uint16_t *src = p.q + (valid ? ((size_t)b * p.m_total + m) * D_QK + ch * 8 : 0);
 
 		cp_async16(sQ + row * ROW_BF16 + ch * 16, src, valid);
+	}
+}
+
+/*
+ * DT: a raw fp8 tile (rows of RAW_ROW bytes) -> the bf16 tile (rows of ROW_BF16 bytes), every code
+ * exact (fp8x16_to_bf16x16: 0x80 -> NaN), 16 codes per thread and step (as before 2026-12-02 10:37).
+ */
+template <class T>
+VS_DEV void warp_convert_fp8(const unsigned char *raw, unsigned char *conv, int tid)
+{
+	constexpr int BN = T::NKW * T::CG;
+
+#pragma unroll 4
+	for (int i = 0; i < (BN * 36 + T::THREADS - 1) / T::THREADS; i++) {
+		int c = tid + i * T::THREADS;
+
+		if ((BN * 36) % T::THREADS != 0 && c >= BN * 36)
+			break;
+		int row = c / 36, ch = c % 36;
+		vs_u32x4 w = *(const vs_u32x4 *)(raw + row * T::RAW_ROW + ch * 16);
+		vs_u32x4 o0, o1;
+
+		fp8x16_to_bf16x16(w, o0, o1);
+		*(vs_u32x4 *)(conv + row * ROW_BF16 + ch * 32) = o0;
+		*(vs_u32x4 *)(conv + row * ROW_BF16 + ch * 32 + 16) = o1;
 	}
 }
 #endif /* VS_PLATFORM_NVIDIA */
@@ -1052,10 +1085,10 @@ VS_DEV void warp_tile_f16(WarpState<T> &st, const unsigned char *sQ, uint8_t *ra
 }
 #endif /* VS_PLATFORM_NVIDIA */
 
-template <int BN, int BH, int NW, int ST, bool FP8>
+template <int BN, int BH, int NW, int ST, bool FP8, bool DT = false>
 __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 {
-	typedef WarpTraits<BN, BH, NW, ST, FP8> T;
+	typedef WarpTraits<BN, BH, NW, ST, FP8, DT> T;
 #if defined(VS_PLATFORM_AMD)
 	__shared__ __attribute__((aligned(16))) unsigned char smem[T::SMEM];
 #else
@@ -1172,10 +1205,17 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_flash_warp(FlashParams p)
 			cp_async_commit();
 			if (fetch) /* block_table entry of tile t+ST, stored as an offset after this tile */
 				f = row_fetch(p, b, (t + ST) * BN + tid, r.kv_len);
-			if constexpr (T::F16)
+			if constexpr (T::F16) {
 				warp_tile_f16<T>(st, smem, stage, sP, sMax, t, lane, rg, cg);
-			else
+			} else if constexpr (T::DT) {
+				/* the tile of t-1 is free: every warp passed the barrier above after reading it */
+				warp_convert_fp8<T>(stage, smem + T::CONV_OFF, tid);
+				vs_syncthreads();
+				warp_tile<T>(p, st, nullptr, sQ, (const uint16_t *)(smem + T::CONV_OFF), nullptr, sP,
+					     sMax, t, lane, rg, cg);
+			} else {
 				warp_tile<T>(p, st, nullptr, sQ, kvb, nullptr, sP, sMax, t, lane, rg, cg);
+			}
 			if (fetch)
 				sRow[((t + ST) % T::RING) * BN + tid] = row_fetch_offset(p, f, T::SRC_ROW);
 		}
@@ -3050,13 +3090,19 @@ struct FlashInstance {
 	int bn, bh, nw, st, kind;
 	FlashKernel kernel[2][2]; /* [uniform splits, balanced][bf16, fp8]; nullptr: none */
 	int threads;
+	FlashKernel fp8_dt; /* NVIDIA warp kernel: fp8 with the decoded tile (mla_flash_warp_dt); or nullptr */
 };
 
+#if defined(VS_PLATFORM_NVIDIA)
+#define MLA_WARP_DT_KERNEL(bn, bh, nw, st) mla_flash_warp<bn, bh, nw, st, true, true>
+#else
+#define MLA_WARP_DT_KERNEL(bn, bh, nw, st) nullptr
+#endif /* VS_PLATFORM_NVIDIA */
 #define MLA_INSTANCE_MLA_FLASH_WARP(bn, bh, nw, st)                                              \
 	{ bn, bh, nw, st, MLA_FLASH_WARP,                                                       \
 	  { { mla_flash_warp<bn, bh, nw, st, false>, mla_flash_warp<bn, bh, nw, st, true> },     \
 	    { nullptr, nullptr } },                                                              \
-	  (nw) * VS_WARP },
+	  (nw) * VS_WARP, MLA_WARP_DT_KERNEL(bn, bh, nw, st) },
 #if defined(MLA_HAVE_WGMMA)
 #if defined(MLA_WG_FP8_REGPATH)
 #define MLA_WGMMA_FP8_KERNEL(bal) mla_flash_wgmma<true, bal>
@@ -3067,7 +3113,7 @@ struct FlashInstance {
 	{ bn, bh, nw, st, MLA_FLASH_WGMMA,                                               \
 	  { { mla_flash_wgmma<false, false>, MLA_WGMMA_FP8_KERNEL(false) },              \
 	    { mla_flash_wgmma<false, true>, MLA_WGMMA_FP8_KERNEL(true) } },              \
-	  256 },
+	  256, nullptr },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
@@ -3076,14 +3122,14 @@ struct FlashInstance {
 	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T,                               \
 	  { { mla_flash_wgmma_t<bh, false>, mla_flash_wgmma_t<bh, true> }, \
 	    { nullptr, nullptr } },                                        \
-	  256 },
+	  256, nullptr },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
 #define MLA_INSTANCE_MLA_FLASH_ONETILE(bn, bh, nw, st)                                   \
 	{ bn, bh, nw, st, MLA_FLASH_ONETILE,                                             \
 	  { { mla_flash_onetile<nw, false>, mla_flash_onetile<nw, true> }, { nullptr, nullptr } }, \
-	  (nw) * VS_WARP },
+	  (nw) * VS_WARP, nullptr },
 #define MLA_INSTANCE(bn, bh, nw, st, kind) MLA_INSTANCE_##kind(bn, bh, nw, st)
 
 const FlashInstance flash_instances[] = {
@@ -3154,9 +3200,10 @@ extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struc
 	fp.out_scale = fp8 ? a->kv_scale : 1.f;
 	stream = (hipStream_t)a->stream;
 
-	smem = mla_flash_smem_bytes(entry, a->kv_dtype);
+	smem = mla_flash_launch_smem(entry, a);
 	const int bal = plan.parts > 0;
-	FlashKernel kernel = inst->kernel[bal][fp8];
+	const int dt = mla_flash_warp_dt(entry, a); /* fp8, short block table: the decoded-tile kernel */
+	FlashKernel kernel = dt ? inst->fp8_dt : inst->kernel[bal][fp8];
 
 	if (!kernel)
 		return MLA_EUNSUPPORTED;
@@ -3165,8 +3212,8 @@ extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struc
 	 * Raise the dynamic shared-memory limit once per kernel (a host-side attribute, not stream
 	 * work; done at the first launch, which precedes any capture of the same kernel in practice).
 	 */
-	static size_t smem_set[sizeof(flash_instances) / sizeof(flash_instances[0])][2][2];
-	size_t *done = &smem_set[inst - flash_instances][bal][fp8];
+	static size_t smem_set[sizeof(flash_instances) / sizeof(flash_instances[0])][2][3];
+	size_t *done = &smem_set[inst - flash_instances][bal][fp8 + dt];
 
 	if (smem > 48 * 1024 && *done < smem) {
 		HIP_CHECK_RET(hipFuncSetAttribute((const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,

@@ -130,7 +130,9 @@ enum mla_flash_kind {
  *   row offsets   RING x block_n int64: byte offsets of the cache rows of the next tiles, computed
  *                 from block_table one tile ahead (RING = max(num_stages, 2))
  *   row scales    NVIDIA fp8 only  block_h floats (the score scale of each f16 Q row)
- * NVIDIA fp8 decodes the codes in registers, straight into f16 fragments (flash.hip, warp_tile_f16).
+ * NVIDIA fp8 decodes the codes in registers, straight into f16 fragments (flash.hip, warp_tile_f16),
+ * or, on a short block table (mla_flash_warp_dt), once per tile into a decoded bf16 tile of
+ * block_n x ROW_BF16 that the bf16 path reads (MLA_FLASH_WARP_DT_SMEM: no row scales).
  */
 #define MLA_FLASH_CG(bh, nw) ((nw) / ((bh) / 16))
 #define MLA_FLASH_RING(st) ((st) < 2 ? 2 : (st))
@@ -139,6 +141,18 @@ enum mla_flash_kind {
 	 (st) * (bn) * ((fp8) ? ((amd) ? MLA_FLASH_ROW_FP8_AMD : MLA_FLASH_ROW_FP8_NV) : MLA_FLASH_ROW_BF16) + \
 	 (bh) * ((bn) + 8) * 2 + 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + MLA_FLASH_RING(st) * (bn) * 8 +  \
 	 (((fp8) && !(amd)) ? (bh) * 4 : 0))
+#define MLA_FLASH_WARP_DT_SMEM(bn, bh, nw, st) \
+	(MLA_FLASH_WARP_SMEM(bn, bh, nw, st, 1, 0) - (bh) * 4 + (bn) * MLA_FLASH_ROW_BF16)
+
+/*
+ * The NVIDIA warp kernel's fp8 path by the block table's span (max_pages x page_size keys, a shape:
+ * the same under a captured graph whatever seqlens hold): more than one tile and at most this many
+ * keys, the decoded tile; otherwise the f16 fragments. H200, 2026-12-03 (BENCHMARKS.md): on at most 512 keys the decoded tile
+ * took 0.0167 ms where the f16 fragments took 0.0223 (h_q 32, b 4); at 32K keys 2.64 against 1.12.
+ */
+#if !defined(MLA_FLASH_WARP_DT_KEYS)
+#define MLA_FLASH_WARP_DT_KEYS 1024
+#endif
 
 /*
  * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8, mla_flash_wgmma_sd: one decoded bf16
@@ -180,6 +194,18 @@ const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_confi
 
 /** Shared memory (LDS) bytes of an entry's kernel for a KV dtype. */
 size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype);
+
+/**
+ * 1 when a launch of entry e on args a runs the NVIDIA warp kernel's decoded-tile fp8 kernel: e is
+ * an sm_90 MLA_FLASH_WARP entry, a's KV is fp8_e4m3_fnuz, and max_pages x page_size is more than one
+ * tile (block_n keys) and at most MLA_FLASH_WARP_DT_KEYS; else 0. Shapes only (never seqlens). A
+ * table of one tile (empty and one-key tasks) keeps the f16 kernel: there the decoded tile's
+ * larger shared memory cost 0.2 us (H200, 2026-12-03).
+ */
+int mla_flash_warp_dt(const struct mla_flash_entry *e, const struct mla_decode_args *a);
+
+/** Shared memory bytes of the kernel a launch of e on a runs: mla_flash_smem_bytes, or the decoded-tile kernel's. */
+size_t mla_flash_launch_smem(const struct mla_flash_entry *e, const struct mla_decode_args *a);
 
 /** Host-side decisions of one hip.flash launch; a function of shapes, num_cus and config only. */
 struct mla_flash_plan {

@@ -99,6 +99,23 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
 					   e->amd);
 }
 
+int mla_flash_warp_dt(const struct mla_flash_entry *e, const struct mla_decode_args *a)
+{
+	int64_t keys = a ? (int64_t)a->max_pages * a->page_size : 0;
+
+	return e && a && e->kind == MLA_FLASH_WARP && !e->amd && a->kv_dtype == MLA_KV_FP8_E4M3_FNUZ &&
+	       keys > e->cfg.block_n && keys <= MLA_FLASH_WARP_DT_KEYS;
+}
+
+size_t mla_flash_launch_smem(const struct mla_flash_entry *e, const struct mla_decode_args *a)
+{
+	const struct mla_decode_config *c = &e->cfg;
+
+	if (mla_flash_warp_dt(e, a))
+		return (size_t)MLA_FLASH_WARP_DT_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages);
+	return mla_flash_smem_bytes(e, a->kv_dtype);
+}
+
 /* ---------------------------------------------------------------- launch plan */
 
 static int shapes_valid(const struct mla_decode_args *a)
@@ -109,9 +126,9 @@ static int shapes_valid(const struct mla_decode_args *a)
 }
 
 /* Resident blocks per SM / CU for an entry: shared memory, then threads. */
-static int blocks_per_cu(const struct mla_flash_entry *e, int32_t kv_dtype)
+static int blocks_per_cu(const struct mla_flash_entry *e, const struct mla_decode_args *a)
 {
-	size_t smem = mla_flash_smem_bytes(e, kv_dtype);
+	size_t smem = mla_flash_launch_smem(e, a);
 	int threads = e->cfg.num_warps * (e->amd ? 64 : 32);
 	int by_smem = e->amd ? (int)(MLA_LDS_MAX_GFX942 / smem) : (int)(233472 / (smem + 1024));
 	int by_threads = 2048 / threads;
@@ -125,7 +142,7 @@ static int64_t resident_slots(const struct mla_flash_entry *e, const struct mla_
 {
 	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
 
-	return (int64_t)num_cus * blocks_per_cu(e, a->kv_dtype);
+	return (int64_t)num_cus * blocks_per_cu(e, a);
 }
 
 /*

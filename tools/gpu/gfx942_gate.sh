@@ -103,7 +103,7 @@ while read -r impl cfg bn bh sp nw st lds_bf16 lds_fp8; do
 	if [ "$impl" = hip.baseline ]; then
 		list=("false|bf16|^mla_baseline<$nw, false>" "true|fp8_e4m3_fnuz|^mla_baseline<$nw, true>")
 	else
-		list=("false|bf16|^mla_flash_warp<$bn, $bh, $nw, $st, false>" "true|fp8_e4m3_fnuz|^mla_flash_warp<$bn, $bh, $nw, $st, true>"
+		list=("false|bf16|^mla_flash_warp<$bn, $bh, $nw, $st, false(, false)?>" "true|fp8_e4m3_fnuz|^mla_flash_warp<$bn, $bh, $nw, $st, true(, false)?>"
 		      "-|any|^mla_flash_combine\\(")
 	fi
 	for item in "${list[@]}"; do
