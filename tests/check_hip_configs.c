@@ -56,6 +56,9 @@ START_TEST(config_space_is_nonempty_with_unique_canonical_names)
 		struct mla_decode_config c = cfg[i];
 
 		mla_decode_config_name(&c);
+		/* the decoded-tile twin: the canonical name of its four numbers and splits, then "-dt" */
+		if (!strcmp(impl->name, "hip.flash") && mla_flash_entry_find(&cfg[i])->kind == MLA_FLASH_WARP_DT)
+			strcat(c.name, MLA_FLASH_DT_SUFFIX);
 		ck_assert_msg(!strcmp(c.name, cfg[i].name), "%s on %s: config %d named '%s', canonical '%s'",
 			      impl->name, arch, i, cfg[i].name, c.name);
 		for (int j = 0; j < i; j++)
@@ -134,14 +137,16 @@ START_TEST(workspace_is_monotone_in_splits)
 	const char *arch = arches[_i];
 	struct mla_decode_config cfg[CAP];
 	int n = impl->configs(arch, cfg, CAP);
-	struct mla_decode_args a = shape(3, 20, 2, 1000);
 
 	for (int i = 0; i < n; i++) {
 		const struct mla_flash_entry *e = mla_flash_entry_find(&cfg[i]);
+		struct mla_decode_args a = shape(3, 20, 2, 1000);
 		size_t prev = 0;
 
 		if (e && e->kind == MLA_FLASH_ONETILE)
 			continue; /* no split at all (flash_onetile_takes_block_tables_of_one_tile) */
+		if (e && e->kind == MLA_FLASH_WARP_DT)
+			a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ; /* fp8 only */
 		for (int sp = 1; sp <= 200; sp++) {
 			struct mla_decode_config c = cfg[i];
 			size_t ws;
@@ -256,51 +261,67 @@ START_TEST(flash_onetile_takes_block_tables_of_one_tile)
 END_TEST
 
 /*
- * The sm_90 warp kernel's fp8 path by the block table's span: more than one tile and at most
- * MLA_FLASH_WARP_DT_KEYS keys, the decoded-tile kernel (more shared memory, still within sm_90's 227 KiB, and counted by the
- * occupancy the split choice models); longer tables, bf16, other kinds and gfx942: never.
+ * The decoded-tile twin (sm_90 only): the w4 warp config's four numbers and splits under its own
+ * name, found by that name (the plain name still finds the f16-fragment config), fp8 only (bf16
+ * declined with no workspace), more shared memory than the twin's fp8 kernel and within sm_90's
+ * 227 KiB, counted by the split model's occupancy (one block per SM: fewer resident slots, so no
+ * more auto splits than the twin gets).
  */
-START_TEST(flash_warp_fp8_decoded_tile_on_short_block_tables)
+START_TEST(flash_warp_dt_is_a_config_of_its_own)
 {
 	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
-	struct mla_decode_config cfg[CAP];
-	struct mla_decode_args a = shape(4, 32, 1, 512);
-	int n = impl->configs("sm_90", cfg, CAP), warps = 0;
+	struct mla_decode_config cfg[CAP], dt = { "", 0, 0, 0, 0, 0 }, plain;
+	const struct mla_flash_entry *e, *twin;
+	struct mla_flash_plan p, q;
+	struct mla_decode_args a = shape(64, 16, 1, 16384);
+	int n = impl->configs("sm_90", cfg, CAP), found = 0;
 
-	a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ;
-	for (int i = 0; i < n; i++) {
-		const struct mla_flash_entry *e = mla_flash_entry_find(&cfg[i]);
-		const struct mla_decode_config *c = &e->cfg;
-		struct mla_decode_args l = a;
-
-		l.max_pages = (MLA_FLASH_WARP_DT_KEYS + 64) / l.page_size;
-		ck_assert_int_eq(mla_flash_warp_dt(e, &l), 0);
-		if (e->kind != MLA_FLASH_WARP) {
-			ck_assert_int_eq(mla_flash_warp_dt(e, &a), 0);
-			ck_assert_uint_eq(mla_flash_launch_smem(e, &a), mla_flash_smem_bytes(e, a.kv_dtype));
-			continue;
-		}
-		warps++;
-		ck_assert_int_eq(mla_flash_warp_dt(e, &a), 1);
-		ck_assert_uint_eq(mla_flash_launch_smem(e, &a),
-				  MLA_FLASH_WARP_DT_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages));
-		ck_assert_uint_gt(mla_flash_launch_smem(e, &a), mla_flash_smem_bytes(e, a.kv_dtype));
-		ck_assert_uint_le(mla_flash_launch_smem(e, &a), MLA_SMEM_MAX_SM90);
-		ck_assert_uint_eq(mla_flash_launch_smem(e, &l), mla_flash_smem_bytes(e, l.kv_dtype));
-		a.kv_dtype = MLA_KV_BF16;
-		ck_assert_int_eq(mla_flash_warp_dt(e, &a), 0);
-		a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ;
-		/* one tile (empty and one-key tasks): the f16 kernel; one key more: the decoded tile */
-		l.max_pages = c->block_n / l.page_size;
-		ck_assert_int_eq(mla_flash_warp_dt(e, &l), 0);
-		l.page_size = 1;
-		l.max_pages = c->block_n + 1;
-		ck_assert_int_eq(mla_flash_warp_dt(e, &l), 1);
-	}
-	ck_assert_int_ge(warps, 1);
-	n = impl->configs("gfx942", cfg, CAP);
 	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(mla_flash_warp_dt(mla_flash_entry_find(&cfg[i]), &a), 0);
+		if (mla_flash_entry_find(&cfg[i])->kind == MLA_FLASH_WARP_DT) {
+			dt = cfg[i];
+			found++;
+		}
+	ck_assert_int_eq(found, 1);
+	ck_assert_str_eq(dt.name, "bn64-bh16-sp0-w4-st2-dt");
+	e = mla_flash_entry_find(&dt);
+	ck_assert_int_eq(e->amd, 0);
+	plain = dt;
+	mla_decode_config_name(&plain);
+	ck_assert_str_eq(plain.name, "bn64-bh16-sp0-w4-st2");
+	twin = mla_flash_entry_find(&plain);
+	ck_assert_ptr_nonnull(twin);
+	ck_assert_int_eq(twin->kind, MLA_FLASH_WARP);
+	/* a name cut short of the suffix is the twin's; the suffix alone decides */
+	strcpy(plain.name, "bn64-bh16-sp0-w4-st2-d");
+	ck_assert_ptr_eq(mla_flash_entry_find(&plain), twin);
+	strcpy(plain.name, "x" MLA_FLASH_DT_SUFFIX);
+	ck_assert_ptr_eq(mla_flash_entry_find(&plain), e);
+	/* shared memory: fp8 only, the decoded tile instead of the twin's row scales */
+	ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_BF16), 0);
+	ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_FP8_E4M3_FNUZ),
+			  mla_flash_smem_bytes(twin, MLA_KV_FP8_E4M3_FNUZ) - 16 * 4 + 64 * MLA_FLASH_ROW_BF16);
+	ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_FP8_E4M3_FNUZ), 175104);
+	ck_assert_uint_le(mla_flash_smem_bytes(e, MLA_KV_FP8_E4M3_FNUZ), MLA_SMEM_MAX_SM90);
+	/* bf16: declined, no workspace */
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &dt), MLA_EUNSUPPORTED);
+	ck_assert_uint_eq(impl->workspace_size(&a, &dt), 0);
+	/* fp8: planned; one block per SM where the twin has two, so fewer splits fill the GPU (64 x 2, not 4) */
+	a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &dt), MLA_OK);
+	plain = dt;
+	mla_decode_config_name(&plain);
+	ck_assert_int_eq(mla_flash_plan_make(&q, &a, &plain), MLA_OK);
+	ck_assert_int_eq(p.num_splits, 2);
+	ck_assert_int_eq(q.num_splits, 4);
+	ck_assert_uint_eq(impl->workspace_size(&a, &dt), p.workspace_bytes);
+	/* gfx942 has no twin, and no gfx942 entry answers to the suffix */
+	n = impl->configs("gfx942", cfg, CAP);
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_ne(mla_flash_entry_find(&cfg[i])->kind, MLA_FLASH_WARP_DT);
+		plain = cfg[i];
+		strcat(plain.name, MLA_FLASH_DT_SUFFIX);
+		ck_assert_ptr_null(mla_flash_entry_find(&plain));
+	}
 }
 END_TEST
 
@@ -409,7 +430,7 @@ static Suite *hip_configs_suite(void)
 	tcase_add_test(tc, flash_plan_picks_splits_from_shapes);
 	tcase_add_test(tc, flash_plan_balanced_splits);
 	tcase_add_test(tc, flash_onetile_takes_block_tables_of_one_tile);
-	tcase_add_test(tc, flash_warp_fp8_decoded_tile_on_short_block_tables);
+	tcase_add_test(tc, flash_warp_dt_is_a_config_of_its_own);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("numerics_and_launch");

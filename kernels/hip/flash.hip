@@ -508,8 +508,8 @@ struct WarpTraits {
 	static constexpr int STAGE_ROW = FP8 ? RAW_ROW : ROW_BF16;
 	static constexpr int LDP = BN + 8;
 	/*
-	 * NVIDIA fp8: F16, f16 products with the codes decoded in registers; or DT (mla_flash_warp_dt,
-	 * short block tables), each tile decoded once into a bf16 tile that the bf16 path reads.
+	 * NVIDIA fp8: F16, f16 products with the codes decoded in registers; or DT (the decoded-tile
+	 * twin, MLA_FLASH_WARP_DT), each tile decoded once into a bf16 tile that the bf16 path reads.
 	 */
 	static constexpr bool F16 = FP8 && !AMD && !DT;
 	static constexpr int KV_OFF = AMD ? 0 : BH * ROW_BF16;
@@ -3090,19 +3090,18 @@ struct FlashInstance {
 	int bn, bh, nw, st, kind;
 	FlashKernel kernel[2][2]; /* [uniform splits, balanced][bf16, fp8]; nullptr: none */
 	int threads;
-	FlashKernel fp8_dt; /* NVIDIA warp kernel: fp8 with the decoded tile (mla_flash_warp_dt); or nullptr */
 };
 
-#if defined(VS_PLATFORM_NVIDIA)
-#define MLA_WARP_DT_KERNEL(bn, bh, nw, st) mla_flash_warp<bn, bh, nw, st, true, true>
-#else
-#define MLA_WARP_DT_KERNEL(bn, bh, nw, st) nullptr
-#endif /* VS_PLATFORM_NVIDIA */
 #define MLA_INSTANCE_MLA_FLASH_WARP(bn, bh, nw, st)                                              \
 	{ bn, bh, nw, st, MLA_FLASH_WARP,                                                       \
 	  { { mla_flash_warp<bn, bh, nw, st, false>, mla_flash_warp<bn, bh, nw, st, true> },     \
 	    { nullptr, nullptr } },                                                              \
-	  (nw) * VS_WARP, MLA_WARP_DT_KERNEL(bn, bh, nw, st) },
+	  (nw) * VS_WARP },
+/* the decoded-tile twin (sm_90 only): fp8 only */
+#define MLA_INSTANCE_MLA_FLASH_WARP_DT(bn, bh, nw, st)                                           \
+	{ bn, bh, nw, st, MLA_FLASH_WARP_DT,                                                    \
+	  { { nullptr, mla_flash_warp<bn, bh, nw, st, true, true> }, { nullptr, nullptr } },      \
+	  (nw) * VS_WARP },
 #if defined(MLA_HAVE_WGMMA)
 #if defined(MLA_WG_FP8_REGPATH)
 #define MLA_WGMMA_FP8_KERNEL(bal) mla_flash_wgmma<true, bal>
@@ -3113,7 +3112,7 @@ struct FlashInstance {
 	{ bn, bh, nw, st, MLA_FLASH_WGMMA,                                               \
 	  { { mla_flash_wgmma<false, false>, MLA_WGMMA_FP8_KERNEL(false) },              \
 	    { mla_flash_wgmma<false, true>, MLA_WGMMA_FP8_KERNEL(true) } },              \
-	  256, nullptr },
+	  256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
@@ -3122,14 +3121,14 @@ struct FlashInstance {
 	{ bn, bh, nw, st, MLA_FLASH_WGMMA_T,                               \
 	  { { mla_flash_wgmma_t<bh, false>, mla_flash_wgmma_t<bh, true> }, \
 	    { nullptr, nullptr } },                                        \
-	  256, nullptr },
+	  256 },
 #else
 #define MLA_INSTANCE_MLA_FLASH_WGMMA_T(bn, bh, nw, st)
 #endif /* MLA_HAVE_WGMMA */
 #define MLA_INSTANCE_MLA_FLASH_ONETILE(bn, bh, nw, st)                                   \
 	{ bn, bh, nw, st, MLA_FLASH_ONETILE,                                             \
 	  { { mla_flash_onetile<nw, false>, mla_flash_onetile<nw, true> }, { nullptr, nullptr } }, \
-	  (nw) * VS_WARP, nullptr },
+	  (nw) * VS_WARP },
 #define MLA_INSTANCE(bn, bh, nw, st, kind) MLA_INSTANCE_##kind(bn, bh, nw, st)
 
 const FlashInstance flash_instances[] = {
@@ -3140,10 +3139,13 @@ const FlashInstance flash_instances[] = {
 #endif /* platform */
 };
 
-const FlashInstance *instance_find(const struct mla_decode_config *c)
+const FlashInstance *instance_find(const struct mla_flash_entry *e)
 {
+	const struct mla_decode_config *c = &e->cfg;
+
 	for (const FlashInstance &in : flash_instances)
-		if (in.bn == c->block_n && in.bh == c->block_h && in.nw == c->num_warps && in.st == c->num_stages)
+		if (in.bn == c->block_n && in.bh == c->block_h && in.nw == c->num_warps && in.st == c->num_stages &&
+		    in.kind == e->kind)
 			return &in;
 	return nullptr;
 }
@@ -3166,7 +3168,7 @@ extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struc
 	if (rc != MLA_OK)
 		return rc;
 	entry = mla_flash_entry_find(cfg);
-	inst = instance_find(cfg);
+	inst = entry ? instance_find(entry) : nullptr;
 	if (!entry || !inst)
 		return MLA_EUNSUPPORTED;
 	if (a->workspace_bytes < plan.workspace_bytes || (plan.workspace_bytes && !a->workspace))
@@ -3200,10 +3202,9 @@ extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struc
 	fp.out_scale = fp8 ? a->kv_scale : 1.f;
 	stream = (hipStream_t)a->stream;
 
-	smem = mla_flash_launch_smem(entry, a);
+	smem = mla_flash_smem_bytes(entry, a->kv_dtype);
 	const int bal = plan.parts > 0;
-	const int dt = mla_flash_warp_dt(entry, a); /* fp8, short block table: the decoded-tile kernel */
-	FlashKernel kernel = dt ? inst->fp8_dt : inst->kernel[bal][fp8];
+	FlashKernel kernel = inst->kernel[bal][fp8];
 
 	if (!kernel)
 		return MLA_EUNSUPPORTED;
@@ -3212,8 +3213,8 @@ extern "C" int mla_hip_flash_launch(const struct mla_decode_args *a, const struc
 	 * Raise the dynamic shared-memory limit once per kernel (a host-side attribute, not stream
 	 * work; done at the first launch, which precedes any capture of the same kernel in practice).
 	 */
-	static size_t smem_set[sizeof(flash_instances) / sizeof(flash_instances[0])][2][3];
-	size_t *done = &smem_set[inst - flash_instances][bal][fp8 + dt];
+	static size_t smem_set[sizeof(flash_instances) / sizeof(flash_instances[0])][2][2];
+	size_t *done = &smem_set[inst - flash_instances][bal][fp8];
 
 	if (smem > 48 * 1024 && *done < smem) {
 		HIP_CHECK_RET(hipFuncSetAttribute((const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,

@@ -22,8 +22,17 @@
  *                    warps per row (query, head) and sequence, CUDA cores, no split, no combine, a
  *                    kernel small enough that its one pass is not a cold walk through a tile
  *                    pipeline's code. Other tasks it declines (MLA_EUNSUPPORTED), per config.
+ *   MLA_FLASH_WARP_DT sm_90 only, fp8 KV only: the warp kernel with each raw fp8 tile decoded once
+ *                    into a bf16 tile in shared memory that the bf16 path reads (the decoded tile),
+ *                    where MLA_FLASH_WARP decodes the codes in registers into f16 fragments. More
+ *                    shared memory (one block per SM), fewer registers; faster when the grid is
+ *                    small (few head blocks x sequences), slower when it fills the GPU (H200,
+ *                    2026-12-03, BENCHMARKS.md), so the tuning pass chooses it per task. Its config
+ *                    shares the four numbers of its MLA_FLASH_WARP twin and is named like it with
+ *                    MLA_FLASH_DT_SUFFIX; bf16 tasks it declines (the twin runs the same bf16 kernel).
  * The sm_90 and gfx942 spaces never share a (block_n, block_h, num_warps, num_stages) point, so a
- * config alone says which layout (and shared-memory formula) it uses.
+ * config alone says which layout (and shared-memory formula) it uses; within sm_90 only the
+ * decoded-tile twin shares one, told apart by its name.
  */
 #ifndef MLA_HIP_FLASH_H
 #define MLA_HIP_FLASH_H
@@ -42,7 +51,12 @@ enum mla_flash_kind {
 	MLA_FLASH_WGMMA = 2,
 	MLA_FLASH_WGMMA_T = 3,
 	MLA_FLASH_ONETILE = 4,
+	MLA_FLASH_WARP_DT = 5,
 };
+
+/* The name suffix of a MLA_FLASH_WARP_DT config: "bn64-bh16-sp0-w4-st2-dt". */
+#define MLA_FLASH_DT_SUFFIX "-dt"
+
 
 /*
  * Config spaces: X(block_n, block_h, splits, num_warps, num_stages, kind), splits a token of
@@ -75,6 +89,7 @@ enum mla_flash_kind {
 	X(64, 16, 4, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 32, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
+	X(64, 16, 0, 4, 2, MLA_FLASH_WARP_DT)    \
 	X(64, 1, 1, 4, 1, MLA_FLASH_ONETILE)
 
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
@@ -83,6 +98,7 @@ enum mla_flash_kind {
 	X(64, 16, 8, 2, MLA_FLASH_WGMMA_T) \
 	X(64, 32, 8, 2, MLA_FLASH_WGMMA_T) \
 	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
+	X(64, 16, 4, 2, MLA_FLASH_WARP_DT) \
 	X(64, 1, 4, 1, MLA_FLASH_ONETILE)
 
 /*
@@ -131,7 +147,7 @@ enum mla_flash_kind {
  *                 from block_table one tile ahead (RING = max(num_stages, 2))
  *   row scales    NVIDIA fp8 only  block_h floats (the score scale of each f16 Q row)
  * NVIDIA fp8 decodes the codes in registers, straight into f16 fragments (flash.hip, warp_tile_f16),
- * or, on a short block table (mla_flash_warp_dt), once per tile into a decoded bf16 tile of
+ * or, in the decoded-tile kernel (MLA_FLASH_WARP_DT), once per tile into a bf16 tile of
  * block_n x ROW_BF16 that the bf16 path reads (MLA_FLASH_WARP_DT_SMEM: no row scales).
  */
 #define MLA_FLASH_CG(bh, nw) ((nw) / ((bh) / 16))
@@ -144,15 +160,6 @@ enum mla_flash_kind {
 #define MLA_FLASH_WARP_DT_SMEM(bn, bh, nw, st) \
 	(MLA_FLASH_WARP_SMEM(bn, bh, nw, st, 1, 0) - (bh) * 4 + (bn) * MLA_FLASH_ROW_BF16)
 
-/*
- * The NVIDIA warp kernel's fp8 path by the block table's span (max_pages x page_size keys, a shape:
- * the same under a captured graph whatever seqlens hold): more than one tile and at most this many
- * keys, the decoded tile; otherwise the f16 fragments. H200, 2026-12-03 (BENCHMARKS.md): on at most 512 keys the decoded tile
- * took 0.0167 ms where the f16 fragments took 0.0223 (h_q 32, b 4); at 32K keys 2.64 against 1.12.
- */
-#if !defined(MLA_FLASH_WARP_DT_KEYS)
-#define MLA_FLASH_WARP_DT_KEYS 1024
-#endif
 
 /*
  * wgmma kernel: Q 64x576 bf16, two 64x576 bf16 KV stages (fp8, mla_flash_wgmma_sd: one decoded bf16
@@ -188,24 +195,14 @@ struct mla_flash_entry {
 
 /**
  * The entry of the sm_90 or gfx942 space whose block_n, block_h, num_warps and num_stages match
- * cfg (num_splits may be anything >= 0, or MLA_FLASH_BALANCED), or NULL.
+ * cfg (num_splits may be anything >= 0, or MLA_FLASH_BALANCED), or NULL. Of two entries with the
+ * same four numbers (MLA_FLASH_WARP and its MLA_FLASH_WARP_DT twin), the decoded-tile one when
+ * cfg->name ends in MLA_FLASH_DT_SUFFIX, else the other.
  */
 const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_config *cfg);
 
-/** Shared memory (LDS) bytes of an entry's kernel for a KV dtype. */
+/** Shared memory (LDS) bytes of an entry's kernel for a KV dtype; 0 where it has none (MLA_FLASH_WARP_DT, bf16). */
 size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype);
-
-/**
- * 1 when a launch of entry e on args a runs the NVIDIA warp kernel's decoded-tile fp8 kernel: e is
- * an sm_90 MLA_FLASH_WARP entry, a's KV is fp8_e4m3_fnuz, and max_pages x page_size is more than one
- * tile (block_n keys) and at most MLA_FLASH_WARP_DT_KEYS; else 0. Shapes only (never seqlens). A
- * table of one tile (empty and one-key tasks) keeps the f16 kernel: there the decoded tile's
- * larger shared memory cost 0.2 us (H200, 2026-12-03).
- */
-int mla_flash_warp_dt(const struct mla_flash_entry *e, const struct mla_decode_args *a);
-
-/** Shared memory bytes of the kernel a launch of e on a runs: mla_flash_smem_bytes, or the decoded-tile kernel's. */
-size_t mla_flash_launch_smem(const struct mla_flash_entry *e, const struct mla_decode_args *a);
 
 /** Host-side decisions of one hip.flash launch; a function of shapes, num_cus and config only. */
 struct mla_flash_plan {

@@ -13,8 +13,14 @@
 /* ---------------------------------------------------------------- config spaces */
 
 #define MLA_CFG_NAME(bn, bh, sp, nw, st) "bn" #bn "-bh" #bh "-sp" #sp "-w" #nw "-st" #st
+/* the name's suffix by kind: the decoded-tile twin's, else none */
+#define MLA_SUFFIX_MLA_FLASH_WARP ""
+#define MLA_SUFFIX_MLA_FLASH_WGMMA ""
+#define MLA_SUFFIX_MLA_FLASH_WGMMA_T ""
+#define MLA_SUFFIX_MLA_FLASH_ONETILE ""
+#define MLA_SUFFIX_MLA_FLASH_WARP_DT MLA_FLASH_DT_SUFFIX
 #define MLA_SM90_ENTRY(bn, bh, sp, nw, st, kind) \
-	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, MLA_FLASH_SPLITS_##sp, nw, st }, kind, 0 },
+	{ { MLA_CFG_NAME(bn, bh, sp, nw, st) MLA_SUFFIX_##kind, bn, bh, MLA_FLASH_SPLITS_##sp, nw, st }, kind, 0 },
 #define MLA_GFX942_ENTRY(bn, bh, sp, nw, st, kind) \
 	{ { MLA_CFG_NAME(bn, bh, sp, nw, st), bn, bh, MLA_FLASH_SPLITS_##sp, nw, st }, kind, 1 },
 
@@ -66,19 +72,31 @@ static int baseline_configs(const char *arch, struct mla_decode_config *out, int
 	return 1;
 }
 
+/* Whether a config's name ends in MLA_FLASH_DT_SUFFIX (the decoded-tile twin of a warp config). */
+static int named_dt(const struct mla_decode_config *cfg)
+{
+	const char *end = memchr(cfg->name, '\0', sizeof(cfg->name));
+	size_t n = end ? (size_t)(end - cfg->name) : sizeof(cfg->name), k = strlen(MLA_FLASH_DT_SUFFIX);
+
+	return n >= k && !memcmp(cfg->name + n - k, MLA_FLASH_DT_SUFFIX, k);
+}
+
 const struct mla_flash_entry *mla_flash_entry_find(const struct mla_decode_config *cfg)
 {
 	const struct mla_flash_entry *tabs[2] = { flash_sm90, flash_gfx942 };
 	int counts[2] = { MLA_COUNT(flash_sm90), MLA_COUNT(flash_gfx942) };
+	int dt;
 
 	if (!cfg || (cfg->num_splits < 0 && cfg->num_splits != MLA_FLASH_BALANCED))
 		return NULL;
+	dt = named_dt(cfg);
 	for (int t = 0; t < 2; t++)
 		for (int i = 0; i < counts[t]; i++) {
 			const struct mla_decode_config *c = &tabs[t][i].cfg;
 
 			if (c->block_n == cfg->block_n && c->block_h == cfg->block_h &&
-			    c->num_warps == cfg->num_warps && c->num_stages == cfg->num_stages)
+			    c->num_warps == cfg->num_warps && c->num_stages == cfg->num_stages &&
+			    (tabs[t][i].kind == MLA_FLASH_WARP_DT) == dt)
 				return &tabs[t][i];
 		}
 	return NULL;
@@ -95,25 +113,10 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
 		return MLA_FLASH_WGMMA_T_SMEM(c->block_h, fp8);
 	if (e->kind == MLA_FLASH_ONETILE)
 		return MLA_FLASH_ONETILE_SMEM(c->num_warps);
+	if (e->kind == MLA_FLASH_WARP_DT)
+		return fp8 ? (size_t)MLA_FLASH_WARP_DT_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages) : 0;
 	return (size_t)MLA_FLASH_WARP_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages, fp8,
 					   e->amd);
-}
-
-int mla_flash_warp_dt(const struct mla_flash_entry *e, const struct mla_decode_args *a)
-{
-	int64_t keys = a ? (int64_t)a->max_pages * a->page_size : 0;
-
-	return e && a && e->kind == MLA_FLASH_WARP && !e->amd && a->kv_dtype == MLA_KV_FP8_E4M3_FNUZ &&
-	       keys > e->cfg.block_n && keys <= MLA_FLASH_WARP_DT_KEYS;
-}
-
-size_t mla_flash_launch_smem(const struct mla_flash_entry *e, const struct mla_decode_args *a)
-{
-	const struct mla_decode_config *c = &e->cfg;
-
-	if (mla_flash_warp_dt(e, a))
-		return (size_t)MLA_FLASH_WARP_DT_SMEM(c->block_n, c->block_h, c->num_warps, c->num_stages);
-	return mla_flash_smem_bytes(e, a->kv_dtype);
 }
 
 /* ---------------------------------------------------------------- launch plan */
@@ -126,9 +129,9 @@ static int shapes_valid(const struct mla_decode_args *a)
 }
 
 /* Resident blocks per SM / CU for an entry: shared memory, then threads. */
-static int blocks_per_cu(const struct mla_flash_entry *e, const struct mla_decode_args *a)
+static int blocks_per_cu(const struct mla_flash_entry *e, int32_t kv_dtype)
 {
-	size_t smem = mla_flash_launch_smem(e, a);
+	size_t smem = mla_flash_smem_bytes(e, kv_dtype);
 	int threads = e->cfg.num_warps * (e->amd ? 64 : 32);
 	int by_smem = e->amd ? (int)(MLA_LDS_MAX_GFX942 / smem) : (int)(233472 / (smem + 1024));
 	int by_threads = 2048 / threads;
@@ -142,7 +145,7 @@ static int64_t resident_slots(const struct mla_flash_entry *e, const struct mla_
 {
 	int num_cus = a->num_cus > 0 ? a->num_cus : (e->amd ? 304 : 132);
 
-	return (int64_t)num_cus * blocks_per_cu(e, a);
+	return (int64_t)num_cus * blocks_per_cu(e, a->kv_dtype);
 }
 
 /*
@@ -218,6 +221,9 @@ int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_arg
 	 */
 	if (e->kind == MLA_FLASH_ONETILE &&
 	    ((int64_t)a->max_pages * a->page_size > e->cfg.block_n || cfg->num_splits != 1))
+		return MLA_EUNSUPPORTED;
+	/* The decoded-tile twin has an fp8 kernel only; for bf16 its twin runs the same kernel. */
+	if (e->kind == MLA_FLASH_WARP_DT && a->kv_dtype != MLA_KV_FP8_E4M3_FNUZ)
 		return MLA_EUNSUPPORTED;
 	memset(&p, 0, sizeof(p));
 	p.m_total = a->s_q * a->h_q;

@@ -37,6 +37,8 @@ static const char *kind_name(const struct mla_flash_entry *e)
 		return "wgmma_t";
 	case MLA_FLASH_ONETILE:
 		return "onetile";
+	case MLA_FLASH_WARP_DT:
+		return "warp_dt";
 	default:
 		return "warp";
 	}

@@ -10,8 +10,9 @@
 #   1. gpu_parity: every case, implementation and config, and the fp8 decoder probes;
 #   2. a failure (non-zero exit or a FAIL line) copies the old binary over .dev/final/validate_skill
 #      and the old resources.json over .dev/final/sm_90/resources.json, and says REVERTED; else KEPT;
-#   3. a short bench of the four bound shapes (bf16 and fp8, h_q 16 and 128) with three configs, and of
-#      the tiny shapes with every config, timed by launch and by graph replay.
+#   3. a short bench of the four bound shapes (bf16 and fp8, h_q 16 and 128) with four configs, of the
+#      w4 warp config against its decoded-tile twin (the small, mid and ragged shapes), and of the
+#      tiny shapes with every config, timed by launch and by graph replay.
 # Writes $OUT/log.txt and $OUT/parity.txt. Run as an h200_cards.sh step: .dev/NAME/run.sh holding
 # `bash tools/gpu/hip_gate.sh .dev/NAME`, then `h200_cards.sh start dev:NAME:200 plans ...`
 # (2026-12-01, the fp8 pass: BENCHMARKS.md).
@@ -38,6 +39,11 @@ fi
 ts "bench"
 timeout -k 2 60 "$G/gpu_parity" --bench --impl hip.flash --case bound \
 	--config bn64-bh64-sp0-w8-st2,bn64-bh16-sp0-w8-st2,bn64-bh32-sp0-w8-st2,bn64-bh16-sp0-w4-st2 2>&1 | grep -E "^  hip|^[a-z]"
+ts "bench: the w4 warp config and its decoded-tile twin on the small, mid and ragged shapes (graph replay)"
+for c in small mid ragged; do
+	timeout -k 2 40 "$G/gpu_parity" --bench --graph --impl hip.flash --case $c \
+		--config bn64-bh16-sp0-w4-st2,bn64-bh16-sp0-w4-st2-dt 2>&1 | grep -E "^  hip|^[a-z]"
+done
 ts "bench: tiny shapes, the launch timed, then the replay of its graph (as the harness times it)"
 timeout -k 2 30 "$G/gpu_parity" --bench --case tiny 2>&1 | grep -E "^  hip|^[a-z]"
 timeout -k 2 30 "$G/gpu_parity" --bench --graph --case tiny 2>&1 | grep -E "^  hip|^[a-z]"

@@ -79,11 +79,10 @@ while read -r impl cfg bn bh sp nw st smem_bf16 smem_fp8 kind; do
 	[ "$sp" = -1 ] && bal=true
 	case $kind in
 	baseline) list=("bf16|0|^mla_baseline<$nw, false>" "fp8_e4m3_fnuz|0|^mla_baseline<$nw, true>") ;;
-	# fp8: the f16-fragment kernel, then the decoded-tile one of short block tables (hip_flash.h,
-	# MLA_FLASH_WARP_DT_SMEM: the bf16 tile instead of the row scales)
+	# the last template argument: the decoded tile (MLA_FLASH_WARP_DT, fp8 only)
 	warp) list=("bf16|$smem_bf16|^mla_flash_warp<$bn, $bh, $nw, $st, false, false>"
-		    "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_warp<$bn, $bh, $nw, $st, true, false>"
-		    "fp8_e4m3_fnuz|$((smem_fp8 - bh * 4 + bn * 1168))|^mla_flash_warp<$bn, $bh, $nw, $st, true, true>") ;;
+		    "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_warp<$bn, $bh, $nw, $st, true, false>") ;;
+	warp_dt) list=("fp8_e4m3_fnuz|$smem_fp8|^mla_flash_warp<$bn, $bh, $nw, $st, true, true>") ;;
 	wgmma) list=("bf16|$smem_bf16|^mla_flash_wgmma<false, $bal>"
 		     "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma(_sd)?<true, $bal>") ;;
 	wgmma_t) list=("bf16|$smem_bf16|^mla_flash_wgmma_t<$bh, false>"
