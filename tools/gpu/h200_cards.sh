@@ -9,7 +9,8 @@
 #   .dev/shared/devlibs.tar.xz: the lib/ folder of `../shared/tools/device-bundle -o B build-rel/validate_skill`
 #   .dev/shared/libflashmla.so: tools/gpu/build_flashmla.sh FLASHMLA CUTLASS .dev/shared/libflashmla.so
 #     (the plans and records bind its sha256, and a rebuild from the same sources is not byte-identical
-#     (2026-12-03: ee819fcc... against f84d34a4...): keep the file the recorded runs used, or record anew)
+#     (2026-12-03: ee819fcc... against f84d34a4...; 2026-12-04: 7fc7dc2a...): keep the file the recorded
+#     runs used, or record anew)
 #   .dev/shared/tilelang-0.1.15-site.tar.xz: tools/gpu/tilelang_site.sh .dev/shared/tilelang-0.1.15-site.tar.xz
 #     (tilelang 0.1.15 and the wheels it needs, unzipped, trimmed and stripped)
 #   tools/gpu/device_env.sh: unpacks both tarballs on the device, exports LD_LIBRARY_PATH, VS_PYTHON,
