@@ -9,7 +9,8 @@
 #   CUTLASS_DIR   CUTLASS headers: CUTLASS_DIR/include (and tools/util/include, if present), the
 #                 commit FlashMLA pins as its csrc/cutlass submodule (e94e888, v3.9.0). Default
 #                 when empty: FLASHMLA_DIR/csrc/cutlass.
-#   OUT.so        the plugin; load it with --candidate-lib / --baseline-lib OUT.so
+#   OUT.so        the plugin, stripped (a rebuild gives the same bytes: see below); load it with
+#                 --candidate-lib / --baseline-lib OUT.so, or as a reference
 #
 # Needs nvcc (checked with CUDA 13.0) for sm_90a only, -std=c++17, FlashMLA's own nvcc flags
 # (setup.py), and prints ptxas's resource usage of every kernel (registers, spills, shared
@@ -71,8 +72,15 @@ done
 if grep -Eq '[1-9][0-9]* bytes spill' "$log"; then
 	echo "build_flashmla.sh: warning: ptxas reports spills (see above)" >&2
 fi
+# Reproducible: nvcc names its temporary files after its process id (tmpxft_<pid>_...), and that
+# name lands in the symbol table (the static initializer and the file symbol), so two builds of
+# the same sources differed in 8 bytes (2026-12-04). The plans and records bind the plugin's
+# sha256: without the symbol table a rebuild from the same sources, nvcc and host compiler gives
+# the same file, which anyone can check against a record. The dynamic symbols the harness looks up
+# stay.
+strip --strip-all "$out"
 nm -D --defined-only "$out" | grep -q ' mla_decode_plugin$' || {
 	echo "build_flashmla.sh: '$out' does not export mla_decode_plugin" >&2
 	exit 1
 }
-echo "build_flashmla.sh: wrote $out ($(du -h "$out" | cut -f1))"
+echo "build_flashmla.sh: wrote $out ($(du -h "$out" | cut -f1), sha256 $(sha256sum "$out" | cut -c1-16)...)"

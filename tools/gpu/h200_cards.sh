@@ -8,9 +8,11 @@
 #   cp build-rel/sm_90/resources.json .dev/final/sm_90/   (ptxas figures, shown by --emit-plan)
 #   .dev/shared/devlibs.tar.xz: the lib/ folder of `../shared/tools/device-bundle -o B build-rel/validate_skill`
 #   .dev/shared/libflashmla.so: tools/gpu/build_flashmla.sh FLASHMLA CUTLASS .dev/shared/libflashmla.so
-#     (the plans and records bind its sha256, and a rebuild from the same sources is not byte-identical
-#     (2026-12-03: ee819fcc... against f84d34a4...; 2026-12-04: 7fc7dc2a...): keep the file the recorded
-#     runs used, or record anew)
+#     (the plans and records bind its sha256. Until 2026-12-04 a rebuild from the same sources was not
+#     byte-identical (f84d34a4..., ee819fcc..., 7fc7dc2a...: nvcc's temporary file names in the symbol
+#     table); build_flashmla.sh now strips the plugin, and two rebuilds give the same file. The records
+#     of 2026-12-04 21:11 bind the unstripped 7fc7dc2a..., which no rebuild gives: re-run them with a
+#     stripped build, or keep the file a record used)
 #   .dev/shared/tilelang-0.1.15-site.tar.xz: tools/gpu/tilelang_site.sh .dev/shared/tilelang-0.1.15-site.tar.xz
 #     (tilelang 0.1.15 and the wheels it needs, unzipped, trimmed and stripped)
 #   tools/gpu/device_env.sh: unpacks both tarballs on the device, exports LD_LIBRARY_PATH, VS_PYTHON,
