@@ -11,8 +11,8 @@
 #     (the plans and records bind its sha256. Until 2026-12-04 a rebuild from the same sources was not
 #     byte-identical (f84d34a4..., ee819fcc..., 7fc7dc2a...: nvcc's temporary file names in the symbol
 #     table); build_flashmla.sh now strips the plugin, and two rebuilds give the same file. The records
-#     of 2026-12-04 21:11 bind the unstripped 7fc7dc2a..., which no rebuild gives: re-run them with a
-#     stripped build, or keep the file a record used)
+#     of 2026-12-04 (21:11 and 21:21) bind the unstripped 7fc7dc2a..., which no rebuild gives: re-run
+#     them with a stripped build, or keep the file a record used)
 #   .dev/shared/tilelang-0.1.15-site.tar.xz: tools/gpu/tilelang_site.sh .dev/shared/tilelang-0.1.15-site.tar.xz
 #     (tilelang 0.1.15 and the wheels it needs, unzipped, trimmed and stripped)
 #   tools/gpu/device_env.sh: unpacks both tarballs on the device, exports LD_LIBRARY_PATH, VS_PYTHON,
@@ -116,10 +116,11 @@ run_steps() {
 				--warm-plan $P/mla_decode_hip_port_sm90.plan.json \
 				--warm-plan $P/headline/mla_decode_hip_port_sm90.full.plan.json=bf16-perf- \
 				--warm-plan $P/headline/mla_decode_hip_port_sm90.full.plan.json=tiny- \
-				--jobs 16 --compile-budget 220 2>&1 | tail -n 40
-			# (into steps.log: the device tool brings back at most 8 files of $OUT, and evidence.tgz,
-			# the dev step's tarball and log, steps.log and the plans, hip, triton and tiny logs
-			# are 8; on 2026-12-03 warm.log was the ninth, left out)
+				--jobs 16 --compile-budget 220 2>&1 | grep -v ':INFO\] ' | tail -n 60
+			echo "warm: rc ${PIPESTATUS[0]}"
+			# (into steps.log, without TileLang's INFO lines: the device tool brings back at most 8
+			# files of $OUT, and evidence.tgz, the dev step's tarball and log, steps.log and the
+			# plans, hip, triton and tiny logs are 8; on 2026-12-03 warm.log was the ninth, left out)
 			;;
 		hip)
 			$VS --run $P/mla_decode_hip_port_sm90.plan.json $RUN --threads "$threads" >"$WORK/hip.log" 2>&1
