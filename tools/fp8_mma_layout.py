@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fp8_mma_layout.py - checks, on the CPU, the operand plumbing of tools/gpu/fp8_mma_proto.cu's P V.
+"""fp8_mma_layout.py - checks, on the CPU, the operand plumbing of tools/gpu/fp8_mma_proto.cu.
 
 That prototype (issue 17) feeds fp8 V^T to wgmma from registers: for each warp, 16 dims x 32 keys of
 the raw KV tile come from one ldmatrix .x4 .trans (four 8x8 blocks of b16, i.e. 8 keys x 16 bytes
@@ -16,8 +16,14 @@ the product with V^T P^T computed directly, for every block, warp and k32 step o
       ALayout_64x32): thread (t4, g, w) = (t % 4, (t / 4) % 8, t / 32), value (v0, v1, v2) of
       register v1 + 2 v2, byte v0: row m = 16 w + g + 8 v1, column k = 4 t4 + v0 + 16 v2.
 
+Also checked: the fix-up path's S^T fragments (ldmatrix without .trans: each thread receives row
+t / 4, bytes 4 (t % 4) .. + 3, which is the layout above with keys as rows), and fix240 on all 256
+codes (the code kept, or made 0x7E / 0xFE with +-32 beside it, sums to twice the fnuz value, 0x80
+aside).
+
   python3 tools/fp8_mma_layout.py     (a ctest; exit 1 on any mismatch)
 """
+import math
 import random
 import sys
 
@@ -31,6 +37,68 @@ def key_slot(x):
 def prmt(a, b, sel):
     src = [(a >> (8 * i)) & 255 for i in range(4)] + [(b >> (8 * i)) & 255 for i in range(4)]
     return sum(src[(sel >> (4 * i)) & 7] << (8 * i) for i in range(4))
+
+
+def e4m3fn(c):
+    """OCP e4m3fn value of code c (bias 7, subnormals below 2^-6, 0x7F / 0xFF NaN)."""
+    if c & 0x7F == 0x7F:
+        return math.nan
+    e, m = (c >> 3) & 15, c & 7
+    v = math.ldexp(m, -9) if e == 0 else math.ldexp(1 + m / 8, e - 7)
+    return -v if c & 0x80 else v
+
+
+def fnuz(c):
+    """fp8_e4m3_fnuz value of code c (bias 8, 0x80 NaN, 0x7F / 0xFF +-240)."""
+    if c == 0x80:
+        return math.nan
+    e, m = (c >> 3) & 15, c & 7
+    v = math.ldexp(m, -10) if e == 0 else math.ldexp(1 + m / 8, e - 8)
+    return -v if c & 0x80 else v
+
+
+def fix240(x):
+    """fp8_mma_proto.cu's fix240 on one 32-bit word: (codes for the first operand, for the second)."""
+    m = (((x & 0x7F7F7F7F) + 0x01010101) & 0x80808080) & 0xFFFFFFFF
+    one = m >> 7
+    return (x - one) & 0xFFFFFFFF, ((one * 0x60) | (x & m)) & 0xFFFFFFFF
+
+
+def check_fix240():
+    bad = 0
+    for c in range(256):
+        if c == 0x80:
+            continue
+        word = c | (0x38 << 8) | (c << 16) | (0x7F << 24)  # neighbours must not leak
+        k, r = fix240(word)
+        for byte in (0, 2):
+            got = e4m3fn((k >> (8 * byte)) & 255) + e4m3fn((r >> (8 * byte)) & 255)
+            bad += got != 2 * fnuz(c)
+        bad += (k >> 8) & 255 != 0x38 or (r >> 8) & 255 != 0
+    return bad
+
+
+def check_s_fix_fragments(rng):
+    """ldmatrix .x4 (no .trans) at the addresses s_fix gives, against wgmma's A layout (keys as rows)."""
+    kt = [[rng.randrange(256) for _ in range(576)] for _ in range(64)]
+    bad = 0
+    for w in range(4):
+        for kk in range(18):
+            rows = {}
+            for lane in range(32):
+                i = lane >> 3
+                key = 16 * w + 8 * (i & 1) + (lane & 7)
+                ch = 2 * kk + (i >> 1)
+                rows[(i, lane & 7)] = kt[key][16 * ch:16 * ch + 16]
+            for t in range(32):
+                g, t4 = t >> 2, t & 3
+                for j in range(4):  # register j = matrix j: row g, b16 column t4
+                    reg = rows[(j, g)][4 * t4:4 * t4 + 4]
+                    for v0 in range(4):
+                        m = g + 8 * (j & 1)
+                        k = 4 * t4 + v0 + 16 * (j >> 1)
+                        bad += reg[v0] != kt[16 * w + m][32 * kk + k]
+    return bad
 
 
 def main():
@@ -74,8 +142,11 @@ def main():
                     want = sum(v[key][dim] * p[n][key] for key in range(64))
                     if d[(m, n)] != want:
                         bad += 1
-    print(f"fp8_mma_layout: {8 * 4 * 16 * 32} elements of V^T P^T, {bad} mismatches")
-    return 1 if bad else 0
+    bad_s = check_s_fix_fragments(rng)
+    bad_f = check_fix240()
+    print(f"fp8_mma_layout: {8 * 4 * 16 * 32} elements of V^T P^T, {bad} mismatches; "
+          f"{4 * 18 * 32 * 16} bytes of S^T fragments, {bad_s} mismatches; fix240, {bad_f} mismatches")
+    return 1 if bad or bad_s or bad_f else 0
 
 
 if __name__ == "__main__":

@@ -3,9 +3,12 @@
 # decode whose tensor cores read the fp8 KV codes themselves, in one call of a few minutes:
 #   1. tools/gpu/fp8_acc_probe.cu: how many bits wgmma e4m3 (and bf16, mma.sync) keeps when it adds
 #      products to its accumulator (the F of tools/fp8_mma_precision.py);
-#   2. tools/gpu/fp8_mma_proto.cu check: its fast path against float64 under the harness's parity
-#      rule, three accumulation variants, two data sets, and the special codes flagged;
-#   3. its bench at h_q 16, b 128, 32K keys (the target shape), every variant;
+#   2. tools/gpu/fp8_mma_proto.cu check: against float64 under the harness's parity rule (and NaN
+#      rule), three accumulation variants, three data sets (N(0,1)/10 with the forced extremes and
+#      visible 0x80 codes, a per-tensor-scaled one that stays on the fast path, the softmax set whose
+#      every tile takes the +-240 fix-up);
+#   3. its bench at h_q 16, b 128, 32K keys (the target shape), every variant, on the
+#      N(0,1)/10 set (fast path) and on the softmax set (fix-up path on every tile);
 #   4. where .dev/gate/gpu_parity and .dev/shared are carried (h200_cards.sh and hip_gate.sh say how
 #      they are made): hip.flash, bf16 and fp8, on the same shape in the same call, the time the
 #      target is measured against (fp8 at most 0.6x the bf16 time);
