@@ -31,7 +31,8 @@
  *     The fix-up path promotes every step.
  *   - P (fp32, at most 1) times 2^8 split the same way; P V into a fresh accumulator per tile,
  *     added to the running O in fp32; l summed from the fp32 P.
- * Layout: one block of two warpgroups per sequence (h_q 16, one head block); warpgroup w takes the
+ * Layout: one block of two warpgroups per sequence (h_q 16, one head block, s_q 1, no split; the
+ * cache paged by 64 keys, pages permuted as the harness's tasks); warpgroup w takes the
  * 64-key tiles t = w (mod 2) with its own online softmax, two stages of its own, and its own P^T, so
  * the two never wait for each other until their states merge at the end (a split in two inside the
  * block). S^T = K Q^T as in mla_flash_wgmma_t (keys on M, K from shared memory in the 128-byte
@@ -63,6 +64,8 @@
 	} while (0)
 
 constexpr int D_QK = 576, D_V = 512, BN = 64, NH = 16;
+constexpr int PAGE = 64; /* page size: one page a tile (the harness's page 64; 1 and 16 are not covered) */
+static_assert(PAGE == BN, "one page a tile");
 constexpr int ATOM = 64 * 128;               /* one 128-byte column of a 64-key tile */
 constexpr int STAGE = 5 * ATOM;              /* 576 bytes a key: 4.5 atoms, the last half used */
 constexpr int Q_ATOM = 32 * 128;             /* [qh | ql]: 32 rows of 128 bytes */
@@ -77,13 +80,15 @@ constexpr int SMEM_ALLOC = SMEM + 1024;      /* the base rounded up to 1 KiB */
 static_assert(ST_OFF % 1024 == 0 && P_OFF % 1024 == 0, "128-byte-swizzle atoms are 1 KiB aligned");
 
 struct Params {
-	const uint8_t *kv;           /* [b][sk][576] fp8_e4m3_fnuz codes */
+	const uint8_t *kv;           /* paged cache [pages][64][576] fp8_e4m3_fnuz codes */
+	const int *block_table;      /* [b][max_pages]: sequence b's page j (pages permuted, as the harness) */
+	int max_pages;
 	const __nv_bfloat16 *q;      /* [b][16][576] */
 	const int *seqlens;          /* [b] */
 	__nv_bfloat16 *out;          /* [b][16][512] */
 	float *lse;                  /* [b][16], natural log; -inf for an empty sequence */
 	int *fixed;                  /* [b]: tiles that took the fix-up path (+-240 codes) */
-	int sk;                      /* keys allotted per sequence (row stride of kv) */
+	int sk;                      /* keys allotted per sequence: max_pages x 64 */
 	float kv_scale;              /* value = fnuz(code) * kv_scale */
 	float scale_log2;            /* softmax scale * log2(e) */
 };
@@ -192,15 +197,25 @@ __device__ __forceinline__ float e4m3_value(uint8_t c)
 	return __half2float(__half(h));
 }
 
-/* The 64-key tile t of sequence b into a stage: 2304 16-byte chunks, 18 per thread of a warpgroup. */
+/* Cache row of key j of sequence b. */
+__host__ __device__ __forceinline__ size_t kv_row(const int *block_table, int max_pages, int b, int j)
+{
+	return (size_t)block_table[(size_t)b * max_pages + j / PAGE] * PAGE + j % PAGE;
+}
+
+/*
+ * The 64-key tile t of sequence b (its page t) into a stage: 2304 16-byte chunks, 18 per thread of a
+ * warpgroup; rows past the sequence zero-filled, never read.
+ */
 __device__ __forceinline__ void load_tile(const Params &p, uint32_t stage, int b, int t, int seqlen, int x)
 {
+	const uint8_t *page = p.kv + (size_t)p.block_table[(size_t)b * p.max_pages + t] * PAGE * D_QK;
+
 #pragma unroll 6
 	for (int i = 0; i < 18; i++) {
 		const int c = x + 128 * i, row = c / 36, ch = c % 36;
-		const int key = t * BN + row;
-		const bool valid = key < seqlen;
-		const uint8_t *src = p.kv + ((size_t)b * p.sk + (valid ? key : 0)) * D_QK + ch * 16;
+		const bool valid = t * BN + row < seqlen;
+		const uint8_t *src = page + (valid ? row : 0) * D_QK + ch * 16;
 
 		cp_async16(stage + (ch >> 3) * ATOM + row * 128 + (((ch & 7) ^ (row & 7)) << 4), src, valid);
 	}
@@ -735,7 +750,7 @@ __global__ void gen_q(__nv_bfloat16 *q, size_t n, float sd, uint64_t seed)
  * 150, or its last; dim 5, a V dim) and sequence 2 (key 0, dim 570, a rope dim), as gpu_parity's
  * nan80 cases; every row of those sequences must come out NaN.
  */
-__global__ void inject(uint8_t *kv, const int *seqlens, int b, int sk, bool nan80)
+__global__ void inject(uint8_t *kv, const int *bt, int max_pages, const int *seqlens, int b, bool nan80)
 {
 	static const uint8_t ext[] = { 0x7F, 0xFF, 0x01, 0x81, 0x07, 0x87, 0x08, 0x88, 0x00 };
 
@@ -745,12 +760,12 @@ __global__ void inject(uint8_t *kv, const int *seqlens, int b, int sk, bool nan8
 		if (n == 0)
 			continue;
 		for (int e = 0; e < 9; e++)
-			kv[(size_t)i * sk * D_QK + 7 * e] = ext[e];
-		kv[((size_t)i * sk + n - 1) * D_QK + 500] = 0xFF;
+			kv[kv_row(bt, max_pages, i, 0) * D_QK + 7 * e] = ext[e];
+		kv[kv_row(bt, max_pages, i, n - 1) * D_QK + 500] = 0xFF;
 		if (nan80 && i == 1)
-			kv[((size_t)i * sk + (150 < n ? 150 : n - 1)) * D_QK + 5] = 0x80;
+			kv[kv_row(bt, max_pages, i, 150 < n ? 150 : n - 1) * D_QK + 5] = 0x80;
 		if (nan80 && i == 2)
-			kv[(size_t)i * sk * D_QK + 570] = 0x80;
+			kv[kv_row(bt, max_pages, i, 0) * D_QK + 570] = 0x80;
 	}
 }
 
@@ -764,7 +779,7 @@ __global__ void reference(Params p, double *scr, double *ref_out, double *ref_ls
 	const double scale = (double)p.scale_log2 / 1.4426950408889634;
 
 	for (int j = threadIdx.x; j < n; j += blockDim.x) {
-		const uint8_t *kr = p.kv + ((size_t)b * p.sk + j) * D_QK;
+		const uint8_t *kr = p.kv + kv_row(p.block_table, p.max_pages, b, j) * D_QK;
 		double acc = 0.0;
 
 		for (int d = 0; d < D_QK; d++)
@@ -801,7 +816,8 @@ __global__ void reference(Params p, double *scr, double *ref_out, double *ref_ls
 		double acc = 0.0;
 
 		for (int j = 0; j < n; j++)
-			acc += exp(sc[j] - mx) * fnuz_value(p.kv[((size_t)b * p.sk + j) * D_QK + d]) * p.kv_scale;
+			acc += exp(sc[j] - mx) * fnuz_value(p.kv[kv_row(p.block_table, p.max_pages, b, j) * D_QK + d]) *
+			       p.kv_scale;
 		ref_out[((size_t)b * NH + h) * D_V + d] = n > 0 ? acc / l : 0.0;
 	}
 }
@@ -827,14 +843,29 @@ struct Problem {
 	uint8_t *kv = nullptr;
 	__nv_bfloat16 *q = nullptr, *out = nullptr;
 	float *lse = nullptr;
-	int *seq = nullptr, *fixed = nullptr;
+	int *seq = nullptr, *fixed = nullptr, *bt = nullptr;
 	Params p{};
 
 	Problem(int b_, int sk_, const std::vector<int> &lens, int set_, bool nan80, uint64_t seed)
 		: b(b_), sk(sk_), set(set_), seqlens(lens)
 	{
 		const size_t nkv = (size_t)b * sk * D_QK, nq = (size_t)b * NH * D_QK;
+		const int max_pages = sk / PAGE, pages = b * max_pages;
+		std::vector<int> perm(pages);
+		uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
 
+		for (int i = 0; i < pages; i++)
+			perm[i] = i;
+		for (int i = pages - 1; i > 0; i--) { /* Fisher-Yates */
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			const int j = (int)((r >> 33) % (uint64_t)(i + 1));
+			const int tmp = perm[i];
+
+			perm[i] = perm[j];
+			perm[j] = tmp;
+		}
+		CK(cudaMalloc(&bt, (size_t)pages * 4));
+		CK(cudaMemcpy(bt, perm.data(), (size_t)pages * 4, cudaMemcpyHostToDevice));
 		CK(cudaMalloc(&kv, nkv));
 		CK(cudaMalloc(&q, nq * 2));
 		CK(cudaMalloc(&out, (size_t)b * NH * D_V * 2));
@@ -845,9 +876,11 @@ struct Problem {
 		gen_kv<<<1024, 256>>>(kv, nkv, set, seed);
 		gen_q<<<256, 256>>>(q, nq, set == 1 ? 8.f : 1.f, seed + 1);
 		if (set != 1)
-			inject<<<1, 1>>>(kv, seq, b, sk, nan80);
+			inject<<<1, 1>>>(kv, bt, max_pages, seq, b, nan80);
 		CK(cudaGetLastError());
 		p.kv = kv;
+		p.block_table = bt;
+		p.max_pages = max_pages;
 		p.q = q;
 		p.seqlens = seq;
 		p.out = out;
@@ -865,6 +898,7 @@ struct Problem {
 		cudaFree(lse);
 		cudaFree(seq);
 		cudaFree(fixed);
+		cudaFree(bt);
 	}
 	void run(const Variant &v, bool clear = true)
 	{
