@@ -12,9 +12,13 @@
 #   4. where .dev/gate/gpu_parity and .dev/shared are carried (h200_cards.sh and hip_gate.sh say how
 #      they are made): hip.flash, bf16 and fp8, on the same shape in the same call, the time the
 #      target is measured against (fp8 at most 0.6x the bf16 time);
-#   5. NCU=1: an ncu profile of each prototype variant beside it (speed of light, warp states).
-# Device call: carry .dev/gate and .dev/shared (results/ removed for the call: the 64 MiB limit),
-# command `bash tools/gpu/fp8_mma_proto.sh`; $OUT/log.txt comes back.
+#   5. where .dev/f8/gpu_parity is carried (gpu_parity of the branch issue17-f8mma, the prototype in
+#      hip.flash as config bn64-bh16-sp0-w8-st2-f8; not on main: untested), with .dev/shared:
+#      that config's parity on every gpu_parity case ($OUT/f8_parity.txt), then the bound shapes
+#      with it and its neighbours from the same binary;
+#   6. NCU=1: an ncu profile of each prototype variant beside it (speed of light, warp states).
+# Device call: carry .dev/gate, .dev/shared and .dev/f8 (results/ removed for the call: the 64 MiB
+# limit), command `bash tools/gpu/fp8_mma_proto.sh`; $OUT/log.txt comes back.
 OUT=${OUT:-/tmp/fp8_mma_proto}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/log.txt") 2>&1
@@ -42,6 +46,18 @@ if [ -x .dev/gate/gpu_parity ] && [ -f .dev/shared/devlibs.tar.xz ]; then
 	timeout -k 2 120 .dev/gate/gpu_parity --bench --impl hip.flash --case memory-bound \
 		--config bn64-bh16-sp0-w8-st2,bn64-bh32-sp0-w8-st2,bn64-bh16-sp0-w4-st2,bn64-bh16-sp0-w4-st2-dt 2>&1 |
 		grep -E "^  hip|^[a-z]"
+fi
+if [ -x .dev/f8/gpu_parity ] && [ -f .dev/shared/devlibs.tar.xz ]; then
+	. tools/gpu/device_env.sh 2>/dev/null
+	F8=bn64-bh16-sp0-w8-st2-f8
+	ts "hip.flash $F8 (branch issue17-f8mma): parity on every case"
+	timeout -k 2 200 .dev/f8/gpu_parity --impl hip.flash --config $F8 >"$OUT/f8_parity.txt" 2>&1
+	echo "@@ rc $? PASS $(grep -c '^PASS' "$OUT/f8_parity.txt") FAIL $(grep -c '^FAIL' "$OUT/f8_parity.txt")" \
+		"SKIP $(grep -c '^SKIP' "$OUT/f8_parity.txt")"
+	grep -v '^PASS\|^SKIP' "$OUT/f8_parity.txt" | head -30
+	ts "hip.flash $F8 and its neighbours on the bound shapes (same binary, same call)"
+	timeout -k 2 150 .dev/f8/gpu_parity --bench --impl hip.flash --case bound \
+		--config $F8,bn64-bh16-sp0-w8-st2,bn64-bh16-sp0-w4-st2,bn64-bh16-sp0-w4-st2-dt 2>&1 | grep -E "^  hip|^[a-z]"
 fi
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
 	ts "ncu"
