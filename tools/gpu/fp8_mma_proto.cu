@@ -74,7 +74,7 @@ constexpr int ST_OFF = Q_OFF + 5 * Q_ATOM;   /* stage s of warpgroup w at ST_OFF
 constexpr int P_OFF = ST_OFF + 4 * STAGE;    /* P^T [qh | ql columns][64 key slots], one per warpgroup */
 constexpr int MAX_OFF = P_OFF + 2 * 4096;    /* [2 wg][4 warps][16 heads] float */
 constexpr int QINV_OFF = MAX_OFF + 512;      /* [16] float: 1 / the head's power-of-two scale */
-constexpr int ML_OFF = QINV_OFF + 64;        /* [2 wg][m 16, l 16] float */
+constexpr int ML_OFF = QINV_OFF + 64;        /* [2 wg][32] float: m of the 16 heads (the l: MAX_OFF) */
 constexpr int SMEM = ML_OFF + 256;
 constexpr int SMEM_ALLOC = SMEM + 1024;      /* the base rounded up to 1 KiB */
 static_assert(ST_OFF % 1024 == 0 && P_OFF % 1024 == 0, "128-byte-swizzle atoms are 1 KiB aligned");
