@@ -919,10 +919,11 @@ static float bf16_to_float(uint16_t u)
 }
 
 /*
- * The harness's parity rule (harness/parity.c, harness/plan.c), and the NaN rule of gpu_parity: where
- * the reference is NaN the output must be NaN, elsewhere finite and within tolerance. Also checks the
- * fix-up counts: none in set 1, every tile in set 2 (a third of its codes are +-240), at least one
- * in a non-empty sequence of set 0 (its forced extremes). Returns the failures.
+ * The harness's parity rule (harness/parity.c, harness/plan.c, harness/measure.c), and the NaN
+ * rule of gpu_parity: where the reference is NaN the output must be NaN, elsewhere finite and within
+ * tolerance. Also checks the fix-up counts: none in set 1, every tile in set 2 (a third of its codes
+ * are +-240), at least one in a non-empty sequence of set 0 (its forced extremes). Returns the
+ * failures.
  */
 static int compare(Problem &P, const char *what)
 {
@@ -947,6 +948,12 @@ static int compare(Problem &P, const char *what)
 	cudaFree(scr);
 	cudaFree(rout);
 	cudaFree(rlse);
+	/*
+	 * out atol scaled by the set's value scale, as harness/measure.c does (x10 in a softmax set): the
+	 * cache's standard deviation over the N(0,1)/10 sets' 0.1, 0.207 in set 1, rounded down to 2.
+	 */
+	const double atol_scale = P.set == 2 ? 10.0 : P.set == 1 ? 2.0 : 1.0;
+
 	for (int b = 0; b < P.b; b++) {
 		double worst_o = 0, worst_l = 0, dot = 0, nr = 0, ng = 0;
 		int bad_o = 0, bad_l = 0, nans = 0;
@@ -967,7 +974,7 @@ static int compare(Problem &P, const char *what)
 			for (int d = 0; d < D_V; d++) {
 				const size_t i = ((size_t)b * NH + h) * D_V + d;
 				const double re = ho[i], ga = bf16_to_float(go[i]);
-				const double eo = fabs(ga - re), atol = 8e-4, rtol = 2.01 / 128;
+				const double eo = fabs(ga - re), atol = 8e-4 * atol_scale, rtol = 2.01 / 128;
 
 				if (isnan(re)) {
 					bad_o += !isnan(ga);
