@@ -34,16 +34,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* the project's wgmma descriptor, fences and waits (kernels/hip/mma.h) */
+#define MLA_HAVE_WGMMA 1
+#include "../../kernels/hip/mma.h"
+
 #define E4M3_ONE 0x38u   /* 1.0 in e4m3fn: exponent 7 (bias 7), mantissa 0 */
 #define E4M3_256 0x78u   /* 2^8 */
 #define BF16_ONE 0x3F80u
-
-__device__ uint64_t desc_noswizzle(const void *smem, uint32_t lbo, uint32_t sbo)
-{
-	uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
-
-	return (uint64_t)((a & 0x3FFFFu) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
-}
 
 /*
  * One warpgroup: D = A B + C, every word of A's shared memory afill, of B's bfill but its first word
@@ -60,11 +57,11 @@ __global__ void __launch_bounds__(128) probe_wgmma(float c, uint32_t afill, uint
 		sa[i] = afill;
 		sb[i] = i == 0 && bfirst ? bfirst : bfill;
 	}
-	asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+	fence_proxy_async();
 	__syncthreads();
-	const uint64_t da = desc_noswizzle(sa, 128, 256), db = desc_noswizzle(sb, 128, 256);
+	const uint64_t da = wgmma_desc(vs_smem_addr(sa), 128, 256), db = wgmma_desc(vs_smem_addr(sb), 128, 256);
 
-	asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+	wgmma_fence();
 	if (FP8)
 		asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
 			     "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
@@ -75,8 +72,8 @@ __global__ void __launch_bounds__(128) probe_wgmma(float c, uint32_t afill, uint
 			     "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
 			     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 			     : "l"(da), "l"(db));
-	asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-	asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+	wgmma_commit();
+	wgmma_wait<0>();
 	for (int i = 0; i < 4; i++)
 		out[4 * threadIdx.x + i] = d[i];
 #else

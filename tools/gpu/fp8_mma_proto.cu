@@ -54,6 +54,11 @@
 
 #include <vector>
 
+/* the project's wgmma, ldmatrix and prmt wrappers (kernels/hip/mma.h) and its fnuz and bf16 decoders */
+#define MLA_HAVE_WGMMA 1
+#include "../../kernels/hip/mma.h"
+#include "../../kernels/mla_numeric.h"
+
 #define CK(x)                                                                                      \
 	do {                                                                                       \
 		cudaError_t e_ = (x);                                                              \
@@ -94,15 +99,7 @@ struct Params {
 };
 
 /* ------------------------------------------------------------------------------------------- device */
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-__device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr)
-{
-	/* 128-byte swizzle (layout type 1), SBO 1024 (8 rows of 128 bytes), LBO unused for K-major */
-	return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(1024 >> 4) << 32) |
-	       (1ull << 62);
-}
-
+/* cp.async and named barriers (flash.hip has its own, in no header), and a register pin for uint32 fragments. */
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid)
 {
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
@@ -115,29 +112,10 @@ __device__ __forceinline__ void cp_async_wait()
 	asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wg_wait()
-{
-	asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-template <int N>
-__device__ __forceinline__ void pin(float (&d)[N])
-{
-#pragma unroll
-	for (int i = 0; i < N; i++)
-		asm volatile("" : "+f"(d[i])::"memory");
-}
 __device__ __forceinline__ void pin4(uint32_t (&a)[4])
 {
 	asm volatile("" : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])::"memory");
 }
-
-#define ACC16(d)                                                                                   \
-	"+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-		"+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
 
 /* m64n32k32 e4m3 x e4m3 -> f32, A and B from shared memory, both K-major. */
 __device__ __forceinline__ void wgmma_f8_ss(float (&d)[16], uint64_t da, uint64_t db, int acc)
@@ -145,7 +123,7 @@ __device__ __forceinline__ void wgmma_f8_ss(float (&d)[16], uint64_t da, uint64_
 	asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
 		     "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
 		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
-		     : ACC16(d)
+		     : WG_ACC_OPS16(d)
 		     : "l"(da), "l"(db), "r"(acc)
 		     : "memory");
 }
@@ -157,25 +135,9 @@ __device__ __forceinline__ void wgmma_f8_rs(float (&d)[16], const uint32_t (&a)[
 		     "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
 		     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
 		     "{%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
-		     : ACC16(d)
+		     : WG_ACC_OPS16(d)
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc)
 		     : "memory");
-}
-
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr)
-{
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(addr));
-}
-
-template <uint32_t SEL>
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b)
-{
-	uint32_t d;
-
-	asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "n"(SEL));
-	return d;
 }
 
 /* Nonzero when a byte of w is 0x80 (fnuz NaN): the zero-byte test on w ^ 0x80808080. */
@@ -241,13 +203,6 @@ __device__ __forceinline__ void fix240(uint32_t x, uint32_t &k, uint32_t &r)
 	r = (one * 0x60u) | (x & m);   /* 0x60, with the code's sign */
 }
 
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr)
-{
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(addr));
-}
-
 /* bar.red.or over the n threads of named barrier id: true when any of them passes v true. */
 __device__ __forceinline__ bool bar_any(int id, int n, bool v)
 {
@@ -273,25 +228,25 @@ __device__ __forceinline__ void s_fast(float (&s)[16], uint32_t st, uint32_t qs)
 		s[i] = 0.f;
 #pragma unroll
 	for (int gi = 0; gi < NG; gi++) {
-		wg_fence();
+		wgmma_fence();
 #pragma unroll
 		for (int j = 0; j < PROMOTE; j++) {
 			const int kk = gi * PROMOTE + j;
 
-			wgmma_f8_ss(acc[gi & 1], desc_sw128(st + (kk >> 2) * ATOM + (kk & 3) * 32),
-				    desc_sw128(qs + (kk >> 2) * Q_ATOM + (kk & 3) * 32), j > 0);
+			wgmma_f8_ss(acc[gi & 1], wgmma_desc_sw128(st + (kk >> 2) * ATOM + (kk & 3) * 32, 16, 1024),
+				    wgmma_desc_sw128(qs + (kk >> 2) * Q_ATOM + (kk & 3) * 32, 16, 1024), j > 0);
 		}
-		wg_commit();
+		wgmma_commit();
 		if (gi > 0) {
-			wg_wait<1>();
-			pin(acc[(gi - 1) & 1]);
+			wgmma_wait<1>();
+			wgmma_fence_operands(acc[(gi - 1) & 1]);
 #pragma unroll
 			for (int i = 0; i < 16; i++)
 				s[i] += acc[(gi - 1) & 1][i];
 		}
 	}
-	wg_wait<0>();
-	pin(acc[(NG - 1) & 1]);
+	wgmma_wait<0>();
+	wgmma_fence_operands(acc[(NG - 1) & 1]);
 #pragma unroll
 	for (int i = 0; i < 16; i++)
 		s[i] += acc[(NG - 1) & 1][i];
@@ -302,7 +257,7 @@ __device__ __forceinline__ void s_fast(float (&s)[16], uint32_t st, uint32_t qs)
  * step are wgmma's A fragment as loaded), fixed by fix240, A x + R x per step into a fresh
  * accumulator (the per-step promotion, whatever PROMOTE), one step at a time (two in flight spill).
  */
-__device__ __forceinline__ void s_fix(float (&s)[16], uint32_t st, uint32_t qs, int w, int lane)
+__device__ __forceinline__ void s_fix(float (&s)[16], const unsigned char *stg, uint32_t qs, int w, int lane)
 {
 	float acc[16];
 
@@ -315,18 +270,18 @@ __device__ __forceinline__ void s_fix(float (&s)[16], uint32_t st, uint32_t qs, 
 		const int ch = 2 * kk + (i >> 1); /* 16-byte chunk of the dims */
 		uint32_t r[4], kf[4], rf[4];
 
-		ldsm_x4(r, st + (ch >> 3) * ATOM + key * 128 + (((ch & 7) ^ (key & 7)) << 4));
+		ldsm_x4(r, stg + (ch >> 3) * ATOM + key * 128 + (((ch & 7) ^ (key & 7)) << 4));
 #pragma unroll
 		for (int e = 0; e < 4; e++)
 			fix240(r[e], kf[e], rf[e]);
-		wg_fence();
-		const uint64_t dq = desc_sw128(qs + (kk >> 2) * Q_ATOM + (kk & 3) * 32);
+		wgmma_fence();
+		const uint64_t dq = wgmma_desc_sw128(qs + (kk >> 2) * Q_ATOM + (kk & 3) * 32, 16, 1024);
 
 		wgmma_f8_rs(acc, kf, dq, 0);
 		wgmma_f8_rs(acc, rf, dq, 1);
-		wg_commit();
-		wg_wait<0>();
-		pin(acc);
+		wgmma_commit();
+		wgmma_wait<0>();
+		wgmma_fence_operands(acc);
 		pin4(kf);
 		pin4(rf);
 #pragma unroll
@@ -343,8 +298,8 @@ __device__ __forceinline__ void s_fix(float (&s)[16], uint32_t st, uint32_t qs, 
  * 0x80 test of the fragments (a visible fnuz NaN in dims 0..511).
  */
 template <bool FIX>
-__device__ __forceinline__ uint32_t pv(float (&o)[8][8], const float (&alpha)[4], uint32_t st, uint32_t pT, int w,
-				       int lane)
+__device__ __forceinline__ uint32_t pv(float (&o)[8][8], const float (&alpha)[4], const unsigned char *stg,
+				       uint32_t pT, int w, int lane)
 {
 	/* the fast path keeps two blocks in flight; the fix-up path, with twice the fragments, one */
 	constexpr int NB = FIX ? 1 : 2;
@@ -359,38 +314,38 @@ __device__ __forceinline__ uint32_t pv(float (&o)[8][8], const float (&alpha)[4]
 			uint32_t r[4];
 			const int key = 32 * kk + 8 * (lane >> 3) + (lane & 7);
 
-			ldsm_x4_trans(r, st + (a >> 1) * ATOM + key * 128 + ((ch ^ (key & 7)) << 4));
+			ldsm_x4_trans(r, stg + (a >> 1) * ATOM + key * 128 + ((ch ^ (key & 7)) << 4));
 			nan80 |= has_0x80(r[0]) | has_0x80(r[1]) | has_0x80(r[2]) | has_0x80(r[3]);
-			fr[bi][kk][0] = prmt<0x6420>(r[0], r[1]);
-			fr[bi][kk][1] = prmt<0x7531>(r[0], r[1]);
-			fr[bi][kk][2] = prmt<0x6420>(r[2], r[3]);
-			fr[bi][kk][3] = prmt<0x7531>(r[2], r[3]);
+			fr[bi][kk][0] = vs_prmt<0x6420>(r[0], r[1]);
+			fr[bi][kk][1] = vs_prmt<0x7531>(r[0], r[1]);
+			fr[bi][kk][2] = vs_prmt<0x6420>(r[2], r[3]);
+			fr[bi][kk][3] = vs_prmt<0x7531>(r[2], r[3]);
 			if constexpr (FIX)
 #pragma unroll
 				for (int e = 0; e < 4; e++)
 					fix240(fr[bi][kk][e], fr[bi][kk][e], rr[kk][e]);
 		}
-		wg_fence();
+		wgmma_fence();
 #pragma unroll
 		for (int kk = 0; kk < 2; kk++) {
-			wgmma_f8_rs(ob[bi], fr[bi][kk], desc_sw128(pT + kk * 32), kk > 0);
+			wgmma_f8_rs(ob[bi], fr[bi][kk], wgmma_desc_sw128(pT + kk * 32, 16, 1024), kk > 0);
 			if constexpr (FIX)
-				wgmma_f8_rs(ob[bi], rr[kk], desc_sw128(pT + kk * 32), 1);
+				wgmma_f8_rs(ob[bi], rr[kk], wgmma_desc_sw128(pT + kk * 32, 16, 1024), 1);
 		}
-		wg_commit();
+		wgmma_commit();
 		/* the block whose wgmma is now done: a (one in flight) or a - 1 (two) */
 		const int ad = a - (NB - 1);
 
 		if (ad < 0)
 			continue;
 		if constexpr (FIX) {
-			wg_wait<0>();
+			wgmma_wait<0>();
 			pin4(rr[0]);
 			pin4(rr[1]);
 		} else {
-			wg_wait<1>();
+			wgmma_wait<1>();
 		}
-		pin(ob[ad % NB]);
+		wgmma_fence_operands(ob[ad % NB]);
 		pin4(fr[ad % NB][0]);
 		pin4(fr[ad % NB][1]);
 #pragma unroll
@@ -401,8 +356,8 @@ __device__ __forceinline__ uint32_t pv(float (&o)[8][8], const float (&alpha)[4]
 		}
 	}
 	if constexpr (!FIX) {
-		wg_wait<0>();
-		pin(ob[1]);
+		wgmma_wait<0>();
+		wgmma_fence_operands(ob[1]);
 #pragma unroll
 		for (int i = 0; i < 8; i++) {
 			const int j = i >> 2, e = i & 3, q = 2 * j + (e & 1);
@@ -449,8 +404,8 @@ __global__ void __launch_bounds__(256, 1) proto_fp8mma(Params p)
 {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	extern __shared__ unsigned char smem_raw[];
-	unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-	const uint32_t sb = smem_u32(smem);
+	unsigned char *smem = smem_raw + ((1024 - (vs_smem_addr(smem_raw) & 1023)) & 1023);
+	const uint32_t sb = vs_smem_addr(smem);
 	const int tid = threadIdx.x, wg = tid >> 7, x = tid & 127, w = x >> 5, lane = tid & 31;
 	const int g = lane >> 2, t4 = lane & 3;
 	const int b = blockIdx.x, seqlen = p.seqlens[b];
@@ -526,6 +481,7 @@ __global__ void __launch_bounds__(256, 1) proto_fp8mma(Params p)
 
 	for (int u = 0, t = wg; t < ntiles; u++, t += 2) {
 		const uint32_t st = st0 + (u & 1) * STAGE;
+		const unsigned char *stg = smem + (st - sb); /* the same stage, for ldmatrix and plain loads */
 		const int key0 = t * BN + 16 * w + g;
 		float s[16], sc[8], cm[4];
 
@@ -543,7 +499,7 @@ __global__ void __launch_bounds__(256, 1) proto_fp8mma(Params p)
 		/* the rope bytes (dims 512..575) of the 64 keys: 0x80 test, 32 bytes a thread */
 		{
 			const int row = x >> 1, half = x & 1;
-			const unsigned char *rp = smem + (st - sb) + 4 * ATOM + row * 128;
+			const unsigned char *rp = stg + 4 * ATOM + row * 128;
 			uint4 r0 = *(const uint4 *)(rp + (((2 * half) ^ (row & 7)) << 4));
 			uint4 r1 = *(const uint4 *)(rp + (((2 * half + 1) ^ (row & 7)) << 4));
 
@@ -554,7 +510,7 @@ __global__ void __launch_bounds__(256, 1) proto_fp8mma(Params p)
 		const bool fix = bar_any(1 + wg, 128, nan);
 
 		if (fix) { /* nobody has read the maxima yet: overwrite them, one more barrier */
-			s_fix(s, st, sb + Q_OFF, w, lane);
+			s_fix(s, stg, sb + Q_OFF, w, lane);
 			scores(sc, cm, s, qf, key0, seqlen);
 			if (g == 0)
 #pragma unroll
@@ -596,7 +552,7 @@ __global__ void __launch_bounds__(256, 1) proto_fp8mma(Params p)
 		fence_proxy_async();
 		bar_sync(1 + wg, 128); /* P^T complete */
 
-		nan80 |= fix ? pv<true>(o, alpha, st, pT, w, lane) : pv<false>(o, alpha, st, pT, w, lane);
+		nan80 |= fix ? pv<true>(o, alpha, stg, pT, w, lane) : pv<false>(o, alpha, stg, pT, w, lane);
 
 		/* the stage is free: tile t + 4 into it */
 		if (t + 4 < ntiles)
@@ -709,17 +665,6 @@ __device__ uint8_t fnuz_code(float v)
 	return c == 0x80 ? 0 : c; /* -0 is 0x80, fnuz NaN: zero is 0x00 */
 }
 
-/* fnuz code -> value (NaN for 0x80) */
-__host__ __device__ double fnuz_value(uint8_t c)
-{
-	if (c == 0x80)
-		return NAN;
-	const int sgn = c >> 7, e = (c >> 3) & 15, m = c & 7;
-	const double v = e == 0 ? ldexp((double)m, -10) : ldexp(1.0 + m / 8.0, e - 8);
-
-	return sgn ? -v : v;
-}
-
 /*
  * set 0: K = N(0,1)/10 clamped to [-1, 1] at kv_scale 1/240, Q N(0,1): the harness's N(0,1)/10 sets
  *        (and, by inject below, its forced extremes);
@@ -783,7 +728,7 @@ __global__ void reference(Params p, double *scr, double *ref_out, double *ref_ls
 		double acc = 0.0;
 
 		for (int d = 0; d < D_QK; d++)
-			acc += (double)__bfloat162float(qr[d]) * fnuz_value(kr[d]) * p.kv_scale;
+			acc += (double)__bfloat162float(qr[d]) * mla_fp8_e4m3_fnuz_to_float(kr[d]) * p.kv_scale;
 		sc[j] = acc * scale;
 	}
 	__syncthreads();
@@ -816,7 +761,7 @@ __global__ void reference(Params p, double *scr, double *ref_out, double *ref_ls
 		double acc = 0.0;
 
 		for (int j = 0; j < n; j++)
-			acc += exp(sc[j] - mx) * fnuz_value(p.kv[kv_row(p.block_table, p.max_pages, b, j) * D_QK + d]) *
+			acc += exp(sc[j] - mx) * mla_fp8_e4m3_fnuz_to_float(p.kv[kv_row(p.block_table, p.max_pages, b, j) * D_QK + d]) *
 			       p.kv_scale;
 		ref_out[((size_t)b * NH + h) * D_V + d] = n > 0 ? acc / l : 0.0;
 	}
@@ -909,15 +854,6 @@ struct Problem {
 	}
 };
 
-static float bf16_to_float(uint16_t u)
-{
-	uint32_t w = (uint32_t)u << 16;
-	float f;
-
-	memcpy(&f, &w, 4);
-	return f;
-}
-
 /*
  * The harness's parity rule (harness/parity.c, harness/plan.c, harness/measure.c), and the NaN
  * rule of gpu_parity: where the reference is NaN the output must be NaN, elsewhere finite and within
@@ -973,7 +909,7 @@ static int compare(Problem &P, const char *what)
 			}
 			for (int d = 0; d < D_V; d++) {
 				const size_t i = ((size_t)b * NH + h) * D_V + d;
-				const double re = ho[i], ga = bf16_to_float(go[i]);
+				const double re = ho[i], ga = mla_bf16_to_float(go[i]);
 				const double eo = fabs(ga - re), atol = 8e-4 * atol_scale, rtol = 2.01 / 128;
 
 				if (isnan(re)) {
