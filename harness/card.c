@@ -1111,10 +1111,17 @@ static void locate_near(const struct card *c, const char *key, int *line, int *c
  * Where and how to report the missing key: at the mapping that should hold it (its parent, else
  * the front matter's first line), with a hint naming that mapping and its line.
  */
+static void missing_near(const struct card *c, const char *key, char *hint, size_t size, int *line, int *col);
+static const char *near_miss_of(const struct card *c, const char *kp, int *mapped);
+
 static void missing_at(const struct card *c, const char *key, int *line, int *col, char *hint, size_t size)
 {
 	const char *dot = strchr(key, '.');
 	int last;
+
+	missing_near(c, key, hint, size, line, col);
+	if (*hint)
+		return;
 
 	if (dot) {
 		char parent[CARD_PATH_MAX];
@@ -1134,6 +1141,34 @@ static void missing_at(const struct card *c, const char *key, int *line, int *co
 			 (int)(dot - key), key, dot + 1, *line, last - 1);
 	else
 		snprintf(hint, size, " (add '%s:' to the front matter, lines %d-%d)", key, *line, last - 1);
+}
+
+/*
+ * The hint for a missing key (or a missing mapping above it) that the card holds misspelled:
+ * " ('expect', here, looks like a misspelling of 'expects')", with its place (its value's, as
+ * card_locate() gives) in *at_line and *at_col; "" when there is none.
+ */
+static void missing_near(const struct card *c, const char *key, char *hint, size_t size, int *at_line, int *at_col)
+{
+	char prefix[CARD_PATH_MAX];
+
+	hint[0] = '\0';
+	for (const char *end = strchr(key, '.');; end = strchr(end + 1, '.')) {
+		size_t n = end ? (size_t)(end - key) : strlen(key);
+		const char *near;
+		int line = 1, col = 1;
+
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)n, key);
+		if (card_locate(c, prefix, &line, &col) && (near = near_miss_of(c, prefix, NULL))) {
+			card_locate(c, near, &line, &col);
+			snprintf(hint, size, " ('%s', here, looks like a misspelling of '%s')", near, prefix);
+			*at_line = line;
+			*at_col = col;
+			return;
+		}
+		if (!end)
+			return;
+	}
 }
 
 /* Missing or empty required keys, in schema order. */
@@ -1602,38 +1637,71 @@ static int edit_distance_le1(const char *a, const char *b)
 }
 
 /*
- * Warn (not an error: unknown keys are kept) about an unknown key that is one edit, a case change
- * or look-alike letters away from a known key of the same mapping: isolated_speedup_mіn with a
- * Cyrillic і beside the real key would otherwise be silently ignored.
+ * The unknown key of c that is a near miss of the known key path kp: in the same mapping, and one
+ * edit, a case change or look-alike letters away (*mapped says which kind); NULL when none is.
  */
-static void lint_near_known(const struct card *c)
+static const char *near_miss_of(const struct card *c, const char *kp, int *mapped)
 {
+	const char *kl = strrchr(kp, '.');
+	size_t klen = kl ? (size_t)(kl - kp) : 0;
+	char fk[CARD_PATH_MAX];
+
+	kl = kl ? kl + 1 : kp;
+	key_fold(kl, fk, sizeof(fk));
 	for (int u = 0; u < c->unknown_count; u++) {
 		const char *path = c->unknown[u].path, *leaf = strrchr(path, '.');
 		size_t plen = leaf ? (size_t)(leaf - path) : 0;
-		char fu[CARD_PATH_MAX], fk[CARD_PATH_MAX];
-		int mapped, line = 1, col = 1;
+		char fu[CARD_PATH_MAX];
+		int m;
 
 		leaf = leaf ? leaf + 1 : path;
-		mapped = key_fold(leaf, fu, sizeof(fu));
-		for (size_t i = 0; i < NFIELDS; i++) {
-			const char *kp = fields[i].path, *kl = strrchr(kp, '.');
-			size_t klen = kl ? (size_t)(kl - kp) : 0;
-
-			kl = kl ? kl + 1 : kp;
-			if (klen != plen || strncmp(kp, path, plen))
-				continue;
-			key_fold(kl, fk, sizeof(fk));
-			if (strcmp(fu, fk) && (mapped || !edit_distance_le1(fu, fk)))
-				continue;
-			card_locate(c, path, &line, &col);
-			vs_warn("%s:%d:%d: %s: unknown key close to the known key '%s' (%s); it is "
-				"kept as an unknown key and '%s' is not set by it",
-				c->path, line, col, path, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?",
-				kp);
-			break;
+		if (klen != plen || strncmp(kp, path, plen))
+			continue;
+		m = key_fold(leaf, fu, sizeof(fu));
+		if (!strcmp(fu, fk) || (!m && edit_distance_le1(fu, fk))) {
+			if (mapped)
+				*mapped = m;
+			return path;
 		}
 	}
+	return NULL;
+}
+
+/* The keys that decide what is measured and how it is judged: a near miss of one is an error. */
+static const char *const verdict_keys[] = {
+	"match",          "match.from_backend",        "match.to_backend", "expects", "expects.isolated_speedup_min",
+	"expects.parity", "expects.e2e_delta_min_pct", NULL,
+};
+
+/*
+ * An unknown key that is one edit, a case change or look-alike letters away from a known key of
+ * the same mapping (isolated_speedup_mіn with a Cyrillic і beside the real key would otherwise be
+ * silently ignored): kept as an unknown key, with a warning; an error when the known key decides
+ * what is measured or how it is judged (verdict_keys: a misspelled to_backend or gate must not
+ * leave the card recording a verdict it never asked for). Returns the number of errors.
+ */
+static int lint_near_known(const struct card *c)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const char *kp = fields[i].path, *near;
+		int mapped = 0, line = 1, col = 1, decisive = enum_has(verdict_keys, kp);
+
+		if (!(near = near_miss_of(c, kp, &mapped)))
+			continue;
+		card_locate(c, near, &line, &col);
+		if (decisive)
+			n += !!card_msg(VS_ESCHEMA, c->path, line, col, near,
+					"unknown key close to the known key '%s' (%s), which decides what is measured "
+					"or how it is judged: a near miss of it is an error",
+					kp, mapped ? "a look-alike non-Latin letter?" : "a typo?");
+		else
+			vs_warn("%s:%d:%d: %s: unknown key close to the known key '%s' (%s); it is "
+				"kept as an unknown key and '%s' is not set by it",
+				c->path, line, col, near, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?", kp);
+	}
+	return n;
 }
 
 /*
@@ -1673,7 +1741,7 @@ int card_lint(const struct card *c)
 	char *stem = fs_stem(c->path, ".md");
 
 	VS_CHECK_ALLOC(stem);
-	lint_near_known(c);
+	n += lint_near_known(c);
 	if (strcmp(nz(c->id), stem))
 		n += lint_at(c, "id",
 			     "'%s' does not match the file name '%s.md' "

@@ -1345,6 +1345,9 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 		jsonfile_put_str(oom, f, "task", h->task_filter);
 		jsonfile_put_str(oom, f, "impl", h->impl_filter);
 		jsonfile_put_str(oom, f, "config", h->config_filter);
+		if (h->scratch)
+			jsonfile_put_bool(oom, f, "scratch", 1);
+		jsonfile_put_str(oom, f, "plan_differs", h->plan_differs);
 		if (h->has_part) {
 			cJSON *pt = jsonfile_put_obj(oom, w->root, "part");
 
@@ -2405,6 +2408,21 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 			       "the plan and run again",
 			       dir, p.generator, VS_GENERATOR_VERSION);
 		goto done;
+	}
+	/*
+	 * The plan that ran is the one the card plans (plan_check_card()): a hand-edited gate, a task
+	 * deleted, a loosened tolerance or a shortened protocol does not speak for the card.
+	 */
+	{
+		char diff[1024];
+
+		if ((err = plan_check_card(&p, c, 0, diff, sizeof(diff))) == VS_EVERIFY) {
+			status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY, "%s: plan.json %s: it is not what %s plans; emit the plan and run again",
+				       dir, diff, c->path);
+		}
+		if (err)
+			goto done;
 	}
 	status = EVIDENCE_OK;
 done:

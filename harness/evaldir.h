@@ -124,6 +124,8 @@ struct evaldir_head {
 	const char *started, *finished; /* ISO 8601 UTC */
 	int partial;
 	const char *task_filter, *impl_filter, *config_filter; /* recorded when partial */
+	int scratch;                                           /* --scratch: recorded when partial */
+	const char *plan_differs; /* recorded when partial: how the plan differs from what its card plans */
 	int has_part; /* recorded when partial: this is part part_index of run_id */
 	const char *run_id;
 	int part_index;
