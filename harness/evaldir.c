@@ -2346,6 +2346,19 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 		err = vs_error(VS_EVERIFY, "%s: the evidence is for card '%s', not '%s'", dir, jstr(card, "id"), c->id);
 		goto done;
 	}
+	/*
+	 * A card speaks for the implementations it names: --baseline/--candidate may measure others,
+	 * never stand in for a backend the card does not name (a misspelled to_backend included).
+	 */
+	if (!c->match.from_backend || !*c->match.from_backend || !c->match.to_backend || !*c->match.to_backend) {
+		const char *key = !c->match.from_backend || !*c->match.from_backend ? "from_backend" : "to_backend";
+
+		err = vs_error(VS_EVERIFY,
+			       "%s: %s names no match.%s: a card records only what it recommends, and --baseline/"
+			       "--candidate cannot stand in for it; name the implementation in the card",
+			       dir, c->path, key);
+		goto done;
+	}
 	e->baseline = jstr(e->result, "baseline") ? jstr(e->result, "baseline") : "";
 	e->candidate = jstr(e->result, "candidate") ? jstr(e->result, "candidate") : "";
 	e->family_baseline = card_backend_is_family(c->match.from_backend);
