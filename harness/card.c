@@ -814,6 +814,8 @@ static const struct field fields[] = {
 	{"validation.measured.isolated", F_NUM, OFF(validation.measured_isolated), OFF(validation.has_isolated), NULL},
 	{"validation.measured.e2e_pct", F_NUM, OFF(validation.measured_e2e_pct), OFF(validation.has_e2e_pct), NULL},
 	{"validation.measured.parity", F_ENUM, OFF(validation.measured_parity), 0, measured_parity_values},
+	{"validation.measured.spread", F_STR, OFF(validation.spread), 0, NULL},
+	{"validation.recorded_over", F_STR, OFF(validation.recorded_over), 0, NULL},
 	{"validation.implementations", F_MAP, 0, 0, NULL},
 	{"validation.implementations.baseline", F_STR, OFF(validation.impl_baseline), 0, NULL},
 	{"validation.implementations.candidate", F_STR, OFF(validation.impl_candidate), 0, NULL},
@@ -2219,8 +2221,9 @@ static int edit_append(const struct doc *d, const struct rval *rv, int n, struct
 static int check_validation_values(const struct card *c, const struct card_validation *v)
 {
 	char buf[256];
-	const char *strs[] = {v->status,          v->last_verified, v->gpu,           v->gen,           v->model,
-			      v->measured_parity, v->artifact,      v->impl_baseline, v->impl_candidate};
+	const char *strs[] = {v->status,         v->last_verified, v->gpu,      v->gen,
+			      v->model,          v->measured_parity, v->artifact, v->impl_baseline,
+			      v->impl_candidate, v->spread,          v->recorded_over};
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strs[i] && !utf8_valid(strs[i], strlen(strs[i])))
@@ -2271,7 +2274,8 @@ static int check_edited_card(const struct card *c, const char *hash, const char 
 	     same_str(w->last_verified, v->last_verified) && same_str(w->gpu, v->gpu) && same_str(w->gen, v->gen) &&
 	     same_str(w->model, v->model) && same_str(w->measured_parity, v->measured_parity) &&
 	     same_str(w->artifact, v->artifact) && same_str(w->impl_baseline, v->impl_baseline) &&
-	     same_str(w->impl_candidate, v->impl_candidate) && w->has_isolated == !!v->has_isolated &&
+	     same_str(w->impl_candidate, v->impl_candidate) && same_str(w->spread, v->spread) &&
+	     same_str(w->recorded_over, v->recorded_over) && w->has_isolated == !!v->has_isolated &&
 	     (!v->has_isolated || w->measured_isolated == v->measured_isolated) && w->has_e2e_pct == !!v->has_e2e_pct &&
 	     (!v->has_e2e_pct || w->measured_e2e_pct == v->measured_e2e_pct);
 	vs_error_set_quiet(quiet);
@@ -2294,16 +2298,20 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	char hash[FS_SHA256_HEX];
 	size_t at = 0;
 	int err;
+	/* measured.spread (last of its map) and recorded_over only when set, as the implementations */
 	const struct rval meas[] = {
 		{"isolated", R_NUM, "", v->has_isolated, v->measured_isolated, NULL, 0},
 		{"e2e_pct", R_NUM, "", v->has_e2e_pct, v->measured_e2e_pct, NULL, 0},
 		{"parity", R_STR, nz(v->measured_parity), 0, 0, NULL, 0},
+		{"spread", R_STR, nz(v->spread), 0, 0, NULL, 0},
 	};
 	const struct rval impls[] = {
 		{"baseline", R_STR, nz(v->impl_baseline), 0, 0, NULL, 0},
 		{"candidate", R_STR, nz(v->impl_candidate), 0, 0, NULL, 0},
 	};
-	const struct rval rv[] = {
+	const int has_impls = *nz(v->impl_baseline) || *nz(v->impl_candidate);
+	const struct rval over = {"recorded_over", R_STR, nz(v->recorded_over), 0, 0, NULL, 0};
+	struct rval rv[9] = {
 		{"status", R_STR, nz(v->status), 0, 0, NULL, 0},
 		{"last_verified", R_DATE, nz(v->last_verified), 0, 0, NULL, 0},
 		{"gpu", R_STR, nz(v->gpu), 0, 0, NULL, 0},
@@ -2311,14 +2319,25 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 		{"model", R_STR, nz(v->model), 0, 0, NULL, 0},
 		{"measured", R_MAP, "", 0, 0, meas, (int)(sizeof(meas) / sizeof(meas[0]))},
 		{"artifact", R_STR, nz(v->artifact), 0, 0, NULL, 0},
-		{"implementations", R_MAP, "", 0, 0, impls, (int)(sizeof(impls) / sizeof(impls[0]))},
 	};
-	/* implementations (last) only when there are names to record */
-	const int nrv = (int)(sizeof(rv) / sizeof(rv[0])) - (!*nz(v->impl_baseline) && !*nz(v->impl_candidate));
+	int nrv = 7, had_spread = 0, had_over = 0;
 
 	err = doc_open(&d, c->path, c->text, c->text_len);
 	if (err)
 		goto done;
+	vn = map_find(d.root, "validation", NULL);
+	if (vn && vn->kind == YN_MAP) {
+		const struct ynode *mn = map_find(vn, "measured", NULL);
+
+		had_spread = mn && mn->kind == YN_MAP && map_find(mn, "spread", NULL);
+		had_over = map_find(vn, "recorded_over", NULL) != NULL;
+	}
+	/* a spread or recorded_over the card holds is cleared ("") when this record has none */
+	rv[5].nsub -= !*nz(v->spread) && !had_spread;
+	if (has_impls)
+		rv[nrv++] = (struct rval){"implementations", R_MAP, "", 0, 0, impls, (int)(sizeof(impls) / sizeof(impls[0]))};
+	if (*nz(v->recorded_over) || had_over)
+		rv[nrv++] = over;
 	err = check_validation_values(c, v);
 	if (err)
 		goto done;

@@ -179,6 +179,9 @@ static const struct cli_option options[] = {
 	STR("--task", "NAME|HASH", task, M_ALL, "only tasks whose name contains this or hash starts with it"),
 	STR("--impl", "IMPL", impl, M_ALL, "parity of this implementation only (no timing)"),
 	STR("--config", "CONFIG", config, M_ALL, "only this candidate config"),
+	FLAG("--older", older, M_RECORD,
+	     "--record: record the eval dir given over a newer complete run of the same card, device and "
+	     "implementations (the card's validation.recorded_over says so)"),
 	FLAG("--scratch", scratch, M_RUN,
 	     "run a plan that differs from what its card plans (an edited plan) as a debug run: written under "
 	     "results/<id>/.debug/, never recorded"),
@@ -716,7 +719,7 @@ static int mode_record(const struct cli_args *a)
 
 	if (!dir)
 		return VS_ENOTFOUND;
-	err = record_card(a->positional[0], dir);
+	err = record_card_run(a->positional[0], dir, a->older);
 	if (!err)
 		err = publish_record(a, a->positional[0], dir);
 	free(dir);

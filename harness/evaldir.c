@@ -286,6 +286,89 @@ static int run_kind(const char *dir)
 	return kind;
 }
 
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+int evaldir_runs(struct evaldir_run **out, int *n, const char *card_dir)
+{
+	char **names = NULL;
+	struct evaldir_run *runs = NULL;
+	int count = 0, nn = 0, err;
+
+	*out = NULL;
+	*n = 0;
+	if ((err = list_names(&names, &nn, card_dir, cmp_str_desc)))
+		return err;
+	runs = calloc((size_t)nn + 1, sizeof(*runs));
+	if (!runs)
+		err = vs_oom();
+	for (int i = 0; !err && i < nn; i++) {
+		char *dir = fs_join(card_dir, names[i]), *path = dir ? fs_join(dir, "result.json") : NULL, *text = NULL;
+		struct evaldir_run *r = &runs[count];
+		cJSON *root = NULL;
+		const cJSON *iso;
+		size_t len;
+
+		if (!path) {
+			free(dir);
+			err = vs_oom();
+			break;
+		}
+		if (fs_is_dir(dir) && fs_exists(path) && !fs_read_file(&text, &len, path, 64u << 20))
+			root = cJSON_ParseWithLength(text, len);
+		if (root && cJSON_IsFalse(jget(root, "partial")) && jstr(root, "verdict")) {
+			r->dir = dir;
+			dir = NULL;
+			r->name = strdup(names[i]);
+			r->verdict = dup_or_empty(jstr(root, "verdict"));
+			r->device = dup_or_empty(jstr(jget(root, "device"), "name"));
+			r->gen = dup_or_empty(jstr(jget(root, "device"), "gen"));
+			r->baseline = dup_or_empty(jstr(root, "baseline"));
+			r->candidate = dup_or_empty(jstr(root, "candidate"));
+			iso = jget(jget(root, "overall"), "isolated");
+			if (cJSON_IsObject(iso)) {
+				r->has_isolated = 1;
+				r->isolated = cJSON_GetNumberValue(jget(iso, "estimate"));
+				r->isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
+				r->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
+			}
+			count++;
+			if (!r->name || !r->verdict || !r->device || !r->gen || !r->baseline || !r->candidate)
+				err = vs_oom();
+		}
+		cJSON_Delete(root);
+		free(text);
+		free(path);
+		free(dir);
+	}
+	for (int i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	if (err) {
+		evaldir_runs_free(runs, count);
+		return err;
+	}
+	*out = runs;
+	*n = count;
+	return 0;
+}
+
+void evaldir_runs_free(struct evaldir_run *runs, int n)
+{
+	for (int i = 0; runs && i < n; i++) {
+		free(runs[i].dir);
+		free(runs[i].name);
+		free(runs[i].verdict);
+		free(runs[i].device);
+		free(runs[i].gen);
+		free(runs[i].baseline);
+		free(runs[i].candidate);
+	}
+	free(runs);
+}
+
 int evaldir_latest(char **out, struct evaldir_skipped *skipped, const char *results_root, const char *card_id)
 {
 	char *base = evaldir_card_dir(results_root, card_id), **names = NULL, *dir = NULL;
@@ -2539,6 +2622,18 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 			      "%s: validation.measured.e2e_pct is %s%g but the evidence says %s%.2f", card_path,
 			      have->has_e2e_pct ? "" : "unset ", have->measured_e2e_pct,
 			      want.has_e2e_pct ? "" : "none ", want.measured_e2e_pct);
+	if (have->spread && *have->spread) {
+		double lo, hi;
+		int runs;
+
+		/* written by --record from runs other than this one: only its consistency is checkable */
+		if (sscanf(have->spread, "%lf-%lf over %d runs", &lo, &hi, &runs) != 3 || !(lo <= hi) || runs < 2 ||
+		    (want.has_isolated && (want.measured_isolated < lo - 0.0005 || want.measured_isolated > hi + 0.0005)))
+			claim_problem(&problems, why, why_cap, "validation.measured.spread does not hold the evidence",
+				      "%s: validation.measured.spread is '%s', which does not hold the evidence's %.3f "
+				      "(written by --record as 'LO-HI over N runs')",
+				      card_path, have->spread, want.measured_isolated);
+	}
 	if (!strcmp(want.status, "validated") && e->kernels_dirty)
 		claim_problem(&problems, why, why_cap, "validated from a dirty build",
 			      "%s: validated from a dirty build", card_path);
