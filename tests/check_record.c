@@ -387,6 +387,72 @@ START_TEST(partial_run_is_not_recorded)
 }
 END_TEST
 
+/*
+ * Issue 35: which run is recorded. A second complete run of the same card and implementations:
+ * recording the first (older) one is refused without --older; with it the card says which newer
+ * run it was recorded over; every record states the spread of the runs' speedups, and --verify
+ * accepts both.
+ */
+START_TEST(older_run_needs_older_and_the_card_says_so)
+{
+	struct runner_options ro;
+	struct card c;
+	char *second = NULL, *text;
+
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = fs_join(tmp, "results");
+	ro.threads = 2;
+	ro.run_id = "run2";
+	ck_assert_msg(runner_run(&second, &ro) == 0, "%s", vs_last_error());
+	mark_clean();
+	edit_result_in(second, "tool", "kernels_dirty", cJSON_CreateFalse());
+	text = tu_read(card_path, NULL);
+	ck_assert_int_eq(record_card(card_path, eval_dir), VS_EVERIFY);
+	ck_assert_msg(strstr(vs_last_error(), "is older than") && strstr(vs_last_error(), "run2") &&
+			      strstr(vs_last_error(), "--older"),
+		      "%s", vs_last_error());
+	{
+		char *now = tu_read(card_path, NULL);
+
+		ck_assert_str_eq(now, text); /* nothing written */
+		free(now);
+	}
+	ck_assert_msg(record_card_run(card_path, eval_dir, 1) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_msg(!strncmp(c.validation.recorded_over, "run2: ", 6), "%s", c.validation.recorded_over);
+	ck_assert_msg(strstr(c.validation.spread, " over 2 runs"), "%s", c.validation.spread);
+	card_release(&c);
+	ck_assert_msg(record_verify(card_path) == 0, "%s", vs_last_error());
+	/* the newest needs no flag, and clears recorded_over */
+	ck_assert_msg(record_card(card_path, second) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_str_eq(c.validation.recorded_over, "");
+	ck_assert_msg(strstr(c.validation.spread, " over 2 runs"), "%s", c.validation.spread);
+	card_release(&c);
+	ck_assert_msg(record_verify(card_path) == 0, "%s", vs_last_error());
+	/* a spread that does not hold the recorded speedup is a claim the evidence does not back */
+	{
+		char *card = tu_read(card_path, NULL), *at = strstr(card, "spread: "), *end, *out;
+
+		ck_assert_ptr_nonnull(at);
+		at += 8;
+		end = at + strcspn(at, ",}\r\n");
+		out = fs_printf("%.*s\"0.001-0.002 over 2 runs\"%s", (int)(at - card), card, end);
+		tu_write(card_path, out, strlen(out));
+		free(out);
+		free(card);
+	}
+	ck_assert_int_eq(record_verify(card_path), VS_EVERIFY);
+	ck_assert_msg(strstr(vs_last_error(), "validation.measured.spread"), "%s", vs_last_error());
+	free(text);
+	free(second);
+	free((char *)ro.tasks_root);
+	free((char *)ro.results_root);
+}
+END_TEST
+
 static char *report_text(int *status, const char *format)
 {
 	struct report_options ro;
@@ -532,6 +598,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, hand_edited_number_is_caught_by_verify_and_report);
 	tcase_add_test(tc, claims_are_one_answer_for_verify_and_report);
 	tcase_add_test(tc, partial_run_is_not_recorded);
+	tcase_add_test(tc, older_run_needs_older_and_the_card_says_so);
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
 	tcase_add_loop_test(tc, report_shows_the_run_and_counts_flags, 0,
