@@ -1671,8 +1671,14 @@ static const char *near_miss_of(const struct card *c, const char *kp, int *mappe
 
 /* The keys that decide what is measured and how it is judged: a near miss of one is an error. */
 static const char *const verdict_keys[] = {
-	"match",          "match.from_backend",        "match.to_backend", "expects", "expects.isolated_speedup_min",
-	"expects.parity", "expects.e2e_delta_min_pct", NULL,
+	"match",
+	"match.from_backend",
+	"match.to_backend",
+	"expects",
+	"expects.isolated_speedup_min",
+	"expects.parity",
+	"expects.e2e_delta_min_pct",
+	NULL,
 };
 
 /*
@@ -1701,7 +1707,8 @@ static int lint_near_known(const struct card *c)
 		else
 			vs_warn("%s:%d:%d: %s: unknown key close to the known key '%s' (%s); it is "
 				"kept as an unknown key and '%s' is not set by it",
-				c->path, line, col, near, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?", kp);
+				c->path, line, col, near, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?",
+				kp);
 	}
 	return n;
 }
@@ -2221,8 +2228,8 @@ static int edit_append(const struct doc *d, const struct rval *rv, int n, struct
 static int check_validation_values(const struct card *c, const struct card_validation *v)
 {
 	char buf[256];
-	const char *strs[] = {v->status,         v->last_verified, v->gpu,      v->gen,
-			      v->model,          v->measured_parity, v->artifact, v->impl_baseline,
+	const char *strs[] = {v->status,         v->last_verified,   v->gpu,          v->gen,
+			      v->model,          v->measured_parity, v->artifact,     v->impl_baseline,
 			      v->impl_candidate, v->spread,          v->recorded_over};
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
@@ -2335,7 +2342,13 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	/* a spread or recorded_over the card holds is cleared ("") when this record has none */
 	rv[5].nsub -= !*nz(v->spread) && !had_spread;
 	if (has_impls)
-		rv[nrv++] = (struct rval){"implementations", R_MAP, "", 0, 0, impls, (int)(sizeof(impls) / sizeof(impls[0]))};
+		rv[nrv++] = (struct rval){"implementations",
+					  R_MAP,
+					  "",
+					  0,
+					  0,
+					  impls,
+					  (int)(sizeof(impls) / sizeof(impls[0]))};
 	if (*nz(v->recorded_over) || had_over)
 		rv[nrv++] = over;
 	err = check_validation_values(c, v);

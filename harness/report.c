@@ -986,7 +986,8 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 			char cov[64] = "-";
 
 			if (r->tier)
-				snprintf(cov, sizeof(cov), "%s: %d/%d", *r->tier ? r->tier : "?", r->ran_tasks, r->ntasks);
+				snprintf(cov, sizeof(cov), "%s: %d/%d", *r->tier ? r->tier : "?", r->ran_tasks,
+					 r->ntasks);
 			snprintf(ev, sizeof(ev), "%s%s%s", r->evidence, r->nflags ? ", FLAGGED: " : "",
 				 r->nflags ? fl : "");
 			fprintf(f, "%-30s %-10s %-34s %-10s %-14s %-17s %-6s %-15s %-31s %s\n", r->id, r->status,
@@ -1828,8 +1829,8 @@ int report_run(const struct report_options *o)
 			char ids[512] = "";
 
 			for (int i = 0; i < n; i++)
-				if (rows[i].evidence && (!strcmp(rows[i].evidence, "mismatch") ||
-							 !strcmp(rows[i].evidence, "missing")))
+				if (rows[i].evidence &&
+				    (!strcmp(rows[i].evidence, "mismatch") || !strcmp(rows[i].evidence, "missing")))
 					snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", *ids ? ", " : "",
 						 rows[i].id);
 			err = vs_error(VS_EVERIFY,
