@@ -4,7 +4,7 @@
  * (backend "hip": on NVIDIA the harness's GPU runtime is CUDA, kernels/hip/hip_compat.h).
  *
  * Built by tools/gpu/build_flashmla.sh from FlashMLA's own sources, which are never copied into
- * this repository: FlashMLA 9241ae3 (2026-01, the csrc/{api,sm90,smxx} layout; its dense decode
+ * this repository: FlashMLA 9241ae3 (2026-04-29, the csrc/{api,sm90,smxx} layout; its dense decode
  * with the sparse fp8 decode beside it), CUTLASS 147f567 (the commit its csrc/cutlass submodule
  * pins). The three source files of the dense decode path are compiled into this translation unit
  * (below), so that the error macros of their host launchers, which print and exit(1), become
@@ -47,9 +47,10 @@
  *   - a sequence of seqlen 0 still gets one (empty) block from the scheduler, and the kernel issues
  *     the TMA load of page block_table[b][0]: max_pages must be >= 1 (as in 9edee0c).
  *
- * Checked on the H200: tools/gpu/flashmla_smoke.c (a double CPU reference, empty sequences, causal
- * s_q 2..4, splits, graph replay bit-identical) and the harness's parity gates on the bf16 page-64
- * tasks (BENCHMARKS.md, the section of 2026-12-05 on this plugin).
+ * Checked on the H200 (2026-12-05, BENCHMARKS.md): tools/gpu/flashmla_smoke.c (a double CPU
+ * reference, empty sequences, causal s_q 2..4, splits, graph replay bit-identical), the harness's
+ * parity and capture gates on the full tier's four headline tasks, bf16-edge-lengths-h16 (and -sq2)
+ * and bf16-h128-b32-sq2-ragged, and FlashMLA's own test on the headline shapes.
  *
  * Unsupported (fmla_supports() says why, launch() returns MLA_EUNSUPPORTED): fp8_e4m3_fnuz caches,
  * page_size != 64, more than 160 SM parts (the combine's largest split count), a batch whose

@@ -3,7 +3,7 @@
 # FlashMLA's own sources, which stay where they are. The source of the plugin follows the tree's
 # layout:
 #
-#   current   FLASHMLA_DIR/csrc/sm90/decode/dense (FlashMLA main, checked at 9241ae3, 2026-01):
+#   current   FLASHMLA_DIR/csrc/sm90/decode/dense (FlashMLA main, checked at 9241ae3, 2026-04-29):
 #             kernels/flashmla/flashmla_plugin.cu, the reference of every card run. Reads
 #             csrc/{utils.h,params.h,sm90/decode/dense,smxx/decode/{combine,get_decoding_sched_meta},
 #             kerutils/include}; csrc/api (torch) is not compiled. CUTLASS 147f567 (the submodule

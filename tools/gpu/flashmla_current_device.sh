@@ -10,15 +10,16 @@
 #   DIR/plan.json        --emit-plan skills/mla_decode_hip_port_sm90.md --tier full --baseline
 #                        hip.flash --candidate-lib DIR/libflashmla.so (emitted here)
 #   DIR/flashmla_smoke   tools/gpu/flashmla_smoke.c; DIR/bundle: device-bundle of validate_skill
-# Steps, logs to $OUT:
+# Steps, logs to $OUT (BENCHMARKS.md, 2026-12-05: 404 s):
 #   1. in the background: unpack; rebuild the plugin there (compared with the carried one), then
 #      FlashMLA's own torch extension (FLASH_MLA_DISABLE_SM100=1, setup.py build_ext --inplace);
-#   2. flashmla_smoke DIR/libflashmla.so --bench: CPU-reference parity (empty sequences, causal
-#      s_q 2..4, splits), graph replay bit-identical, the four headline shapes alone;
+#      meanwhile flashmla_smoke DIR/libflashmla.so: CPU-reference parity (empty sequences, causal
+#      s_q 2..4, splits), graph replay bit-identical. Nothing is timed while a compiler runs;
+#   2. flashmla_smoke --bench: the four headline shapes, the plugin alone;
 #   3. the harness: --run DIR/plan.json --task bf16-perf- (hip.flash vs flashmla.decode, graph
-#      replay, L2 flushed, parity against the oracle), then --task bf16-edge-lengths and
-#      bf16-h128-b32-sq2 (parity of the edge cases, and the s_q 2 task of the card);
-#   4. after the builds: tools/gpu/flashmla_own_bench.py (FlashMLA's own test, same shapes).
+#      replay, L2 flushed, parity against the oracle);
+#   4. tools/gpu/flashmla_own_bench.py (FlashMLA's own test, same shapes, its extension);
+#   5. the harness on bf16-edge-lengths and bf16-h128-b32-sq2 (edge cases, the card's s_q 2 task).
 # flashmla_current_device.sh DIR kernels - a second call, where the harness and FlashMLA's own test
 # disagree: DIR/libflashmla_9edee0c.so (the old build, build_flashmla.sh on FlashMLA 9edee0c and
 # CUTLASS e94e888) beside the current one, flashmla_smoke --bench for new, old, new (same run), then
