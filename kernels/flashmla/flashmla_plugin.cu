@@ -1,50 +1,62 @@
 /*
- * flashmla_plugin.cu - FlashMLA's dense bf16 MLA decode for sm_90a (deepseek-ai/FlashMLA) behind
- * kernels/mla_decode.h, as the plugin "flashmla.decode" (backend "hip": on NVIDIA the harness's
- * GPU runtime is CUDA, kernels/hip/hip_compat.h).
+ * flashmla_plugin.cu - FlashMLA's current dense bf16 MLA decode for sm_90a (deepseek-ai/FlashMLA
+ * main, csrc/sm90/decode/dense) behind kernels/mla_decode.h, as the plugin "flashmla.decode"
+ * (backend "hip": on NVIDIA the harness's GPU runtime is CUDA, kernels/hip/hip_compat.h).
  *
  * Built by tools/gpu/build_flashmla.sh from FlashMLA's own sources, which are never copied into
- * this repository: FlashMLA 9edee0c (2025-04-29, the csrc/kernels layout), CUTLASS v3.9.0 headers.
- * The three FlashMLA kernel files are compiled into this translation unit (below), so that the
- * error macros of their host launchers, which print and exit(1), become "record the error and
- * return" (FlashMLA's utils.h is `#pragma once`: ours are defined after it and stay). flash_api.cpp
- * (torch) is not compiled: launch() does what its get_mla_metadata() and mha_fwd_kvcache_mla() do,
- * with the harness's buffers.
+ * this repository: FlashMLA 9241ae3 (2026-04-29, the csrc/{api,sm90,smxx} layout; its dense decode
+ * with the sparse fp8 decode beside it), CUTLASS 147f567 (the commit its csrc/cutlass submodule
+ * pins). The three source files of the dense decode path are compiled into this translation unit
+ * (below), so that the error macros of their host launchers, which print and exit(1), become
+ * "record the error and return" (FlashMLA's csrc/utils.h is `#pragma once`: ours are defined after
+ * it and stay). csrc/api (torch) is not compiled: launch() does what dense_decode.h's
+ * dense_attn_decode_interface() does, with the harness's buffers. The older build, FlashMLA
+ * 9edee0c (2025-04, csrc/kernels), stays as flashmla_9edee0c_plugin.cu under the same plugin name;
+ * build_flashmla.sh picks the source by the tree's layout.
  *
  * One launch, all on args->stream, nothing allocated, no host synchronization:
- *   1. get_mla_metadata_kernel: tile scheduler metadata and num_splits from seqlens, on the device
- *      (a captured graph stays right when seqlens change in place);
- *   2. flash_fwd_splitkv_mla_kernel (PDL launch): each SM part writes out/lse directly for the
+ *   1. smxx::decode get_mla_metadata_kernel: the tile scheduler's DecodingSchedMeta per SM part and
+ *      num_splits from seqlens, on the device (a captured graph stays right when seqlens change in
+ *      place); block_size_n 64 and fixed_overhead_num_blocks 5, as dense_decode.h passes them;
+ *   2. sm90 flash_fwd_splitkv_mla_kernel (PDL launch): each SM part writes out/lse directly for the
  *      sequences it owns whole, and the partial o/lse accumulators for split sequences;
- *   3. flash_fwd_mla_combine_kernel (PDL launch): merges the splits;
+ *   3. smxx::decode flash_fwd_mla_combine_kernel (PDL launch): merges the splits (no attention sink);
  *   4. s_q > 1 only, ours: FlashMLA writes lse as [b][s_q][h_q] (its q rows are s_q*h_q, head
- *      fastest); the harness's lse is [b][h_q][s_q]: FlashMLA writes into the workspace and
- *      lse_transpose_kernel copies it over (for s_q == 1 the layouts agree and FlashMLA writes
- *      args->lse itself).
+ *      fastest; dense_decode.h transposes it afterwards in torch); the harness's lse is
+ *      [b][h_q][s_q]: FlashMLA writes into the workspace and lse_transpose_kernel copies it over
+ *      (for s_q == 1 the layouts agree and FlashMLA writes args->lse itself).
  * The metadata, num_splits, the accumulators and the lse staging buffer are carved from the
  * workspace (workspace_size() depends on shapes and num_cus only).
  *
- * Semantics checked against the harness's (kernels/mla_decode.h), from FlashMLA's source:
+ * Semantics checked against the harness's (kernels/mla_decode.h), from FlashMLA's source (9241ae3):
  *   - q [b, s_q, h_q, 576] is FlashMLA's q viewed with one KV head: q_seq_per_hk = s_q*h_q rows of
- *     576, row = i*h_q + h; out [b, s_q, h_q, 512] is its output in the same memory order.
- *   - causal (s_q > 1): get_mask_len() masks s_q - i - 1 keys for query i, so query i sees
- *     [0, seqlen - s_q + i], the harness's convention.
+ *     576, row = i*h_q + h (dense_decode.h's view/transpose is the identity for h_k 1); out
+ *     [b, s_q, h_q, 512] is its output in the same memory order, and the combine's strides
+ *     (b: s_q*h_q*512, s_q: h_q*512, h: 512) address the same rows.
+ *   - causal (s_q > 1): get_mask_len() masks s_q - i - 1 keys for q row i*h_q + h (i = row /
+ *     q_head_per_hk), so query i sees [0, seqlen - s_q + i], the harness's convention; rows past
+ *     q_seq_per_hk count as unmasked (they are never stored).
  *   - lse: natural log on both paths (no-split: logf(L) + m/log2(e); combine: log2 lse / log2(e)).
- *   - no visible keys (seqlen 0, or causal rows before the first key): the row sum is 0, FlashMLA
- *     writes out 0 (o / 1) and lse +INFINITY (no-split path); a split row gets lse_accum -inf and
- *     the combine writes +inf and 0. That is the harness's convention: no fix-up needed.
+ *   - no visible keys (seqlen 0, or causal rows before the first key): the row sum is 0 (or NaN),
+ *     the kernel sets it to 1 and writes out 0 and lse +INFINITY (no-split path); a split row gets
+ *     lse_accum -inf, and the combine, all of whose partial lse are -inf, writes +inf and 0. That is
+ *     the harness's convention: no fix-up needed.
  *   - NaN rows past the visible length: FlashMLA loads whole 64-row pages, sets the scores of rows
- *     at or past the border to -inf and zeroes V rows past seqlen in shared memory (fill_oob_V).
+ *     at or past the border (rRightBorderForQSeq) to -inf and zeroes V rows past seqlen in shared
+ *     memory (fill_oob_V).
+ *   - a sequence of seqlen 0 still gets one (empty) block from the scheduler, and the kernel issues
+ *     the TMA load of page block_table[b][0]: max_pages must be >= 1 (as in 9edee0c).
  *
- * Checked on the H200 (2026-12-01): tools/gpu/flashmla_smoke.c (a double CPU reference, empty
- * sequences, causal s_q 2..4, splits, graph replay bit-identical) and the harness's parity and
- * capture gates on every bf16 page-64 task of the smoke and standard tiers of
- * skills/mla_decode_hip_port_sm90.md.
+ * Checked on the H200 (2026-12-05, BENCHMARKS.md): tools/gpu/flashmla_smoke.c (a double CPU
+ * reference, empty sequences, causal s_q 2..4, splits, graph replay bit-identical), the harness's
+ * parity and capture gates on the full tier's four headline tasks, bf16-edge-lengths-h16 (and -sq2)
+ * and bf16-h128-b32-sq2-ragged, and FlashMLA's own test on the headline shapes.
  *
  * Unsupported (fmla_supports() says why, launch() returns MLA_EUNSUPPORTED): fp8_e4m3_fnuz caches,
- * page_size != 64, more 64-row tiles of s_q*h_q than SMs, more than 160 SM parts (the combine's
- * largest split count), a batch whose metadata does not fit in shared memory, max_pages 0, and
- * shapes whose accumulator index overflows FlashMLA's int32 arithmetic.
+ * page_size != 64, more than 160 SM parts (the combine's largest split count), a batch whose
+ * scheduler state (5*batch+1 ints) does not fit in shared memory, max_pages 0, and shapes whose
+ * accumulator index overflows FlashMLA's int32 arithmetic. More 64-row tiles of s_q*h_q than SMs
+ * is supported now (one SM part, as dense_decode.h's max(..., 1)).
  */
 #include "mla_decode.h"
 
@@ -57,7 +69,7 @@
 
 /* ------------------------------------------------------------- FlashMLA, with non-fatal checks */
 
-#include "kernels/utils.h" /* FlashMLA's csrc/kernels/utils.h (-I FLASHMLA/csrc) */
+#include "utils.h" /* FlashMLA's csrc/utils.h (-I FLASHMLA/csrc) */
 
 /* First CUDA error a FlashMLA host launcher met in this launch(); cudaSuccess when none. */
 static cudaError_t fmla_launcher_error = cudaSuccess;
@@ -83,14 +95,15 @@ static cudaError_t fmla_launcher_error = cudaSuccess;
 		}                                                                                  \
 	} while (0)
 
-#include "kernels/get_mla_metadata.cu"
-#include "kernels/mla_combine.cu"
-#include "kernels/splitkv_mla.cu"
+#include "smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu"
+#include "smxx/decode/combine/combine.cu"
+#include "sm90/decode/dense/splitkv_mla.cuh"
 
 /* --------------------------------------------------------------------------------- the plugin */
 
 static constexpr int FMLA_BLOCK_M = Config::BLOCK_SIZE_M;     /* q rows per tile: 64 */
 static constexpr int FMLA_PAGE = Config::PAGE_BLOCK_SIZE;     /* KV rows per page: 64 */
+static constexpr int FMLA_FIXED_OVERHEAD = 5;                 /* dense_decode.h's fixed_overhead_num_blocks */
 static constexpr int FMLA_MAX_SPLITS = 160;                   /* MLA_NUM_SPLITS_SWITCH's largest case */
 static constexpr size_t FMLA_SMEM_OPTIN = 227 * 1024;         /* sm_90 opt-in shared memory per block */
 static constexpr size_t FMLA_ALIGN = 256;
@@ -98,9 +111,9 @@ static constexpr size_t FMLA_ALIGN = 256;
 /** Where each buffer lives in the workspace (offsets from the 256-aligned base). */
 struct fmla_layout {
 	int q_seq_per_hk;     /* s_q * h_q */
-	int num_sm_parts;     /* num_cus / tiles of 64 q rows (FlashMLA's get_mla_metadata) */
+	int num_sm_parts;     /* max(num_cus / tiles of 64 q rows, 1) (dense_decode.h) */
 	int total_num_splits; /* batch + num_sm_parts */
-	size_t off_meta;      /* int [num_sm_parts][TileSchedulerMetaDataSize] */
+	size_t off_meta;      /* DecodingSchedMeta [num_sm_parts] */
 	size_t off_splits;    /* int [batch + 1] */
 	size_t off_lse_accum; /* float [total_num_splits][q_seq_per_hk] */
 	size_t off_o_accum;   /* float [total_num_splits][q_seq_per_hk][512] */
@@ -169,24 +182,20 @@ static int fmla_supports(const struct mla_decode_args *shape, char *why, size_t 
 	}
 	rows = (long long)shape->s_q * shape->h_q;
 	tiles = (rows + FMLA_BLOCK_M - 1) / FMLA_BLOCK_M;
-	if (tiles > cus) {
-		say(why, why_cap, "s_q*h_q %lld: %lld tiles of %d q rows exceed the %d SMs (FlashMLA's "
-		    "num_sm_parts would be 0)", rows, tiles, FMLA_BLOCK_M, cus);
-		return 0;
-	}
-	parts = cus / tiles;
+	parts = cus / tiles > 1 ? cus / tiles : 1;
 	if (parts > FMLA_MAX_SPLITS) {
 		say(why, why_cap, "%lld SM parts (num_cus %d, s_q*h_q %lld): FlashMLA's combine is built "
 		    "for at most %d", parts, cus, rows, FMLA_MAX_SPLITS);
 		return 0;
 	}
-	if (sizeof(int) * (2 * (size_t)shape->batch + 1) > FMLA_SMEM_OPTIN) {
-		say(why, why_cap, "batch %d: get_mla_metadata keeps 2*batch+1 ints in shared memory (%zu "
+	if (sizeof(int) * (5 * (size_t)shape->batch + 1) > FMLA_SMEM_OPTIN) {
+		say(why, why_cap, "batch %d: get_mla_metadata keeps 5*batch+1 ints in shared memory (%zu "
 		    "bytes at most)", shape->batch, FMLA_SMEM_OPTIN);
 		return 0;
 	}
 	accum = ((long long)shape->batch + parts) * rows * Config::HEAD_DIM_V;
-	if (accum > INT32_MAX || (long long)shape->batch * rows > INT32_MAX) {
+	/* the combine's int strides and indices: split * s_q*h_q*512, batch * s_q*h_q*512 */
+	if (accum > INT32_MAX || (long long)shape->batch * rows * Config::HEAD_DIM_V > INT32_MAX) {
 		say(why, why_cap, "batch %d, s_q*h_q %lld: FlashMLA indexes its o accumulator (%lld floats) "
 		    "with int32", shape->batch, rows, accum);
 		return 0;
@@ -203,10 +212,10 @@ static fmla_layout layout_of(const struct mla_decode_args *a)
 
 	l.q_seq_per_hk = a->s_q * a->h_q;
 	tiles = (l.q_seq_per_hk + FMLA_BLOCK_M - 1) / FMLA_BLOCK_M;
-	l.num_sm_parts = a->num_cus / tiles;
+	l.num_sm_parts = a->num_cus / tiles > 1 ? a->num_cus / tiles : 1;
 	l.total_num_splits = a->batch + l.num_sm_parts;
 	l.off_meta = off;
-	off = align_up(off + sizeof(int) * (size_t)l.num_sm_parts * TileSchedulerMetaDataSize);
+	off = align_up(off + sizeof(DecodingSchedMeta) * (size_t)l.num_sm_parts);
 	l.off_splits = off;
 	off = align_up(off + sizeof(int) * ((size_t)a->batch + 1));
 	l.off_lse_accum = off;
@@ -273,7 +282,8 @@ static int launch_checked(const struct mla_decode_args *a)
 	fmla_layout l;
 	char *base;
 	cudaStream_t stream = (cudaStream_t)a->stream;
-	int *meta, *splits;
+	DecodingSchedMeta *meta;
+	int *splits;
 	float *lse_out;
 	cudaError_t e;
 
@@ -288,7 +298,7 @@ static int launch_checked(const struct mla_decode_args *a)
 	if (!a->workspace || a->workspace_bytes < l.bytes)
 		return MLA_EUNSUPPORTED;
 	base = (char *)(((uintptr_t)a->workspace + FMLA_ALIGN - 1) / FMLA_ALIGN * FMLA_ALIGN);
-	meta = (int *)(base + l.off_meta);
+	meta = (DecodingSchedMeta *)(base + l.off_meta);
 	splits = (int *)(base + l.off_splits);
 	lse_out = a->s_q > 1 ? (float *)(base + l.off_lse) : a->lse;
 
@@ -296,30 +306,41 @@ static int launch_checked(const struct mla_decode_args *a)
 	(void)cudaGetLastError();
 	fmla_launcher_error = cudaSuccess;
 
-	Mla_metadata_params mp = {};
+	GetDecodeSchedMetaParams mp = {};
+	mp.b = a->batch;
+	mp.s_q = a->s_q;
+	mp.block_size_n = FMLA_PAGE;
+	mp.fixed_overhead_num_blocks = FMLA_FIXED_OVERHEAD;
+	mp.topk = -1; /* dense */
+	mp.extra_topk = -1;
+	mp.topk_length = NULL;
+	mp.extra_topk_length = NULL;
 	mp.seqlens_k_ptr = (int *)a->seqlens;
 	mp.tile_scheduler_metadata_ptr = meta;
 	mp.num_splits_ptr = splits;
-	mp.batch_size = a->batch;
-	mp.block_size_n = FMLA_PAGE;
-	mp.fixed_overhead_num_blocks = Config::FIXED_OVERHEAD_NUM_BLOCKS;
 	mp.num_sm_parts = l.num_sm_parts;
-	run_get_mla_metadata_kernel(mp, stream);
+	mp.stream = stream;
+	smxx::decode::run_get_decoding_sched_meta_kernel(mp);
 	if (fmla_launcher_error != cudaSuccess)
 		return report("get_mla_metadata", fmla_launcher_error);
 
-	/* mha_fwd_kvcache_mla() with h_k 1: q and out as [b, s_q*h_q, 1, D] views of the same memory. */
-	Flash_fwd_mla_params p = {};
+	/*
+	 * dense_attn_decode_interface() with h_k 1: q and out as [b, s_q*h_q, 1, D] views of the same
+	 * memory (its out [b, h_k, q_seq_per_hk, 512]: row stride 512, head and batch stride
+	 * q_seq_per_hk*512).
+	 */
+	DenseAttnDecodeParams p = {};
 	p.b = a->batch;
 	p.s_q = a->s_q;
 	p.q_seq_per_hk = l.q_seq_per_hk;
-	p.d = MLA_D_QK;
-	p.d_v = MLA_D_V;
+	p.seqlens_k_ptr = (int *)a->seqlens;
 	p.h_q = a->h_q;
 	p.h_k = 1;
 	p.num_blocks = a->num_pages;
 	p.q_head_per_hk = a->h_q;
 	p.is_causal = a->s_q > 1;
+	p.d = MLA_D_QK;
+	p.d_v = MLA_D_V;
 	p.scale_softmax = a->softmax_scale;
 	p.scale_softmax_log2 = (float)(a->softmax_scale * M_LOG2E);
 	p.q_ptr = (void *)a->q;
@@ -334,22 +355,48 @@ static int launch_checked(const struct mla_decode_args *a)
 	p.o_row_stride = MLA_D_V;
 	p.q_head_stride = MLA_D_QK;
 	p.k_head_stride = MLA_D_QK;
-	p.o_head_stride = MLA_D_V;
+	p.o_head_stride = (int64_t)l.q_seq_per_hk * MLA_D_V;
 	p.block_table = (int *)a->block_table;
 	p.block_table_batch_stride = a->max_pages;
 	p.page_block_size = a->page_size;
-	p.seqlens_k_ptr = (int *)a->seqlens;
 	p.tile_scheduler_metadata_ptr = meta;
 	p.num_sm_parts = l.num_sm_parts;
 	p.num_splits_ptr = splits;
 	p.total_num_splits = l.total_num_splits;
-	p.softmax_lseaccum_ptr = base + l.off_lse_accum;
-	p.oaccum_ptr = base + l.off_o_accum;
+	p.softmax_lseaccum_ptr = (float *)(base + l.off_lse_accum);
+	p.oaccum_ptr = (float *)(base + l.off_o_accum);
+	p.stream = stream;
 
-	run_flash_splitkv_mla_kernel<cutlass::bfloat16_t>(p, stream);
+	sm90::run_flash_splitkv_mla_kernel<cutlass::bfloat16_t>(p);
 	if (fmla_launcher_error != cudaSuccess)
 		return report("flash_fwd_splitkv_mla_kernel", fmla_launcher_error);
-	run_flash_mla_combine_kernel<cutlass::bfloat16_t>(p, stream);
+
+	/* dense_decode.h's CombineParams, h_k 1: lse [b][s_q][h_q], out [b][s_q][h_q][512]. */
+	CombineParams cp = {};
+	cp.b = a->batch;
+	cp.s_q = a->s_q;
+	cp.h_q = a->h_q;
+	cp.d_v = MLA_D_V;
+	cp.lse = lse_out;
+	cp.out = a->out;
+	cp.stride_lse_b = l.q_seq_per_hk;
+	cp.stride_lse_s_q = a->h_q;
+	cp.stride_o_b = l.q_seq_per_hk * MLA_D_V;
+	cp.stride_o_s_q = a->h_q * MLA_D_V;
+	cp.stride_o_h_q = MLA_D_V;
+	cp.lse_accum = p.softmax_lseaccum_ptr;
+	cp.o_accum = p.oaccum_ptr;
+	cp.stride_lse_accum_split = l.q_seq_per_hk;
+	cp.stride_lse_accum_s_q = a->h_q;
+	cp.stride_o_accum_split = l.q_seq_per_hk * MLA_D_V;
+	cp.stride_o_accum_s_q = a->h_q * MLA_D_V;
+	cp.stride_o_accum_h_q = MLA_D_V;
+	cp.tile_scheduler_metadata_ptr = meta;
+	cp.num_splits_ptr = splits;
+	cp.num_sm_parts = l.num_sm_parts;
+	cp.attn_sink = NULL;
+	cp.stream = stream;
+	smxx::decode::run_flash_mla_combine_kernel<cutlass::bfloat16_t>(cp);
 	if (fmla_launcher_error != cudaSuccess)
 		return report("flash_fwd_mla_combine_kernel", fmla_launcher_error);
 
@@ -381,7 +428,7 @@ static const struct mla_decode_impl fmla_impl = {
 	MLA_DECODE_ABI_VERSION,
 	"flashmla.decode",
 	"hip",
-	"FlashMLA (deepseek-ai, 9edee0c) dense bf16 split-KV decode for sm_90a, pages of 64",
+	"FlashMLA (deepseek-ai, 9241ae3) dense bf16 split-KV decode for sm_90a, pages of 64",
 	fmla_configs,
 	fmla_workspace_size,
 	fmla_launch,

@@ -1,22 +1,29 @@
 #!/bin/bash
-# build_flashmla.sh FLASHMLA_DIR CUTLASS_DIR OUT.so - build the flashmla.decode plugin
-# (kernels/flashmla/flashmla_plugin.cu) from FlashMLA's own sources, which stay where they are.
+# build_flashmla.sh FLASHMLA_DIR CUTLASS_DIR OUT.so - build the flashmla.decode plugin from
+# FlashMLA's own sources, which stay where they are. The source of the plugin follows the tree's
+# layout:
 #
-#   FLASHMLA_DIR  a FlashMLA tree (deepseek-ai/FlashMLA) with csrc/kernels/{get_mla_metadata,
-#                 mla_combine,splitkv_mla}.cu: the layout of 9edee0c (2025-04-29), the version
-#                 this plugin was written and checked against. Only csrc/kernels is read;
-#                 csrc/flash_api.cpp (torch) is not compiled.
+#   current   FLASHMLA_DIR/csrc/sm90/decode/dense (FlashMLA main, checked at 9241ae3, 2026-04-29):
+#             kernels/flashmla/flashmla_plugin.cu, the reference of every card run. Reads
+#             csrc/{utils.h,params.h,sm90/decode/dense,smxx/decode/{combine,get_decoding_sched_meta},
+#             kerutils/include}; csrc/api (torch) is not compiled. CUTLASS 147f567 (the submodule
+#             pin of 9241ae3). -std=c++20, as FlashMLA's setup.py.
+#   9edee0c   FLASHMLA_DIR/csrc/kernels (FlashMLA 9edee0c, 2025-04-29, the build of the card runs
+#             up to 2026-12-04): kernels/flashmla/flashmla_9edee0c_plugin.cu, the same plugin name
+#             ("flashmla.decode"; the description names the commit), CUTLASS e94e888 (v3.9.0),
+#             -std=c++17. Kept so that those records can be rebuilt and re-checked.
+#
 #   CUTLASS_DIR   CUTLASS headers: CUTLASS_DIR/include (and tools/util/include, if present), the
-#                 commit FlashMLA pins as its csrc/cutlass submodule (e94e888, v3.9.0). Default
-#                 when empty: FLASHMLA_DIR/csrc/cutlass.
+#                 commit FlashMLA pins as its csrc/cutlass submodule. Default when empty:
+#                 FLASHMLA_DIR/csrc/cutlass.
 #   OUT.so        the plugin, stripped (a rebuild gives the same bytes: see below); load it with
 #                 --candidate-lib / --baseline-lib OUT.so, or as a reference
 #
-# Needs nvcc (checked with CUDA 13.0) for sm_90a only, -std=c++17, FlashMLA's own nvcc flags
-# (setup.py), and prints ptxas's resource usage of every kernel (registers, spills, shared
-# memory). NVCC_THREADS (default 2) sets nvcc --threads. Example, sources from git:
+# Needs nvcc (checked with CUDA 13.0) for sm_90a only, FlashMLA's own nvcc flags (setup.py), and
+# prints ptxas's resource usage of every kernel (registers, spills, shared memory). NVCC_THREADS
+# (default 2) sets nvcc --threads. Example, sources from git:
 #
-#   git -C FlashMLA checkout 9edee0c && git -C FlashMLA submodule update --init csrc/cutlass
+#   git -C FlashMLA checkout 9241ae3 && git -C FlashMLA submodule update --init csrc/cutlass
 #   tools/gpu/build_flashmla.sh FlashMLA "" build/libflashmla.so
 set -euo pipefail
 
@@ -24,32 +31,48 @@ usage() { echo "usage: build_flashmla.sh FLASHMLA_DIR CUTLASS_DIR OUT.so" >&2; e
 [ $# -eq 3 ] || usage
 fmla=$1 cutlass=${2:-$1/csrc/cutlass} out=$3
 here=$(cd "$(dirname "$0")/../.." && pwd)
-src=$here/kernels/flashmla/flashmla_plugin.cu
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 
-for f in get_mla_metadata.cu mla_combine.cu splitkv_mla.cu params.h utils.h config.h traits.h; do
-	[ -f "$fmla/csrc/kernels/$f" ] || {
-		echo "build_flashmla.sh: '$fmla/csrc/kernels/$f' missing: FLASHMLA_DIR must be a FlashMLA" \
-		     "tree with the csrc/kernels layout of 9edee0c" >&2
+if [ -d "$fmla/csrc/sm90/decode/dense" ]; then
+	layout=current src=$here/kernels/flashmla/flashmla_plugin.cu std=c++20
+	need=(utils.h params.h sm90/decode/dense/splitkv_mla.cuh sm90/decode/dense/config.h
+	      sm90/decode/dense/traits.h smxx/decode/combine/combine.cu
+	      smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu
+	      kerutils/include/kerutils/kerutils.cuh)
+	inc=(-I "$here/kernels" -I "$fmla/csrc" -I "$fmla/csrc/kerutils/include" -I "$fmla/csrc/sm90")
+elif [ -d "$fmla/csrc/kernels" ]; then
+	layout=9edee0c src=$here/kernels/flashmla/flashmla_9edee0c_plugin.cu std=c++17
+	need=(kernels/get_mla_metadata.cu kernels/mla_combine.cu kernels/splitkv_mla.cu kernels/params.h
+	      kernels/utils.h kernels/config.h kernels/traits.h)
+	inc=(-I "$here/kernels" -I "$fmla/csrc")
+else
+	echo "build_flashmla.sh: '$fmla' has neither csrc/sm90/decode/dense (FlashMLA main) nor" \
+	     "csrc/kernels (9edee0c)" >&2
+	exit 1
+fi
+for f in "${need[@]}"; do
+	[ -f "$fmla/csrc/$f" ] || {
+		echo "build_flashmla.sh: '$fmla/csrc/$f' missing ($layout layout)" >&2
 		exit 1
 	}
 done
 [ -f "$cutlass/include/cute/tensor.hpp" ] || {
 	echo "build_flashmla.sh: '$cutlass/include/cute/tensor.hpp' missing: CUTLASS_DIR must hold" \
-	     "CUTLASS's include/ (v3.9.0)" >&2
+	     "CUTLASS's include/ (the commit FlashMLA pins)" >&2
 	exit 1
 }
 [ -x "$NVCC" ] || { echo "build_flashmla.sh: nvcc not found (set NVCC)" >&2; exit 1; }
-inc=(-I "$here/kernels" -I "$fmla/csrc" -I "$cutlass/include")
+inc+=(-I "$cutlass/include")
 [ -d "$cutlass/tools/util/include" ] && inc+=(-I "$cutlass/tools/util/include")
 mkdir -p "$(dirname "$out")"
 
 echo "build_flashmla.sh: $("$NVCC" --version | tail -1)"
-[ -d "$fmla/.git" ] && echo "build_flashmla.sh: FlashMLA $(git -C "$fmla" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "build_flashmla.sh: $layout layout, $src"
+[ -e "$fmla/.git" ] && echo "build_flashmla.sh: FlashMLA $(git -C "$fmla" rev-parse --short HEAD 2>/dev/null || echo '?')"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set -x
-"$NVCC" -std=c++17 -O3 -DNDEBUG -D_USE_MATH_DEFINES -DFLASH_MLA_DISABLE_FP16 \
+"$NVCC" -std=$std -O3 -DNDEBUG -D_USE_MATH_DEFINES -DFLASH_MLA_DISABLE_FP16 \
 	-gencode=arch=compute_90a,code=sm_90a \
 	-Wno-deprecated-declarations \
 	-U__CUDA_NO_HALF_OPERATORS__ -U__CUDA_NO_HALF_CONVERSIONS__ -U__CUDA_NO_HALF2_OPERATORS__ \

@@ -1,6 +1,6 @@
 #!/bin/bash
 # flashmla_device.sh DIR - one call on the lent H200 (the device tool) for the flashmla.decode
-# plugin, from DIR (carried; DIR/repo holds kernels/mla_decode.h, kernels/flashmla/ and
+# plugin of FlashMLA 9edee0c (the old build; the current one: flashmla_current_device.sh), from DIR (carried; DIR/repo holds kernels/mla_decode.h, kernels/flashmla/ and
 # tools/gpu/build_flashmla.sh of this branch; DIR/bundle is device-bundle's pack of validate_skill):
 #   1. rebuilds the plugin there from the carried sources (FlashMLA 9edee0c csrc, CUTLASS e94e888
 #      include/ and tools/util/include, as tar.xz) with build_flashmla.sh, in the background;
@@ -20,7 +20,7 @@
 #      tar -x -C T1 && tar -cJf DIR/flashmla-9edee0c-csrc.tar.xz -C T1 .
 #   git --git-dir=cutlass.git archive e94e888 include tools/util/include |
 #      tar -x -C T2 && tar -cJf DIR/cutlass-e94e888-include.tar.xz -C T2 .
-#   mkdir -p DIR/repo && cp --parents kernels/mla_decode.h kernels/flashmla/flashmla_plugin.cu \
+#   mkdir -p DIR/repo && cp --parents kernels/mla_decode.h kernels/flashmla/flashmla_9edee0c_plugin.cu \
 #      tools/gpu/build_flashmla.sh DIR/repo/
 # then, with the device tool from the checkout holding DIR: carry [DIR], command:
 #   bash DIR/flashmla_device.sh DIR   (copy this script into DIR first)

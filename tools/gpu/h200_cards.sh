@@ -8,6 +8,9 @@
 #   cp build-rel/sm_90/resources.json .dev/final/sm_90/   (ptxas figures, shown by --emit-plan)
 #   .dev/shared/devlibs.tar.xz: the lib/ folder of `../shared/tools/device-bundle -o B build-rel/validate_skill`
 #   .dev/shared/libflashmla.so: tools/gpu/build_flashmla.sh FLASHMLA CUTLASS .dev/shared/libflashmla.so
+#     (since 2026-12-05, issue 42: FlashMLA main 9241ae3 and the CUTLASS it pins, 147f567: the current
+#     dense decode, kernels/flashmla/flashmla_plugin.cu; the runs up to 2026-12-04 used 9edee0c and
+#     CUTLASS e94e888, which the script still builds, from flashmla_9edee0c_plugin.cu)
 #     (the plans and records bind its sha256. Until 2026-12-04 a rebuild from the same sources was not
 #     byte-identical (f84d34a4..., ee819fcc..., 7fc7dc2a...: nvcc's temporary file names in the symbol
 #     table); build_flashmla.sh now strips the plugin, and two rebuilds give the same file. The records
