@@ -46,6 +46,7 @@ struct row {
 	int cores;                  /* the device's compute units (CPU cores, SMs, CUs), -1 unknown */
 	char *configs;              /* the configs chosen: "baseline default; candidate bn64 (2 tasks), bn32 (1)" */
 	char **flag_list;           /* the run's review flags, one each (nflags) */
+	int nharm;                  /* the first nharm flags are do-no-harm flags (fill_run) */
 	int flagged_tasks;          /* tasks named by a flag */
 	int ntasks;                 /* tasks in the evidence */
 	char *coverage;             /* "tier standard, 17 of 19 tasks ran (2 skipped)" (from the evidence) */
@@ -62,6 +63,7 @@ struct shape_speedup {
 	int skipped; /* not run: an implementation does not support it (result.json "skipped") */
 	double est, lo, hi;
 	double cand_ms; /* the candidate's median, 0 when not timed */
+	double base_ms; /* the baseline's median, 0 when not timed */
 };
 
 /* A reference on one task: its ratio t_ref / t_cand, or its status and the reason. */
@@ -158,6 +160,11 @@ static void fill_shapes(struct row *r, const struct evidence *e)
 					    "median_ms"));
 		if (isnan(sh->cand_ms))
 			sh->cand_ms = 0;
+		sh->base_ms = cJSON_GetNumberValue(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "baseline"), "timing"),
+					    "median_ms"));
+		if (isnan(sh->base_ms))
+			sh->base_ms = 0;
 		sh->skipped = cJSON_IsString(cJSON_GetObjectItem(t, "skipped"));
 		if (cJSON_IsObject(sp) &&
 		    !strcmp(nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "parity"))), "pass")) {
@@ -508,6 +515,7 @@ static void fill_run(struct row *r, const struct evidence *e)
 	if ((r->flag_list[r->nflags] = report_e2e_harm_flag(e->result)))
 		r->nflags++;
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_harm_flag(t))) r->nflags++;
+	r->nharm = r->nflags;
 	cJSON_ArrayForEach(t, tasks) if ((r->flag_list[r->nflags] = report_outpaced_flag(t))) r->nflags++;
 	cJSON_ArrayForEach(fl, flags) if (cJSON_GetStringValue(fl) &&
 					  (r->flag_list[r->nflags] = strdup(cJSON_GetStringValue(fl)))) r->nflags++;
@@ -1304,6 +1312,42 @@ static void cell(FILE *f, const char *s)
 	fputs("</td>", f);
 }
 
+/* s escaped, a line break allowed (<wbr>) after each '_', '/' and ':': ids and paths wrap, copy as typed. */
+static void esc_wrap(FILE *f, const char *s)
+{
+	char one[2] = {0};
+
+	for (; s && *s; s++) {
+		one[0] = *s;
+		esc(f, one);
+		if (*s == '_' || *s == '/' || *s == ':')
+			fputs("<wbr>", f);
+	}
+}
+
+static void cell_wrap(FILE *f, const char *s)
+{
+	fputs("<td>", f);
+	esc_wrap(f, s && *s ? s : "-");
+	fputs("</td>", f);
+}
+
+/*
+ * A bar's value label, outside the bar and its CI whisker, at the end away from 1x: right of a
+ * speedup (v >= 1), left of a slowdown (v < 1, text-anchor end). x_bar is the bar's far end, x_lo
+ * and x_hi the whisker's; the axes leave VALUE_ROOM pixels beyond the outermost whisker for it.
+ */
+#define VALUE_ROOM 48
+
+static void value_label(FILE *f, double x_bar, double x_lo, double x_hi, double y, double v)
+{
+	if (v < 1)
+		fprintf(f, "<text class=\"value\" text-anchor=\"end\" x=\"%.1f\" y=\"%.1f\">%.2fx</text>",
+			fmin(x_bar, x_lo) - 4, y, v);
+	else
+		fprintf(f, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%.2fx</text>", fmax(x_bar, x_hi) + 4, y, v);
+}
+
 #define CH_W 960
 #define CH_LABEL 300 /* x where the plot starts */
 #define CH_RIGHT 930 /* x where it ends */
@@ -1332,13 +1376,13 @@ static void bar(FILE *f, double y, double v, double lo, double hi, double vmax, 
 		CH_ROW - 8);
 	fprintf(f, "<line class=\"ci\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", xpos(lo, vmax),
 		xpos(hi, vmax), y + CH_ROW / 2.0, y + CH_ROW / 2.0);
-	fprintf(f, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%.2fx</text></g>\n", xpos(hi, vmax) + 4,
-		y + CH_ROW / 2.0 + 4, v);
+	value_label(f, x, xpos(lo, vmax), xpos(hi, vmax), y + CH_ROW / 2.0 + 4, v);
+	fputs("</g>\n", f);
 }
 
 static void print_chart(FILE *f, struct row *rows, int n)
 {
-	double vmax = 1.0, y;
+	double vmax = 1.0, vmin, vhi, y;
 	int nrows = 0;
 
 	for (int i = 0; i < n; i++) {
@@ -1355,13 +1399,26 @@ static void print_chart(FILE *f, struct row *rows, int n)
 			if (r->shapes[k].timed && r->shapes[k].hi > vmax)
 				vmax = r->shapes[k].hi;
 	}
-	ch_lo = 0.5;
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < rows[i].nshapes; k++)
-			if (rows[i].shapes[k].timed && rows[i].shapes[k].lo > 0 && rows[i].shapes[k].lo < ch_lo)
-				ch_lo = rows[i].shapes[k].lo;
-	ch_lo = pow(2, floor(log2(ch_lo)));
+	vhi = vmax;
+	vmin = 0.5;
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+
+		if (r->has_measured && r->verified && r->measured > 0)
+			vmin = fmin(vmin, r->measured);
+		if (r->has_ci && r->verified && r->ci_lo > 0)
+			vmin = fmin(vmin, r->ci_lo);
+		for (int k = 0; k < r->nshapes; k++)
+			if (r->shapes[k].timed && r->shapes[k].lo > 0)
+				vmin = fmin(vmin, fmin(r->shapes[k].lo, r->shapes[k].est));
+	}
+	ch_lo = pow(2, floor(log2(vmin)));
 	vmax = pow(2, ceil(log2(vmax * 1.15)));
+	/* room for the value labels beyond the outermost whiskers (value_label()) */
+	for (int k = 0; k < 8 && xpos(vmin, vmax) - CH_LABEL < VALUE_ROOM; k++)
+		ch_lo /= 2;
+	for (int k = 0; k < 8 && CH_W - xpos(vhi, vmax) < VALUE_ROOM; k++)
+		vmax *= 2;
 	fprintf(f,
 		"<svg id=\"speedup-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"measured against expected speedup per card and "
@@ -1428,8 +1485,9 @@ static void print_chart(FILE *f, struct row *rows, int n)
 
 /* ---- html: the references' chart (ratios to the candidate on a log axis) ---------------------- */
 
-#define RC_ROW 14 /* height of one implementation's bar */
-#define RC_GAP 10 /* space between tasks */
+#define RC_ROW 14    /* height of one implementation's bar */
+#define RC_GAP 10    /* space between tasks */
+#define RC_LEGEND 16 /* height of one legend entry */
 
 static double lxpos(double v, double lmin, double lmax)
 {
@@ -1456,8 +1514,8 @@ static void ref_bar(FILE *f, double y, double v, double lo, double hi, double ms
 		fabs(x - x1) > 1 ? fabs(x - x1) : 1, RC_ROW - 4);
 	fprintf(f, "<line class=\"ci\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", lxpos(lo, lmin, lmax),
 		lxpos(hi, lmin, lmax), y + RC_ROW / 2.0, y + RC_ROW / 2.0);
-	fprintf(f, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%.2fx</text></g>\n", lxpos(hi, lmin, lmax) + 4,
-		y + RC_ROW - 3, v);
+	value_label(f, x, lxpos(lo, lmin, lmax), lxpos(hi, lmin, lmax), y + RC_ROW - 3, v);
+	fputs("</g>\n", f);
 }
 
 /*
@@ -1467,7 +1525,7 @@ static void ref_bar(FILE *f, double y, double v, double lo, double hi, double ms
  */
 static void print_refs_chart(FILE *f, const struct row *r)
 {
-	double lmin = 0, lmax = 0, y;
+	double lmin = 0, lmax = 0, dmin, dmax, top, y;
 	int nimpl = 1 + r->nrefs, height;
 
 	for (int t = 0; t < r->nshapes; t++) {
@@ -1486,9 +1544,19 @@ static void print_refs_chart(FILE *f, const struct row *r)
 			}
 		}
 	}
+	dmin = lmin;
+	dmax = lmax;
 	lmin = floor(lmin - 0.25);
 	lmax = ceil(lmax + 0.25);
-	height = r->nshapes * (nimpl * RC_ROW + RC_GAP) + 70;
+	/* room for the value labels beyond the outermost whiskers (value_label()) */
+	for (int k = 0; k < 8 && (dmin - lmin) * (CH_RIGHT - CH_LABEL) / (lmax - lmin) < VALUE_ROOM; k++)
+		lmin -= 1;
+	for (int k = 0; k < 8 && CH_W - CH_RIGHT + (lmax - dmax) * (CH_RIGHT - CH_LABEL) / (lmax - lmin) < VALUE_ROOM;
+	     k++)
+		lmax += 1;
+	/* the legend on top, one entry a line (names of any length never overlap), then the axis */
+	top = RC_LEGEND * (nimpl + 1) + 8;
+	height = (int)top + r->nshapes * (nimpl * RC_ROW + RC_GAP) + 40;
 	fprintf(f, "<svg class=\"refs-chart\" data-card=\"");
 	esc(f, r->id);
 	fprintf(f,
@@ -1496,22 +1564,41 @@ static void print_refs_chart(FILE *f, const struct row *r)
 		"role=\"img\" aria-label=\"time of the baseline and the references relative to the candidate per "
 		"task, log axis\">\n",
 		CH_W, height, CH_W, height);
+	fputs("<g class=\"legend\"><line class=\"one\" x1=\"9\" x2=\"9\" y1=\"3\" y2=\"15\"/><text x=\"20\" "
+	      "y=\"13\">1x: the candidate",
+	      f);
+	esc_around(f, " ", r->candidate, "");
+	fprintf(f,
+		"</text><rect class=\"c0\" x=\"4\" y=\"%d\" width=\"10\" height=\"10\"/><text x=\"20\" "
+		"y=\"%d\">baseline",
+		4 + RC_LEGEND, 13 + RC_LEGEND);
+	esc_around(f, " ", r->baseline, "");
+	fputs("</text>", f);
+	for (int k = 0; k < r->nrefs; k++) {
+		fprintf(f,
+			"<rect class=\"c%d\" x=\"4\" y=\"%d\" width=\"10\" height=\"10\"/><text x=\"20\" "
+			"y=\"%d\">reference ",
+			1 + k, 4 + RC_LEGEND * (k + 2), 13 + RC_LEGEND * (k + 2));
+		esc(f, r->refs[k].impl);
+		fputs("</text>", f);
+	}
+	fputs("</g>\n", f);
 	for (int e = (int)lmin; e <= (int)lmax; e++) {
 		double x = CH_LABEL + (CH_RIGHT - CH_LABEL) * (e - lmin) / (lmax - lmin);
 
 		if (e >= 0)
 			fprintf(f,
-				"<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text class=\"tick\" "
-				"x=\"%.1f\" y=\"18\">%gx%s</text>\n",
-				e ? "grid" : "grid one", x, x, height - 30, x - 8, pow(2, e), e ? "" : " candidate");
+				"<line class=\"%s\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%d\"/><text "
+				"class=\"tick\" x=\"%.1f\" y=\"%.1f\">%gx%s</text>\n",
+				e ? "grid" : "grid one", x, x, top + 24, height - 10, x - 8, top + 18, pow(2, e),
+				e ? "" : " candidate");
 		else
 			fprintf(f,
-				"<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"24\" y2=\"%d\"/><text "
-				"class=\"tick\" "
-				"x=\"%.1f\" y=\"18\">1/%gx</text>\n",
-				x, x, height - 30, x - 8, pow(2, -e));
+				"<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%d\"/><text "
+				"class=\"tick\" x=\"%.1f\" y=\"%.1f\">1/%gx</text>\n",
+				x, x, top + 24, height - 10, x - 8, top + 18, pow(2, -e));
 	}
-	y = 30;
+	y = top + 30;
 	for (int t = 0; t < r->nshapes; t++) {
 		const struct shape_speedup *sh = &r->shapes[t];
 
@@ -1519,8 +1606,7 @@ static void print_refs_chart(FILE *f, const struct row *r)
 		esc(f, sh->name);
 		fputs("</text>\n", f);
 		if (sh->timed)
-			ref_bar(f, y, sh->est, sh->lo, sh->hi, sh->cand_ms > 0 ? sh->cand_ms * sh->est : 0, lmin, lmax,
-				0, "baseline", sh->name);
+			ref_bar(f, y, sh->est, sh->lo, sh->hi, sh->base_ms, lmin, lmax, 0, "baseline", sh->name);
 		y += RC_ROW;
 		for (int k = 0; k < r->nrefs; k++) {
 			const struct ref_task *rt = &r->refs[k].tasks[t];
@@ -1540,20 +1626,7 @@ static void print_refs_chart(FILE *f, const struct row *r)
 		}
 		y += RC_GAP;
 	}
-	/* legend */
-	fprintf(f,
-		"<g class=\"legend\"><rect class=\"c0\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/>"
-		"<text x=\"%d\" y=\"%.1f\">baseline</text>",
-		CH_LABEL, y + 4, CH_LABEL + 14, y + 13);
-	for (int k = 0; k < r->nrefs; k++) {
-		fprintf(f,
-			"<rect class=\"c%d\" x=\"%d\" y=\"%.1f\" width=\"10\" height=\"10\"/><text x=\"%d\" "
-			"y=\"%.1f\">",
-			1 + k, CH_LABEL + 110 * (k + 1), y + 4, CH_LABEL + 110 * (k + 1) + 14, y + 13);
-		esc(f, r->refs[k].impl);
-		fputs("</text>", f);
-	}
-	fputs("</g>\n</svg>\n", f);
+	fputs("</svg>\n", f);
 }
 
 /* The references section: per card with references, its table (as markdown's) and its chart. */
@@ -1677,21 +1750,137 @@ static void print_e2e_html(FILE *f, struct row *rows, int n)
 	}
 }
 
+/*
+ * The review flags of each flagged card, under the status table: the do-no-harm flags (a task the
+ * candidate lost, a slower model step) shown, every flag in a fold below them.
+ */
+static void print_flags_html(FILE *f, struct row *rows, int n)
+{
+	int any = 0;
+
+	for (int i = 0; i < n; i++)
+		any |= rows[i].nflags > 0;
+	if (!any)
+		return;
+	fputs("<h2>Review flags</h2>\n<p>What the run's evidence asks a reviewer to look at; they do not change the "
+	      "verdict. Shown: the do-no-harm flags (a task the candidate lost to the baseline, a model step it made "
+	      "slower); every flag in the fold.</p>\n",
+	      f);
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		char fl[96];
+
+		if (!r->nflags)
+			continue;
+		flag_summary(fl, sizeof(fl), r);
+		esc_around(f, "<h3 id=\"flags-", r->id, "\">");
+		esc(f, r->id);
+		fputs("</h3>\n", f);
+		if (r->nharm) {
+			fputs("<ul class=\"harm\">\n", f);
+			for (int k = 0; k < r->nharm; k++)
+				esc_around(f, "<li>", r->flag_list[k], "</li>\n");
+			fputs("</ul>\n", f);
+		} else {
+			fputs("<p>No do-no-harm flag: the candidate lost no task, no model step ran slower.</p>\n", f);
+		}
+		fputs("<details class=\"flags\"><summary>", f);
+		esc(f, fl);
+		fputs("</summary><ul>", f);
+		for (int k = 0; k < r->nflags; k++)
+			esc_around(f, "<li>", r->flag_list[k], "</li>");
+		fputs("</ul></details>\n", f);
+	}
+}
+
+/* A median in ms, or what stands in its place. */
+static void ms_cell(FILE *f, double ms, const char *none)
+{
+	char c[32];
+
+	if (ms > 0) {
+		snprintf(c, sizeof(c), "%.4f", ms);
+		fputs("<td class=\"num\">", f);
+		esc(f, c);
+		fputs("</td>", f);
+	} else {
+		cell(f, none);
+	}
+}
+
+/*
+ * Per measured card, under the speedup chart: each task's median time of the baseline, the
+ * candidate and every reference in ms, and its speedup, as text (the charts' tooltips hold them too).
+ */
+static void print_times_html(FILE *f, struct row *rows, int n)
+{
+	int any = 0;
+
+	for (int i = 0; i < n; i++)
+		any |= rows[i].verified && rows[i].nshapes > 0;
+	if (!any)
+		return;
+	fputs("<h2>Per-task times</h2>\n<p>Median time per call in ms of each implementation on each task, from the "
+	      "verified evidence; speedup = baseline / candidate, the median of the paired ratios with its 95% "
+	      "CI.</p>\n",
+	      f);
+	for (int i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+
+		if (!r->verified || !r->nshapes)
+			continue;
+		fputs("<h3>", f);
+		esc(f, r->id);
+		fputs("</h3>\n<table class=\"times\" data-card=\"", f);
+		esc(f, r->id);
+		fputs("\">\n<thead><tr><th>task</th>", f);
+		esc_around(f, "<th>baseline ", r->baseline, " (ms)</th>");
+		esc_around(f, "<th>candidate ", r->candidate, " (ms)</th>");
+		fputs("<th>speedup [95% CI]</th>", f);
+		for (int k = 0; k < r->nrefs; k++)
+			esc_around(f, "<th>reference ", r->refs[k].impl, " (ms)</th>");
+		fputs("</tr></thead>\n<tbody>\n", f);
+		for (int t = 0; t < r->nshapes; t++) {
+			const struct shape_speedup *sh = &r->shapes[t];
+			char c[96];
+
+			fputs("<tr>", f);
+			cell(f, sh->name);
+			ms_cell(f, sh->base_ms, sh->skipped ? "skipped" : "not timed");
+			ms_cell(f, sh->cand_ms, sh->skipped ? "skipped" : "not timed");
+			if (sh->timed)
+				snprintf(c, sizeof(c), "%.3f [%.3f, %.3f]", sh->est, sh->lo, sh->hi);
+			else
+				snprintf(c, sizeof(c), "%s", sh->skipped ? "skipped: not supported" : "not timed");
+			cell(f, c);
+			for (int k = 0; k < r->nrefs; k++)
+				ms_cell(f, r->refs[k].tasks[t].ms, r->refs[k].tasks[t].status);
+			fputs("</tr>\n", f);
+		}
+		fputs("</tbody>\n</table>\n", f);
+	}
+}
+
 static void print_html(FILE *f, struct row *rows, int n)
 {
+	/* the status table's columns, in percent of its width (the page's) */
+	static const int col_pct[13] = {8, 7, 7, 6, 6, 7, 7, 5, 8, 8, 13, 7, 11};
 	char today[11];
 
 	fs_today_utc(today);
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<title>validate_skill report</title>\n<style>\n"
 	      "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
-	      "table{border-collapse:collapse;margin-bottom:2em}\n"
-	      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}\n"
-	      "th{background:#f0f0f0}\n"
+	      "table{border-collapse:collapse;margin-bottom:2em;max-width:100%}\n"
+	      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px;overflow-wrap:break-word}\n"
+	      "th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
+	      "#status{table-layout:fixed;width:100%}#status th{font-size:13px}#status td.run{font-size:13px}\n"
+	      "svg{max-width:100%;height:auto}\n"
 	      ".status-validated{background:#d9f2d9}.status-failed{background:#f8d7d7}"
 	      ".status-stale{background:#fff3cd}.status-draft{background:#eee}.status-invalid{background:#f8d7d7}"
 	      ".status-unverified{background:#e53e3e;color:#fff;font-weight:bold}\n"
 	      "tr.flagged td:first-child{border-left:6px solid #dd6b20}tr.flagged td.evidence{background:#feebc8}\n"
+	      "a.flagged{color:#9c4221;font-weight:bold}ul.harm li{color:#9b2c2c}\n"
 	      "details.flags summary{color:#9c4221;font-weight:bold;cursor:pointer}\n"
 	      "svg text{font-size:12px;fill:#222}svg .card-title{font-weight:bold;font-size:13px}\n"
 	      "svg .grid{stroke:#ddd}svg .one{stroke:#888}svg .tick{fill:#666}\n"
@@ -1705,7 +1894,11 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      f);
 	fprintf(f, "<p>validate_skill %s, kernels tree %.12s%s, %s (UTC)</p>\n", VS_TOOL_VERSION, VS_KERNELS_TREE,
 		VS_KERNELS_DIRTY ? " (dirty)" : "", today);
-	fputs("<table id=\"status\">\n<thead><tr><th>card</th><th>status</th><th>gens</th><th>last verified</th>"
+	/* fixed layout, the columns' shares of the page's width: never wider than the window */
+	fputs("<table id=\"status\">\n<colgroup>", f);
+	for (int k = 0; k < 13; k++)
+		fprintf(f, "<col style=\"width:%d%%\">", col_pct[k]);
+	fputs("</colgroup>\n<thead><tr><th>card</th><th>status</th><th>gens</th><th>last verified</th>"
 	      "<th>device</th><th>measured speedup</th><th>expected min</th><th>parity</th><th>evidence</th>"
 	      "<th>title</th><th>run</th><th>eval dir</th><th>implementations</th></tr></thead>\n<tbody>\n",
 	      f);
@@ -1716,14 +1909,14 @@ static void print_html(FILE *f, struct row *rows, int n)
 		num_or_dash(m, sizeof(m), r->has_measured, r->measured);
 		num_or_dash(e, sizeof(e), r->has_expected, r->expected);
 		fputs(r->nflags ? "<tr class=\"flagged\">" : "<tr>", f);
-		cell(f, r->id);
+		cell_wrap(f, r->id);
 		fputs("<td class=\"status-", f);
 		esc(f, r->status);
 		fputs("\">", f);
 		esc(f, r->status);
 		esc_around(f, " <small>(", r->stale_why, ")</small>");
 		fputs("</td>", f);
-		cell(f, r->gens);
+		cell_wrap(f, r->gens);
 		cell(f, r->last_verified);
 		cell(f, r->device);
 		cell(f, m);
@@ -1735,17 +1928,11 @@ static void print_html(FILE *f, struct row *rows, int n)
 		if (r->nflags) {
 			char fl[96];
 
-			/* the count shown, every flag on demand */
+			/* the count, a link to the card's flags below the table */
 			flag_summary(fl, sizeof(fl), r);
-			fputs("<details class=\"flags\"><summary>", f);
+			esc_around(f, "<br><a class=\"flagged\" href=\"#flags-", r->id, "\">");
 			esc(f, fl);
-			fputs("</summary><ul>", f);
-			for (int k = 0; k < r->nflags; k++) {
-				fputs("<li>", f);
-				esc(f, r->flag_list[k]);
-				fputs("</li>", f);
-			}
-			fputs("</ul></details>", f);
+			fputs("</a>", f);
 		}
 		fputs("</td>", f);
 		cell(f, r->title);
@@ -1753,18 +1940,23 @@ static void print_html(FILE *f, struct row *rows, int n)
 			char run[1200];
 
 			run_line(run, sizeof(run), r);
-			cell(f, run);
+			fputs("<td class=\"run\">", f);
+			esc_wrap(f, run);
+			fputs("</td>", f);
 		}
-		cell(f, r->eval_dir);
-		cell(f, r->impls);
+		cell_wrap(f, r->eval_dir);
+		cell_wrap(f, r->impls);
 		fputs("</tr>\n", f);
 	}
-	fputs("</tbody>\n</table>\n<h2>Measured against expected speedup</h2>\n"
+	fputs("</tbody>\n</table>\n", f);
+	print_flags_html(f, rows, n);
+	fputs("<h2>Measured against expected speedup</h2>\n"
 	      "<p>Bars: measured isolated speedup (baseline time / candidate time) with its 95% CI, overall and per "
 	      "task shape, on a log axis, from verified evidence only (a task that failed parity has none); dashed "
 	      "line: the card's expects.isolated_speedup_min.</p>\n",
 	      f);
 	print_chart(f, rows, n);
+	print_times_html(f, rows, n);
 	print_refs_html(f, rows, n);
 	print_e2e_html(f, rows, n);
 	fputs("</body>\n</html>\n", f);
