@@ -1049,7 +1049,7 @@ int workload_simulate(struct workload_sim *out, const struct workload *w, const 
 	struct workload_request *cur = NULL;
 	int32_t *done = NULL, *seqlens = NULL;
 	int64_t warmup = opts->warmup;
-	int err = 0;
+	int stride = opts->stride, err = 0;
 
 	if (concurrency < 1 || opts->steps < 1)
 		return vs_error(VS_ESCHEMA, "simulate: concurrency %d, steps %d", concurrency, opts->steps);
@@ -1061,6 +1061,11 @@ int workload_simulate(struct workload_sim *out, const struct workload *w, const 
 		s.start = opts->start >= 0 ? opts->start % trace->count :
 					     (int)rng_below(opts->seed, STREAM_START, (uint64_t)concurrency,
 							    (uint64_t)trace->count);
+	if (stride < 1) {
+		/* about 16 samples per mean request lifetime: samples far apart, not a short window */
+		stride = (int)ceil(mean_generated(w, trace) / 16.0);
+		stride = stride < 1 ? 1 : stride > 256 ? 256 : stride;
+	}
 	if (warmup < 0) {
 		/* two mean request lifetimes, at least 64 steps, at most 2^20 */
 		warmup = (int64_t)ceil(2.0 * mean_generated(w, trace));
@@ -1079,11 +1084,13 @@ int workload_simulate(struct workload_sim *out, const struct workload *w, const 
 							   (uint64_t)b, (uint64_t)cur[b].generated) :
 					0;
 	}
-	for (int64_t step = 0; step < warmup + opts->steps; step++) {
+	for (int64_t step = 0; step < warmup + (int64_t)opts->steps * stride; step++) {
+		int sample = step >= warmup && (step - warmup) % stride == 0;
+
 		for (int b = 0; b < concurrency; b++) {
 			/* decode step done+1 of the request attends over its prompt and done+1 tokens */
-			if (step >= warmup)
-				seqlens[(step - warmup) * concurrency + b] = cur[b].context + done[b] + 1;
+			if (sample)
+				seqlens[(step - warmup) / stride * concurrency + b] = cur[b].context + done[b] + 1;
 			if (++done[b] == cur[b].generated) {
 				cur[b] = stream_next(&s);
 				done[b] = 0;

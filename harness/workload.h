@@ -11,7 +11,7 @@
  *
  * From traffic to tasks: at each concurrency C, C slots decode requests of the traffic (continuous
  * batching; a finished request is replaced by the next one at once), each step is one decode call
- * (batch C, one seqlen per slot); after a warm-up, `steps` consecutive steps are sampled and grouped
+ * (batch C, one seqlen per slot); after a warm-up, `steps` steps (every stride-th) are sampled and grouped
  * into at most `tasks` tasks over all concurrencies, each keeping a real sampled step's seqlens and
  * the share of the sampled steps it stands for. Deterministic: everything random is a Philox draw
  * (rng.h) of (seed, stream, index).
@@ -95,12 +95,13 @@ struct workload_sim_options {
 	int steps;      /* steps to sample */
 	int64_t warmup; /* decode steps before the first sample; -1: the default rule (DESIGN.md) */
 	int start;      /* request index the stream starts at; -1: drawn from seed */
+	int stride;     /* sample every stride-th step after the warm-up; -1: the default rule */
 	int phase;      /* 1: each slot starts at a random point of its first request (seeded) */
 	uint64_t seed;
 };
 #define WORKLOAD_SIM_OPTIONS_INIT                                                                                      \
 	{                                                                                                              \
-		.steps = 1, .warmup = -1, .start = -1, .phase = 1, .seed = 1                                           \
+		.steps = 1, .warmup = -1, .start = -1, .stride = -1, .phase = 1, .seed = 1                             \
 	}
 
 /** A representative task: a real sampled step and the steps it stands for. */
