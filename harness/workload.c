@@ -9,7 +9,7 @@
 #include "rng.h"
 #include "vs_error.h"
 
-#include <cJSON.h>
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -1065,11 +1065,16 @@ int workload_simulate(struct workload_sim *out, const struct workload *w, const 
 		/* about 16 samples per mean request lifetime: samples far apart, not a short window */
 		stride = (int)ceil(mean_generated(w, trace) / 16.0);
 		stride = stride < 1 ? 1 : stride > 256 ? 256 : stride;
+		/* and at most 2^28 slot updates of sampling in all */
+		while (stride > 1 && (int64_t)opts->steps * stride * concurrency > (1 << 28))
+			stride /= 2;
 	}
 	if (warmup < 0) {
 		/* two mean request lifetimes, at least 64 steps, at most 2^20 */
 		warmup = (int64_t)ceil(2.0 * mean_generated(w, trace));
 		warmup = warmup < 64 ? 64 : warmup > (1 << 20) ? (1 << 20) : warmup;
+		if (warmup > 64 && warmup * concurrency > (1 << 28))
+			warmup = (1 << 28) / concurrency > 64 ? (1 << 28) / concurrency : 64;
 	}
 	cur = calloc((size_t)concurrency, sizeof(*cur));
 	done = calloc((size_t)concurrency, sizeof(*done));
@@ -1295,4 +1300,21 @@ void workload_tasks_release(struct workload_tasks *t)
 		free(t->items[i].seqlens);
 	free(t->items);
 	memset(t, 0, sizeof(*t));
+}
+
+int workload_lint(const char *path)
+{
+	struct workload w = {0};
+	struct workload_trace t = {0};
+	struct workload_tasks tk = {0};
+	int err = workload_load(&w, path);
+
+	if (!err && w.trace_path)
+		err = workload_trace_read(&t, w.trace_path, w.context_column, w.generated_column);
+	if (!err)
+		err = workload_derive(&tk, &w, w.trace_path ? &t : NULL);
+	workload_tasks_release(&tk);
+	workload_trace_release(&t);
+	workload_release(&w);
+	return err;
 }

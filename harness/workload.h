@@ -177,4 +177,11 @@ int workload_derive(struct workload_tasks *out, const struct workload *w, const 
 /** Free what t owns; t may be zeroed. */
 void workload_tasks_release(struct workload_tasks *t);
 
+/**
+ * `--static FILE.yaml`: workload_load(), the trace read and the tasks derived, so that every error a
+ * plan from this workload would meet is shown now (one line each). Prints nothing on success.
+ * Errors: those of workload_load(), workload_trace_read() and workload_derive().
+ */
+int workload_lint(const char *path);
+
 #endif /* VS_WORKLOAD_H */

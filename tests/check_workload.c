@@ -433,6 +433,20 @@ START_TEST(the_shipped_workloads_lint_clean_and_derive)
 }
 END_TEST
 
+START_TEST(static_lints_a_workload_file)
+{
+	char *out = NULL, *err = NULL;
+	int rc = tu_run_tool(NULL, "--static workloads/cpu_smoke.yaml " FIX "bad_h_q.yaml", &out, &err);
+
+	ck_assert_msg(rc == 3, "rc %d: %s%s", rc, out, err);
+	ck_assert_str_eq(out, "workloads/cpu_smoke.yaml: ok\n");
+	ck_assert_str_eq(err,
+			 "validate_skill: error: " FIX "bad_h_q.yaml:5:14: model.h_q: 129 is out of range 1..128\n");
+	free(out);
+	free(err);
+}
+END_TEST
+
 static Suite *workload_suite(void)
 {
 	Suite *s = suite_create("workload");
@@ -450,6 +464,7 @@ static Suite *workload_suite(void)
 	tcase_add_test(tc, tasks_are_real_steps_and_weights_sum_to_one);
 	tcase_add_test(tc, a_histogram_draws_lengths_from_its_bins);
 	tcase_add_test(tc, the_shipped_workloads_lint_clean_and_derive);
+	tcase_add_test(tc, static_lints_a_workload_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
