@@ -529,6 +529,13 @@ static void check_bins(struct check *c, const struct wnode *h, const char *name,
 	*count = v->n;
 }
 
+static int has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
 static char *dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -576,7 +583,7 @@ static void check_traffic(struct check *c, const struct wnode *root)
 			bad(c, tr, "traffic.trace",
 			    "'%s' (%s) does not exist (a trace is relative to the workload file)", w->trace,
 			    w->trace_path);
-		else if (!strstr(w->trace, ".csv") && !strstr(w->trace, ".jsonl"))
+		else if (!has_suffix(w->trace, ".csv") && !has_suffix(w->trace, ".jsonl"))
 			bad(c, tr, "traffic.trace", "'%s' is neither .csv nor .jsonl", w->trace);
 		return;
 	}
@@ -937,12 +944,12 @@ int workload_trace_read(struct workload_trace *t, const char *path, const char *
 			const char *generated_column)
 {
 	char *text = NULL;
-	size_t len = 0, n = strlen(path);
+	size_t len = 0;
 	struct stat st;
-	int err, jsonl = n > 6 && !strcmp(path + n - 6, ".jsonl");
+	int err, jsonl = has_suffix(path, ".jsonl");
 
 	memset(t, 0, sizeof(*t));
-	if (!jsonl && !(n > 4 && !strcmp(path + n - 4, ".csv")))
+	if (!jsonl && !has_suffix(path, ".csv"))
 		return vs_error(VS_EPARSE, "%s: a trace is .csv (header row) or .jsonl", path);
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > WORKLOAD_TRACE_MAX_BYTES)
 		return vs_error(VS_EPARSE, "%s: a trace of %lld bytes is refused (at most %u MiB; sample it)", path,
