@@ -340,8 +340,10 @@ static void get_str(struct check *c, const struct wnode *map, const char *name, 
 		return;
 	}
 	*out = strdup(v->value);
-	if (!*out)
+	if (!*out) {
+		vs_oom();
 		c->errors++;
+	}
 }
 
 static int unknown_add(struct workload *w, const char *path, const struct wnode *k)
@@ -1060,8 +1062,14 @@ int workload_simulate(struct workload_sim *out, const struct workload *w, const 
 
 	if (concurrency < 1 || opts->steps < 1)
 		return vs_error(VS_ESCHEMA, "simulate: concurrency %d, steps %d", concurrency, opts->steps);
-	if (trace && trace->count < 1)
-		return vs_error(VS_ESCHEMA, "%s: an empty trace", trace->path);
+	if (trace) {
+		int decodes = 0;
+
+		for (int i = 0; i < trace->count && !decodes; i++)
+			decodes = trace->requests[i].generated > 0;
+		if (!decodes)
+			return vs_error(VS_ESCHEMA, "%s: no request generates a token: nothing decodes", trace->path);
+	}
 	if (!trace && (!w->n_context_bins || !w->n_generated_bins))
 		return vs_error(VS_ESCHEMA, "%s: no trace and no histogram", w->path);
 	if (trace)

@@ -112,6 +112,32 @@ START_TEST(each_bad_workload_gives_its_one_line)
 }
 END_TEST
 
+START_TEST(every_error_of_a_file_is_shown)
+{
+	int rc;
+	char *got = captured(load_and_release, FIX "bad_two.yaml", &rc);
+
+	ck_assert_int_eq(rc, VS_ESCHEMA);
+	ck_assert_str_eq(got, "validate_skill: error: " FIX "bad_two.yaml:5:14: model.h_q: 129 is out of range 1..128\n"
+			      "validate_skill: error: " FIX "bad_two.yaml:5:38: model.page_size: 32 is not a page size "
+			      "the planner builds (1, 16 or 64)\n");
+	free(got);
+}
+END_TEST
+
+START_TEST(a_trace_that_never_decodes_is_refused_by_the_simulation)
+{
+	static struct workload_request none[] = {{100, 0}, {200, 0}};
+	struct workload w = {.path = "hand"};
+	struct workload_trace t = {.path = "hand", .requests = none, .count = 2};
+	struct workload_sim_options o = WORKLOAD_SIM_OPTIONS_INIT;
+	struct workload_sim sim;
+
+	ck_assert_int_eq(workload_simulate(&sim, &w, &t, 2, &o), VS_ESCHEMA);
+	ck_assert_str_eq(vs_last_error(), "hand: no request generates a token: nothing decodes");
+}
+END_TEST
+
 static const struct {
 	const char *file;
 	const char *expected;
@@ -453,6 +479,8 @@ static Suite *workload_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, each_bad_workload_gives_its_one_line);
+	tcase_add_test(tc, every_error_of_a_file_is_shown);
+	tcase_add_test(tc, a_trace_that_never_decodes_is_refused_by_the_simulation);
 	tcase_add_test(tc, each_bad_trace_row_gives_its_one_line);
 	tcase_add_test(tc, the_published_column_names_are_recognized);
 	tcase_add_test(tc, named_columns_and_relative_paths);
