@@ -431,6 +431,96 @@ START_TEST(a_histogram_draws_lengths_from_its_bins)
 }
 END_TEST
 
+/*
+ * Steady state, by the renewal-reward theorem: a slot's mean seqlen over time is
+ * sum_i (P_i G_i + G_i (G_i + 1) / 2) / sum_i G_i over the requests (P context, G generated), whatever
+ * the order; C slots hold C times that. The simulation's mean over its samples must agree.
+ */
+START_TEST(the_steady_state_mean_matches_renewal_reward)
+{
+	static const struct {
+		const char *file;
+		int concurrency;
+		double tolerance; /* relative */
+	} cases[] = {
+		{FIX "tiny_trace.yaml", 4, 0.02},
+		{FIX "tiny_trace.yaml", 64, 0.02},
+		{"workloads/cpu_smoke.yaml", 4, 0.02},
+		{"workloads/geak_v4_e2e.yaml", 32, 0.001},
+	};
+
+	for (int i = 0; i < NELEM(cases); i++) {
+		struct workload w;
+		struct workload_trace t = {0};
+		struct workload_sim_options o = WORKLOAD_SIM_OPTIONS_INIT;
+		struct workload_sim sim;
+		double num = 0, den = 0, want, got = 0;
+
+		ck_assert_int_eq(workload_load(&w, cases[i].file), 0);
+		if (w.trace_path) {
+			ck_assert_int_eq(workload_trace_read(&t, w.trace_path, NULL, NULL), 0);
+			for (int r = 0; r < t.count; r++) {
+				double p = t.requests[r].context, g = t.requests[r].generated;
+
+				num += p * g + g * (g + 1) / 2;
+				den += g;
+			}
+		} else {
+			/* geak_v4_e2e: every request 8192 + 1024 */
+			num = 8192.0 * 1024 + 1024.0 * 1025 / 2;
+			den = 1024;
+		}
+		want = cases[i].concurrency * num / den;
+		o.steps = 16384;
+		ck_assert_int_eq(workload_simulate(&sim, &w, w.trace_path ? &t : NULL, cases[i].concurrency, &o), 0);
+		for (int64_t k = 0; k < (int64_t)sim.steps * sim.concurrency; k++)
+			got += sim.seqlens[k];
+		got /= sim.steps;
+		ck_assert_msg(fabs(got / want - 1) < cases[i].tolerance,
+			      "%s at C=%d: mean keys per step %.1f, want %.1f", cases[i].file, cases[i].concurrency,
+			      got, want);
+		workload_sim_release(&sim);
+		workload_trace_release(&t);
+		workload_release(&w);
+	}
+}
+END_TEST
+
+/* The tasks' weighted total keys is the workload's mean keys per step (each task sits at its group's mean). */
+START_TEST(the_tasks_weigh_to_the_mean_keys_per_step)
+{
+	struct workload w;
+	struct workload_tasks tk;
+
+	ck_assert_int_eq(workload_load(&w, "workloads/deepseek_v3_tp8_chat.yaml"), 0);
+	ck_assert_int_eq(workload_derive(&tk, &w, NULL), 0);
+	for (int c = 0; c < w.n_concurrency; c++) {
+		struct workload_sim_options o = WORKLOAD_SIM_OPTIONS_INIT;
+		struct workload_sim sim;
+		double mean = 0, est = 0, wsum = 0;
+
+		o.steps = w.steps;
+		o.seed = w.seed;
+		ck_assert_int_eq(workload_simulate(&sim, &w, NULL, w.concurrency[c], &o), 0);
+		for (int64_t k = 0; k < (int64_t)sim.steps * sim.concurrency; k++)
+			mean += sim.seqlens[k];
+		mean /= sim.steps;
+		for (int j = 0; j < tk.count; j++) {
+			if (tk.items[j].concurrency == w.concurrency[c]) {
+				est += tk.items[j].weight * (double)tk.items[j].total_keys;
+				wsum += tk.items[j].weight;
+			}
+		}
+		ck_assert_msg(fabs(est / wsum / mean - 1) < 0.01,
+			      "C=%d: tasks weigh to %.0f keys, the samples' mean is %.0f", w.concurrency[c], est / wsum,
+			      mean);
+		workload_sim_release(&sim);
+	}
+	workload_tasks_release(&tk);
+	workload_release(&w);
+}
+END_TEST
+
 START_TEST(the_shipped_workloads_lint_clean_and_derive)
 {
 	static const char *const shipped[] = {"workloads/cpu_smoke.yaml", "workloads/deepseek_v3_tp8_chat.yaml",
@@ -491,6 +581,8 @@ static Suite *workload_suite(void)
 	tcase_add_test(tc, csv_and_jsonl_of_one_trace_give_the_same_tasks);
 	tcase_add_test(tc, tasks_are_real_steps_and_weights_sum_to_one);
 	tcase_add_test(tc, a_histogram_draws_lengths_from_its_bins);
+	tcase_add_test(tc, the_steady_state_mean_matches_renewal_reward);
+	tcase_add_test(tc, the_tasks_weigh_to_the_mean_keys_per_step);
 	tcase_add_test(tc, the_shipped_workloads_lint_clean_and_derive);
 	tcase_add_test(tc, static_lints_a_workload_file);
 	suite_add_tcase(s, tc);
