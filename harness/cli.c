@@ -23,6 +23,7 @@
 #include "task.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
+#include "workload.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -128,7 +129,8 @@ _Static_assert(offsetof(struct cli_args, nreferences) ==
 
 static const struct cli_option options[] = {
 	MODE("--static", "CARD...", mode_static, 1, 256, M_STATIC,
-	     "lint cards: front matter, schema, types, enums, body sections"),
+	     "lint cards: front matter, schema, types, enums, body sections; a FILE.yaml is linted as a workload "
+	     "(schema, ranges, its trace's rows, its tasks derived)"),
 	MODE("--emit-plan", "CARD", mode_emit_plan, 1, 1, M_EMIT_PLAN,
 	     "write plans/<id>.plan.json (with a plugin: plans/<id>.<impl>.plan.json; or --out) and print a summary"),
 	MODE("--materialize", "PLAN", mode_materialize, 1, 1, M_MATERIALIZE,
@@ -344,7 +346,9 @@ static int mode_static(const struct cli_args *a)
 	int worst = 0;
 
 	for (int i = 0; i < a->npositional; i++) {
-		int err = card_check_file(a->positional[i]);
+		const char *p = a->positional[i];
+		size_t n = strlen(p);
+		int err = n > 5 && !strcmp(p + n - 5, ".yaml") ? workload_lint(p) : card_check_file(p);
 
 		if (err)
 			worst = err;
