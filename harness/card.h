@@ -42,6 +42,16 @@ struct card_validation {
 	char *artifact;        /* repo-relative eval dir or "" */
 	char *impl_baseline;   /* validation.implementations.baseline: the implementation measured */
 	char *impl_candidate;  /* validation.implementations.candidate */
+	/*
+	 * A typed block: a claim (status validated or failed) that --record did not write: typed by
+	 * hand or by GEAK's validate_skill.py (numbers as text such as "2.432x (down-proj h1)" or
+	 * "+67.4", a parity such as "pass (greedy)", no artifact, no gen). Read, never trusted: the
+	 * values that do not fit the schema are left unset and named in typed_why ("measured.isolated
+	 * is '2.432x (down-proj h1)'; no artifact; no gen"; owned by the card, NULL when not typed).
+	 * docs/DESIGN.md "Typed validation blocks".
+	 */
+	int typed;
+	char *typed_why;
 };
 
 /** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
@@ -97,12 +107,27 @@ int card_load(struct card *c, const char *path);
 int card_parse(struct card *c, const char *path, const char *text, size_t len);
 
 /**
- * The checks of `--static` beyond card_load(): id equals the file name without ".md", body
+ * The checks of `--static` beyond card_load(): id equals the file name's (card_id_of_path()), body
  * sections "When to use", "Mechanism", "Procedure", "Knobs & pitfalls", "Do-no-harm notes",
- * "Sources" present and non-empty (HTML comments do not count), expects consistent with scope.
- * Reports every problem (one line each) and returns VS_ESCHEMA if there was any, else 0.
+ * "Sources" present and non-empty (HTML comments do not count), expects consistent with scope, no
+ * placeholder of GEAK's template ("REPLACE") left in a value. Any operator lints (one this tool
+ * does not plan is reported so by --static and --report, refused by --emit-plan). A typed
+ * validation block is one warning line (vs_warn), not an error. Reports every problem (one line
+ * each) and returns VS_ESCHEMA if there was any, else 0.
  */
 int card_lint(const struct card *c);
+
+/** The operators this tool plans, comma-separated ("mla_attention"); static storage. */
+const char *card_planned_operators(void);
+
+/** 1 when the card's match.operator is one this tool plans (--emit-plan), else 0. */
+int card_operator_planned(const struct card *c);
+
+/**
+ * The id a card's file name gives it (malloc'd; NULL when out of memory): "<dir>/<id>/skill.md"
+ * (GEAK's layout, a directory per skill) gives "<id>", "<dir>/<id>.md" (ours) gives "<id>".
+ */
+char *card_id_of_path(const char *path);
 
 /**
  * Line and column of the value of key (dotted path) as loaded; 0, or VS_ENOTFOUND (not printed)

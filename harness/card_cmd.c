@@ -3,6 +3,7 @@
 
 #include "card.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int card_check_file(const char *path)
@@ -14,6 +15,15 @@ int card_check_file(const char *path)
 	err = card_load(&c, path);
 	if (!err)
 		err = card_lint(&c);
+	if (!err) {
+		char planned[320] = "";
+
+		if (!card_operator_planned(&c))
+			snprintf(planned, sizeof(planned), " (not planned here: operator '%s'; this tool plans %s)",
+				 c.match.operator_name, card_planned_operators());
+		printf("%s: ok%s%s\n", path, planned,
+		       c.validation.typed ? " (typed validation block: read, never trusted)" : "");
+	}
 	card_release(&c);
 	return err;
 }

@@ -4,6 +4,7 @@
 #include "plan.h"
 #include "evaldir.h"
 #include "layout.h"
+#include "library.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 
@@ -17,7 +18,7 @@
 struct row {
 	char *path;
 	char *id;
-	char *status; /* draft / validated / failed / stale / invalid */
+	char *status; /* draft / validated / failed / stale / invalid; "<status> (typed, no evidence)" */
 	char *stale_why;
 	char *gens; /* "gfx942:built sm_90:validated" */
 	char *last_verified;
@@ -49,6 +50,8 @@ struct row {
 	int flagged_tasks;          /* tasks named by a flag */
 	int ntasks;                 /* tasks in the evidence */
 	struct cJSON *e2e;          /* the run's e2e numbers (e2e_summary()), or NULL: none */
+	int typed;                  /* the card's validation block is typed (card.h): read, never trusted */
+	char *not_planned;          /* "not planned here (operator 'x')", or NULL: the operator is planned */
 };
 
 /* One task shape's measured speedup, from result.json. */
@@ -96,6 +99,7 @@ static void row_release(struct row *r)
 	free(r->evidence);
 	free(r->impls);
 	free(r->evidence_why);
+	free(r->not_planned);
 	free(r->flags);
 	free(r->title);
 	free(r->eval_dir);
@@ -705,11 +709,6 @@ static void flag_summary(char *buf, size_t cap, const struct row *r)
 		snprintf(buf, cap, "%d review flag%s", r->nflags, r->nflags == 1 ? "" : "s");
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Whether the card's emitted plan for gen carries a passing build gate. */
 static int built_for(const char *plans_dir, const char *id, const char *gen)
 {
@@ -791,7 +790,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	err = card_load(&c, path);
 	vs_error_set_quiet(quiet);
 	if (err) {
-		r->id = fs_stem(path, ".md");
+		r->id = card_id_of_path(path);
 		r->status = strdup("invalid");
 		r->evidence = strdup("invalid card");
 		r->evidence_why = strdup(vs_last_error());
@@ -814,7 +813,19 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	r->parity = dupz(v->measured_parity);
 	if (*nz_str(v->impl_baseline) || *nz_str(v->impl_candidate))
 		r->impls = fs_printf("%s -> %s", nz_str(v->impl_baseline), nz_str(v->impl_candidate));
-	if (!v->artifact || !*v->artifact) {
+	if (!card_operator_planned(&c))
+		r->not_planned = fs_printf("not planned here (operator '%s'; this tool plans %s)", c.match.operator_name,
+					   card_planned_operators());
+	if (v->typed) {
+		/* read, never trusted: its own status, never verified, nothing it claims drawn */
+		free(r->status);
+		r->status = fs_printf("%s (typed, no evidence)", v->status);
+		r->typed = 1;
+		r->has_measured = 0;
+		r->evidence = strdup("none");
+		r->evidence_why = fs_printf("a typed validation block (%s): re-measure and --record", v->typed_why);
+		(*mismatches)++;
+	} else if (!v->artifact || !*v->artifact) {
 		if (!strcmp(r->status, "validated") || !strcmp(r->status, "failed")) {
 			evidence_mismatch(r, "missing", "status claimed without validation.artifact", mismatches);
 		} else {
@@ -950,6 +961,10 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 				fputs(": ", f);
 				md(f, r->evidence_why);
 			}
+			if (r->not_planned) {
+				fputs("; ", f);
+				md(f, r->not_planned);
+			}
 			if (r->nflags)
 				fprintf(f, ", **%s** (below)", fl);
 			fputs(" | ", f);
@@ -998,6 +1013,8 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 			fprintf(f, "  %s: evidence %s: %s\n", r->id, r->evidence, r->evidence_why);
 		if (r->stale_why)
 			fprintf(f, "  %s: stale: %s\n", r->id, r->stale_why);
+		if (r->not_planned)
+			fprintf(f, "  %s: %s\n", r->id, r->not_planned);
 		if (r->nflags) {
 			char fl[96];
 
@@ -1168,6 +1185,10 @@ static void print_json(FILE *f, struct row *rows, int n)
 		cJSON_AddStringToObject(j, "id", r->id);
 		cJSON_AddStringToObject(j, "path", r->path);
 		cJSON_AddStringToObject(j, "status", r->status);
+		cJSON_AddBoolToObject(j, "typed", r->typed);
+		cJSON_AddBoolToObject(j, "planned", !r->not_planned);
+		if (r->not_planned)
+			cJSON_AddStringToObject(j, "not_planned", r->not_planned);
 		if (r->stale_why)
 			cJSON_AddStringToObject(j, "stale_reason", r->stale_why);
 		cJSON_AddStringToObject(j, "gens", r->gens ? r->gens : "");
@@ -1650,7 +1671,8 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "th{background:#f0f0f0}\n"
 	      ".status-validated{background:#d9f2d9}.status-failed{background:#f8d7d7}"
 	      ".status-stale{background:#fff3cd}.status-draft{background:#eee}.status-invalid{background:#f8d7d7}"
-	      ".status-unverified{background:#e53e3e;color:#fff;font-weight:bold}\n"
+	      ".status-unverified{background:#e53e3e;color:#fff;font-weight:bold}"
+	      ".status-typed{background:#fefcbf;color:#744210;font-style:italic}\n"
 	      "tr.flagged td:first-child{border-left:6px solid #dd6b20}tr.flagged td.evidence{background:#feebc8}\n"
 	      "details.flags summary{color:#9c4221;font-weight:bold;cursor:pointer}\n"
 	      "svg text{font-size:12px;fill:#222}svg .card-title{font-weight:bold;font-size:13px}\n"
@@ -1678,10 +1700,11 @@ static void print_html(FILE *f, struct row *rows, int n)
 		fputs(r->nflags ? "<tr class=\"flagged\">" : "<tr>", f);
 		cell(f, r->id);
 		fputs("<td class=\"status-", f);
-		esc(f, r->status);
+		esc(f, r->typed ? "typed" : r->status);
 		fputs("\">", f);
 		esc(f, r->status);
 		esc_around(f, " <small>(", r->stale_why, ")</small>");
+		esc_around(f, " <small>", r->not_planned, "</small>");
 		fputs("</td>", f);
 		cell(f, r->gens);
 		cell(f, r->last_verified);
@@ -1735,34 +1758,19 @@ int report_run(const struct report_options *o)
 	const char *dir = o->skills_dir ? o->skills_dir : vs_layout_default.skills;
 	const char *format = o->format ? o->format : "text";
 	FILE *f = o->out ? o->out : stdout;
-	DIR *d;
-	struct dirent *de;
-	char **paths = NULL;
+	struct library_cards cards = {0};
+	char **paths;
 	struct row *rows = NULL;
 	int n = 0, mismatches = 0, err = 0;
 
 	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json") && strcmp(format, "html"))
 		return vs_error(VS_EUSAGE, "unknown report format '%s' (text, markdown, json, html)", format);
-	d = opendir(dir);
-	if (!d)
-		return vs_error(VS_EIO, "cannot open the skills directory '%s'", dir);
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		char **np;
-
-		if (len < 4 || strcmp(de->d_name + len - 3, ".md") || de->d_name[0] == '.')
-			continue;
-		np = realloc(paths, (size_t)(n + 1) * sizeof(*paths));
-		if (!np) {
-			err = vs_oom();
-			break;
-		}
-		paths = np;
-		paths[n++] = fs_join(dir, de->d_name);
-	}
-	closedir(d);
+	/* both layouts: skills/<id>.md and GEAK's skills/<id>/skill.md, sorted by id */
+	if ((err = library_list(&cards, dir)))
+		return err;
+	paths = cards.paths;
+	n = cards.count;
 	if (!err) {
-		qsort(paths, (size_t)n, sizeof(*paths), cmp_str);
 		rows = calloc((size_t)n + 1, sizeof(*rows));
 		if (!rows)
 			err = vs_oom();
@@ -1784,16 +1792,23 @@ int report_run(const struct report_options *o)
 			print_refs_text(f, rows, n, !strcmp(format, "markdown"));
 			print_e2e_text(f, rows, n, !strcmp(format, "markdown"));
 		}
-		if (mismatches)
-			err = vs_error(VS_EVERIFY, "%d card%s claim%s what the evidence does not show (see above)",
-				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "");
+		if (mismatches) {
+			int typed = 0;
+			char of_them[96] = "";
+
+			for (int i = 0; i < n; i++)
+				typed += rows[i].typed;
+			if (typed)
+				snprintf(of_them, sizeof(of_them), "; %d of them typed validation block%s without evidence",
+					 typed, typed == 1 ? "" : "s");
+			err = vs_error(VS_EVERIFY, "%d card%s claim%s what the evidence does not show (see above)%s",
+				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "", of_them);
+		}
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		if (rows)
 			row_release(&rows[i]);
-		free(paths[i]);
-	}
 	free(rows);
-	free(paths);
+	library_cards_release(&cards);
 	return err;
 }
