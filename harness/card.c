@@ -1811,11 +1811,16 @@ int card_lint(const struct card *c)
 
 	VS_CHECK_ALLOC(stem);
 	lint_near_known(c);
-	if (strcmp(nz(c->id), stem) && !strstr(nz(c->id), CARD_PLACEHOLDER))
+	if (strcmp(nz(c->id), stem) && !strstr(nz(c->id), CARD_PLACEHOLDER) && !strstr(c->path, "/skill.md"))
 		n += lint_at(c, "id",
-			     "'%s' does not match the file name '%s%s' "
-			     "(id must equal the file name without .md, or the directory of a skill.md)",
-			     nz(c->id), stem, strstr(c->path, "/skill.md") ? "/skill.md" : ".md");
+			     "'%s' does not match the file name '%s.md' "
+			     "(id must equal the file name without .md)",
+			     nz(c->id), stem);
+	else if (strcmp(nz(c->id), stem) && !strstr(nz(c->id), CARD_PLACEHOLDER))
+		n += lint_at(c, "id",
+			     "'%s' does not match the skill's directory '%s/' "
+			     "(in skills/<id>/skill.md, id must equal the directory's name)",
+			     nz(c->id), stem);
 	free(stem);
 	n += lint_placeholders(c);
 	n += lint_enum(c, "scope", nz(c->scope), scope_values, 0);

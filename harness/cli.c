@@ -135,25 +135,26 @@ _Static_assert(offsetof(struct cli_args, nreferences) ==
 	}
 
 static const struct cli_option options[] = {
-	MODE("--static", "CARD|DIR|ID...", mode_static, 1, 256, M_STATIC,
-	     "lint cards: front matter, schema, types, enums, body sections (DIR: every card in it, both layouts; "
-	     "ID: skills/ID.md or skills/ID/skill.md; the default mode when only an ID is given)"),
-	MODE("--emit-plan", "CARD|ID", mode_emit_plan, 1, 1, M_EMIT_PLAN,
+	MODE("--static", "CARD...", mode_static, 1, 256, M_STATIC,
+	     "lint cards: front matter, schema, types, enums, body sections (a CARD may be a skills DIR: every "
+	     "card in it, both layouts; or an ID: skills/ID.md or skills/ID/skill.md, as for every CARD; the "
+	     "default mode when only CARDs are given)"),
+	MODE("--emit-plan", "CARD", mode_emit_plan, 1, 1, M_EMIT_PLAN,
 	     "write plans/<id>.plan.json (with a plugin: plans/<id>.<impl>.plan.json; or --out) and print a summary"),
 	MODE("--materialize", "PLAN", mode_materialize, 1, 1, M_MATERIALIZE,
 	     "write the plan's task dirs (inputs + oracle reference outputs, sha256-checked)"),
 	MODE("--run", "PLAN", mode_run, 1, 1, M_RUN,
 	     "isolated A/B of baseline vs candidate on every task: parity first, then timing"),
-	MODE("--record", "CARD|ID", mode_record, 1, 1, M_RECORD,
+	MODE("--record", "CARD", mode_record, 1, 1, M_RECORD,
 	     "verify an eval dir (--eval-dir, default: the card's latest) and write its status into the card "
 	     "(and the library's index.yaml, where its root has one)"),
 	MODE("--report", "", mode_report, 0, 0, M_REPORT,
 	     "status of every card in skills/ (skills/<id>.md and skills/<id>/skill.md), checked against evidence"),
-	MODE("--verify", "CARD|DIR|ID...", mode_verify, 1, 256, M_VERIFY,
-	     "re-check recorded cards against their evidence"),
+	MODE("--verify", "CARD...", mode_verify, 1, 256, M_VERIFY,
+	     "re-check recorded cards against their evidence (a CARD may be a skills DIR or an ID, as for --static)"),
 	MODE("--reindex", "[ROOT]", mode_reindex, 0, 1, M_REINDEX,
 	     "write ROOT/index.yaml (default: here) from ROOT/skills in GEAK's schema, evidence-backed statuses"),
-	MODE("--validate", "CARD|ID", mode_validate, 1, 1, M_VALIDATE,
+	MODE("--validate", "CARD", mode_validate, 1, 1, M_VALIDATE,
 	     "the main job: --emit-plan, --run (materializing tasks), --record, in one go"),
 	MODE("--merge", "DIR...", mode_merge, 1, 256, M_MERGE,
 	     "join the parts of a run (--part, Slurm) into one eval dir that --record accepts"),
@@ -389,8 +390,13 @@ static int cards_named(struct library_cards *out, const struct cli_args *a, cons
 		int skill_dir = card && fs_exists(card);
 
 		free(card);
+		if (!skill_dir && (err = library_list(out, arg)))
+			return err;
+		if (!skill_dir && !out->count)
+			return vs_error(VS_ENOTFOUND,
+					"'%s' is a directory holding no card (neither <id>.md nor <id>/skill.md)", arg);
 		if (!skill_dir)
-			return library_list(out, arg);
+			return 0;
 	}
 	if ((err = library_resolve(&path, a->layout.skills, arg)))
 		return err;
@@ -413,8 +419,6 @@ static int each_card(const struct cli_args *a, int (*check)(const char *path))
 		struct library_cards l;
 		int err = cards_named(&l, a, a->positional[i]);
 
-		if (!err && !l.count)
-			printf("%s: no cards (neither <id>.md nor <id>/skill.md)\n", a->positional[i]);
 		for (int k = 0; !err && k < l.count; k++) {
 			int e = check(l.paths[k]);
 

@@ -128,8 +128,11 @@ int library_resolve(char **path, const char *skills_dir, const char *arg)
 		free(dir_card);
 		return vs_error(VS_ENOTFOUND, "'%s' is a directory without skill.md: not a skill", arg);
 	}
-	if (strchr(arg, '/') || (strlen(arg) > 3 && !strcmp(arg + strlen(arg) - 3, ".md")))
-		return vs_error(VS_ENOTFOUND, "cannot open the card '%s': no such file", arg);
+	if (strchr(arg, '/') || (strlen(arg) > 3 && !strcmp(arg + strlen(arg) - 3, ".md"))) {
+		/* a path, not an id: the card loader says what is wrong with it */
+		*path = strdup(arg);
+		return *path ? 0 : vs_oom();
+	}
 	flat = fs_printf("%s/%s.md", skills_dir, arg);
 	nested = fs_printf("%s/%s/skill.md", skills_dir, arg);
 	if (!flat || !nested) {
