@@ -8,6 +8,7 @@
 #include "card.h"
 #include "evaldir.h"
 #include "fsutil.h"
+#include "library.h"
 #include "plan.h"
 #include "record.h"
 #include "report.h"
@@ -450,8 +451,89 @@ START_TEST(report_marks_claims_without_evidence)
 	edit_file(card_path, "status: draft", "status: validated");
 	text = report_text(&status, "text");
 	ck_assert_int_eq(status, VS_EVERIFY);
-	ck_assert_msg(strstr(text, "missing"), "%s", text);
+	/* no artifact, no gen: a typed block (issue 38), never shown as validated */
+	ck_assert_msg(strstr(text, "validated (typed, no evidence)") && strstr(text, "no artifact"), "%s", text);
 	free(text);
+}
+END_TEST
+
+/* The status line of card id in index.yaml at the fixture repository's root. */
+static char *index_status_of(void)
+{
+	char *index = fs_join(tmp, "index.yaml"), *text, *at, *out;
+	int n = 0;
+
+	ck_assert_msg(library_reindex(tmp, &n) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(n, 1);
+	text = tu_read(index, NULL);
+	at = strstr(text, "  validation_status: ");
+	ck_assert_msg(at != NULL, "%s", text);
+	at += strlen("  validation_status: ");
+	out = strndup(at, strcspn(at, "\n"));
+	free(text);
+	free(index);
+	return out;
+}
+
+/*
+ * Issue 38: a validation block typed as GEAK's validate_skill.py stamps it (numbers as text, a
+ * parity with a remark, gpu "gfx942/MI300X", no artifact, no gen) is read, never trusted: no
+ * number of it is kept, --verify refuses it, every report format shows it apart, the index
+ * demotes it to stale; --record replaces it with the measured block and the index follows.
+ */
+START_TEST(typed_block_is_read_never_trusted_and_replaced_by_record)
+{
+	static const char *const formats[][2] = {
+		{"text", "validated (typed, no evidence)"},
+		{"markdown", "| validated (typed, no evidence) |"},
+		{"json", "\"status\":\t\"validated (typed, no evidence)\""},
+		{"html", "<td class=\"status-typed\">validated (typed, no evidence)"},
+	};
+	struct card c;
+	char *text, *st;
+	int status;
+
+	mark_clean();
+	edit_file(card_path, "status: draft", "status: validated");
+	edit_file(card_path, "measured: {isolated: \"\", e2e_pct: \"\", parity: \"\"}",
+		  "measured: {isolated: \"2.432x (down-proj h1)\", e2e_pct: \"+67.4\", parity: \"pass (greedy)\"}");
+	edit_file(card_path, "gpu: \"\"", "gpu: gfx942/MI300X");
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_int_eq(c.validation.typed, 1);
+	ck_assert_int_eq(c.validation.has_isolated, 0);
+	ck_assert_int_eq(c.validation.has_e2e_pct, 0);
+	ck_assert_str_eq(c.validation.measured_parity, "");
+	ck_assert_msg(strstr(c.validation.typed_why, "measured.isolated is '2.432x (down-proj h1)'") &&
+			      strstr(c.validation.typed_why, "no artifact") && strstr(c.validation.typed_why, "no gen"),
+		      "%s", c.validation.typed_why);
+	ck_assert_int_eq(card_lint(&c), 0);
+	card_release(&c);
+	ck_assert_int_eq(record_verify(card_path), VS_EVERIFY);
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		text = report_text(&status, formats[i][0]);
+		ck_assert_int_eq(status, VS_EVERIFY);
+		ck_assert_msg(strstr(text, formats[i][1]) != NULL, "%s report lacks '%s':\n%s", formats[i][0],
+			      formats[i][1], text);
+		free(text);
+	}
+	st = index_status_of();
+	ck_assert_str_eq(st, "stale");
+	free(st);
+
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_int_eq(c.validation.typed, 0);
+	ck_assert_int_eq(c.validation.has_isolated, 1);
+	ck_assert_str_eq(c.validation.gen, "x86_64");
+	ck_assert_int_eq(record_verify(card_path), 0);
+	text = report_text(&status, "json");
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(!strstr(text, "typed, no evidence"), "%s", text);
+	free(text);
+	st = index_status_of();
+	ck_assert_str_eq(st, c.validation.status);
+	free(st);
+	card_release(&c);
 }
 END_TEST
 
@@ -473,6 +555,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, partial_run_is_not_recorded);
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
+	tcase_add_test(tc, typed_block_is_read_never_trusted_and_replaced_by_record);
 	tcase_add_loop_test(tc, report_shows_the_run_and_counts_flags, 0,
 			    (int)(sizeof(report_cases) / sizeof(report_cases[0])));
 	suite_add_tcase(s, tc);
