@@ -13,4 +13,24 @@
  */
 int card_check_file(const char *path);
 
+#include <stdio.h>
+
+struct card;
+
+/** What a plan measures that the field's keys (enforcement, match.profile_signature, runtime) ask. */
+struct card_plan_facts {
+	int capture_required; /* the plan's capture gate */
+	int parity_required;  /* parity gates every task */
+	int e2e_stage;        /* the plan has the e2e stage */
+};
+
+/**
+ * The keys the field added to GEAK's cards, which the card keeps byte for byte: every leaf of
+ * `enforcement`, `match.profile_signature` and `runtime`, one line each on f, saying what the plan
+ * does with it: "honored: ..." where it states a gate the plan holds (require.capture_safe: the
+ * capture gate; require.correctness: parity on every task), else "not checked: <why>". Prints
+ * nothing for a card without them. Returns the number of lines, or VS_EPARSE / VS_ENOMEM.
+ */
+int card_print_field_keys(FILE *f, const struct card *c, const struct card_plan_facts *facts);
+
 #endif /* VS_CARD_CMD_H */

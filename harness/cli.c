@@ -514,6 +514,15 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 	if ((err = plan_write(&p, path)))
 		goto done;
 	plan_print_summary(&p, stdout);
+	{
+		struct card_plan_facts facts = {.capture_required = p.capture_required,
+						.parity_required = !strcmp(c.expects.parity, "required"),
+						.e2e_stage = p.e2e.enabled};
+
+		if ((err = card_print_field_keys(stdout, &c, &facts)) < 0)
+			goto done;
+		err = 0;
+	}
 	printf("wrote %s\n", path);
 	if (a->slurm) {
 		struct slurm_options so = {.plan_path = path,

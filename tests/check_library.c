@@ -152,6 +152,56 @@ START_TEST(field_keys_are_kept_verbatim)
 }
 END_TEST
 
+/*
+ * What a plan does with the field's keys: enforcement's capture_safe is the plan's capture gate
+ * (GPU plans), correctness is parity on every task; the rest is listed as not checked, with why.
+ */
+START_TEST(field_keys_are_honored_or_listed_as_not_checked)
+{
+	static const struct {
+		const char *card;
+		struct card_plan_facts facts;
+		const char *want[4];
+	} cases[] = {
+		{"skills/flash_mla_tilelang_to_triton/skill.md",
+		 {.capture_required = 1, .parity_required = 1, .e2e_stage = 0},
+		 {"  enforcement.unittest.require.capture_safe: 1 -> honored: every implementation must pass the plan's "
+		  "capture gate",
+		  "  enforcement.unittest.require.correctness: all -> honored: parity against the oracle",
+		  "  enforcement.targets.reweight_regime: decode -> not checked: this tool weights no regime",
+		  "  enforcement.optimization.mandatory_specs: [fp8_fused_dequant, capture_safety_ensure_warmed, "}},
+		{"skills/flash_mla_tilelang_to_triton/skill.md",
+		 {.capture_required = 0, .parity_required = 1, .e2e_stage = 1},
+		 {"  enforcement.unittest.require.capture_safe: 1 -> not checked: a CPU plan has no graph capture",
+		  "  enforcement.targets.per_op_e2e_delta_pct_min: 5 -> not checked as a gate: the e2e stage measures",
+		  "  enforcement.mode: strict -> not checked", NULL}},
+		{"skills/flydsl_fp8_gemm_playbook/skill.md",
+		 {.capture_required = 1, .parity_required = 1, .e2e_stage = 1},
+		 {"  match.profile_signature.op_name_regex: gemm_a8w8_blockscale|down_proj -> not checked: a trigger",
+		  "  match.profile_signature.min_pct_gpu: 10.0 -> not checked", NULL, NULL}},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = at(cases[i].card), *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		struct card c;
+		int lines;
+
+		ck_assert_int_eq(card_load(&c, path), 0);
+		lines = card_print_field_keys(f, &c, &cases[i].facts);
+		fclose(f);
+		ck_assert_msg(lines > 0, "%s: %d", cases[i].card, lines);
+		for (int k = 0; k < 4 && cases[i].want[k]; k++)
+			ck_assert_msg(strstr(buf, cases[i].want[k]) != NULL, "case %zu lacks '%s':\n%s", i, cases[i].want[k],
+				      buf);
+		card_release(&c);
+		free(buf);
+		free(path);
+	}
+}
+END_TEST
+
 /* ---- GEAK's template: refused, one line per placeholder and per empty section -------------- */
 
 START_TEST(template_is_refused_one_line_per_placeholder)
@@ -449,6 +499,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, real_cards_lint_with_one_warning, 0, (int)(sizeof(real_cards) / sizeof(real_cards[0])));
 	tcase_add_test(tc, field_keys_are_kept_verbatim);
+	tcase_add_test(tc, field_keys_are_honored_or_listed_as_not_checked);
 	tcase_add_test(tc, template_is_refused_one_line_per_placeholder);
 	tcase_add_test(tc, both_layouts_are_listed_and_extra_files_are_not_cards);
 	tcase_add_test(tc, card_id_comes_from_either_layout);
