@@ -1300,7 +1300,8 @@ int card_parse(struct card *c, const char *path, const char *text, size_t len)
 		const struct ynode *vb = map_find(d.root, "validation", NULL);
 		const struct ynode *st = vb && vb->kind == YN_MAP ? map_find(vb, "status", NULL) : NULL;
 
-		d.claim = st && st->kind == YN_SCALAR && (!strcmp(st->value, "validated") || !strcmp(st->value, "failed"));
+		d.claim = st && st->kind == YN_SCALAR &&
+			  (!strcmp(st->value, "validated") || !strcmp(st->value, "failed"));
 	}
 	err = schema_map(&d, &tmp, d.root, "");
 	if (!err)
@@ -1740,13 +1741,14 @@ static int lint_placeholders(const struct card *c)
 			for (int k = 0; k < l->count; k++)
 				if (strstr(l->items[k], CARD_PLACEHOLDER))
 					n += lint_at(c, fields[i].path,
-						     "'%s' is the template's placeholder: fill in the value", l->items[k]);
+						     "'%s' is the template's placeholder: fill in the value",
+						     l->items[k]);
 		} else if (fields[i].type == F_STR || fields[i].type == F_ENUM || fields[i].type == F_DATE) {
 			const char *s = *(char *const *)((const char *)c + fields[i].off);
 
 			if (s && strstr(s, CARD_PLACEHOLDER))
-				n += lint_at(c, fields[i].path,
-					     "'%s' is the template's placeholder: fill in the value", s);
+				n += lint_at(c, fields[i].path, "'%s' is the template's placeholder: fill in the value",
+					     s);
 		}
 	}
 	return n;

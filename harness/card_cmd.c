@@ -35,10 +35,9 @@ static const char *field_key_fate(const char *path, const char *value, const str
 {
 	if (!strcmp(path, "enforcement.unittest.require.capture_safe"))
 		return strcmp(value, "1") && strcmp(value, "true") ? "not checked: it does not require capture safety" :
-		       facts->capture_required ?
-								    "honored: every implementation must pass the plan's capture gate" :
-								    "not checked: a CPU plan has no graph capture (the GPU plans' "
-								    "capture gate is required)";
+		       facts->capture_required ? "honored: every implementation must pass the plan's capture gate" :
+						 "not checked: a CPU plan has no graph capture (the GPU plans' "
+						 "capture gate is required)";
 	if (!strcmp(path, "enforcement.unittest.require.correctness"))
 		return facts->parity_required ? "honored: parity against the oracle gates every task of the plan" :
 						"not checked: the card's expects.parity is advisory";
@@ -99,7 +98,9 @@ static int field_walk(FILE *f, yaml_document_t *doc, yaml_node_t *n, char *path,
 
 int card_print_field_keys(FILE *f, const struct card *c, const struct card_plan_facts *facts)
 {
-	static const char *const roots[][2] = {{"enforcement", NULL}, {"match", "profile_signature"}, {"runtime", NULL}};
+	static const char *const roots[][2] = {{"enforcement", NULL},
+					       {"match", "profile_signature"},
+					       {"runtime", NULL}};
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	yaml_node_t *root;
@@ -120,7 +121,8 @@ int card_print_field_keys(FILE *f, const struct card *c, const struct card_plan_
 		for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
 			yaml_node_t *k = yaml_document_get_node(&doc, p->key);
 
-			if (k && k->type == YAML_SCALAR_NODE && !strcmp((const char *)k->data.scalar.value, roots[r][0]))
+			if (k && k->type == YAML_SCALAR_NODE &&
+			    !strcmp((const char *)k->data.scalar.value, roots[r][0]))
 				n = yaml_document_get_node(&doc, p->value);
 		}
 		if (n && roots[r][1]) {
@@ -138,7 +140,8 @@ int card_print_field_keys(FILE *f, const struct card *c, const struct card_plan_
 		}
 		if (!n || (n->type == YAML_SCALAR_NODE && !n->data.scalar.length))
 			continue;
-		snprintf(path, sizeof(path), "%s%s%s", roots[r][0], roots[r][1] ? "." : "", roots[r][1] ? roots[r][1] : "");
+		snprintf(path, sizeof(path), "%s%s%s", roots[r][0], roots[r][1] ? "." : "",
+			 roots[r][1] ? roots[r][1] : "");
 		if (!lines)
 			fprintf(f, "the field's keys (kept byte for byte in the card):\n");
 		lines += field_walk(f, &doc, n, path, sizeof(path), facts);

@@ -271,7 +271,8 @@ static int parse(struct cli_args *a, int argc, char **argv)
 		if (options[k].kind == OPT_REFUSED)
 			return vs_error(VS_EUSAGE,
 					"%s: numbers come from a measured eval dir, never from the command line: "
-					"validate_skill SKILL_ID --record --artifact EVAL_DIR (EVAL_DIR written by --run)",
+					"validate_skill SKILL_ID --record --artifact EVAL_DIR (EVAL_DIR written by "
+					"--run)",
 					options[k].name);
 		if (options[k].kind == OPT_FLAG) {
 			if (eq)
@@ -307,7 +308,8 @@ static int parse(struct cli_args *a, int argc, char **argv)
 
 			if ((*val == '\0' || *end != '\0') && !strcmp(options[k].name, "--gpu"))
 				return vs_error(VS_EUSAGE,
-						"--gpu takes a GPU ordinal, got '%s' (GEAK's --gpu NAME types the device: "
+						"--gpu takes a GPU ordinal, got '%s' (GEAK's --gpu NAME types the "
+						"device: "
 						"it comes from a measured eval dir, validate_skill SKILL_ID --record "
 						"--artifact EVAL_DIR)",
 						val);

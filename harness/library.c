@@ -142,11 +142,12 @@ int library_resolve(char **path, const char *skills_dir, const char *arg)
 	has_flat = fs_exists(flat);
 	has_nested = fs_exists(nested);
 	if (has_flat && has_nested)
-		err = vs_error(VS_ESCHEMA, "'%s' and '%s' both hold card '%s': keep one layout per skill", flat,
-			       nested, arg);
+		err = vs_error(VS_ESCHEMA, "'%s' and '%s' both hold card '%s': keep one layout per skill", flat, nested,
+			       arg);
 	else if (!has_flat && !has_nested)
-		err = vs_error(VS_ENOTFOUND, "no card '%s': neither '%s' nor '%s' exists (run at the library root, "
-					     "or give --skills-dir)",
+		err = vs_error(VS_ENOTFOUND,
+			       "no card '%s': neither '%s' nor '%s' exists (run at the library root, "
+			       "or give --skills-dir)",
 			       arg, nested, flat);
 	else {
 		*path = has_flat ? flat : nested;
@@ -253,10 +254,9 @@ static void sb_indent(struct sbuf *s, int n)
  */
 static int plain_string_ok(const char *s)
 {
-	static const char *const words[] = {"y",     "Y",     "yes", "Yes", "YES", "n",     "N",     "no",
-					    "No",    "NO",    "true", "True", "TRUE", "false", "False", "FALSE",
-					    "on",    "On",    "ON",  "off", "Off",  "OFF",   "null",  "Null",
-					    "NULL",  "~",     NULL};
+	static const char *const words[] = {"y",  "Y",    "yes",  "Yes",  "YES",   "n",     "N",     "no", "No",
+					    "NO", "true", "True", "TRUE", "false", "False", "FALSE", "on", "On",
+					    "ON", "off",  "Off",  "OFF",  "null",  "Null",  "NULL",  "~",  NULL};
 	size_t n = strlen(s);
 
 	if (!n || strchr("-?:,[]{}#&*!|>'\"%@` \t", s[0]) || s[n - 1] == ' ' || s[n - 1] == ':')

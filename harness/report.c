@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct row {
 	char *path;
@@ -755,6 +756,105 @@ static int days_since(const char *date)
 	return (int)((b - a) / 86400);
 }
 
+/* The interpreter's versions of python and of the named modules, as a JSON object (owned), or NULL. */
+static cJSON *versions_now(const char *exe, const cJSON *names)
+{
+	/* as the bridge reads them (kernels/python/mla_decode.py versions()): __version__ after import */
+	static const char probe[] = "import contextlib,importlib,json,platform,sys\n"
+				    "v={'python':platform.python_version()}\n"
+				    "for n in sys.argv[1:]:\n"
+				    " try:\n"
+				    "  with contextlib.redirect_stdout(sys.stderr): mod=importlib.import_module(n)\n"
+				    "  v[n]=str(getattr(mod,'__version__','unknown'))\n"
+				    " except Exception: v[n]='not importable'\n"
+				    "print(json.dumps(v))\n";
+	char *cmd = NULL, *out = NULL, *next;
+	const cJSON *k;
+	size_t len = 0;
+	FILE *p, *m;
+	cJSON *j = NULL;
+
+	if (!exe || !*exe || strchr(exe, '\'') || access(exe, X_OK))
+		return NULL; /* the interpreter that ran is not here: nothing to compare (a checker's machine) */
+	cmd = fs_printf("'%s' -c \"$VS_VERSION_PROBE\"", exe);
+	cJSON_ArrayForEach(k, names)
+	{
+		if (!k->string || !strcmp(k->string, "python") ||
+		    strspn(k->string, "abcdefghijklmnopqrstuvwxyz"
+				      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(k->string))
+			continue;
+		next = cmd ? fs_printf("%s %s", cmd, k->string) : NULL;
+		free(cmd);
+		cmd = next;
+	}
+	if (!cmd || setenv("VS_VERSION_PROBE", probe, 1)) {
+		free(cmd);
+		return NULL;
+	}
+	next = fs_printf("%s 2>/dev/null", cmd);
+	free(cmd);
+	p = next ? popen(next, "r") : NULL;
+	free(next);
+	if (!p)
+		return NULL;
+	m = open_memstream(&out, &len);
+	if (m) {
+		char buf[4096];
+		size_t n;
+
+		while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+			fwrite(buf, 1, n, m);
+		fclose(m);
+	}
+	if (pclose(p) == 0 && out)
+		j = cJSON_Parse(out);
+	free(out);
+	unsetenv("VS_VERSION_PROBE");
+	return j;
+}
+
+/*
+ * GEAK's lifecycle: evidence measured with other versions of what the kernels ran on than those
+ * installed now is stale. For every Python implementation of a verified result.json ("python":
+ * its interpreter and the versions seen when it ran), the same interpreter is asked for python's
+ * and those modules' versions now; the first that moved is said in why ("triton 3.1.0 when
+ * measured, 3.2.0 now (baseline triton.mla_decode)"). 1 when one moved, else 0 (also when the
+ * interpreter is not here to ask).
+ */
+static int version_drift(char *why, size_t cap, const cJSON *result)
+{
+	const cJSON *t;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(result, "python"))
+	{
+		const cJSON *then = cJSON_GetObjectItem(t, "versions"), *k;
+		const char *exe = cJSON_GetStringValue(cJSON_GetObjectItem(t, "executable"));
+		cJSON *now;
+
+		if (!cJSON_IsObject(then) || !then->child)
+			continue;
+		if (!exe || !*exe)
+			exe = cJSON_GetStringValue(cJSON_GetObjectItem(t, "interpreter"));
+		if (!(now = versions_now(exe, then)))
+			continue;
+		cJSON_ArrayForEach(k, then)
+		{
+			const char *a = cJSON_GetStringValue(k);
+			const char *b = cJSON_GetStringValue(cJSON_GetObjectItem(now, k->string));
+
+			if (a && b && strcmp(a, b)) {
+				snprintf(why, cap, "%s %s when measured, %s now (%s %s): re-measure", k->string, a, b,
+					 nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "role"))),
+					 nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "impl"))));
+				cJSON_Delete(now);
+				return 1;
+			}
+		}
+		cJSON_Delete(now);
+	}
+	return 0;
+}
+
 /*
  * A card whose claim the evidence does not prove: its status shows that ("unverified", red), never
  * the claim, and nothing it claims is drawn.
@@ -814,8 +914,8 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	if (*nz_str(v->impl_baseline) || *nz_str(v->impl_candidate))
 		r->impls = fs_printf("%s -> %s", nz_str(v->impl_baseline), nz_str(v->impl_candidate));
 	if (!card_operator_planned(&c))
-		r->not_planned = fs_printf("not planned here (operator '%s'; this tool plans %s)", c.match.operator_name,
-					   card_planned_operators());
+		r->not_planned = fs_printf("not planned here (operator '%s'; this tool plans %s)",
+					   c.match.operator_name, card_planned_operators());
 	if (v->typed) {
 		/* read, never trusted: its own status, never verified, nothing it claims drawn */
 		free(r->status);
@@ -875,6 +975,14 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				r->status = strdup("stale");
 				r->stale_why = fs_printf("evidence is %d days old (limit %d)", days_since(e.date),
 							 o->max_age_days);
+			} else if (!bad) {
+				char moved[256];
+
+				if (version_drift(moved, sizeof(moved), e.result)) {
+					free(r->status);
+					r->status = strdup("stale");
+					r->stale_why = fs_printf("versions moved since validation: %s", moved);
+				}
 			}
 		}
 	}
@@ -1799,8 +1907,9 @@ int report_run(const struct report_options *o)
 			for (int i = 0; i < n; i++)
 				typed += rows[i].typed;
 			if (typed)
-				snprintf(of_them, sizeof(of_them), "; %d of them typed validation block%s without evidence",
-					 typed, typed == 1 ? "" : "s");
+				snprintf(of_them, sizeof(of_them),
+					 "; %d of them typed validation block%s without evidence", typed,
+					 typed == 1 ? "" : "s");
 			err = vs_error(VS_EVERIFY, "%d card%s claim%s what the evidence does not show (see above)%s",
 				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "", of_them);
 		}

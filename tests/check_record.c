@@ -42,7 +42,8 @@ static void edit_result_in(const char *dir, const char *k1, const char *k2, cJSO
 	cJSON *root = cJSON_Parse(text), *parent = k2 ? cJSON_GetObjectItem(root, k1) : root;
 
 	ck_assert_ptr_nonnull(parent);
-	cJSON_ReplaceItemInObject(parent, k2 ? k2 : k1, value);
+	if (!cJSON_ReplaceItemInObject(parent, k2 ? k2 : k1, value))
+		cJSON_AddItemToObject(parent, k2 ? k2 : k1, value); /* a key the run did not write */
 	out = cJSON_Print(root);
 	tu_write(path, out, strlen(out));
 	cJSON_free(out);
@@ -537,6 +538,54 @@ START_TEST(typed_block_is_read_never_trusted_and_replaced_by_record)
 }
 END_TEST
 
+/*
+ * GEAK's lifecycle (issue 38): evidence measured with other versions of what the kernels ran on is
+ * stale, and the report says which version moved. A result.json "python" entry as a Python
+ * implementation's run writes it (its module file bound by sha256, its interpreter, the versions
+ * seen), with a python version this interpreter does not have.
+ */
+START_TEST(report_marks_evidence_of_other_versions_stale)
+{
+	char *module = tu_source("kernels/python/numpy_mla.py"), hex[65], *text, *exe = NULL;
+	FILE *w = popen("command -v python3", "r");
+	char line[4096] = "";
+	cJSON *arr, *entry, *versions;
+	int status;
+
+	if (w && fgets(line, sizeof(line), w))
+		line[strcspn(line, "\n")] = '\0';
+	if (w)
+		pclose(w);
+	if (!*line) {
+		free(module);
+		return; /* no python3 here to ask */
+	}
+	exe = line;
+	mark_clean();
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(fs_sha256_file(hex, module), 0);
+	arr = cJSON_CreateArray();
+	entry = cJSON_CreateObject();
+	versions = cJSON_CreateObject();
+	cJSON_AddStringToObject(entry, "role", "baseline");
+	cJSON_AddStringToObject(entry, "impl", "numpy.mla_decode");
+	cJSON_AddStringToObject(entry, "path", module);
+	cJSON_AddStringToObject(entry, "sha256", hex);
+	cJSON_AddStringToObject(entry, "executable", exe);
+	cJSON_AddStringToObject(versions, "python", "0.0.1");
+	cJSON_AddItemToObject(entry, "versions", versions);
+	cJSON_AddItemToArray(arr, entry);
+	edit_result("python", NULL, arr);
+	text = report_text(&status, "json");
+	ck_assert_msg(status == 0, "report: %d\n%s", status, text);
+	ck_assert_msg(strstr(text, "\"status\":\t\"stale\"") &&
+			      strstr(text, "versions moved since validation: python 0.0.1 when measured, "),
+		      "%s", text);
+	free(text);
+	free(module);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("record");
@@ -556,6 +605,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
 	tcase_add_test(tc, typed_block_is_read_never_trusted_and_replaced_by_record);
+	tcase_add_test(tc, report_marks_evidence_of_other_versions_stale);
 	tcase_add_loop_test(tc, report_shows_the_run_and_counts_flags, 0,
 			    (int)(sizeof(report_cases) / sizeof(report_cases[0])));
 	suite_add_tcase(s, tc);
