@@ -202,6 +202,60 @@ START_TEST(field_keys_are_honored_or_listed_as_not_checked)
 }
 END_TEST
 
+/*
+ * What --record writes into GEAK's typed blocks (card_set_validation(), the edit --record makes
+ * after verifying an eval dir): the measured block in place of the typed one, in the card's own
+ * styles (block mapping, flow mapping, a comment after a value), every byte outside `validation`
+ * unchanged, and the result no longer typed.
+ */
+START_TEST(record_edit_replaces_a_typed_block_in_place)
+{
+	struct card_validation v;
+
+	memset(&v, 0, sizeof(v));
+	v.status = "validated";
+	v.last_verified = "2026-12-05";
+	v.gpu = "AMD Instinct MI300X";
+	v.gen = "gfx942";
+	v.model = "Kimi-K2.6-int4-W4A16";
+	v.has_isolated = 1;
+	v.measured_isolated = 3.512;
+	v.measured_parity = "pass";
+	v.artifact = "results/x/20261205T000000Z-gfx942";
+	v.impl_baseline = "triton.moe";
+	v.impl_candidate = "flydsl.moe";
+	for (size_t i = 0; i < sizeof(real_cards) / sizeof(real_cards[0]); i++) {
+		char *path = at(real_cards[i].card), *out = NULL, *fm_after;
+		size_t len = 0;
+		struct card c, after;
+		const char *vb, *ve;
+
+		ck_assert_int_eq(card_load(&c, path), 0);
+		ck_assert_msg(card_set_validation(&out, &len, &c, &v) == 0, "%s: %s", real_cards[i].card,
+			      vs_last_error());
+		ck_assert_int_eq(card_parse(&after, path, out, len), 0);
+		ck_assert_msg(!after.validation.typed, "%s: still typed: %s", real_cards[i].card,
+			      after.validation.typed_why);
+		ck_assert_double_eq(after.validation.measured_isolated, 3.512);
+		ck_assert_str_eq(after.validation.gen, "gfx942");
+		/* the text before `validation:` is the card's own, byte for byte */
+		vb = strstr(c.text, "\nvalidation:");
+		ck_assert_ptr_nonnull(vb);
+		ck_assert_msg(!strncmp(out, c.text, (size_t)(vb - c.text)), "%s: text before validation changed",
+			      real_cards[i].card);
+		/* and the text from `role:` on */
+		ve = strstr(vb, "\nrole: advisory_prior");
+		fm_after = strstr(out, "\nrole: advisory_prior");
+		ck_assert_msg(ve && fm_after && !strcmp(ve, fm_after), "%s: text after validation changed",
+			      real_cards[i].card);
+		card_release(&after);
+		card_release(&c);
+		free(out);
+		free(path);
+	}
+}
+END_TEST
+
 /* ---- GEAK's template: refused, one line per placeholder and per empty section -------------- */
 
 START_TEST(template_is_refused_one_line_per_placeholder)
@@ -499,6 +553,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, real_cards_lint_with_one_warning, 0, (int)(sizeof(real_cards) / sizeof(real_cards[0])));
 	tcase_add_test(tc, field_keys_are_kept_verbatim);
+	tcase_add_test(tc, record_edit_replaces_a_typed_block_in_place);
 	tcase_add_test(tc, field_keys_are_honored_or_listed_as_not_checked);
 	tcase_add_test(tc, template_is_refused_one_line_per_placeholder);
 	tcase_add_test(tc, both_layouts_are_listed_and_extra_files_are_not_cards);
