@@ -586,6 +586,39 @@ START_TEST(report_marks_evidence_of_other_versions_stale)
 }
 END_TEST
 
+/*
+ * GEAK's command line at a library root (issue 38): `SKILL_ID --record --artifact EVAL_DIR` records
+ * the card found by its id and rewrites the root's index.yaml, whose status follows the evidence.
+ */
+START_TEST(record_by_id_at_a_library_root_keeps_the_index_current)
+{
+	char *index = fs_join(tmp, "index.yaml"), *args, *out = NULL, *err = NULL, *text, *want;
+	struct card c;
+	int status;
+
+	mark_clean();
+	tu_write(index, "", 0); /* a GEAK root: its index is kept current */
+	args = fs_printf("mla_decode_cpu_splitkv --record --artifact '%s'", eval_dir);
+	status = tu_run_tool(tmp, args, &out, &err);
+	ck_assert_msg(status == 0, "exit %d\n%s\n%s", status, out, err);
+	ck_assert_msg(strstr(out, "index.yaml: 1 card indexed"), "%s", out);
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	text = tu_read(index, NULL);
+	want = fs_printf("- id: mla_decode_cpu_splitkv\n  file: skills/mla_decode_cpu_splitkv.md\n  scope: kernel\n");
+	ck_assert_msg(strstr(text, want), "%s", text);
+	free(want);
+	want = fs_printf("  validation_status: %s\n", c.validation.status);
+	ck_assert_msg(strstr(text, want), "want '%s' in:\n%s", want, text);
+	free(want);
+	free(text);
+	card_release(&c);
+	free(out);
+	free(err);
+	free(args);
+	free(index);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("record");
@@ -606,6 +639,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, report_marks_claims_without_evidence);
 	tcase_add_test(tc, typed_block_is_read_never_trusted_and_replaced_by_record);
 	tcase_add_test(tc, report_marks_evidence_of_other_versions_stale);
+	tcase_add_test(tc, record_by_id_at_a_library_root_keeps_the_index_current);
 	tcase_add_loop_test(tc, report_shows_the_run_and_counts_flags, 0,
 			    (int)(sizeof(report_cases) / sizeof(report_cases[0])));
 	suite_add_tcase(s, tc);
