@@ -1105,7 +1105,9 @@ static int schema_map(const struct doc *d, struct card *c, const struct ynode *m
 		if (err)
 			break;
 		f = field_find(key);
-		if (!f)
+		if (f && !strcmp(key, "match.from_backend") && v->kind == YN_SEQ)
+			err = schema_list(d, &c->match.from_backends, v, key); /* GEAK's list of sources */
+		else if (!f)
 			err = unknown_add(c, d, key, v);
 		else if (f->type != F_MAP)
 			err = schema_value(d, c, f, v, key);
@@ -1265,6 +1267,7 @@ void card_release(struct card *c)
 	}
 	free(c->unknown);
 	free(c->validation.typed_why);
+	list_release(&c->match.from_backends);
 	for (int i = 0; i < c->loc_count; i++)
 		free(c->locs[i].key);
 	free(c->locs);
@@ -1825,6 +1828,11 @@ int card_lint(const struct card *c)
 			     nz(c->id), stem);
 	free(stem);
 	n += lint_placeholders(c);
+	if (c->match.from_backends.count && card_operator_planned(c))
+		n += lint_at(c, "match.from_backend",
+			     "a list of %d backends selects several sources in GEAK's workflows; an A/B here "
+			     "measures one baseline: name one",
+			     c->match.from_backends.count);
 	n += lint_enum(c, "scope", nz(c->scope), scope_values, 0);
 	n += lint_enum(c, "expects.parity", nz(c->expects.parity), parity_values, 1);
 	n += lint_enum(c, "validation.status", nz(c->validation.status), status_values, 0);

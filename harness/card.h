@@ -76,6 +76,12 @@ struct card {
 		char *operator_name;
 		struct card_list arch_class, gens, dtypes, regimes;
 		char *from_backend, *to_backend;
+		/*
+		 * match.from_backend written as a list (GEAK's selector of several sources, e.g.
+		 * [triton, gluon]): the names here and from_backend "". Lint refuses it on a card whose
+		 * operator is planned (an A/B has one baseline).
+		 */
+		struct card_list from_backends;
 	} match;
 	struct {
 		int has_isolated_speedup_min;

@@ -241,6 +241,7 @@ static const char *const passing[] = {
 	"cards/ok_null_values.md", "cards/ok_parity_default.md", "cards/lint_comment_section_ok.md",
 	"cards/missing_validation.md",
 	"cards/lint_unknown_operator.md", /* any operator lints (issue 38); --emit-plan refuses it */
+	"cards/ok_from_backend_list.md",  /* GEAK's list of sources, on an operator not planned here */
 };
 
 START_TEST(test_passing_fixture)
@@ -550,6 +551,10 @@ static const struct lint_case lint_cases[] = {
 	 * A validated block without artifact and gen is typed (issue 38): one warning naming what it
 	 * lacks, and an error only where it contradicts itself.
 	 */
+	/* a list of sources on a planned operator: an A/B has one baseline (issue 38) */
+	{"lint_from_backend_list.md", 1,
+	 {":11:17: match.from_backend: a list of 2 backends selects several sources in GEAK's workflows; an "
+	  "A/B here measures one baseline: name one"}},
 	{"lint_validated_incomplete.md", 2,
 	 {":19:11: validation: a typed block (no artifact; no gen): read, never trusted",
 	  ":23:49: validation.measured.parity: status 'validated' beside measured parity 'fail'"}},
