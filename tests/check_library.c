@@ -523,6 +523,13 @@ END_TEST
 START_TEST(report_lists_a_geak_root_in_full)
 {
 	static const char *const formats[] = {"text", "markdown", "json", "html"};
+	/* the operator not planned here, as each format says it */
+	static const char *const not_planned[] = {
+		"flydsl_fp8_gemm_playbook: not planned here (operator 'dense_gemm'",
+		"; not planned here (operator 'fused_moe_grouped_gemm'",
+		"\"planned\":\tfalse,\n\t\t\"not_planned\":\t\"not planned here (operator 'dense_gemm'",
+		"<small>not planned here (operator &#39;fused_moe_grouped_gemm&#39;",
+	};
 	static const char *const ids[] = {"flash_mla_tilelang_to_triton", "flydsl_fp8_gemm_playbook",
 					  "flydsl_rewrite_quantized_moe"};
 
@@ -537,6 +544,8 @@ START_TEST(report_lists_a_geak_root_in_full)
 		for (s = out; (s = strstr(s, "validated (typed, no evidence)")); s++)
 			typed++;
 		ck_assert_msg(typed >= 3, "%s report shows %d typed:\n%s", formats[f], typed, out);
+		ck_assert_msg(strstr(out, not_planned[f]) != NULL, "%s report lacks '%s':\n%s", formats[f], not_planned[f],
+			      out);
 		ck_assert_msg(!strstr(out, "docs/optimize.md\",\n\t\t\"verified") && !strstr(out, "lib.py"), "%s", out);
 		free(out);
 		free(args);
