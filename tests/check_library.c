@@ -410,6 +410,38 @@ START_TEST(index_matches_geaks_own_and_is_byte_stable)
 }
 END_TEST
 
+/* A card that does not load leaves index.yaml as it was: the index is complete or not written. */
+START_TEST(index_is_not_written_past_a_card_that_does_not_load)
+{
+	char *index = at("index.yaml"), *broken = at("skills/broken/skill.md"), *out = NULL, *err = NULL;
+	int status;
+
+	{
+		char *dir = at("skills/broken");
+
+		fs_mkdir_p(dir);
+		free(dir);
+	}
+	tu_write(index, "old\n", 4);
+	tu_write(broken, "no front matter\n", 16);
+	status = tu_run_tool(tmp, "--reindex", &out, &err);
+	ck_assert_int_eq(status, 3);
+	ck_assert_msg(strstr(err, "skills/broken/skill.md:1:1:") && strstr(err, "index.yaml: not written: 1 card"),
+		      "%s", err);
+	ck_assert_int_eq(tu_count_lines(err), 2);
+	{
+		char *now = tu_read(index, NULL);
+
+		ck_assert_str_eq(now, "old\n");
+		free(now);
+	}
+	free(out);
+	free(err);
+	free(broken);
+	free(index);
+}
+END_TEST
+
 /* Every node of a YAML mapping n with the keys wanted, in that order (GEAK's schema). */
 static void check_keys(yaml_document_t *doc, yaml_node_t *n, const char *const *keys, int nkeys, int optional_last)
 {
@@ -569,6 +601,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, card_id_comes_from_either_layout);
 	tcase_add_test(tc, index_matches_geaks_own_and_is_byte_stable);
 	tcase_add_test(tc, index_reads_back_in_geaks_schema);
+	tcase_add_test(tc, index_is_not_written_past_a_card_that_does_not_load);
 	tcase_add_loop_test(tc, geak_command_line_at_a_library_root, 0, (int)(sizeof(cli_cases) / sizeof(cli_cases[0])));
 	tcase_add_test(tc, report_lists_a_geak_root_in_full);
 	suite_add_tcase(s, tc);
