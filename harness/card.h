@@ -48,7 +48,7 @@ struct card_validation {
 	 * "+67.4", a parity such as "pass (greedy)", no artifact, no gen). Read, never trusted: the
 	 * values that do not fit the schema are left unset and named in typed_why ("measured.isolated
 	 * is '2.432x (down-proj h1)'; no artifact; no gen"; owned by the card, NULL when not typed).
-	 * docs/DESIGN.md "Typed validation blocks".
+	 * docs/DESIGN.md "Skill libraries".
 	 */
 	int typed;
 	char *typed_why;
