@@ -815,6 +815,8 @@ static const struct field fields[] = {
 	{"validation.measured.isolated", F_NUM, OFF(validation.measured_isolated), OFF(validation.has_isolated), NULL},
 	{"validation.measured.e2e_pct", F_NUM, OFF(validation.measured_e2e_pct), OFF(validation.has_e2e_pct), NULL},
 	{"validation.measured.parity", F_ENUM, OFF(validation.measured_parity), 0, measured_parity_values},
+	{"validation.measured.spread", F_STR, OFF(validation.spread), 0, NULL},
+	{"validation.recorded_over", F_STR, OFF(validation.recorded_over), 0, NULL},
 	{"validation.implementations", F_MAP, 0, 0, NULL},
 	{"validation.implementations.baseline", F_STR, OFF(validation.impl_baseline), 0, NULL},
 	{"validation.implementations.candidate", F_STR, OFF(validation.impl_candidate), 0, NULL},
@@ -1156,10 +1158,17 @@ static void locate_near(const struct card *c, const char *key, int *line, int *c
  * Where and how to report the missing key: at the mapping that should hold it (its parent, else
  * the front matter's first line), with a hint naming that mapping and its line.
  */
+static void missing_near(const struct card *c, const char *key, char *hint, size_t size, int *line, int *col);
+static const char *near_miss_of(const struct card *c, const char *kp, int *mapped);
+
 static void missing_at(const struct card *c, const char *key, int *line, int *col, char *hint, size_t size)
 {
 	const char *dot = strchr(key, '.');
 	int last;
+
+	missing_near(c, key, hint, size, line, col);
+	if (*hint)
+		return;
 
 	if (dot) {
 		char parent[CARD_PATH_MAX];
@@ -1179,6 +1188,34 @@ static void missing_at(const struct card *c, const char *key, int *line, int *co
 			 (int)(dot - key), key, dot + 1, *line, last - 1);
 	else
 		snprintf(hint, size, " (add '%s:' to the front matter, lines %d-%d)", key, *line, last - 1);
+}
+
+/*
+ * The hint for a missing key (or a missing mapping above it) that the card holds misspelled:
+ * " ('expect', here, looks like a misspelling of 'expects')", with its place (its value's, as
+ * card_locate() gives) in *at_line and *at_col; "" when there is none.
+ */
+static void missing_near(const struct card *c, const char *key, char *hint, size_t size, int *at_line, int *at_col)
+{
+	char prefix[CARD_PATH_MAX];
+
+	hint[0] = '\0';
+	for (const char *end = strchr(key, '.');; end = strchr(end + 1, '.')) {
+		size_t n = end ? (size_t)(end - key) : strlen(key);
+		const char *near;
+		int line = 1, col = 1;
+
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)n, key);
+		if (card_locate(c, prefix, &line, &col) && (near = near_miss_of(c, prefix, NULL))) {
+			card_locate(c, near, &line, &col);
+			snprintf(hint, size, " ('%s', here, looks like a misspelling of '%s')", near, prefix);
+			*at_line = line;
+			*at_col = col;
+			return;
+		}
+		if (!end)
+			return;
+	}
 }
 
 /* Missing or empty required keys, in schema order. */
@@ -1661,38 +1698,78 @@ static int edit_distance_le1(const char *a, const char *b)
 }
 
 /*
- * Warn (not an error: unknown keys are kept) about an unknown key that is one edit, a case change
- * or look-alike letters away from a known key of the same mapping: isolated_speedup_mіn with a
- * Cyrillic і beside the real key would otherwise be silently ignored.
+ * The unknown key of c that is a near miss of the known key path kp: in the same mapping, and one
+ * edit, a case change or look-alike letters away (*mapped says which kind); NULL when none is.
  */
-static void lint_near_known(const struct card *c)
+static const char *near_miss_of(const struct card *c, const char *kp, int *mapped)
 {
+	const char *kl = strrchr(kp, '.');
+	size_t klen = kl ? (size_t)(kl - kp) : 0;
+	char fk[CARD_PATH_MAX];
+
+	kl = kl ? kl + 1 : kp;
+	key_fold(kl, fk, sizeof(fk));
 	for (int u = 0; u < c->unknown_count; u++) {
 		const char *path = c->unknown[u].path, *leaf = strrchr(path, '.');
 		size_t plen = leaf ? (size_t)(leaf - path) : 0;
-		char fu[CARD_PATH_MAX], fk[CARD_PATH_MAX];
-		int mapped, line = 1, col = 1;
+		char fu[CARD_PATH_MAX];
+		int m;
 
 		leaf = leaf ? leaf + 1 : path;
-		mapped = key_fold(leaf, fu, sizeof(fu));
-		for (size_t i = 0; i < NFIELDS; i++) {
-			const char *kp = fields[i].path, *kl = strrchr(kp, '.');
-			size_t klen = kl ? (size_t)(kl - kp) : 0;
-
-			kl = kl ? kl + 1 : kp;
-			if (klen != plen || strncmp(kp, path, plen))
-				continue;
-			key_fold(kl, fk, sizeof(fk));
-			if (strcmp(fu, fk) && (mapped || !edit_distance_le1(fu, fk)))
-				continue;
-			card_locate(c, path, &line, &col);
-			vs_warn("%s:%d:%d: %s: unknown key close to the known key '%s' (%s); it is "
-				"kept as an unknown key and '%s' is not set by it",
-				c->path, line, col, path, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?",
-				kp);
-			break;
+		if (klen != plen || strncmp(kp, path, plen))
+			continue;
+		m = key_fold(leaf, fu, sizeof(fu));
+		if (!strcmp(fu, fk) || (!m && edit_distance_le1(fu, fk))) {
+			if (mapped)
+				*mapped = m;
+			return path;
 		}
 	}
+	return NULL;
+}
+
+/* The keys that decide what is measured and how it is judged: a near miss of one is an error. */
+static const char *const verdict_keys[] = {
+	"match",
+	"match.from_backend",
+	"match.to_backend",
+	"expects",
+	"expects.isolated_speedup_min",
+	"expects.parity",
+	"expects.e2e_delta_min_pct",
+	NULL,
+};
+
+/*
+ * An unknown key that is one edit, a case change or look-alike letters away from a known key of
+ * the same mapping (isolated_speedup_mіn with a Cyrillic і beside the real key would otherwise be
+ * silently ignored): kept as an unknown key, with a warning; an error when the known key decides
+ * what is measured or how it is judged (verdict_keys: a misspelled to_backend or gate must not
+ * leave the card recording a verdict it never asked for). Returns the number of errors.
+ */
+static int lint_near_known(const struct card *c)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const char *kp = fields[i].path, *near;
+		int mapped = 0, line = 1, col = 1, decisive = enum_has(verdict_keys, kp);
+
+		if (!(near = near_miss_of(c, kp, &mapped)))
+			continue;
+		card_locate(c, near, &line, &col);
+		if (decisive)
+			n += !!card_msg(VS_ESCHEMA, c->path, line, col, near,
+					"unknown key close to the known key '%s' (%s), which decides what is measured "
+					"or how it is judged: a near miss of it is an error",
+					kp, mapped ? "a look-alike non-Latin letter?" : "a typo?");
+		else
+			vs_warn("%s:%d:%d: %s: unknown key close to the known key '%s' (%s); it is "
+				"kept as an unknown key and '%s' is not set by it",
+				c->path, line, col, near, kp, mapped ? "a look-alike non-Latin letter?" : "a typo?",
+				kp);
+	}
+	return n;
 }
 
 /*
@@ -1815,7 +1892,7 @@ int card_lint(const struct card *c)
 	char *stem = card_id_of_path(c->path);
 
 	VS_CHECK_ALLOC(stem);
-	lint_near_known(c);
+	n += lint_near_known(c);
 	if (strcmp(nz(c->id), stem) && !strstr(nz(c->id), CARD_PLACEHOLDER) && !strstr(c->path, "/skill.md"))
 		n += lint_at(c, "id",
 			     "'%s' does not match the file name '%s.md' "
@@ -2300,8 +2377,9 @@ static int edit_append(const struct doc *d, const struct rval *rv, int n, struct
 static int check_validation_values(const struct card *c, const struct card_validation *v)
 {
 	char buf[256];
-	const char *strs[] = {v->status,          v->last_verified, v->gpu,           v->gen,           v->model,
-			      v->measured_parity, v->artifact,      v->impl_baseline, v->impl_candidate};
+	const char *strs[] = {v->status,         v->last_verified,   v->gpu,          v->gen,
+			      v->model,          v->measured_parity, v->artifact,     v->impl_baseline,
+			      v->impl_candidate, v->spread,          v->recorded_over};
 
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strs[i] && !utf8_valid(strs[i], strlen(strs[i])))
@@ -2352,7 +2430,8 @@ static int check_edited_card(const struct card *c, const char *hash, const char 
 	     same_str(w->last_verified, v->last_verified) && same_str(w->gpu, v->gpu) && same_str(w->gen, v->gen) &&
 	     same_str(w->model, v->model) && same_str(w->measured_parity, v->measured_parity) &&
 	     same_str(w->artifact, v->artifact) && same_str(w->impl_baseline, v->impl_baseline) &&
-	     same_str(w->impl_candidate, v->impl_candidate) && w->has_isolated == !!v->has_isolated &&
+	     same_str(w->impl_candidate, v->impl_candidate) && same_str(w->spread, v->spread) &&
+	     same_str(w->recorded_over, v->recorded_over) && w->has_isolated == !!v->has_isolated &&
 	     (!v->has_isolated || w->measured_isolated == v->measured_isolated) && w->has_e2e_pct == !!v->has_e2e_pct &&
 	     (!v->has_e2e_pct || w->measured_e2e_pct == v->measured_e2e_pct);
 	vs_error_set_quiet(quiet);
@@ -2375,16 +2454,20 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	char hash[FS_SHA256_HEX];
 	size_t at = 0;
 	int err;
+	/* measured.spread (last of its map) and recorded_over only when set, as the implementations */
 	const struct rval meas[] = {
 		{"isolated", R_NUM, "", v->has_isolated, v->measured_isolated, NULL, 0},
 		{"e2e_pct", R_NUM, "", v->has_e2e_pct, v->measured_e2e_pct, NULL, 0},
 		{"parity", R_STR, nz(v->measured_parity), 0, 0, NULL, 0},
+		{"spread", R_STR, nz(v->spread), 0, 0, NULL, 0},
 	};
 	const struct rval impls[] = {
 		{"baseline", R_STR, nz(v->impl_baseline), 0, 0, NULL, 0},
 		{"candidate", R_STR, nz(v->impl_candidate), 0, 0, NULL, 0},
 	};
-	const struct rval rv[] = {
+	const int has_impls = *nz(v->impl_baseline) || *nz(v->impl_candidate);
+	const struct rval over = {"recorded_over", R_STR, nz(v->recorded_over), 0, 0, NULL, 0};
+	struct rval rv[9] = {
 		{"status", R_STR, nz(v->status), 0, 0, NULL, 0},
 		{"last_verified", R_DATE, nz(v->last_verified), 0, 0, NULL, 0},
 		{"gpu", R_STR, nz(v->gpu), 0, 0, NULL, 0},
@@ -2392,14 +2475,31 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 		{"model", R_STR, nz(v->model), 0, 0, NULL, 0},
 		{"measured", R_MAP, "", 0, 0, meas, (int)(sizeof(meas) / sizeof(meas[0]))},
 		{"artifact", R_STR, nz(v->artifact), 0, 0, NULL, 0},
-		{"implementations", R_MAP, "", 0, 0, impls, (int)(sizeof(impls) / sizeof(impls[0]))},
 	};
-	/* implementations (last) only when there are names to record */
-	const int nrv = (int)(sizeof(rv) / sizeof(rv[0])) - (!*nz(v->impl_baseline) && !*nz(v->impl_candidate));
+	int nrv = 7, had_spread = 0, had_over = 0;
 
 	err = doc_open(&d, c->path, c->text, c->text_len);
 	if (err)
 		goto done;
+	vn = map_find(d.root, "validation", NULL);
+	if (vn && vn->kind == YN_MAP) {
+		const struct ynode *mn = map_find(vn, "measured", NULL);
+
+		had_spread = mn && mn->kind == YN_MAP && map_find(mn, "spread", NULL);
+		had_over = map_find(vn, "recorded_over", NULL) != NULL;
+	}
+	/* a spread or recorded_over the card holds is cleared ("") when this record has none */
+	rv[5].nsub -= !*nz(v->spread) && !had_spread;
+	if (has_impls)
+		rv[nrv++] = (struct rval){"implementations",
+					  R_MAP,
+					  "",
+					  0,
+					  0,
+					  impls,
+					  (int)(sizeof(impls) / sizeof(impls[0]))};
+	if (*nz(v->recorded_over) || had_over)
+		rv[nrv++] = over;
 	err = check_validation_values(c, v);
 	if (err)
 		goto done;

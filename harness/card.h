@@ -52,6 +52,15 @@ struct card_validation {
 	 */
 	int typed;
 	char *typed_why;
+	/*
+	 * validation.measured.spread: the lowest and highest isolated speedup over the card's complete
+	 * runs on the same device and implementations when --record saw several ("1.212-1.251 over 3
+	 * runs"), "" for one; validation.recorded_over: set when --record --older recorded a run over a
+	 * newer one ("20261205T...-sm_90: failed, 0.941 [0.93, 0.95]"), "" otherwise. Written only when
+	 * set.
+	 */
+	char *spread;
+	char *recorded_over;
 };
 
 /** Where a key's value starts in the file (the key itself when the value is empty), for messages. */

@@ -44,7 +44,7 @@ struct cli_args {
 	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing, *e2e_step, *configs_from, *artifact;
 	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
 	int nreferences;
-	int threads, gpu, max_age_days, part, timeout, slurm, force, e2e;
+	int threads, gpu, max_age_days, part, timeout, slurm, force, e2e, scratch, older;
 	struct vs_layout layout; /* the repository's directories: the *_dir options over the defaults */
 };
 
@@ -194,6 +194,12 @@ static const struct cli_option options[] = {
 	STR("--task", "NAME|HASH", task, M_ALL, "only tasks whose name contains this or hash starts with it"),
 	STR("--impl", "IMPL", impl, M_ALL, "parity of this implementation only (no timing)"),
 	STR("--config", "CONFIG", config, M_ALL, "only this candidate config"),
+	FLAG("--older", older, M_RECORD,
+	     "--record: record the eval dir given over a newer complete run of the same card, device and "
+	     "implementations (the card's validation.recorded_over says so)"),
+	FLAG("--scratch", scratch, M_RUN,
+	     "run a plan that differs from what its card plans (an edited plan) as a debug run: written under "
+	     "results/<id>/.debug/, never recorded"),
 	STR("--eval-dir", "DIR", eval_dir, M_ALL, "eval dir for --record"),
 	STR("--artifact", "EVAL_DIR", artifact, M_RECORD, "GEAK's name for --eval-dir"),
 	REFUSED("--isolated", "X", "GEAK's typed result: refused"),
@@ -642,6 +648,7 @@ static int run_plan(const struct cli_args *a, const char *plan_path, char **eval
 	ro.task_filter = a->task;
 	ro.impl_filter = a->impl;
 	ro.config_filter = a->config;
+	ro.scratch = a->scratch;
 	ro.run_id = a->run_id;
 	ro.gpu_ordinal = a->gpu;
 	ro.threads = a->threads ? a->threads : online_cores();
@@ -651,10 +658,9 @@ static int run_plan(const struct cli_args *a, const char *plan_path, char **eval
 		ro.gpus = gpus;
 	}
 	if (a->part >= 0) {
-		if (a->task || a->impl || a->config)
-			return usage_error("--part runs one whole plan task: it does not combine with --task, --impl "
-					   "or "
-					   "--config%s",
+		if (a->task || a->impl || a->config || a->scratch)
+			return usage_error("--part runs one whole plan task: it does not combine with --task, --impl, "
+					   "--config or --scratch%s",
 					   "");
 		ro.has_part = 1;
 		ro.part_index = a->part;
@@ -855,7 +861,7 @@ static int mode_record(const struct cli_args *a)
 		free(card);
 		return VS_ENOTFOUND;
 	}
-	err = record_card(card, dir);
+	err = record_card_run(card, dir, a->older);
 	if (!err)
 		err = keep_index_current(card);
 	if (!err)

@@ -286,6 +286,89 @@ static int run_kind(const char *dir)
 	return kind;
 }
 
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+int evaldir_runs(struct evaldir_run **out, int *n, const char *card_dir)
+{
+	char **names = NULL;
+	struct evaldir_run *runs = NULL;
+	int count = 0, nn = 0, err;
+
+	*out = NULL;
+	*n = 0;
+	if ((err = list_names(&names, &nn, card_dir, cmp_str_desc)))
+		return err;
+	runs = calloc((size_t)nn + 1, sizeof(*runs));
+	if (!runs)
+		err = vs_oom();
+	for (int i = 0; !err && i < nn; i++) {
+		char *dir = fs_join(card_dir, names[i]), *path = dir ? fs_join(dir, "result.json") : NULL, *text = NULL;
+		struct evaldir_run *r = &runs[count];
+		cJSON *root = NULL;
+		const cJSON *iso;
+		size_t len;
+
+		if (!path) {
+			free(dir);
+			err = vs_oom();
+			break;
+		}
+		if (fs_is_dir(dir) && fs_exists(path) && !fs_read_file(&text, &len, path, 64u << 20))
+			root = cJSON_ParseWithLength(text, len);
+		if (root && cJSON_IsFalse(jget(root, "partial")) && jstr(root, "verdict")) {
+			r->dir = dir;
+			dir = NULL;
+			r->name = strdup(names[i]);
+			r->verdict = dup_or_empty(jstr(root, "verdict"));
+			r->device = dup_or_empty(jstr(jget(root, "device"), "name"));
+			r->gen = dup_or_empty(jstr(jget(root, "device"), "gen"));
+			r->baseline = dup_or_empty(jstr(root, "baseline"));
+			r->candidate = dup_or_empty(jstr(root, "candidate"));
+			iso = jget(jget(root, "overall"), "isolated");
+			if (cJSON_IsObject(iso)) {
+				r->has_isolated = 1;
+				r->isolated = cJSON_GetNumberValue(jget(iso, "estimate"));
+				r->isolated_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 0));
+				r->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
+			}
+			count++;
+			if (!r->name || !r->verdict || !r->device || !r->gen || !r->baseline || !r->candidate)
+				err = vs_oom();
+		}
+		cJSON_Delete(root);
+		free(text);
+		free(path);
+		free(dir);
+	}
+	for (int i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	if (err) {
+		evaldir_runs_free(runs, count);
+		return err;
+	}
+	*out = runs;
+	*n = count;
+	return 0;
+}
+
+void evaldir_runs_free(struct evaldir_run *runs, int n)
+{
+	for (int i = 0; runs && i < n; i++) {
+		free(runs[i].dir);
+		free(runs[i].name);
+		free(runs[i].verdict);
+		free(runs[i].device);
+		free(runs[i].gen);
+		free(runs[i].baseline);
+		free(runs[i].candidate);
+	}
+	free(runs);
+}
+
 int evaldir_latest(char **out, struct evaldir_skipped *skipped, const char *results_root, const char *card_id)
 {
 	char *base = evaldir_card_dir(results_root, card_id), **names = NULL, *dir = NULL;
@@ -1345,6 +1428,9 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 		jsonfile_put_str(oom, f, "task", h->task_filter);
 		jsonfile_put_str(oom, f, "impl", h->impl_filter);
 		jsonfile_put_str(oom, f, "config", h->config_filter);
+		if (h->scratch)
+			jsonfile_put_bool(oom, f, "scratch", 1);
+		jsonfile_put_str(oom, f, "plan_differs", h->plan_differs);
 		if (h->has_part) {
 			cJSON *pt = jsonfile_put_obj(oom, w->root, "part");
 
@@ -2343,6 +2429,19 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 		err = vs_error(VS_EVERIFY, "%s: the evidence is for card '%s', not '%s'", dir, jstr(card, "id"), c->id);
 		goto done;
 	}
+	/*
+	 * A card speaks for the implementations it names: --baseline/--candidate may measure others,
+	 * never stand in for a backend the card does not name (a misspelled to_backend included).
+	 */
+	if (!c->match.from_backend || !*c->match.from_backend || !c->match.to_backend || !*c->match.to_backend) {
+		const char *key = !c->match.from_backend || !*c->match.from_backend ? "from_backend" : "to_backend";
+
+		err = vs_error(VS_EVERIFY,
+			       "%s: %s names no match.%s: a card records only what it recommends, and --baseline/"
+			       "--candidate cannot stand in for it; name the implementation in the card",
+			       dir, c->path, key);
+		goto done;
+	}
 	e->baseline = jstr(e->result, "baseline") ? jstr(e->result, "baseline") : "";
 	e->candidate = jstr(e->result, "candidate") ? jstr(e->result, "candidate") : "";
 	e->family_baseline = card_backend_is_family(c->match.from_backend);
@@ -2405,6 +2504,21 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 			       "the plan and run again",
 			       dir, p.generator, VS_GENERATOR_VERSION);
 		goto done;
+	}
+	/*
+	 * The plan that ran is the one the card plans (plan_check_card()): a hand-edited gate, a task
+	 * deleted, a loosened tolerance or a shortened protocol does not speak for the card.
+	 */
+	{
+		char diff[1024];
+
+		if ((err = plan_check_card(&p, c, 0, diff, sizeof(diff))) == VS_EVERIFY) {
+			status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY, "%s: plan.json %s: it is not what %s plans; emit the plan and run again",
+				       dir, diff, c->path);
+		}
+		if (err)
+			goto done;
 	}
 	status = EVIDENCE_OK;
 done:
@@ -2508,6 +2622,18 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 			      "%s: validation.measured.e2e_pct is %s%g but the evidence says %s%.2f", card_path,
 			      have->has_e2e_pct ? "" : "unset ", have->measured_e2e_pct,
 			      want.has_e2e_pct ? "" : "none ", want.measured_e2e_pct);
+	if (have->spread && *have->spread) {
+		double lo, hi;
+		int runs;
+
+		/* written by --record from runs other than this one: only its consistency is checkable */
+		if (sscanf(have->spread, "%lf-%lf over %d runs", &lo, &hi, &runs) != 3 || !(lo <= hi) || runs < 2 ||
+		    (want.has_isolated && (want.measured_isolated < lo - 0.0005 || want.measured_isolated > hi + 0.0005)))
+			claim_problem(&problems, why, why_cap, "validation.measured.spread does not hold the evidence",
+				      "%s: validation.measured.spread is '%s', which does not hold the evidence's %.3f "
+				      "(written by --record as 'LO-HI over N runs')",
+				      card_path, have->spread, want.measured_isolated);
+	}
 	if (!strcmp(want.status, "validated") && e->kernels_dirty)
 		claim_problem(&problems, why, why_cap, "validated from a dirty build",
 			      "%s: validated from a dirty build", card_path);

@@ -1139,6 +1139,51 @@ static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, c
 	return 0;
 }
 
+/* The dtypes a card's tasks are planned for, in its order (at most two): returns how many. */
+static int planned_dtypes(int32_t dtypes[2], const struct card *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->match.dtypes.count && n < 2; i++) {
+		int32_t d = mla_kv_dtype_parse(c->match.dtypes.items[i]);
+
+		if (d && (n == 0 || dtypes[0] != d))
+			dtypes[n++] = d;
+	}
+	return n;
+}
+
+/*
+ * The tasks of a plan: the rows of the shape grid in tier_bit (GPU rows only when gpu), once per
+ * planned dtype, in that order, with their hashes. What plan_build() plans and plan_check_card()
+ * derives again.
+ */
+static int derive_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, int tier_bit, int gpu)
+{
+	size_t cap = sizeof(shapes) / sizeof(shapes[0]) * 2;
+
+	np->tasks = calloc(cap, sizeof(*np->tasks));
+	np->task_hash = calloc(cap, sizeof(*np->task_hash));
+	VS_CHECK_ALLOC(np->tasks && np->task_hash);
+	for (int d = 0; d < ndtypes; d++) {
+		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+			const struct shape *sh = &shapes[i];
+			int err;
+
+			if (!(sh->tiers & tier_bit) || (sh->gpu_only && !gpu) ||
+			    (sh->bf16_only && dtypes[d] != MLA_KV_BF16))
+				continue;
+			err = shape_to_spec(&np->tasks[np->ntasks], sh, dtypes[d]);
+			if (!err)
+				err = task_spec_hash(&np->tasks[np->ntasks], np->task_hash[np->ntasks]);
+			if (err)
+				return err;
+			np->ntasks++;
+		}
+	}
+	return 0;
+}
+
 static const char *nz_or(const char *s)
 {
 	return s && *s ? s : "(any)";
@@ -1172,12 +1217,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (!list_has(&c->match.regimes, "decode"))
 		return vs_error(VS_EUNSUPPORTED, "%s: match.regimes has no 'decode': only MLA decode is planned",
 				c->path);
-	for (int i = 0; i < c->match.dtypes.count && ndtypes < 2; i++) {
-		int32_t d = mla_kv_dtype_parse(c->match.dtypes.items[i]);
-
-		if (d && (ndtypes == 0 || dtypes[0] != d))
-			dtypes[ndtypes++] = d;
-	}
+	ndtypes = planned_dtypes(dtypes, c);
 	if (!ndtypes)
 		return vs_error(VS_EUNSUPPORTED,
 				"%s: match.dtypes has none of the planned dtypes (bf16, "
@@ -1237,27 +1277,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		goto done;
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
 
-	np.tasks = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.tasks));
-	np.task_hash = calloc(sizeof(shapes) / sizeof(shapes[0]) * 2, sizeof(*np.task_hash));
-	if (!np.tasks || !np.task_hash) {
-		err = vs_oom();
+	if ((err = derive_tasks(&np, dtypes, ndtypes, tier_bit, gpu)))
 		goto done;
-	}
-	for (int d = 0; d < ndtypes; d++) {
-		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-			const struct shape *sh = &shapes[i];
-
-			if (!(sh->tiers & tier_bit) || (sh->gpu_only && !gpu) ||
-			    (sh->bf16_only && dtypes[d] != MLA_KV_BF16))
-				continue;
-			err = shape_to_spec(&np.tasks[np.ntasks], sh, dtypes[d]);
-			if (!err)
-				err = task_spec_hash(&np.tasks[np.ntasks], np.task_hash[np.ntasks]);
-			if (err)
-				goto done;
-			np.ntasks++;
-		}
-	}
 	if (o && o->nreferences && (err = plan_references(&np, o, gen)))
 		goto done;
 	protocol_defaults(&np.protocol, gpu, tier);
@@ -1386,9 +1407,60 @@ static void add_u64(int *oom, cJSON *j, const char *key, uint64_t v)
 	jsonfile_put_str(oom, j, key, buf);
 }
 
+/* A plan's "protocol" object. */
+static cJSON *protocol_to_json(int *oom, const struct plan_protocol *pr)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j)
+		*oom = 1;
+	jsonfile_put_num(oom, j, "warmup", pr->warmup);
+	jsonfile_put_num(oom, j, "tuning_samples", pr->tuning_samples);
+	jsonfile_put_num(oom, j, "min_pairs", pr->min_pairs);
+	jsonfile_put_num(oom, j, "max_pairs", pr->max_pairs);
+	jsonfile_put_num(oom, j, "max_seconds", pr->max_seconds);
+	jsonfile_put_num(oom, j, "rel_halfwidth", pr->rel_halfwidth);
+	jsonfile_put_num(oom, j, "bootstrap_resamples", pr->resamples);
+	add_u64(oom, j, "bootstrap_seed", pr->seed);
+	jsonfile_put_num(oom, j, "check_every", pr->check_every);
+	jsonfile_put_num(oom, j, "flush_factor", pr->flush_factor);
+	jsonfile_put_num(oom, j, "review_bound", pr->review_bound);
+	jsonfile_put_str(oom, j, "timing", pr->timing);
+	return j;
+}
+
+/* A plan's "gates" object. */
+static cJSON *gates_to_json(int *oom, const struct plan *p)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j)
+		*oom = 1;
+	jsonfile_put_str(oom, j, "parity", p->parity_required ? "required" : "advisory");
+	jsonfile_put_num(oom, j, "isolated_speedup_min", p->speedup_min);
+	jsonfile_put_bool(oom, j, "capture", p->capture_required);
+	if (p->e2e.enabled && p->e2e.gate)
+		jsonfile_put_num(oom, j, "e2e_delta_min_pct", p->e2e.delta_min_pct);
+	return j;
+}
+
+/* A plan's "e2e" protocol: the stage's sampling bounds (its step and tasks are checked on reading). */
+static cJSON *e2e_protocol_to_json(int *oom, const struct plan_e2e *e)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j)
+		*oom = 1;
+	jsonfile_put_num(oom, j, "min_pairs", e->min_pairs);
+	jsonfile_put_num(oom, j, "max_pairs", e->max_pairs);
+	jsonfile_put_num(oom, j, "max_seconds", e->max_seconds);
+	jsonfile_put_num(oom, j, "rel_halfwidth", e->rel_halfwidth);
+	return j;
+}
+
 int plan_to_text(char **out, const struct plan *p)
 {
-	cJSON *root = cJSON_CreateObject(), *card, *tasks, *pr, *gates;
+	cJSON *root = cJSON_CreateObject(), *card, *tasks;
 	char *text, *withnl;
 	int nomem = 0, *oom = &nomem;
 
@@ -1433,25 +1505,8 @@ int plan_to_text(char **out, const struct plan *p)
 		}
 		jsonfile_put(oom, tasks, NULL, t);
 	}
-	pr = jsonfile_put_obj(oom, root, "protocol");
-	jsonfile_put_num(oom, pr, "warmup", p->protocol.warmup);
-	jsonfile_put_num(oom, pr, "tuning_samples", p->protocol.tuning_samples);
-	jsonfile_put_num(oom, pr, "min_pairs", p->protocol.min_pairs);
-	jsonfile_put_num(oom, pr, "max_pairs", p->protocol.max_pairs);
-	jsonfile_put_num(oom, pr, "max_seconds", p->protocol.max_seconds);
-	jsonfile_put_num(oom, pr, "rel_halfwidth", p->protocol.rel_halfwidth);
-	jsonfile_put_num(oom, pr, "bootstrap_resamples", p->protocol.resamples);
-	add_u64(oom, pr, "bootstrap_seed", p->protocol.seed);
-	jsonfile_put_num(oom, pr, "check_every", p->protocol.check_every);
-	jsonfile_put_num(oom, pr, "flush_factor", p->protocol.flush_factor);
-	jsonfile_put_num(oom, pr, "review_bound", p->protocol.review_bound);
-	jsonfile_put_str(oom, pr, "timing", p->protocol.timing);
-	gates = jsonfile_put_obj(oom, root, "gates");
-	jsonfile_put_str(oom, gates, "parity", p->parity_required ? "required" : "advisory");
-	jsonfile_put_num(oom, gates, "isolated_speedup_min", p->speedup_min);
-	jsonfile_put_bool(oom, gates, "capture", p->capture_required);
-	if (p->e2e.enabled && p->e2e.gate)
-		jsonfile_put_num(oom, gates, "e2e_delta_min_pct", p->e2e.delta_min_pct);
+	jsonfile_put(oom, root, "protocol", protocol_to_json(oom, &p->protocol));
+	jsonfile_put(oom, root, "gates", gates_to_json(oom, p));
 	if (p->e2e.enabled)
 		jsonfile_put(oom, root, "e2e", e2e_to_json(oom, p));
 	text = nomem ? NULL : cJSON_Print(root);
@@ -1957,6 +2012,104 @@ done:
 	return err;
 }
 
+/*
+ * The keys a plan file may hold, object by object: a plan is the tool's output, not a user's file,
+ * so a key it never writes is an edit (or a misspelling that would be silently ignored) and is
+ * refused with its path. "*" accepts any key (objects the tool copies whole: a Python module's
+ * description, the build gate's figures, a reference's pinned configs). Task specs are checked by
+ * task_spec_from_json().
+ */
+struct plan_keys {
+	const char *path; /* the object, as "tasks[].configs" */
+	const char *keys; /* its keys, space-separated, or "*" */
+};
+
+static const struct plan_keys plan_keys[] = {
+	{"", "schema card operator regime tier gen model baseline candidate references build pinned tasks protocol "
+	     "gates e2e"},
+	{"card", "id path hash"},
+	{"baseline", "impl backend plugin python configs unsupported"},
+	{"candidate", "impl backend plugin python configs unsupported"},
+	{"references[]", "impl backend plugin python configs unsupported skips"},
+	{"baseline.plugin", "path sha256"},
+	{"candidate.plugin", "path sha256"},
+	{"references[].plugin", "path sha256"},
+	{"baseline.configs[]", "name block_n block_h num_splits num_warps num_stages"},
+	{"candidate.configs[]", "name block_n block_h num_splits num_warps num_stages"},
+	{"references[].configs[]", "name block_n block_h num_splits num_warps num_stages"},
+	{"baseline.unsupported[]", "task hash reason"},
+	{"candidate.unsupported[]", "task hash reason"},
+	{"references[].unsupported[]", "task hash reason"},
+	{"references[].skips[]", "task name reason"},
+	{"pinned", "run result_sha256"},
+	{"tasks[]", "hash bytes flops spec configs"},
+	{"tasks[].configs", "baseline candidate references"},
+	{"protocol", "warmup tuning_samples min_pairs max_pairs max_seconds rel_halfwidth bootstrap_resamples "
+		     "bootstrap_seed check_every flush_factor review_bound timing"},
+	{"gates", "parity isolated_speedup_min capture e2e_delta_min_pct"},
+	{"e2e", "step tasks min_pairs max_pairs max_seconds rel_halfwidth"},
+};
+
+static const char *plan_keys_of(const char *path)
+{
+	for (size_t i = 0; i < sizeof(plan_keys) / sizeof(plan_keys[0]); i++)
+		if (!strcmp(plan_keys[i].path, path))
+			return plan_keys[i].keys;
+	return "*";
+}
+
+static int word_in(const char *words, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = words; (p = strstr(p, w)); p += n)
+		if ((p == words || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* Refuse a key the tool does not write, anywhere in the plan, with its path (shown as tasks[3].x). */
+static int plan_keys_check(const cJSON *o, const char *schema_path, const char *shown, const char *file)
+{
+	const char *keys = plan_keys_of(schema_path);
+	const cJSON *it;
+	int i = 0;
+
+	if (cJSON_IsArray(o)) {
+		cJSON_ArrayForEach(it, o)
+		{
+			char sp[256], sh[256];
+			int err;
+
+			snprintf(sp, sizeof(sp), "%s[]", schema_path);
+			snprintf(sh, sizeof(sh), "%s[%d]", shown, i++);
+			if ((err = plan_keys_check(it, sp, sh, file)))
+				return err;
+		}
+		return 0;
+	}
+	if (!cJSON_IsObject(o) || !strcmp(keys, "*"))
+		return 0;
+	cJSON_ArrayForEach(it, o)
+	{
+		char sp[256], sh[256];
+		int err;
+
+		snprintf(sp, sizeof(sp), "%s%s%s", schema_path, *schema_path ? "." : "", it->string);
+		snprintf(sh, sizeof(sh), "%s%s%s", shown, *shown ? "." : "", it->string);
+		if (!word_in(keys, it->string))
+			return vs_error(VS_ESCHEMA,
+					"%s: unknown key '%s': a plan holds only what --emit-plan writes (what a user "
+					"chooses goes in the card or on the command line); emit it again",
+					file, sh);
+		if (strcmp(sp, "tasks[].spec") && (err = plan_keys_check(it, sp, sh, file)))
+			return err;
+	}
+	return 0;
+}
+
+static void spec_diff_named(char *diff, size_t cap, const struct task_spec *have);
+
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 {
 	static const char *const legacy = VS_GENERATOR_PREVIOUS;
@@ -1967,7 +2120,7 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 
 	memset(&np, 0, sizeof(np));
 	np.generator = VS_GENERATOR_VERSION;
-	if ((err = jsonfile_parse(&root, text, len, path)))
+	if ((err = jsonfile_parse(&root, text, len, path)) || (err = plan_keys_check(root, "", "", path)))
 		goto done;
 	schema = get_str(root, "schema");
 	if (!schema || strcmp(schema, VS_PLAN_SCHEMA)) {
@@ -2029,10 +2182,10 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 			}
 		}
 		if (!want || strcmp(want, hash)) {
-			err = vs_error(VS_EVERIFY,
-				       "%s: hash '%s' does not match its spec (which hashes to '%s'): "
-				       "the plan was edited; emit it again",
-				       where, want ? want : "", hash);
+			char what[512];
+
+			spec_diff_named(what, sizeof(what), &np.tasks[i - 1]);
+			err = vs_error(VS_EVERIFY, "%s %s: the plan was edited; emit it again", where, what);
 			goto done;
 		}
 		memcpy(np.task_hash[i - 1], hash, 65);
@@ -2343,4 +2496,277 @@ void plan_release(struct plan *p)
 	free(p->pins);
 	free(p->pins_run);
 	memset(p, 0, sizeof(*p));
+}
+
+/* ---- the plan against its card (docs/DESIGN.md "A plan is the card's") ------------------------ */
+
+int plan_trimmed_for_tests;
+
+/* v as compact JSON for a message, cut to fit cap ("(none)" for a missing value). */
+static void json_brief(char *buf, size_t cap, const cJSON *v)
+{
+	char *t = v ? cJSON_PrintUnformatted(v) : NULL;
+
+	snprintf(buf, cap, "%s", v ? (t ? t : "?") : "(none)");
+	if (t && strlen(t) >= cap && cap > 4)
+		memcpy(buf + cap - 4, "...", 4);
+	cJSON_free(t);
+}
+
+/*
+ * The first place where have (the plan's value) and want (the derived one) differ: its dotted path
+ * under prefix in where, both values in brief. Returns 1 when they differ, 0 when they are equal.
+ */
+static int json_first_diff(char *where, size_t wcap, char *vh, char *vw, size_t vcap, const cJSON *have,
+			   const cJSON *want, const char *prefix)
+{
+	const cJSON *x;
+
+	if (cJSON_IsObject(have) && cJSON_IsObject(want)) {
+		cJSON_ArrayForEach(x, want)
+		{
+			const cJSON *y = cJSON_GetObjectItemCaseSensitive(have, x->string);
+			char sub[256];
+
+			snprintf(sub, sizeof(sub), "%s%s%s", prefix, *prefix ? "." : "", x->string);
+			if (!y) {
+				snprintf(where, wcap, "%s", sub);
+				json_brief(vh, vcap, NULL);
+				json_brief(vw, vcap, x);
+				return 1;
+			}
+			if (json_first_diff(where, wcap, vh, vw, vcap, y, x, sub))
+				return 1;
+		}
+		cJSON_ArrayForEach(x, have)
+		{
+			if (!cJSON_GetObjectItemCaseSensitive(want, x->string)) {
+				snprintf(where, wcap, "%s%s%s", prefix, *prefix ? "." : "", x->string);
+				json_brief(vh, vcap, x);
+				json_brief(vw, vcap, NULL);
+				return 1;
+			}
+		}
+		return 0;
+	}
+	if (have && want && cJSON_Compare(have, want, 1))
+		return 0;
+	snprintf(where, wcap, "%s", prefix);
+	json_brief(vh, vcap, have);
+	json_brief(vw, vcap, want);
+	return 1;
+}
+
+/* Compare one part of the plan (have) with the derived one (want): 1 and the line in diff when they differ. */
+static int part_differs(char *diff, size_t cap, int *oom, cJSON *have, cJSON *want, const char *prefix,
+			const char *source)
+{
+	char where[256], vh[96], vw[96];
+	int d = 0;
+
+	if (!have || !want)
+		*oom = 1;
+	else if ((d = json_first_diff(where, sizeof(where), vh, vw, sizeof(vh), have, want, prefix)))
+		snprintf(diff, cap, "%s is %s in the plan, the tool derives %s from %s", where, vh, vw, source);
+	cJSON_Delete(have);
+	cJSON_Delete(want);
+	return d;
+}
+
+/* The spec of the shape grid's task named name ("<kv dtype>-<tag>"): 0, or VS_ENOTFOUND. */
+static int derive_spec_named(struct task_spec *s, const char *name)
+{
+	static const int32_t dts[] = {MLA_KV_BF16, MLA_KV_FP8_E4M3_FNUZ};
+
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+		const char *dn = mla_kv_dtype_name(dts[d]);
+		size_t n = strlen(dn);
+
+		if (strncmp(name, dn, n) || name[n] != '-')
+			continue;
+		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+			if (!strcmp(name + n + 1, shapes[i].tag))
+				return shape_to_spec(s, &shapes[i], dts[d]);
+	}
+	return VS_ENOTFOUND;
+}
+
+/*
+ * Which field of spec have (read from a plan) differs from the task the tool plans under its name:
+ * the line in diff ("spec.tol_out.atol is 0.5 in the plan, the tool plans 0.0008"), or nothing
+ * when no task of that name is planned (says so) or the specs are equal (the hash alone was edited).
+ */
+static void spec_diff_named(char *diff, size_t cap, const struct task_spec *have)
+{
+	struct task_spec want;
+	char where[256], vh[96], vw[96];
+	cJSON *a, *b;
+
+	memset(&want, 0, sizeof(want));
+	if (derive_spec_named(&want, have->name)) {
+		snprintf(diff, cap, "'%.*s' is not a task the tool plans", (int)sizeof(have->name), have->name);
+		return;
+	}
+	a = task_spec_to_json(have);
+	b = task_spec_to_json(&want);
+	if (a && b && json_first_diff(where, sizeof(where), vh, vw, sizeof(vh), a, b, "spec"))
+		snprintf(diff, cap, "'%.96s': %s is %s in the plan, the tool plans %s", want.name, where, vh, vw);
+	else
+		snprintf(diff, cap, "'%.96s': its spec is the tool's, its hash is not", want.name);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	free(want.seqlens);
+}
+
+static void spec_list_release(struct task_spec *t, int n)
+{
+	for (int i = 0; t && i < n; i++)
+		free(t[i].seqlens);
+	free(t);
+}
+
+int plan_check_card(const struct plan *p, const struct card *c, int configs, char *diff, size_t cap)
+{
+	struct plan d;
+	char hex[65], source[320];
+	int32_t dtypes[2];
+	int err = 0, oom = 0, tier_bit = 0, ndtypes, gpu, differs = 0;
+
+	memset(&d, 0, sizeof(d));
+	diff[0] = '\0';
+	snprintf(source, sizeof(source), "%s", c->path);
+#define DIFFER(...)                                                                                                    \
+	do {                                                                                                           \
+		snprintf(diff, cap, __VA_ARGS__);                                                                      \
+		differs = 1;                                                                                           \
+		goto done;                                                                                             \
+	} while (0)
+	if (strcmp(p->card_id, c->id))
+		DIFFER("card.id is '%s' in the plan, but the card's id is '%s'", p->card_id, c->id);
+	if ((err = card_hash(c, hex)))
+		goto done;
+	if (strcmp(p->card_hash, hex))
+		DIFFER("card.hash is %.12s... in the plan, but %s hashes to %.12s... (the card changed since the plan "
+		       "was emitted)",
+		       p->card_hash, c->path, hex);
+	for (int i = 0; plan_tiers[i]; i++)
+		if (!strcmp(plan_tiers[i], p->tier))
+			tier_bit = 1 << i;
+	if (!tier_bit)
+		DIFFER("tier is '%s' in the plan: the tiers are smoke, standard and full", p->tier);
+	if (!list_has(&c->match.gens, p->gen))
+		DIFFER("gen is '%s' in the plan, which is not in %s's match.gens", p->gen, c->path);
+	if (strcmp(p->regime, "decode"))
+		DIFFER("regime is '%s' in the plan, but the tool plans 'decode'", p->regime);
+	gpu = strcmp(p->candidate.backend, "cpu") != 0;
+	if (gpu == is_cpu_gen(p->gen))
+		DIFFER("candidate.backend is '%s' in the plan, which cannot run generation '%s'", p->candidate.backend,
+		       p->gen);
+
+	/* The task set of the tier and the card's dtypes, in order, every spec field. */
+	ndtypes = planned_dtypes(dtypes, c);
+	if ((err = derive_tasks(&d, dtypes, ndtypes, tier_bit, gpu)))
+		goto done;
+	for (int i = 0; i < d.ntasks && !plan_trimmed_for_tests; i++) {
+		int k = -1;
+
+		for (int j = 0; j < p->ntasks && k < 0; j++)
+			if (!strcmp(p->tasks[j].name, d.tasks[i].name))
+				k = j;
+		if (k < 0)
+			DIFFER("task '%s' of tier %s is missing from the plan: it holds %d of the %d tasks %s plans "
+			       "for tier %s",
+			       d.tasks[i].name, p->tier, p->ntasks, d.ntasks, c->path, p->tier);
+	}
+	for (int j = 0, prev = -1; j < p->ntasks; j++) {
+		int k = -1;
+
+		for (int i = 0; i < d.ntasks && k < 0; i++)
+			if (!strcmp(p->tasks[j].name, d.tasks[i].name))
+				k = i;
+		if (k < 0)
+			DIFFER("tasks[%d] '%s' is not a task of tier %s for %s (%s)", j, p->tasks[j].name, p->tier,
+			       c->path, gpu ? "GPU" : "CPU");
+		if (plan_trimmed_for_tests ? k <= prev : k != j)
+			DIFFER("tasks[%d] is '%s' in the plan, the tool plans '%s' there", j, p->tasks[j].name,
+			       d.tasks[j < d.ntasks ? j : 0].name);
+		prev = k;
+		snprintf(source, sizeof(source), "tier %s", p->tier);
+		if (part_differs(diff, cap, &oom, task_spec_to_json(&p->tasks[j]), task_spec_to_json(&d.tasks[k]),
+				 "", source)) {
+			char line[1024];
+
+			snprintf(line, sizeof(line), "task '%s': spec.%s", p->tasks[j].name, diff);
+			snprintf(diff, cap, "%s", line);
+			differs = 1;
+			goto done;
+		}
+	}
+
+	/* The protocol of the generation and tier, in the timing mode the plan was emitted with. */
+	protocol_defaults(&d.protocol, gpu, p->tier);
+	if (strcmp(p->protocol.timing, "graph_replay") && strcmp(p->protocol.timing, "launch"))
+		DIFFER("protocol.timing is '%s' in the plan: the timing modes are graph_replay and launch",
+		       p->protocol.timing);
+	if (!gpu && strcmp(p->protocol.timing, "launch"))
+		DIFFER("protocol.timing is '%s' in the plan, but a CPU plan times the launch", p->protocol.timing);
+	snprintf(d.protocol.timing, sizeof(d.protocol.timing), "%s", p->protocol.timing);
+	if (plan_trimmed_for_tests) {
+		d.protocol = p->protocol;
+		d.e2e = p->e2e;
+	}
+	snprintf(source, sizeof(source), "the protocol of %s plans, tier %s", gpu ? "GPU" : "CPU", p->tier);
+	if (part_differs(diff, cap, &oom, protocol_to_json(&oom, &p->protocol), protocol_to_json(&oom, &d.protocol),
+			 "protocol", source)) {
+		differs = 1;
+		goto done;
+	}
+
+	/* The gates come from the card's expects, never from the plan. */
+	d.speedup_min = c->expects.has_isolated_speedup_min ? c->expects.isolated_speedup_min : 0;
+	d.parity_required = !c->expects.parity || strcmp(c->expects.parity, "advisory") != 0;
+	d.capture_required = gpu;
+	d.e2e.enabled = p->e2e.enabled;
+	d.e2e.step_json = d.e2e.step_path = d.e2e.step_name = NULL;
+	d.e2e.tasks = NULL;
+	d.e2e.gate = c->scope && !strcmp(c->scope, "e2e");
+	d.e2e.delta_min_pct = c->expects.has_e2e_delta_min_pct ? c->expects.e2e_delta_min_pct : 0;
+	if (d.e2e.gate && !p->e2e.enabled)
+		DIFFER("e2e is absent from the plan, but %s is a scope: e2e card (its verdict gates on the e2e stage)",
+		       c->path);
+	snprintf(source, sizeof(source), "%s's expects", c->path);
+	if (part_differs(diff, cap, &oom, gates_to_json(&oom, p), gates_to_json(&oom, &d), "gates", source)) {
+		differs = 1;
+		goto done;
+	}
+	if (p->e2e.enabled) {
+		if (!plan_trimmed_for_tests)
+			e2e_protocol_defaults(&d.e2e, gpu);
+		snprintf(source, sizeof(source), "the e2e protocol of %s plans", gpu ? "GPU" : "CPU");
+		if (part_differs(diff, cap, &oom, e2e_protocol_to_json(&oom, &p->e2e), e2e_protocol_to_json(&oom, &d.e2e),
+				 "e2e", source)) {
+			differs = 1;
+			goto done;
+		}
+	}
+
+	/* Each side tunes over its implementation's whole config space for the generation. */
+	for (int r = 0; configs && !plan_trimmed_for_tests && r < 2; r++) {
+		const struct plan_impl *pi = r ? &p->candidate : &p->baseline;
+		const struct mla_decode_impl *impl = mla_decode_impl_find(pi->name);
+		int n = impl ? impl->configs(p->gen, NULL, 0) : -1;
+
+		if (impl && n != pi->nconfigs)
+			DIFFER("%s.configs lists %d config%s in the plan, but %s has %d for %s", r ? "candidate" : "baseline",
+			       pi->nconfigs, pi->nconfigs == 1 ? "" : "s", pi->name, n, p->gen);
+	}
+#undef DIFFER
+done:
+	spec_list_release(d.tasks, d.ntasks);
+	free(d.task_hash);
+	if (!err && oom)
+		err = vs_oom();
+	if (!err && differs)
+		err = VS_EVERIFY;
+	return err;
 }

@@ -271,6 +271,27 @@ int plan_task_index(const struct plan *p, const char *hash);
  */
 int plan_read_task_hashes(char ***hashes, int *n, const char *path);
 
+/**
+ * Tests only, never set by validate_skill itself: 1 lets plan_check_card() accept a trimmed plan
+ * (a subset of its tier's tasks in the tier's order, fewer configs per side, other protocol and e2e
+ * sampling bounds) so that the suites measure in seconds; the card, the tier, every spec field,
+ * the tolerances and the gates must still be what the card plans. Set by the suites' tool
+ * (tests/trimmed_tool.c) and by tu_run_suite(); the tests of the holes it leaves run with it 0.
+ */
+extern int plan_trimmed_for_tests;
+
+/**
+ * Compare plan p with the plan the tool derives from card c and the options p records (its tier,
+ * gen, implementations, references, timing mode, e2e stage and pins): the card's id and hash, the
+ * task set of the tier for the card's dtypes (names, order, every spec field, tolerances included),
+ * the protocol, the gates (from c's expects, never from the plan), the e2e stage's bounds, and with
+ * configs != 0 each side's config count against its implementation's for the generation (what a
+ * run can ask; evidence keeps the configs it ran). Returns 0 when they agree; VS_EVERIFY with one
+ * line in diff naming the field, the plan's value and the derived one (nothing printed: the caller
+ * says what follows); VS_ENOMEM.
+ */
+int plan_check_card(const struct plan *p, const struct card *c, int configs, char *diff, size_t cap);
+
 /** Print the one-screen summary of a plan. */
 void plan_print_summary(const struct plan *p, FILE *f);
 

@@ -35,12 +35,125 @@ static char *relative_artifact(const char *dir)
 	return out;
 }
 
+/* dir's parent (results/<card id>), malloc'd. */
+static char *parent_dir(const char *dir)
+{
+	char *p = strdup(dir), *slash;
+	size_t n;
+
+	if (!p)
+		return NULL;
+	n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = '\0';
+	slash = strrchr(p, '/');
+	if (!slash) {
+		free(p);
+		return strdup(".");
+	}
+	*(slash == p ? slash + 1 : slash) = '\0';
+	return p;
+}
+
+static void run_brief(char *buf, size_t cap, const struct evaldir_run *r)
+{
+	if (r->has_isolated)
+		snprintf(buf, cap, "%s, %.3f [%.3f, %.3f]", r->verdict, r->isolated, r->isolated_lo, r->isolated_hi);
+	else
+		snprintf(buf, cap, "%s, no speedup", r->verdict);
+}
+
+/*
+ * Which run is recorded (docs/DESIGN.md "Which run a card records"): list the card's complete runs
+ * on the same device, generation and implementations as eval_dir's, the one recorded marked; say
+ * when another disagrees in verdict or its CI does not overlap; refuse a run older than one of them
+ * unless older (then *over says which newer run it was recorded over); *spread the range of their
+ * speedups when there are several. Returns 0, or VS_EVERIFY (an older run without older).
+ */
+static int record_which_run(char *spread, size_t scap, char *over, size_t ocap, const struct evidence *e,
+			    const char *eval_dir, int older)
+{
+	struct evaldir_run *runs = NULL;
+	char *card_dir = parent_dir(eval_dir), *self = realpath(eval_dir, NULL), brief[128];
+	int n = 0, err, me = -1, nsame = 0, newer = -1;
+	double lo = 0, hi = 0;
+
+	spread[0] = over[0] = '\0';
+	if (!card_dir || !self) {
+		free(card_dir);
+		free(self);
+		return self ? vs_oom() : vs_error(VS_EIO, "%s: cannot resolve the eval dir", eval_dir);
+	}
+	if ((err = evaldir_runs(&runs, &n, card_dir)))
+		goto done;
+	for (int i = 0; i < n; i++) {
+		char *real = realpath(runs[i].dir, NULL);
+
+		if (real && !strcmp(real, self))
+			me = i;
+		free(real);
+	}
+	for (int i = 0; i < n; i++) {
+		const struct evaldir_run *r = &runs[i];
+
+		if (strcmp(r->device, e->device_name) || strcmp(r->gen, e->gen) || strcmp(r->baseline, e->baseline) ||
+		    strcmp(r->candidate, e->candidate))
+			continue;
+		if (!nsame++)
+			printf("complete runs of %s -> %s on %s (%s), newest first:\n", e->baseline, e->candidate,
+			       e->device_name, e->gen);
+		run_brief(brief, sizeof(brief), r);
+		printf("  %s %s  %s\n", i == me ? "*" : " ", r->name, brief);
+		if (r->has_isolated) {
+			lo = nsame == 1 || r->isolated < lo ? r->isolated : lo;
+			hi = nsame == 1 || r->isolated > hi ? r->isolated : hi;
+		}
+		if (me >= 0 && i < me && newer < 0)
+			newer = i;
+		if (me >= 0 && i != me) {
+			const struct evaldir_run *m = &runs[me];
+
+			if (strcmp(r->verdict, m->verdict))
+				vs_warn("%s: run %s says %s, the run recorded %s", card_dir, r->name, r->verdict,
+					m->verdict);
+			else if (r->has_isolated && m->has_isolated &&
+				 (r->isolated_hi < m->isolated_lo || r->isolated_lo > m->isolated_hi))
+				vs_warn("%s: the speedup CI of run %s, [%.3f, %.3f], does not overlap the recorded run's, "
+					"[%.3f, %.3f]: the within-run CI does not describe the spread across runs",
+					card_dir, r->name, r->isolated_lo, r->isolated_hi, m->isolated_lo, m->isolated_hi);
+		}
+	}
+	if (nsame > 1 && hi > 0)
+		snprintf(spread, scap, "%.3f-%.3f over %d runs", lo, hi, nsame);
+	if (newer >= 0) {
+		run_brief(brief, sizeof(brief), &runs[newer]);
+		if (!older) {
+			err = vs_error(VS_EVERIFY,
+				       "%s is older than %s (%s) of the same card, device and implementations: record "
+				       "the newest, or pass --older to record this one over it (the card then says so)",
+				       eval_dir, runs[newer].dir, brief);
+			goto done;
+		}
+		snprintf(over, ocap, "%s: %s", runs[newer].name, brief);
+	}
+done:
+	evaldir_runs_free(runs, n);
+	free(card_dir);
+	free(self);
+	return err;
+}
+
 int record_card(const char *card_path, const char *eval_dir)
+{
+	return record_card_run(card_path, eval_dir, 0);
+}
+
+int record_card_run(const char *card_path, const char *eval_dir, int older)
 {
 	struct card c;
 	struct evidence e;
 	struct card_validation v;
-	char *text = NULL, *artifact = NULL;
+	char *text = NULL, *artifact = NULL, spread[96], over[256];
 	size_t len;
 	int err, status;
 
@@ -78,12 +191,16 @@ int record_card(const char *card_path, const char *eval_dir)
 			       eval_dir, e.kernels_tree);
 		goto done;
 	}
+	if ((err = record_which_run(spread, sizeof(spread), over, sizeof(over), &e, eval_dir, older)))
+		goto done;
 	artifact = relative_artifact(eval_dir);
 	if (!artifact) {
 		err = vs_oom();
 		goto done;
 	}
 	evidence_validation(&v, &e, artifact);
+	v.spread = spread;
+	v.recorded_over = over;
 	if ((err = card_set_validation(&text, &len, &c, &v)))
 		goto done;
 	if ((err = fs_write_atomic(card_path, text, len, 0644)))
@@ -99,6 +216,10 @@ int record_card(const char *card_path, const char *eval_dir)
 			snprintf(e2e, sizeof(e2e), ", e2e %.2f%% [%.2f, %.2f]", e.e2e_pct, e.e2e_lo, e.e2e_hi);
 		printf("%s: recorded %s (isolated speedup %s%s, parity %s, %s %s, %s) from %s\n", card_path, v.status,
 		       iso, e2e, e.parity ? e.parity : "n/a", e.device_name, e.gen, e.date, artifact);
+		if (*spread)
+			printf("%s: across runs the speedup spans %s (validation.measured.spread)\n", card_path, spread);
+		if (*over)
+			printf("%s: recorded over the newer run %s (validation.recorded_over)\n", card_path, over);
 	}
 done:
 	free(text);

@@ -19,6 +19,15 @@
 int record_card(const char *card_path, const char *eval_dir);
 
 /**
+ * record_card(), which also lists the card's complete runs on the same device and implementations
+ * (evaldir_runs(): their verdicts and speedups, the one recorded marked), warns when another
+ * disagrees in verdict or its CI does not overlap, records the range of their speedups in
+ * validation.measured.spread, and refuses (VS_EVERIFY) a run older than one of them unless older:
+ * then validation.recorded_over names the newest (`--record --older`). record_card() is older 0.
+ */
+int record_card_run(const char *card_path, const char *eval_dir, int older);
+
+/**
  * `--verify CARD`: re-check a recorded card against its evidence: the evidence verifies and the
  * card's validation values equal what it proves. Draft cards with no artifact pass (nothing is
  * claimed). Returns 0, or VS_EVERIFY with one line per problem.

@@ -50,6 +50,10 @@ struct row {
 	char **flag_list;           /* the run's review flags, one each (nflags) */
 	int flagged_tasks;          /* tasks named by a flag */
 	int ntasks;                 /* tasks in the evidence */
+	char *coverage;             /* "tier standard, 17 of 19 tasks ran (2 skipped)" (from the evidence) */
+	char *tier;                 /* the plan's tier (from the evidence) */
+	char *spread;               /* validation.measured.spread and recorded_over, as one line, or NULL */
+	int ran_tasks;              /* tasks that ran (not skipped) */
 	struct cJSON *e2e;          /* the run's e2e numbers (e2e_summary()), or NULL: none */
 	int typed;                  /* the card's validation block is typed (card.h): read, never trusted */
 	char *not_planned;          /* "not planned here (operator 'x')", or NULL: the operator is planned */
@@ -107,6 +111,9 @@ static void row_release(struct row *r)
 	free(r->baseline);
 	free(r->candidate);
 	free(r->configs);
+	free(r->coverage);
+	free(r->tier);
+	free(r->spread);
 	for (int i = 0; i < r->nflags && r->flag_list; i++)
 		free(r->flag_list[i]);
 	free(r->flag_list);
@@ -490,6 +497,11 @@ static void fill_run(struct row *r, const struct evidence *e)
 		free(pin);
 	}
 	r->ntasks = cJSON_GetArraySize(tasks);
+	r->ran_tasks = 0;
+	cJSON_ArrayForEach(t, tasks) r->ran_tasks += !cJSON_GetObjectItem(t, "skipped");
+	r->tier = dupz(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(e->result, "plan"), "tier")));
+	r->coverage = fs_printf("tier %s, %d of %d tasks ran%s", r->tier && *r->tier ? r->tier : "?", r->ran_tasks,
+				r->ntasks, r->ran_tasks < r->ntasks ? " (the others skipped: not supported)" : "");
 	r->nflags = 0;
 	r->flag_list = calloc((size_t)cJSON_GetArraySize(flags) + 4 * (size_t)r->ntasks + 2, sizeof(*r->flag_list));
 	if (!r->flag_list)
@@ -913,6 +925,17 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	r->parity = dupz(v->measured_parity);
 	if (*nz_str(v->impl_baseline) || *nz_str(v->impl_candidate))
 		r->impls = fs_printf("%s -> %s", nz_str(v->impl_baseline), nz_str(v->impl_candidate));
+	else
+		r->impls = fs_printf("%s -> %s", *nz_str(c.match.from_backend) ? c.match.from_backend : "?",
+				     *nz_str(c.match.to_backend) ? c.match.to_backend : "?");
+	/* what --record said beside the speedup: the spread over the card's runs, an older run recorded */
+	if (*nz_str(v->spread) && *nz_str(v->recorded_over))
+		r->spread = fs_printf("speedup across runs %s; recorded over the newer run %s", v->spread,
+				      v->recorded_over);
+	else if (*nz_str(v->spread))
+		r->spread = fs_printf("speedup across runs %s", v->spread);
+	else if (*nz_str(v->recorded_over))
+		r->spread = fs_printf("recorded over the newer run %s", v->recorded_over);
 	if (!card_operator_planned(&c))
 		r->not_planned = fs_printf("not planned here (operator '%s'; this tool plans %s)",
 					   c.match.operator_name, card_planned_operators());
@@ -1023,8 +1046,9 @@ static void run_line(char *buf, size_t cap, const struct row *r)
 	}
 	if (r->cores > 0)
 		snprintf(cores, sizeof(cores), ", %d cores", r->cores);
-	snprintf(buf, cap, "%s vs %s on %s%s; chosen configs: %s", r->baseline, r->candidate,
-		 r->device && *r->device ? r->device : "?", cores, r->configs ? r->configs : "-");
+	snprintf(buf, cap, "%s vs %s on %s%s; %s%s%s; chosen configs: %s", r->baseline, r->candidate,
+		 r->device && *r->device ? r->device : "?", cores, r->coverage ? r->coverage : "tier ?",
+		 r->spread ? "; " : "", r->spread ? r->spread : "", r->configs ? r->configs : "-");
 }
 
 /* s with '|' escaped and newlines as spaces, for a markdown table cell. */
@@ -1044,8 +1068,9 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 			"| card | title | status | gens | last verified | device | speedup (measured / min) | parity | "
 			"evidence | run | eval dir |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
 	} else {
-		fprintf(f, "%-30s %-10s %-34s %-10s %-14s %-17s %-6s %-22s %s\n", "card", "status", "gens", "verified",
-			"device", "speedup meas/min", "parity", "evidence", "implementations");
+		fprintf(f, "%-30s %-10s %-34s %-10s %-14s %-17s %-6s %-15s %-31s %s\n", "card", "status", "gens",
+			"verified", "device", "speedup meas/min", "parity", "tier: tasks ran", "implementations",
+			"evidence");
 	}
 	for (int i = 0; i < n; i++) {
 		struct row *r = &rows[i];
@@ -1081,12 +1106,18 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 		} else {
 			char ev[128];
 
+			char cov[64] = "-";
+
+			if (r->tier)
+				snprintf(cov, sizeof(cov), "%s: %d/%d", *r->tier ? r->tier : "?", r->ran_tasks,
+					 r->ntasks);
 			snprintf(ev, sizeof(ev), "%s%s%s", r->evidence, r->nflags ? ", FLAGGED: " : "",
 				 r->nflags ? fl : "");
-			fprintf(f, "%-30s %-9s %-34s %-10s %-14s %-17s %-6s %s\n", r->id, r->status,
+			fprintf(f, "%-30s %-10s %-34s %-10s %-14s %-17s %-6s %-15s %-31s %s\n", r->id, r->status,
 				r->gens ? r->gens : "", r->last_verified && *r->last_verified ? r->last_verified : "-",
 				r->device && *r->device ? r->device : "-", sp,
-				r->parity && *r->parity ? r->parity : "-", ev);
+				r->parity && *r->parity ? r->parity : "-", cov, r->impls && *r->impls ? r->impls : "-",
+				ev);
 		}
 	}
 	if (markdown) {
@@ -1315,6 +1346,15 @@ static void print_json(FILE *f, struct row *rows, int n)
 		cJSON_AddStringToObject(j, "evidence", r->evidence);
 		if (r->impls)
 			cJSON_AddStringToObject(j, "implementations", r->impls);
+		if (r->tier) {
+			cJSON *cov = cJSON_AddObjectToObject(j, "coverage");
+
+			cJSON_AddStringToObject(cov, "tier", r->tier);
+			cJSON_AddNumberToObject(cov, "tasks", r->ntasks);
+			cJSON_AddNumberToObject(cov, "ran", r->ran_tasks);
+		}
+		if (r->spread)
+			cJSON_AddStringToObject(j, "across_runs", r->spread);
 		if (r->evidence_why)
 			cJSON_AddStringToObject(j, "evidence_detail", r->evidence_why);
 		if (r->flags)
@@ -1901,17 +1941,26 @@ int report_run(const struct report_options *o)
 			print_e2e_text(f, rows, n, !strcmp(format, "markdown"));
 		}
 		if (mismatches) {
+			/* named here: with --out the report is in a file, not above this line */
+			char ids[512] = "", of_them[96] = "";
 			int typed = 0;
-			char of_them[96] = "";
 
-			for (int i = 0; i < n; i++)
+			for (int i = 0; i < n; i++) {
 				typed += rows[i].typed;
+				if (rows[i].typed || (rows[i].evidence && (!strcmp(rows[i].evidence, "mismatch") ||
+									   !strcmp(rows[i].evidence, "missing"))))
+					snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", *ids ? ", " : "",
+						 rows[i].id);
+			}
 			if (typed)
 				snprintf(of_them, sizeof(of_them),
 					 "; %d of them typed validation block%s without evidence", typed,
 					 typed == 1 ? "" : "s");
-			err = vs_error(VS_EVERIFY, "%d card%s claim%s what the evidence does not show (see above)%s",
-				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "", of_them);
+			err = vs_error(VS_EVERIFY,
+				       "%d card%s claim%s what the evidence does not show: %s (the report's evidence "
+				       "column says why)%s",
+				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "", ids,
+				       of_them);
 		}
 	}
 	for (int i = 0; i < n; i++)

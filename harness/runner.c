@@ -1,4 +1,5 @@
 #include "runner.h"
+#include "card.h"
 #include "evaldir.h"
 #include "fsutil.h"
 #include "layout.h"
@@ -250,6 +251,41 @@ static int probe_devices(struct vs_device_info *info, const struct runner_option
 	return 0;
 }
 
+/*
+ * A plan runs as evidence only when it is what its card plans today (plan_check_card()): its card
+ * is loaded from the path the plan names. A plan that differs is refused, with the field, unless
+ * the run is a debug run (--scratch, or a filter), which is written under .debug/ and never
+ * recorded; then the difference is said once and kept in result.json (filters.plan_differs).
+ */
+static int check_against_card(char *diff, size_t cap, const struct plan *p, const struct runner_options *o)
+{
+	struct card c;
+	int err, debug = o->scratch || o->task_filter || o->impl_filter || o->config_filter;
+
+	memset(&c, 0, sizeof(c));
+	if ((err = card_load(&c, p->card_path))) {
+		if (err == VS_ENOMEM)
+			return err;
+		return vs_error(VS_EVERIFY,
+				"%s: its card '%s' cannot be read (above): a plan runs only beside the card it was "
+				"emitted from",
+				o->plan_path, p->card_path);
+	}
+	err = plan_check_card(p, &c, 1, diff, cap);
+	card_release(&c);
+	if (err == VS_EVERIFY && debug) {
+		vs_warn("%s: %s: this is a debug run (written under .debug/, never recorded)", o->plan_path, diff);
+		return 0;
+	}
+	if (err == VS_EVERIFY)
+		return vs_error(VS_EVERIFY,
+				"%s: %s: the plan is not what its card plans; emit it again, or run it as a debug run "
+				"with --scratch (written under .debug/, never recorded)",
+				o->plan_path, diff);
+	diff[0] = '\0';
+	return err;
+}
+
 int runner_run(char **eval_dir_out, const struct runner_options *o)
 {
 	struct plan p;
@@ -269,7 +305,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	int *sel = NULL;
 	const int *ordinals;
 	const char *deny[6];
-	char *plan_dir = NULL;
+	char *plan_dir = NULL, plan_differs[1024] = "";
 	int ndeny = 0, lock_fd = -1;
 
 	memset(&p, 0, sizeof(p));
@@ -281,6 +317,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	if ((err = plan_read_text(&p, o->plan_path, &plan_text, &plan_len)))
 		return err;
 	if ((err = plan_check_current(&p, o->plan_path)))
+		goto done;
+	if ((err = check_against_card(plan_differs, sizeof(plan_differs), &p, o)))
 		goto done;
 	fs_sha256_hex(plan_hex, plan_text, plan_len);
 	base = mla_decode_impl_find(p.baseline.name);
@@ -350,7 +388,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		goto done;
 	}
 	parity_only = o->impl_filter != NULL;
-	partial = parity_only || o->config_filter || o->task_filter || o->has_part;
+	partial = parity_only || o->config_filter || o->task_filter || o->has_part || o->scratch;
 	/* One whole run of a card at a time (parts of a cluster run write their own dirs side by side). */
 	if (!o->has_part && (err = evaldir_lock(&lock_fd, o->results_root, p.card_id)))
 		goto done;
@@ -572,6 +610,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		.task_filter = o->task_filter,
 		.impl_filter = o->impl_filter,
 		.config_filter = o->config_filter,
+		.scratch = o->scratch,
+		.plan_differs = plan_differs[0] ? plan_differs : NULL,
 		.has_part = o->has_part,
 		.run_id = o->run_id,
 		.part_index = o->part_index,

@@ -22,6 +22,9 @@ struct runner_options {
 	const char *task_filter;   /* run only tasks whose name contains this or whose hash starts with it */
 	const char *impl_filter;   /* check only this implementation (no timing): a partial run */
 	const char *config_filter; /* restrict the candidate to this config name: a partial run */
+	int scratch;               /* --scratch: run a plan that differs from what its card plans (an edited
+	                            * plan) as a debug run (partial, under .debug/, never recorded); without
+	                            * it, and without a filter, such a plan is refused (plan_check_card()) */
 	const char *run_id;        /* default: UTC timestamp + generation */
 	int gpu_ordinal;           /* GPU to use for "hip" plans */
 	const int *gpus;           /* --gpus: one worker per listed ordinal, tasks dealt as workers free up,

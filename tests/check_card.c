@@ -790,19 +790,27 @@ START_TEST(test_no_validation_block_is_draft)
 }
 END_TEST
 
-/* an unknown key one edit, a case change or look-alike letters from a known key: a warning */
+/*
+ * An unknown key one edit, a case change or look-alike letters from a known key: a warning, and an
+ * error (exit 3) when the known key decides what is measured or how it is judged (issue 35).
+ */
 static const struct {
 	const char *file;
-	int lines;
-	const char *msgs[2];
+	int rc, lines;
+	const char *msgs[3];
 } near_known[] = {
-	{"near_known_lookalike.md", 1,
-	 {":17:25: expects.isolated_speedup_m\u0456n: unknown key close to the known key "
-	  "'expects.isolated_speedup_min' (a look-alike non-Latin letter?)"}},
-	{"near_known_typo.md", 2,
-	 {":18:12: expects.paritty: unknown key close to the known key 'expects.parity' (a typo?)",
-	  ":19:13: validatoin: unknown key close to the known key 'validation' (a typo?)"}},
-	{"ok_unknown_keys.md", 0, {NULL}},
+	{"near_known_lookalike.md", VS_ESCHEMA, 1,
+	 {"error: %s:17:25: expects.isolated_speedup_m\u0456n: unknown key close to the known key "
+	  "'expects.isolated_speedup_min' (a look-alike non-Latin letter?), which decides what is measured or how "
+	  "it is judged: a near miss of it is an error"}},
+	{"near_known_typo.md", VS_ESCHEMA, 2,
+	 {"error: %s:18:12: expects.paritty: unknown key close to the known key 'expects.parity' (a typo?), which "
+	  "decides",
+	  "warning: %s:19:13: validatoin: unknown key close to the known key 'validation' (a typo?); it is kept"}},
+	{"near_known_backend.md", VS_ESCHEMA, 1,
+	 {"error: %s:14:14: match.to_backnd: unknown key close to the known key 'match.to_backend' (a typo?), which "
+	  "decides"}},
+	{"ok_unknown_keys.md", 0, 0, {NULL}},
 };
 
 START_TEST(test_unknown_key_near_known_warns)
@@ -811,17 +819,44 @@ START_TEST(test_unknown_key_near_known_warns)
 	int rc;
 	char *err = check_captured(path, &rc);
 
-	ck_assert_msg(rc == 0, "%s: expected to pass (a warning only), got %d:\n%s", near_known[_i].file,
+	ck_assert_msg(rc == near_known[_i].rc, "%s: expected %d, got %d:\n%s", near_known[_i].file, near_known[_i].rc,
 		      rc, err);
 	ck_assert_msg(tu_count_lines(err) == near_known[_i].lines, "%s: expected %d lines:\n%s",
 		      near_known[_i].file, near_known[_i].lines, err);
 	for (int i = 0; i < near_known[_i].lines; i++) {
-		char *want = fs_printf("validate_skill: warning: %s%s", path, near_known[_i].msgs[i]);
+		char *msg = fs_printf(near_known[_i].msgs[i], path), *want = fs_printf("validate_skill: %s", msg);
 
 		ck_assert_msg(strstr(err, want) != NULL, "%s: missing\n %s\nin:\n%s", near_known[_i].file,
 			      want, err);
 		free(want);
+		free(msg);
 	}
+	free(err);
+	free(path);
+}
+END_TEST
+
+/* A required key missing because it is misspelled: the missing-key error names the near miss. */
+static const struct {
+	const char *file;
+	const char *msg;
+} near_missing[] = {
+	{"near_missing_gate.md", ":16:24: expects.isolated_speedup_min: required when scope is 'kernel' (a number > 0) "
+				 "('expects.isolated_speedup_mn', here, looks like a misspelling of "
+				 "'expects.isolated_speedup_min')"},
+	{"near_missing_expects.md", ":16:3: expects.isolated_speedup_min: required when scope is 'kernel' (a number > "
+				    "0) ('expect', here, looks like a misspelling of 'expects')"},
+};
+
+START_TEST(test_missing_key_names_its_near_miss)
+{
+	char *path = card_path(near_missing[_i].file);
+	int rc;
+	char *err = check_captured(path, &rc);
+
+	ck_assert_msg(rc == VS_ESCHEMA, "%s: expected %d, got %d:\n%s", near_missing[_i].file, VS_ESCHEMA, rc, err);
+	ck_assert_msg(strstr(err, near_missing[_i].msg) != NULL, "%s: missing\n %s\nin:\n%s", near_missing[_i].file,
+		      near_missing[_i].msg, err);
 	free(err);
 	free(path);
 }
@@ -852,6 +887,7 @@ static Suite *card_suite(void)
 	tcase_add_loop_test(t, test_lint_reports_every_problem, 0, NELEM(lint_cases));
 	tcase_add_test(t, test_lint_hand_filled_struct);
 	tcase_add_loop_test(t, test_unknown_key_near_known_warns, 0, NELEM(near_known));
+	tcase_add_loop_test(t, test_missing_key_names_its_near_miss, 0, NELEM(near_missing));
 	suite_add_tcase(s, t);
 
 	t = tcase_create("hash");

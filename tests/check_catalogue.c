@@ -678,9 +678,9 @@ static const struct bad_input catalogue[] = {
 	 "plans/mla_decode_cpu_splitkv.plan.json: candidate 'cpu.turbo' names no implementation of this build; the "
 	 "implementations are: cpu.naive, cpu.splitkv, hip.baseline, hip.flash", 3},
 	{"plan whose task spec was edited", NULL, NULL, plan_spec_edited, MATERIALIZE,
-	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: hash "
-	 "'5ce0177ed6b554871051c203c302e8e0de4b6884bf158977764b63146c113faa' does not match its spec (which hashes to "
-	 "'74b4a389dc9429cff7a0747271fd97fa60156975fc24bef470152d3f80c68141'): the plan was edited; emit it again", 3},
+	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0] 'bf16-page1-h32': spec.seed is 8733522314590056 in the "
+	 "plan, the tool plans 8733522314590055: the plan was edited; emit it again",
+	 3},
 	{"plan with a negative sequence length", NULL, NULL, plan_negative_seqlen, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: tasks[0]: task 'bf16-page1-h32': seqlens[0] is -64, outside [0, "
 	 "max_pages x page_size = 127]", 3},
@@ -693,8 +693,10 @@ static const struct bad_input catalogue[] = {
 	 "plans/mla_decode_cpu_splitkv.plan.json: \"tier\" is missing or not a string", 3},
 	{"plan with a duplicate key", NULL, NULL, plan_duplicate_key, MATERIALIZE,
 	 "plans/mla_decode_cpu_splitkv.plan.json: key 'gen' appears twice in the top-level object", 3},
-	{"plan missing its protocol", NULL, NULL, plan_missing_key, MATERIALIZE,
-	 "plans/mla_decode_cpu_splitkv.plan.json: \"protocol\" is missing", 3},
+	{"plan with a misspelled key (its protocol missing)", NULL, NULL, plan_missing_key, MATERIALIZE,
+	 "plans/mla_decode_cpu_splitkv.plan.json: unknown key 'protocols': a plan holds only what --emit-plan writes "
+	 "(what a user chooses goes in the card or on the command line); emit it again",
+	 3},
 	{"plan that is a symlink out of the repository", NULL, NULL,
 	 plan_link_out, "--materialize plans/linked.plan.json",
 	 "plan 'plans/linked.plan.json' is a symlink to '{*}/repo.outside.plan.json', outside the repository "

@@ -184,6 +184,78 @@ START_TEST(main_job_records_the_cpu_card)
 }
 END_TEST
 
+/*
+ * Issue 35, as a user meets it with the tool itself (VS_TOOL_STRICT, not the suites' trimmed tool):
+ * a plan trimmed by hand (fewer tasks, configs and pairs) is refused at --run with one line naming
+ * what differs; --scratch runs it under .debug/ as partial evidence, which --record refuses.
+ */
+static int run_strict(const char *args, char **out, char **err)
+{
+	const char *strict = getenv("VS_TOOL_STRICT"), *trimmed = getenv("VS_TOOL");
+	char *saved;
+	int status;
+
+	ck_assert_msg(strict && trimmed, "VS_TOOL_STRICT is not set (run through ctest)");
+	saved = strdup(trimmed);
+	setenv("VS_TOOL", strict, 1);
+	status = tu_run_tool(tmp, args, out, err);
+	setenv("VS_TOOL", saved, 1);
+	free(saved);
+	return status;
+}
+
+START_TEST(hand_trimmed_plan_runs_only_as_scratch)
+{
+	char *plan = tu_small_plan(tmp, "", 1, 2), *args, *out = NULL, *err = NULL, *card_before, *card_after;
+	char *card_path = fs_join(tmp, "skills/mla_decode_cpu_splitkv.md");
+	int status;
+
+	card_before = tu_read(card_path, NULL);
+	args = fs_printf("--run %s", plan);
+	status = run_strict(args, &out, &err);
+	ck_assert_msg(status == 3, "exit %d: %s", status, err);
+	ck_assert_int_eq(tu_count_lines(err), 1);
+	ck_assert_msg(strstr(err, "task 'bf16-causal-h7-ps16' of tier smoke is missing from the plan: it holds 1 of "
+				  "the 6 tasks") &&
+			      strstr(err, "--scratch"),
+		      "%s", err);
+	ck_assert_msg(!strstr(out, "eval dir:"), "a refused plan ran: %s", out);
+	free(out);
+	free(err);
+	free(args);
+	args = fs_printf("--run %s --scratch --threads 2", plan);
+	status = run_strict(args, &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, err, out); /* a debug run: no task it ran failed */
+	ck_assert_msg(strstr(err, "this is a debug run"), "%s", err);
+	ck_assert_msg(strstr(out, "eval dir: results/mla_decode_cpu_splitkv/.debug/"), "%s", out);
+	free(args);
+	{
+		char *dir = tu_eval_dir_of(out);
+
+		free(out);
+		free(err);
+		/* never the latest complete run, and refused when named */
+		status = run_strict("--record skills/mla_decode_cpu_splitkv.md", &out, &err);
+		ck_assert_msg(status == 3 && strstr(err, "no complete eval dir"), "exit %d: %s", status, err);
+		free(out);
+		free(err);
+		args = fs_printf("--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", dir);
+		status = run_strict(args, &out, &err);
+		ck_assert_msg(status == 3 && strstr(err, "is missing from the plan"), "exit %d: %s", status, err);
+		free(out);
+		free(err);
+		free(args);
+		free(dir);
+	}
+	card_after = tu_read(card_path, NULL);
+	ck_assert_str_eq(card_before, card_after);
+	free(card_before);
+	free(card_after);
+	free(card_path);
+	free(plan);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -195,6 +267,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, static_passes_the_field_examples_and_our_cards);
 	tcase_add_test(tc, emit_plan_is_byte_identical_twice);
 	tcase_add_test(tc, main_job_records_the_cpu_card);
+	tcase_add_test(tc, hand_trimmed_plan_runs_only_as_scratch);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -529,7 +529,9 @@ static const struct cli_case cli_cases[] = {
 	{"no_such_skill --static", 3, NULL, "no card 'no_such_skill'", 1},
 	{"--verify skills", 3, NULL, "a typed block", 3},
 	{"--report", 3, "flydsl_rewrite_quantized_moe: not planned here (operator 'fused_moe_grouped_gemm'",
-	 "3 cards claim what the evidence does not show (see above); 3 of them typed validation blocks", 1},
+	 "3 cards claim what the evidence does not show: flash_mla_tilelang_to_triton, flydsl_fp8_gemm_playbook, "
+	 "flydsl_rewrite_quantized_moe (the report's evidence column says why); 3 of them typed validation blocks",
+	 1},
 	{"--report --format markdown", 3, "| flydsl_fp8_gemm_playbook | ", NULL, -1},
 	{"--reindex", 0, "./index.yaml: 3 cards indexed", NULL, 0},
 };

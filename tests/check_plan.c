@@ -116,7 +116,9 @@ START_TEST(edited_plan_is_refused)
 	at[5] = 'R'; /* a task renamed by hand */
 	tu_write(path, text, strlen(text));
 	ck_assert_int_eq(plan_read(&q, path), VS_EVERIFY);
-	ck_assert_ptr_nonnull(strstr(vs_last_error(), "does not match its spec"));
+	ck_assert_msg(strstr(vs_last_error(), "tasks[0] 'bf16-Ragged-h16-ps64' is not a task the tool plans: the plan "
+					    "was edited; emit it again"),
+		      "%s", vs_last_error());
 	tu_write(path, "{\"schema\": ", 11);
 	ck_assert_int_eq(plan_read(&q, path), VS_EPARSE);
 	ck_assert_ptr_nonnull(strstr(vs_last_error(), "not valid JSON"));
@@ -365,6 +367,184 @@ START_TEST(gfx942_plan_carries_build_figures)
 }
 END_TEST
 
+/*
+ * Issue 35: a plan is the card's. Each hand edit of a plan, made to the plan of the CPU card as
+ * --emit-plan wrote it (JSON text, then the hash of an edited spec set to the spec's own so that
+ * the spec guard lets it through), is refused by plan_check_card() with one line naming the field,
+ * the plan's value and the derived one. With plan_trimmed_for_tests 0: the tool's own check.
+ */
+static void set_num(cJSON *o, const char *k, double v)
+{
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(o, k));
+	cJSON_SetNumberValue(cJSON_GetObjectItem(o, k), v);
+}
+
+/* every task's hash set to its (edited) spec's, as a user pasting the hash the old guard printed */
+static void rehash(cJSON *root)
+{
+	cJSON *t;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(root, "tasks"))
+	{
+		struct task_spec s;
+		char hex[65];
+
+		ck_assert_int_eq(task_spec_from_json(&s, cJSON_GetObjectItem(t, "spec"), "test"), 0);
+		ck_assert_int_eq(task_spec_hash(&s, hex), 0);
+		cJSON_ReplaceItemInObject(t, "hash", cJSON_CreateString(hex));
+		task_spec_release(&s);
+	}
+}
+
+static void edit_gate(cJSON *j)
+{
+	set_num(cJSON_GetObjectItem(j, "gates"), "isolated_speedup_min", 0.5);
+}
+
+static void edit_parity(cJSON *j)
+{
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "gates"), "parity", cJSON_CreateString("advisory"));
+}
+
+static void edit_delete_tasks(cJSON *j)
+{
+	cJSON *tasks = cJSON_GetObjectItem(j, "tasks");
+
+	while (cJSON_GetArraySize(tasks) > 2)
+		cJSON_DeleteItemFromArray(tasks, 2);
+	/* the reference-free CPU plan lists no skips of them */
+}
+
+static void edit_tolerance(cJSON *j)
+{
+	cJSON *t;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(j, "tasks"))
+	set_num(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "spec"), "tol_out"), "rtol", 0.05);
+	rehash(j);
+}
+
+static void edit_spec_shape(cJSON *j)
+{
+	set_num(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0), "spec"), "h_q", 8);
+	rehash(j);
+}
+
+static void edit_max_pairs(cJSON *j)
+{
+	set_num(cJSON_GetObjectItem(j, "protocol"), "max_pairs", 3);
+	set_num(cJSON_GetObjectItem(j, "protocol"), "min_pairs", 2);
+}
+
+static void edit_configs(cJSON *j)
+{
+	cJSON *cfgs = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "candidate"), "configs");
+
+	while (cJSON_GetArraySize(cfgs) > 1)
+		cJSON_DeleteItemFromArray(cfgs, 1);
+}
+
+static const struct {
+	const char *what;
+	void (*edit)(cJSON *j);
+	const char *msg; /* what plan_check_card() says */
+} plan_edits[] = {
+	{"an edited gate", edit_gate,
+	 "gates.isolated_speedup_min is 0.5 in the plan, the tool derives 1.3 from {card}'s expects"},
+	{"parity made advisory", edit_parity, "gates.parity is \"advisory\" in the plan, the tool derives \"required\""},
+	{"tasks deleted", edit_delete_tasks,
+	 "task 'bf16-page1-h32' of tier smoke is missing from the plan: it holds 2 of the 6 tasks"},
+	{"a loosened tolerance, hash fixed", edit_tolerance,
+	 "task 'bf16-ragged-h16-ps64': spec.tol_out.rtol is 0.05 in the plan, the tool derives 0.015703125 from tier "
+	 "smoke"},
+	{"an edited shape, hash fixed", edit_spec_shape,
+	 "task 'bf16-ragged-h16-ps64': spec.h_q is 8 in the plan, the tool derives 16 from tier smoke"},
+	{"max_pairs 3", edit_max_pairs, "protocol.min_pairs is 2 in the plan, the tool derives 10 from the protocol"},
+	{"configs deleted", edit_configs, "candidate.configs lists 1 config in the plan, but cpu.splitkv has 16 for x86_64"},
+};
+
+START_TEST(hand_edited_plan_differs_from_its_card)
+{
+	struct card c;
+	struct plan p, q;
+	char *path = fs_printf("%s/x.plan.json", tmp), *text, *out, diff[1024], *want;
+	cJSON *j;
+
+	plan_trimmed_for_tests = 0;
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	ck_assert_int_eq(plan_build(&p, &c, NULL), 0);
+	ck_assert_int_eq(plan_write(&p, path), 0);
+	/* the plan as emitted agrees with its card */
+	ck_assert_int_eq(plan_read(&q, path), 0);
+	ck_assert_msg(plan_check_card(&q, &c, 1, diff, sizeof(diff)) == 0, "%s", diff);
+	plan_release(&q);
+	text = tu_read(path, NULL);
+	j = cJSON_Parse(text);
+	plan_edits[_i].edit(j);
+	out = cJSON_Print(j);
+	tu_write(path, out, strlen(out));
+	ck_assert_msg(plan_read(&q, path) == 0, "%s: the edit reads as a plan: %s", plan_edits[_i].what,
+		      vs_last_error());
+	ck_assert_int_eq(plan_check_card(&q, &c, 1, diff, sizeof(diff)), VS_EVERIFY);
+	{
+		const char *at = strstr(plan_edits[_i].msg, "{card}");
+
+		want = at ? fs_printf("%.*s%s%s", (int)(at - plan_edits[_i].msg), plan_edits[_i].msg, c.path, at + 6) :
+			    strdup(plan_edits[_i].msg);
+	}
+	ck_assert_msg(strstr(diff, want) != NULL, "%s: want\n %s\ngot\n %s", plan_edits[_i].what, want, diff);
+	/* the suites' trimmed plans leave fewer tasks, configs and pairs alone, never a gate or a spec */
+	plan_trimmed_for_tests = 1;
+	ck_assert_int_eq(plan_check_card(&q, &c, 1, diff, sizeof(diff)) == 0,
+			 plan_edits[_i].edit == edit_delete_tasks || plan_edits[_i].edit == edit_max_pairs ||
+				 plan_edits[_i].edit == edit_configs);
+	plan_release(&q);
+	plan_release(&p);
+	card_release(&c);
+	cJSON_Delete(j);
+	cJSON_free(out);
+	free(want);
+	free(text);
+	free(path);
+}
+END_TEST
+
+/* A plan file holds only the keys --emit-plan writes: any other is refused with its path. */
+START_TEST(unknown_plan_key_is_refused)
+{
+	struct card c;
+	struct plan p, q;
+	char *path = fs_printf("%s/x.plan.json", tmp), *text, *out;
+	cJSON *j;
+
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	ck_assert_int_eq(plan_build(&p, &c, NULL), 0);
+	ck_assert_int_eq(plan_write(&p, path), 0);
+	text = tu_read(path, NULL);
+	j = cJSON_Parse(text);
+	cJSON_AddNumberToObject(cJSON_GetObjectItem(j, "gates"), "isolated_speedup_max", 9);
+	out = cJSON_Print(j);
+	tu_write(path, out, strlen(out));
+	ck_assert_int_eq(plan_read(&q, path), VS_ESCHEMA);
+	ck_assert_msg(strstr(vs_last_error(), "unknown key 'gates.isolated_speedup_max'"), "%s", vs_last_error());
+	cJSON_Delete(j);
+	cJSON_free(out);
+	j = cJSON_Parse(text);
+	cJSON_AddStringToObject(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "candidate"), "configs"), 1),
+				"num_warp", "4");
+	out = cJSON_Print(j);
+	tu_write(path, out, strlen(out));
+	ck_assert_int_eq(plan_read(&q, path), VS_ESCHEMA);
+	ck_assert_msg(strstr(vs_last_error(), "unknown key 'candidate.configs[1].num_warp'"), "%s", vs_last_error());
+	plan_release(&p);
+	card_release(&c);
+	cJSON_Delete(j);
+	cJSON_free(out);
+	free(text);
+	free(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -382,6 +562,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, standard_tier_has_the_required_shapes);
 	tcase_add_test(tc, full_tier_says_when_it_equals_standard);
 	tcase_add_test(tc, gfx942_plan_carries_build_figures);
+	tcase_add_loop_test(tc, hand_edited_plan_differs_from_its_card, 0,
+			    (int)(sizeof(plan_edits) / sizeof(plan_edits[0])));
+	tcase_add_test(tc, unknown_plan_key_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

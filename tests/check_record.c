@@ -237,6 +237,65 @@ START_TEST(tampered_evidence_is_refused)
 }
 END_TEST
 
+/*
+ * Issue 35: the plan copy of an eval dir edited (the gate, a tolerance) with its sha256 in
+ * result.json set to match, as a run of a tool that did not check its plan against its card would
+ * leave it: --record, --verify and --report refuse it, naming the field.
+ */
+static void rebind_plan(void)
+{
+	char *path = fs_join(eval_dir, "plan.json"), hex[65];
+
+	ck_assert_int_eq(fs_sha256_file(hex, path), 0);
+	edit_result("plan", "sha256", cJSON_CreateString(hex));
+	free(path);
+}
+
+static const struct {
+	const char *from, *to, *message;
+} plan_edits[] = {
+	{"\"isolated_speedup_min\":\t1.3", "\"isolated_speedup_min\":\t0.5",
+	 "plan.json gates.isolated_speedup_min is 0.5 in the plan, the tool derives 1.3 from"},
+	{"\"parity\":\t\"required\"", "\"parity\":\t\"advisory\"",
+	 "plan.json gates.parity is \"advisory\" in the plan, the tool derives \"required\""},
+};
+
+START_TEST(edited_plan_copy_is_refused_by_record_verify_and_report)
+{
+	struct report_options ro;
+	char *plan = fs_join(eval_dir, "plan.json"), *before, *after, *out_path = fs_join(tmp, "report.txt");
+	char *skills = fs_join(tmp, "skills"), *report;
+	FILE *f;
+
+	mark_clean();
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(record_verify(card_path), 0);
+	before = tu_read(card_path, NULL);
+	edit_file(plan, plan_edits[_i].from, plan_edits[_i].to);
+	rebind_plan();
+	ck_assert_int_eq(record_card(card_path, eval_dir), VS_EVERIFY);
+	ck_assert_msg(strstr(vs_last_error(), plan_edits[_i].message), "%s", vs_last_error());
+	after = tu_read(card_path, NULL);
+	ck_assert_str_eq(before, after);
+	ck_assert_int_eq(record_verify(card_path), VS_EVERIFY);
+	ck_assert_msg(strstr(vs_last_error(), plan_edits[_i].message), "%s", vs_last_error());
+	memset(&ro, 0, sizeof(ro));
+	ro.skills_dir = skills;
+	f = fopen(out_path, "w");
+	ro.out = f;
+	ck_assert_int_eq(report_run(&ro), VS_EVERIFY);
+	fclose(f);
+	report = tu_read(out_path, NULL);
+	ck_assert_msg(strstr(report, "mismatch") && strstr(report, plan_edits[_i].message), "%s", report);
+	free(report);
+	free(plan);
+	free(before);
+	free(after);
+	free(out_path);
+	free(skills);
+}
+END_TEST
+
 START_TEST(missing_manifest_copy_is_refused)
 {
 	char *dir = fs_join(eval_dir, "manifests");
@@ -327,6 +386,72 @@ START_TEST(partial_run_is_not_recorded)
 	free((char *)ro.tasks_root);
 	free((char *)ro.results_root);
 	free(dir);
+}
+END_TEST
+
+/*
+ * Issue 35: which run is recorded. A second complete run of the same card and implementations:
+ * recording the first (older) one is refused without --older; with it the card says which newer
+ * run it was recorded over; every record states the spread of the runs' speedups, and --verify
+ * accepts both.
+ */
+START_TEST(older_run_needs_older_and_the_card_says_so)
+{
+	struct runner_options ro;
+	struct card c;
+	char *second = NULL, *text;
+
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = fs_join(tmp, "results");
+	ro.threads = 2;
+	ro.run_id = "run2";
+	ck_assert_msg(runner_run(&second, &ro) == 0, "%s", vs_last_error());
+	mark_clean();
+	edit_result_in(second, "tool", "kernels_dirty", cJSON_CreateFalse());
+	text = tu_read(card_path, NULL);
+	ck_assert_int_eq(record_card(card_path, eval_dir), VS_EVERIFY);
+	ck_assert_msg(strstr(vs_last_error(), "is older than") && strstr(vs_last_error(), "run2") &&
+			      strstr(vs_last_error(), "--older"),
+		      "%s", vs_last_error());
+	{
+		char *now = tu_read(card_path, NULL);
+
+		ck_assert_str_eq(now, text); /* nothing written */
+		free(now);
+	}
+	ck_assert_msg(record_card_run(card_path, eval_dir, 1) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_msg(!strncmp(c.validation.recorded_over, "run2: ", 6), "%s", c.validation.recorded_over);
+	ck_assert_msg(strstr(c.validation.spread, " over 2 runs"), "%s", c.validation.spread);
+	card_release(&c);
+	ck_assert_msg(record_verify(card_path) == 0, "%s", vs_last_error());
+	/* the newest needs no flag, and clears recorded_over */
+	ck_assert_msg(record_card(card_path, second) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_str_eq(c.validation.recorded_over, "");
+	ck_assert_msg(strstr(c.validation.spread, " over 2 runs"), "%s", c.validation.spread);
+	card_release(&c);
+	ck_assert_msg(record_verify(card_path) == 0, "%s", vs_last_error());
+	/* a spread that does not hold the recorded speedup is a claim the evidence does not back */
+	{
+		char *card = tu_read(card_path, NULL), *at = strstr(card, "spread: "), *end, *out;
+
+		ck_assert_ptr_nonnull(at);
+		at += 8;
+		end = at + strcspn(at, ",}\r\n");
+		out = fs_printf("%.*s\"0.001-0.002 over 2 runs\"%s", (int)(at - card), card, end);
+		tu_write(card_path, out, strlen(out));
+		free(out);
+		free(card);
+	}
+	ck_assert_int_eq(record_verify(card_path), VS_EVERIFY);
+	ck_assert_msg(strstr(vs_last_error(), "validation.measured.spread"), "%s", vs_last_error());
+	free(text);
+	free(second);
+	free((char *)ro.tasks_root);
+	free((char *)ro.results_root);
 }
 END_TEST
 
@@ -632,9 +757,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, foreign_generation_is_not_recorded);
 	tcase_add_loop_test(tc, tampered_evidence_is_refused, 0, (int)(sizeof(tampers) / sizeof(tampers[0])));
 	tcase_add_test(tc, missing_manifest_copy_is_refused);
+	tcase_add_loop_test(tc, edited_plan_copy_is_refused_by_record_verify_and_report, 0,
+			    (int)(sizeof(plan_edits) / sizeof(plan_edits[0])));
 	tcase_add_test(tc, hand_edited_number_is_caught_by_verify_and_report);
 	tcase_add_test(tc, claims_are_one_answer_for_verify_and_report);
 	tcase_add_test(tc, partial_run_is_not_recorded);
+	tcase_add_test(tc, older_run_needs_older_and_the_card_says_so);
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
 	tcase_add_test(tc, typed_block_is_read_never_trusted_and_replaced_by_record);
