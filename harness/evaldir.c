@@ -286,6 +286,15 @@ static int run_kind(const char *dir)
 	return kind;
 }
 
+/* Newest first: by the time a run finished (ISO 8601 sorts), then by run id (UTC stamps sort). */
+static int run_newer_first(const void *a, const void *b)
+{
+	const struct evaldir_run *x = a, *y = b;
+	int c = strcmp(y->finished, x->finished);
+
+	return c ? c : strcmp(y->name, x->name);
+}
+
 static char *dup_or_empty(const char *s)
 {
 	return strdup(s ? s : "");
@@ -327,6 +336,7 @@ int evaldir_runs(struct evaldir_run **out, int *n, const char *card_dir)
 			r->gen = dup_or_empty(jstr(jget(root, "device"), "gen"));
 			r->baseline = dup_or_empty(jstr(root, "baseline"));
 			r->candidate = dup_or_empty(jstr(root, "candidate"));
+			r->finished = dup_or_empty(jstr(root, "finished"));
 			iso = jget(jget(root, "overall"), "isolated");
 			if (cJSON_IsObject(iso)) {
 				r->has_isolated = 1;
@@ -335,7 +345,8 @@ int evaldir_runs(struct evaldir_run **out, int *n, const char *card_dir)
 				r->isolated_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(iso, "ci95"), 1));
 			}
 			count++;
-			if (!r->name || !r->verdict || !r->device || !r->gen || !r->baseline || !r->candidate)
+			if (!r->name || !r->verdict || !r->device || !r->gen || !r->baseline || !r->candidate ||
+			    !r->finished)
 				err = vs_oom();
 		}
 		cJSON_Delete(root);
@@ -350,6 +361,7 @@ int evaldir_runs(struct evaldir_run **out, int *n, const char *card_dir)
 		evaldir_runs_free(runs, count);
 		return err;
 	}
+	qsort(runs, (size_t)count, sizeof(*runs), run_newer_first);
 	*out = runs;
 	*n = count;
 	return 0;
@@ -365,6 +377,7 @@ void evaldir_runs_free(struct evaldir_run *runs, int n)
 		free(runs[i].gen);
 		free(runs[i].baseline);
 		free(runs[i].candidate);
+		free(runs[i].finished);
 	}
 	free(runs);
 }
@@ -2514,8 +2527,9 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 
 		if ((err = plan_check_card(&p, c, 0, diff, sizeof(diff))) == VS_EVERIFY) {
 			status = EVIDENCE_MISMATCH;
-			err = vs_error(VS_EVERIFY, "%s: plan.json %s: it is not what %s plans; emit the plan and run again",
-				       dir, diff, c->path);
+			err = vs_error(VS_EVERIFY,
+				       "%s: plan.json %s: it is not what %s plans; emit the plan and run again", dir,
+				       diff, c->path);
 		}
 		if (err)
 			goto done;
@@ -2628,7 +2642,8 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 
 		/* written by --record from runs other than this one: only its consistency is checkable */
 		if (sscanf(have->spread, "%lf-%lf over %d runs", &lo, &hi, &runs) != 3 || !(lo <= hi) || runs < 2 ||
-		    (want.has_isolated && (want.measured_isolated < lo - 0.0005 || want.measured_isolated > hi + 0.0005)))
+		    (want.has_isolated &&
+		     (want.measured_isolated < lo - 0.0005 || want.measured_isolated > hi + 0.0005)))
 			claim_problem(&problems, why, why_cap, "validation.measured.spread does not hold the evidence",
 				      "%s: validation.measured.spread is '%s', which does not hold the evidence's %.3f "
 				      "(written by --record as 'LO-HI over N runs')",

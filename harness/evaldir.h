@@ -98,17 +98,18 @@ int evaldir_latest(char **out, struct evaldir_skipped *skipped, const char *resu
 
 /** One complete eval dir of a card, as its result.json says (not verified: a listing). */
 struct evaldir_run {
-	char *dir;                         /* the eval dir (malloc'd) */
-	char *name;                        /* its last component, the run id (malloc'd) */
-	char *verdict, *device, *gen;      /* malloc'd */
-	char *baseline, *candidate;        /* the implementations measured (malloc'd) */
-	int has_isolated;                  /* the overall speedup and its 95% CI */
+	char *dir;                    /* the eval dir (malloc'd) */
+	char *name;                   /* its last component, the run id (malloc'd) */
+	char *verdict, *device, *gen; /* malloc'd */
+	char *baseline, *candidate;   /* the implementations measured (malloc'd) */
+	char *finished;               /* when the run ended, ISO 8601 UTC (malloc'd) */
+	int has_isolated;             /* the overall speedup and its 95% CI */
 	double isolated, isolated_lo, isolated_hi;
 };
 
 /**
  * The complete eval dirs (result.json, not partial) of the directory card_dir (results/<card id>),
- * newest first (run ids are UTC stamps), read without verifying them: what `--record` lists beside
+ * newest first (by the time each finished, then by run id), read without verifying them: what `--record` lists beside
  * the run it records. *out (free with evaldir_runs_free()) and *n. Errors: VS_ENOMEM.
  */
 int evaldir_runs(struct evaldir_run **out, int *n, const char *card_dir);
@@ -144,7 +145,7 @@ struct evaldir_head {
 	const char *task_filter, *impl_filter, *config_filter; /* recorded when partial */
 	int scratch;                                           /* --scratch: recorded when partial */
 	const char *plan_differs; /* recorded when partial: how the plan differs from what its card plans */
-	int has_part; /* recorded when partial: this is part part_index of run_id */
+	int has_part;             /* recorded when partial: this is part part_index of run_id */
 	const char *run_id;
 	int part_index;
 	const char *const *merged_from; /* --merge: the part dirs joined */

@@ -2692,8 +2692,8 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 			       d.tasks[j < d.ntasks ? j : 0].name);
 		prev = k;
 		snprintf(source, sizeof(source), "tier %s", p->tier);
-		if (part_differs(diff, cap, &oom, task_spec_to_json(&p->tasks[j]), task_spec_to_json(&d.tasks[k]),
-				 "", source)) {
+		if (part_differs(diff, cap, &oom, task_spec_to_json(&p->tasks[j]), task_spec_to_json(&d.tasks[k]), "",
+				 source)) {
 			char line[1024];
 
 			snprintf(line, sizeof(line), "task '%s': spec.%s", p->tasks[j].name, diff);
@@ -2743,8 +2743,8 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		if (!plan_trimmed_for_tests)
 			e2e_protocol_defaults(&d.e2e, gpu);
 		snprintf(source, sizeof(source), "the e2e protocol of %s plans", gpu ? "GPU" : "CPU");
-		if (part_differs(diff, cap, &oom, e2e_protocol_to_json(&oom, &p->e2e), e2e_protocol_to_json(&oom, &d.e2e),
-				 "e2e", source)) {
+		if (part_differs(diff, cap, &oom, e2e_protocol_to_json(&oom, &p->e2e),
+				 e2e_protocol_to_json(&oom, &d.e2e), "e2e", source)) {
 			differs = 1;
 			goto done;
 		}
@@ -2757,8 +2757,9 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		int n = impl ? impl->configs(p->gen, NULL, 0) : -1;
 
 		if (impl && n != pi->nconfigs)
-			DIFFER("%s.configs lists %d config%s in the plan, but %s has %d for %s", r ? "candidate" : "baseline",
-			       pi->nconfigs, pi->nconfigs == 1 ? "" : "s", pi->name, n, p->gen);
+			DIFFER("%s.configs lists %d config%s in the plan, but %s has %d for %s",
+			       r ? "candidate" : "baseline", pi->nconfigs, pi->nconfigs == 1 ? "" : "s", pi->name, n,
+			       p->gen);
 	}
 #undef DIFFER
 done:

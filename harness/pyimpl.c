@@ -411,8 +411,8 @@ static int run_script(cJSON **json, const char *script, const char *verb, const 
 		if (strstr(line, "not found by the interpreter"))
 			snprintf(line + strlen(line), sizeof(line) - strlen(line),
 				 "; VS_PYTHON chooses the interpreter (%s%s%s): set it to one that has it",
-				 chosen && *chosen ? "now '" : "unset: python3 on PATH", chosen && *chosen ? chosen : "",
-				 chosen && *chosen ? "'" : "");
+				 chosen && *chosen ? "now '" : "unset: python3 on PATH",
+				 chosen && *chosen ? chosen : "", chosen && *chosen ? "'" : "");
 		rc = vs_error(VS_ESCHEMA, "%s", *line ? line : "python module: the shim failed without a message");
 		set_last_error("%s", line);
 		goto done;

@@ -118,9 +118,11 @@ static int record_which_run(char *spread, size_t scap, char *over, size_t ocap, 
 					m->verdict);
 			else if (r->has_isolated && m->has_isolated &&
 				 (r->isolated_hi < m->isolated_lo || r->isolated_lo > m->isolated_hi))
-				vs_warn("%s: the speedup CI of run %s, [%.3f, %.3f], does not overlap the recorded run's, "
+				vs_warn("%s: the speedup CI of run %s, [%.3f, %.3f], does not overlap the recorded "
+					"run's, "
 					"[%.3f, %.3f]: the within-run CI does not describe the spread across runs",
-					card_dir, r->name, r->isolated_lo, r->isolated_hi, m->isolated_lo, m->isolated_hi);
+					card_dir, r->name, r->isolated_lo, r->isolated_hi, m->isolated_lo,
+					m->isolated_hi);
 		}
 	}
 	if (nsame > 1 && hi > 0)
@@ -217,7 +219,8 @@ int record_card_run(const char *card_path, const char *eval_dir, int older)
 		printf("%s: recorded %s (isolated speedup %s%s, parity %s, %s %s, %s) from %s\n", card_path, v.status,
 		       iso, e2e, e.parity ? e.parity : "n/a", e.device_name, e.gen, e.date, artifact);
 		if (*spread)
-			printf("%s: across runs the speedup spans %s (validation.measured.spread)\n", card_path, spread);
+			printf("%s: across runs the speedup spans %s (validation.measured.spread)\n", card_path,
+			       spread);
 		if (*over)
 			printf("%s: recorded over the newer run %s (validation.recorded_over)\n", card_path, over);
 	}

@@ -208,7 +208,8 @@ START_TEST(gpus_run_writes_the_eval_dir_of_a_single_worker_run)
 	free(b);
 	/* Both verify as evidence (the same checks --record makes). */
 	if (!VS_KERNELS_DIRTY) {
-		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", multi));
+		/* the single-worker run came after: recording the older one says so (--older) */
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s --older", multi));
 		free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
 	}
 	free(tool(2, NULL, "--run %s --gpus 0,0", plan));
@@ -269,7 +270,7 @@ START_TEST(parts_merge_into_the_eval_dir_of_a_direct_run)
 		ck_assert_msg(strstr(err, "uncommitted kernels/"), "%s", err);
 		free(err);
 	} else {
-		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", merged));
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s --older", merged));
 		free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
 	}
 	/* A part is read as strictly as evidence: a key twice in its result.json is refused. */
@@ -653,7 +654,7 @@ START_TEST(configs_from_pins_each_tasks_chosen_configs)
 		char *want = fs_printf("pinned from run %s", run);
 
 		/* the unpinned run first: its configs came from its own tuning pass, and the report says no pin */
-		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s --older", eval));
 		out = tool(0, NULL, "--report");
 		ck_assert_msg(!strstr(out, "pinned from run"), "an unpinned run reads as pinned:\n%s", out);
 		free(out);

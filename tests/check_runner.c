@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the injected device: CPU memory, virtual clock, recorded "graphs" ---------------------- */
 
