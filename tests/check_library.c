@@ -410,6 +410,36 @@ START_TEST(index_matches_geaks_own_and_is_byte_stable)
 }
 END_TEST
 
+/* A non-empty runtime contract (GEAK's template: "indexed and checked before a skill applies") is indexed. */
+START_TEST(index_carries_a_runtime_contract)
+{
+	char *path = at("skills/flydsl_fp8_gemm_playbook/skill.md"), *text = tu_read(path, NULL), *edited, *index;
+	const char *want = "  runtime:\n    language: flydsl\n    provider: aiter_vendored_flydsl\n    profiles:\n"
+			   "    - name: v0.2\n      specifier: '>=0.2.2,<0.3'\n      validation_status: validated\n"
+			   "  validation_status: stale\n";
+	char *at_expects = strstr(text, "expects:\n");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(at_expects);
+	edited = fs_printf("%.*sruntime:\n  language: flydsl\n  provider: aiter_vendored_flydsl\n  profiles:\n"
+			   "  - {name: v0.2, specifier: \">=0.2.2,<0.3\", validation_status: validated}\n%s",
+			   (int)(at_expects - text), text, at_expects);
+	tu_write(path, edited, strlen(edited));
+	ck_assert_msg(library_reindex(tmp, &n) == 0, "%s", vs_last_error());
+	{
+		char *index_path = at("index.yaml");
+
+		index = tu_read(index_path, NULL);
+		free(index_path);
+	}
+	ck_assert_msg(strstr(index, want) != NULL, "want\n%s\nin:\n%s", want, index);
+	free(index);
+	free(edited);
+	free(text);
+	free(path);
+}
+END_TEST
+
 /* A card that does not load leaves index.yaml as it was: the index is complete or not written. */
 START_TEST(index_is_not_written_past_a_card_that_does_not_load)
 {
@@ -604,6 +634,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, index_matches_geaks_own_and_is_byte_stable);
 	tcase_add_test(tc, index_reads_back_in_geaks_schema);
 	tcase_add_test(tc, index_is_not_written_past_a_card_that_does_not_load);
+	tcase_add_test(tc, index_carries_a_runtime_contract);
 	tcase_add_loop_test(tc, geak_command_line_at_a_library_root, 0, (int)(sizeof(cli_cases) / sizeof(cli_cases[0])));
 	tcase_add_test(tc, report_lists_a_geak_root_in_full);
 	suite_add_tcase(s, tc);
