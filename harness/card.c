@@ -148,6 +148,7 @@ struct doc {
 	struct ynode *root;
 	yaml_parser_t parser;
 	int parser_ready;
+	int claim; /* validation.status is validated or failed: its values may be typed (card.h) */
 };
 
 static void ynode_free(struct ynode *n)
@@ -978,6 +979,42 @@ static int schema_list(const struct doc *d, struct card_list *l, const struct yn
 	return 0;
 }
 
+/*
+ * A value of a claim's validation block that --record would never write (text for a number, a
+ * parity outside the enum, a date not YYYY-MM-DD): the block is typed (card.h); the value stays
+ * unset and is named in typed_why. 0, or VS_ENOMEM.
+ */
+static int typed_note(struct card *c, const char *why)
+{
+	char *s = c->validation.typed_why ? fs_printf("%s; %s", c->validation.typed_why, why) : strdup(why);
+
+	VS_CHECK_ALLOC(s);
+	free(c->validation.typed_why);
+	c->validation.typed_why = s;
+	c->validation.typed = 1;
+	return 0;
+}
+
+/* typed_note() for the value v of key ("validation.measured.isolated" is named "measured.isolated"). */
+static int typed_value(struct card *c, const char *key, const struct ynode *v)
+{
+	char *why = fs_printf("%s is '%s'", key + strlen("validation."), v->value);
+	int err;
+
+	VS_CHECK_ALLOC(why);
+	err = typed_note(c, why);
+	free(why);
+	return err;
+}
+
+/* Whether key's value in a claim's block may be typed rather than refused (d->claim). */
+static int typed_allowed(const struct doc *d, const char *key, const struct ynode *v)
+{
+	return d->claim && v->kind == YN_SCALAR &&
+	       (!strcmp(key, "validation.measured.isolated") || !strcmp(key, "validation.measured.e2e_pct") ||
+		!strcmp(key, "validation.measured.parity") || !strcmp(key, "validation.last_verified"));
+}
+
 static int schema_value(const struct doc *d, struct card *c, const struct field *f, const struct ynode *v,
 			const char *key)
 {
@@ -1006,6 +1043,8 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 			return doc_err(d, VS_ESCHEMA, v->b, key,
 				       "'stale' is computed by the report and never written; use one of: %s",
 				       enum_list(f->values, buf, sizeof(buf)));
+		if (!enum_has(f->values, v->value) && typed_allowed(d, key, v))
+			return typed_value(c, key, v);
 		if (!enum_has(f->values, v->value))
 			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is not one of: %s", v->value,
 				       enum_list(f->values, buf, sizeof(buf)));
@@ -1013,6 +1052,8 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 	case F_DATE:
 		if (scalar_unset(v))
 			return set_str(str_at(c, f), "");
+		if (!valid_date(v->value) && typed_allowed(d, key, v))
+			return typed_value(c, key, v);
 		if (!valid_date(v->value))
 			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is not a real date written YYYY-MM-DD",
 				       v->value);
@@ -1023,6 +1064,8 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 		*(double *)((char *)c + f->off) = 0.0;
 		if (scalar_unset(v))
 			return 0;
+		if ((v->style != YAML_PLAIN_SCALAR_STYLE || parse_number(v->value, &num)) && typed_allowed(d, key, v))
+			return typed_value(c, key, v);
 		if (v->style != YAML_PLAIN_SCALAR_STYLE)
 			return doc_err(d, VS_ESCHEMA, v->b, key,
 				       "expected a number, found the quoted string \"%s\" "
@@ -1064,7 +1107,9 @@ static int schema_map(const struct doc *d, struct card *c, const struct ynode *m
 		if (err)
 			break;
 		f = field_find(key);
-		if (!f)
+		if (f && !strcmp(key, "match.from_backend") && v->kind == YN_SEQ)
+			err = schema_list(d, &c->match.from_backends, v, key); /* GEAK's list of sources */
+		else if (!f)
 			err = unknown_add(c, d, key, v);
 		else if (f->type != F_MAP)
 			err = schema_value(d, c, f, v, key);
@@ -1258,6 +1303,8 @@ void card_release(struct card *c)
 		free(c->unknown[i].text);
 	}
 	free(c->unknown);
+	free(c->validation.typed_why);
+	list_release(&c->match.from_backends);
 	for (int i = 0; i < c->loc_count; i++)
 		free(c->locs[i].key);
 	free(c->locs);
@@ -1289,11 +1336,23 @@ int card_parse(struct card *c, const char *path, const char *text, size_t len)
 	tmp.fm_begin = d.fm_begin;
 	tmp.fm_end = d.fm_end;
 	tmp.body_begin = d.body_begin;
+	{
+		const struct ynode *vb = map_find(d.root, "validation", NULL);
+		const struct ynode *st = vb && vb->kind == YN_MAP ? map_find(vb, "status", NULL) : NULL;
+
+		d.claim = st && st->kind == YN_SCALAR &&
+			  (!strcmp(st->value, "validated") || !strcmp(st->value, "failed"));
+	}
 	err = schema_map(&d, &tmp, d.root, "");
 	if (!err)
 		err = schema_defaults(&tmp);
 	if (!err)
 		err = schema_required(&tmp);
+	/* what --record always writes and a typed block lacks */
+	if (!err && d.claim && !*tmp.validation.artifact)
+		err = typed_note(&tmp, "no artifact");
+	if (!err && d.claim && !*tmp.validation.gen)
+		err = typed_note(&tmp, "no gen");
 	if (err)
 		goto done;
 	*c = tmp;
@@ -1744,29 +1803,117 @@ static int lint_gate(const struct card *c)
 	return n;
 }
 
+/* GEAK's template marks what an author fills in with REPLACE. */
+#define CARD_PLACEHOLDER "REPLACE"
+
+/*
+ * GEAK's template (_template/SKILL_TEMPLATE.md) refused as a card: one line per value that still
+ * holds its placeholder (its empty sections are lint_body's). The count of lines.
+ */
+static int lint_placeholders(const struct card *c)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (fields[i].type == F_LIST) {
+			const struct card_list *l = (const struct card_list *)((const char *)c + fields[i].off);
+
+			for (int k = 0; k < l->count; k++)
+				if (strstr(l->items[k], CARD_PLACEHOLDER))
+					n += lint_at(c, fields[i].path,
+						     "'%s' is the template's placeholder: fill in the value",
+						     l->items[k]);
+		} else if (fields[i].type == F_STR || fields[i].type == F_ENUM || fields[i].type == F_DATE) {
+			const char *s = *(char *const *)((const char *)c + fields[i].off);
+
+			if (s && strstr(s, CARD_PLACEHOLDER))
+				n += lint_at(c, fields[i].path, "'%s' is the template's placeholder: fill in the value",
+					     s);
+		}
+	}
+	return n;
+}
+
+/*
+ * A typed block (card.h) is one warning line; what it claims is checked only where it contradicts
+ * itself (a validated status beside a measured parity that says fail).
+ */
+static int lint_typed(const struct card *c)
+{
+	const struct card_validation *v = &c->validation;
+	int line = 1, col = 1;
+
+	locate_near(c, "validation.status", &line, &col);
+	vs_warn("%s:%d:%d: validation: a typed block (%s): read, never trusted: reported as '%s (typed, no "
+		"evidence)' and never counted verified; --record SKILL --eval-dir DIR replaces it with a "
+		"measured one",
+		c->path, line, col, nz(v->typed_why), nz(v->status));
+	if (!strcmp(nz(v->status), "validated") && !strcmp(nz(v->measured_parity), "fail"))
+		return lint_at(c, "validation.measured.parity", "status 'validated' beside measured parity 'fail'");
+	return 0;
+}
+
+const char *card_planned_operators(void)
+{
+	static char buf[256];
+
+	return enum_list(known_operators, buf, sizeof(buf));
+}
+
+int card_operator_planned(const struct card *c)
+{
+	return enum_has(known_operators, nz(c->match.operator_name));
+}
+
+char *card_id_of_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t dlen;
+
+	base = base ? base + 1 : path;
+	if (strcmp(base, "skill.md") || base == path)
+		return fs_stem(path, ".md");
+	/* GEAK's layout: skills/<id>/skill.md */
+	dlen = (size_t)(base - path) - 1;
+	while (dlen > 0 && path[dlen - 1] == '/')
+		dlen--;
+	{
+		size_t b = dlen;
+
+		while (b > 0 && path[b - 1] != '/')
+			b--;
+		return dlen > b ? strndup(path + b, dlen - b) : fs_stem(path, ".md");
+	}
+}
+
 int card_lint(const struct card *c)
 {
 	int n = 0;
-	char *stem = fs_stem(c->path, ".md");
+	char *stem = card_id_of_path(c->path);
 
 	VS_CHECK_ALLOC(stem);
 	n += lint_near_known(c);
-	if (strcmp(nz(c->id), stem))
+	if (strcmp(nz(c->id), stem) && !strstr(nz(c->id), CARD_PLACEHOLDER) && !strstr(c->path, "/skill.md"))
 		n += lint_at(c, "id",
 			     "'%s' does not match the file name '%s.md' "
 			     "(id must equal the file name without .md)",
 			     nz(c->id), stem);
+	else if (strcmp(nz(c->id), stem) && !strstr(nz(c->id), CARD_PLACEHOLDER))
+		n += lint_at(c, "id",
+			     "'%s' does not match the skill's directory '%s/' "
+			     "(in skills/<id>/skill.md, id must equal the directory's name)",
+			     nz(c->id), stem);
 	free(stem);
+	n += lint_placeholders(c);
+	if (c->match.from_backends.count && card_operator_planned(c))
+		n += lint_at(c, "match.from_backend",
+			     "a list of %d backends selects several sources in GEAK's workflows; an A/B here "
+			     "measures one baseline: name one",
+			     c->match.from_backends.count);
 	n += lint_enum(c, "scope", nz(c->scope), scope_values, 0);
 	n += lint_enum(c, "expects.parity", nz(c->expects.parity), parity_values, 1);
 	n += lint_enum(c, "validation.status", nz(c->validation.status), status_values, 0);
 	n += lint_enum(c, "validation.measured.parity", nz(c->validation.measured_parity), measured_parity_values, 1);
-	if (!enum_has(known_operators, nz(c->match.operator_name))) {
-		char buf[256];
-
-		n += lint_at(c, "match.operator", "'%s' is not an operator this tool plans (known: %s)",
-			     nz(c->match.operator_name), enum_list(known_operators, buf, sizeof(buf)));
-	}
 	if (*nz(c->validation.last_verified) && !valid_date(c->validation.last_verified))
 		n += lint_at(c, "validation.last_verified", "'%s' is not a real date written YYYY-MM-DD",
 			     c->validation.last_verified);
@@ -1776,7 +1923,9 @@ int card_lint(const struct card *c)
 	n += lint_gate(c);
 	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
 		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
-	if (!strcmp(nz(c->validation.status), "validated"))
+	if (c->validation.typed)
+		n += lint_typed(c);
+	else if (!strcmp(nz(c->validation.status), "validated"))
 		n += lint_validated(c);
 	if (c->text)
 		n += lint_body(c);

@@ -43,6 +43,16 @@ struct card_validation {
 	char *impl_baseline;   /* validation.implementations.baseline: the implementation measured */
 	char *impl_candidate;  /* validation.implementations.candidate */
 	/*
+	 * A typed block: a claim (status validated or failed) that --record did not write: typed by
+	 * hand or by GEAK's validate_skill.py (numbers as text such as "2.432x (down-proj h1)" or
+	 * "+67.4", a parity such as "pass (greedy)", no artifact, no gen). Read, never trusted: the
+	 * values that do not fit the schema are left unset and named in typed_why ("measured.isolated
+	 * is '2.432x (down-proj h1)'; no artifact; no gen"; owned by the card, NULL when not typed).
+	 * docs/DESIGN.md "Skill libraries".
+	 */
+	int typed;
+	char *typed_why;
+	/*
 	 * validation.measured.spread: the lowest and highest isolated speedup over the card's complete
 	 * runs on the same device and implementations when --record saw several ("1.212-1.251 over 3
 	 * runs"), "" for one; validation.recorded_over: set when --record --older recorded a run over a
@@ -75,6 +85,12 @@ struct card {
 		char *operator_name;
 		struct card_list arch_class, gens, dtypes, regimes;
 		char *from_backend, *to_backend;
+		/*
+		 * match.from_backend written as a list (GEAK's selector of several sources, e.g.
+		 * [triton, gluon]): the names here and from_backend "". Lint refuses it on a card whose
+		 * operator is planned (an A/B has one baseline).
+		 */
+		struct card_list from_backends;
 	} match;
 	struct {
 		int has_isolated_speedup_min;
@@ -106,12 +122,27 @@ int card_load(struct card *c, const char *path);
 int card_parse(struct card *c, const char *path, const char *text, size_t len);
 
 /**
- * The checks of `--static` beyond card_load(): id equals the file name without ".md", body
+ * The checks of `--static` beyond card_load(): id equals the file name's (card_id_of_path()), body
  * sections "When to use", "Mechanism", "Procedure", "Knobs & pitfalls", "Do-no-harm notes",
- * "Sources" present and non-empty (HTML comments do not count), expects consistent with scope.
- * Reports every problem (one line each) and returns VS_ESCHEMA if there was any, else 0.
+ * "Sources" present and non-empty (HTML comments do not count), expects consistent with scope, no
+ * placeholder of GEAK's template ("REPLACE") left in a value. Any operator lints (one this tool
+ * does not plan is reported so by --static and --report, refused by --emit-plan). A typed
+ * validation block is one warning line (vs_warn), not an error. Reports every problem (one line
+ * each) and returns VS_ESCHEMA if there was any, else 0.
  */
 int card_lint(const struct card *c);
+
+/** The operators this tool plans, comma-separated ("mla_attention"); static storage. */
+const char *card_planned_operators(void);
+
+/** 1 when the card's match.operator is one this tool plans (--emit-plan), else 0. */
+int card_operator_planned(const struct card *c);
+
+/**
+ * The id a card's file name gives it (malloc'd; NULL when out of memory): "<dir>/<id>/skill.md"
+ * (GEAK's layout, a directory per skill) gives "<id>", "<dir>/<id>.md" (ours) gives "<id>".
+ */
+char *card_id_of_path(const char *path);
 
 /**
  * Line and column of the value of key (dotted path) as loaded; 0, or VS_ENOTFOUND (not printed)

@@ -18,6 +18,7 @@
 #include "report.h"
 #include "evaldir.h"
 #include "layout.h"
+#include "library.h"
 #include "runner.h"
 #include "slurm.h"
 #include "task.h"
@@ -41,7 +42,7 @@ struct cli_args {
 	int npositional;
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
-	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing, *e2e_step, *configs_from;
+	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing, *e2e_step, *configs_from, *artifact;
 	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
 	int nreferences;
 	int threads, gpu, max_age_days, part, timeout, slurm, force, e2e, scratch, older;
@@ -49,7 +50,8 @@ struct cli_args {
 };
 
 /* OPT_LIST: a repeatable OPT_STR into a const char *[] field followed by its int count. */
-enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG, OPT_LIST };
+/* OPT_REFUSED: an option of GEAK's validate_skill.py that types a result; refused with its help. */
+enum opt_kind { OPT_MODE, OPT_STR, OPT_INT, OPT_FLAG, OPT_LIST, OPT_REFUSED };
 
 /* One bit per mode: an option's `modes` says which modes read it (curl's aliases[] flags). */
 enum {
@@ -67,6 +69,7 @@ enum {
 	M_GC = 1 << 11,
 	M_HELP = 1 << 12,
 	M_VERSION = 1 << 13,
+	M_REINDEX = 1 << 14,
 	M_ALL = 0, /* read by every mode that cares: never refused */
 };
 
@@ -97,6 +100,7 @@ static int mode_flush(const struct cli_args *a);
 static int mode_fetch(const struct cli_args *a);
 static int mode_help(const struct cli_args *a);
 static int mode_version(const struct cli_args *a);
+static int mode_reindex(const struct cli_args *a);
 
 #define F(field) offsetof(struct cli_args, field)
 
@@ -122,6 +126,10 @@ _Static_assert(offsetof(struct cli_args, nreferences) ==
 	{                                                                                                              \
 		.name = name_, .kind = OPT_LIST, .arg = arg_, .offset = F(field_), .modes = modes_, .help = help_      \
 	}
+#define REFUSED(name_, arg_, help_)                                                                                    \
+	{                                                                                                              \
+		.name = name_, .kind = OPT_REFUSED, .arg = arg_, .help = help_                                         \
+	}
 #define FLAG(name_, field_, modes_, help_)                                                                             \
 	{                                                                                                              \
 		.name = name_, .kind = OPT_FLAG, .arg = "", .offset = F(field_), .modes = modes_, .help = help_        \
@@ -129,8 +137,10 @@ _Static_assert(offsetof(struct cli_args, nreferences) ==
 
 static const struct cli_option options[] = {
 	MODE("--static", "CARD...", mode_static, 1, 256, M_STATIC,
-	     "lint cards: front matter, schema, types, enums, body sections; a FILE.yaml is linted as a workload "
-	     "(schema, ranges, its trace's rows, its tasks derived)"),
+	     "lint cards: front matter, schema, types, enums, body sections (a CARD may be a skills DIR: every "
+	     "card in it, both layouts; or an ID: skills/ID.md or skills/ID/skill.md, as for every CARD; the "
+	     "default mode when only CARDs are given); a FILE.yaml is linted as a workload (schema, ranges, its "
+	     "trace's rows, its tasks derived)"),
 	MODE("--emit-plan", "CARD", mode_emit_plan, 1, 1, M_EMIT_PLAN,
 	     "write plans/<id>.plan.json (with a plugin: plans/<id>.<impl>.plan.json; or --out) and print a summary"),
 	MODE("--materialize", "PLAN", mode_materialize, 1, 1, M_MATERIALIZE,
@@ -138,9 +148,14 @@ static const struct cli_option options[] = {
 	MODE("--run", "PLAN", mode_run, 1, 1, M_RUN,
 	     "isolated A/B of baseline vs candidate on every task: parity first, then timing"),
 	MODE("--record", "CARD", mode_record, 1, 1, M_RECORD,
-	     "verify an eval dir (--eval-dir, default: the card's latest) and write its status into the card"),
-	MODE("--report", "", mode_report, 0, 0, M_REPORT, "status of every card in skills/, checked against evidence"),
-	MODE("--verify", "CARD...", mode_verify, 1, 256, M_VERIFY, "re-check recorded cards against their evidence"),
+	     "verify an eval dir (--eval-dir, default: the card's latest) and write its status into the card "
+	     "(and the library's index.yaml, where its root has one)"),
+	MODE("--report", "", mode_report, 0, 0, M_REPORT,
+	     "status of every card in skills/ (skills/<id>.md and skills/<id>/skill.md), checked against evidence"),
+	MODE("--verify", "CARD...", mode_verify, 1, 256, M_VERIFY,
+	     "re-check recorded cards against their evidence (a CARD may be a skills DIR or an ID, as for --static)"),
+	MODE("--reindex", "[ROOT]", mode_reindex, 0, 1, M_REINDEX,
+	     "write ROOT/index.yaml (default: here) from ROOT/skills in GEAK's schema, evidence-backed statuses"),
 	MODE("--validate", "CARD", mode_validate, 1, 1, M_VALIDATE,
 	     "the main job: --emit-plan, --run (materializing tasks), --record, in one go"),
 	MODE("--merge", "DIR...", mode_merge, 1, 256, M_MERGE,
@@ -188,6 +203,12 @@ static const struct cli_option options[] = {
 	     "run a plan that differs from what its card plans (an edited plan) as a debug run: written under "
 	     "results/<id>/.debug/, never recorded"),
 	STR("--eval-dir", "DIR", eval_dir, M_ALL, "eval dir for --record"),
+	STR("--artifact", "EVAL_DIR", artifact, M_RECORD, "GEAK's name for --eval-dir"),
+	REFUSED("--isolated", "X", "GEAK's typed result: refused"),
+	REFUSED("--e2e-pct", "X", "GEAK's typed result: refused"),
+	REFUSED("--parity", "X", "GEAK's typed result: refused"),
+	REFUSED("--model", "X", "GEAK's typed result: refused"),
+	REFUSED("--date", "X", "GEAK's typed result: refused"),
 	STR("--format", "text|markdown|json|html", format, M_ALL,
 	    "report format (default text; html: one self-contained page with a chart)"),
 	STR("--out", "FILE", out, M_ALL, "output file of --emit-plan / --report"),
@@ -255,6 +276,12 @@ static int parse(struct cli_args *a, int argc, char **argv)
 				break;
 		if (k == NOPTIONS)
 			return usage_error("unknown option '%s'", arg);
+		if (options[k].kind == OPT_REFUSED)
+			return vs_error(VS_EUSAGE,
+					"%s: numbers come from a measured eval dir, never from the command line: "
+					"validate_skill SKILL_ID --record --artifact EVAL_DIR (EVAL_DIR written by "
+					"--run)",
+					options[k].name);
 		if (options[k].kind == OPT_FLAG) {
 			if (eq)
 				return usage_error("option '%s' takes no value", arg);
@@ -287,6 +314,13 @@ static int parse(struct cli_args *a, int argc, char **argv)
 			char *end;
 			long v = strtol(val, &end, 10);
 
+			if ((*val == '\0' || *end != '\0') && !strcmp(options[k].name, "--gpu"))
+				return vs_error(VS_EUSAGE,
+						"--gpu takes a GPU ordinal, got '%s' (GEAK's --gpu NAME types the "
+						"device: "
+						"it comes from a measured eval dir, validate_skill SKILL_ID --record "
+						"--artifact EVAL_DIR)",
+						val);
 			if (*val == '\0' || *end != '\0' || v < 0 || v > 1000000)
 				return usage_error("option needs a non-negative integer, got '%s'", val);
 			*(int *)((char *)a + options[k].offset) = (int)v;
@@ -301,6 +335,10 @@ static int parse(struct cli_args *a, int argc, char **argv)
 		a->layout.tasks = a->tasks_dir;
 	if (a->results_dir)
 		a->layout.results = a->results_dir;
+	/* GEAK's validate_skill.py: `SKILL_ID` alone is --static */
+	for (int k = 0; a->mode < 0 && a->npositional > 0 && k < NOPTIONS; k++)
+		if (options[k].kind == OPT_MODE && options[k].run == mode_static)
+			a->mode = k;
 	if (a->mode < 0)
 		return usage_error("no mode given%s", "");
 	if (a->npositional < options[a->mode].min_pos || a->npositional > options[a->mode].max_pos) {
@@ -324,8 +362,14 @@ static int mode_help(const struct cli_args *a)
 			printf("  %-14s %-10s %s\n", options[k].name, options[k].arg, options[k].help);
 	printf("\noptions:\n");
 	for (int k = 0; k < NOPTIONS; k++)
-		if (options[k].kind != OPT_MODE)
+		if (options[k].kind != OPT_MODE && options[k].kind != OPT_REFUSED)
 			printf("  %-15s %-20s %s\n", options[k].name, options[k].arg, options[k].help);
+	printf("\nGEAK's command line: validate_skill SKILL_ID --static|--emit-plan|--record [--artifact EVAL_DIR]\n"
+	       "  at a library root (skills/<id>/skill.md or skills/<id>.md); its typed results");
+	for (int k = 0; k < NOPTIONS; k++)
+		if (options[k].kind == OPT_REFUSED)
+			printf(" %s", options[k].name);
+	printf("\n  are refused: numbers come from a measured eval dir\n");
 	printf("\nexit status: 0 done (--run/--validate/--merge: the run completed and its verdict is validated;\n"
 	       "  a filtered run: every task it ran passed parity), 1 done and failed (a failed verdict or\n"
 	       "  check), 2 usage error, 3 could not be done (bad input, evidence that does not verify,\n"
@@ -341,21 +385,86 @@ static int mode_version(const struct cli_args *a)
 	return 0;
 }
 
-static int mode_static(const struct cli_args *a)
+/*
+ * The cards that one argument of --static or --verify names: a skills directory (every card in it,
+ * both layouts), a card file, a skill directory, or an id in --skills-dir (library_resolve()).
+ */
+static int cards_named(struct library_cards *out, const struct cli_args *a, const char *arg)
+{
+	char *path = NULL;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (fs_is_dir(arg)) {
+		char *card = fs_join(arg, "skill.md");
+		int skill_dir = card && fs_exists(card);
+
+		free(card);
+		if (!skill_dir && (err = library_list(out, arg)))
+			return err;
+		if (!skill_dir && !out->count)
+			return vs_error(VS_ENOTFOUND,
+					"'%s' is a directory holding no card (neither <id>.md nor <id>/skill.md)", arg);
+		if (!skill_dir)
+			return 0;
+	}
+	if ((err = library_resolve(&path, a->layout.skills, arg)))
+		return err;
+	out->paths = malloc(sizeof(*out->paths));
+	if (!out->paths) {
+		free(path);
+		return vs_oom();
+	}
+	out->paths[0] = path;
+	out->count = 1;
+	return 0;
+}
+
+/* Run check on every card the positional arguments name; the first error, else 0. */
+static int each_card(const struct cli_args *a, int (*check)(const char *path))
 {
 	int worst = 0;
 
 	for (int i = 0; i < a->npositional; i++) {
 		const char *p = a->positional[i];
 		size_t n = strlen(p);
-		int err = n > 5 && !strcmp(p + n - 5, ".yaml") ? workload_lint(p) : card_check_file(p);
+		struct library_cards l;
+		int err;
 
-		if (err)
+		/* --static FILE.yaml: a workload (docs/DESIGN.md "Workloads"), not a card */
+		if (check == card_check_file && n > 5 && !strcmp(p + n - 5, ".yaml")) {
+			err = workload_lint(p);
+			if (err && !worst)
+				worst = err;
+			continue;
+		}
+		err = cards_named(&l, a, p);
+
+		for (int k = 0; !err && k < l.count; k++) {
+			int e = check(l.paths[k]);
+
+			if (e && !worst)
+				worst = e;
+		}
+		if (err && !worst)
 			worst = err;
-		else
-			printf("%s: ok\n", a->positional[i]);
+		library_cards_release(&l);
 	}
 	return worst;
+}
+
+static int mode_static(const struct cli_args *a)
+{
+	return each_card(a, card_check_file);
+}
+
+/* The card the mode's one argument names (a file, or an id at a library root); malloc'd or NULL. */
+static char *card_arg(const struct cli_args *a, int *err)
+{
+	char *path = NULL;
+
+	*err = library_resolve(&path, a->layout.skills, a->positional[0]);
+	return *err ? NULL : path;
 }
 
 /*
@@ -399,13 +508,20 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		.e2e = a->e2e || a->e2e_step,
 		.e2e_step = a->e2e_step,
 	};
-	char *path = NULL, *script = NULL;
 	int err;
+	char *path = NULL, *script = NULL, *card = card_arg(a, &err);
 
 	memset(&c, 0, sizeof(c));
 	memset(&p, 0, sizeof(p));
-	if ((err = card_load(&c, a->positional[0])) || (err = card_lint(&c)))
+	if (!card || (err = card_load(&c, card)) || (err = card_lint(&c)))
 		goto done;
+	if (!card_operator_planned(&c)) {
+		err = vs_error(VS_EUNSUPPORTED,
+			       "%s: match.operator '%s' is not planned here: this tool plans %s (the card lints; "
+			       "its measurement is the field's own harness's)",
+			       card, c.match.operator_name, card_planned_operators());
+		goto done;
+	}
 	if ((err = plan_build(&p, &c, &po)) ||
 	    (a->configs_from && (err = evaldir_pin_configs(&p, &c, a->configs_from))))
 		goto done;
@@ -419,6 +535,15 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 	if ((err = plan_write(&p, path)))
 		goto done;
 	plan_print_summary(&p, stdout);
+	{
+		struct card_plan_facts facts = {.capture_required = p.capture_required,
+						.parity_required = !strcmp(c.expects.parity, "required"),
+						.e2e_stage = p.e2e.enabled};
+
+		if ((err = card_print_field_keys(stdout, &c, &facts)) < 0)
+			goto done;
+		err = 0;
+	}
 	printf("wrote %s\n", path);
 	if (a->slurm) {
 		struct slurm_options so = {.plan_path = path,
@@ -444,6 +569,7 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		path = NULL;
 	}
 done:
+	free(card);
 	free(path);
 	free(script);
 	plan_release(&p);
@@ -716,17 +842,55 @@ static char *latest_eval_dir(const struct cli_args *a, const char *card_path)
 	return out;
 }
 
+/* After a card's record: its library's index.yaml rewritten, where its root has one (GEAK's). */
+static int keep_index_current(const char *card)
+{
+	char *root = NULL;
+	int n = 0, found = library_index_root(&root, card), err;
+
+	if (found <= 0)
+		return found;
+	err = library_reindex(root, &n);
+	if (!err)
+		printf("%s/index.yaml: %d card%s indexed\n", root, n, n == 1 ? "" : "s");
+	free(root);
+	return err;
+}
+
 static int mode_record(const struct cli_args *a)
 {
-	char *dir = a->eval_dir ? strdup(a->eval_dir) : latest_eval_dir(a, a->positional[0]);
 	int err;
+	char *card = card_arg(a, &err), *dir = NULL;
+	const char *given = a->eval_dir ? a->eval_dir : a->artifact;
 
-	if (!dir)
+	if (!card)
+		return err;
+	if (a->eval_dir && a->artifact && strcmp(a->eval_dir, a->artifact)) {
+		free(card);
+		return usage_error("--eval-dir and --artifact name two eval dirs ('%s'): give one", a->artifact);
+	}
+	dir = given ? strdup(given) : latest_eval_dir(a, card);
+	if (!dir) {
+		free(card);
 		return VS_ENOTFOUND;
-	err = record_card_run(a->positional[0], dir, a->older);
+	}
+	err = record_card_run(card, dir, a->older);
 	if (!err)
-		err = publish_record(a, a->positional[0], dir);
+		err = keep_index_current(card);
+	if (!err)
+		err = publish_record(a, card, dir);
 	free(dir);
+	free(card);
+	return err;
+}
+
+static int mode_reindex(const struct cli_args *a)
+{
+	const char *root = a->npositional ? a->positional[0] : ".";
+	int n = 0, err = library_reindex(root, &n);
+
+	if (!err)
+		printf("%s/index.yaml: %d card%s indexed\n", root, n, n == 1 ? "" : "s");
 	return err;
 }
 
@@ -764,31 +928,28 @@ static int mode_report(const struct cli_args *a)
 
 static int mode_verify(const struct cli_args *a)
 {
-	int worst = 0;
-
-	for (int i = 0; i < a->npositional; i++) {
-		int err = record_verify(a->positional[i]);
-
-		if (err)
-			worst = err;
-	}
-	return worst;
+	return each_card(a, record_verify);
 }
 
 static int mode_validate(const struct cli_args *a)
 {
-	char *plan = NULL, *eval_dir = NULL;
+	char *plan = NULL, *eval_dir = NULL, *card = NULL;
 	int err;
 
 	if ((err = emit_plan(a, &plan)))
 		return err;
-	err = run_plan(a, plan, &eval_dir);
+	card = card_arg(a, &err);
 	if (!err)
-		err = record_card(a->positional[0], eval_dir);
+		err = run_plan(a, plan, &eval_dir);
 	if (!err)
-		err = publish_record(a, a->positional[0], eval_dir);
+		err = record_card(card, eval_dir);
+	if (!err)
+		err = keep_index_current(card);
+	if (!err)
+		err = publish_record(a, card, eval_dir);
 	if (!err)
 		err = run_outcome(eval_dir); /* recorded either way; the status says which */
+	free(card);
 	free(plan);
 	free(eval_dir);
 	return err;
@@ -900,7 +1061,7 @@ static int mode_gc(const struct cli_args *a)
 	if (!err && opdir)
 		err = gc_temporaries(opdir, 0, &temporaries);
 	if (!err)
-		err = gc_temporaries(a->layout.skills, 0, &temporaries);
+		err = gc_temporaries(a->layout.skills, 1, &temporaries); /* skills/<id>/skill.md too */
 	if (!err)
 		err = gc_temporaries(plans_dir, 0, &temporaries);
 	if (!err)

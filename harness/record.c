@@ -244,6 +244,13 @@ int record_verify(const char *card_path)
 	if ((err = card_load(&c, card_path)))
 		return err;
 	have = &c.validation;
+	if (have->typed) {
+		err = vs_error(VS_EVERIFY,
+			       "%s: validation: a typed block (%s): status '%s' claimed without evidence this tool "
+			       "can check; re-measure and --record it",
+			       card_path, have->typed_why, have->status);
+		goto done;
+	}
 	if (!have->artifact || !*have->artifact) {
 		if (have->status && (!strcmp(have->status, "validated") || !strcmp(have->status, "failed")))
 			err = vs_error(VS_EVERIFY,

@@ -4,6 +4,7 @@
 #include "plan.h"
 #include "evaldir.h"
 #include "layout.h"
+#include "library.h"
 #include "vs_build_info.h"
 #include "vs_error.h"
 
@@ -13,11 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct row {
 	char *path;
 	char *id;
-	char *status; /* draft / validated / failed / stale / invalid */
+	char *status; /* draft / validated / failed / stale / invalid; "<status> (typed, no evidence)" */
 	char *stale_why;
 	char *gens; /* "gfx942:built sm_90:validated" */
 	char *last_verified;
@@ -54,6 +56,8 @@ struct row {
 	char *spread;               /* validation.measured.spread and recorded_over, as one line, or NULL */
 	int ran_tasks;              /* tasks that ran (not skipped) */
 	struct cJSON *e2e;          /* the run's e2e numbers (e2e_summary()), or NULL: none */
+	int typed;                  /* the card's validation block is typed (card.h): read, never trusted */
+	char *not_planned;          /* "not planned here (operator 'x')", or NULL: the operator is planned */
 };
 
 /* One task shape's measured speedup, from result.json. */
@@ -102,6 +106,7 @@ static void row_release(struct row *r)
 	free(r->evidence);
 	free(r->impls);
 	free(r->evidence_why);
+	free(r->not_planned);
 	free(r->flags);
 	free(r->title);
 	free(r->eval_dir);
@@ -725,11 +730,6 @@ static void flag_summary(char *buf, size_t cap, const struct row *r)
 		snprintf(buf, cap, "%d review flag%s", r->nflags, r->nflags == 1 ? "" : "s");
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Whether the card's emitted plan for gen carries a passing build gate. */
 static int built_for(const char *plans_dir, const char *id, const char *gen)
 {
@@ -776,6 +776,105 @@ static int days_since(const char *date)
 	return (int)((b - a) / 86400);
 }
 
+/* The interpreter's versions of python and of the named modules, as a JSON object (owned), or NULL. */
+static cJSON *versions_now(const char *exe, const cJSON *names)
+{
+	/* as the bridge reads them (kernels/python/mla_decode.py versions()): __version__ after import */
+	static const char probe[] = "import contextlib,importlib,json,platform,sys\n"
+				    "v={'python':platform.python_version()}\n"
+				    "for n in sys.argv[1:]:\n"
+				    " try:\n"
+				    "  with contextlib.redirect_stdout(sys.stderr): mod=importlib.import_module(n)\n"
+				    "  v[n]=str(getattr(mod,'__version__','unknown'))\n"
+				    " except Exception: v[n]='not importable'\n"
+				    "print(json.dumps(v))\n";
+	char *cmd = NULL, *out = NULL, *next;
+	const cJSON *k;
+	size_t len = 0;
+	FILE *p, *m;
+	cJSON *j = NULL;
+
+	if (!exe || !*exe || strchr(exe, '\'') || access(exe, X_OK))
+		return NULL; /* the interpreter that ran is not here: nothing to compare (a checker's machine) */
+	cmd = fs_printf("'%s' -c \"$VS_VERSION_PROBE\"", exe);
+	cJSON_ArrayForEach(k, names)
+	{
+		if (!k->string || !strcmp(k->string, "python") ||
+		    strspn(k->string, "abcdefghijklmnopqrstuvwxyz"
+				      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != strlen(k->string))
+			continue;
+		next = cmd ? fs_printf("%s %s", cmd, k->string) : NULL;
+		free(cmd);
+		cmd = next;
+	}
+	if (!cmd || setenv("VS_VERSION_PROBE", probe, 1)) {
+		free(cmd);
+		return NULL;
+	}
+	next = fs_printf("%s 2>/dev/null", cmd);
+	free(cmd);
+	p = next ? popen(next, "r") : NULL;
+	free(next);
+	if (!p)
+		return NULL;
+	m = open_memstream(&out, &len);
+	if (m) {
+		char buf[4096];
+		size_t n;
+
+		while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+			fwrite(buf, 1, n, m);
+		fclose(m);
+	}
+	if (pclose(p) == 0 && out)
+		j = cJSON_Parse(out);
+	free(out);
+	unsetenv("VS_VERSION_PROBE");
+	return j;
+}
+
+/*
+ * GEAK's lifecycle: evidence measured with other versions of what the kernels ran on than those
+ * installed now is stale. For every Python implementation of a verified result.json ("python":
+ * its interpreter and the versions seen when it ran), the same interpreter is asked for python's
+ * and those modules' versions now; the first that moved is said in why ("triton 3.1.0 when
+ * measured, 3.2.0 now (baseline triton.mla_decode)"). 1 when one moved, else 0 (also when the
+ * interpreter is not here to ask).
+ */
+static int version_drift(char *why, size_t cap, const cJSON *result)
+{
+	const cJSON *t;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(result, "python"))
+	{
+		const cJSON *then = cJSON_GetObjectItem(t, "versions"), *k;
+		const char *exe = cJSON_GetStringValue(cJSON_GetObjectItem(t, "executable"));
+		cJSON *now;
+
+		if (!cJSON_IsObject(then) || !then->child)
+			continue;
+		if (!exe || !*exe)
+			exe = cJSON_GetStringValue(cJSON_GetObjectItem(t, "interpreter"));
+		if (!(now = versions_now(exe, then)))
+			continue;
+		cJSON_ArrayForEach(k, then)
+		{
+			const char *a = cJSON_GetStringValue(k);
+			const char *b = cJSON_GetStringValue(cJSON_GetObjectItem(now, k->string));
+
+			if (a && b && strcmp(a, b)) {
+				snprintf(why, cap, "%s %s when measured, %s now (%s %s): re-measure", k->string, a, b,
+					 nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "role"))),
+					 nz_str(cJSON_GetStringValue(cJSON_GetObjectItem(t, "impl"))));
+				cJSON_Delete(now);
+				return 1;
+			}
+		}
+		cJSON_Delete(now);
+	}
+	return 0;
+}
+
 /*
  * A card whose claim the evidence does not prove: its status shows that ("unverified", red), never
  * the claim, and nothing it claims is drawn.
@@ -811,7 +910,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	err = card_load(&c, path);
 	vs_error_set_quiet(quiet);
 	if (err) {
-		r->id = fs_stem(path, ".md");
+		r->id = card_id_of_path(path);
 		r->status = strdup("invalid");
 		r->evidence = strdup("invalid card");
 		r->evidence_why = strdup(vs_last_error());
@@ -845,7 +944,19 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 		r->spread = fs_printf("speedup across runs %s", v->spread);
 	else if (*nz_str(v->recorded_over))
 		r->spread = fs_printf("recorded over the newer run %s", v->recorded_over);
-	if (!v->artifact || !*v->artifact) {
+	if (!card_operator_planned(&c))
+		r->not_planned = fs_printf("not planned here (operator '%s'; this tool plans %s)",
+					   c.match.operator_name, card_planned_operators());
+	if (v->typed) {
+		/* read, never trusted: its own status, never verified, nothing it claims drawn */
+		free(r->status);
+		r->status = fs_printf("%s (typed, no evidence)", v->status);
+		r->typed = 1;
+		r->has_measured = 0;
+		r->evidence = strdup("none");
+		r->evidence_why = fs_printf("a typed validation block (%s): re-measure and --record", v->typed_why);
+		(*mismatches)++;
+	} else if (!v->artifact || !*v->artifact) {
 		if (!strcmp(r->status, "validated") || !strcmp(r->status, "failed")) {
 			evidence_mismatch(r, "missing", "status claimed without validation.artifact", mismatches);
 		} else {
@@ -895,6 +1006,14 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 				r->status = strdup("stale");
 				r->stale_why = fs_printf("evidence is %d days old (limit %d)", days_since(e.date),
 							 o->max_age_days);
+			} else if (!bad) {
+				char moved[256];
+
+				if (version_drift(moved, sizeof(moved), e.result)) {
+					free(r->status);
+					r->status = strdup("stale");
+					r->stale_why = fs_printf("versions moved since validation: %s", moved);
+				}
 			}
 		}
 	}
@@ -983,6 +1102,10 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 				fputs(": ", f);
 				md(f, r->evidence_why);
 			}
+			if (r->not_planned) {
+				fputs("; ", f);
+				md(f, r->not_planned);
+			}
 			if (r->nflags)
 				fprintf(f, ", **%s** (below)", fl);
 			fputs(" | ", f);
@@ -1037,6 +1160,8 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 			fprintf(f, "  %s: evidence %s: %s\n", r->id, r->evidence, r->evidence_why);
 		if (r->stale_why)
 			fprintf(f, "  %s: stale: %s\n", r->id, r->stale_why);
+		if (r->not_planned)
+			fprintf(f, "  %s: %s\n", r->id, r->not_planned);
 		if (r->nflags) {
 			char fl[96];
 
@@ -1207,6 +1332,10 @@ static void print_json(FILE *f, struct row *rows, int n)
 		cJSON_AddStringToObject(j, "id", r->id);
 		cJSON_AddStringToObject(j, "path", r->path);
 		cJSON_AddStringToObject(j, "status", r->status);
+		cJSON_AddBoolToObject(j, "typed", r->typed);
+		cJSON_AddBoolToObject(j, "planned", !r->not_planned);
+		if (r->not_planned)
+			cJSON_AddStringToObject(j, "not_planned", r->not_planned);
 		if (r->stale_why)
 			cJSON_AddStringToObject(j, "stale_reason", r->stale_why);
 		cJSON_AddStringToObject(j, "gens", r->gens ? r->gens : "");
@@ -1878,7 +2007,8 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "svg{max-width:100%;height:auto}\n"
 	      ".status-validated{background:#d9f2d9}.status-failed{background:#f8d7d7}"
 	      ".status-stale{background:#fff3cd}.status-draft{background:#eee}.status-invalid{background:#f8d7d7}"
-	      ".status-unverified{background:#e53e3e;color:#fff;font-weight:bold}\n"
+	      ".status-unverified{background:#e53e3e;color:#fff;font-weight:bold}"
+	      ".status-typed{background:#fefcbf;color:#744210;font-style:italic}\n"
 	      "tr.flagged td:first-child{border-left:6px solid #dd6b20}tr.flagged td.evidence{background:#feebc8}\n"
 	      "a.flagged{color:#9c4221;font-weight:bold}ul.harm li{color:#9b2c2c}\n"
 	      "details.flags summary{color:#9c4221;font-weight:bold;cursor:pointer}\n"
@@ -1911,10 +2041,11 @@ static void print_html(FILE *f, struct row *rows, int n)
 		fputs(r->nflags ? "<tr class=\"flagged\">" : "<tr>", f);
 		cell_wrap(f, r->id);
 		fputs("<td class=\"status-", f);
-		esc(f, r->status);
+		esc(f, r->typed ? "typed" : r->status);
 		fputs("\">", f);
 		esc(f, r->status);
 		esc_around(f, " <small>(", r->stale_why, ")</small>");
+		esc_around(f, " <small>", r->not_planned, "</small>");
 		fputs("</td>", f);
 		cell_wrap(f, r->gens);
 		cell(f, r->last_verified);
@@ -1967,34 +2098,19 @@ int report_run(const struct report_options *o)
 	const char *dir = o->skills_dir ? o->skills_dir : vs_layout_default.skills;
 	const char *format = o->format ? o->format : "text";
 	FILE *f = o->out ? o->out : stdout;
-	DIR *d;
-	struct dirent *de;
-	char **paths = NULL;
+	struct library_cards cards = {0};
+	char **paths;
 	struct row *rows = NULL;
 	int n = 0, mismatches = 0, err = 0;
 
 	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json") && strcmp(format, "html"))
 		return vs_error(VS_EUSAGE, "unknown report format '%s' (text, markdown, json, html)", format);
-	d = opendir(dir);
-	if (!d)
-		return vs_error(VS_EIO, "cannot open the skills directory '%s'", dir);
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		char **np;
-
-		if (len < 4 || strcmp(de->d_name + len - 3, ".md") || de->d_name[0] == '.')
-			continue;
-		np = realloc(paths, (size_t)(n + 1) * sizeof(*paths));
-		if (!np) {
-			err = vs_oom();
-			break;
-		}
-		paths = np;
-		paths[n++] = fs_join(dir, de->d_name);
-	}
-	closedir(d);
+	/* both layouts: skills/<id>.md and GEAK's skills/<id>/skill.md, sorted by id */
+	if ((err = library_list(&cards, dir)))
+		return err;
+	paths = cards.paths;
+	n = cards.count;
 	if (!err) {
-		qsort(paths, (size_t)n, sizeof(*paths), cmp_str);
 		rows = calloc((size_t)n + 1, sizeof(*rows));
 		if (!rows)
 			err = vs_oom();
@@ -2018,25 +2134,31 @@ int report_run(const struct report_options *o)
 		}
 		if (mismatches) {
 			/* named here: with --out the report is in a file, not above this line */
-			char ids[512] = "";
+			char ids[512] = "", of_them[96] = "";
+			int typed = 0;
 
-			for (int i = 0; i < n; i++)
-				if (rows[i].evidence &&
-				    (!strcmp(rows[i].evidence, "mismatch") || !strcmp(rows[i].evidence, "missing")))
+			for (int i = 0; i < n; i++) {
+				typed += rows[i].typed;
+				if (rows[i].typed || (rows[i].evidence && (!strcmp(rows[i].evidence, "mismatch") ||
+									   !strcmp(rows[i].evidence, "missing"))))
 					snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%s%s", *ids ? ", " : "",
 						 rows[i].id);
+			}
+			if (typed)
+				snprintf(of_them, sizeof(of_them),
+					 "; %d of them typed validation block%s without evidence", typed,
+					 typed == 1 ? "" : "s");
 			err = vs_error(VS_EVERIFY,
 				       "%d card%s claim%s what the evidence does not show: %s (the report's evidence "
-				       "column says why)",
-				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "", ids);
+				       "column says why)%s",
+				       mismatches, mismatches == 1 ? "" : "s", mismatches == 1 ? "s" : "", ids,
+				       of_them);
 		}
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		if (rows)
 			row_release(&rows[i]);
-		free(paths[i]);
-	}
 	free(rows);
-	free(paths);
+	library_cards_release(&cards);
 	return err;
 }

@@ -2,8 +2,10 @@
  * report.h - `--report`: the status of every card in skills/, checked against its evidence.
  *
  * Per card: id, status (stale is computed here, never written: the card's content changed after
- * validation, the kernels/ tree that ran differs from this build's, or the evidence is older than
- * max_age_days), per-generation status (validated/failed/stale on the measured generation; built
+ * validation, the kernels/ tree that ran differs from this build's, the evidence is older than
+ * max_age_days, or a Python implementation's interpreter now gives other versions of python or of
+ * the modules the run recorded; "<status> (typed, no evidence)" for a typed validation block,
+ * card.h; "not planned here (operator ...)" beside a card whose operator this tool does not plan), per-generation status (validated/failed/stale on the measured generation; built
  * where only the gfx942 build gate passed, per the card's emitted plan; untested elsewhere), last
  * verified, device, measured against expected speedup, parity, and evidence (ok, missing, mismatch,
  * none); the card's title and eval dir; from verified evidence, the run: baseline and candidate,

@@ -601,7 +601,7 @@ static const struct bad_input catalogue[] = {
 	{"binary junk", NULL, NULL, junk_card, "--static skills/junk.md",
 	 "skills/junk.md:1:1: encoding: invalid UTF-8 byte 0x91 (a card is UTF-8 text)", 3},
 	{"a directory named like a card", NULL, NULL, dir_card, "--static skills/adir.md",
-	 "cannot read 'skills/adir.md': is a directory", 3},
+	 "'skills/adir.md' is a directory holding no card (neither <id>.md nor <id>/skill.md)", 3},
 	{"a symlink to a card outside the repository", NULL, NULL, card_link_out, "--static skills/linked.md",
 	 "card 'skills/linked.md' is a symlink to '{*}/repo.outside.md', outside the repository '{*}/repo': refused", 3},
 	{"a symlinked card given to --record", NULL, NULL, card_link_in, "--record skills/alias.md --eval-dir " EVAL,

@@ -8,6 +8,7 @@
 #include "card.h"
 #include "evaldir.h"
 #include "fsutil.h"
+#include "library.h"
 #include "plan.h"
 #include "record.h"
 #include "report.h"
@@ -41,7 +42,8 @@ static void edit_result_in(const char *dir, const char *k1, const char *k2, cJSO
 	cJSON *root = cJSON_Parse(text), *parent = k2 ? cJSON_GetObjectItem(root, k1) : root;
 
 	ck_assert_ptr_nonnull(parent);
-	cJSON_ReplaceItemInObject(parent, k2 ? k2 : k1, value);
+	if (!cJSON_ReplaceItemInObject(parent, k2 ? k2 : k1, value))
+		cJSON_AddItemToObject(parent, k2 ? k2 : k1, value); /* a key the run did not write */
 	out = cJSON_Print(root);
 	tu_write(path, out, strlen(out));
 	cJSON_free(out);
@@ -575,8 +577,170 @@ START_TEST(report_marks_claims_without_evidence)
 	edit_file(card_path, "status: draft", "status: validated");
 	text = report_text(&status, "text");
 	ck_assert_int_eq(status, VS_EVERIFY);
-	ck_assert_msg(strstr(text, "missing"), "%s", text);
+	/* no artifact, no gen: a typed block (issue 38), never shown as validated */
+	ck_assert_msg(strstr(text, "validated (typed, no evidence)") && strstr(text, "no artifact"), "%s", text);
 	free(text);
+}
+END_TEST
+
+/* The status line of card id in index.yaml at the fixture repository's root. */
+static char *index_status_of(void)
+{
+	char *index = fs_join(tmp, "index.yaml"), *text, *at, *out;
+	int n = 0;
+
+	ck_assert_msg(library_reindex(tmp, &n) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(n, 1);
+	text = tu_read(index, NULL);
+	at = strstr(text, "  validation_status: ");
+	ck_assert_msg(at != NULL, "%s", text);
+	at += strlen("  validation_status: ");
+	out = strndup(at, strcspn(at, "\n"));
+	free(text);
+	free(index);
+	return out;
+}
+
+/*
+ * Issue 38: a validation block typed as GEAK's validate_skill.py stamps it (numbers as text, a
+ * parity with a remark, gpu "gfx942/MI300X", no artifact, no gen) is read, never trusted: no
+ * number of it is kept, --verify refuses it, every report format shows it apart, the index
+ * demotes it to stale; --record replaces it with the measured block and the index follows.
+ */
+START_TEST(typed_block_is_read_never_trusted_and_replaced_by_record)
+{
+	static const char *const formats[][2] = {
+		{"text", "validated (typed, no evidence)"},
+		{"markdown", "| validated (typed, no evidence) |"},
+		{"json", "\"status\":\t\"validated (typed, no evidence)\""},
+		{"html", "<td class=\"status-typed\">validated (typed, no evidence)"},
+	};
+	struct card c;
+	char *text, *st;
+	int status;
+
+	mark_clean();
+	edit_file(card_path, "status: draft", "status: validated");
+	edit_file(card_path, "measured: {isolated: \"\", e2e_pct: \"\", parity: \"\"}",
+		  "measured: {isolated: \"2.432x (down-proj h1)\", e2e_pct: \"+67.4\", parity: \"pass (greedy)\"}");
+	edit_file(card_path, "gpu: \"\"", "gpu: gfx942/MI300X");
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_int_eq(c.validation.typed, 1);
+	ck_assert_int_eq(c.validation.has_isolated, 0);
+	ck_assert_int_eq(c.validation.has_e2e_pct, 0);
+	ck_assert_str_eq(c.validation.measured_parity, "");
+	ck_assert_msg(strstr(c.validation.typed_why, "measured.isolated is '2.432x (down-proj h1)'") &&
+			      strstr(c.validation.typed_why, "no artifact") && strstr(c.validation.typed_why, "no gen"),
+		      "%s", c.validation.typed_why);
+	ck_assert_int_eq(card_lint(&c), 0);
+	card_release(&c);
+	ck_assert_int_eq(record_verify(card_path), VS_EVERIFY);
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		text = report_text(&status, formats[i][0]);
+		ck_assert_int_eq(status, VS_EVERIFY);
+		ck_assert_msg(strstr(text, formats[i][1]) != NULL, "%s report lacks '%s':\n%s", formats[i][0],
+			      formats[i][1], text);
+		free(text);
+	}
+	st = index_status_of();
+	ck_assert_str_eq(st, "stale");
+	free(st);
+
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_int_eq(c.validation.typed, 0);
+	ck_assert_int_eq(c.validation.has_isolated, 1);
+	ck_assert_str_eq(c.validation.gen, "x86_64");
+	ck_assert_int_eq(record_verify(card_path), 0);
+	text = report_text(&status, "json");
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(!strstr(text, "typed, no evidence"), "%s", text);
+	free(text);
+	st = index_status_of();
+	ck_assert_str_eq(st, c.validation.status);
+	free(st);
+	card_release(&c);
+}
+END_TEST
+
+/*
+ * GEAK's lifecycle (issue 38): evidence measured with other versions of what the kernels ran on is
+ * stale, and the report says which version moved. A result.json "python" entry as a Python
+ * implementation's run writes it (its module file bound by sha256, its interpreter, the versions
+ * seen), with a python version this interpreter does not have.
+ */
+START_TEST(report_marks_evidence_of_other_versions_stale)
+{
+	char *module = tu_source("kernels/python/numpy_mla.py"), hex[65], *text, *exe = NULL;
+	FILE *w = popen("command -v python3", "r");
+	char line[4096] = "";
+	cJSON *arr, *entry, *versions;
+	int status;
+
+	if (w && fgets(line, sizeof(line), w))
+		line[strcspn(line, "\n")] = '\0';
+	if (w)
+		pclose(w);
+	if (!*line) {
+		free(module);
+		return; /* no python3 here to ask */
+	}
+	exe = line;
+	mark_clean();
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(fs_sha256_file(hex, module), 0);
+	arr = cJSON_CreateArray();
+	entry = cJSON_CreateObject();
+	versions = cJSON_CreateObject();
+	cJSON_AddStringToObject(entry, "role", "baseline");
+	cJSON_AddStringToObject(entry, "impl", "numpy.mla_decode");
+	cJSON_AddStringToObject(entry, "path", module);
+	cJSON_AddStringToObject(entry, "sha256", hex);
+	cJSON_AddStringToObject(entry, "executable", exe);
+	cJSON_AddStringToObject(versions, "python", "0.0.1");
+	cJSON_AddItemToObject(entry, "versions", versions);
+	cJSON_AddItemToArray(arr, entry);
+	edit_result("python", NULL, arr);
+	text = report_text(&status, "json");
+	ck_assert_msg(status == 0, "report: %d\n%s", status, text);
+	ck_assert_msg(strstr(text, "\"status\":\t\"stale\"") &&
+			      strstr(text, "versions moved since validation: python 0.0.1 when measured, "),
+		      "%s", text);
+	free(text);
+	free(module);
+}
+END_TEST
+
+/*
+ * GEAK's command line at a library root (issue 38): `SKILL_ID --record --artifact EVAL_DIR` records
+ * the card found by its id and rewrites the root's index.yaml, whose status follows the evidence.
+ */
+START_TEST(record_by_id_at_a_library_root_keeps_the_index_current)
+{
+	char *index = fs_join(tmp, "index.yaml"), *args, *out = NULL, *err = NULL, *text, *want;
+	struct card c;
+	int status;
+
+	mark_clean();
+	tu_write(index, "", 0); /* a GEAK root: its index is kept current */
+	args = fs_printf("mla_decode_cpu_splitkv --record --artifact '%s'", eval_dir);
+	status = tu_run_tool(tmp, args, &out, &err);
+	ck_assert_msg(status == 0, "exit %d\n%s\n%s", status, out, err);
+	ck_assert_msg(strstr(out, "index.yaml: 1 card indexed"), "%s", out);
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	text = tu_read(index, NULL);
+	want = fs_printf("- id: mla_decode_cpu_splitkv\n  file: skills/mla_decode_cpu_splitkv.md\n  scope: kernel\n");
+	ck_assert_msg(strstr(text, want), "%s", text);
+	free(want);
+	want = fs_printf("  validation_status: %s\n", c.validation.status);
+	ck_assert_msg(strstr(text, want), "want '%s' in:\n%s", want, text);
+	free(want);
+	free(text);
+	card_release(&c);
+	free(out);
+	free(err);
+	free(args);
+	free(index);
 }
 END_TEST
 
@@ -601,6 +765,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, older_run_needs_older_and_the_card_says_so);
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
+	tcase_add_test(tc, typed_block_is_read_never_trusted_and_replaced_by_record);
+	tcase_add_test(tc, report_marks_evidence_of_other_versions_stale);
+	tcase_add_test(tc, record_by_id_at_a_library_root_keeps_the_index_current);
 	tcase_add_loop_test(tc, report_shows_the_run_and_counts_flags, 0,
 			    (int)(sizeof(report_cases) / sizeof(report_cases[0])));
 	suite_add_tcase(s, tc);

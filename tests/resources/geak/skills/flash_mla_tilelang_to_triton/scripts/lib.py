@@ -1,0 +1,1 @@
+# written for the tests: a script beside a card, never read as one
