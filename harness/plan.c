@@ -2610,7 +2610,8 @@ static void spec_diff_named(char *diff, size_t cap, const struct task_spec *have
 	a = task_spec_to_json(have);
 	b = task_spec_to_json(&want);
 	if (a && b && json_first_diff(where, sizeof(where), vh, vw, sizeof(vh), a, b, "spec"))
-		snprintf(diff, cap, "'%.96s': %.100s is %.90s in the plan, the tool plans %.90s", want.name, where, vh, vw);
+		snprintf(diff, cap, "'%.96s': %.100s is %.90s in the plan, the tool plans %.90s", want.name, where, vh,
+			 vw);
 	else
 		snprintf(diff, cap, "'%.96s': its spec is the tool's, its hash is not", want.name);
 	cJSON_Delete(a);
