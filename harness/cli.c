@@ -436,6 +436,8 @@ static int each_card(const struct cli_args *a, int (*check)(const char *path))
 			err = workload_lint(p);
 			if (err && !worst)
 				worst = err;
+			else if (!err)
+				printf("%s: ok\n", p);
 			continue;
 		}
 		err = cards_named(&l, a, p);
