@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1043,6 +1044,16 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 			return doc_err(d, VS_ESCHEMA, v->b, key,
 				       "'stale' is computed by the report and never written; use one of: %s",
 				       enum_list(f->values, buf, sizeof(buf)));
+		if (!strcmp(f->path, "expects.parity") && !strncmp(v->value, "relaxed", 7)) {
+			double tol;
+
+			if (!card_parity_relaxed(v->value, &tol))
+				return doc_err(d, VS_ESCHEMA, v->b, key,
+					       "'%s': a relaxed parity is written relaxed(<tol>), tol a number in (0, "
+					       "%g]: the absolute and relative tolerance of out and lse",
+					       v->value, CARD_PARITY_RELAXED_MAX);
+			return set_str(str_at(c, f), v->value);
+		}
 		if (!enum_has(f->values, v->value) && typed_allowed(d, key, v))
 			return typed_value(c, key, v);
 		if (!enum_has(f->values, v->value))
@@ -1911,7 +1922,8 @@ int card_lint(const struct card *c)
 			     "measures one baseline: name one",
 			     c->match.from_backends.count);
 	n += lint_enum(c, "scope", nz(c->scope), scope_values, 0);
-	n += lint_enum(c, "expects.parity", nz(c->expects.parity), parity_values, 1);
+	if (!card_parity_relaxed(nz(c->expects.parity), NULL))
+		n += lint_enum(c, "expects.parity", nz(c->expects.parity), parity_values, 1);
 	n += lint_enum(c, "validation.status", nz(c->validation.status), status_values, 0);
 	n += lint_enum(c, "validation.measured.parity", nz(c->validation.measured_parity), measured_parity_values, 1);
 	if (*nz(c->validation.last_verified) && !valid_date(c->validation.last_verified))
@@ -2556,6 +2568,22 @@ done:
 	edits_release(&ed);
 	doc_release(&d);
 	return err;
+}
+
+int card_parity_relaxed(const char *parity, double *tol)
+{
+	char *end = NULL;
+	double t;
+
+	if (!parity || strncmp(parity, "relaxed(", 8))
+		return 0;
+	errno = 0;
+	t = strtod(parity + 8, &end);
+	if (errno || end == parity + 8 || strcmp(end, ")") || !(t > 0) || !(t <= CARD_PARITY_RELAXED_MAX))
+		return 0;
+	if (tol)
+		*tol = t;
+	return 1;
 }
 
 int card_backend_is_family(const char *want)

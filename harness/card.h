@@ -97,7 +97,8 @@ struct card {
 		double isolated_speedup_min;
 		int has_e2e_delta_min_pct;
 		double e2e_delta_min_pct;
-		char *parity;     /* "required" (default when absent) or "advisory" */
+		char *parity;     /* "required" (default when absent), "advisory", or "relaxed(<tol>)" (GEAK's
+		                   * template: parity required at the card's tolerance, card_parity_relaxed()) */
 		char *do_no_harm; /* why a gate below 1.0 is right (a change that must not slow down:
 		                   * a refactor, a port); allows isolated_speedup_min down to
 		                   * CARD_DO_NO_HARM_MIN */
@@ -174,6 +175,17 @@ int card_hash(const struct card *c, char hex[65]);
  * Errors: VS_EPARSE, VS_ESCHEMA (a value that cannot be recorded, `validation` not a mapping).
  */
 int card_set_validation(char **out, size_t *out_len, const struct card *c, const struct card_validation *v);
+
+/** The largest tolerance a card's `expects.parity: relaxed(<tol>)` may state. */
+#define CARD_PARITY_RELAXED_MAX 0.5
+
+/**
+ * Parse a card's expects.parity value as GEAK's `relaxed(<tol>)`: parity is required, at absolute
+ * and relative tolerance tol for out and lse (never tighter than the tool's own tolerances, which
+ * stay where they are larger). Returns 1 and *tol for a well-formed value with 0 < tol <=
+ * CARD_PARITY_RELAXED_MAX, 0 for any other value (required, advisory, empty, malformed).
+ */
+int card_parity_relaxed(const char *parity, double *tol);
 
 /**
  * Does implementation impl ("hip.flash") fill the card's backend value want? A value with a '.'

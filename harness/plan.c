@@ -1154,11 +1154,32 @@ static int planned_dtypes(int32_t dtypes[2], const struct card *c)
 }
 
 /*
+ * A card's `expects.parity: relaxed(<tol>)` (card_parity_relaxed()): out and lse compared at
+ * absolute and relative tolerance tol, where that is looser than the tool's own (a relaxed parity
+ * never tightens one); cos_diff keeps the tool's bound.
+ */
+static void relax_tolerances(struct task_spec *s, double tol)
+{
+	s->tol_out.atol = fmax(s->tol_out.atol, tol);
+	s->tol_out.rtol = fmax(s->tol_out.rtol, tol);
+	s->tol_lse.atol = fmax(s->tol_lse.atol, tol);
+	s->tol_lse.rtol = fmax(s->tol_lse.rtol, tol);
+}
+
+/* The relaxed parity tolerance of card c, or 0 (the tool's tolerances). */
+static double card_relax(const struct card *c)
+{
+	double tol = 0;
+
+	return card_parity_relaxed(c->expects.parity, &tol) ? tol : 0;
+}
+
+/*
  * The tasks of a plan: the rows of the shape grid in tier_bit (GPU rows only when gpu), once per
  * planned dtype, in that order, with their hashes. What plan_build() plans and plan_check_card()
  * derives again.
  */
-static int derive_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, int tier_bit, int gpu)
+static int derive_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, int tier_bit, int gpu, double relax)
 {
 	size_t cap = sizeof(shapes) / sizeof(shapes[0]) * 2;
 
@@ -1174,6 +1195,8 @@ static int derive_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, int
 			    (sh->bf16_only && dtypes[d] != MLA_KV_BF16))
 				continue;
 			err = shape_to_spec(&np->tasks[np->ntasks], sh, dtypes[d]);
+			if (!err && relax > 0)
+				relax_tolerances(&np->tasks[np->ntasks], relax);
 			if (!err)
 				err = task_spec_hash(&np->tasks[np->ntasks], np->task_hash[np->ntasks]);
 			if (err)
@@ -1277,7 +1300,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		goto done;
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
 
-	if ((err = derive_tasks(&np, dtypes, ndtypes, tier_bit, gpu)))
+	if ((err = derive_tasks(&np, dtypes, ndtypes, tier_bit, gpu, card_relax(c))))
 		goto done;
 	if (o && o->nreferences && (err = plan_references(&np, o, gen)))
 		goto done;
@@ -2347,6 +2370,17 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory", p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
+	if (p->ntasks > 0) {
+		const struct task_spec *t = &p->tasks[0];
+		struct task_spec tool;
+
+		tolerances(&tool);
+		fprintf(f, "  tolerance  out atol %g rtol %g, lse atol %g rtol %g%s\n", t->tol_out.atol,
+			t->tol_out.rtol, t->tol_lse.atol, t->tol_lse.rtol,
+			t->tol_out.atol != tool.tol_out.atol || t->tol_out.rtol != tool.tol_out.rtol ?
+				" (relaxed by the card's expects.parity: relaxed(<tol>))" :
+				" (the tool's)");
+	}
 	fprintf(f,
 		"  protocol   timing %s, warmup %d, pairs %d..%d, <= %gs/task, CI +-%g%%, flush %gx LLC, check every "
 		"%d-th pair\n",
@@ -2666,7 +2700,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 
 	/* The task set of the tier and the card's dtypes, in order, every spec field. */
 	ndtypes = planned_dtypes(dtypes, c);
-	if ((err = derive_tasks(&d, dtypes, ndtypes, tier_bit, gpu)))
+	if ((err = derive_tasks(&d, dtypes, ndtypes, tier_bit, gpu, card_relax(c))))
 		goto done;
 	for (int i = 0; i < d.ntasks && !plan_trimmed_for_tests; i++) {
 		int k = -1;

@@ -29,9 +29,10 @@ struct row {
 	double measured;
 	int has_expected;
 	double expected;
-	char *parity;
-	char *evidence; /* ok / missing / mismatch / none / invalid card */
-	char *impls;    /* "baseline -> candidate" measured (the evidence's when it verifies) */
+	char *parity;      /* measured parity, with the card's relaxed tolerance when it has one */
+	double parity_tol; /* expects.parity: relaxed(<tol>), or 0 */
+	char *evidence;    /* ok / missing / mismatch / none / invalid card */
+	char *impls;       /* "baseline -> candidate" measured (the evidence's when it verifies) */
 	char *evidence_why;
 	char *flags; /* the run's review flags (speedup above the review bound, clock changes) */
 	int nflags;
@@ -930,7 +931,15 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 	r->measured = v->measured_isolated;
 	r->has_expected = c.expects.has_isolated_speedup_min;
 	r->expected = c.expects.isolated_speedup_min;
-	r->parity = dupz(v->measured_parity);
+	{
+		double tol;
+
+		/* a relaxed parity (GEAK's relaxed(<tol>)) is shown with its tolerance */
+		r->parity = card_parity_relaxed(c.expects.parity, &tol) && *nz_str(v->measured_parity) ?
+				    fs_printf("%s (relaxed %g)", v->measured_parity, tol) :
+				    dupz(v->measured_parity);
+		r->parity_tol = card_parity_relaxed(c.expects.parity, &tol) ? tol : 0;
+	}
 	if (*nz_str(v->impl_baseline) || *nz_str(v->impl_candidate))
 		r->impls = fs_printf("%s -> %s", nz_str(v->impl_baseline), nz_str(v->impl_candidate));
 	else
@@ -1351,6 +1360,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 		else
 			cJSON_AddNullToObject(j, "isolated_speedup_min");
 		cJSON_AddStringToObject(j, "parity", r->parity ? r->parity : "");
+		if (r->parity_tol > 0)
+			cJSON_AddNumberToObject(j, "parity_relaxed_tolerance", r->parity_tol);
 		cJSON_AddStringToObject(j, "evidence", r->evidence);
 		if (r->impls)
 			cJSON_AddStringToObject(j, "implementations", r->impls);

@@ -73,6 +73,10 @@ struct load_error_case {
 };
 
 static const struct load_error_case load_errors[] = {
+	/* GEAK's relaxed(<tol>) with a tolerance out of range (issue 38) */
+	{"schema_parity_relaxed_bad.md", VS_ESCHEMA,
+	 ":17:11: expects.parity: 'relaxed(2)': a relaxed parity is written relaxed(<tol>), tol a number in (0, "
+	 "0.5]: the absolute and relative tolerance of out and lse"},
 	/* splitting and encoding */
 	{"split_text_before_fence.md", VS_EPARSE,
 	 ":1:1: front matter: the first line must be '---' (found 'Mla Tilelang To Triton')"},
@@ -239,6 +243,7 @@ static const char *const passing[] = {
 	"cards/ok_dashes_in_body.md", "cards/ok_block_style.md", "cards/ok_flow_style.md",
 	"cards/ok_unknown_keys.md", "cards/ok_e2e.md", "cards/ok_validated.md",
 	"cards/ok_null_values.md", "cards/ok_parity_default.md", "cards/lint_comment_section_ok.md",
+	"cards/ok_parity_relaxed.md", /* GEAK's expects.parity: relaxed(<tol>) (issue 38) */
 	"cards/missing_validation.md",
 	"cards/lint_unknown_operator.md", /* any operator lints (issue 38); --emit-plan refuses it */
 	"cards/ok_from_backend_list.md",  /* GEAK's list of sources, on an operator not planned here */

@@ -509,6 +509,42 @@ START_TEST(hand_edited_plan_differs_from_its_card)
 }
 END_TEST
 
+/*
+ * GEAK's `expects.parity: relaxed(<tol>)` (issue 38): the plan's tasks compare out and lse at the
+ * card's tolerance where it is looser than the tool's, the plan agrees with its card, and the same
+ * loosening in the plan of a card that does not say so is a difference named by field.
+ */
+START_TEST(relaxed_parity_is_the_cards_tolerance)
+{
+	struct card c, strict;
+	struct plan p, q;
+	char diff[1024];
+
+	load_variant(&c, "mla_decode_cpu_splitkv", "parity: required", "parity: relaxed(2e-2)");
+	ck_assert_msg(plan_build(&p, &c, NULL) == 0, "%s", vs_last_error());
+	ck_assert(p.parity_required);
+	for (int i = 0; i < p.ntasks; i++) {
+		ck_assert_double_eq(p.tasks[i].tol_out.atol, 0.02);
+		ck_assert_double_eq(p.tasks[i].tol_out.rtol, 0.02);
+		ck_assert_double_eq(p.tasks[i].tol_lse.atol, 0.02);
+		ck_assert_double_eq(p.tasks[i].tol_lse.rtol, 0.02);
+		ck_assert_double_eq(p.tasks[i].tol_out.cos_tol, 5e-6); /* the tool's */
+	}
+	plan_trimmed_for_tests = 0;
+	ck_assert_msg(plan_check_card(&p, &c, 1, diff, sizeof(diff)) == 0, "%s", diff);
+	load_variant(&strict, "mla_decode_cpu_splitkv", NULL, NULL);
+	ck_assert_msg(plan_build(&q, &strict, NULL) == 0, "%s", vs_last_error());
+	/* the relaxed plan against the strict card (same hash but for the parity line: compare specs) */
+	memcpy(p.card_hash, q.card_hash, sizeof(p.card_hash));
+	ck_assert_int_eq(plan_check_card(&p, &strict, 1, diff, sizeof(diff)), VS_EVERIFY);
+	ck_assert_msg(strstr(diff, "spec.tol_out.atol is 0.02 in the plan, the tool derives 0.0008"), "%s", diff);
+	plan_release(&p);
+	plan_release(&q);
+	card_release(&c);
+	card_release(&strict);
+}
+END_TEST
+
 /* A plan file holds only the keys --emit-plan writes: any other is refused with its path. */
 START_TEST(unknown_plan_key_is_refused)
 {
@@ -565,6 +601,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, hand_edited_plan_differs_from_its_card, 0,
 			    (int)(sizeof(plan_edits) / sizeof(plan_edits[0])));
 	tcase_add_test(tc, unknown_plan_key_is_refused);
+	tcase_add_test(tc, relaxed_parity_is_the_cards_tolerance);
 	suite_add_tcase(s, tc);
 	return s;
 }
