@@ -14,7 +14,16 @@
 # compiler) or /usr/include/hip is: tools/install-deps installs them all, and a gate CI is meant to
 # run must not pass silently by not running.
 #
-# Env: CLANGXX (default clang++-19), CC (host C compiler for the config lister, default cc).
+# The Python kernels (step 4): tools/gpu/triton_amd_gate.py compiles every AMD config of
+# triton.mla_decode ahead of time with Triton's AMD backend (no GPU, no ROCm) for gfx942 and for
+# gfx950, checks the same limits (gfx950: 160 KiB of LDS) and its entries join resources.json (impl
+# "triton.mla_decode", with "occupancy" in waves per SIMD, "pass" and "why"); the gfx950 figures go
+# to BUILD_DIR/gfx950/resources.json (no HIP entries there: no compiler Debian 12 installs knows
+# gfx950, clang-19 included). Failures listed in tools/gpu/triton_amd_known.txt are recorded, not
+# fatal (see that file); any other fails the gate. The Triton interpreter is missing: the gate fails.
+#
+# Env: CLANGXX (default clang++-19), CC (host C compiler for the config lister, default cc),
+# VS_TRITON_PYTHON (default .venv-triton/bin/python at the source root, made by tools/install-deps).
 set -u
 die() { echo "gfx942_gate: $*" >&2; exit 1; }
 
@@ -27,6 +36,8 @@ for tool in "$CXX" ld.lld-19 llvm-readelf-19 llvm-cxxfilt-19 "$HOSTCC"; do
 	command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found (run tools/install-deps): the gate cannot run"
 done
 [ -d /usr/include/hip ] || die "/usr/include/hip not found (libamdhip64-dev; run tools/install-deps): the gate cannot run"
+PY=${VS_TRITON_PYTHON:-${VS_TRITON_VENV:-$SRC/.venv-triton}/bin/python}
+"$PY" -c 'import triton' >/dev/null 2>&1 || die "'$PY' cannot import triton (run tools/install-deps): the gate cannot run"
 
 rm -rf "$OUT" && mkdir -p "$OUT" || die "cannot create '$OUT'"
 RES=$("$CXX" -print-resource-dir) || die "'$CXX -print-resource-dir' failed"
@@ -126,9 +137,31 @@ while read -r src sym v a s lds scr vs ss; do
 	emit "$src" "-" "-" "$sym" "${dm%%(*}" "$v" "$a" "$s" "$lds" "$scr" "$vs" "$ss"
 done <"$OUT/kernels.tsv"
 
+# 4. The Python kernels: Triton's AMD configs for gfx942 (here) and gfx950 (its own file).
+"$PY" "$SRC/tools/gpu/triton_amd_gate.py" "$OUT/triton" gfx942 --known "$SRC/tools/gpu/triton_amd_known.txt" \
+	>"$OUT/triton.jsonl" || status=1
+while IFS= read -r line; do
+	case "$line" in "{"*) entries+=("    $line") ;; esac
+done <"$OUT/triton.jsonl"
+OUT950=$1/gfx950
+rm -rf "$OUT950" && mkdir -p "$OUT950" || die "cannot create '$OUT950'"
+st950=0
+"$PY" "$SRC/tools/gpu/triton_amd_gate.py" "$OUT950/triton" gfx950 --known "$SRC/tools/gpu/triton_amd_known.txt" \
+	>"$OUT950/triton.jsonl" || st950=1
+TRITON=$("$PY" -c 'import triton; print(triton.__version__)')
+{
+	echo "{\"target\":\"gfx950\",\"compiler\":\"triton $TRITON (its own LLVM; no HIP compiler on Debian 12 knows gfx950)\",\"pass\":$([ $st950 -eq 0 ] && echo true || echo false),\"kernels\":["
+	sep=""
+	while IFS= read -r line; do
+		case "$line" in "{"*) printf '%s    %s' "$sep" "$line"; sep=$',\n' ;; esac
+	done <"$OUT950/triton.jsonl"
+	echo
+	echo "]}"
+} >"$OUT950/resources.json.tmp" && mv "$OUT950/resources.json.tmp" "$OUT950/resources.json" || die "cannot write gfx950 resources.json"
+
 {
 	# "pass": every check above held (no undefined symbol, no spill, no scratch, LDS within 64 KiB).
-	echo "{\"target\":\"gfx942\",\"compiler\":\"$COMPILER\",\"pass\":$([ $status -eq 0 ] && echo true || echo false),\"kernels\":["
+	echo "{\"target\":\"gfx942\",\"compiler\":\"$COMPILER; triton $TRITON\",\"pass\":$([ $status -eq 0 ] && echo true || echo false),\"kernels\":["
 	for i in "${!entries[@]}"; do
 		[ "$i" -gt 0 ] && echo ","
 		printf '%s' "${entries[$i]}"
@@ -141,6 +174,15 @@ printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' impl config kv_dtype vgpr a
 while read -r impl cfg dtype v a s lds scr vs; do
 	printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' "$impl" "$cfg" "$dtype" "$v" "$a" "$s" "$lds" "$scr" "$vs"
 done < <(sed -n 's/.*"impl":"\([^"]*\)","config":"\([^"]*\)","kv_dtype":"\([^"]*\)".*"vgpr":\([0-9]*\),"agpr":\([0-9]*\),"sgpr":\([0-9]*\),"lds_static":\([0-9]*\),"lds_dynamic":0,"scratch":\([0-9]*\),"vgpr_spill":\([0-9]*\).*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$OUT/resources.json")
+for t in "$OUT/triton.jsonl" "$OUT950/triton.jsonl"; do
+	"$PY" -c 'import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    print("%-13s %-22s %-14s %5d %5d %5d %6d %7d %6d %4d %s" % (sys.argv[2], e["config"], e["kv_dtype"], e["vgpr"], e["agpr"],
+          e["sgpr"], e["lds_static"] + e["lds_dynamic"], e["scratch"], e["vgpr_spill"] + e["sgpr_spill"], e["occupancy"],
+          "ok" if e["pass"] else "KNOWN " + e["why"] if e.get("known") else "FAIL " + e["why"]))' "$t" "triton/$(basename "$(dirname "$t")")"
+done
+[ $st950 -eq 0 ] || status=1
 if [ $status -ne 0 ]; then
 	echo "gfx942_gate: FAILED (see above); resources in $OUT/resources.json" >&2
 	exit 1
