@@ -580,8 +580,10 @@ static cJSON *load_build_figures(const char *path_opt, const char *baseline, con
 			failed |= cJSON_IsFalse(cJSON_GetObjectItem(k, "pass"));
 		}
 	}
-	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass")))
+	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass"))) {
+		jsonfile_put_bool(oom, out, "gate_pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
 		jsonfile_put_bool(oom, out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")) && !failed);
+	}
 	if (nomem) {
 		vs_warn("out of memory: build figures left out of the plan");
 		cJSON_Delete(out);
@@ -2255,7 +2257,11 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	}
 	if (!strncmp(p->gen, "gfx", 3)) {
 		const cJSON *ks = p->build ? cJSON_GetObjectItem(p->build, "kernels") : NULL;
-		const char *sides[2] = { p->baseline.name, p->candidate.name };
+		const char *sides[2] = {p->baseline.name, p->candidate.name};
+
+		/* the gate's own verdict; plans older than "gate_pass" have only "pass" */
+		const cJSON *gp = p->build ? cJSON_GetObjectItem(p->build, "gate_pass") : NULL;
+		int gate_failed = cJSON_IsFalse(gp ? gp : p->build ? cJSON_GetObjectItem(p->build, "pass") : NULL);
 
 		for (int side = 0; side < 2; side++) {
 			int n = 0, bad = 0;
@@ -2277,12 +2283,14 @@ void plan_print_summary(const struct plan *p, FILE *f)
 				continue;
 			}
 			if (bad)
-				fprintf(f, "  build      %s figures for %s (gate FAILED: %d of %d kernels over a limit):\n",
+				fprintf(f,
+					"  build      %s figures for %s (gate FAILED: %d of %d kernels over a "
+					"limit):\n",
 					p->gen, sides[side], bad, n);
 			else
 				fprintf(f, "  build      %s figures for %s (%s):\n", p->gen, sides[side],
-					cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "gate FAILED" : "gate passed");
-			fprintf(f, "    %-40s %-14s %5s %5s %5s %7s %7s %6s %5s\n", "kernel/config", "kv_dtype", "vgpr",
+					gate_failed ? "gate FAILED" : "gate passed");
+			fprintf(f, "    %-52s %-14s %5s %5s %5s %7s %7s %6s %5s\n", "kernel/config", "kv_dtype", "vgpr",
 				"agpr", "sgpr", "lds", "scratch", "spills", "waves");
 			cJSON_ArrayForEach(k, ks)
 			{
@@ -2303,7 +2311,7 @@ void plan_print_summary(const struct plan *p, FILE *f)
 #define NUM(key)                                                                                                       \
 	(isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 :                                                \
 								    cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
-				fprintf(f, "    %-40s %-14s %5.0f %5.0f %5.0f %7.0f %7.0f %6.0f %5s%s%s\n", label,
+				fprintf(f, "    %-52s %-14s %5.0f %5.0f %5.0f %7.0f %7.0f %6.0f %5s%s%s\n", label,
 					dt ? dt : "-", NUM("vgpr"), NUM("agpr"), NUM("sgpr"), isnan(lds) ? 0 : lds,
 					NUM("scratch"), NUM("vgpr_spill") + NUM("sgpr_spill"), waves,
 					cJSON_IsFalse(cJSON_GetObjectItem(k, "pass")) ? "  FAIL" : "",
