@@ -548,7 +548,7 @@ static cJSON *load_build_figures(const char *path_opt, const char *baseline, con
 	char *path = path_opt ? strdup(path_opt) : default_build_figures(gen);
 	char *text = NULL;
 	size_t len;
-	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine;
+	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine, *srcs;
 	int quiet, nomem = 0, *oom = &nomem, failed = 0;
 
 	if (!path)
@@ -578,6 +578,18 @@ static cJSON *load_build_figures(const char *path_opt, const char *baseline, con
 		if (name && (!strcmp(name, candidate) || !strcmp(name, baseline))) {
 			jsonfile_put(oom, mine, NULL, cJSON_Duplicate(k, 1));
 			failed |= cJSON_IsFalse(cJSON_GetObjectItem(k, "pass"));
+		}
+	}
+	/* TileLang's HIP sources (tools/gpu/tilelang_amd_emit.py): emitted, compiled, or why not */
+	srcs = NULL;
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(root, "sources"))
+	{
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
+
+		if (name && (!strcmp(name, candidate) || !strcmp(name, baseline))) {
+			if (!srcs)
+				srcs = jsonfile_put_arr(oom, out, "sources");
+			jsonfile_put(oom, srcs, NULL, cJSON_Duplicate(k, 1));
 		}
 	}
 	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass"))) {
@@ -2276,10 +2288,28 @@ void plan_print_summary(const struct plan *p, FILE *f)
 				}
 			}
 			if (!n) {
+				const cJSON *src, *srcs = p->build ? cJSON_GetObjectItem(p->build, "sources") : NULL;
+				int shown = 0;
+
 				fprintf(f,
 					"  build      no %s build figures for %s (run the gfx942 gate: "
 					"ctest -R gfx942_build_gate)\n",
 					p->gen, sides[side]);
+				cJSON_ArrayForEach(src, srcs)
+				{
+					const char *why = get_str(src, "why");
+
+					if (strcmp(get_str(src, "impl") ? get_str(src, "impl") : "", sides[side]))
+						continue;
+					if (!shown++)
+						fprintf(f, "    HIP source for %s (TileLang):\n", p->gen);
+					fprintf(f, "    %-40s %-14s %s\n",
+						get_str(src, "config") ? get_str(src, "config") : "-",
+						get_str(src, "kv_dtype") ? get_str(src, "kv_dtype") : "-",
+						cJSON_IsTrue(cJSON_GetObjectItem(src, "compiled")) ? "compiled" :
+						why                                                ? why :
+												     "not compiled");
+				}
 				continue;
 			}
 			if (bad)

@@ -414,6 +414,44 @@ START_TEST(gfx942_plan_shows_both_sides_figures)
 }
 END_TEST
 
+/* A side with no kernel figures but HIP sources (TileLang's, tools/gpu/tilelang_amd_emit.py): the
+ * summary lists each config's outcome under that side, and no other implementation's. */
+START_TEST(gfx942_plan_shows_a_sides_hip_sources)
+{
+	struct card c;
+	struct plan p;
+	struct plan_options o = {.tier = "smoke"};
+	char *fig = fs_printf("%s/resources.json", tmp), *sum = NULL;
+	size_t len = 0;
+	FILE *f;
+	const char *json = "{\"target\": \"gfx942\", \"pass\": true, \"kernels\": ["
+			   "{\"impl\": \"hip.flash\", \"config\": \"c1\", \"vgpr\": 128}], \"sources\": ["
+			   "{\"impl\": \"hip.baseline\", \"config\": \"src-cfg-1\", \"kv_dtype\": \"bf16\", "
+			   "\"emitted\": false, \"compiled\": false, \"why\": \"emit: InternalError: x\"},"
+			   "{\"impl\": \"hip.baseline\", \"config\": \"src-cfg-2\", \"kv_dtype\": \"bf16\", "
+			   "\"emitted\": true, \"compiled\": true},"
+			   "{\"impl\": \"tilelang.mla_decode\", \"config\": \"src-other\", \"compiled\": true}]}";
+
+	tu_write(fig, json, strlen(json));
+	o.build_figures = fig;
+	load_variant(&c, "mla_decode_hip_port", NULL, NULL); /* hip.baseline -> hip.flash */
+	ck_assert_msg(plan_build(&p, &c, &o) == 0, "plan_build: %s", vs_last_error());
+	f = open_memstream(&sum, &len);
+	ck_assert_ptr_nonnull(f);
+	plan_print_summary(&p, f);
+	fclose(f);
+	ck_assert_msg(strstr(sum, "no gfx942 build figures for hip.baseline"), "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "HIP source for gfx942 (TileLang)"), "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "emit: InternalError: x"), "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "src-cfg-2") && strstr(strstr(sum, "src-cfg-2"), "compiled"), "summary: %s", sum);
+	ck_assert_msg(!strstr(sum, "src-other"), "summary: %s", sum);
+	free(sum);
+	free(fig);
+	plan_release(&p);
+	card_release(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -432,6 +470,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, full_tier_says_when_it_equals_standard);
 	tcase_add_test(tc, gfx942_plan_carries_build_figures);
 	tcase_add_test(tc, gfx942_plan_shows_both_sides_figures);
+	tcase_add_test(tc, gfx942_plan_shows_a_sides_hip_sources);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -20,7 +20,11 @@
 # "triton.mla_decode", with "occupancy" in waves per SIMD, "pass" and "why"); the gfx950 figures go
 # to BUILD_DIR/gfx950/resources.json (no HIP entries there: no compiler Debian 12 installs knows
 # gfx950, clang-19 included). Failures listed in tools/gpu/triton_amd_known.txt are recorded, not
-# fatal (see that file); any other fails the gate. The Triton interpreter is missing: the gate fails.
+# fatal (see that file); any other fails the gate. Step 5: tools/gpu/tilelang_amd_emit.py emits the
+# HIP source of every gfx942 config of tilelang.mla_decode and compiles it with clang-19 where
+# Debian's headers allow (its "sources" entries in resources.json; configs that do not emit are
+# listed in tools/gpu/tilelang_amd_known.txt). Without that interpreter, triton or tilelang, the
+# gate fails.
 #
 # Env: CLANGXX (default clang++-19), CC (host C compiler for the config lister, default cc),
 # VS_TRITON_PYTHON (default .venv-triton/bin/python at the source root, made by tools/install-deps).
@@ -38,6 +42,8 @@ done
 [ -d /usr/include/hip ] || die "/usr/include/hip not found (libamdhip64-dev; run tools/install-deps): the gate cannot run"
 PY=${VS_TRITON_PYTHON:-${VS_TRITON_VENV:-$SRC/.venv-triton}/bin/python}
 "$PY" -c 'import triton' >/dev/null 2>&1 || die "'$PY' cannot import triton (run tools/install-deps): the gate cannot run"
+PYTHONPATH="$SRC/tools/gpu/torch_stub" "$PY" -c 'import tilelang' >/dev/null 2>&1 ||
+	die "'$PY' cannot import tilelang (run tools/install-deps): the gate cannot run"
 
 rm -rf "$OUT" && mkdir -p "$OUT" || die "cannot create '$OUT'"
 RES=$("$CXX" -print-resource-dir) || die "'$CXX -print-resource-dir' failed"
@@ -149,6 +155,13 @@ st950=0
 "$PY" "$SRC/tools/gpu/triton_amd_gate.py" "$OUT950/triton" gfx950 --known "$SRC/tools/gpu/triton_amd_known.txt" \
 	>"$OUT950/triton.jsonl" || st950=1
 TRITON=$("$PY" -c 'import triton; print(triton.__version__)')
+# 5. TileLang's HIP source for gfx942.
+"$PY" "$SRC/tools/gpu/tilelang_amd_emit.py" "$OUT/tilelang" --known "$SRC/tools/gpu/tilelang_amd_known.txt" \
+	>"$OUT/tilelang.jsonl" 2> >(grep -v 'Unable to detect ROCm version' >&2) || status=1
+sources=()
+while IFS= read -r line; do
+	case "$line" in "{"*) sources+=("    $line") ;; esac
+done <"$OUT/tilelang.jsonl"
 {
 	echo "{\"target\":\"gfx950\",\"compiler\":\"triton $TRITON (its own LLVM; no HIP compiler on Debian 12 knows gfx950)\",\"pass\":$([ $st950 -eq 0 ] && echo true || echo false),\"kernels\":["
 	sep=""
@@ -167,6 +180,12 @@ TRITON=$("$PY" -c 'import triton; print(triton.__version__)')
 		printf '%s' "${entries[$i]}"
 	done
 	echo
+	echo "],\"sources\":["
+	for i in "${!sources[@]}"; do
+		[ "$i" -gt 0 ] && echo ","
+		printf '%s' "${sources[$i]}"
+	done
+	echo
 	echo "]}"
 } >"$OUT/resources.json.tmp" && mv "$OUT/resources.json.tmp" "$OUT/resources.json" || die "cannot write resources.json"
 
@@ -182,6 +201,10 @@ for l in open(sys.argv[1]):
           e["sgpr"], e["lds_static"] + e["lds_dynamic"], e["scratch"], e["vgpr_spill"] + e["sgpr_spill"], e["occupancy"],
           "ok" if e["pass"] else "KNOWN " + e["why"] if e.get("known") else "FAIL " + e["why"]))' "$t" "triton/$(basename "$(dirname "$t")")"
 done
+"$PY" -c 'import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    print("tilelang      %-30s %-14s %s" % (e["config"], e["kv_dtype"], "compiled" if e["compiled"] else e["why"]))' "$OUT/tilelang.jsonl"
 [ $st950 -eq 0 ] || status=1
 if [ $status -ne 0 ]; then
 	echo "gfx942_gate: FAILED (see above); resources in $OUT/resources.json" >&2
