@@ -519,7 +519,8 @@ static int list_has(const struct card_list *l, const char *s)
 
 /*
  * Directory of the running binary + "/gfx942/resources.json" (the gfx942 gate's output in the build
- * dir) or "/sm_90/resources.json" (tools/gpu/sm90_resources.sh, after an NVIDIA build).
+ * dir; "/gfx950/..." for gfx950) or "/sm_90/resources.json" (tools/gpu/sm90_resources.sh, after an
+ * NVIDIA build).
  */
 static char *default_build_figures(const char *gen)
 {
@@ -534,7 +535,11 @@ static char *default_build_figures(const char *gen)
 	if (!slash)
 		return NULL;
 	*slash = '\0';
-	return fs_printf("%s/%s/resources.json", exe, strncmp(gen, "gfx", 3) ? "sm_90" : "gfx942");
+	/* gfx950 has its own gate output (tools/gpu/gfx942_gate.sh BUILD gfx950); other gfx: gfx942's */
+	return fs_printf("%s/%s/resources.json", exe,
+			 strncmp(gen, "gfx", 3) ? "sm_90" :
+			 !strcmp(gen, "gfx950") ? "gfx950" :
+						  "gfx942");
 }
 
 /*
