@@ -90,6 +90,9 @@ def compile_one(job):
         for c in const:
             sig[c] = "constexpr"
         opts = {"num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}
+        for amd in ("kpack", "matrix_instr_nonkdim", "waves_per_eu"):  # --config only: the launcher passes none
+            if amd in cfg:
+                opts[amd] = int(cfg[amd])
         label = cfg["name"]
     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const), target=GPUTarget("hip", target, 64),
                        options=opts)
@@ -111,6 +114,9 @@ def main():
     ap.add_argument("target", choices=("gfx942", "gfx950"))
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--known", help="the known failures (TARGET CONFIG KV_DTYPE KERNEL a line)")
+    ap.add_argument("--config", action="append", default=[], metavar="BN,BH,WARPS,STAGES[,KPACK,NONKDIM,WAVES]",
+                    help="compile these configs instead of the module's (a study: the gate never passes it); "
+                         "BH <= 32 runs keys-major as the module does")
     a = ap.parse_args()
     known = set()
     if a.known:
@@ -128,6 +134,15 @@ def main():
     mod = load_module()
     cfgs = mod.configs(a.target)
     origin = a.target
+    if a.config:
+        cfgs, origin = [], a.target
+        for spec in a.config:
+            v = [int(x) for x in spec.split(",")]
+            c = mod._cfg(v[0], v[1], 0, v[2], v[3])
+            for k, x in zip(("kpack", "matrix_instr_nonkdim", "waves_per_eu"), v[4:]):
+                c[k] = x
+                c["name"] += "-%s%d" % ({"kpack": "kp", "matrix_instr_nonkdim": "nk", "waves_per_eu": "wpe"}[k], x)
+            cfgs.append(c)
     if not cfgs and a.target == "gfx950":
         cfgs, origin = mod.configs("gfx942"), "gfx942"
     if not cfgs:
