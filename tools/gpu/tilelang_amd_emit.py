@@ -31,6 +31,8 @@ import subprocess
 import sys
 import types
 
+sys.dont_write_bytecode = True  # no __pycache__ in kernels/ (its git status is part of the kernel identity)
+
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(SRC, "kernels", "tilelang", "mla_decode.py")
 

@@ -32,6 +32,8 @@ import re
 import sys
 import types
 
+sys.dont_write_bytecode = True  # no __pycache__ in kernels/ (its git status is part of the kernel identity)
+
 SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULE = os.path.join(SRC, "kernels", "triton", "mla_decode.py")
 # Pointer types of the kernels' arguments (kernels/triton/mla_decode.py _build: q, out bf16; the
