@@ -50,6 +50,26 @@ if(NOT DEFINED VS_HIP_TOOLCHAIN_RESOLVED)
     endif()
     execute_process(COMMAND ${VS_HIP_CLANGXX} -print-resource-dir OUTPUT_VARIABLE VS_HIP_RESOURCE_DIR
                     OUTPUT_STRIP_TRAILING_WHITESPACE)
+    # The HIP runtime calls the code makes beyond HIP 5.0's core, checked in libamdhip64 itself (C
+    # linkage): the virtual memory calls have a fallback (VS_HIP_NO_VMM: sparse buffers refused, the
+    # old task layout; harness/gpu/gpu_device.hip), the graph calls have none.
+    include(CheckLibraryExists)
+    set(VS_HIP_NO_VMM OFF)
+    foreach(fn hipMemCreate hipMemAddressReserve hipMemAddressFree hipMemMap hipMemUnmap hipMemSetAccess
+               hipMemRelease hipMemGetAllocationGranularity)
+      check_library_exists(${VS_HIP_AMDHIP64} ${fn} "" VS_HIP_HAS_${fn})
+      if(NOT VS_HIP_HAS_${fn})
+        message(WARNING "${VS_HIP_AMDHIP64} lacks ${fn}: built with VS_HIP_NO_VMM (sparse buffers refused; "
+                "page-offset tasks take the old layout, docs/DESIGN.md)")
+        set(VS_HIP_NO_VMM ON)
+      endif()
+    endforeach()
+    foreach(fn hipStreamBeginCapture hipStreamEndCapture hipGraphInstantiateWithFlags hipGraphLaunch)
+      check_library_exists(${VS_HIP_AMDHIP64} ${fn} "" VS_HIP_HAS_${fn})
+      if(NOT VS_HIP_HAS_${fn})
+        message(FATAL_ERROR "${VS_HIP_AMDHIP64} lacks ${fn}, which graph-replay timing needs (no fallback)")
+      endif()
+    endforeach()
   elseif(NOT _vs_tc STREQUAL "ROCM")
     message(FATAL_ERROR "VS_HIP_TOOLCHAIN is '${VS_HIP_TOOLCHAIN}', expected AUTO, ROCM or CLANG")
   endif()
@@ -81,12 +101,16 @@ function(vs_hip_add_sources target)
   foreach(d ${ARG_INCLUDES})
     list(APPEND incs -I${d})
   endforeach()
+  set(defs)
+  if(VS_HIP_NO_VMM)
+    set(defs -DVS_HIP_NO_VMM)
+  endif()
   foreach(src ${ARG_SOURCES})
     get_filename_component(name ${src} NAME_WE)
     set(obj ${CMAKE_CURRENT_BINARY_DIR}/${target}_${name}.hip.o)
     add_custom_command(OUTPUT ${obj}
       COMMAND ${VS_HIP_CLANGXX} -x hip --offload-arch=${VS_HIP_ARCH} -nogpulib -nogpuinc -D__HIP_PLATFORM_AMD__
-              -isystem ${VS_HIP_RESOURCE_DIR} -std=c++17 -O3 -fPIC -Wall -Wextra ${incs}
+              -isystem ${VS_HIP_RESOURCE_DIR} -std=c++17 -O3 -fPIC -Wall -Wextra ${defs} ${incs}
               -MD -MF ${obj}.d -c ${src} -o ${obj}
       DEPENDS ${src} DEPFILE ${obj}.d
       COMMENT "HIP (clang++-19, ${VS_HIP_ARCH}, no device library) ${name}.hip" VERBATIM)
