@@ -519,7 +519,8 @@ static int list_has(const struct card_list *l, const char *s)
 
 /*
  * Directory of the running binary + "/gfx942/resources.json" (the gfx942 gate's output in the build
- * dir) or "/sm_90/resources.json" (tools/gpu/sm90_resources.sh, after an NVIDIA build).
+ * dir; "/gfx950/..." for gfx950) or "/sm_90/resources.json" (tools/gpu/sm90_resources.sh, after an
+ * NVIDIA build).
  */
 static char *default_build_figures(const char *gen)
 {
@@ -534,17 +535,26 @@ static char *default_build_figures(const char *gen)
 	if (!slash)
 		return NULL;
 	*slash = '\0';
-	return fs_printf("%s/%s/resources.json", exe, strncmp(gen, "gfx", 3) ? "sm_90" : "gfx942");
+	/* gfx950 has its own gate output (tools/gpu/gfx942_gate.sh BUILD gfx950); other gfx: gfx942's */
+	return fs_printf("%s/%s/resources.json", exe,
+			 strncmp(gen, "gfx", 3) ? "sm_90" :
+			 !strcmp(gen, "gfx950") ? "gfx950" :
+						  "gfx942");
 }
 
-/* The gfx942 build gate's figures for the candidate, as a JSON object (NULL when absent). */
-static cJSON *load_build_figures(const char *path_opt, const char *impl, const char *gen)
+/*
+ * The build gate's figures for both sides (entries whose "impl" is the baseline's or the candidate's:
+ * the HIP kernels and, on gfx942, the Triton configs of tools/gpu/triton_amd_gate.py), as a JSON
+ * object (NULL when absent). Its "pass" is the gate's, and false when one of these entries failed
+ * the limits (a known failure the gate lets through included).
+ */
+static cJSON *load_build_figures(const char *path_opt, const char *baseline, const char *candidate, const char *gen)
 {
 	char *path = path_opt ? strdup(path_opt) : default_build_figures(gen);
 	char *text = NULL;
 	size_t len;
-	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine;
-	int quiet, nomem = 0, *oom = &nomem;
+	cJSON *root = NULL, *out = NULL, *kernels, *k, *mine, *srcs;
+	int quiet, nomem = 0, *oom = &nomem, failed = 0;
 
 	if (!path)
 		return NULL;
@@ -565,15 +575,31 @@ static cJSON *load_build_figures(const char *path_opt, const char *impl, const c
 				 "gfx942");
 	if (cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")))
 		jsonfile_put_str(oom, out, "compiler", cJSON_GetStringValue(cJSON_GetObjectItem(root, "compiler")));
-	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass")))
-		jsonfile_put_bool(oom, out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
 	mine = jsonfile_put_arr(oom, out, "kernels");
 	cJSON_ArrayForEach(k, kernels)
 	{
 		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
 
-		if (name && !strcmp(name, impl))
+		if (name && (!strcmp(name, candidate) || !strcmp(name, baseline))) {
 			jsonfile_put(oom, mine, NULL, cJSON_Duplicate(k, 1));
+			failed |= cJSON_IsFalse(cJSON_GetObjectItem(k, "pass"));
+		}
+	}
+	/* TileLang's HIP sources (tools/gpu/tilelang_amd_emit.py): emitted, compiled, or why not */
+	srcs = NULL;
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(root, "sources"))
+	{
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(k, "impl"));
+
+		if (name && (!strcmp(name, candidate) || !strcmp(name, baseline))) {
+			if (!srcs)
+				srcs = jsonfile_put_arr(oom, out, "sources");
+			jsonfile_put(oom, srcs, NULL, cJSON_Duplicate(k, 1));
+		}
+	}
+	if (cJSON_IsBool(cJSON_GetObjectItem(root, "pass"))) {
+		jsonfile_put_bool(oom, out, "gate_pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")));
+		jsonfile_put_bool(oom, out, "pass", cJSON_IsTrue(cJSON_GetObjectItem(root, "pass")) && !failed);
 	}
 	if (nomem) {
 		vs_warn("out of memory: build figures left out of the plan");
@@ -1327,7 +1353,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (((o && o->e2e) || !strcmp(c->scope, "e2e")) && (err = e2e_build(&np, c, o, gpu)))
 		goto done;
 	if (!strncmp(gen, "gfx", 3) || !strncmp(gen, "sm_90", 5))
-		np.build = load_build_figures(o ? o->build_figures : NULL, np.candidate.name, gen);
+		np.build = load_build_figures(o ? o->build_figures : NULL, np.baseline.name, np.candidate.name, gen);
 	*p = np;
 	return 0;
 done:
@@ -2435,33 +2461,83 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	}
 	if (!strncmp(p->gen, "gfx", 3)) {
 		const cJSON *ks = p->build ? cJSON_GetObjectItem(p->build, "kernels") : NULL;
+		const char *sides[2] = {p->baseline.name, p->candidate.name};
 
-		if (!ks || !cJSON_GetArraySize(ks)) {
-			fprintf(f,
-				"  build      no %s build figures for %s (run the gfx942 gate: "
-				"ctest -R gfx942_build_gate)\n",
-				p->gen, p->candidate.name);
-		} else {
-			fprintf(f, "  build      %s figures for %s (%s):\n", p->gen, p->candidate.name,
-				cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "gate FAILED" : "gate passed");
-			fprintf(f, "    %-40s %5s %5s %5s %7s %7s %6s\n", "kernel/config", "vgpr", "agpr", "sgpr",
-				"lds", "scratch", "spills");
+		/* the gate's own verdict; plans older than "gate_pass" have only "pass" */
+		const cJSON *gp = p->build ? cJSON_GetObjectItem(p->build, "gate_pass") : NULL;
+		int gate_failed = cJSON_IsFalse(gp ? gp : p->build ? cJSON_GetObjectItem(p->build, "pass") : NULL);
+
+		for (int side = 0; side < 2; side++) {
+			int n = 0, bad = 0;
+
+			if (side == 1 && !strcmp(sides[0], sides[1]))
+				break;
+			cJSON_ArrayForEach(k, ks)
+			{
+				if (!strcmp(get_str(k, "impl") ? get_str(k, "impl") : "", sides[side])) {
+					n++;
+					bad += cJSON_IsFalse(cJSON_GetObjectItem(k, "pass"));
+				}
+			}
+			if (!n) {
+				const cJSON *src, *srcs = p->build ? cJSON_GetObjectItem(p->build, "sources") : NULL;
+				int shown = 0;
+
+				fprintf(f,
+					"  build      no %s build figures for %s (run the gfx942 gate: "
+					"ctest -R gfx942_build_gate)\n",
+					p->gen, sides[side]);
+				cJSON_ArrayForEach(src, srcs)
+				{
+					const char *why = get_str(src, "why");
+
+					if (strcmp(get_str(src, "impl") ? get_str(src, "impl") : "", sides[side]))
+						continue;
+					if (!shown++)
+						fprintf(f, "    HIP source for %s (TileLang):\n", p->gen);
+					fprintf(f, "    %-40s %-14s %s\n",
+						get_str(src, "config") ? get_str(src, "config") : "-",
+						get_str(src, "kv_dtype") ? get_str(src, "kv_dtype") : "-",
+						cJSON_IsTrue(cJSON_GetObjectItem(src, "compiled")) ? "compiled" :
+						why                                                ? why :
+												     "not compiled");
+				}
+				continue;
+			}
+			if (bad)
+				fprintf(f,
+					"  build      %s figures for %s (gate FAILED: %d of %d kernels over a "
+					"limit):\n",
+					p->gen, sides[side], bad, n);
+			else
+				fprintf(f, "  build      %s figures for %s (%s):\n", p->gen, sides[side],
+					gate_failed ? "gate FAILED" : "gate passed");
+			fprintf(f, "    %-52s %-14s %5s %5s %5s %7s %7s %6s %5s\n", "kernel/config", "kv_dtype", "vgpr",
+				"agpr", "sgpr", "lds", "scratch", "spills", "waves");
 			cJSON_ArrayForEach(k, ks)
 			{
 				const char *cfg = get_str(k, "config");
 				const char *sym = get_str(k, "kernel");
-				char label[64];
+				const char *dt = get_str(k, "kv_dtype");
+				char label[64], waves[16] = "-";
 				double lds = cJSON_GetNumberValue(cJSON_GetObjectItem(k, "lds_static")) +
 					     cJSON_GetNumberValue(cJSON_GetObjectItem(k, "lds_dynamic"));
 
+				if (strcmp(get_str(k, "impl") ? get_str(k, "impl") : "", sides[side]))
+					continue;
 				snprintf(label, sizeof(label), "%s%s%s", sym ? sym : "", sym && cfg ? " " : "",
 					 cfg ? cfg : "");
+				if (cJSON_IsNumber(cJSON_GetObjectItem(k, "occupancy")))
+					snprintf(waves, sizeof(waves), "%d",
+						 (int)cJSON_GetNumberValue(cJSON_GetObjectItem(k, "occupancy")));
 #define NUM(key)                                                                                                       \
 	(isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 :                                                \
 								    cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
-				fprintf(f, "    %-40s %5.0f %5.0f %5.0f %7.0f %7.0f %6.0f\n", label, NUM("vgpr"),
-					NUM("agpr"), NUM("sgpr"), isnan(lds) ? 0 : lds, NUM("scratch"),
-					NUM("vgpr_spill") + NUM("sgpr_spill"));
+				fprintf(f, "    %-52s %-14s %5.0f %5.0f %5.0f %7.0f %7.0f %6.0f %5s%s%s\n", label,
+					dt ? dt : "-", NUM("vgpr"), NUM("agpr"), NUM("sgpr"), isnan(lds) ? 0 : lds,
+					NUM("scratch"), NUM("vgpr_spill") + NUM("sgpr_spill"), waves,
+					cJSON_IsFalse(cJSON_GetObjectItem(k, "pass")) ? "  FAIL" : "",
+					cJSON_IsTrue(cJSON_GetObjectItem(k, "known")) ? " (known)" : "");
 #undef NUM
 			}
 		}

@@ -352,15 +352,17 @@ START_TEST(gfx942_plan_carries_build_figures)
 			   "{\"impl\": \"hip.flash\", \"config\": \"bn32-bh16-sp0-w4-st1\", \"vgpr\": 128, \"agpr\": 0, "
 			   "\"sgpr\": 40, \"lds_static\": 40000, \"lds_dynamic\": 0, \"scratch\": 0, \"vgpr_spill\": 0, "
 			   "\"sgpr_spill\": 0},"
-			   "{\"impl\": \"hip.baseline\", \"config\": \"x\", \"vgpr\": 32}]}";
+			   "{\"impl\": \"hip.baseline\", \"config\": \"x\", \"vgpr\": 32},"
+			   "{\"impl\": \"triton.mla_decode\", \"config\": \"y\", \"vgpr\": 32}]}";
 
 	tu_write(fig, json, strlen(json));
 	o.build_figures = fig;
-	load_variant(&c, "mla_decode_hip_port", NULL, NULL);
+	load_variant(&c, "mla_decode_hip_port", NULL, NULL); /* hip.baseline -> hip.flash */
 	text = plan_text(&c, &o);
 	ck_assert_ptr_nonnull(strstr(text, "\"build\""));
 	ck_assert_ptr_nonnull(strstr(text, "bn32-bh16-sp0-w4-st1"));
-	ck_assert_ptr_null(strstr(text, "\"config\":\t\"x\"")); /* only the candidate's kernels */
+	ck_assert_ptr_nonnull(strstr(text, "\"config\":\t\"x\"")); /* the baseline's kernels too */
+	ck_assert_ptr_null(strstr(text, "\"config\":\t\"y\""));    /* no other implementation's */
 	free(text);
 	free(fig);
 	card_release(&c);
@@ -578,6 +580,87 @@ START_TEST(unknown_plan_key_is_refused)
 	cJSON_free(out);
 	free(text);
 	free(path);
+ * Both sides' figures (the Triton AMD gate's entries carry "pass" and "occupancy"): the plan keeps
+ * the baseline's and the candidate's entries, no other; its "pass" is false when one of them failed a
+ * limit (a known failure the gate let through included); the summary shows each side with its
+ * waves per SIMD and marks the failing kernel.
+ */
+START_TEST(gfx942_plan_shows_both_sides_figures)
+{
+	struct card c;
+	struct plan p;
+	struct plan_options o = {.tier = "smoke"};
+	char *fig = fs_printf("%s/resources.json", tmp), *text = NULL, *sum = NULL;
+	size_t len = 0;
+	FILE *f;
+	const char *json = "{\"target\": \"gfx942\", \"pass\": true, \"kernels\": ["
+			   "{\"impl\": \"hip.flash\", \"config\": \"bn32-bh16-sp0-w4-st1\", \"kv_dtype\": \"bf16\", "
+			   "\"vgpr\": 128, \"lds_static\": 40000, \"lds_dynamic\": 0},"
+			   "{\"impl\": \"hip.baseline\", \"config\": \"tl-cfg-7\", \"kv_dtype\": \"bf16\", "
+			   "\"vgpr\": 512, \"lds_static\": 0, \"lds_dynamic\": 65536, \"scratch\": 424, "
+			   "\"vgpr_spill\": 106, \"occupancy\": 3, \"pass\": false, \"known\": true},"
+			   "{\"impl\": \"triton.mla_decode\", \"config\": \"other-side-x\", \"vgpr\": 32}]}";
+
+	tu_write(fig, json, strlen(json));
+	o.build_figures = fig;
+	load_variant(&c, "mla_decode_hip_port", NULL, NULL); /* hip.baseline -> hip.flash */
+	ck_assert_msg(plan_build(&p, &c, &o) == 0, "plan_build: %s", vs_last_error());
+	ck_assert_int_eq(plan_to_text(&text, &p), 0);
+	ck_assert_ptr_nonnull(strstr(text, "tl-cfg-7"));
+	ck_assert_ptr_nonnull(strstr(text, "bn32-bh16-sp0-w4-st1"));
+	ck_assert_ptr_null(strstr(text, "other-side-x"));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(p.build, "pass")));
+	f = open_memstream(&sum, &len);
+	ck_assert_ptr_nonnull(f);
+	plan_print_summary(&p, f);
+	fclose(f);
+	ck_assert_msg(strstr(sum, "gfx942 figures for hip.baseline (gate FAILED: 1 of 1 kernels over a limit)"),
+		      "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "gfx942 figures for hip.flash (gate passed)"), "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "    3  FAIL (known)"), "summary: %s", sum);
+	free(sum);
+	free(text);
+	free(fig);
+	plan_release(&p);
+	card_release(&c);
+}
+END_TEST
+
+/* A side with no kernel figures but HIP sources (TileLang's, tools/gpu/tilelang_amd_emit.py): the
+ * summary lists each config's outcome under that side, and no other implementation's. */
+START_TEST(gfx942_plan_shows_a_sides_hip_sources)
+{
+	struct card c;
+	struct plan p;
+	struct plan_options o = {.tier = "smoke"};
+	char *fig = fs_printf("%s/resources.json", tmp), *sum = NULL;
+	size_t len = 0;
+	FILE *f;
+	const char *json = "{\"target\": \"gfx942\", \"pass\": true, \"kernels\": ["
+			   "{\"impl\": \"hip.flash\", \"config\": \"c1\", \"vgpr\": 128}], \"sources\": ["
+			   "{\"impl\": \"hip.baseline\", \"config\": \"src-cfg-1\", \"kv_dtype\": \"bf16\", "
+			   "\"emitted\": false, \"compiled\": false, \"why\": \"emit: InternalError: x\"},"
+			   "{\"impl\": \"hip.baseline\", \"config\": \"src-cfg-2\", \"kv_dtype\": \"bf16\", "
+			   "\"emitted\": true, \"compiled\": true},"
+			   "{\"impl\": \"tilelang.mla_decode\", \"config\": \"src-other\", \"compiled\": true}]}";
+
+	tu_write(fig, json, strlen(json));
+	o.build_figures = fig;
+	load_variant(&c, "mla_decode_hip_port", NULL, NULL); /* hip.baseline -> hip.flash */
+	ck_assert_msg(plan_build(&p, &c, &o) == 0, "plan_build: %s", vs_last_error());
+	f = open_memstream(&sum, &len);
+	ck_assert_ptr_nonnull(f);
+	plan_print_summary(&p, f);
+	fclose(f);
+	ck_assert_msg(strstr(sum, "no gfx942 build figures for hip.baseline"), "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "HIP source for gfx942 (TileLang)"), "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "emit: InternalError: x"), "summary: %s", sum);
+	ck_assert_msg(strstr(sum, "src-cfg-2") && strstr(strstr(sum, "src-cfg-2"), "compiled"), "summary: %s", sum);
+	ck_assert_msg(!strstr(sum, "src-other"), "summary: %s", sum);
+	free(sum);
+	free(fig);
+	plan_release(&p);
+	card_release(&c);
 }
 END_TEST
 
@@ -602,6 +685,8 @@ static Suite *suite(void)
 			    (int)(sizeof(plan_edits) / sizeof(plan_edits[0])));
 	tcase_add_test(tc, unknown_plan_key_is_refused);
 	tcase_add_test(tc, relaxed_parity_is_the_cards_tolerance);
+	tcase_add_test(tc, gfx942_plan_shows_both_sides_figures);
+	tcase_add_test(tc, gfx942_plan_shows_a_sides_hip_sources);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -32,7 +32,9 @@ extern "C" {
 
 namespace {
 
-#if defined(VS_PLATFORM_AMD)
+#if defined(VS_PLATFORM_AMD) && defined(VS_HIP_NO_VMM)
+typedef void *VmmHandle;
+#elif defined(VS_PLATFORM_AMD)
 typedef hipMemGenericAllocationHandle_t VmmHandle;
 #else
 typedef CUmemGenericAllocationHandle VmmHandle;
@@ -84,7 +86,26 @@ void gpu_free(struct vs_device *d, void *ptr)
 
 /* ---- virtual memory management: one set of calls per platform, failures as VS_EUNSUPPORTED ---- */
 
-#if defined(VS_PLATFORM_AMD)
+#if defined(VS_PLATFORM_AMD) && defined(VS_HIP_NO_VMM)
+
+/*
+ * A HIP runtime without the virtual memory calls (cmake/vs_hip.cmake checks that libamdhip64 exports
+ * each one and defines VS_HIP_NO_VMM when one is missing): every sparse buffer is refused, and the
+ * task takes the old layout (docs/DESIGN.md "Tasks and task dirs").
+ */
+int vmm_init(void)
+{
+	return vs_error(VS_EUNSUPPORTED, "this HIP runtime has no virtual memory calls (built with VS_HIP_NO_VMM)");
+}
+int vmm_granularity(size_t *, int) { return VS_EUNSUPPORTED; }
+int vmm_reserve(void **, size_t, size_t) { return VS_EUNSUPPORTED; }
+int vmm_create(VmmHandle *, size_t, int) { return VS_EUNSUPPORTED; }
+int vmm_map(void *, size_t, VmmHandle, int) { return VS_EUNSUPPORTED; }
+void vmm_unmap(void *, size_t) {}
+void vmm_release(VmmHandle) {}
+void vmm_free_range(void *, size_t) {}
+
+#elif defined(VS_PLATFORM_AMD)
 
 int vmm_fail(const char *call, hipError_t e)
 {

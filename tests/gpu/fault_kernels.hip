@@ -10,7 +10,7 @@ __global__ void fault_illegal_address(float *lse)
 {
 	float *bad = (float *)(uintptr_t)0x10; /* never mapped */
 
-	bad[threadIdx.x] = lse[0];
+	bad[vs_tid()] = lse[0]; /* not threadIdx: no device library on AMD (hip_compat.h) */
 }
 
 __global__ void fault_spin(float *lse, long long cycles)

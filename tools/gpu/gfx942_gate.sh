@@ -1,6 +1,9 @@
 #!/bin/bash
-# gfx942_gate.sh BUILD_DIR - the gfx942 (MI300X) build gate of the HIP kernels, for machines
-# without ROCm or a GPU (CI): clang-19 with Debian's HIP 5.2 headers.
+# gfx942_gate.sh BUILD_DIR [TARGET] - the gfx942 (MI300X) build gate of the HIP kernels, for machines
+# without ROCm or a GPU (CI): clang-19 with Debian's HIP 5.2 headers. TARGET gfx950 (MI355X) runs
+# the same gate with clang-22 (Debian 12's bookworm-security ships clang-22, lld-22 and llvm-22,
+# the first Debian 12 compiler that knows gfx950; clang-19 does not), 160 KiB of LDS, the gfx942
+# config spaces (hip_impls.c has no gfx950 ones), into BUILD_DIR/gfx950/resources.json.
 #
 # Each kernels/hip/*.hip source is compiled device-only for gfx942, assembled, and linked into a
 # code object with ld.lld-19 --no-undefined (a device-library call such as expf, or a HIP header
@@ -14,39 +17,64 @@
 # compiler) or /usr/include/hip is: tools/install-deps installs them all, and a gate CI is meant to
 # run must not pass silently by not running.
 #
-# Env: CLANGXX (default clang++-19), CC (host C compiler for the config lister, default cc).
+# The Python kernels (step 4): tools/gpu/triton_amd_gate.py compiles every AMD config of
+# triton.mla_decode ahead of time with Triton's AMD backend (no GPU, no ROCm) for gfx942 and for
+# gfx950 (the TARGET's), checks the same limits and its entries join resources.json (impl
+# "triton.mla_decode", with "occupancy" in waves per SIMD, "pass" and "why"). Failures listed in
+# tools/gpu/triton_amd_known.txt are recorded, not
+# fatal (see that file); any other fails the gate. Step 5 (gfx942): tools/gpu/tilelang_amd_emit.py emits the
+# HIP source of every gfx942 config of tilelang.mla_decode and compiles it with clang-19 where
+# Debian's headers allow (its "sources" entries in resources.json; configs that do not emit are
+# listed in tools/gpu/tilelang_amd_known.txt). Without that interpreter, triton or tilelang, the
+# gate fails.
+#
+# Env: CLANGXX (default clang++-19, gfx950: clang++-22), CC (host C compiler for the config lister, default cc),
+# VS_TRITON_PYTHON (default .venv-triton/bin/python at the source root, made by tools/install-deps).
 set -u
 die() { echo "gfx942_gate: $*" >&2; exit 1; }
 
-[ $# -eq 1 ] || { echo "usage: gfx942_gate.sh BUILD_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || [ $# -eq 2 ] || { echo "usage: gfx942_gate.sh BUILD_DIR [gfx942|gfx950]" >&2; exit 2; }
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=$1/gfx942
-CXX=${CLANGXX:-clang++-19}
+GFX=${2:-gfx942}
+case "$GFX" in
+gfx942) V=19 LDS_MAX=65536 ;;
+gfx950) V=22 LDS_MAX=163840 ;;
+*) echo "usage: gfx942_gate.sh BUILD_DIR [gfx942|gfx950]" >&2; exit 2 ;;
+esac
+OUT=$1/$GFX
+CXX=${CLANGXX:-clang++-$V}
 HOSTCC=${CC:-cc}
-for tool in "$CXX" ld.lld-19 llvm-readelf-19 llvm-cxxfilt-19 "$HOSTCC"; do
+for tool in "$CXX" ld.lld-$V llvm-readelf-$V llvm-cxxfilt-$V "$HOSTCC"; do
 	command -v "$tool" >/dev/null 2>&1 || die "'$tool' not found (run tools/install-deps): the gate cannot run"
 done
 [ -d /usr/include/hip ] || die "/usr/include/hip not found (libamdhip64-dev; run tools/install-deps): the gate cannot run"
+PY=${VS_TRITON_PYTHON:-${VS_TRITON_VENV:-$SRC/.venv-triton}/bin/python}
+"$PY" -c 'import triton' >/dev/null 2>&1 || die "'$PY' cannot import triton (run tools/install-deps): the gate cannot run"
+[ "$GFX" != gfx942 ] || PYTHONPATH="$SRC/tools/gpu/torch_stub" "$PY" -c 'import tilelang' >/dev/null 2>&1 ||
+	die "'$PY' cannot import tilelang (run tools/install-deps): the gate cannot run"
 
 rm -rf "$OUT" && mkdir -p "$OUT" || die "cannot create '$OUT'"
 RES=$("$CXX" -print-resource-dir) || die "'$CXX -print-resource-dir' failed"
 COMPILER=$("$CXX" --version | head -1)
 # Debian's HIP headers come from /usr/include (clang's default search path): no -isystem /usr/include,
 # which would break libstdc++'s #include_next.
-CFLAGS=(-x hip --offload-arch=gfx942 --cuda-device-only -nogpulib -nogpuinc -D__HIP_PLATFORM_AMD__
+CFLAGS=(-x hip --offload-arch="$GFX" --cuda-device-only -nogpulib -nogpuinc -D__HIP_PLATFORM_AMD__
 	-isystem "$RES" -std=c++17 -O3 -Wall -Wextra -I"$SRC/kernels" -I"$SRC/kernels/hip" -I"$SRC/harness" -I"$SRC/harness/gpu")
+# clang-22 no longer defines __AMDGCN_WAVEFRONT_SIZE, which Debian's HIP 5.2 headers read (warpSize):
+# gfx9 is wave64 only.
+[ "$V" = 19 ] || CFLAGS+=(-D__AMDGCN_WAVEFRONT_SIZE=64)
 
 # 1. Compile, assemble, link every source; collect the kernel metadata.
 : >"$OUT/kernels.tsv"
 for src in "$SRC"/kernels/hip/*.hip "$SRC"/harness/gpu/*.hip; do
 	name=$(basename "$src" .hip)
 	"$CXX" "${CFLAGS[@]}" -S "$src" -o "$OUT/$name.s" 2>"$OUT/$name.log" ||
-		{ cat "$OUT/$name.log" >&2; die "compiling '$src' for gfx942 failed"; }
-	"$CXX" --target=amdgcn-amd-amdhsa -mcpu=gfx942 -c "$OUT/$name.s" -o "$OUT/$name.o" 2>>"$OUT/$name.log" ||
+		{ cat "$OUT/$name.log" >&2; die "compiling '$src' for $GFX failed"; }
+	"$CXX" --target=amdgcn-amd-amdhsa -mcpu="$GFX" -c "$OUT/$name.s" -o "$OUT/$name.o" 2>>"$OUT/$name.log" ||
 		{ cat "$OUT/$name.log" >&2; die "assembling '$name.s' failed"; }
-	ld.lld-19 -shared --no-undefined "$OUT/$name.o" -o "$OUT/$name.co" 2>>"$OUT/$name.log" ||
+	ld.lld-$V -shared --no-undefined "$OUT/$name.o" -o "$OUT/$name.co" 2>>"$OUT/$name.log" ||
 		{ cat "$OUT/$name.log" >&2; die "linking '$name' failed (undefined symbol: a device-library call?)"; }
-	llvm-readelf-19 --notes "$OUT/$name.co" >"$OUT/$name.notes" || die "reading the notes of '$name.co' failed"
+	llvm-readelf-$V --notes "$OUT/$name.co" >"$OUT/$name.notes" || die "reading the notes of '$name.co' failed"
 	# One line per kernel: symbol vgpr agpr sgpr lds scratch vgpr_spill sgpr_spill
 	awk -v src="$name" '
 		function flush() { if (sym != "") print src, sym, v, a, s, lds, scr, vs, ss; sym = "" }
@@ -82,7 +110,7 @@ check() { # what lds scratch vspill sspill [formula]
 	local what=$1 lds=$2 scr=$3 vs=$4 ss=$5 formula=${6:-}
 	if [ "$vs" != 0 ] || [ "$ss" != 0 ]; then echo "gfx942_gate: $what spills ($vs VGPR, $ss SGPR)" >&2; status=1; fi
 	if [ "$scr" != 0 ]; then echo "gfx942_gate: $what uses $scr bytes of scratch" >&2; status=1; fi
-	if [ "$lds" -gt 65536 ]; then echo "gfx942_gate: $what uses $lds bytes of LDS > 65536" >&2; status=1; fi
+	if [ "$lds" -gt "$LDS_MAX" ]; then echo "gfx942_gate: $GFX $what uses $lds bytes of LDS > $LDS_MAX" >&2; status=1; fi
 	if [ -n "$formula" ] && [ "$formula" != "$lds" ]; then
 		echo "gfx942_gate: $what uses $lds bytes of LDS, hip_impls.c's formula says $formula" >&2; status=1
 	fi
@@ -90,7 +118,7 @@ check() { # what lds scratch vspill sspill [formula]
 # find_kernel REGEX -> "symbol demangled v a s lds scr vs ss" of the first kernel whose demangled name matches
 find_kernel() {
 	while read -r src sym v a s lds scr vs ss; do
-		dm=$(llvm-cxxfilt-19 "$sym" | sed 's/(anonymous namespace):://g; s/^void //')
+		dm=$(llvm-cxxfilt-$V "$sym" | sed 's/(anonymous namespace):://g; s/^void //')
 		if printf '%s\n' "$dm" | grep -Eq "$1"; then
 			echo "$sym|${dm%%(*}|$v|$a|$s|$lds|$scr|$vs|$ss"
 			return 0
@@ -121,17 +149,41 @@ done <"$OUT/configs.txt"
 # Kernels no config uses (test helpers): checked and listed too.
 while read -r src sym v a s lds scr vs ss; do
 	case "$used" in *" $sym "*) continue ;; esac
-	dm=$(llvm-cxxfilt-19 "$sym" | sed 's/(anonymous namespace):://g; s/^void //')
+	dm=$(llvm-cxxfilt-$V "$sym" | sed 's/(anonymous namespace):://g; s/^void //')
 	check "$src: ${dm%%(*}" "$lds" "$scr" "$vs" "$ss"
 	emit "$src" "-" "-" "$sym" "${dm%%(*}" "$v" "$a" "$s" "$lds" "$scr" "$vs" "$ss"
 done <"$OUT/kernels.tsv"
 
+# 4. The Python kernels: Triton's AMD configs for this target.
+"$PY" "$SRC/tools/gpu/triton_amd_gate.py" "$OUT/triton" "$GFX" --known "$SRC/tools/gpu/triton_amd_known.txt" \
+	>"$OUT/triton.jsonl" || status=1
+while IFS= read -r line; do
+	case "$line" in "{"*) entries+=("    $line") ;; esac
+done <"$OUT/triton.jsonl"
+TRITON=$("$PY" -c 'import triton; print(triton.__version__)')
+# 5. TileLang's HIP source for gfx942.
+sources=()
+if [ "$GFX" = gfx942 ]; then
+	"$PY" "$SRC/tools/gpu/tilelang_amd_emit.py" "$OUT/tilelang" --known "$SRC/tools/gpu/tilelang_amd_known.txt" \
+		>"$OUT/tilelang.jsonl" 2> >(grep -v 'Unable to detect ROCm version' >&2) || status=1
+	while IFS= read -r line; do
+		case "$line" in "{"*) sources+=("    $line") ;; esac
+	done <"$OUT/tilelang.jsonl"
+fi
+
 {
-	# "pass": every check above held (no undefined symbol, no spill, no scratch, LDS within 64 KiB).
-	echo "{\"target\":\"gfx942\",\"compiler\":\"$COMPILER\",\"pass\":$([ $status -eq 0 ] && echo true || echo false),\"kernels\":["
+	# "pass": every check above held (no undefined symbol, no spill, no scratch, LDS within the limit;
+	# known Triton and TileLang failures excepted: their entries say "pass":false or "emitted":false).
+	echo "{\"target\":\"$GFX\",\"compiler\":\"$COMPILER; triton $TRITON\",\"pass\":$([ $status -eq 0 ] && echo true || echo false),\"kernels\":["
 	for i in "${!entries[@]}"; do
 		[ "$i" -gt 0 ] && echo ","
 		printf '%s' "${entries[$i]}"
+	done
+	echo
+	echo "],\"sources\":["
+	for i in "${!sources[@]}"; do
+		[ "$i" -gt 0 ] && echo ","
+		printf '%s' "${sources[$i]}"
 	done
 	echo
 	echo "]}"
@@ -141,8 +193,20 @@ printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' impl config kv_dtype vgpr a
 while read -r impl cfg dtype v a s lds scr vs; do
 	printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' "$impl" "$cfg" "$dtype" "$v" "$a" "$s" "$lds" "$scr" "$vs"
 done < <(sed -n 's/.*"impl":"\([^"]*\)","config":"\([^"]*\)","kv_dtype":"\([^"]*\)".*"vgpr":\([0-9]*\),"agpr":\([0-9]*\),"sgpr":\([0-9]*\),"lds_static":\([0-9]*\),"lds_dynamic":0,"scratch":\([0-9]*\),"vgpr_spill":\([0-9]*\).*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$OUT/resources.json")
+for t in "$OUT/triton.jsonl"; do
+	"$PY" -c 'import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    print("%-13s %-22s %-14s %5d %5d %5d %6d %7d %6d %4d %s" % (sys.argv[2], e["config"], e["kv_dtype"], e["vgpr"], e["agpr"],
+          e["sgpr"], e["lds_static"] + e["lds_dynamic"], e["scratch"], e["vgpr_spill"] + e["sgpr_spill"], e["occupancy"],
+          "ok" if e["pass"] else "KNOWN " + e["why"] if e.get("known") else "FAIL " + e["why"]))' "$t" "triton"
+done
+[ "$GFX" != gfx942 ] || "$PY" -c 'import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    print("tilelang      %-30s %-14s %s" % (e["config"], e["kv_dtype"], "compiled" if e["compiled"] else e["why"]))' "$OUT/tilelang.jsonl"
 if [ $status -ne 0 ]; then
 	echo "gfx942_gate: FAILED (see above); resources in $OUT/resources.json" >&2
 	exit 1
 fi
-echo "gfx942_gate: ok: ${#entries[@]} kernel entries in $OUT/resources.json"
+echo "gfx942_gate: ok: $GFX: ${#entries[@]} kernel entries in $OUT/resources.json"
