@@ -580,6 +580,10 @@ START_TEST(unknown_plan_key_is_refused)
 	cJSON_free(out);
 	free(text);
 	free(path);
+}
+END_TEST
+
+/*
  * Both sides' figures (the Triton AMD gate's entries carry "pass" and "occupancy"): the plan keeps
  * the baseline's and the candidate's entries, no other; its "pass" is false when one of them failed a
  * limit (a known failure the gate let through included); the summary shows each side with its
