@@ -19,6 +19,7 @@
 #include "evaldir.h"
 #include "layout.h"
 #include "library.h"
+#include "runtime.h"
 #include "runner.h"
 #include "slurm.h"
 #include "task.h"
@@ -492,6 +493,44 @@ static char *plan_path_for(const struct cli_args *a, const struct plan *p)
 	return path;
 }
 
+/*
+ * A card's runtime contract (library.h) against the versions its plan's baseline and candidate
+ * modules were described with: a plan outside it is refused (the card does not apply there); line
+ * says what was checked.
+ */
+static int runtime_holds(const struct card *c, const struct plan *p, char *line, size_t cap)
+{
+	struct runtime_contract rt;
+	cJSON *versions = cJSON_CreateObject();
+	const char *pj[2] = {p->baseline.python_json, p->candidate.python_json};
+	int err, bad;
+
+	VS_CHECK_ALLOC(versions);
+	if ((err = runtime_read(&rt, c))) {
+		cJSON_Delete(versions);
+		return err;
+	}
+	for (int k = 0; k < 2; k++) {
+		cJSON *j = pj[k] ? cJSON_Parse(pj[k]) : NULL, *v;
+
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "versions"))
+		{
+			if (cJSON_IsString(v) && !cJSON_GetObjectItemCaseSensitive(versions, v->string))
+				cJSON_AddStringToObject(versions, v->string, v->valuestring);
+		}
+		cJSON_Delete(j);
+	}
+	bad = runtime_check(line, cap, &rt, versions);
+	cJSON_Delete(versions);
+	runtime_release(&rt);
+	if (bad == 1)
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: %s, the version this plan's implementations were described with: the card's "
+				"runtime contract excludes this environment, so it cannot be validated here",
+				c->path, line);
+	return bad < 0 ? bad : 0;
+}
+
 static int emit_plan(const struct cli_args *a, char **path_out)
 {
 	struct card c;
@@ -511,7 +550,7 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		.e2e_step = a->e2e_step,
 	};
 	int err;
-	char *path = NULL, *script = NULL, *card = card_arg(a, &err);
+	char *path = NULL, *script = NULL, *card = card_arg(a, &err), runtime[1024] = "";
 
 	memset(&c, 0, sizeof(c));
 	memset(&p, 0, sizeof(p));
@@ -525,7 +564,8 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		goto done;
 	}
 	if ((err = plan_build(&p, &c, &po)) ||
-	    (a->configs_from && (err = evaldir_pin_configs(&p, &c, a->configs_from))))
+	    (a->configs_from && (err = evaldir_pin_configs(&p, &c, a->configs_from))) ||
+	    (err = runtime_holds(&c, &p, runtime, sizeof(runtime))))
 		goto done;
 	path = plan_path_for(a, &p);
 	if (!path) {
@@ -537,9 +577,11 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 	if ((err = plan_write(&p, path)))
 		goto done;
 	plan_print_summary(&p, stdout);
+	if (*runtime)
+		printf("  runtime    %s (the card's runtime contract)\n", runtime);
 	{
 		struct card_plan_facts facts = {.capture_required = p.capture_required,
-						.parity_required = !strcmp(c.expects.parity, "required"),
+						.parity_required = p.parity_required,
 						.e2e_stage = p.e2e.enabled};
 
 		if ((err = card_print_field_keys(stdout, &c, &facts)) < 0)

@@ -1,4 +1,5 @@
 #include "evaldir.h"
+#include "runtime.h"
 #include "fsutil.h"
 #include "gpu_clocks.h"
 #include "jsonfile.h"
@@ -2517,6 +2518,44 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 			       "the plan and run again",
 			       dir, p.generator, VS_GENERATOR_VERSION);
 		goto done;
+	}
+	/* What ran is inside the card's runtime contract (GEAK's runtime:, library.h). */
+	{
+		struct runtime_contract rt;
+		cJSON *versions = cJSON_CreateObject();
+		const cJSON *py;
+		char line[1024];
+		int bad;
+
+		if (!versions) {
+			err = vs_oom();
+			goto done;
+		}
+		cJSON_ArrayForEach(py, jget(e->result, "python"))
+		{
+			const cJSON *v;
+			const char *role = jstr(py, "role");
+
+			if (!role || (strcmp(role, "baseline") && strcmp(role, "candidate")))
+				continue;
+			cJSON_ArrayForEach(v, jget(py, "versions"))
+			{
+				if (cJSON_IsString(v) && !cJSON_GetObjectItemCaseSensitive(versions, v->string))
+					cJSON_AddStringToObject(versions, v->string, v->valuestring);
+			}
+		}
+		err = runtime_read(&rt, c);
+		bad = err ? 0 : runtime_check(line, sizeof(line), &rt, versions);
+		runtime_release(&rt);
+		cJSON_Delete(versions);
+		if (!err && bad == 1) {
+			status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY,
+				       "%s: %s, the version that ran: the evidence is outside %s's runtime contract",
+				       dir, line, c->path);
+		}
+		if (err)
+			goto done;
 	}
 	/*
 	 * The plan that ran is the one the card plans (plan_check_card()): a hand-edited gate, a task
