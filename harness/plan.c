@@ -2111,6 +2111,8 @@ static int word_in(const char *words, const char *w)
 {
 	size_t n = strlen(w);
 
+	if (!n || strchr(w, ' ')) /* no key of a plan is empty or holds a space (and "" would match forever) */
+		return 0;
 	for (const char *p = words; (p = strstr(p, w)); p += n)
 		if ((p == words || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
 			return 1;

@@ -574,6 +574,18 @@ START_TEST(unknown_plan_key_is_refused)
 	tu_write(path, out, strlen(out));
 	ck_assert_int_eq(plan_read(&q, path), VS_ESCHEMA);
 	ck_assert_msg(strstr(vs_last_error(), "unknown key 'candidate.configs[1].num_warp'"), "%s", vs_last_error());
+	/* fuzz_plan found these: an empty key looped for ever, and two known keys with a space between passed */
+	for (int k = 0; k < 2; k++) {
+		cJSON_Delete(j);
+		cJSON_free(out);
+		j = cJSON_Parse(text);
+		cJSON_AddNumberToObject(cJSON_GetObjectItem(j, "protocol"), k ? "warmup min_pairs" : "", 1);
+		out = cJSON_Print(j);
+		tu_write(path, out, strlen(out));
+		ck_assert_int_eq(plan_read(&q, path), VS_ESCHEMA);
+		ck_assert_msg(strstr(vs_last_error(), k ? "unknown key 'protocol.warmup min_pairs'" : "unknown key 'protocol.'"),
+			      "%s", vs_last_error());
+	}
 	plan_release(&p);
 	card_release(&c);
 	cJSON_Delete(j);
