@@ -356,6 +356,22 @@ char *fs_join(const char *dir, const char *name)
 	return fs_printf("%s/%s", dir, name);
 }
 
+char *fs_dirname(const char *path)
+{
+	size_t n = strlen(path);
+	const char *s;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	for (s = path + n; s > path && s[-1] != '/'; s--)
+		;
+	if (s == path)
+		return strdup(".");
+	if (s - 1 == path)
+		return strdup("/");
+	return strndup(path, (size_t)(s - 1 - path));
+}
+
 char *fs_stem(const char *path, const char *suffix)
 {
 	const char *base = strrchr(path, '/');

@@ -79,6 +79,12 @@ void fs_sha256_final(struct fs_sha256 *h, char hex[FS_SHA256_HEX]);
 /** "<dir>/<name>" into a malloc'd string; NULL on allocation failure. */
 char *fs_join(const char *dir, const char *name);
 
+/**
+ * The directory part of path, trailing slashes ignored: "a/b/" and "a/b" give "a", a bare name
+ * ".", "/x" "/"; malloc'd, NULL on allocation failure.
+ */
+char *fs_dirname(const char *path);
+
 /** Base name of path without directory and without the given suffix (e.g. ".md"), malloc'd. */
 char *fs_stem(const char *path, const char *suffix);
 

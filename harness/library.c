@@ -162,21 +162,9 @@ done:
 	return err;
 }
 
-/* dirname of path ("." for a bare name); malloc'd. */
-static char *parent_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	if (!s)
-		return strdup(".");
-	if (s == path)
-		return strdup("/");
-	return strndup(path, (size_t)(s - path));
-}
-
 int library_index_root(char **root, const char *card_path)
 {
-	char *dir = parent_of(card_path), *skills = NULL, *r = NULL, *index = NULL;
+	char *dir = fs_dirname(card_path), *skills = NULL, *r = NULL, *index = NULL;
 	const char *base;
 	int found = 0;
 
@@ -185,8 +173,8 @@ int library_index_root(char **root, const char *card_path)
 	base = strrchr(card_path, '/');
 	base = base ? base + 1 : card_path;
 	/* skills/<id>/skill.md: the skills dir is one level further up */
-	skills = !strcmp(base, "skill.md") ? parent_of(dir) : strdup(dir);
-	r = skills ? parent_of(skills) : NULL;
+	skills = !strcmp(base, "skill.md") ? fs_dirname(dir) : strdup(dir);
+	r = skills ? fs_dirname(skills) : NULL;
 	index = r ? fs_join(r, "index.yaml") : NULL;
 	if (!index) {
 		found = vs_oom();

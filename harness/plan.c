@@ -1165,6 +1165,15 @@ static int e2e_from_json(struct plan *np, const cJSON *ej, const cJSON *gates, c
 	return 0;
 }
 
+/* The shape grid's bit of tier (T_SMOKE, T_STD, T_FULL), 0 for a name that is not a tier. */
+static int tier_bit_of(const char *tier)
+{
+	for (int i = 0; plan_tiers[i]; i++)
+		if (!strcmp(plan_tiers[i], tier))
+			return 1 << i;
+	return 0;
+}
+
 /* The dtypes a card's tasks are planned for, in its order (at most two): returns how many. */
 static int planned_dtypes(int32_t dtypes[2], const struct card *c)
 {
@@ -1250,10 +1259,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 
 	memset(&np, 0, sizeof(np));
 	np.generator = VS_GENERATOR_VERSION;
-	for (int i = 0; plan_tiers[i]; i++)
-		if (!strcmp(plan_tiers[i], tier))
-			tier_bit = 1 << i;
-	if (!tier_bit)
+	if (!(tier_bit = tier_bit_of(tier)))
 		return vs_error(VS_EUSAGE, "unknown tier '%s' (smoke, standard, full)", tier);
 	if (!c->scope || (strcmp(c->scope, "kernel") && strcmp(c->scope, "e2e")))
 		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned: kernel and e2e are", c->path,
@@ -2762,10 +2768,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		DIFFER("card.hash is %.12s... in the plan, but %s hashes to %.12s... (the card changed since the plan "
 		       "was emitted)",
 		       p->card_hash, c->path, hex);
-	for (int i = 0; plan_tiers[i]; i++)
-		if (!strcmp(plan_tiers[i], p->tier))
-			tier_bit = 1 << i;
-	if (!tier_bit)
+	if (!(tier_bit = tier_bit_of(p->tier)))
 		DIFFER("tier is '%s' in the plan: the tiers are smoke, standard and full", p->tier);
 	if (!list_has(&c->match.gens, p->gen))
 		DIFFER("gen is '%s' in the plan, which is not in %s's match.gens", p->gen, c->path);

@@ -35,26 +35,6 @@ static char *relative_artifact(const char *dir)
 	return out;
 }
 
-/* dir's parent (results/<card id>), malloc'd. */
-static char *parent_dir(const char *dir)
-{
-	char *p = strdup(dir), *slash;
-	size_t n;
-
-	if (!p)
-		return NULL;
-	n = strlen(p);
-	while (n > 1 && p[n - 1] == '/')
-		p[--n] = '\0';
-	slash = strrchr(p, '/');
-	if (!slash) {
-		free(p);
-		return strdup(".");
-	}
-	*(slash == p ? slash + 1 : slash) = '\0';
-	return p;
-}
-
 static void run_brief(char *buf, size_t cap, const struct evaldir_run *r)
 {
 	if (r->has_isolated)
@@ -74,7 +54,7 @@ static int record_which_run(char *spread, size_t scap, char *over, size_t ocap, 
 			    const char *eval_dir, int older)
 {
 	struct evaldir_run *runs = NULL;
-	char *card_dir = parent_dir(eval_dir), *self = realpath(eval_dir, NULL), brief[128];
+	char *card_dir = fs_dirname(eval_dir), *self = realpath(eval_dir, NULL), brief[128];
 	int n = 0, err, me = -1, nsame = 0, newer = -1;
 	double lo = 0, hi = 0;
 
