@@ -120,6 +120,22 @@ struct task_spec {
 	int input_sets; /* >= 2 */
 	struct task_tol tol_out, tol_lse;
 	int64_t page_offset; /* first page index used (lets tests place pages beyond 2^32 bytes); 0 usually */
+
+	/*
+	 * The sparse form (DeepSeek Sparse Attention; kernels/mla_decode.h ABI 3), when topk > 0:
+	 * seqlens are the sequences' context lengths the indices choose from (never causal), kv_dtype
+	 * is bf16 or a per-block-scaled format, and page_offset is 0. Dense form: all 0 / NULL, and the
+	 * spec's JSON and hash are those of a dense spec before these fields existed.
+	 */
+	int32_t topk;             /* indices per query row */
+	int32_t extra_topk;       /* 0: no extra cache; else extra indices per row into the extra cache */
+	int32_t extra_page_size;  /* the extra cache's page size (extra_topk > 0) */
+	int32_t extra_max_pages;  /* the extra cache's block table columns */
+	int32_t extra_num_pages;  /* the extra cache's pages */
+	int32_t *extra_seqlens;   /* [batch] context lengths of the extra cache, owned; NULL when extra_topk 0 */
+	int topk_length;          /* 1: the task passes topk_length [batch] */
+	int extra_topk_length;    /* 1: the task passes extra_topk_length [batch] (extra_topk > 0) */
+	int attn_sink;            /* 1: the task passes attn_sink [h_q] */
 };
 
 /** A loaded input set (host memory). */

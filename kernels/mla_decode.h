@@ -15,6 +15,34 @@
  * Implementations must never read a cache row at or past the visible length: the harness fills
  * those slots with NaN, and unused block_table entries with a sentinel far outside the cache.
  *
+ * The sparse form (ABI 3; DeepSeek Sparse Attention, DeepSeek-V3.2 and V4) follows FlashMLA's
+ * sparse decode (flash_mla_with_kvcache with indices; csrc/api/sparse_decode.h and
+ * tests/ref.py::ref_sparse_attn_decode at FlashMLA main 9241ae3). It is selected by topk > 0 and
+ * then indices != NULL; block_table and seqlens are NULL (the indices address the cache directly),
+ * h_kv is 1 and nothing is causal:
+ *
+ *   for each batch b, query position i < s_q, head h, over the valid entries t of row (b, i):
+ *     entry t < topk is valid when r = indices[b][i][t] != -1 and (topk_length == NULL or
+ *       t < topk_length[b]); it names cache row r = page * page_size + slot, i.e. page r / page_size,
+ *       slot r % page_size (0 <= r < num_pages * page_size; any other negative value is out of contract)
+ *     with an extra cache (extra_topk > 0), entries t < extra_topk of extra_indices[b][i] name rows of
+ *       extra_kv_cache the same way (extra_topk_length optional); they join the same softmax
+ *     s_t    = softmax_scale * dot(q[b,i,h,0:d_qk], K_t)    (K_t: the decoded row, d_qk values)
+ *     lse    = log(sum_t exp(s_t))                           (+inf when no entry is valid)
+ *     out    = sum_t exp(s_t - lse) * V_t                    (V_t: its first d_v values; 0 when none)
+ *     with attn_sink (a [h_q] fp32, values may be +-inf): out *= 1 / (1 + exp(attn_sink[h] - lse));
+ *       lse is reported without the sink (FlashMLA's ref.py)
+ * A row with no valid entry gives out 0 and lse +inf (FlashMLA: "lonely q"), sink or not. Entries
+ * past topk_length and rows no index names are NaN in the harness's caches: an implementation that
+ * reads an unselected row fails parity, unless it discards the value before it is multiplied.
+ *
+ * Cache formats of the sparse form (kv_dtype; mla_numeric.h "Paged cache formats" has the exact
+ * bytes): bf16 (rows of 576 bf16, as the dense form), fp8_ds_mla (DeepSeek-V3.2, 656 bytes a token)
+ * and fp8_model1 (DeepSeek-V4, 584 bytes a token), the last two also with e4m3fnuz codes for
+ * gfx942 (fp8_ds_mla_fnuz, fp8_model1_fnuz). d_qk and d_v follow the format: 576 and 512 for
+ * bf16 and fp8_ds_mla (V is the 512 latent values), 512 and 512 for fp8_model1 (V is the whole
+ * row: 448 latent values and the 64 RoPE values). The dense form reads bf16 or fp8_e4m3_fnuz only.
+ *
  * Contract of launch(): a GPU launch enqueues on args->stream, allocates nothing and never
  * synchronizes the host; a CPU launch (stream NULL) returns when done. Either writes only out, lse
  * and its workspace, reads its inputs without modifying them, and is deterministic (same inputs,
@@ -59,7 +87,12 @@
  * kernels/python/mla_decode.py; harness/pyimpl.h is the bridge that presents such a module as a
  * struct mla_decode_impl of this ABI.
  *
- * History: version 2 appended supports() and prepare() after launch.
+ * An implementation whose supports() is NULL runs the dense form with kv_dtype bf16 or
+ * fp8_e4m3_fnuz only: the harness hands a sparse task, or a format added after ABI 2, only to an
+ * implementation whose supports() accepted its shape.
+ *
+ * History: version 2 appended supports() and prepare() after launch; version 3 appended the sparse
+ * form (indices .. d_v in mla_decode_args) and the kv_dtype values 3 to 6.
  */
 #ifndef MLA_DECODE_H
 #define MLA_DECODE_H
@@ -72,7 +105,7 @@ extern "C" {
 #endif
 
 /** Version of this ABI (structs, enums, contract). A plugin's descriptor must carry exactly this. */
-#define MLA_DECODE_ABI_VERSION 2
+#define MLA_DECODE_ABI_VERSION 3
 
 /** The one symbol a plugin exports, and its type. */
 #define MLA_DECODE_PLUGIN_SYMBOL "mla_decode_plugin"
@@ -82,11 +115,18 @@ typedef const struct mla_decode_impl *(*mla_decode_plugin_fn)(void);
 #define MLA_D_QK 576   /* 512 latent (kv_lora_rank) + 64 rope dims */
 #define MLA_D_V 512    /* V is the first 512 dims of the cache row */
 #define MLA_D_ROPE 64
+#define MLA_MODEL1_D_QK 512 /* DeepSeek-V4 (FlashMLA's MODEL1): 448 latent + 64 rope dims */
+#define MLA_MODEL1_D_V 512  /* V is the whole row */
 
 /** KV cache element type. */
 enum mla_kv_dtype {
 	MLA_KV_BF16 = 1,          /* bf16, kv_scale ignored (1.0) */
-	MLA_KV_FP8_E4M3_FNUZ = 2, /* fp8 e4m3 fnuz codes; real value = decoded code * kv_scale */
+	MLA_KV_FP8_E4M3_FNUZ = 2, /* fp8 e4m3 fnuz codes; real value = decoded code * kv_scale (dense only) */
+	/* ABI 3, sparse form only; kv_scale ignored (the scales are in the cache): */
+	MLA_KV_FP8_DS_MLA = 3,       /* DeepSeek-V3.2: 512 e4m3fn codes, 4 fp32 scales, 64 bf16 rope: 656 B */
+	MLA_KV_FP8_DS_MLA_FNUZ = 4,  /* the same bytes with e4m3fnuz codes (gfx942) */
+	MLA_KV_FP8_MODEL1 = 5,       /* DeepSeek-V4: 448 e4m3fn codes, 64 bf16 rope, 7 e8m0 scales: 584 B */
+	MLA_KV_FP8_MODEL1_FNUZ = 6,  /* the same bytes with e4m3fnuz codes (gfx942) */
 };
 
 /** Return codes of launch() and configs(). */
@@ -130,6 +170,32 @@ struct mla_decode_args {
 
 	int32_t num_cus;     /* compute units (AMD) / SMs (NVIDIA) of the device; CPU: cores to use */
 	void *stream;        /* hipStream_t / cudaStream_t; NULL for the CPU */
+
+	/*
+	 * ABI 3: the sparse form (see the top of this file), selected by topk > 0. Dense form: every
+	 * pointer below NULL and every count 0 but d_qk 576 and d_v 512. Sparse form: block_table and
+	 * seqlens NULL, max_pages 0; kv_cache (and extra_kv_cache) hold num_pages (extra_num_pages)
+	 * pages of mla_kv_page_bytes(kv_dtype, page_size) bytes each.
+	 *   indices           int32 [batch, s_q, topk]        page * page_size + slot, or -1
+	 *   topk_length       int32 [batch], or NULL          valid prefix of each batch's rows
+	 *   attn_sink         fp32  [h_q], or NULL            per-head sink logit (may be +-inf)
+	 *   extra_kv_cache    same format, [extra_num_pages, extra_page_size, 1, .], or NULL
+	 *   extra_indices     int32 [batch, s_q, extra_topk]  into extra_kv_cache (NULL when extra_topk 0)
+	 *   extra_topk_length int32 [batch], or NULL
+	 * Capture safety: indices, topk_length and extra_* values may change in place between replays.
+	 */
+	const int32_t *indices;
+	const int32_t *topk_length;
+	const float *attn_sink;
+	const void *extra_kv_cache;
+	const int32_t *extra_indices;
+	const int32_t *extra_topk_length;
+	int32_t topk;            /* 0: dense form */
+	int32_t extra_topk;      /* 0: no extra cache */
+	int32_t extra_num_pages;
+	int32_t extra_page_size;
+	int32_t d_qk;            /* 576, or 512 for fp8_model1(_fnuz) */
+	int32_t d_v;             /* 512 */
 };
 
 /**
@@ -204,13 +270,74 @@ const struct mla_decode_impl *mla_decode_impl_find(const char *name);
  */
 int mla_decode_impl_register(const struct mla_decode_impl *impl);
 
-/** Bytes per KV element of a dtype (2 for bf16, 1 for fp8), 0 for an unknown one. */
+/**
+ * Bytes per KV element of a dense-form dtype (2 for bf16, 1 for fp8_e4m3_fnuz), 0 for any other
+ * (the per-block-scaled formats have no element size: see mla_kv_token_bytes()).
+ */
 static inline size_t mla_kv_elem_size(int32_t kv_dtype)
 {
 	return kv_dtype == MLA_KV_BF16 ? 2 : kv_dtype == MLA_KV_FP8_E4M3_FNUZ ? 1 : 0;
 }
 
-/** "bf16" / "fp8_e4m3_fnuz" (the card schema's names), or NULL. */
+/** 1 for the formats with per-block scales in the cache (fp8_ds_mla, fp8_model1 and their fnuz twins). */
+static inline int mla_kv_is_blockscaled(int32_t kv_dtype)
+{
+	return kv_dtype >= MLA_KV_FP8_DS_MLA && kv_dtype <= MLA_KV_FP8_MODEL1_FNUZ;
+}
+
+/** 1 for the fp8_model1 layouts (d_qk 512, d_v 512). */
+static inline int mla_kv_is_model1(int32_t kv_dtype)
+{
+	return kv_dtype == MLA_KV_FP8_MODEL1 || kv_dtype == MLA_KV_FP8_MODEL1_FNUZ;
+}
+
+/** 1 when the fp8 codes of the format are e4m3fnuz (gfx942's), 0 for e4m3fn (OCP) or bf16. */
+static inline int mla_kv_is_fnuz(int32_t kv_dtype)
+{
+	return kv_dtype == MLA_KV_FP8_E4M3_FNUZ || kv_dtype == MLA_KV_FP8_DS_MLA_FNUZ ||
+	       kv_dtype == MLA_KV_FP8_MODEL1_FNUZ;
+}
+
+/** d_qk of a format: 512 for fp8_model1(_fnuz), else 576. */
+static inline int32_t mla_kv_d_qk(int32_t kv_dtype)
+{
+	return mla_kv_is_model1(kv_dtype) ? MLA_MODEL1_D_QK : MLA_D_QK;
+}
+
+/**
+ * Bytes a token takes in the cache: 1152 (bf16), 576 (fp8_e4m3_fnuz), 656 (fp8_ds_mla: 512 codes,
+ * 4 x fp32 scale, 64 x bf16 rope), 584 (fp8_model1: 448 codes, 64 x bf16 rope, 7 e8m0 scales and a
+ * pad byte); 0 for an unknown format. What the counting of bytes moved uses.
+ */
+static inline size_t mla_kv_token_bytes(int32_t kv_dtype)
+{
+	switch (kv_dtype) {
+	case MLA_KV_BF16: return 2 * MLA_D_QK;
+	case MLA_KV_FP8_E4M3_FNUZ: return MLA_D_QK;
+	case MLA_KV_FP8_DS_MLA:
+	case MLA_KV_FP8_DS_MLA_FNUZ: return 512 + 4 * 4 + 2 * MLA_D_ROPE;
+	case MLA_KV_FP8_MODEL1:
+	case MLA_KV_FP8_MODEL1_FNUZ: return 448 + 2 * MLA_D_ROPE + 7 + 1;
+	}
+	return 0;
+}
+
+/**
+ * Bytes of one cache page of page_size tokens: page_size x token bytes, but for fp8_model1, whose
+ * page is padded to a multiple of 576 bytes (FlashMLA tests/quant.py, quantize_k_cache). 0 for an
+ * unknown format or page_size <= 0.
+ */
+static inline size_t mla_kv_page_bytes(int32_t kv_dtype, int32_t page_size)
+{
+	size_t b = page_size > 0 ? (size_t)page_size * mla_kv_token_bytes(kv_dtype) : 0;
+
+	return mla_kv_is_model1(kv_dtype) ? (b + 575) / 576 * 576 : b;
+}
+
+/**
+ * "bf16", "fp8_e4m3_fnuz", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz" (the
+ * card schema's dtypes values), or NULL.
+ */
 const char *mla_kv_dtype_name(int32_t kv_dtype);
 
 /** Inverse of mla_kv_dtype_name(); 0 when unknown. */

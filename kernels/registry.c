@@ -51,6 +51,10 @@ const char *mla_kv_dtype_name(int32_t kv_dtype)
 	switch (kv_dtype) {
 	case MLA_KV_BF16: return "bf16";
 	case MLA_KV_FP8_E4M3_FNUZ: return "fp8_e4m3_fnuz";
+	case MLA_KV_FP8_DS_MLA: return "fp8_ds_mla";
+	case MLA_KV_FP8_DS_MLA_FNUZ: return "fp8_ds_mla_fnuz";
+	case MLA_KV_FP8_MODEL1: return "fp8_model1";
+	case MLA_KV_FP8_MODEL1_FNUZ: return "fp8_model1_fnuz";
 	}
 	return NULL;
 }
@@ -59,8 +63,9 @@ int32_t mla_kv_dtype_parse(const char *name)
 {
 	if (!strcmp(name, "bf16"))
 		return MLA_KV_BF16;
-	if (!strcmp(name, "fp8_e4m3_fnuz"))
-		return MLA_KV_FP8_E4M3_FNUZ;
+	for (int32_t k = MLA_KV_FP8_E4M3_FNUZ; k <= MLA_KV_FP8_MODEL1_FNUZ; k++)
+		if (!strcmp(name, mla_kv_dtype_name(k)))
+			return k;
 	return 0;
 }
 
