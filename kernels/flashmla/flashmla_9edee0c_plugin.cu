@@ -46,8 +46,9 @@
  * capture gates on every bf16 page-64 task of the smoke and standard tiers of
  * skills/mla_decode_hip_port_sm90.md.
  *
- * Unsupported (fmla_supports() says why, launch() returns MLA_EUNSUPPORTED): fp8_e4m3_fnuz caches,
- * page_size != 64, more 64-row tiles of s_q*h_q than SMs, more than 160 SM parts (the combine's
+ * Unsupported (fmla_supports() says why, launch() returns MLA_EUNSUPPORTED): the sparse form of ABI 3
+ * (topk > 0: flashmla.sparse_decode), every cache format but bf16 (fp8_e4m3_fnuz and the formats of
+ * ABI 3), page_size != 64, more 64-row tiles of s_q*h_q than SMs, more than 160 SM parts (the combine's
  * largest split count), a batch whose metadata does not fit in shared memory, max_pages 0, and
  * shapes whose accumulator index overflows FlashMLA's int32 arithmetic.
  */
@@ -129,6 +130,20 @@ static void say(char *why, size_t why_cap, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The card schema's name of a kv_dtype (this plugin links nothing of the harness). */
+static const char *kv_name(int32_t kv_dtype)
+{
+	switch (kv_dtype) {
+	case MLA_KV_BF16: return "bf16";
+	case MLA_KV_FP8_E4M3_FNUZ: return "fp8_e4m3_fnuz";
+	case MLA_KV_FP8_DS_MLA: return "fp8_ds_mla";
+	case MLA_KV_FP8_DS_MLA_FNUZ: return "fp8_ds_mla_fnuz";
+	case MLA_KV_FP8_MODEL1: return "fp8_model1";
+	case MLA_KV_FP8_MODEL1_FNUZ: return "fp8_model1_fnuz";
+	}
+	return "unknown";
+}
+
 /* Exact arch match, or with a feature suffix ("sm_90a"), as kernels/hip/hip_impls.c does. */
 static int arch_is_sm90(const char *arch)
 {
@@ -148,9 +163,14 @@ static int fmla_supports(const struct mla_decode_args *shape, char *why, size_t 
 		say(why, why_cap, "no shape");
 		return 0;
 	}
+	if (shape->topk > 0) {
+		say(why, why_cap, "the sparse form (topk %d): FlashMLA's dense decode reads block_table and "
+		    "seqlens (flashmla.sparse_decode runs the sparse form)", shape->topk);
+		return 0;
+	}
 	if (shape->kv_dtype != MLA_KV_BF16) {
 		say(why, why_cap, "kv_dtype %s: FlashMLA's dense decode reads bf16 caches only",
-		    shape->kv_dtype == MLA_KV_FP8_E4M3_FNUZ ? "fp8_e4m3_fnuz" : "unknown");
+		    kv_name(shape->kv_dtype));
 		return 0;
 	}
 	if (shape->page_size != FMLA_PAGE) {
