@@ -21,6 +21,22 @@ current stream (the harness's): cuGraphLaunch when the stream is not capturing; 
 harness capturing launch()), the graph is added to the capture as a child graph node
 (cuStreamGetCaptureInfo + cuGraphAddChildGraphNode + cuStreamUpdateCaptureDependencies), since
 torch's CUDAGraph.replay() refuses to run under a capture. No allocation, no host sync either way.
+
+The sparse form (ABI 3, DeepSeek Sparse Attention; kernels/mla_decode.h, FlashMLA's
+tests/ref.py::ref_sparse_attn_decode), every cache format (bf16, fp8_ds_mla, fp8_model1 and the fnuz
+twins), with topk_length, attn_sink and the extra cache; static shapes per task, [b, s_q, T] entries
+with T = topk + extra_topk:
+  entry t of row (b, i) is valid when its index r != -1 (r >= 0) and t < topk_length[b] (when
+  given); an invalid entry gathers row 0 (never its own address) and its decoded row is replaced by
+  0 with torch.where before any arithmetic (unselected rows hold NaN); the rows are gathered from the
+  cache's bytes by page r // page_size and slot r % page_size and decoded exactly in torch (e4m3fn or
+  e4m3fnuz codes times the fp32 or e8m0 scale of their block, the bf16 RoPE values; the byte layouts
+  of kernels/mla_numeric.h), then rounded to bf16 (exact for power-of-two scales, as FlashMLA's
+  kernels dequantize); the extra cache's rows are appended to the same softmax; scores = q . K^T as
+  a bf16 GEMM with fp32 output over d_qk, invalid entries -inf, softmax in fp32, out = P . V over the
+  first d_v values (P in bf16), lse natural log; attn_sink: out *= 1 / (1 + exp(sink[h] - lse)), lse
+  without the sink; no valid entry -> out 0, lse +inf (sink or not). Capture safety as above: the
+  indices, topk_length and extra_topk_length are read on the device only.
 """
 import os
 
@@ -28,12 +44,18 @@ import torch
 
 NAME = "torch.mla_decode"
 BACKEND = "cuda"
-KV_DTYPES = ("bf16", "fp8_e4m3_fnuz")
-SUMMARY = ("absorbed MLA decode in PyTorch (torch.compile, static shapes per task), replayed as a "
-           "CUDA graph captured in prepare()")
+KV_DTYPES = ("bf16", "fp8_e4m3_fnuz", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
+DENSE_KV_DTYPES = ("bf16", "fp8_e4m3_fnuz")
+SPARSE_KV_DTYPES = ("bf16", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
+SUMMARY = ("absorbed MLA decode in PyTorch, dense and sparse (DSA) forms (torch.compile, static shapes "
+           "per task), replayed as a CUDA graph captured in prepare()")
 
 D_QK = 576
 D_V = 512
+D_QK_MODEL1 = 512      # fp8_model1: 448 latent + 64 RoPE values, V the whole row
+DS_MLA_TOKEN = 656     # fp8_ds_mla: 512 codes, 4 fp32 scales, 64 bf16 RoPE values
+MODEL1_ROW = 576       # fp8_model1: 448 codes + 64 bf16 RoPE values, then the page's scale groups
+MODEL1_SCALES = 8      # 7 e8m0 scales and one unused byte per token
 
 # VS_TORCH_MLA_COMPILE=0 runs the same function eagerly (still captured): for debugging only.
 COMPILE = os.environ.get("VS_TORCH_MLA_COMPILE", "1") != "0"
@@ -46,9 +68,37 @@ def configs(arch):
     return []
 
 
+def _topk(shape):
+    return int(getattr(shape, "topk", 0) or 0)
+
+
+def d_qk_of(kv_dtype):
+    """d_qk of a cache format: 512 for fp8_model1(_fnuz), else 576 (kernels/mla_decode.h)."""
+    return D_QK_MODEL1 if kv_dtype.startswith("fp8_model1") else D_QK
+
+
+def page_bytes_of(kv_dtype, page_size):
+    """Bytes of one page of a block-scaled format (mla_kv_page_bytes()): fp8_model1 pads to 576."""
+    if kv_dtype.startswith("fp8_ds_mla"):
+        return page_size * DS_MLA_TOKEN
+    b = page_size * (MODEL1_ROW + MODEL1_SCALES)
+    return (b + 575) // 576 * 576
+
+
 def supports(shape):
-    if shape.kv_dtype not in KV_DTYPES:
-        return "kv_dtype %s: torch.mla_decode runs bf16 and fp8_e4m3_fnuz" % shape.kv_dtype
+    if _topk(shape) <= 0:
+        if shape.kv_dtype not in DENSE_KV_DTYPES:
+            return "kv_dtype %s: the dense form reads bf16 or fp8_e4m3_fnuz" % shape.kv_dtype
+        return None
+    if shape.kv_dtype not in SPARSE_KV_DTYPES:
+        return "kv_dtype %s: the sparse form reads %s" % (shape.kv_dtype, ", ".join(SPARSE_KV_DTYPES))
+    d_qk, d_v = getattr(shape, "d_qk", None), getattr(shape, "d_v", None)
+    if d_qk is not None and (d_qk != d_qk_of(shape.kv_dtype) or d_v != D_V):
+        return "d_qk %s, d_v %s: kv_dtype %s has %d and %d" % (d_qk, d_v, shape.kv_dtype,
+                                                                d_qk_of(shape.kv_dtype), D_V)
+    if shape.page_size < 1 or int(getattr(shape, "extra_topk", 0) or 0) < 0:
+        return "page_size %d, extra_topk %s: out of contract" % (shape.page_size,
+                                                                  getattr(shape, "extra_topk", 0))
     return None
 
 
@@ -121,7 +171,117 @@ def _decode(q, kv_cache, block_table, seqlens, out, lse, softmax_scale, kv_scale
     lse.copy_(lse_rows.transpose(1, 2))
 
 
+def _bits_f32(bits):
+    """int32 bit patterns -> float32 (a bitcast)."""
+    return bits.view(torch.float32)
+
+
+def _e4m3fn_to_float(codes):
+    """fp8 e4m3fn (OCP) codes (uint8) -> float32, exact; S.1111.111 -> NaN (mla_numeric.h)."""
+    c = codes.to(torch.int32)
+    e = (c >> 3) & 15
+    m = c & 7
+    norm = _bits_f32(((e + 120) << 23) | (m << 20))
+    mag = torch.where(e == 0, m.to(torch.float32) * 0.001953125, norm)
+    v = torch.where((c & 0x80) != 0, -mag, mag)
+    return torch.where((c & 0x7F) == 0x7F, torch.full_like(v, float("nan")), v)
+
+
+def _le_f32(b4):
+    """[..., 4] little-endian bytes (uint8) -> float32 [...]."""
+    c = b4.to(torch.int32)
+    return _bits_f32(c[..., 0] | (c[..., 1] << 8) | (c[..., 2] << 16) | (c[..., 3] << 24))
+
+
+def _le_bf16(b2n):
+    """[..., 2n] little-endian bf16 bytes (uint8) -> float32 [..., n] (exact)."""
+    c = b2n.to(torch.int32).reshape(*b2n.shape[:-1], -1, 2)
+    return _bits_f32((c[..., 0] | (c[..., 1] << 8)) << 16)
+
+
+def _e8m0_to_float(codes):
+    """e8m0 scale codes (uint8) -> float32: 2^(c - 127); 0xFF -> NaN; 0 -> 2^-127 (subnormal)."""
+    c = codes.to(torch.int32)
+    v = _bits_f32(torch.where(c == 0, torch.full_like(c, 0x00400000), c << 23))
+    return torch.where(c == 0xFF, torch.full_like(v, float("nan")), v)
+
+
+def _gather_rows(cache, idx, valid, kv_dtype, page_size, num_pages):
+    """
+    The decoded rows named by idx [b, s_q, T] (int32): bf16 [b, s_q, T, d_qk], exactly 0 where
+    valid is False (such an entry gathers row 0 of page 0, whatever it holds, and drops it).
+    cache: bf16 [num_pages, page_size, 1, 576], or the bytes of a block-scaled format (uint8,
+    num_pages pages of page_bytes_of(kv_dtype, page_size) bytes, any shape with that many bytes).
+    """
+    safe = torch.where(valid, idx.to(torch.int64), 0)
+    if kv_dtype == "bf16":
+        rows = cache.reshape(-1, D_QK)[safe]
+    else:
+        fp8 = _fnuz_to_float if kv_dtype.endswith("_fnuz") else _e4m3fn_to_float
+        pages = cache.reshape(num_pages, page_bytes_of(kv_dtype, page_size))
+        page, slot = safe // page_size, safe % page_size
+        lead = safe.shape
+        if kv_dtype.startswith("fp8_ds_mla"):
+            tok = pages[:, :page_size * DS_MLA_TOKEN].reshape(num_pages, page_size, DS_MLA_TOKEN)[page, slot]
+            scale = _le_f32(tok[..., 512:528].reshape(*lead, 4, 4))                  # [..., 4]
+            nope = (fp8(tok[..., :512]).reshape(*lead, 4, 128) * scale[..., None]).reshape(*lead, 512)
+            rope = _le_bf16(tok[..., 528:DS_MLA_TOKEN])
+        else:
+            tok = pages[:, :page_size * MODEL1_ROW].reshape(num_pages, page_size, MODEL1_ROW)[page, slot]
+            sc = pages[:, page_size * MODEL1_ROW:page_size * (MODEL1_ROW + MODEL1_SCALES)]
+            scale = _e8m0_to_float(sc.reshape(num_pages, page_size, MODEL1_SCALES)[page, slot][..., :7])
+            nope = (fp8(tok[..., :448]).reshape(*lead, 7, 64) * scale[..., None]).reshape(*lead, 448)
+            rope = _le_bf16(tok[..., 448:MODEL1_ROW])
+        rows = torch.cat([nope, rope], dim=-1).to(torch.bfloat16)
+    return torch.where(valid[..., None], rows, torch.zeros((), dtype=rows.dtype, device=rows.device))
+
+
+def _valid(idx, topk_length):
+    """Entries that name a row: index >= 0 (the contract's -1) and t < topk_length[b] when given."""
+    valid = idx >= 0
+    if topk_length is not None:
+        t = torch.arange(idx.shape[-1], device=idx.device)
+        valid = valid & (t[None, None, :] < topk_length.to(torch.int64)[:, None, None])
+    return valid
+
+
+def _decode_sparse(q, kv_cache, indices, topk_length, attn_sink, extra_kv_cache, extra_indices,
+                   extra_topk_length, out, lse, softmax_scale, kv_dtype, page_size, num_pages,
+                   extra_page_size, extra_num_pages):
+    batch, s_q, h_q, d_qk = q.shape
+    d_v = out.shape[-1]
+    valid = _valid(indices, topk_length)
+    kv = _gather_rows(kv_cache, indices, valid, kv_dtype, page_size, num_pages)
+    if extra_indices is not None:
+        extra_valid = _valid(extra_indices, extra_topk_length)
+        extra = _gather_rows(extra_kv_cache, extra_indices, extra_valid, kv_dtype, extra_page_size,
+                             extra_num_pages)
+        kv = torch.cat([kv, extra], dim=2)
+        valid = torch.cat([valid, extra_valid], dim=2)
+    entries = kv.shape[2]
+    rows = batch * s_q
+    kf = kv.reshape(rows, entries, d_qk)
+    s = _bmm_f32(q.reshape(rows, h_q, d_qk), kf.transpose(1, 2)) * softmax_scale   # [rows, h_q, T]
+    s = torch.where(valid.reshape(rows, 1, entries), s, float("-inf"))
+    m = s.amax(dim=-1, keepdim=True)
+    m = torch.where(m == float("-inf"), torch.zeros_like(m), m)
+    e = torch.exp(s - m)
+    l = e.sum(dim=-1, keepdim=True)
+    empty = l == 0
+    l1 = torch.where(empty, torch.ones_like(l), l)
+    p = (e / l1).to(torch.bfloat16)
+    o = _bmm_f32(p, kf[:, :, :d_v])                                                  # [rows, h_q, d_v]
+    lse_rows = torch.where(empty, float("inf"), m + torch.log(l1))                   # [rows, h_q, 1]
+    if attn_sink is not None:
+        sink = attn_sink.to(torch.float32)[None, :, None]
+        f = torch.where(empty, 0.0, 1.0 / (1.0 + torch.exp(sink - lse_rows)))
+        o = o * f
+    out.copy_(o.reshape(batch, s_q, h_q, d_v).to(torch.bfloat16))
+    lse.copy_(lse_rows.reshape(batch, s_q, h_q).transpose(1, 2))
+
+
 _compiled = None
+_compiled_sparse = None
 _graphs = {}
 _pool = None
 _cu = None
@@ -154,28 +314,67 @@ def _check(rc, what):
         raise RuntimeError("%s: %s failed with CUresult %d" % (NAME, what, rc))
 
 
+def _compile(fn):
+    if not COMPILE:
+        return fn
+    import torch._dynamo
+    cfg = torch._dynamo.config
+    # One static-shape compile per task: lift the recompile limits (default 8).
+    for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                 "accumulated_recompile_limit"):
+        if hasattr(cfg, name):
+            setattr(cfg, name, max(getattr(cfg, name), 4096))
+    return torch.compile(fn, dynamic=False)
+
+
 def _fn():
     global _compiled
     if _compiled is None:
-        if COMPILE:
-            import torch._dynamo
-            cfg = torch._dynamo.config
-            # One static-shape compile per task: lift the recompile limits (default 8).
-            for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
-                         "accumulated_recompile_limit"):
-                if hasattr(cfg, name):
-                    setattr(cfg, name, max(getattr(cfg, name), 4096))
-            _compiled = torch.compile(_decode, dynamic=False)
-        else:
-            _compiled = _decode
+        _compiled = _compile(_decode)
     return _compiled
 
 
+def _fn_sparse():
+    global _compiled_sparse
+    if _compiled_sparse is None:
+        _compiled_sparse = _compile(_decode_sparse)
+    return _compiled_sparse
+
+
+def _ptr(t):
+    return t.data_ptr() if t is not None else 0
+
+
 def _key(args):
+    if _topk(args) > 0:
+        return (_ptr(args.q), _ptr(args.kv_cache), _ptr(args.indices), _ptr(args.topk_length),
+                _ptr(args.attn_sink), _ptr(getattr(args, "extra_kv_cache", None)),
+                _ptr(getattr(args, "extra_indices", None)),
+                _ptr(getattr(args, "extra_topk_length", None)), _ptr(args.out), _ptr(args.lse),
+                args.batch, args.s_q, args.h_q, args.num_pages, args.page_size, args.kv_dtype,
+                _topk(args), int(getattr(args, "extra_topk", 0) or 0),
+                int(getattr(args, "extra_num_pages", 0) or 0),
+                int(getattr(args, "extra_page_size", 0) or 0), float(args.softmax_scale))
     return (args.q.data_ptr(), args.kv_cache.data_ptr(), args.block_table.data_ptr(),
             args.seqlens.data_ptr(), args.out.data_ptr(), args.lse.data_ptr(), args.batch, args.s_q,
             args.h_q, args.num_pages, args.page_size, args.max_pages, args.kv_dtype,
             float(args.softmax_scale), float(args.kv_scale))
+
+
+def _call(args):
+    """The function this task runs and its arguments (the harness's buffers, static scalars)."""
+    if _topk(args) > 0:
+        extra = int(getattr(args, "extra_topk", 0) or 0) > 0
+        return _fn_sparse(), (
+            args.q, args.kv_cache, args.indices, args.topk_length, args.attn_sink,
+            args.extra_kv_cache if extra else None, args.extra_indices if extra else None,
+            args.extra_topk_length if extra else None, args.out, args.lse,
+            float(args.softmax_scale), args.kv_dtype, int(args.page_size), int(args.num_pages),
+            int(args.extra_page_size) if extra else 0, int(args.extra_num_pages) if extra else 0)
+    fp8 = args.kv_dtype == "fp8_e4m3_fnuz"
+    return _fn(), (args.q, args.kv_cache, args.block_table, args.seqlens, args.out, args.lse,
+                   float(args.softmax_scale), float(args.kv_scale) if fp8 else 1.0, fp8,
+                   int(args.page_size), int(args.max_pages))
 
 
 def prepare(args, config):
@@ -184,23 +383,24 @@ def prepare(args, config):
     key = _key(args)
     if key in _graphs:
         return
-    fp8 = args.kv_dtype == "fp8_e4m3_fnuz"
-    if args.kv_dtype not in KV_DTYPES:
-        raise ValueError("%s: kv_dtype %s not supported" % (NAME, args.kv_dtype))
+    why = supports(args)
+    if why is not None:
+        raise ValueError("%s: %s" % (NAME, why))
     ctypes, cu = _driver()
     # CU_POINTER_ATTRIBUTE_DEVICE_POINTER (2): a page-offset task's cache base lies below its stored
     # pages, outside every allocation; the Triton kernels inductor generates are launched through
     # Triton's launcher, which refuses such a pointer (on the H200, 2026-12-01: "Failed during launch")
-    val = ctypes.c_uint64(0)
-    if cu.cuPointerGetAttribute(ctypes.byref(val), 2, ctypes.c_uint64(args.kv_cache.data_ptr())) != 0:
-        raise ValueError("%s: the cache base %#x lies outside every allocation (a page-offset task): "
-                         "the Triton kernels torch.compile generates cannot take it"
-                         % (NAME, args.kv_cache.data_ptr()))
-    call_args = (args.q, args.kv_cache, args.block_table, args.seqlens, args.out, args.lse,
-                 float(args.softmax_scale), float(args.kv_scale) if fp8 else 1.0, fp8,
-                 int(args.page_size), int(args.max_pages))
+    caches = [args.kv_cache]
+    if _topk(args) > 0 and int(getattr(args, "extra_topk", 0) or 0) > 0:
+        caches.append(args.extra_kv_cache)
+    for cache in caches:
+        val = ctypes.c_uint64(0)
+        if cu.cuPointerGetAttribute(ctypes.byref(val), 2, ctypes.c_uint64(cache.data_ptr())) != 0:
+            raise ValueError("%s: the cache base %#x lies outside every allocation (a page-offset "
+                             "task): the Triton kernels torch.compile generates cannot take it"
+                             % (NAME, cache.data_ptr()))
     _probe_bmm(args.q.device)
-    fn = _fn()
+    fn, call_args = _call(args)
     stream = torch.cuda.current_stream()
     side = torch.cuda.Stream()
     side.wait_stream(stream)
