@@ -31,7 +31,7 @@ try:
     import torch
 except ImportError as e:
     other = os.environ.get("VS_PYTHON")
-    if other and os.path.realpath(other) != os.path.realpath(sys.executable) and \
+    if other and os.path.abspath(other) != os.path.abspath(sys.executable) and \
        not os.environ.get("VS_TORCH_SPARSE_REEXEC"):
         env = dict(os.environ, VS_TORCH_SPARSE_REEXEC="1")
         sys.exit(subprocess.call([other, os.path.abspath(__file__)] + sys.argv[1:], env=env))
