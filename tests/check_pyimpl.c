@@ -256,7 +256,9 @@ START_TEST(describe_reports_declarations_configs_sha256_and_interpreter)
 	ck_assert_int_eq(p->configs[0].block_n, 64);
 	ck_assert_str_eq(p->configs[1].name, "bn256");
 	ck_assert_int_eq(p->configs[1].block_n, 256);
-	ck_assert_int_eq(p->kv_dtypes, (1 << MLA_KV_BF16) | (1 << MLA_KV_FP8_E4M3_FNUZ));
+	ck_assert_int_eq(p->kv_dtypes, (1 << MLA_KV_BF16) | (1 << MLA_KV_FP8_E4M3_FNUZ) | (1 << MLA_KV_FP8_DS_MLA) |
+					       (1 << MLA_KV_FP8_DS_MLA_FNUZ) | (1 << MLA_KV_FP8_MODEL1) |
+					       (1 << MLA_KV_FP8_MODEL1_FNUZ));
 	ck_assert_int_eq(fs_sha256_file(sha, path), 0);
 	ck_assert_str_eq(p->sha256, sha);
 	ck_assert_str_eq(p->interpreter, "/usr/bin/python3");
