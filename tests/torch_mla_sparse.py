@@ -10,7 +10,8 @@ name NaN rows, and compares the module's _decode_sparse (eager, and one case und
 with a float64 reference that decodes the codes with its own table (math.ldexp, not the module's
 bit arithmetic) and follows FlashMLA's tests/ref.py::ref_sparse_attn_decode: out within bf16
 tolerance (the error bound of P and out
-rounded to bf16), lse within fp32 tolerance, lonely rows out 0 and lse +inf exactly, sink +-inf included.
+rounded to bf16), lse within fp32 tolerance; the same problems through numpy.mla_decode
+(kernels/python/numpy_mla.py, whose decoder is H2's own) must agree with the reference too, lonely rows out 0 and lse +inf exactly, sink +-inf included.
 
   python3 tests/torch_mla_sparse.py          (exit 0 pass, 1 fail, 77 skip: torch not importable)
 
@@ -39,15 +40,16 @@ except ImportError as e:
     sys.exit(SKIP)
 
 
-def load_module():
-    path = os.path.join(ROOT, "kernels", "torch", "mla_decode.py")
-    spec = importlib.util.spec_from_file_location("torch_mla_decode", path)
+def load_module(name, *rel):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *rel))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-M = load_module()
+M = load_module("torch_mla_decode", "kernels", "torch", "mla_decode.py")
+sys.path.insert(0, os.path.join(ROOT, "kernels", "python"))  # numpy_mla.py imports the contract's names
+NP = load_module("numpy_mla_decode", "kernels", "python", "numpy_mla.py")
 
 
 # ---------------------------------------------------------------- formats, written independently
@@ -250,7 +252,17 @@ def run_case(name, fmt, b, s_q, h, topk, page_size, num_pages, *, topk_length=No
     got_lse = lse.numpy().astype(np.float64)
     # out: P rounded to bf16 (2^-9 a weight, 2^-8 with the fp32 sums) and out to bf16 (2^-9)
     fails = [f for f in (close("out", got_out, want_out, 2.0 ** -8 * mag + 1e-6, 2.0 ** -8),
-                 close("lse", got_lse, want_lse, 1e-5, 8.01 / 65536)) if f]
+                         close("lse", got_lse, want_lse, 1e-5, 8.01 / 65536)) if f]
+    # the same problem through numpy.mla_decode (kernels/python/numpy_mla.py, its own decoder):
+    # the reference above must agree with it too (fp32 P: the out bound holds with room)
+    np_args = NpArgs(q_bits, cache, idx, topk_length, sink, scopes[1] if extra is not None else None,
+                     b, s_q, h, d, softmax_scale, fmt, page_size)
+    NP.launch(np_args, {"name": "np", "block_n": 0, "block_h": 0, "num_splits": 0, "num_warps": 0,
+                        "num_stages": 0})
+    np_out = bf16_value(np_args.out)
+    fails += ["numpy.mla_decode " + f for f in (
+        close("out", np_out, want_out, 2.0 ** -8 * mag + 1e-6, 2.0 ** -8),
+        close("lse", np_args.lse.astype(np.float64), want_lse, 1e-5, 8.01 / 65536)) if f]
     lonely_ok = np.all(got_out[0, s_q - 1] == 0) if extra is None else True
     if not lonely_ok:
         fails.append("the row of -1 only: out not 0")
@@ -258,6 +270,34 @@ def run_case(name, fmt, b, s_q, h, topk, page_size, num_pages, *, topk_length=No
     for f in fails:
         print("     " + f)
     return not fails
+
+
+class NpArgs:
+    """The numpy backend's args (kernels/python/mla_decode.py): host arrays, bf16 as uint16 bits."""
+
+    def __init__(self, q_bits, cache, idx, topk_length, sink, extra, b, s_q, h, d, softmax_scale, fmt,
+                 page_size):
+        def host(c):
+            t = c.tensor
+            return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+
+        self.batch, self.s_q, self.h_q, self.d_qk, self.d_v = b, s_q, h, d, M.D_V
+        self.softmax_scale, self.kv_scale, self.kv_dtype = softmax_scale, 1.0, fmt
+        self.page_size, self.num_pages, self.topk = page_size, cache.num_pages, idx.shape[2]
+        self.q, self.kv_cache, self.indices = q_bits, host(cache), idx
+        self.topk_length = None if topk_length is None else np.array(topk_length, dtype=np.int32)
+        self.attn_sink = None if sink is None else np.array(sink, dtype=np.float32)
+        self.extra_topk, self.extra_page_size, self.extra_num_pages = 0, 0, 0
+        self.extra_kv_cache = self.extra_indices = self.extra_topk_length = None
+        if extra is not None:
+            e_cache, e_idx, e_tl = extra
+            self.extra_topk, self.extra_page_size = e_idx.shape[2], e_cache.page_size
+            self.extra_num_pages, self.extra_kv_cache = e_cache.num_pages, host(e_cache)
+            self.extra_indices = e_idx
+            self.extra_topk_length = None if e_tl is None else np.array(e_tl, dtype=np.int32)
+        self.block_table = self.seqlens = self.workspace = None
+        self.out = np.zeros((b, s_q, h, M.D_V), dtype=np.uint16)
+        self.lse = np.zeros((b, h, s_q), dtype=np.float32)
 
 
 def check_supports():
