@@ -300,6 +300,36 @@ class NpArgs:
         self.lse = np.zeros((b, h, s_q), dtype=np.float32)
 
 
+def check_decoders():
+    """The module's decoders on every code: fp8 (both kinds) and e8m0 against math.ldexp, bf16 bits."""
+    fails = []
+    codes = torch.arange(256, dtype=torch.uint8)
+    for fnuz, fn in ((False, M._e4m3fn_to_float), (True, M._fnuz_to_float)):
+        got, want = fn(codes).double().numpy(), fp8_table(fnuz)
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        same &= np.signbit(got) == np.signbit(want)
+        if not same.all():
+            c = int(np.argmin(same))
+            fails.append("%s code %#x: got %r, want %r" % ("fnuz" if fnuz else "e4m3fn", c, got[c], want[c]))
+    e8 = M._e8m0_to_float(codes).double().numpy()
+    want = np.array([math.ldexp(1.0, c - 127) if c != 255 else math.nan for c in range(256)])
+    if not np.array_equal(e8, want, equal_nan=True):
+        fails.append("e8m0: code %d" % int(np.argmax(~((e8 == want) | (np.isnan(e8) & np.isnan(want))))))
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    got = M._le_bf16(torch.from_numpy(bits.view(np.uint8).copy())).numpy().view(np.uint32)
+    if not np.array_equal(got, bits.astype(np.uint32) << 16):
+        fails.append("bf16 bytes: pattern %#x" % int(np.argmax(got != bits.astype(np.uint32) << 16)))
+    f32 = np.array([1.5, -2.25, 3e-39, -0.0, math.inf, -math.inf, 2.0 ** -126, -1e30], dtype=np.float32)
+    got = M._le_f32(torch.from_numpy(f32.view(np.uint8).reshape(-1, 4).copy())).numpy()
+    if not np.array_equal(got.view(np.uint32), f32.view(np.uint32)):
+        fails.append("fp32 bytes: got %r" % got)
+    print("%s decoders: 2 x 256 fp8 codes, 256 e8m0 codes, 65536 bf16 patterns, fp32 bytes" %
+          ("ok  " if not fails else "FAIL"))
+    for f in fails:
+        print("     " + f)
+    return not fails
+
+
 def check_supports():
     class S:
         pass
@@ -329,6 +359,7 @@ def main():
     torch.manual_seed(0)
     inf = math.inf
     results = [
+        check_decoders(),
         check_supports(),
         run_case("fp8_ds_mla, page 3, sink finite/+inf/-inf", "fp8_ds_mla", 2, 2, 4, 8, 3, 7,
              sink=[0.5, inf, -inf, -1.0]),

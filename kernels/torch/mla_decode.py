@@ -187,16 +187,23 @@ def _e4m3fn_to_float(codes):
     return torch.where((c & 0x7F) == 0x7F, torch.full_like(v, float("nan")), v)
 
 
+def _signed_byte(c):
+    """uint8 values held in int32 -> their int8 value (so that no shift below overflows int32)."""
+    return (c ^ 0x80) - 0x80
+
+
 def _le_f32(b4):
     """[..., 4] little-endian bytes (uint8) -> float32 [...]."""
     c = b4.to(torch.int32)
-    return _bits_f32(c[..., 0] | (c[..., 1] << 8) | (c[..., 2] << 16) | (c[..., 3] << 24))
+    hi = _signed_byte(c[..., 3]) * 16777216                   # byte 3 << 24, sign included
+    return _bits_f32(hi | c[..., 0] | (c[..., 1] << 8) | (c[..., 2] << 16))
 
 
 def _le_bf16(b2n):
     """[..., 2n] little-endian bf16 bytes (uint8) -> float32 [..., n] (exact)."""
     c = b2n.to(torch.int32).reshape(*b2n.shape[:-1], -1, 2)
-    return _bits_f32((c[..., 0] | (c[..., 1] << 8)) << 16)
+    half = c[..., 0] | (_signed_byte(c[..., 1]) * 256)        # the bf16 bits as an int16 value
+    return _bits_f32(half * 65536)
 
 
 def _e8m0_to_float(codes):
