@@ -7,9 +7,10 @@
  * Built by tools/gpu/build_flashmla.sh --sparse from FlashMLA's own sources, which are never copied
  * into this repository: FlashMLA 9241ae3 (2026-04-29), CUTLASS 147f567 (its csrc/cutlass pin). The
  * four kernel instantiations, FlashMLA's own files csrc/sm90/decode/sparse_fp8/instantiations/
- * {v32,model1}_persistent_h{64,128}.cu, are compiled as they are into their own objects (their host
- * launcher reports errors with KU_ASSERT / KU_CUDA_CHECK, which throw kerutils::KUException: caught
- * here, at the ABI boundary). The scheduler (smxx/decode/get_decoding_sched_meta) and the split-KV
+ * {v32,model1}_persistent_h{64,128}.cu, are compiled unchanged into their own objects, each through
+ * flashmla_sparse_unit.cu (which keeps the build reproducible); their host launcher reports errors
+ * with KU_ASSERT / KU_CUDA_CHECK, which throw kerutils::KUException: caught here, at the ABI
+ * boundary. The scheduler (smxx/decode/get_decoding_sched_meta) and the split-KV
  * combine (smxx/decode/combine), whose host launchers print and exit(1) on an error, are compiled
  * into this translation unit under our own CHECK_CUDA / FLASH_ASSERT ("record the error and
  * return"; FlashMLA's csrc/utils.h is `#pragma once`: ours are defined after it and stay), as in

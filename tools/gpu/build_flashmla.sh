@@ -18,10 +18,12 @@
 # With --sparse: the flashmla.sparse_decode plugin (the sparse form of ABI 3, DeepSeek Sparse
 # Attention: fp8_ds_mla and fp8_model1 caches), from the current layout only:
 # kernels/flashmla/flashmla_sparse_plugin.cu (with FlashMLA's scheduler and combine in its
-# translation unit) plus FlashMLA's own four sm_90a instantiation files, each compiled as it is
-# into its own object: csrc/sm90/decode/sparse_fp8/instantiations/{v32,model1}_persistent_h{64,128}.cu.
+# translation unit) plus FlashMLA's own four sm_90a instantiation files, unchanged, each in its own
+# object through kernels/flashmla/flashmla_sparse_unit.cu (-DFMLA_UNIT=NAME includes
+# csrc/sm90/decode/sparse_fp8/instantiations/NAME.cu, NAME {v32,model1}_persistent_h{64,128}; the
+# wrapper keeps nvcc's internal names, and so the stripped plugin, the same from build to build).
 # Checked at 9241ae3 + CUTLASS 147f567 with nvcc 13.0 (2026-12-05): see the plugin's header. The
-# objects are compiled JOBS at a time (default 1; each takes minutes and GiBs of memory), then
+# objects are compiled JOBS at a time (default 1; each takes about 2 minutes of one core), then
 # linked into OUT.so.
 #
 #   CUTLASS_DIR   CUTLASS headers: CUTLASS_DIR/include (and tools/util/include, if present), the
@@ -56,14 +58,12 @@ if [ $sparse = 1 ]; then
 		exit 1
 	}
 	layout=sparse src=$here/kernels/flashmla/flashmla_sparse_plugin.cu std=c++20
-	objs=(sm90/decode/sparse_fp8/instantiations/v32_persistent_h64.cu
-	      sm90/decode/sparse_fp8/instantiations/v32_persistent_h128.cu
-	      sm90/decode/sparse_fp8/instantiations/model1_persistent_h64.cu
-	      sm90/decode/sparse_fp8/instantiations/model1_persistent_h128.cu)
+	objs=(v32_persistent_h64 v32_persistent_h128 model1_persistent_h64 model1_persistent_h128)
 	need=(utils.h params.h defines.h sm90/decode/sparse_fp8/splitkv_mla.h
 	      sm90/decode/sparse_fp8/splitkv_mla.cuh sm90/decode/sparse_fp8/config.h
 	      smxx/decode/combine/combine.cu smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu
-	      kerutils/include/kerutils/kerutils.cuh "${objs[@]}")
+	      kerutils/include/kerutils/kerutils.cuh)
+	for o in "${objs[@]}"; do need+=("sm90/decode/sparse_fp8/instantiations/$o.cu"); done
 	inc=(-I "$here/kernels" -I "$fmla/csrc" -I "$fmla/csrc/kerutils/include" -I "$fmla/csrc/sm90")
 elif [ -d "$fmla/csrc/sm90/decode/dense" ]; then
 	layout=current src=$here/kernels/flashmla/flashmla_plugin.cu std=c++20
@@ -120,17 +120,20 @@ if [ $sparse = 0 ]; then
 	{ set +x; } 2>/dev/null
 else
 	# one object per source, JOBS at a time; each job's output in its own log, then all in $log
-	compile() { # SRC OBJ
-		echo "+ $NVCC ${flags[*]} ${inc[*]} -c $1 -o $2"
-		"$NVCC" "${flags[@]}" "${inc[@]}" -c "$1" -o "$2"
+	compile() { # OBJ SRC [-D...]
+		local o=$1 s=$2
+		shift 2
+		echo "+ $NVCC ${flags[*]} $* ${inc[*]} -c $s -o $o"
+		"$NVCC" "${flags[@]}" "$@" "${inc[@]}" -c "$s" -o "$o"
 	}
-	srcs=("$src") ofiles=("$tmp/0.o")
+	srcs=("$src") defs=("") ofiles=("$tmp/0.o")
 	for i in "${!objs[@]}"; do
-		srcs+=("$fmla/csrc/${objs[$i]}") ofiles+=("$tmp/$((i + 1)).o")
+		srcs+=("$here/kernels/flashmla/flashmla_sparse_unit.cu") defs+=("-DFMLA_UNIT=${objs[$i]}")
+		ofiles+=("$tmp/$((i + 1)).o")
 	done
 	jobs=${JOBS:-1} pids=() failed=0
 	for i in "${!srcs[@]}"; do
-		compile "${srcs[$i]}" "${ofiles[$i]}" >"$tmp/$i.log" 2>&1 &
+		compile "${ofiles[$i]}" "${srcs[$i]}" ${defs[$i]} >"$tmp/$i.log" 2>&1 &
 		pids+=($!)
 		if [ ${#pids[@]} -ge "$jobs" ]; then
 			wait "${pids[0]}" || failed=1
