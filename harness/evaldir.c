@@ -1160,12 +1160,75 @@ done:
 	return err;
 }
 
+/*
+ * The workload speedup of a workload plan (stats_weighted_speedup) over the timed tasks, into
+ * root's overall.workload: the estimate with its CI, the share of the workload's weight the timed
+ * tasks hold, and the tasks that carry most of the baseline's time (weight x median t_base), at most
+ * five, largest first.
+ */
+static int workload_overall(int *oom, cJSON *ov, struct stats_ci *ci, const struct plan *p,
+			    const struct evaldir_task_summary *t, int n, const double **tb, const double **tc, const int *np,
+			    const double *w, int nspeed)
+{
+	double held = 0, total = 0, *share = NULL;
+	int err, *order = NULL;
+	cJSON *wj, *top;
+
+	if ((err = stats_weighted_speedup(ci, tb, tc, np, w, nspeed, p->protocol.resamples, p->protocol.seed)))
+		return err;
+	share = calloc((size_t)n + 1, sizeof(double));
+	order = calloc((size_t)n + 1, sizeof(int));
+	if (!share || !order) {
+		free(share);
+		free(order);
+		return vs_oom();
+	}
+	for (int i = 0, k = 0; i < n; i++) {
+		if (t[i].complete && t[i].parity_pass && t[i].npairs > 0 && !t[i].skipped) {
+			struct stats_summary sb;
+
+			held += t[i].weight;
+			if (!stats_summarize(&sb, t[i].t_base, t[i].npairs))
+				share[i] = t[i].weight * sb.median;
+			total += share[i];
+			k++;
+		}
+		order[i] = i;
+	}
+	for (int i = 1; i < n; i++) /* insertion sort by share, largest first; ties keep plan order */
+		for (int j = i; j > 0 && share[order[j]] > share[order[j - 1]]; j--) {
+			int x = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	wj = jsonfile_put_obj(oom, ov, "workload");
+	jsonfile_put_str(oom, wj, "id", p->workload->id);
+	jsonfile_put(oom, wj, "speedup", ci_json(oom, ci));
+	jsonfile_put_num(oom, wj, "weight_timed", held);
+	top = jsonfile_put_arr(oom, wj, "time_share");
+	for (int k = 0; k < n && k < 5 && share[order[k]] > 0; k++) {
+		cJSON *e = cJSON_CreateObject();
+
+		jsonfile_put_str(oom, e, "task", t[order[k]].name ? t[order[k]].name : "");
+		jsonfile_put_num(oom, e, "weight", t[order[k]].weight);
+		jsonfile_put_num(oom, e, "baseline_time_share", share[order[k]] / total);
+		jsonfile_put(oom, top, NULL, e);
+	}
+	free(share);
+	free(order);
+	return 0;
+}
+
 int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
 		    cJSON *flags, char *line, size_t cap)
 {
 	const double **tb = calloc((size_t)n + 1, sizeof(double *));
 	const double **tc = calloc((size_t)n + 1, sizeof(double *));
 	int *np = calloc((size_t)n + 1, sizeof(int));
+	double *tw = calloc((size_t)n + 1, sizeof(double));
+	struct stats_ci wl = {0};
+	double gate_lo;
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0, oom = 0;
 	int nskipped = 0, ran_dtypes = 0, planned_dtypes = 0, pass_coverage;
 	int pass_speed, pass_parity, verdict_ok;
@@ -1174,7 +1237,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	cJSON *ov, *gates, *g;
 	const char *verdict;
 
-	if (!tb || !tc || !np) {
+	if (!tb || !tc || !np || !tw) {
 		err = vs_oom();
 		cJSON_Delete(flags);
 		goto done;
@@ -1194,6 +1257,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		if (t[i].complete && t[i].parity_pass && t[i].npairs > 0) {
 			tb[nspeed] = t[i].t_base;
 			tc[nspeed] = t[i].t_cand;
+			tw[nspeed] = t[i].weight;
 			np[nspeed++] = t[i].npairs;
 		}
 	}
@@ -1209,12 +1273,21 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	for (int i = 0; i < p->ntasks; i++)
 		planned_dtypes |= 1 << p->tasks[i].kv_dtype;
 	pass_coverage = (planned_dtypes & ~ran_dtypes) == 0 || partial;
-	pass_speed = nspeed > 0 && complete_all && overall.lo >= p->speedup_min;
+	/* A workload plan gates on the workload speedup; the geomean stands beside it. */
+	gate_lo = overall.lo;
+	ov = jsonfile_put_obj(&oom, root, "overall");
+	if (p->workload && nspeed > 0) {
+		if ((err = workload_overall(&oom, ov, &wl, p, t, n, tb, tc, np, tw, nspeed))) {
+			cJSON_Delete(flags);
+			goto done;
+		}
+		gate_lo = wl.lo;
+	}
+	pass_speed = nspeed > 0 && complete_all && gate_lo >= p->speedup_min;
 	pass_parity = n - nskipped > 0 && gate_parity;
 	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
 		     (gate_capture || !p->capture_required) && complete_all && pass_coverage;
 	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
-	ov = jsonfile_put_obj(&oom, root, "overall");
 	if (nspeed > 0)
 		jsonfile_put(&oom, ov, "isolated", ci_json(&oom, &overall));
 	else
@@ -1238,8 +1311,10 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	jsonfile_put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
 	jsonfile_put_bool(&oom, g, "pass", pass_parity);
 	g = jsonfile_put_obj(&oom, gates, "speedup");
+	if (p->workload)
+		jsonfile_put_str(&oom, g, "basis", "workload");
 	jsonfile_put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
-	jsonfile_put_num(&oom, g, "ci_lower", nspeed ? overall.lo : 0);
+	jsonfile_put_num(&oom, g, "ci_lower", nspeed ? gate_lo : 0);
 	jsonfile_put_bool(&oom, g, "pass", pass_speed);
 	g = jsonfile_put_obj(&oom, gates, "capture");
 	jsonfile_put_bool(&oom, g, "required", p->capture_required);
@@ -1279,6 +1354,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			ncomplete += t[i].complete;
 		if (nspeed)
 			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
+		if (nspeed && p->workload)
+			snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ", not gated");
 		/* A failed verdict names every gate that failed it, the complete gate too. */
 		if (strcmp(verdict, "validated")) {
 			if (!pass_speed)
@@ -1304,7 +1381,14 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 					 "the end",
 					 *why ? ", " : "", ncomplete, p->ntasks);
 		}
-		snprintf(line, cap,
+		if (p->workload && nspeed)
+			snprintf(line, cap, "workload %s speedup (%d tasks): %.3f [%.3f, %.3f]; ", p->workload->id,
+				 nspeed, wl.estimate, wl.lo, wl.hi);
+		else if (p->workload)
+			snprintf(line, cap, "workload %s speedup: n/a; ", p->workload->id);
+		else
+			line[0] = '\0';
+		snprintf(line + strlen(line), cap - strlen(line),
 			 "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
 			 "capture %s; complete %s; verdict %s%s%s%s",
 			 nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
@@ -1342,6 +1426,7 @@ done:
 	free(tb);
 	free(tc);
 	free(np);
+	free(tw);
 	return err;
 }
 
@@ -2050,6 +2135,37 @@ static int e2e_recompute_overall(const struct evidence *e, const struct plan *p,
 	return 0;
 }
 
+/* A workload plan's overall.workload.speedup must recompute from samples.csv with the plan's weights. */
+static int workload_recompute(const struct evidence *e, const struct plan *p, const double **tb, const double **tc,
+			      const int *n, const double *w, int nspeed, int *status)
+{
+	const cJSON *sp = jget(jget(jget(e->result, "overall"), "workload"), "speedup");
+	struct stats_ci ci;
+	char b[6][32];
+	int err;
+
+	if (!nspeed) {
+		if (!sp)
+			return 0;
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY, "%s: result.json reports a workload speedup but no task has samples",
+				e->eval_dir);
+	}
+	if ((err = stats_weighted_speedup(&ci, tb, tc, n, w, nspeed, p->protocol.resamples, p->protocol.seed)))
+		return err;
+	if (!ci_same(sp, &ci)) {
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY,
+				"%s: workload speedup %s [%s, %s] in result.json does not recompute from samples.csv "
+				"with the plan's weights (%s [%s, %s])",
+				e->eval_dir, exact(b[0], cJSON_GetNumberValue(jget(sp, "estimate"))),
+				exact(b[1], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))),
+				exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1))),
+				exact(b[3], ci.estimate), exact(b[4], ci.lo), exact(b[5], ci.hi));
+	}
+	return 0;
+}
+
 static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text, const char *samples_path,
 		     int *status)
 {
@@ -2058,6 +2174,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	const cJSON *tasks = jget(e->result, "tasks"), *t;
 	const double **tb = NULL, **tc = NULL;
 	int *n = NULL;
+	double *w = NULL;
 	struct e2e_acc e2e_acc = {0};
 
 	err = samples_parse(&tp, &ntp, samples_text, samples_path);
@@ -2068,7 +2185,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	tb = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tb));
 	tc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tc));
 	n = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*n));
-	if (!tb || !tc || !n) {
+	w = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*w));
+	if (!tb || !tc || !n || !w) {
 		err = vs_oom();
 		goto done;
 	}
@@ -2111,11 +2229,16 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			goto done;
 		}
 		if (!strcmp(jstr(t, "parity") ? jstr(t, "parity") : "", "pass")) {
+			int pi = plan_task_index(p, hash);
+
 			tb[nspeed] = tp[k].base;
 			tc[nspeed] = tp[k].cand;
+			w[nspeed] = p->workload && pi >= 0 ? p->workload->weight[pi] : 0;
 			n[nspeed++] = tp[k].n;
 		}
 	}
+	if (p->workload && (err = workload_recompute(e, p, tb, tc, n, w, nspeed, status)))
+		goto done;
 	if (nspeed > 0) {
 		struct stats_ci ov;
 
@@ -2153,6 +2276,7 @@ done:
 	free(tb);
 	free(tc);
 	free(n);
+	free(w);
 	return err;
 }
 

@@ -214,6 +214,8 @@ struct evaldir_task_summary {
 	const char *skipped;                         /* why the task was not run (an implementation does not
 	                                 * support it), or NULL: not run is not passed */
 	const struct measure_e2e *e2e;               /* its e2e stage (planned 0 or NULL: none) */
+	const char *name;                            /* the task's name (the plan's) */
+	double weight;                               /* its workload weight (plan_workload), 0 in a tier plan */
 };
 
 /**

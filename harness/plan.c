@@ -6,6 +6,7 @@
 #include "plugin.h"
 #include "pyimpl.h"
 #include "vs_error.h"
+#include "workload.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -1242,6 +1243,153 @@ static int derive_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, int
 	return 0;
 }
 
+/* ---- workload plans (docs/DESIGN.md "Workloads") ---------------------------------------------- */
+
+char *plan_workload_path(const char *arg)
+{
+	char *name, *path;
+
+	if (strchr(arg, '/') || has_suffix(arg, ".yaml"))
+		return strdup(arg);
+	name = fs_printf("workloads/%s.yaml", arg);
+	path = name ? fs_join(vs_repo_root(), name) : NULL;
+	free(name);
+	return path;
+}
+
+static void workload_plan_release(struct plan_workload *w)
+{
+	if (!w)
+		return;
+	free(w->id);
+	free(w->path);
+	free(w->concurrency);
+	free(w->steps);
+	free(w->weight);
+	free(w);
+}
+
+/*
+ * The workload at file (as the plan or the user names it; a repo-relative one is read against the
+ * repository root), its trace, and its tasks. want_sha256 (or NULL): the hash the plan recorded,
+ * refused with both hashes when the file changed since.
+ */
+static int workload_tasks_of(struct workload_tasks *wt, struct workload *w, const char *file, const char *want_sha256)
+{
+	struct workload_trace trace = {0};
+	char *abs = file[0] == '/' ? strdup(file) : NULL;
+	int err;
+
+	if (!abs && !access(file, R_OK))
+		abs = strdup(file);
+	if (!abs)
+		abs = fs_join(vs_repo_root(), file);
+	VS_CHECK_ALLOC(abs);
+	memset(w, 0, sizeof(*w));
+	memset(wt, 0, sizeof(*wt));
+	err = workload_load(w, abs);
+	free(abs);
+	if (err)
+		return err;
+	if (want_sha256 && strcmp(want_sha256, w->sha256)) {
+		err = vs_error(VS_EVERIFY,
+			       "%s: sha256 is %.16s..., the plan was made from %.16s...: the workload changed since the "
+			       "plan was emitted; emit it again",
+			       file, w->sha256, want_sha256);
+		workload_release(w);
+		return err;
+	}
+	if (w->trace_path && (err = workload_trace_read(&trace, w->trace_path, w->context_column, w->generated_column))) {
+		workload_release(w);
+		return err;
+	}
+	err = workload_derive(wt, w, w->trace_path ? &trace : NULL);
+	workload_trace_release(&trace);
+	if (err)
+		workload_release(w);
+	return err;
+}
+
+/*
+ * The tasks of a workload plan: the workload's tasks once per planned dtype that the workload runs
+ * (card order), each task's weight split evenly over those dtypes. Fills np->tasks, np->task_hash
+ * and np->workload (whose id, path and hashes the caller sets).
+ */
+static int derive_workload_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, const struct workload *w,
+				 const struct workload_tasks *wt, double relax)
+{
+	int32_t use[2];
+	int nuse = 0, cap;
+
+	for (int d = 0; d < ndtypes; d++)
+		for (int k = 0; k < w->n_kv_dtypes; k++)
+			if (w->kv_dtypes[k] == dtypes[d])
+				use[nuse++] = dtypes[d];
+	if (!nuse)
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: model.kv_dtypes has none of the card's planned dtypes (%s%s%s): nothing to plan",
+				w->path, mla_kv_dtype_name(dtypes[0]), ndtypes > 1 ? ", " : "",
+				ndtypes > 1 ? mla_kv_dtype_name(dtypes[1]) : "");
+	cap = wt->count * nuse;
+	np->tasks = calloc((size_t)cap, sizeof(*np->tasks));
+	np->task_hash = calloc((size_t)cap, sizeof(*np->task_hash));
+	np->workload = calloc(1, sizeof(*np->workload));
+	VS_CHECK_ALLOC(np->tasks && np->task_hash && np->workload);
+	np->workload->concurrency = calloc((size_t)cap, sizeof(int));
+	np->workload->steps = calloc((size_t)cap, sizeof(int));
+	np->workload->weight = calloc((size_t)cap, sizeof(double));
+	VS_CHECK_ALLOC(np->workload->concurrency && np->workload->steps && np->workload->weight);
+	np->workload->seed = wt->seed;
+	memcpy(np->workload->sha256, wt->workload_sha256, 65);
+	memcpy(np->workload->trace_sha256, wt->trace_sha256, 65);
+	for (int d = 0; d < nuse; d++) {
+		for (int k = 0; k < wt->count; k++) {
+			const struct workload_task *x = &wt->items[k];
+			struct task_spec *s = &np->tasks[np->ntasks];
+			struct shape sh;
+			char tag[64];
+			int err;
+
+			memset(&sh, 0, sizeof(sh));
+			snprintf(tag, sizeof(tag), "wl-c%d-t%d", x->concurrency, k);
+			sh.tag = tag;
+			sh.batch = x->batch;
+			sh.s_q = w->s_q;
+			sh.h_q = w->h_q;
+			sh.page_size = w->page_size;
+			sh.uniform = 1;
+			err = shape_to_spec(s, &sh, use[d]);
+			if (!err) {
+				int64_t pages = 0;
+				int32_t max_len = 0;
+
+				/* the sampled step's lengths, pages as shape_to_spec() counts them */
+				for (int b = 0; b < x->batch; b++) {
+					s->seqlens[b] = x->seqlens[b];
+					max_len = x->seqlens[b] > max_len ? x->seqlens[b] : max_len;
+					pages += (x->seqlens[b] + w->page_size - 1) / w->page_size;
+				}
+				s->max_pages = (max_len + w->page_size - 1) / w->page_size;
+				if (s->max_pages < 1)
+					s->max_pages = 1;
+				s->num_pages = (int32_t)(pages + pages / 8 + 2);
+				/* the name says the workload; the seed follows the workload's, not only the name */
+				s->seed = (fnv1a(s->name) ^ (wt->seed * 0x9e3779b97f4a7c15ull)) & ((1ull << 53) - 1);
+				if (relax > 0)
+					relax_tolerances(s, relax);
+				err = task_spec_hash(s, np->task_hash[np->ntasks]);
+			}
+			if (err)
+				return err;
+			np->workload->concurrency[np->ntasks] = x->concurrency;
+			np->workload->steps[np->ntasks] = x->steps;
+			np->workload->weight[np->ntasks] = x->weight / nuse;
+			np->ntasks++;
+		}
+	}
+	return 0;
+}
+
 static const char *nz_or(const char *s)
 {
 	return s && *s ? s : "(any)";
@@ -1259,7 +1407,13 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 
 	memset(&np, 0, sizeof(np));
 	np.generator = VS_GENERATOR_VERSION;
-	if (!(tier_bit = tier_bit_of(tier)))
+	if (o && o->workload && o->tier)
+		return vs_error(VS_EUSAGE, "--tier %s and --workload %s: a workload plan's tasks come from its traffic, "
+					  "not from a tier; give one of them",
+				o->tier, o->workload);
+	if (o && o->workload)
+		tier = "workload";
+	else if (!(tier_bit = tier_bit_of(tier)))
 		return vs_error(VS_EUSAGE, "unknown tier '%s' (smoke, standard, full)", tier);
 	if (!c->scope || (strcmp(c->scope, "kernel") && strcmp(c->scope, "e2e")))
 		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned: kernel and e2e are", c->path,
@@ -1332,8 +1486,32 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		goto done;
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
 
-	if ((err = derive_tasks(&np, dtypes, ndtypes, tier_bit, gpu, card_relax(c))))
+	if (o && o->workload) {
+		struct workload w;
+		struct workload_tasks wt;
+		char *file = plan_workload_path(o->workload), *rel;
+
+		if (!file) {
+			err = vs_oom();
+			goto done;
+		}
+		err = workload_tasks_of(&wt, &w, file, NULL);
+		if (!err) {
+			err = derive_workload_tasks(&np, dtypes, ndtypes, &w, &wt, card_relax(c));
+			rel = err ? NULL : py_rel(file);
+			if (!err && (!rel || !(np.workload->id = strdup(w.id))))
+				err = vs_oom();
+			if (!err)
+				np.workload->path = rel;
+			workload_tasks_release(&wt);
+			workload_release(&w);
+		}
+		free(file);
+		if (err)
+			goto done;
+	} else if ((err = derive_tasks(&np, dtypes, ndtypes, tier_bit, gpu, card_relax(c)))) {
 		goto done;
+	}
 	if (o && o->nreferences && (err = plan_references(&np, o, gen)))
 		goto done;
 	protocol_defaults(&np.protocol, gpu, tier);
@@ -1454,6 +1632,22 @@ static void skips_to_json(int *oom, cJSON *j, const struct plan_impl *pi, const 
 }
 
 /* Seeds above 2^53 do not survive a JSON number: they are written as decimal strings. */
+/* A double as the shortest text that reads back to it (cJSON's printer does not round-trip). */
+static cJSON *real_json(int *oom, double v)
+{
+	char t[40];
+	cJSON *j;
+
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(t, sizeof(t), "%.*g", prec, v);
+		if (strtod(t, NULL) == v)
+			break;
+	}
+	if (!(j = cJSON_CreateRaw(t)))
+		*oom = 1;
+	return j;
+}
+
 static void add_u64(int *oom, cJSON *j, const char *key, uint64_t v)
 {
 	char buf[32];
@@ -1494,6 +1688,8 @@ static cJSON *gates_to_json(int *oom, const struct plan *p)
 	jsonfile_put_str(oom, j, "parity", p->parity_required ? "required" : "advisory");
 	jsonfile_put_num(oom, j, "isolated_speedup_min", p->speedup_min);
 	jsonfile_put_bool(oom, j, "capture", p->capture_required);
+	if (p->workload)
+		jsonfile_put_str(oom, j, "speedup_basis", "workload");
 	if (p->e2e.enabled && p->e2e.gate)
 		jsonfile_put_num(oom, j, "e2e_delta_min_pct", p->e2e.delta_min_pct);
 	return j;
@@ -1544,6 +1740,15 @@ int plan_to_text(char **out, const struct plan *p)
 		jsonfile_put_str(oom, pj, "run", p->pins_run);
 		jsonfile_put_str(oom, pj, "result_sha256", p->pins_sha256);
 	}
+	if (p->workload) {
+		cJSON *wj = jsonfile_put_obj(oom, root, "workload");
+
+		jsonfile_put_str(oom, wj, "id", p->workload->id);
+		jsonfile_put_str(oom, wj, "path", p->workload->path);
+		jsonfile_put_str(oom, wj, "sha256", p->workload->sha256);
+		jsonfile_put_str(oom, wj, "trace_sha256", p->workload->trace_sha256);
+		add_u64(oom, wj, "seed", p->workload->seed);
+	}
 	tasks = jsonfile_put_arr(oom, root, "tasks");
 	for (int i = 0; i < p->ntasks; i++) {
 		cJSON *t = cJSON_CreateObject();
@@ -1552,6 +1757,13 @@ int plan_to_text(char **out, const struct plan *p)
 		jsonfile_put_num(oom, t, "bytes", task_bytes(&p->tasks[i]));
 		jsonfile_put_num(oom, t, "flops", task_flops(&p->tasks[i]));
 		jsonfile_put(oom, t, "spec", task_spec_to_json(&p->tasks[i]));
+		if (p->workload) {
+			cJSON *wj = jsonfile_put_obj(oom, t, "workload");
+
+			jsonfile_put_num(oom, wj, "concurrency", p->workload->concurrency[i]);
+			jsonfile_put_num(oom, wj, "steps", p->workload->steps[i]);
+			jsonfile_put(oom, wj, "weight", real_json(oom, p->workload->weight[i]));
+		}
 		if (p->pins) {
 			cJSON *pc = pins_to_json(oom, p, i);
 
@@ -2080,8 +2292,10 @@ struct plan_keys {
 };
 
 static const struct plan_keys plan_keys[] = {
-	{"", "schema card operator regime tier gen model baseline candidate references build pinned tasks protocol "
-	     "gates e2e"},
+	{"", "schema card operator regime tier gen model baseline candidate references build pinned workload tasks "
+	     "protocol gates e2e"},
+	{"workload", "id path sha256 trace_sha256 seed"},
+	{"tasks[].workload", "concurrency steps weight"},
 	{"card", "id path hash"},
 	{"baseline", "impl backend plugin python configs unsupported"},
 	{"candidate", "impl backend plugin python configs unsupported"},
@@ -2097,11 +2311,11 @@ static const struct plan_keys plan_keys[] = {
 	{"references[].unsupported[]", "task hash reason"},
 	{"references[].skips[]", "task name reason"},
 	{"pinned", "run result_sha256"},
-	{"tasks[]", "hash bytes flops spec configs"},
+	{"tasks[]", "hash bytes flops spec configs workload"},
 	{"tasks[].configs", "baseline candidate references"},
 	{"protocol", "warmup tuning_samples min_pairs max_pairs max_seconds rel_halfwidth bootstrap_resamples "
 		     "bootstrap_seed check_every flush_factor review_bound timing"},
-	{"gates", "parity isolated_speedup_min capture e2e_delta_min_pct"},
+	{"gates", "parity isolated_speedup_min capture speedup_basis e2e_delta_min_pct"},
 	{"e2e", "step tasks min_pairs max_pairs max_seconds rel_halfwidth"},
 };
 
@@ -2166,6 +2380,71 @@ static int plan_keys_check(const cJSON *o, const char *schema_path, const char *
 }
 
 static void spec_diff_named(char *diff, size_t cap, const struct task_spec *have);
+
+/*
+ * A workload plan's "workload" object and each task's "workload" entry: all present or none; the
+ * weights positive and summing to 1 (to 1e-9). Sets np->workload, or leaves it NULL for a tier plan.
+ */
+static int workload_from_json(struct plan *np, const cJSON *root, const char *path)
+{
+	const cJSON *wj = cJSON_GetObjectItemCaseSensitive(root, "workload");
+	const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(root, "tasks");
+	struct plan_workload *w;
+	const char *seed;
+	double sum = 0;
+	int err = 0;
+
+	if (!wj) {
+		for (int i = 0; i < np->ntasks; i++)
+			if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tasks, i), "workload"))
+				return vs_error(VS_ESCHEMA, "%s: tasks[%d].workload in a plan without \"workload\"", path,
+						i);
+		if (!strcmp(np->tier, "workload"))
+			return vs_error(VS_ESCHEMA, "%s: tier is 'workload' but the plan has no \"workload\"", path);
+		return 0;
+	}
+	if (strcmp(np->tier, "workload"))
+		return vs_error(VS_ESCHEMA, "%s: the plan has a \"workload\" but its tier is '%s', not 'workload'", path,
+				np->tier);
+	w = calloc(1, sizeof(*w));
+	VS_CHECK_ALLOC(w);
+	np->workload = w;
+	w->concurrency = calloc((size_t)np->ntasks, sizeof(int));
+	w->steps = calloc((size_t)np->ntasks, sizeof(int));
+	w->weight = calloc((size_t)np->ntasks, sizeof(double));
+	VS_CHECK_ALLOC(w->concurrency && w->steps && w->weight);
+	if ((err = dup_str(&w->id, wj, "id", path)) || (err = dup_str(&w->path, wj, "path", path)))
+		return err;
+	if (!get_str(wj, "sha256") || strlen(get_str(wj, "sha256")) != 64)
+		return vs_error(VS_ESCHEMA, "%s: workload.sha256 must be 64 hex digits", path);
+	memcpy(w->sha256, get_str(wj, "sha256"), 65);
+	if (!get_str(wj, "trace_sha256") || (*get_str(wj, "trace_sha256") && strlen(get_str(wj, "trace_sha256")) != 64))
+		return vs_error(VS_ESCHEMA, "%s: workload.trace_sha256 must be 64 hex digits or empty", path);
+	memcpy(w->trace_sha256, get_str(wj, "trace_sha256"), strlen(get_str(wj, "trace_sha256")) + 1);
+	seed = get_str(wj, "seed");
+	if (!seed || !*seed || strspn(seed, "0123456789") != strlen(seed))
+		return vs_error(VS_ESCHEMA, "%s: workload.seed must be a decimal string", path);
+	w->seed = strtoull(seed, NULL, 10);
+	for (int i = 0; i < np->ntasks; i++) {
+		const cJSON *tw = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tasks, i), "workload");
+		char where[64];
+
+		snprintf(where, sizeof(where), "tasks[%d].workload", i);
+		if (!cJSON_IsObject(tw))
+			return vs_error(VS_ESCHEMA, "%s: %s is missing (a workload plan weighs every task)", path, where);
+		if ((err = get_int(&w->concurrency[i], tw, "concurrency", 1, WORKLOAD_MAX_CONCURRENCY, path, where)) ||
+		    (err = get_int(&w->steps[i], tw, "steps", 1, INT32_MAX, path, where)) ||
+		    (err = get_real(&w->weight[i], tw, "weight", 0, 1, path, where)))
+			return err;
+		if (!(w->weight[i] > 0))
+			return vs_error(VS_ESCHEMA, "%s: %s.weight is 0: every task of a workload plan weighs something",
+					path, where);
+		sum += w->weight[i];
+	}
+	if (fabs(sum - 1) > 1e-9)
+		return vs_error(VS_ESCHEMA, "%s: the tasks' workload weights sum to %.12g, not 1", path, sum);
+	return 0;
+}
 
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 {
@@ -2307,8 +2586,19 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if (!evidence_mode && ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
 			       (err = impl_skips_check(&np.candidate, &np, "candidate", path))))
 		goto done;
-	if ((err = pins_from_json(&np, root, path)))
+	if ((err = pins_from_json(&np, root, path)) || (err = workload_from_json(&np, root, path)))
 		goto done;
+	if (np.workload != NULL) {
+		const char *basis = get_str(gates, "speedup_basis");
+
+		if (!basis || strcmp(basis, "workload")) {
+			err = vs_error(VS_ESCHEMA, "%s: gates.speedup_basis must be 'workload' in a workload plan", path);
+			goto done;
+		}
+	} else if (cJSON_GetObjectItemCaseSensitive(gates, "speedup_basis")) {
+		err = vs_error(VS_ESCHEMA, "%s: gates.speedup_basis in a plan without a workload", path);
+		goto done;
+	}
 	*p = np;
 	memset(&np, 0, sizeof(np));
 done:
@@ -2378,6 +2668,23 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	int w = 14;
 
 	fprintf(f, "plan for %s (%s), tier %s, generation %s\n", p->card_id, p->card_path, p->tier, p->gen);
+	if (p->workload) {
+		int conc = -1;
+
+		fprintf(f, "  workload   %s (%s, sha256 %.16s...%s%.16s%s, seed %llu): %d tasks from its traffic\n",
+			p->workload->id, p->workload->path, p->workload->sha256,
+			*p->workload->trace_sha256 ? "; trace " : "", p->workload->trace_sha256,
+			*p->workload->trace_sha256 ? "..." : "", (unsigned long long)p->workload->seed, p->ntasks);
+		for (int i = 0; i < p->ntasks; i++) {
+			if (p->workload->concurrency[i] != conc) {
+				conc = p->workload->concurrency[i];
+				fprintf(f, "             concurrency %d:", conc);
+				for (int j = i; j < p->ntasks && p->workload->concurrency[j] == conc; j++)
+					fprintf(f, " %.3f", p->workload->weight[j]);
+				fprintf(f, " (weights)\n");
+			}
+		}
+	}
 	w = (int)strlen(p->baseline.name) > w ? (int)strlen(p->baseline.name) : w;
 	w = (int)strlen(p->candidate.name) > w ? (int)strlen(p->candidate.name) : w;
 	fprintf(f, "  baseline   %-*s %3d config%s (%s)\n", w, p->baseline.name, p->baseline.nconfigs,
@@ -2401,8 +2708,11 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	}
 	for (int k = 0; k < p->nrefs; k++)
 		print_reference(p, k, f);
-	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
-		p->parity_required ? "required" : "advisory", p->speedup_min,
+	fprintf(f, "  gates      parity %s, %s CI lower bound >= %g, capture %s\n",
+		p->parity_required ? "required" : "advisory",
+		p->workload ? "workload speedup (sum w x t_base / sum w x t_cand; geomean beside, not gated)" :
+			      "isolated speedup",
+		p->speedup_min,
 		p->capture_required ? "required" : "n/a on the CPU");
 	if (p->ntasks > 0) {
 		const struct task_spec *t = &p->tasks[0];
@@ -2593,6 +2903,7 @@ void plan_release(struct plan *p)
 {
 	if (!p)
 		return;
+	workload_plan_release(p->workload);
 	free(p->card_id);
 	free(p->card_path);
 	free(p->tier);
@@ -2768,8 +3079,10 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		DIFFER("card.hash is %.12s... in the plan, but %s hashes to %.12s... (the card changed since the plan "
 		       "was emitted)",
 		       p->card_hash, c->path, hex);
-	if (!(tier_bit = tier_bit_of(p->tier)))
-		DIFFER("tier is '%s' in the plan: the tiers are smoke, standard and full", p->tier);
+	if (p->workload ? strcmp(p->tier, "workload") != 0 : !(tier_bit = tier_bit_of(p->tier)))
+		DIFFER("tier is '%s' in the plan: the tiers are smoke, standard and full (and 'workload' with a "
+		       "workload)",
+		       p->tier);
 	if (!list_has(&c->match.gens, p->gen))
 		DIFFER("gen is '%s' in the plan, which is not in %s's match.gens", p->gen, c->path);
 	if (strcmp(p->regime, "decode"))
@@ -2781,8 +3094,28 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 
 	/* The task set of the tier and the card's dtypes, in order, every spec field. */
 	ndtypes = planned_dtypes(dtypes, c);
-	if ((err = derive_tasks(&d, dtypes, ndtypes, tier_bit, gpu, card_relax(c))))
+	if (p->workload) {
+		/* The workload's tasks, from the same file (its sha256 checked) and trace. */
+		struct workload w;
+		struct workload_tasks wt;
+
+		if ((err = workload_tasks_of(&wt, &w, p->workload->path, p->workload->sha256)))
+			goto done;
+		err = derive_workload_tasks(&d, dtypes, ndtypes, &w, &wt, card_relax(c));
+		workload_tasks_release(&wt);
+		workload_release(&w);
+		if (err)
+			goto done;
+		if (strcmp(p->workload->trace_sha256, d.workload->trace_sha256))
+			DIFFER("workload.trace_sha256 is '%.16s...' in the plan, but %s's trace hashes to '%.16s...'",
+			       p->workload->trace_sha256, p->workload->path, d.workload->trace_sha256);
+		if (p->workload->seed != d.workload->seed)
+			DIFFER("workload.seed is %llu in the plan, but %s says %llu",
+			       (unsigned long long)p->workload->seed, p->workload->path,
+			       (unsigned long long)d.workload->seed);
+	} else if ((err = derive_tasks(&d, dtypes, ndtypes, tier_bit, gpu, card_relax(c)))) {
 		goto done;
+	}
 	for (int i = 0; i < d.ntasks && !plan_trimmed_for_tests; i++) {
 		int k = -1;
 
@@ -2807,7 +3140,18 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 			DIFFER("tasks[%d] is '%s' in the plan, the tool plans '%s' there", j, p->tasks[j].name,
 			       d.tasks[j < d.ntasks ? j : 0].name);
 		prev = k;
-		snprintf(source, sizeof(source), "tier %s", p->tier);
+		if (p->workload && (p->workload->concurrency[j] != d.workload->concurrency[k] ||
+				    p->workload->steps[j] != d.workload->steps[k] ||
+				    p->workload->weight[j] != d.workload->weight[k]))
+			DIFFER("task '%s': workload is concurrency %d, %d steps, weight %.17g in the plan, but %s "
+			       "gives concurrency %d, %d steps, weight %.17g",
+			       p->tasks[j].name, p->workload->concurrency[j], p->workload->steps[j],
+			       p->workload->weight[j], p->workload->path, d.workload->concurrency[k],
+			       d.workload->steps[k], d.workload->weight[k]);
+		if (p->workload)
+			snprintf(source, sizeof(source), "workload %s", p->workload->path);
+		else
+			snprintf(source, sizeof(source), "tier %s", p->tier);
 		if (part_differs(diff, cap, &oom, task_spec_to_json(&p->tasks[j]), task_spec_to_json(&d.tasks[k]), "",
 				 source)) {
 			char line[1024];
@@ -2881,6 +3225,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 done:
 	spec_list_release(d.tasks, d.ntasks);
 	free(d.task_hash);
+	workload_plan_release(d.workload);
 	if (!err && oom)
 		err = vs_oom();
 	if (!err && differs)

@@ -577,6 +577,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		if (to->r.py_versions && !py_versions)
 			py_versions = to->r.py_versions;
 		sum[k].kv_dtype = p.tasks[i].kv_dtype;
+		sum[k].name = p.tasks[i].name;
+		sum[k].weight = p.workload ? p.workload->weight[i] : 0;
 		sum[k].skipped = to->r.skipped;
 		sum[k].complete = to->r.complete;
 		sum[k].parity_pass = to->r.parity_pass;
