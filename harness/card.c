@@ -806,6 +806,7 @@ static const struct field fields[] = {
 	{"expects.e2e_delta_min_pct", F_NUM, OFF(expects.e2e_delta_min_pct), OFF(expects.has_e2e_delta_min_pct), NULL},
 	{"expects.parity", F_ENUM, OFF(expects.parity), 0, parity_values},
 	{"expects.do_no_harm", F_STR, OFF(expects.do_no_harm), 0, NULL},
+	{"expects.workloads", F_LIST, OFF(expects.workloads), 0, NULL},
 	{"validation", F_MAP, 0, 0, NULL},
 	{"validation.status", F_ENUM, OFF(validation.status), 0, status_values},
 	{"validation.last_verified", F_DATE, OFF(validation.last_verified), 0, NULL},
@@ -1103,6 +1104,117 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 	}
 }
 
+/* One scalar of a workload record: "" unset, else its text; a mapping or sequence is an error. */
+static int record_scalar(const struct doc *d, const struct ynode *v, const char *key, char **out)
+{
+	if (v->kind != YN_SCALAR)
+		return doc_err(d, VS_ESCHEMA, v->b, key, "expected a scalar, found %s", kind_name(v));
+	return set_str(out, scalar_unset(v) ? "" : v->value);
+}
+
+static int record_number(const struct doc *d, const struct ynode *v, const char *key, double *out, int *has)
+{
+	if (v->kind != YN_SCALAR)
+		return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found %s", kind_name(v));
+	if (scalar_unset(v))
+		return 0;
+	if (v->style != YAML_PLAIN_SCALAR_STYLE || parse_number(v->value, out))
+		return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found '%s'", v->value);
+	if (has)
+		*has = 1;
+	return 0;
+}
+
+/*
+ * validation.workloads: a mapping of "<workload>@<gen>" to a record mapping (card.h), written by
+ * --record; every key of a record is known (a misspelt one would be a claim nobody checks).
+ */
+static int schema_workloads(const struct doc *d, struct card *c, const struct ynode *map, const char *prefix)
+{
+	struct card_validation *va = &c->validation;
+
+	if (map->kind != YN_MAP)
+		return scalar_unset(map) ? 0 :
+					   doc_err(d, VS_ESCHEMA, map->b, prefix,
+						   "expected a mapping of <workload>@<gen> keys, found %s", kind_name(map));
+	va->workloads = calloc((size_t)map->n / 2 + 1, sizeof(*va->workloads));
+	if (!va->workloads)
+		return vs_oom();
+	for (int i = 0; i + 1 < map->n; i += 2) {
+		const struct ynode *k = map->kid[i], *v = map->kid[i + 1];
+		struct card_workload_record *r = &va->workloads[va->nworkloads];
+		const char *at = k->value ? strchr(k->value, '@') : NULL;
+		char key[CARD_PATH_MAX];
+		int err = 0, has_lo = 0, has_hi = 0;
+
+		snprintf(key, sizeof(key), "%.120s.%.120s", prefix, k->value ? k->value : "");
+		if (!at || at == k->value || !at[1] || strchr(at + 1, '@'))
+			return doc_err(d, VS_ESCHEMA, k->b, key, "a record's key is <workload id>@<gen>, e.g. "
+								 "deepseek_v3_tp8_chat@sm_90");
+		if (v->kind != YN_MAP)
+			return doc_err(d, VS_ESCHEMA, v->b, key, "expected a mapping (a record), found %s",
+				       kind_name(v));
+		va->nworkloads++;
+		if ((err = set_str(&r->key, k->value)) || (err = set_str(&r->gen, at + 1)))
+			return err;
+		if (!(r->workload = strndup(k->value, (size_t)(at - k->value))))
+			return vs_oom();
+		for (int j = 0; !err && j + 1 < v->n; j += 2) {
+			const char *f = v->kid[j]->value ? v->kid[j]->value : "";
+			const struct ynode *x = v->kid[j + 1];
+			char fk[CARD_PATH_MAX];
+
+			snprintf(fk, sizeof(fk), "%.200s.%.50s", key, f);
+			if (!strcmp(f, "status"))
+				err = record_scalar(d, x, fk, &r->status);
+			else if (!strcmp(f, "last_verified"))
+				err = record_scalar(d, x, fk, &r->last_verified);
+			else if (!strcmp(f, "gpu"))
+				err = record_scalar(d, x, fk, &r->gpu);
+			else if (!strcmp(f, "parity"))
+				err = record_scalar(d, x, fk, &r->parity);
+			else if (!strcmp(f, "artifact"))
+				err = record_scalar(d, x, fk, &r->artifact);
+			else if (!strcmp(f, "speedup"))
+				err = record_number(d, x, fk, &r->speedup, &r->has_speedup);
+			else if (!strcmp(f, "ci95_lo"))
+				err = record_number(d, x, fk, &r->speedup_lo, &has_lo);
+			else if (!strcmp(f, "ci95_hi"))
+				err = record_number(d, x, fk, &r->speedup_hi, &has_hi);
+			else if (!strcmp(f, "isolated"))
+				err = record_number(d, x, fk, &r->isolated, &r->has_isolated);
+			else
+				err = doc_err(d, VS_ESCHEMA, v->kid[j]->b, fk,
+					      "unknown key of a workload record (status, last_verified, gpu, speedup, "
+					      "ci95_lo, ci95_hi, isolated, parity, artifact)");
+		}
+		if (err)
+			return err;
+		if (!r->status || !enum_has(status_values, r->status) || !strcmp(r->status, "draft"))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "status is '%s': a record is validated or failed",
+				       r->status ? r->status : "");
+		if (r->has_speedup != has_lo || r->has_speedup != has_hi)
+			return doc_err(d, VS_ESCHEMA, v->b, key, "speedup, ci95_lo and ci95_hi come together");
+		if (r->parity && *r->parity && !enum_has(measured_parity_values, r->parity))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "parity is '%s' (pass or fail)", r->parity);
+		if (r->last_verified && *r->last_verified && !valid_date(r->last_verified))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "last_verified '%s' is not a date YYYY-MM-DD",
+				       r->last_verified);
+		for (int q = 0; q + 1 < va->nworkloads; q++)
+			if (!strcmp(va->workloads[q].key, r->key))
+				return doc_err(d, VS_ESCHEMA, k->b, key, "recorded twice");
+	}
+	return 0;
+}
+
+const struct card_workload_record *card_workload_record_find(const struct card *c, const char *key)
+{
+	for (int i = 0; i < c->validation.nworkloads; i++)
+		if (!strcmp(c->validation.workloads[i].key, key))
+			return &c->validation.workloads[i];
+	return NULL;
+}
+
 /* Type the mapping map (at dotted prefix) into c; unknown keys go to c->unknown. */
 static int schema_map(const struct doc *d, struct card *c, const struct ynode *map, const char *prefix)
 {
@@ -1118,7 +1230,9 @@ static int schema_map(const struct doc *d, struct card *c, const struct ynode *m
 		if (err)
 			break;
 		f = field_find(key);
-		if (f && !strcmp(key, "match.from_backend") && v->kind == YN_SEQ)
+		if (!strcmp(key, "validation.workloads"))
+			err = schema_workloads(d, c, v, key);
+		else if (f && !strcmp(key, "match.from_backend") && v->kind == YN_SEQ)
 			err = schema_list(d, &c->match.from_backends, v, key); /* GEAK's list of sources */
 		else if (!f)
 			err = unknown_add(c, d, key, v);
@@ -1315,6 +1429,19 @@ void card_release(struct card *c)
 	}
 	free(c->unknown);
 	free(c->validation.typed_why);
+	for (int i = 0; i < c->validation.nworkloads; i++) {
+		struct card_workload_record *r = &c->validation.workloads[i];
+
+		free(r->key);
+		free(r->workload);
+		free(r->gen);
+		free(r->status);
+		free(r->last_verified);
+		free(r->gpu);
+		free(r->parity);
+		free(r->artifact);
+	}
+	free(c->validation.workloads);
 	list_release(&c->match.from_backends);
 	for (int i = 0; i < c->loc_count; i++)
 		free(c->locs[i].key);
@@ -2171,7 +2298,10 @@ static void fmt_flow_map(struct sbuf *sb, const struct rval *rv, int n)
 			sb_adds(sb, ", ");
 		sb_adds(sb, rv[i].key);
 		sb_adds(sb, ": ");
-		fmt_value(sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
+		if (rv[i].kind == R_MAP)
+			fmt_flow_map(sb, rv[i].sub, rv[i].nsub);
+		else
+			fmt_value(sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
 	}
 	sb_add(sb, "}", 1);
 }
@@ -2457,6 +2587,30 @@ static int check_edited_card(const struct card *c, const char *hash, const char 
 	return 0;
 }
 
+/* The card's text with the edits applied, in order of position (insertions at one point keep their order). */
+static int apply_edits(struct sbuf *res, const struct card *c, struct edits *ed)
+{
+	size_t at = 0;
+
+	for (int i = 1; i < ed->n; i++) {
+		struct edit x = ed->v[i];
+		int j = i;
+
+		for (; j > 0 && ed->v[j - 1].b > x.b; j--)
+			ed->v[j] = ed->v[j - 1];
+		ed->v[j] = x;
+	}
+	for (int i = 0; i < ed->n; i++) {
+		if (ed->v[i].b < at)
+			return vs_error(VS_EPARSE, "%s: validation: internal error: overlapping edits", c->path);
+		sb_add(res, c->text + at, ed->v[i].b - at);
+		sb_adds(res, ed->v[i].text);
+		at = ed->v[i].e;
+	}
+	sb_add(res, c->text + at, c->text_len - at);
+	return res->oom ? vs_oom() : 0;
+}
+
 int card_set_validation(char **out, size_t *out_len, const struct card *c, const struct card_validation *v)
 {
 	struct doc d;
@@ -2464,7 +2618,6 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	struct sbuf res = {0};
 	const struct ynode *vn;
 	char hash[FS_SHA256_HEX];
-	size_t at = 0;
 	int err;
 	/* measured.spread (last of its map) and recorded_over only when set, as the implementations */
 	const struct rval meas[] = {
@@ -2532,31 +2685,8 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 			      kind_name(vn));
 	else
 		err = edit_map(&d, vn, "validation", rv, nrv, &ed);
-	if (err)
+	if (err || (err = apply_edits(&res, c, &ed)))
 		goto done;
-	/* apply in order of position (stable: insertions at one point keep their order) */
-	for (int i = 1; i < ed.n; i++) {
-		struct edit x = ed.v[i];
-		int j = i;
-
-		for (; j > 0 && ed.v[j - 1].b > x.b; j--)
-			ed.v[j] = ed.v[j - 1];
-		ed.v[j] = x;
-	}
-	for (int i = 0; i < ed.n; i++) {
-		if (ed.v[i].b < at) {
-			err = vs_error(VS_EPARSE, "%s: validation: internal error: overlapping edits", c->path);
-			goto done;
-		}
-		sb_add(&res, c->text + at, ed.v[i].b - at);
-		sb_adds(&res, ed.v[i].text);
-		at = ed.v[i].e;
-	}
-	sb_add(&res, c->text + at, c->text_len - at);
-	if (res.oom) {
-		err = vs_oom();
-		goto done;
-	}
 	err = check_edited_card(c, hash, res.buf, res.len, v);
 	if (err)
 		goto done;
@@ -2564,6 +2694,85 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	*out_len = res.len;
 	memset(&res, 0, sizeof(res));
 done:
+	sb_release(&res);
+	edits_release(&ed);
+	doc_release(&d);
+	return err;
+}
+
+int card_set_workload_record(char **out, size_t *out_len, const struct card *c, const struct card_workload_record *r)
+{
+	struct doc d;
+	struct edits ed = {0};
+	struct sbuf res = {0};
+	struct card tmp;
+	const struct ynode *vn;
+	const struct card_workload_record *back;
+	char hash[FS_SHA256_HEX], h2[FS_SHA256_HEX];
+	int err, quiet;
+	const struct rval fields_rv[] = {
+		{"status", R_STR, nz(r->status), 0, 0, NULL, 0},
+		{"last_verified", R_DATE, nz(r->last_verified), 0, 0, NULL, 0},
+		{"gpu", R_STR, nz(r->gpu), 0, 0, NULL, 0},
+		{"speedup", R_NUM, "", r->has_speedup, r->speedup, NULL, 0},
+		{"ci95_lo", R_NUM, "", r->has_speedup, r->speedup_lo, NULL, 0},
+		{"ci95_hi", R_NUM, "", r->has_speedup, r->speedup_hi, NULL, 0},
+		{"isolated", R_NUM, "", r->has_isolated, r->isolated, NULL, 0},
+		{"parity", R_STR, nz(r->parity), 0, 0, NULL, 0},
+		{"artifact", R_STR, nz(r->artifact), 0, 0, NULL, 0},
+	};
+	const struct rval rec = {r->key, R_MAP, "", 0, 0, fields_rv, (int)(sizeof(fields_rv) / sizeof(fields_rv[0]))};
+	const struct rval top = {"workloads", R_MAP, "", 0, 0, &rec, 1};
+
+	memset(&tmp, 0, sizeof(tmp));
+	if (!r->key || !strchr(r->key, '@') || !plain_safe(r->key) || !enum_has(status_values, nz(r->status)) ||
+	    !strcmp(nz(r->status), "draft") || (*nz(r->last_verified) && !valid_date(r->last_verified)) ||
+	    (r->has_speedup && !(isfinite(r->speedup) && isfinite(r->speedup_lo) && isfinite(r->speedup_hi))) ||
+	    (r->has_isolated && !isfinite(r->isolated)))
+		return vs_error(VS_ESCHEMA, "%s: validation.workloads: cannot record '%s' (%s)", c->path,
+				nz(r->key), nz(r->status));
+	if ((err = doc_open(&d, c->path, c->text, c->text_len)))
+		return err;
+	if ((err = doc_hash(&d, hash)))
+		goto done;
+	if (d.root->style == 1) {
+		err = doc_err(&d, VS_ESCHEMA, d.root->b, "front matter",
+			      "the front matter is one flow mapping {...}; write it as key: value lines to record into "
+			      "it");
+		goto done;
+	}
+	vn = map_find(d.root, "validation", NULL);
+	if (!vn)
+		err = edit_append(&d, &top, 1, &ed);
+	else if (vn->kind != YN_MAP)
+		err = doc_err(&d, VS_ESCHEMA, vn->b, "validation", "expected a mapping of keys, found %s",
+			      kind_name(vn));
+	else
+		err = edit_map(&d, vn, "validation", &top, 1, &ed);
+	if (err || (err = apply_edits(&res, c, &ed)))
+		goto done;
+	/* it must read back: the same hash, the record as given */
+	quiet = vs_error_set_quiet(1);
+	err = card_parse(&tmp, c->path, res.buf, res.len);
+	if (!err)
+		err = card_hash(&tmp, h2);
+	vs_error_set_quiet(quiet);
+	back = err ? NULL : card_workload_record_find(&tmp, r->key);
+	if (!back || strcmp(hash, h2) || strcmp(nz(back->status), nz(r->status)) ||
+	    strcmp(nz(back->artifact), nz(r->artifact)) || back->has_speedup != r->has_speedup ||
+	    (r->has_speedup && (back->speedup != r->speedup || back->speedup_lo != r->speedup_lo ||
+				back->speedup_hi != r->speedup_hi))) {
+		err = vs_error(VS_EPARSE,
+			       "%s: validation.workloads.%s: internal error: the recorded card does not read back the "
+			       "values written (nothing was written)",
+			       c->path, r->key);
+		goto done;
+	}
+	*out = res.buf;
+	*out_len = res.len;
+	memset(&res, 0, sizeof(res));
+done:
+	card_release(&tmp);
 	sb_release(&res);
 	edits_release(&ed);
 	doc_release(&d);

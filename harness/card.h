@@ -28,6 +28,29 @@ struct card_unknown {
 /** The lowest isolated_speedup_min a card may set, with expects.do_no_harm saying why. */
 #define CARD_DO_NO_HARM_MIN 0.95
 
+/**
+ * One deployment's record, validation.workloads.<workload>@<gen> (docs/DESIGN.md "Workloads"):
+ * what --record wrote from a workload plan's run (`--emit-plan --workload`). Strings are owned, ""
+ * when unset.
+ *   speedup, speedup_lo, speedup_hi  the workload speedup (sum w x t_base / sum w x t_cand) and its
+ *                                    95% CI: what the verdict gated on
+ *   isolated                         the equal-weight geomean of the same run, beside it
+ */
+struct card_workload_record {
+	char *key;      /* "<workload id>@<gen>", as written */
+	char *workload; /* the part before '@' */
+	char *gen;      /* the part after '@' */
+	char *status;   /* "validated" or "failed" */
+	char *last_verified;
+	char *gpu;
+	int has_speedup;
+	double speedup, speedup_lo, speedup_hi;
+	int has_isolated;
+	double isolated;
+	char *parity; /* "pass", "fail" or "" */
+	char *artifact;
+};
+
 struct card_validation {
 	char *status;        /* "draft", "validated", "failed" ("" when unset) */
 	char *last_verified; /* YYYY-MM-DD or "" */
@@ -61,6 +84,9 @@ struct card_validation {
 	 */
 	char *spread;
 	char *recorded_over;
+	/* validation.workloads: one record per (workload, gen) a workload plan's run was recorded for */
+	struct card_workload_record *workloads;
+	int nworkloads;
 };
 
 /** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
@@ -99,6 +125,8 @@ struct card {
 		double e2e_delta_min_pct;
 		char *parity;     /* "required" (default when absent), "advisory", or "relaxed(<tol>)" (GEAK's
 		                   * template: parity required at the card's tolerance, card_parity_relaxed()) */
+		struct card_list workloads; /* expects.workloads: the deployments (workload ids, workloads/<id>.yaml)
+		                             * the card claims for; each is validated by its own record */
 		char *do_no_harm; /* why a gate below 1.0 is right (a change that must not slow down:
 		                   * a refactor, a port); allows isolated_speedup_min down to
 		                   * CARD_DO_NO_HARM_MIN */
@@ -175,6 +203,17 @@ int card_hash(const struct card *c, char hex[65]);
  * Errors: VS_EPARSE, VS_ESCHEMA (a value that cannot be recorded, `validation` not a mapping).
  */
 int card_set_validation(char **out, size_t *out_len, const struct card *c, const struct card_validation *v);
+
+/**
+ * The text of the card with validation.workloads.<r->key> set to r (status, last_verified, gpu,
+ * speedup, ci95_lo, ci95_hi, isolated, parity, artifact), every other byte unchanged, the card hash
+ * the same: a card without a validation block gets one holding only `workloads`. *out is malloc'd.
+ * Errors: as card_set_validation().
+ */
+int card_set_workload_record(char **out, size_t *out_len, const struct card *c, const struct card_workload_record *r);
+
+/** The record of validation.workloads with this key ("<workload>@<gen>"), or NULL. */
+const struct card_workload_record *card_workload_record_find(const struct card *c, const char *key);
 
 /** The largest tolerance a card's `expects.parity: relaxed(<tol>)` may state. */
 #define CARD_PARITY_RELAXED_MAX 0.5

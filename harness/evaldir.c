@@ -2615,6 +2615,27 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 	evidence_e2e(e);
 	if ((err = check_run(e, &p, dir, path, &status, impl_files)))
 		goto done;
+	if (p.workload) {
+		const cJSON *wj = jget(ov, "workload"), *sp = jget(wj, "speedup");
+
+		e->workload = jstr(wj, "id");
+		if (!e->workload || strcmp(e->workload, p.workload->id)) {
+			status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY, "%s: overall.workload.id is '%s', the plan's workload is '%s'", dir,
+				       e->workload ? e->workload : "(none)", p.workload->id);
+			goto done;
+		}
+		if (cJSON_IsObject(sp)) {
+			e->has_workload = 1;
+			e->workload_speedup = cJSON_GetNumberValue(jget(sp, "estimate"));
+			e->workload_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0));
+			e->workload_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1));
+		}
+	} else if (jget(ov, "workload")) {
+		status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: result.json has overall.workload, its plan has no workload", dir);
+		goto done;
+	}
 	/* The plan copy is for this card. */
 	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
 		err = vs_error(VS_EVERIFY,
@@ -2764,6 +2785,69 @@ static void claim_problem(int *problems, char *why, size_t cap, const char *shor
 	(*problems)++;
 }
 
+void evidence_workload_record(struct card_workload_record *r, char *key, size_t key_cap, const struct evidence *e,
+			      const char *artifact)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(key, key_cap, "%s@%s", e->workload ? e->workload : "", e->gen ? e->gen : "");
+	r->key = key;
+	r->workload = (char *)e->workload;
+	r->gen = (char *)e->gen;
+	r->status = (char *)(strcmp(e->verdict, "validated") ? "failed" : "validated");
+	r->last_verified = (char *)e->date;
+	r->gpu = (char *)e->device_name;
+	/* three decimals, as validation.measured.isolated; result.json keeps full precision */
+	r->has_speedup = e->has_workload;
+	r->speedup = round(e->workload_speedup * 1000.0) / 1000.0;
+	r->speedup_lo = round(e->workload_lo * 1000.0) / 1000.0;
+	r->speedup_hi = round(e->workload_hi * 1000.0) / 1000.0;
+	r->has_isolated = e->has_isolated;
+	r->isolated = round(e->isolated * 1000.0) / 1000.0;
+	r->parity = (char *)e->parity;
+	r->artifact = (char *)artifact;
+}
+
+int evidence_check_workload_claims(const struct card_workload_record *have, const struct evidence *e,
+				   const char *card_path, char *why, size_t why_cap)
+{
+	struct card_workload_record want;
+	char key[256];
+	int problems = 0;
+
+	if (!e->workload) {
+		claim_problem(&problems, why, why_cap, "not a workload run",
+			      "%s: validation.workloads.%s: its artifact is a tier run, not a run of a workload plan",
+			      card_path, have->key);
+		return problems;
+	}
+	evidence_workload_record(&want, key, sizeof(key), e, have->artifact);
+#define CHECK_STR(field, name)                                                                                         	if (!str_eq(have->field, want.field))                                                                          		claim_problem(&problems, why, why_cap, "validation.workloads." name " differs from the evidence",      			      "%s: validation.workloads.%s." name " is '%s' but the evidence says '%s'", card_path,    			      have->key, have->field ? have->field : "", want.field ? want.field : "");
+	CHECK_STR(key, "key");
+	CHECK_STR(status, "status");
+	CHECK_STR(last_verified, "last_verified");
+	CHECK_STR(gpu, "gpu");
+	CHECK_STR(parity, "parity");
+#undef CHECK_STR
+	if (have->has_speedup != want.has_speedup ||
+	    (want.has_speedup && (fabs(have->speedup - want.speedup) > 0.0005 ||
+				  fabs(have->speedup_lo - want.speedup_lo) > 0.0005 ||
+				  fabs(have->speedup_hi - want.speedup_hi) > 0.0005)))
+		claim_problem(&problems, why, why_cap, "validation.workloads speedup differs from the evidence",
+			      "%s: validation.workloads.%s.speedup is %g [%g, %g] but the evidence says %.3f [%.3f, "
+			      "%.3f]",
+			      card_path, have->key, have->speedup, have->speedup_lo, have->speedup_hi, want.speedup,
+			      want.speedup_lo, want.speedup_hi);
+	if (have->has_isolated != want.has_isolated ||
+	    (want.has_isolated && fabs(have->isolated - want.isolated) > 0.0005))
+		claim_problem(&problems, why, why_cap, "validation.workloads isolated differs from the evidence",
+			      "%s: validation.workloads.%s.isolated is %g but the evidence says %.3f", card_path,
+			      have->key, have->isolated, want.isolated);
+	if (!strcmp(want.status, "validated") && e->kernels_dirty)
+		claim_problem(&problems, why, why_cap, "validated from a dirty build",
+			      "%s: validation.workloads.%s: validated from a dirty build", card_path, have->key);
+	return problems;
+}
+
 int evidence_check_claims(const struct card_validation *have, const struct evidence *e, const char *card_path,
 			  char *why, size_t why_cap)
 {
@@ -2815,6 +2899,11 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 	if (!strcmp(want.status, "validated") && e->kernels_dirty)
 		claim_problem(&problems, why, why_cap, "validated from a dirty build",
 			      "%s: validated from a dirty build", card_path);
+	if (e->workload)
+		claim_problem(&problems, why, why_cap, "validation.artifact is a workload run",
+			      "%s: validation.artifact is a run of workload '%s': a workload's verdict is recorded "
+			      "under validation.workloads, never as the card's tier verdict",
+			      card_path, e->workload);
 	return problems;
 }
 

@@ -287,6 +287,9 @@ struct evidence {
 	const char *baseline, *candidate;      /* the implementations measured */
 	int family_baseline, family_candidate; /* the card names a family there (record the name) */
 	char date[11];                         /* YYYY-MM-DD of the run's end (UTC) */
+	const char *workload; /* a workload plan's workload id (points into result), NULL for a tier plan */
+	int has_workload;     /* the workload speedup below is set (some task was timed) */
+	double workload_speedup, workload_lo, workload_hi;
 	int has_e2e;                           /* the plan had an e2e stage and some task was timed */
 	double e2e_pct, e2e_lo, e2e_hi;        /* overall e2e_pct (geomean step-time ratio) and CI */
 	char result_sha256[65];
@@ -320,6 +323,22 @@ void evidence_release(struct evidence *e);
  * task of p has a chosen config there), VS_ENOMEM.
  */
 int evaldir_pin_configs(struct plan *p, const struct card *c, const char *dir);
+
+/**
+ * The workload record (card.h) a workload plan's evidence e proves: key "<workload>@<gen>" written
+ * into key (key_cap bytes), the workload speedup and the geomean to three decimals; strings point
+ * into e, key or static storage.
+ */
+void evidence_workload_record(struct card_workload_record *r, char *key, size_t key_cap, const struct evidence *e,
+			      const char *artifact);
+
+/**
+ * Does the record have claim what its (verified) evidence e proves (evidence_check_claims() for a
+ * validation.workloads entry)? Returns the number of problems, the first one's message in why (may
+ * be NULL, each problem also reported with vs_error when why is NULL).
+ */
+int evidence_check_workload_claims(const struct card_workload_record *have, const struct evidence *e,
+				   const char *card_path, char *why, size_t why_cap);
 
 /** The validation values an evidence proves for card c (strings point into e or static storage). */
 void evidence_validation(struct card_validation *v, const struct evidence *e, const char *artifact);
