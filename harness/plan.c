@@ -1465,10 +1465,6 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 			"be recorded into the card",
 			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base, cand);
 
-	if (o && o->workload && !list_has(&c->expects.workloads, o->workload) && !strchr(o->workload, '/'))
-		vs_warn("%s does not claim for workload '%s' (expects.workloads): this plan's runs cannot be recorded "
-			"into the card; list it there first",
-			c->path, o->workload);
 	np.card_id = strdup(c->id);
 	np.card_path = strdup(c->path);
 	np.tier = strdup(tier);
@@ -1507,6 +1503,10 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 				err = vs_oom();
 			if (!err)
 				np.workload->path = rel;
+			if (!err && !list_has(&c->expects.workloads, w.id))
+				vs_warn("%s does not claim for workload '%s' (expects.workloads): this plan's runs cannot be "
+					"recorded into the card; list it there first",
+					c->path, w.id);
 			workload_tasks_release(&wt);
 			workload_release(&w);
 		}
