@@ -1134,9 +1134,10 @@ static int schema_workloads(const struct doc *d, struct card *c, const struct yn
 	struct card_validation *va = &c->validation;
 
 	if (map->kind != YN_MAP)
-		return scalar_unset(map) ? 0 :
-					   doc_err(d, VS_ESCHEMA, map->b, prefix,
-						   "expected a mapping of <workload>@<gen> keys, found %s", kind_name(map));
+		return scalar_unset(map) ?
+			       0 :
+			       doc_err(d, VS_ESCHEMA, map->b, prefix,
+				       "expected a mapping of <workload>@<gen> keys, found %s", kind_name(map));
 	va->workloads = calloc((size_t)map->n / 2 + 1, sizeof(*va->workloads));
 	if (!va->workloads)
 		return vs_oom();
@@ -1149,8 +1150,9 @@ static int schema_workloads(const struct doc *d, struct card *c, const struct yn
 
 		snprintf(key, sizeof(key), "%.120s.%.120s", prefix, k->value ? k->value : "");
 		if (!at || at == k->value || !at[1] || strchr(at + 1, '@'))
-			return doc_err(d, VS_ESCHEMA, k->b, key, "a record's key is <workload id>@<gen>, e.g. "
-								 "deepseek_v3_tp8_chat@sm_90");
+			return doc_err(d, VS_ESCHEMA, k->b, key,
+				       "a record's key is <workload id>@<gen>, e.g. "
+				       "deepseek_v3_tp8_chat@sm_90");
 		if (v->kind != YN_MAP)
 			return doc_err(d, VS_ESCHEMA, v->b, key, "expected a mapping (a record), found %s",
 				       kind_name(v));
@@ -2729,8 +2731,8 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 	    !strcmp(nz(r->status), "draft") || (*nz(r->last_verified) && !valid_date(r->last_verified)) ||
 	    (r->has_speedup && !(isfinite(r->speedup) && isfinite(r->speedup_lo) && isfinite(r->speedup_hi))) ||
 	    (r->has_isolated && !isfinite(r->isolated)))
-		return vs_error(VS_ESCHEMA, "%s: validation.workloads: cannot record '%s' (%s)", c->path,
-				nz(r->key), nz(r->status));
+		return vs_error(VS_ESCHEMA, "%s: validation.workloads: cannot record '%s' (%s)", c->path, nz(r->key),
+				nz(r->status));
 	if ((err = doc_open(&d, c->path, c->text, c->text_len)))
 		return err;
 	if ((err = doc_hash(&d, hash)))
@@ -2760,8 +2762,8 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 	back = err ? NULL : card_workload_record_find(&tmp, r->key);
 	if (!back || strcmp(hash, h2) || strcmp(nz(back->status), nz(r->status)) ||
 	    strcmp(nz(back->artifact), nz(r->artifact)) || back->has_speedup != r->has_speedup ||
-	    (r->has_speedup && (back->speedup != r->speedup || back->speedup_lo != r->speedup_lo ||
-				back->speedup_hi != r->speedup_hi))) {
+	    (r->has_speedup &&
+	     (back->speedup != r->speedup || back->speedup_lo != r->speedup_lo || back->speedup_hi != r->speedup_hi))) {
 		err = vs_error(VS_EPARSE,
 			       "%s: validation.workloads.%s: internal error: the recorded card does not read back the "
 			       "values written (nothing was written)",

@@ -123,11 +123,11 @@ struct card {
 		double isolated_speedup_min;
 		int has_e2e_delta_min_pct;
 		double e2e_delta_min_pct;
-		char *parity;     /* "required" (default when absent), "advisory", or "relaxed(<tol>)" (GEAK's
+		char *parity;               /* "required" (default when absent), "advisory", or "relaxed(<tol>)" (GEAK's
 		                   * template: parity required at the card's tolerance, card_parity_relaxed()) */
 		struct card_list workloads; /* expects.workloads: the deployments (workload ids, workloads/<id>.yaml)
 		                             * the card claims for; each is validated by its own record */
-		char *do_no_harm; /* why a gate below 1.0 is right (a change that must not slow down:
+		char *do_no_harm;           /* why a gate below 1.0 is right (a change that must not slow down:
 		                   * a refactor, a port); allows isolated_speedup_min down to
 		                   * CARD_DO_NO_HARM_MIN */
 	} expects;

@@ -1167,8 +1167,8 @@ done:
  * five, largest first.
  */
 static int workload_overall(int *oom, cJSON *ov, struct stats_ci *ci, const struct plan *p,
-			    const struct evaldir_task_summary *t, int n, const double **tb, const double **tc, const int *np,
-			    const double *w, int nspeed)
+			    const struct evaldir_task_summary *t, int n, const double **tb, const double **tc,
+			    const int *np, const double *w, int nspeed)
 {
 	double held = 0, total = 0, *share = NULL;
 	int err, *order = NULL;
@@ -2821,7 +2821,11 @@ int evidence_check_workload_claims(const struct card_workload_record *have, cons
 		return problems;
 	}
 	evidence_workload_record(&want, key, sizeof(key), e, have->artifact);
-#define CHECK_STR(field, name)                                                                                         	if (!str_eq(have->field, want.field))                                                                          		claim_problem(&problems, why, why_cap, "validation.workloads." name " differs from the evidence",      			      "%s: validation.workloads.%s." name " is '%s' but the evidence says '%s'", card_path,    			      have->key, have->field ? have->field : "", want.field ? want.field : "");
+#define CHECK_STR(field, name)                                                                                         \
+	if (!str_eq(have->field, want.field))                                                                          \
+		claim_problem(&problems, why, why_cap, "validation.workloads." name " differs from the evidence",      \
+			      "%s: validation.workloads.%s." name " is '%s' but the evidence says '%s'", card_path,    \
+			      have->key, have->field ? have->field : "", want.field ? want.field : "");
 	CHECK_STR(key, "key");
 	CHECK_STR(status, "status");
 	CHECK_STR(last_verified, "last_verified");
@@ -2829,9 +2833,9 @@ int evidence_check_workload_claims(const struct card_workload_record *have, cons
 	CHECK_STR(parity, "parity");
 #undef CHECK_STR
 	if (have->has_speedup != want.has_speedup ||
-	    (want.has_speedup && (fabs(have->speedup - want.speedup) > 0.0005 ||
-				  fabs(have->speedup_lo - want.speedup_lo) > 0.0005 ||
-				  fabs(have->speedup_hi - want.speedup_hi) > 0.0005)))
+	    (want.has_speedup &&
+	     (fabs(have->speedup - want.speedup) > 0.0005 || fabs(have->speedup_lo - want.speedup_lo) > 0.0005 ||
+	      fabs(have->speedup_hi - want.speedup_hi) > 0.0005)))
 		claim_problem(&problems, why, why_cap, "validation.workloads speedup differs from the evidence",
 			      "%s: validation.workloads.%s.speedup is %g [%g, %g] but the evidence says %.3f [%.3f, "
 			      "%.3f]",

@@ -290,8 +290,8 @@ struct evidence {
 	const char *workload; /* a workload plan's workload id (points into result), NULL for a tier plan */
 	int has_workload;     /* the workload speedup below is set (some task was timed) */
 	double workload_speedup, workload_lo, workload_hi;
-	int has_e2e;                           /* the plan had an e2e stage and some task was timed */
-	double e2e_pct, e2e_lo, e2e_hi;        /* overall e2e_pct (geomean step-time ratio) and CI */
+	int has_e2e;                    /* the plan had an e2e stage and some task was timed */
+	double e2e_pct, e2e_lo, e2e_hi; /* overall e2e_pct (geomean step-time ratio) and CI */
 	char result_sha256[65];
 };
 

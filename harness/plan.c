@@ -1293,13 +1293,15 @@ static int workload_tasks_of(struct workload_tasks *wt, struct workload *w, cons
 		return err;
 	if (want_sha256 && strcmp(want_sha256, w->sha256)) {
 		err = vs_error(VS_EVERIFY,
-			       "%s: sha256 is %.16s..., the plan was made from %.16s...: the workload changed since the "
+			       "%s: sha256 is %.16s..., the plan was made from %.16s...: the workload changed since "
+			       "the "
 			       "plan was emitted; emit it again",
 			       file, w->sha256, want_sha256);
 		workload_release(w);
 		return err;
 	}
-	if (w->trace_path && (err = workload_trace_read(&trace, w->trace_path, w->context_column, w->generated_column))) {
+	if (w->trace_path &&
+	    (err = workload_trace_read(&trace, w->trace_path, w->context_column, w->generated_column))) {
 		workload_release(w);
 		return err;
 	}
@@ -1408,8 +1410,9 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	memset(&np, 0, sizeof(np));
 	np.generator = VS_GENERATOR_VERSION;
 	if (o && o->workload && o->tier)
-		return vs_error(VS_EUSAGE, "--tier %s and --workload %s: a workload plan's tasks come from its traffic, "
-					  "not from a tier; give one of them",
+		return vs_error(VS_EUSAGE,
+				"--tier %s and --workload %s: a workload plan's tasks come from its traffic, "
+				"not from a tier; give one of them",
 				o->tier, o->workload);
 	if (o && o->workload)
 		tier = "workload";
@@ -1504,7 +1507,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 			if (!err)
 				np.workload->path = rel;
 			if (!err && !list_has(&c->expects.workloads, w.id))
-				vs_warn("%s does not claim for workload '%s' (expects.workloads): this plan's runs cannot be "
+				vs_warn("%s does not claim for workload '%s' (expects.workloads): this plan's runs "
+					"cannot be "
 					"recorded into the card; list it there first",
 					c->path, w.id);
 			workload_tasks_release(&wt);
@@ -2401,15 +2405,15 @@ static int workload_from_json(struct plan *np, const cJSON *root, const char *pa
 	if (!wj) {
 		for (int i = 0; i < np->ntasks; i++)
 			if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tasks, i), "workload"))
-				return vs_error(VS_ESCHEMA, "%s: tasks[%d].workload in a plan without \"workload\"", path,
-						i);
+				return vs_error(VS_ESCHEMA, "%s: tasks[%d].workload in a plan without \"workload\"",
+						path, i);
 		if (!strcmp(np->tier, "workload"))
 			return vs_error(VS_ESCHEMA, "%s: tier is 'workload' but the plan has no \"workload\"", path);
 		return 0;
 	}
 	if (strcmp(np->tier, "workload"))
-		return vs_error(VS_ESCHEMA, "%s: the plan has a \"workload\" but its tier is '%s', not 'workload'", path,
-				np->tier);
+		return vs_error(VS_ESCHEMA, "%s: the plan has a \"workload\" but its tier is '%s', not 'workload'",
+				path, np->tier);
 	w = calloc(1, sizeof(*w));
 	VS_CHECK_ALLOC(w);
 	np->workload = w;
@@ -2435,14 +2439,16 @@ static int workload_from_json(struct plan *np, const cJSON *root, const char *pa
 
 		snprintf(where, sizeof(where), "tasks[%d].workload", i);
 		if (!cJSON_IsObject(tw))
-			return vs_error(VS_ESCHEMA, "%s: %s is missing (a workload plan weighs every task)", path, where);
+			return vs_error(VS_ESCHEMA, "%s: %s is missing (a workload plan weighs every task)", path,
+					where);
 		if ((err = get_int(&w->concurrency[i], tw, "concurrency", 1, WORKLOAD_MAX_CONCURRENCY, path, where)) ||
 		    (err = get_int(&w->steps[i], tw, "steps", 1, INT32_MAX, path, where)) ||
 		    (err = get_real(&w->weight[i], tw, "weight", 0, 1, path, where)))
 			return err;
 		if (!(w->weight[i] > 0))
-			return vs_error(VS_ESCHEMA, "%s: %s.weight is 0: every task of a workload plan weighs something",
-					path, where);
+			return vs_error(VS_ESCHEMA,
+					"%s: %s.weight is 0: every task of a workload plan weighs something", path,
+					where);
 		sum += w->weight[i];
 	}
 	if (fabs(sum - 1) > 1e-9)
@@ -2596,7 +2602,8 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		const char *basis = get_str(gates, "speedup_basis");
 
 		if (!basis || strcmp(basis, "workload")) {
-			err = vs_error(VS_ESCHEMA, "%s: gates.speedup_basis must be 'workload' in a workload plan", path);
+			err = vs_error(VS_ESCHEMA, "%s: gates.speedup_basis must be 'workload' in a workload plan",
+				       path);
 			goto done;
 		}
 	} else if (cJSON_GetObjectItemCaseSensitive(gates, "speedup_basis")) {
@@ -2716,8 +2723,7 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		p->parity_required ? "required" : "advisory",
 		p->workload ? "workload speedup (sum w x t_base / sum w x t_cand; geomean beside, not gated)" :
 			      "isolated speedup",
-		p->speedup_min,
-		p->capture_required ? "required" : "n/a on the CPU");
+		p->speedup_min, p->capture_required ? "required" : "n/a on the CPU");
 	if (p->ntasks > 0) {
 		const struct task_spec *t = &p->tasks[0];
 		struct task_spec tool;
@@ -3144,9 +3150,9 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 			DIFFER("tasks[%d] is '%s' in the plan, the tool plans '%s' there", j, p->tasks[j].name,
 			       d.tasks[j < d.ntasks ? j : 0].name);
 		prev = k;
-		if (p->workload && (p->workload->concurrency[j] != d.workload->concurrency[k] ||
-				    p->workload->steps[j] != d.workload->steps[k] ||
-				    p->workload->weight[j] != d.workload->weight[k]))
+		if (p->workload &&
+		    (p->workload->concurrency[j] != d.workload->concurrency[k] ||
+		     p->workload->steps[j] != d.workload->steps[k] || p->workload->weight[j] != d.workload->weight[k]))
 			DIFFER("task '%s': workload is concurrency %d, %d steps, weight %.17g in the plan, but %s "
 			       "gives concurrency %d, %d steps, weight %.17g",
 			       p->tasks[j].name, p->workload->concurrency[j], p->workload->steps[j],

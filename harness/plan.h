@@ -133,13 +133,13 @@ struct plan_pin {
  */
 struct plan_workload {
 	char *id;
-	char *path;              /* the workload file, repo-relative when it lies in the repository */
-	char sha256[65];         /* of the file when planned */
-	char trace_sha256[65];   /* of its trace, "" for a histogram */
-	uint64_t seed;           /* the simulation's */
-	int *concurrency;        /* [plan ntasks]: the concurrency (= batch) task i stands for */
-	int *steps;              /* [plan ntasks]: the sampled decode steps it stands for */
-	double *weight;          /* [plan ntasks]: its weight; the weights of a plan sum to 1 */
+	char *path;            /* the workload file, repo-relative when it lies in the repository */
+	char sha256[65];       /* of the file when planned */
+	char trace_sha256[65]; /* of its trace, "" for a histogram */
+	uint64_t seed;         /* the simulation's */
+	int *concurrency;      /* [plan ntasks]: the concurrency (= batch) task i stands for */
+	int *steps;            /* [plan ntasks]: the sampled decode steps it stands for */
+	double *weight;        /* [plan ntasks]: its weight; the weights of a plan sum to 1 */
 };
 
 struct plan {
@@ -168,9 +168,9 @@ struct plan {
 	 * --configs-from: per task, the config each role chose in an earlier run, which this plan's
 	 * runs measure with no tuning pass. NULL when no task is pinned (the plan has no "pinned" key).
 	 */
-	struct plan_pin *pins; /* [ntasks] */
-	char *pins_run;        /* that run: its eval dir's name (YYYYMMDDTHHMMSSZ-gen) */
-	char pins_sha256[65];  /* sha256 of its result.json */
+	struct plan_pin *pins;          /* [ntasks] */
+	char *pins_run;                 /* that run: its eval dir's name (YYYYMMDDTHHMMSSZ-gen) */
+	char pins_sha256[65];           /* sha256 of its result.json */
 	struct plan_workload *workload; /* NULL: a tier plan (tier smoke/standard/full); else tier "workload" */
 };
 

@@ -130,8 +130,7 @@ done:
  * validation.workloads.<workload>@<gen>; the card must claim the workload (expects.workloads), a
  * claim written before the run like every threshold.
  */
-static int record_workload(const char *card_path, const struct card *c, const struct evidence *e,
-			   const char *eval_dir)
+static int record_workload(const char *card_path, const struct card *c, const struct evidence *e, const char *eval_dir)
 {
 	struct card_workload_record r;
 	char key[256], *text = NULL, *artifact;
@@ -266,8 +265,9 @@ static int verify_workloads(const struct card *c, const char *card_path)
 
 		memset(&e, 0, sizeof(e));
 		if (!r->artifact || !*r->artifact) {
-			e1 = vs_error(VS_EVERIFY, "%s: validation.workloads.%s is '%s' without an artifact: a claim "
-						  "without evidence",
+			e1 = vs_error(VS_EVERIFY,
+				      "%s: validation.workloads.%s is '%s' without an artifact: a claim "
+				      "without evidence",
 				      card_path, r->key, r->status);
 		} else if (!(e1 = evidence_load(&e, &status, r->artifact, c))) {
 			if (evidence_check_workload_claims(r, &e, card_path, NULL, 0))

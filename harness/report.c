@@ -1333,12 +1333,15 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 	if (!any)
 		return;
 	if (markdown)
-		fprintf(f, "\n**Deployments** (a workload's verdict gates on its workload speedup, sum w x t_base / sum w "
-			   "x t_cand; the equal-weight geomean stands beside it)\n\n| card | workload | gen | status | "
-			   "workload speedup | geomean | evidence | where the time lies |\n|---|---|---|---|---|---|---|---|\n");
+		fprintf(f,
+			"\n**Deployments** (a workload's verdict gates on its workload speedup, sum w x t_base / sum w "
+			"x t_cand; the equal-weight geomean stands beside it)\n\n| card | workload | gen | status | "
+			"workload speedup | geomean | evidence | where the time lies "
+			"|\n|---|---|---|---|---|---|---|---|\n");
 	else
-		fprintf(f, "\ndeployments (verdict on the workload speedup, sum w x t_base / sum w x t_cand; geomean "
-			   "beside it):\n%-30s %-28s %-8s %-10s %-25s %-8s %s\n",
+		fprintf(f,
+			"\ndeployments (verdict on the workload speedup, sum w x t_base / sum w x t_cand; geomean "
+			"beside it):\n%-30s %-28s %-8s %-10s %-25s %-8s %s\n",
 			"card", "workload", "gen", "status", "workload speedup", "geomean", "evidence");
 	for (int i = 0; i < n; i++) {
 		for (int k = 0; k < rows[i].nwls; k++) {
