@@ -632,6 +632,8 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 	jsonfile_put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
 	if (ir->capture_detail)
 		jsonfile_put_str(oom, j, "capture_detail", ir->capture_detail);
+	/* what getting ready cost, outside every sample: prepare() (JIT, autotune) and graph captures */
+	jsonfile_put_num(oom, j, "setup_ms", ir->setup_ms);
 	if (timed) {
 		double sec = ir->timing.median * 1e-3;
 

@@ -59,6 +59,11 @@ struct bufs {
 	int ngraphs, graphs_cap;
 	struct timed_graph *prepared; /* (impl, cfg) pairs whose prepare() ran for this task (graph NULL) */
 	int nprepared;
+	struct {
+		const struct mla_decode_impl *impl;
+		double ms;
+	} setup[2 + VS_PLAN_MAX_REFERENCES]; /* wall ms of each implementation's prepare() and captures */
+	int nsetup;
 	int nsets;
 	void *q[VS_TASK_MAX_SETS], *kv[VS_TASK_MAX_SETS], *bt[VS_TASK_MAX_SETS], *sl[VS_TASK_MAX_SETS];
 	/* page_offset tasks: each set's whole virtual cache (alloc_sparse), kv[] its stored pages; or NULL */
@@ -608,6 +613,30 @@ static int buffer_sets(struct mla_decode_args *out, int cap, const struct vs_dev
 	return n;
 }
 
+/* Add ms to impl's setup time on this task (measure_impl.setup_ms). */
+static void setup_add(struct bufs *b, const struct mla_decode_impl *impl, double ms)
+{
+	int k = 0;
+
+	while (k < b->nsetup && b->setup[k].impl != impl)
+		k++;
+	if (k == b->nsetup) {
+		if (k == (int)(sizeof(b->setup) / sizeof(b->setup[0])))
+			return;
+		b->setup[b->nsetup++].impl = impl;
+		b->setup[k].ms = 0;
+	}
+	b->setup[k].ms += ms;
+}
+
+static double setup_of(const struct bufs *b, const struct mla_decode_impl *impl)
+{
+	for (int k = 0; k < b->nsetup; k++)
+		if (b->setup[k].impl == impl)
+			return b->setup[k].ms;
+	return 0;
+}
+
 /*
  * The implementation's prepare() for this task and config (kernels/mla_decode.h: JIT, autotune, a
  * graph of its own over the buffers it is given), once per buffer set the task's launches use, all
@@ -620,6 +649,7 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 	struct vs_device *d = ctx->device;
 	struct mla_decode_args a[3 * VS_TASK_MAX_SETS + 1];
 	int rc = MLA_OK, err, n;
+	double t0;
 
 	if (!impl->prepare)
 		return 1;
@@ -628,6 +658,7 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 		if (b->prepared[k].impl == impl && !strcmp(b->prepared[k].cfg->name, cfg->name))
 			return 1;
 	n = buffer_sets(a, (int)(sizeof(a) / sizeof(a[0])), d, t, b);
+	t0 = now_s();
 	for (int k = 0; k < n && rc == MLA_OK; k++)
 		rc = impl->prepare(&a[k], cfg);
 	if (rc == MLA_OK) {
@@ -637,7 +668,9 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 			return vs_error(VS_ENOMEM, "out of memory");
 		b->prepared = np;
 		b->prepared[b->nprepared++] = (struct timed_graph){.impl = impl, .cfg = cfg};
-		return (err = d->ops->synchronize(d)) ? err : 1;
+		err = d->ops->synchronize(d);
+		setup_add(b, impl, (now_s() - t0) * 1e3);
+		return err ? err : 1;
 	}
 	if (pyimpl_for_impl(impl->name) && *pyimpl_last_error())
 		*why = fs_printf("prepare: %s", pyimpl_last_error());
@@ -667,10 +700,15 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 	for (int set = 0; set < t->nsets && ok == 1; set++) {
 		int rc;
 
+		double t0;
+
 		if ((err = poison(d, b, 0)))
 			return err;
 		make_args(&a, d, t, b, set, 0);
+		t0 = now_s();
 		rc = impl->launch(&a, cfg);
+		if (set == 0 && rc == MLA_OK && !(err = d->ops->synchronize(d)))
+			setup_add(b, impl, (now_s() - t0) * 1e3); /* the config's first launch: JIT compiles here */
 		if (rc == MLA_EUNSUPPORTED && set == 0) {
 			free(why);
 			*detail = fs_printf("%s %s declines these arguments (its launch answered MLA_EUNSUPPORTED)",
@@ -773,6 +811,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 	struct mla_decode_args a = *a0;
 	void *g = NULL;
 	int err, rc;
+	double t0;
 
 	for (int k = 0; k < b->ngraphs; k++)
 		if (b->graphs[k].impl == impl && b->graphs[k].cfg == cfg && b->graphs[k].set == set &&
@@ -789,6 +828,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 		b->graphs = ng;
 		b->graphs_cap = cap;
 	}
+	t0 = now_s();
 	if ((err = d->ops->synchronize(d)) || (err = d->ops->graph_begin(d)))
 		return err;
 	rc = impl->launch(&a, cfg);
@@ -813,6 +853,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 	/* One untimed replay: the first launch of an instantiated graph uploads it. */
 	if ((err = poison(d, b, 0)) || (err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
 		return err;
+	setup_add(b, impl, (now_s() - t0) * 1e3);
 	*graph = g;
 	return 0;
 }
@@ -1938,6 +1979,10 @@ done:
 		r->complete = 0;
 		r->parity_pass = 0;
 	}
+	r->base.setup_ms = setup_of(&b, r->base.impl);
+	r->cand.setup_ms = setup_of(&b, r->cand.impl);
+	for (int k = 0; k < r->nrefs; k++)
+		r->refs[k].m.setup_ms = setup_of(&b, r->refs[k].m.impl);
 	if (d->ops)
 		bufs_release(d, &b);
 	return err;

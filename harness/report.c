@@ -59,6 +59,8 @@ struct row {
 	struct cJSON *e2e;          /* the run's e2e numbers (e2e_summary()), or NULL: none */
 	int typed;                  /* the card's validation block is typed (card.h): read, never trusted */
 	char *not_planned;          /* "not planned here (operator 'x')", or NULL: the operator is planned */
+	char *setup;                /* "setup: baseline 0.2 s, candidate 31.5 s" over the run's tasks, or NULL
+	                             * (evidence written before setup was measured) */
 	struct wl_row *wls;         /* the card's deployments: each claimed workload and each record */
 	int nwls;
 };
@@ -132,6 +134,7 @@ static void row_release(struct row *r)
 	free(r->coverage);
 	free(r->tier);
 	free(r->spread);
+	free(r->setup);
 	for (int i = 0; i < r->nflags && r->flag_list; i++)
 		free(r->flag_list[i]);
 	free(r->flag_list);
@@ -528,6 +531,25 @@ static void fill_run(struct row *r, const struct evidence *e)
 			fs_printf("baseline %s; candidate %s%s%s%s", b, c,
 				  pin ? " (each task's configs pinned from run " : "", pin ? pin : "", pin ? ")" : "");
 		free(pin);
+	}
+	{
+		/* what getting ready cost (prepare, captures), beside the kernel times: summed over tasks */
+		double sb = 0, sc = 0;
+		int have = 0;
+
+		cJSON_ArrayForEach(t, tasks)
+		{
+			const cJSON *xb = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "baseline"), "setup_ms");
+			const cJSON *xc = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "candidate"), "setup_ms");
+
+			have |= cJSON_IsNumber(xb) || cJSON_IsNumber(xc);
+			sb += cJSON_IsNumber(xb) ? xb->valuedouble : 0;
+			sc += cJSON_IsNumber(xc) ? xc->valuedouble : 0;
+		}
+		if (have)
+			r->setup = fs_printf("setup (prepare, first launches, graph captures) baseline %.2f s, "
+					     "candidate %.2f s",
+					     sb * 1e-3, sc * 1e-3);
 	}
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->ran_tasks = 0;
@@ -1189,9 +1211,10 @@ static void run_line(char *buf, size_t cap, const struct row *r)
 	}
 	if (r->cores > 0)
 		snprintf(cores, sizeof(cores), ", %d cores", r->cores);
-	snprintf(buf, cap, "%s vs %s on %s%s; %s%s%s; chosen configs: %s", r->baseline, r->candidate,
+	snprintf(buf, cap, "%s vs %s on %s%s; %s%s%s%s%s; chosen configs: %s", r->baseline, r->candidate,
 		 r->device && *r->device ? r->device : "?", cores, r->coverage ? r->coverage : "tier ?",
-		 r->spread ? "; " : "", r->spread ? r->spread : "", r->configs ? r->configs : "-");
+		 r->spread ? "; " : "", r->spread ? r->spread : "", r->setup ? "; " : "", r->setup ? r->setup : "",
+		 r->configs ? r->configs : "-");
 }
 
 /* s with '|' escaped and newlines as spaces, for a markdown table cell. */
@@ -1619,6 +1642,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 			else
 				cJSON_AddNullToObject(run, "cores");
 			cJSON_AddStringToObject(run, "chosen_configs", r->configs ? r->configs : "");
+			if (r->setup)
+				cJSON_AddStringToObject(run, "setup", r->setup);
 			cJSON_AddNumberToObject(run, "tasks", r->ntasks);
 			cJSON_AddNumberToObject(run, "flagged_tasks", r->flagged_tasks);
 			fl = cJSON_AddArrayToObject(run, "review_flags");

@@ -282,6 +282,7 @@ static int count_prepare(const struct mla_decode_args *a, const struct mla_decod
 		bufsets[c->block_n][k].out = a->out;
 	}
 	prepared[c->block_n]++;
+	usleep(2000); /* a prepare that takes time: setup_ms must count it */
 	return MLA_OK;
 }
 
@@ -852,6 +853,9 @@ START_TEST(prepare_runs_once_per_config_and_buffer_set_before_its_first_launch)
 	ck_assert_int_eq(prepared_twice, 0);
 	ck_assert_int_eq(launched_unprepared, 0);
 	ck_assert_int_eq(r.complete, 1);
+	/* 14 prepare() calls of 2 ms each, all before any sample: the setup of that implementation */
+	ck_assert_msg(r.cand.setup_ms >= 28.0, "setup_ms %g", r.cand.setup_ms);
+	ck_assert_double_eq(r.base.setup_ms, r.cand.setup_ms);
 	measure_result_release(&r);
 }
 END_TEST
