@@ -975,7 +975,47 @@ static cJSON *device_json(int *oom, const struct vs_device_info *i)
 	jsonfile_put_num(oom, j, "mem_clock_mhz", i->mem_clock_mhz);
 	jsonfile_put_num(oom, j, "llc_bytes", (double)i->llc_bytes);
 	jsonfile_put_num(oom, j, "mem_bytes", (double)i->mem_bytes);
+	if (i->read_gbps > 0)
+		jsonfile_put_num(oom, j, "read_gbps", i->read_gbps);
 	return j;
+}
+
+void evaldir_limit_flags(int *oom, cJSON *flags, const struct measure_result *r, const struct plan *p,
+			 const cJSON *device)
+{
+	const double read = cJSON_GetNumberValue(jget(device, "read_gbps"));
+	const char *gen = jstr(device, "gen");
+	const int i = plan_task_index(p, r->hash);
+	const double peak = i >= 0 ? vs_device_peak_tflops(gen, p->tasks[i].kv_dtype) : 0;
+	const struct measure_impl *roles[2 + VS_PLAN_MAX_REFERENCES];
+	int n = 0;
+
+	if (!r->complete)
+		return;
+	roles[n++] = &r->base;
+	roles[n++] = &r->cand;
+	for (int k = 0; k < r->nrefs && n < (int)(sizeof(roles) / sizeof(roles[0])); k++)
+		if (r->refs[k].t)
+			roles[n++] = &r->refs[k].m;
+	for (int k = 0; k < n; k++) {
+		double sec = roles[k]->timing.median * 1e-3, gbps, tflops;
+
+		if (!(sec > 0) || roles[k]->timing.n < 1)
+			continue;
+		gbps = r->bytes / sec / 1e9;
+		tflops = r->flops / sec / 1e12;
+		if (read > 0 && gbps > 1.05 * read)
+			push_flag(oom, flags,
+				  fs_printf("task %s: %s moves %.1f GB/s of counted bytes, above the %.1f GB/s this "
+					    "device's read sweep measured: data served from a cache, or work skipped",
+					    r->name, roles[k]->impl->name, gbps, read));
+		if (peak > 0 && tflops > peak)
+			push_flag(oom, flags,
+				  fs_printf("task %s: %s runs %.1f TFLOP/s of counted FLOPs, above the %s datasheet "
+					    "peak "
+					    "of %.1f: work skipped or miscounted",
+					    r->name, roles[k]->impl->name, tflops, gen, peak));
+	}
 }
 
 cJSON *evaldir_tool_json(void)
@@ -1553,6 +1593,7 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 int evaldir_writer_task(struct evaldir_writer *w, const struct measure_result *r, const struct plan *p)
 {
 	push(&w->oom, w->tasks, task_json(&w->oom, r, p, w->flags));
+	evaldir_limit_flags(&w->oom, w->flags, r, p, jget(w->root, "device"));
 	return w->oom ? vs_oom() : 0;
 }
 

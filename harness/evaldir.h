@@ -169,6 +169,17 @@ struct evaldir_writer {
 	size_t samples_len, log_len;
 };
 
+/**
+ * Physical limits (docs/DESIGN.md "Physical limits"): push onto flags one line for each
+ * implementation timed on task r (of plan p) whose counted bytes per second exceed device's
+ * "read_gbps" (result.json's device object: the run's read sweep) by more than 5% (the sweep's own
+ * noise), or whose FLOP rate exceeds vs_device_peak_tflops() of device's "gen" for the task's cache
+ * dtype: work this count does not see was done elsewhere (data served from a cache) or skipped.
+ * Nothing without a complete task, a read_gbps or a known peak. *oom is set when out of memory.
+ */
+void evaldir_limit_flags(int *oom, struct cJSON *flags, const struct measure_result *r, const struct plan *p,
+			 const struct cJSON *device);
+
 /** Start writing the eval dir dir (created by an evaldir_create_*()). Errors: VS_ENOMEM. */
 int evaldir_writer_init(struct evaldir_writer *w, const char *dir);
 

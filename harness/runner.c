@@ -233,6 +233,8 @@ static int probe_devices(struct vs_device_info *info, const struct runner_option
 							    vs_device_open_cpu(&probe);
 		if (err)
 			return err;
+		if (probe.ops->read_sweep && probe.ops->read_sweep(&probe, &probe.info.read_gbps))
+			probe.info.read_gbps = 0;
 		*info = probe.info;
 		vs_device_release(&probe);
 		return 0;

@@ -21,6 +21,7 @@
 #include "task.h"
 #include "vs_error.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -736,6 +737,49 @@ START_TEST(ab_speedup_two_is_measured_with_tight_ci)
 }
 END_TEST
 
+START_TEST(physical_limits_are_flagged)
+{
+	struct measure_result r;
+	struct plan p;
+	char hash[1][65];
+	cJSON *flags = cJSON_CreateArray(), *dev = cJSON_CreateObject();
+	int oom = 0;
+
+	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &honest, 1, 0), 0);
+	ck_assert(r.complete);
+	make_plan(&p, &honest, &honest, 1, 0);
+	memcpy(hash[0], r.hash, 65);
+	p.tasks = &task.spec;
+	p.task_hash = hash;
+	p.ntasks = 1;
+	cJSON_AddStringToObject(dev, "gen", "x86_64");
+	cJSON_AddNumberToObject(dev, "read_gbps", 1e9);
+	evaldir_limit_flags(&oom, flags, &r, &p, dev);
+	ck_assert_int_eq(cJSON_GetArraySize(flags), 0);
+	/* a read bandwidth below what the counted bytes need: each timed side is flagged, by name */
+	cJSON_ReplaceItemInObject(dev, "read_gbps", cJSON_CreateNumber(1e-9));
+	evaldir_limit_flags(&oom, flags, &r, &p, dev);
+	ck_assert_int_eq(cJSON_GetArraySize(flags), 2);
+	ck_assert_msg(strstr(cJSON_GetArrayItem(flags, 0)->valuestring, "read sweep measured") != NULL, "%s",
+		      cJSON_GetArrayItem(flags, 0)->valuestring);
+	/* a FLOP rate above the generation's datasheet peak (sm_90, bf16: 989.4 TFLOP/s) */
+	cJSON_ReplaceItemInObject(dev, "read_gbps", cJSON_CreateNumber(1e9));
+	cJSON_ReplaceItemInObject(dev, "gen", cJSON_CreateString("sm_90"));
+	r.flops = 1e18;
+	evaldir_limit_flags(&oom, flags, &r, &p, dev);
+	ck_assert_int_eq(cJSON_GetArraySize(flags), 4);
+	ck_assert_msg(strstr(cJSON_GetArrayItem(flags, 3)->valuestring, "datasheet peak of 989.4") != NULL, "%s",
+		      cJSON_GetArrayItem(flags, 3)->valuestring);
+	ck_assert_int_eq(oom, 0);
+	ck_assert_double_eq(vs_device_peak_tflops("sm_90", MLA_KV_FP8_E4M3_FNUZ), 1978.9);
+	ck_assert_double_eq(vs_device_peak_tflops("x86_64", MLA_KV_BF16), 0);
+	cJSON_Delete(flags);
+	cJSON_Delete(dev);
+	measure_result_release(&r);
+}
+END_TEST
+
 START_TEST(aa_run_has_ci_containing_one)
 {
 	struct measure_result r;
@@ -1282,6 +1326,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, ab_speedup_two_is_measured_with_tight_ci);
+	tcase_add_test(tc, physical_limits_are_flagged);
 	tcase_add_loop_test(tc, reproduce_line_passes_a_correct_implementation, 0,
 			    (int)(sizeof(reproduce_cases) / sizeof(reproduce_cases[0])));
 	tcase_add_test(tc, aa_run_has_ci_containing_one);
