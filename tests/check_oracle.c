@@ -640,6 +640,34 @@ START_TEST(sparse_one_valid_entry_gives_its_v_row)
 }
 END_TEST
 
+/* Unselected rows (NaN here, as the generator leaves them) never reach the outputs: zeros give the same bits. */
+START_TEST(sparse_nan_in_unselected_rows_does_not_matter)
+{
+	static const int rows[2] = { 1, 6 };
+	static const int32_t len[1] = { 2 };
+	struct sprob p;
+	float out0[2 * DV], lse0[2];
+
+	sprob_init(&p, 1, 4, 8);
+	sprob_fill(&p, rows, 2, 29);
+	p.idx[0] = 6;
+	p.idx[1] = 1;
+	p.idx[2] = 3; /* past topk_length: a NaN row */
+	p.a.topk_length = len;
+	srun(&p, 1);
+	memcpy(out0, p.out, sizeof(out0));
+	memcpy(lse0, p.lse, sizeof(lse0));
+	for (int r = 0; r < 8; r++)
+		if (r != 1 && r != 6)
+			memset(p.kv + (size_t)r * D, 0, D * 2);
+	srun(&p, 1);
+	ck_assert(!memcmp(out0, p.out, sizeof(out0)) && !memcmp(lse0, p.lse, sizeof(lse0)));
+	for (int e = 0; e < 2 * DV; e++)
+		ck_assert_msg(isfinite(out0[e]), "out %d is %g", e, (double)out0[e]);
+	sprob_free(&p);
+}
+END_TEST
+
 START_TEST(sparse_row_without_valid_entry_gives_zero_and_infinite_lse)
 {
 	static const float sink[2] = { -INFINITY, 0.5f };
@@ -952,6 +980,7 @@ static Suite *oracle_suite(void)
 	tcase_add_test(tc, thread_count_does_not_change_any_bit);
 	tcase_add_test(tc, out_of_contract_arguments_are_refused);
 	tcase_add_test(tc, sparse_one_valid_entry_gives_its_v_row);
+	tcase_add_test(tc, sparse_nan_in_unselected_rows_does_not_matter);
 	tcase_add_test(tc, sparse_row_without_valid_entry_gives_zero_and_infinite_lse);
 	tcase_add_test(tc, sparse_attn_sink_scales_out_and_leaves_lse);
 	tcase_add_test(tc, sparse_topk_length_masks_entries_past_it);
