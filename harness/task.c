@@ -1297,7 +1297,7 @@ struct sparse_cache {
 	int32_t *indices;     /* [batch * s_q * topk] */
 	int32_t *topk_length; /* [batch] or NULL */
 	uint8_t *selected;    /* [num_pages * page_size]: 1 where a valid entry names the row */
-	double attended;      /* sum over rows of the entries a kernel attends (topk_length or topk) */
+	double attended;      /* sum over rows of the valid entries (not -1, within topk_length) */
 	double retrieved;     /* rows selected */
 };
 
@@ -1469,12 +1469,13 @@ static int sparse_cache_build(struct sparse_cache *c, const struct task_spec *s,
 		int32_t len = c->topk_length ? c->topk_length[b] : c->topk;
 		const int32_t *row = c->indices + r * (size_t)c->topk;
 
-		c->attended += len;
-		for (int32_t t = 0; t < len; t++)
+		for (int32_t t = 0; t < len; t++) {
+			c->attended += row[t] >= 0;
 			if (row[t] >= 0 && !c->selected[row[t]]) {
 				c->selected[row[t]] = 1;
 				c->retrieved++;
 			}
+		}
 	}
 done:
 	for (int w = 0; ic && w < nth; w++) {

@@ -286,11 +286,12 @@ int task_spec_hash(const struct task_spec *s, char hex[65]);
  * FlashMLA's counts for one input set: bytes moved and flops (docs/DESIGN.md).
  * Dense: bytes = sum(seqlens) x 576 x kv element size + q + out (bf16); flops = 2 x s_q x h_q x
  * sum(seqlens) x (576 + 512).
- * Sparse (FlashMLA tests/lib.py count_flop_and_mem_vol_for_decode), counted on the generated input
- * set 0 (its indices and topk_length; the other sets differ by little): flops = 2 x h_q x attended x
- * (d_qk + d_v), attended = s_q x sum over b of (topk_length[b], or topk without it), the extra
- * cache's likewise; bytes = retrieved x mla_kv_token_bytes() + q + out, retrieved = the distinct
- * cache rows that some valid entry names (both caches). A spec that cannot be generated counts 0.
+ * Sparse (FlashMLA's formula, tests/lib.py count_flop_and_mem_vol_for_decode, over the valid
+ * entries), counted on the generated input set 0 (its indices and topk_length; the other sets differ
+ * by little): flops = 2 x h_q x attended x (d_qk + d_v), attended = the valid entries over every
+ * query row (not -1, within topk_length), the extra cache's likewise; bytes = retrieved x
+ * mla_kv_token_bytes() + q + out, retrieved = the distinct cache rows that some valid entry names
+ * (both caches). A spec that cannot be generated counts 0.
  */
 double task_bytes(const struct task_spec *s);
 double task_flops(const struct task_spec *s);

@@ -1396,10 +1396,10 @@ START_TEST(sparse_counts_follow_flashmla)
 		named = calloc((size_t)v.num_pages * v.page_size, 1);
 		for (int b = 0; b < s.batch; b++)
 			for (int i = 0; i < s.s_q; i++) {
-				attended += v.len[b];
 				for (int t = 0; t < v.len[b]; t++) {
 					int32_t r = v.idx[((size_t)b * s.s_q + i) * v.topk + t];
 
+					attended += r >= 0; /* valid entries only: the -1s do no work */
 					if (r >= 0 && !named[r]) {
 						named[r] = 1;
 						retrieved++;
