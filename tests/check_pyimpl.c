@@ -5,7 +5,7 @@
  * forked worker the embedded interpreter runs numpy.mla_decode on bf16 and fp8 tasks within the
  * parity tolerances of the oracle, deterministically, with SIGINT left to the harness, and the
  * sparse form (every cache format, extra cache, topk_length, attn_sink, lonely rows) as cpu.naive;
- * a module without supports() is refused the sparse form; an
+ * a module whose FORMS lacks "sparse" is refused the sparse form; an
  * exception in launch is one line naming the kernel file's innermost frame and the next
  * implementation still runs; a wrong module fails parity with its worst element; writes into q are
  * refused (read-only views) or visible to the input hash; a module edited after registration is
@@ -289,6 +289,9 @@ static const struct bad_module bad[] = {
 	{ "missing.py", VS_ENOTFOUND, "does not exist" },
 	{ "bad_decl.py", VS_ESCHEMA, ": declaration: BACKEND must be one of cuda, hip, cpu, got 'rocm'" },
 	{ "bad_configs.py", VS_ESCHEMA, ": declaration: configs('x86_64'): config name 'a' appears twice" },
+	{ "bad_forms.py", VS_ESCHEMA,
+	  ": declaration: KV_DTYPES names fp8_ds_mla, a format of the sparse form only, but FORMS is dense (add "
+	  "'sparse')" },
 	{ "imports_missing.py", VS_ESCHEMA, ": import: ModuleNotFoundError: No module named "
 					    "'vs_no_such_package' (at " },
 };
@@ -782,10 +785,13 @@ START_TEST(numpy_module_runs_the_sparse_form_as_cpu_naive)
 
 	ck_assert_int_eq(pyimpl_register(&p, path, "x86_64"), 0);
 	ck_assert_int_eq(pyimpl_register(&w, wpath, "x86_64"), 0);
-	/* In the parent: the module's supports() through the co-process; none at all refuses sparse. */
+	/* In the parent: FORMS first (a module that does not declare "sparse" is never asked), then the
+	 * module's supports() through the co-process. */
+	ck_assert_int_eq(p->forms, PYIMPL_FORM_DENSE | PYIMPL_FORM_SPARSE);
+	ck_assert_int_eq(w->forms, PYIMPL_FORM_DENSE);
 	ck_assert_msg(p->impl.supports(&shape, why, sizeof(why)) == 1, "%s", why);
 	ck_assert_int_eq(w->impl.supports(&shape, why, sizeof(why)), 0);
-	ck_assert_str_eq(why, "sparse form: the module defines no supports()");
+	ck_assert_str_eq(why, "sparse form: the module's FORMS lacks it");
 	shape.kv_dtype = MLA_KV_FP8_MODEL1;
 	ck_assert_int_eq(p->impl.supports(&shape, why, sizeof(why)), 0);
 	ck_assert_str_eq(why, "d_qk 576, d_v 512: fp8_model1 rows have d_qk 512, d_v 512");

@@ -23,6 +23,7 @@ import numpy as np
 NAME = "numpy.mla_decode"
 BACKEND = "cpu"
 KV_DTYPES = ("bf16", "fp8_e4m3_fnuz", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
+FORMS = ("dense", "sparse")
 SUMMARY = ("numpy on the CPU: per sequence (dense) or query position (sparse), the rows read gathered "
            "and decoded to float32, softmax in float32, bf16 out rounded to nearest even")
 
