@@ -116,8 +116,8 @@ hands the same ``args`` object for the same buffers, so a kernel may cache per-c
 keyed by ``data_ptr()``. The cpu views of the inputs are read-only numpy arrays (the harness also
 hashes the inputs after the run: a write through any other path is caught there).
 
-Operator semantics of the dense form (kernels/mla_decode.h): for batch b, query position i < s_q, head h, the keys
-``[0, n)`` with ``n = seqlens[b] - s_q + 1 + i`` are visible (causal when s_q > 1); row j of
+Operator semantics of the dense form (kernels/mla_decode.h): for batch b, query position i < s_q,
+head h, the keys ``[0, n)`` with ``n = seqlens[b] - s_q + 1 + i`` are visible (causal when s_q > 1); row j of
 sequence b is ``kv_cache[block_table[b][j // page_size], j % page_size, 0]``;
 ``s_j = softmax_scale * dot(q[b,i,h], K_j)`` over the 576 dims, ``lse = log(sum_j exp(s_j))``,
 ``out = sum_j exp(s_j - lse) * K_j[:512]``. A query with no visible key gives out 0 and lse +inf.
@@ -154,8 +154,8 @@ packages the kernel needs, e.g. ``VS_PYTHON=/opt/torch/.venv/bin/python3`` for a
 The worker embeds the libpython of that same interpreter and takes over its ``sys.path``.
 
 ``python3 kernels/python/mla_decode.py describe FILE.py ARCH``
-    One JSON object on stdout: name, backend, summary, kv_dtypes, forms, configs for ARCH, has_supports,
-    has_prepare, has_workspace_size, path (canonical), sha256 of the file, helpers (the helper
+    One JSON object on stdout: name, backend, summary, kv_dtypes, forms, configs for ARCH,
+    has_supports, has_prepare, has_workspace_size, path (canonical), sha256 of the file, helpers (the helper
     files: ``[{"path", "sha256"}]``, sorted by path, of every module the import loaded from a
     regular file under the module's own directory, subfolders included, itself aside; a helper's
     path is relative to that directory, its hash that of the source .py, of a sourceless .pyc or of
