@@ -133,11 +133,20 @@ int task_spec_copy(struct task_spec *dst, const struct task_spec *src)
 	struct task_spec c = *src;
 
 	c.seqlens = NULL;
+	c.extra_seqlens = NULL;
 	if (src->seqlens && src->batch > 0) {
 		c.seqlens = malloc((size_t)src->batch * sizeof(int32_t));
 		if (!c.seqlens)
 			return vs_error(VS_ENOMEM, "out of memory copying task spec '%s'", src->name);
 		memcpy(c.seqlens, src->seqlens, (size_t)src->batch * sizeof(int32_t));
+	}
+	if (src->extra_seqlens && src->batch > 0) {
+		c.extra_seqlens = malloc((size_t)src->batch * sizeof(int32_t));
+		if (!c.extra_seqlens) {
+			free(c.seqlens);
+			return vs_error(VS_ENOMEM, "out of memory copying task spec '%s'", src->name);
+		}
+		memcpy(c.extra_seqlens, src->extra_seqlens, (size_t)src->batch * sizeof(int32_t));
 	}
 	*dst = c;
 	return 0;
@@ -148,6 +157,7 @@ void task_spec_release(struct task_spec *s)
 	if (!s)
 		return;
 	free(s->seqlens);
+	free(s->extra_seqlens);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -161,6 +171,28 @@ static cJSON *tol_to_json(const struct task_tol *t)
 		return NULL;
 	}
 	return o;
+}
+
+/* The sparse keys (written only when topk > 0): 0 ok, -1 out of memory. */
+static int sparse_to_json(cJSON *j, const struct task_spec *s)
+{
+	cJSON *lens = NULL;
+
+	if (!add(j, "topk", cJSON_CreateNumber(s->topk)) || !add(j, "topk_length", cJSON_CreateBool(s->topk_length)) ||
+	    !add(j, "attn_sink", cJSON_CreateBool(s->attn_sink)))
+		return -1;
+	if (s->extra_topk <= 0)
+		return 0;
+	if (!add(j, "extra_topk", cJSON_CreateNumber(s->extra_topk)) ||
+	    !add(j, "extra_page_size", cJSON_CreateNumber(s->extra_page_size)) ||
+	    !add(j, "extra_max_pages", cJSON_CreateNumber(s->extra_max_pages)) ||
+	    !add(j, "extra_num_pages", cJSON_CreateNumber(s->extra_num_pages)) ||
+	    !add(j, "extra_seqlens", lens = cJSON_CreateArray()))
+		return -1;
+	for (int b = 0; s->extra_seqlens && b < s->batch; b++)
+		if (!add(lens, NULL, cJSON_CreateNumber(s->extra_seqlens[b])))
+			return -1;
+	return add(j, "extra_topk_length", cJSON_CreateBool(s->extra_topk_length)) ? 0 : -1;
 }
 
 cJSON *task_spec_to_json(const struct task_spec *s)
@@ -185,6 +217,8 @@ cJSON *task_spec_to_json(const struct task_spec *s)
 	    !add(j, "input_sets", cJSON_CreateNumber(s->input_sets)) || !add(j, "tol_out", tol_to_json(&s->tol_out)) ||
 	    !add(j, "tol_lse", tol_to_json(&s->tol_lse)))
 		goto fail;
+	if (s->topk > 0 && sparse_to_json(j, s))
+		goto fail;
 	return j;
 fail:
 	cJSON_Delete(j);
@@ -195,6 +229,21 @@ static const char *const spec_keys[] = {
 	"name",        "kv_dtype", "batch",         "s_q",  "h_q",        "page_size", "max_pages", "num_pages",
 	"page_offset", "seqlens",  "softmax_scale", "seed", "input_sets", "tol_out",   "tol_lse",
 };
+
+/* The sparse form's keys, present only when topk > 0; those from EXTRA_KEY0 only when extra_topk > 0. */
+static const char *const sparse_keys[] = {
+	"topk",
+	"topk_length",
+	"attn_sink",
+	"extra_topk",
+	"extra_page_size",
+	"extra_max_pages",
+	"extra_num_pages",
+	"extra_seqlens",
+	"extra_topk_length",
+};
+#define EXTRA_KEY0 3
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
 static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, int64_t hi, const char *where)
 {
@@ -239,25 +288,113 @@ static int get_tol(struct task_tol *t, const cJSON *j, const char *key, const ch
 	return 0;
 }
 
+/* A list of batch int32 into a malloc'd *out; VS_ESCHEMA naming the key, VS_ENOMEM. */
+static int get_lens(int32_t **out, const cJSON *j, const char *key, int32_t batch, const char *where)
+{
+	const cJSON *lens = cJSON_GetObjectItemCaseSensitive(j, key), *it;
+	int32_t *v;
+	double d;
+	int b = 0;
+
+	if (!lens)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
+	if (!cJSON_IsArray(lens) || cJSON_GetArraySize(lens) != batch)
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be a list of 'batch' (%d) integers", where, key,
+				batch);
+	v = malloc((size_t)batch * sizeof(int32_t));
+	if (!v)
+		return vs_error(VS_ENOMEM, "out of memory reading task spec");
+	cJSON_ArrayForEach(it, lens)
+	{
+		if (json_number(&d, it) || d != floor(d) || d < INT32_MIN || d > INT32_MAX) {
+			free(v);
+			return vs_error(VS_ESCHEMA, "%s: task spec '%s[%d]' is not an integer", where, key, b);
+		}
+		v[b++] = (int32_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int get_bool(int *out, const cJSON *j, const char *key, const char *where)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	if (!it)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
+	if (!cJSON_IsBool(it))
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be true or false", where, key);
+	*out = cJSON_IsTrue(it);
+	return 0;
+}
+
+/*
+ * The sparse keys of a spec: none when it has no "topk" (dense), else topk, topk_length and
+ * attn_sink, and the extra cache's keys all or none. Fills s (extra_seqlens malloc'd).
+ */
+static int sparse_from_json(struct task_spec *s, const cJSON *j, const char *where)
+{
+	int64_t x;
+	int err;
+
+	if (!cJSON_GetObjectItemCaseSensitive(j, "topk")) {
+		for (size_t k = 0; k < NKEYS(sparse_keys); k++)
+			if (cJSON_GetObjectItemCaseSensitive(j, sparse_keys[k]))
+				return vs_error(VS_ESCHEMA,
+						"%s: task spec has the sparse-form key '%s' but no 'topk' (a dense "
+						"spec has none of them)",
+						where, sparse_keys[k]);
+		return 0;
+	}
+	if ((err = get_int(&x, j, "topk", 1, INT32_MAX, where)))
+		return err;
+	s->topk = (int32_t)x;
+	if ((err = get_bool(&s->topk_length, j, "topk_length", where)) ||
+	    (err = get_bool(&s->attn_sink, j, "attn_sink", where)))
+		return err;
+	if (!cJSON_GetObjectItemCaseSensitive(j, "extra_topk")) {
+		for (size_t k = EXTRA_KEY0 + 1; k < NKEYS(sparse_keys); k++)
+			if (cJSON_GetObjectItemCaseSensitive(j, sparse_keys[k]))
+				return vs_error(VS_ESCHEMA, "%s: task spec has '%s' but no 'extra_topk'", where,
+						sparse_keys[k]);
+		return 0;
+	}
+#define GETX(field)                                                                                                    \
+	do {                                                                                                           \
+		if ((err = get_int(&x, j, #field, 1, INT32_MAX, where)))                                               \
+			return err;                                                                                    \
+		s->field = (int32_t)x;                                                                                 \
+	} while (0)
+	GETX(extra_topk);
+	GETX(extra_page_size);
+	GETX(extra_max_pages);
+	GETX(extra_num_pages);
+#undef GETX
+	if ((err = get_bool(&s->extra_topk_length, j, "extra_topk_length", where)))
+		return err;
+	return get_lens(&s->extra_seqlens, j, "extra_seqlens", s->batch, where);
+}
+
 int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where)
 {
 	struct task_spec s;
-	const cJSON *it, *lens;
+	const cJSON *it;
 	double v;
 	int64_t x;
-	int err = 0, b;
+	int err = 0;
 
 	memset(&s, 0, sizeof(s));
 	if (!cJSON_IsObject(j))
 		return vs_error(VS_ESCHEMA, "%s: task spec is not an object", where);
 	cJSON_ArrayForEach(it, j)
 	{
-		size_t k;
+		int known = 0;
 
-		for (k = 0; k < sizeof(spec_keys) / sizeof(spec_keys[0]); k++)
-			if (!strcmp(it->string, spec_keys[k]))
-				break;
-		if (k == sizeof(spec_keys) / sizeof(spec_keys[0]))
+		for (size_t k = 0; k < NKEYS(spec_keys); k++)
+			known |= !strcmp(it->string, spec_keys[k]);
+		for (size_t k = 0; k < NKEYS(sparse_keys); k++)
+			known |= !strcmp(it->string, sparse_keys[k]);
+		if (!known)
 			return vs_error(VS_ESCHEMA, "%s: task spec has unknown key '%s'", where, it->string);
 	}
 	it = cJSON_GetObjectItemCaseSensitive(j, "name");
@@ -268,8 +405,9 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	it = cJSON_GetObjectItemCaseSensitive(j, "kv_dtype");
 	if (!cJSON_IsString(it) || !(s.kv_dtype = mla_kv_dtype_parse(it->valuestring)))
 		return vs_error(VS_ESCHEMA,
-				"%s: task spec 'kv_dtype' must be \"bf16\" or "
-				"\"fp8_e4m3_fnuz\"",
+				"%s: task spec 'kv_dtype' must be \"bf16\", \"fp8_e4m3_fnuz\" (dense form), "
+				"\"fp8_ds_mla\", \"fp8_ds_mla_fnuz\", \"fp8_model1\" or \"fp8_model1_fnuz\" (sparse "
+				"form)",
 				where);
 #define GET32(field)                                                                                                   \
 	do {                                                                                                           \
@@ -303,32 +441,16 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	s.softmax_scale = (float)v;
 	if ((err = get_tol(&s.tol_out, j, "tol_out", where)) || (err = get_tol(&s.tol_lse, j, "tol_lse", where)))
 		return err;
-	lens = cJSON_GetObjectItemCaseSensitive(j, "seqlens");
-	if (!lens)
-		return vs_error(VS_ESCHEMA, "%s: task spec lacks 'seqlens'", where);
-	if (!cJSON_IsArray(lens) || cJSON_GetArraySize(lens) != s.batch)
-		return vs_error(VS_ESCHEMA,
-				"%s: task spec 'seqlens' must be a list of 'batch' (%d) "
-				"integers",
-				where, s.batch);
-	s.seqlens = malloc((size_t)s.batch * sizeof(int32_t));
-	if (!s.seqlens)
-		return vs_error(VS_ENOMEM, "out of memory reading task spec");
-	b = 0;
-	cJSON_ArrayForEach(it, lens)
-	{
-		if (json_number(&v, it) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
-			err = vs_error(VS_ESCHEMA, "%s: task spec 'seqlens[%d]' is not an integer", where, b);
-			goto done;
-		}
-		s.seqlens[b++] = (int32_t)v;
-	}
-	if ((err = task_spec_validate(&s, where)))
+	if ((err = get_lens(&s.seqlens, j, "seqlens", s.batch, where)))
+		goto done;
+	if ((err = sparse_from_json(&s, j, where)) || (err = task_spec_validate(&s, where)))
 		goto done;
 	*out = s;
 	s.seqlens = NULL;
+	s.extra_seqlens = NULL;
 done:
 	free(s.seqlens);
+	free(s.extra_seqlens);
 	return err;
 }
 
@@ -346,18 +468,103 @@ static int tol_ok(const struct task_tol *t)
 	return isfinite(t->atol) && isfinite(t->rtol) && isfinite(t->cos_tol) && t->atol >= 0 && t->rtol >= 0;
 }
 
-int task_spec_validate(const struct task_spec *s, const char *where)
+/* The sparse fields: all 0 / NULL in a dense spec, consistent in a sparse one. */
+static int sparse_validate(const struct task_spec *s, const char *where)
 {
 	int64_t need = 0;
 	uint64_t n;
 
+	if (!s->topk) {
+		const char *set = s->extra_topk        ? "extra_topk" :
+				  s->extra_page_size   ? "extra_page_size" :
+				  s->extra_max_pages   ? "extra_max_pages" :
+				  s->extra_num_pages   ? "extra_num_pages" :
+				  s->extra_seqlens     ? "extra_seqlens" :
+				  s->topk_length       ? "topk_length" :
+				  s->extra_topk_length ? "extra_topk_length" :
+				  s->attn_sink         ? "attn_sink" :
+							 NULL;
+
+		if (set)
+			return vs_error(VS_ESCHEMA, "%s: task '%s': %s is set, but topk is 0 (dense: no sparse fields)",
+					where, s->name, set);
+		return 0;
+	}
+	if (s->page_offset)
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': page_offset is %lld, the sparse form needs 0 (its indices address "
+				"the stored cache)",
+				where, s->name, (long long)s->page_offset);
+	if ((s->topk_length != 0 && s->topk_length != 1) || (s->attn_sink != 0 && s->attn_sink != 1) ||
+	    (s->extra_topk_length != 0 && s->extra_topk_length != 1))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': topk_length, extra_topk_length and attn_sink are 0 or 1",
+				where, s->name);
+	if (s->extra_topk < 0)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': extra_topk is %d, it must be at least 0", where, s->name,
+				s->extra_topk);
+	if (!s->extra_topk) {
+		if (s->extra_page_size || s->extra_max_pages || s->extra_num_pages || s->extra_seqlens ||
+		    s->extra_topk_length)
+			return vs_error(VS_ESCHEMA,
+					"%s: task '%s': extra cache fields are set, but extra_topk is 0 (no extra "
+					"cache)",
+					where, s->name);
+	} else {
+		if (s->extra_page_size < 1 || s->extra_max_pages < 1 || s->extra_num_pages < 1)
+			return vs_error(VS_ESCHEMA,
+					"%s: task '%s': extra_page_size %d, extra_max_pages %d and extra_num_pages %d "
+					"must be at least 1 with an extra cache",
+					where, s->name, s->extra_page_size, s->extra_max_pages, s->extra_num_pages);
+		if (!s->extra_seqlens)
+			return vs_error(VS_ESCHEMA, "%s: task '%s' has extra_topk %d but no extra_seqlens", where,
+					s->name, s->extra_topk);
+		for (int b = 0; b < s->batch; b++) {
+			if (s->extra_seqlens[b] < 0 ||
+			    (int64_t)s->extra_seqlens[b] > (int64_t)s->extra_max_pages * s->extra_page_size)
+				return vs_error(VS_ESCHEMA,
+						"%s: task '%s': extra_seqlens[%d] is %d, outside [0, extra_max_pages x "
+						"extra_page_size = %lld]",
+						where, s->name, b, s->extra_seqlens[b],
+						(long long)s->extra_max_pages * s->extra_page_size);
+			need += ((int64_t)s->extra_seqlens[b] + s->extra_page_size - 1) / s->extra_page_size;
+		}
+		if (need > s->extra_num_pages)
+			return vs_error(VS_ESCHEMA,
+					"%s: task '%s': extra_num_pages is %d, but the extra_seqlens need %lld pages "
+					"of %d",
+					where, s->name, s->extra_num_pages, (long long)need, s->extra_page_size);
+	}
+	if (mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->topk + s->extra_topk) ||
+	    mul_ok(&n, n, 4) || mul_ok(&n, (uint64_t)s->num_pages, mla_kv_page_bytes(s->kv_dtype, s->page_size)) ||
+	    mul_ok(&n, (uint64_t)s->extra_num_pages, mla_kv_page_bytes(s->kv_dtype, s->extra_page_size)) ||
+	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->extra_max_pages) || mul_ok(&n, n, 4))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': its tensors' byte sizes overflow", where, s->name);
+	return 0;
+}
+
+int task_spec_validate(const struct task_spec *s, const char *where)
+{
+	int64_t need = 0;
+	uint64_t n;
+	int err;
+
 	if (!memchr(s->name, '\0', sizeof(s->name)) || !s->name[0])
 		return vs_error(VS_ESCHEMA, "%s: task spec 'name' is empty or not terminated", where);
-	if (!mla_kv_dtype_name(s->kv_dtype))
+	if (s->topk < 0)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': topk is %d, it must be 0 (dense) or at least 1 (sparse)",
+				where, s->name, s->topk);
+	if (!s->topk && s->kv_dtype != MLA_KV_BF16 && s->kv_dtype != MLA_KV_FP8_E4M3_FNUZ)
 		return vs_error(VS_ESCHEMA,
 				"%s: task '%s': kv_dtype %d is neither bf16 nor "
-				"fp8_e4m3_fnuz",
-				where, s->name, s->kv_dtype);
+				"fp8_e4m3_fnuz (the dense form's formats%s)",
+				where, s->name, s->kv_dtype,
+				mla_kv_is_blockscaled(s->kv_dtype) ? "; a per-block-scaled format needs topk > 0" : "");
+	if (s->topk && s->kv_dtype != MLA_KV_BF16 && !mla_kv_is_blockscaled(s->kv_dtype))
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': kv_dtype %d (%s) is not a format of the sparse form (bf16, fp8_ds_mla, "
+				"fp8_model1 or their fnuz twins)",
+				where, s->name, s->kv_dtype,
+				mla_kv_dtype_name(s->kv_dtype) ? mla_kv_dtype_name(s->kv_dtype) : "unknown");
 #define POSITIVE(field)                                                                                                \
 	if (s->field < 1)                                                                                              \
 	return vs_error(VS_ESCHEMA, "%s: task '%s': " #field " is %d, it must be at least 1", where, s->name, s->field)
@@ -388,6 +595,8 @@ int task_spec_validate(const struct task_spec *s, const char *where)
 				"%s: task '%s': page_offset %lld puts page indices outside "
 				"[0, %d) (the block_table sentinel)",
 				where, s->name, (long long)s->page_offset, (int)VS_BLOCK_TABLE_SENTINEL);
+	if ((err = sparse_validate(s, where)))
+		return err;
 	if (mul_ok(&n, (uint64_t)s->num_pages, (uint64_t)s->page_size) || mul_ok(&n, n, MLA_D_QK * 2) ||
 	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->h_q) ||
 	    mul_ok(&n, n, MLA_D_QK * 4) || mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->max_pages) || mul_ok(&n, n, 4))

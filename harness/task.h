@@ -127,15 +127,15 @@ struct task_spec {
 	 * is bf16 or a per-block-scaled format, and page_offset is 0. Dense form: all 0 / NULL, and the
 	 * spec's JSON and hash are those of a dense spec before these fields existed.
 	 */
-	int32_t topk;             /* indices per query row */
-	int32_t extra_topk;       /* 0: no extra cache; else extra indices per row into the extra cache */
-	int32_t extra_page_size;  /* the extra cache's page size (extra_topk > 0) */
-	int32_t extra_max_pages;  /* the extra cache's block table columns */
-	int32_t extra_num_pages;  /* the extra cache's pages */
-	int32_t *extra_seqlens;   /* [batch] context lengths of the extra cache, owned; NULL when extra_topk 0 */
-	int topk_length;          /* 1: the task passes topk_length [batch] */
-	int extra_topk_length;    /* 1: the task passes extra_topk_length [batch] (extra_topk > 0) */
-	int attn_sink;            /* 1: the task passes attn_sink [h_q] */
+	int32_t topk;            /* indices per query row */
+	int32_t extra_topk;      /* 0: no extra cache; else extra indices per row into the extra cache */
+	int32_t extra_page_size; /* the extra cache's page size (extra_topk > 0) */
+	int32_t extra_max_pages; /* the extra cache's block table columns */
+	int32_t extra_num_pages; /* the extra cache's pages */
+	int32_t *extra_seqlens;  /* [batch] context lengths of the extra cache, owned; NULL when extra_topk 0 */
+	int topk_length;         /* 1: the task passes topk_length [batch] */
+	int extra_topk_length;   /* 1: the task passes extra_topk_length [batch] (extra_topk > 0) */
+	int attn_sink;           /* 1: the task passes attn_sink [h_q] */
 };
 
 /** A loaded input set (host memory). */
@@ -159,7 +159,7 @@ struct task_data {
 	void *owned[4 * VS_TASK_MAX_SETS]; /* buffers to free */
 };
 
-/** Deep copy (seqlens duplicated). */
+/** Deep copy (seqlens and extra_seqlens duplicated). */
 int task_spec_copy(struct task_spec *dst, const struct task_spec *src);
 void task_spec_release(struct task_spec *s);
 
@@ -167,7 +167,10 @@ void task_spec_release(struct task_spec *s);
  * Canonical JSON of a spec (stable key order); caller owns the result (cJSON_Delete), NULL when out
  * of memory. Keys, in order: name, kv_dtype ("bf16" / "fp8_e4m3_fnuz"), batch, s_q, h_q,
  * page_size, max_pages, num_pages, page_offset, seqlens, softmax_scale, seed, input_sets,
- * tol_out {atol, rtol, cos_tol}, tol_lse {...}. Integers that fit an int are cJSON numbers; the
+ * tol_out {atol, rtol, cos_tol}, tol_lse {...}; then, only when topk > 0 (the sparse form), topk,
+ * topk_length (bool), attn_sink (bool) and, only when extra_topk > 0, extra_topk, extra_page_size,
+ * extra_max_pages, extra_num_pages, extra_seqlens, extra_topk_length (bool). So a dense spec's text
+ * and hash are those it had before the sparse form existed. Integers that fit an int are cJSON numbers; the
  * others (seed, page_offset, softmax_scale and the tolerances) are cJSON raw items holding the
  * shortest text that reads back to the same value, because cJSON 1.7's printer does not round-trip
  * every double. softmax_scale is printed as its float value (e.g. 0.1352 for 0.1352f).
@@ -177,7 +180,9 @@ struct cJSON *task_spec_to_json(const struct task_spec *s);
 /**
  * Parse a spec from JSON (as written by task_spec_to_json, after printing and parsing, or as the
  * raw items it holds) and validate it (task_spec_validate()). page_offset may be left out (0);
- * every other key is required and unknown keys are refused. *s is set only on success.
+ * the sparse keys are all absent (dense) or present as task_spec_to_json() writes them (the extra
+ * cache's all or none); every other key is required and unknown keys are refused. *s is set only on
+ * success.
  * Errors: VS_ESCHEMA naming the key, VS_ENOMEM.
  */
 int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *where);
@@ -189,7 +194,13 @@ int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *
  * negative or so large that page indices reach VS_BLOCK_TABLE_SENTINEL (or leave int32); byte sizes
  * that overflow; softmax_scale not finite and positive; seed above VS_TASK_SEED_MAX; input_sets
  * outside [2, VS_TASK_MAX_SETS]; tolerances negative or not finite (cos_tol < 0 means unchecked).
- * s_q > 1 is allowed (causal). where prefixes the message. Errors: VS_ESCHEMA.
+ * s_q > 1 is allowed (causal in the dense form).
+ * Dense (topk 0): kv_dtype bf16 or fp8_e4m3_fnuz, and every sparse field 0 / NULL. Sparse (topk >= 1):
+ * kv_dtype bf16 or a per-block-scaled format (mla_kv_is_blockscaled()), page_offset 0, topk_length,
+ * extra_topk_length and attn_sink 0 or 1; extra_topk 0 with every extra_* field 0 / NULL, or
+ * extra_topk >= 1 with extra_page_size, extra_max_pages, extra_num_pages >= 1 and extra_seqlens in
+ * [0, extra_max_pages x extra_page_size] needing at most extra_num_pages pages.
+ * where prefixes the message. Errors: VS_ESCHEMA.
  */
 int task_spec_validate(const struct task_spec *s, const char *where);
 

@@ -299,6 +299,200 @@ START_TEST(bytes_and_flops_follow_flashmla)
 }
 END_TEST
 
+/* ---- the sparse form's spec (issue 36) -------------------------------------------------------- */
+
+static const int32_t tiny_extra_lens[3] = { 3, 1, 0 };
+
+/*
+ * The tiny spec in the sparse form: topk 8 over seqlens {5, 0, 9} (so -1 padding in batch 0, a row
+ * of all -1 in batch 1), topk_length and attn_sink; with extra, an extra cache of pages of 2 with
+ * extra_seqlens {3, 1, 0}, extra_topk 4 and extra_topk_length.
+ */
+static void sparse_spec(struct task_spec *s, int32_t kv_dtype, int extra)
+{
+	tiny_spec(s, kv_dtype);
+	snprintf(s->name, sizeof(s->name), "tiny-dsa-%s%s", mla_kv_dtype_name(kv_dtype), extra ? "-extra" : "");
+	s->topk = 8;
+	s->topk_length = 1;
+	s->attn_sink = 1;
+	if (extra) {
+		s->extra_topk = 4;
+		s->extra_page_size = 2;
+		s->extra_max_pages = 2;
+		s->extra_num_pages = 4;
+		s->extra_topk_length = 1;
+		s->extra_seqlens = malloc(sizeof(tiny_extra_lens));
+		ck_assert_ptr_nonnull(s->extra_seqlens);
+		memcpy(s->extra_seqlens, tiny_extra_lens, sizeof(tiny_extra_lens));
+	}
+}
+
+START_TEST(dense_spec_hash_is_pinned)
+{
+	/* the sparse fields must not move a dense task's dir: the hash of main before issue 36 */
+	struct task_spec s;
+	char h[65];
+
+	tiny_spec(&s, MLA_KV_BF16);
+	ck_assert_int_eq(task_spec_hash(&s, h), 0);
+	ck_assert_str_eq(h, "71bc2ba3377f81f16881263a5fe59cf626946b33450cfb1eba3795e3c007d42d");
+	task_spec_release(&s);
+}
+END_TEST
+
+START_TEST(sparse_spec_json_round_trips)
+{
+	static const int32_t dtypes[] = { MLA_KV_BF16, MLA_KV_FP8_DS_MLA, MLA_KV_FP8_MODEL1_FNUZ };
+	struct task_spec s, back, copy;
+	cJSON *j, *parsed;
+	char *text, *text2, h1[65], h2[65], h3[65];
+	int extra = _i % 2;
+
+	sparse_spec(&s, dtypes[_i / 2], extra);
+	ck_assert_msg(task_spec_validate(&s, "sparse") == 0, "%s", vs_last_error());
+	j = task_spec_to_json(&s);
+	text = cJSON_PrintUnformatted(j);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"tol_lse\":{\"atol\":1e-06,\"rtol\":0.000122222900390625,\"cos_tol\":-1},"
+				   "\"topk\":8,\"topk_length\":true,\"attn_sink\":true") != NULL,
+		      "got %s", text);
+	ck_assert_msg((strstr(text, "\"extra_topk\":4,\"extra_page_size\":2,\"extra_max_pages\":2,"
+				    "\"extra_num_pages\":4,\"extra_seqlens\":[3,1,0],\"extra_topk_length\":true}") !=
+		       NULL) == extra,
+		      "got %s", text);
+	parsed = cJSON_Parse(text);
+	ck_assert_int_eq(task_spec_from_json(&back, parsed, "test"), 0);
+	ck_assert_int_eq(back.topk, 8);
+	ck_assert_int_eq(back.extra_topk, extra ? 4 : 0);
+	ck_assert(back.topk_length == 1 && back.attn_sink == 1 && back.extra_topk_length == extra);
+	ck_assert(extra ? back.extra_seqlens && back.extra_seqlens[0] == 3 : !back.extra_seqlens);
+	ck_assert_int_eq(task_spec_copy(&copy, &back), 0);
+	ck_assert_ptr_ne(copy.extra_seqlens, back.extra_seqlens == NULL ? (int32_t *)1 : back.extra_seqlens);
+	cJSON_Delete(j);
+	j = task_spec_to_json(&copy);
+	text2 = cJSON_PrintUnformatted(j);
+	ck_assert_str_eq(text, text2);
+	ck_assert_int_eq(task_spec_hash(&s, h1), 0);
+	ck_assert_int_eq(task_spec_hash(&back, h2), 0);
+	ck_assert_int_eq(task_spec_hash(&copy, h3), 0);
+	ck_assert_str_eq(h1, h2);
+	ck_assert_str_eq(h1, h3);
+	/* a sparse spec hashes unlike its dense twin */
+	s.topk = 0;
+	s.topk_length = s.attn_sink = 0;
+	s.extra_topk = s.extra_page_size = s.extra_max_pages = s.extra_num_pages = s.extra_topk_length = 0;
+	free(s.extra_seqlens);
+	s.extra_seqlens = NULL;
+	if (mla_kv_is_blockscaled(s.kv_dtype))
+		s.kv_dtype = MLA_KV_BF16;
+	ck_assert_int_eq(task_spec_hash(&s, h2), 0);
+	ck_assert_str_ne(h1, h2);
+	free(text);
+	free(text2);
+	cJSON_Delete(j);
+	cJSON_Delete(parsed);
+	task_spec_release(&s);
+	task_spec_release(&back);
+	task_spec_release(&copy);
+}
+END_TEST
+
+static const struct {
+	int rule;
+	const char *expect;
+} sparse_invalid[] = {
+	{ 0, "kv_dtype 2 (fp8_e4m3_fnuz) is not a format of the sparse form" },
+	{ 1, "kv_dtype 3 is neither bf16 nor fp8_e4m3_fnuz (the dense form's formats; a per-block-scaled" },
+	{ 2, "page_offset is 4, the sparse form needs 0" },
+	{ 3, "topk is -1, it must be 0 (dense) or at least 1" },
+	{ 4, "attn_sink is set, but topk is 0" },
+	{ 5, "extra_seqlens is set, but topk is 0" },
+	{ 6, "topk_length, extra_topk_length and attn_sink are 0 or 1" },
+	{ 7, "extra_topk is -2, it must be at least 0" },
+	{ 8, "extra cache fields are set, but extra_topk is 0" },
+	{ 9, "extra_page_size 0, extra_max_pages 2 and extra_num_pages 4 must be at least 1" },
+	{ 10, "has extra_topk 4 but no extra_seqlens" },
+	{ 11, "extra_seqlens[0] is 5, outside [0, extra_max_pages x extra_page_size = 4]" },
+	{ 12, "extra_num_pages is 2, but the extra_seqlens need 3 pages of 2" },
+	{ 13, "its tensors' byte sizes overflow" },
+	{ 14, "kv_dtype 9 (unknown) is not a format of the sparse form" },
+};
+
+START_TEST(validate_refuses_inconsistent_sparse_specs)
+{
+	struct task_spec s;
+	int rc;
+
+	sparse_spec(&s, MLA_KV_FP8_DS_MLA, 1);
+	switch (sparse_invalid[_i].rule) {
+	case 0: s.kv_dtype = MLA_KV_FP8_E4M3_FNUZ; break;
+	case 1: s.topk = 0; s.topk_length = s.attn_sink = 0; break; /* dense with a block-scaled format */
+	case 2: s.page_offset = 4; break;
+	case 3: s.topk = -1; break;
+	case 4:
+		s.kv_dtype = MLA_KV_BF16;
+		s.topk = s.topk_length = s.extra_topk = s.extra_page_size = 0;
+		s.extra_max_pages = s.extra_num_pages = s.extra_topk_length = 0;
+		free(s.extra_seqlens);
+		s.extra_seqlens = NULL;
+		break;
+	case 5:
+		s.kv_dtype = MLA_KV_BF16;
+		s.topk = s.topk_length = s.attn_sink = s.extra_topk = s.extra_page_size = 0;
+		s.extra_max_pages = s.extra_num_pages = s.extra_topk_length = 0;
+		break;
+	case 6: s.attn_sink = 2; break;
+	case 7: s.extra_topk = -2; break;
+	case 8: s.extra_topk = 0; break;
+	case 9: s.extra_page_size = 0; break;
+	case 10: free(s.extra_seqlens); s.extra_seqlens = NULL; break;
+	case 11: s.extra_seqlens[0] = 5; break;
+	case 12: s.extra_num_pages = 2; break;
+	case 13: s.topk = 0x7fffffff; s.s_q = 0x7fffffff; s.batch = 3; break;
+	case 14: s.kv_dtype = 9; break;
+	}
+	vs_error_set_quiet(1);
+	rc = task_spec_validate(&s, "case");
+	vs_error_set_quiet(0);
+	ck_assert_msg(rc == VS_ESCHEMA, "rule %d: validate returned %d", sparse_invalid[_i].rule, rc);
+	ck_assert_msg(strstr(vs_last_error(), sparse_invalid[_i].expect) != NULL, "rule %d: error '%s' lacks '%s'",
+		      sparse_invalid[_i].rule, vs_last_error(), sparse_invalid[_i].expect);
+	task_spec_release(&s);
+}
+END_TEST
+
+START_TEST(from_json_refuses_sparse_keys_out_of_place)
+{
+	static const struct {
+		const char *json_tail, *expect;
+	} cases[] = {
+		{ ",\"attn_sink\":true}", "sparse-form key 'attn_sink' but no 'topk'" },
+		{ ",\"topk\":0,\"topk_length\":false,\"attn_sink\":false}", "'topk' must be an integer from 1" },
+		{ ",\"topk\":8,\"attn_sink\":false}", "lacks 'topk_length'" },
+		{ ",\"topk\":8,\"topk_length\":1,\"attn_sink\":false}", "'topk_length' must be true or false" },
+		{ ",\"topk\":8,\"topk_length\":false,\"attn_sink\":false,\"extra_page_size\":2}",
+		  "has 'extra_page_size' but no 'extra_topk'" },
+		{ ",\"topk\":8,\"topk_length\":false,\"attn_sink\":false,\"extra_topk\":2}", "lacks 'extra_page_size'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = fs_printf("%.*s%s", (int)strlen(tiny_canonical) - 1, tiny_canonical, cases[i].json_tail);
+		cJSON *j = cJSON_Parse(text);
+		struct task_spec s;
+		int rc;
+
+		ck_assert_msg(j != NULL, "case %zu is not JSON: %s", i, text);
+		vs_error_set_quiet(1);
+		rc = task_spec_from_json(&s, j, "plan.json:tasks[0]");
+		vs_error_set_quiet(0);
+		ck_assert_msg(rc == VS_ESCHEMA, "case %zu: rc %d", i, rc);
+		ck_assert_msg(strstr(vs_last_error(), cases[i].expect) != NULL, "case %zu: '%s' lacks '%s'", i,
+			      vs_last_error(), cases[i].expect);
+		cJSON_Delete(j);
+		free(text);
+	}
+}
+END_TEST
+
 /* ---- materialize ---------------------------------------------------------------------------- */
 
 static void sha_of(char out[65], const char *dir, const char *name)
@@ -904,6 +1098,11 @@ static Suite *task_suite(void)
 			    (int)(sizeof(invalid) / sizeof(invalid[0])));
 	tcase_add_test(spec, from_json_names_the_bad_key);
 	tcase_add_test(spec, bytes_and_flops_follow_flashmla);
+	tcase_add_test(spec, dense_spec_hash_is_pinned);
+	tcase_add_loop_test(spec, sparse_spec_json_round_trips, 0, 6);
+	tcase_add_loop_test(spec, validate_refuses_inconsistent_sparse_specs, 0,
+			    (int)(sizeof(sparse_invalid) / sizeof(sparse_invalid[0])));
+	tcase_add_test(spec, from_json_refuses_sparse_keys_out_of_place);
 	tcase_set_timeout(dir, 120);
 	tcase_add_test(dir, materialize_writes_a_read_only_dir_named_by_the_hash);
 	tcase_add_test(dir, materialize_is_deterministic_across_roots);
