@@ -1106,8 +1106,12 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 		*(int *)((char *)c + f->off) = 0;
 		if (scalar_unset(v))
 			return 0;
-		if (v->style != YAML_PLAIN_SCALAR_STYLE || parse_number(v->value, &num) || num != floor(num) ||
-		    !(num >= 1 && num <= CARD_TOPK_MAX))
+		if (v->style != YAML_PLAIN_SCALAR_STYLE)
+			return doc_err(d, VS_ESCHEMA, v->b, key,
+				       "expected a whole number, found the quoted string \"%s\" (write numbers without "
+				       "quotes)",
+				       v->value);
+		if (parse_number(v->value, &num) || num != floor(num) || !(num >= 1 && num <= CARD_TOPK_MAX))
 			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is not a whole number in [1, %d]", v->value,
 				       CARD_TOPK_MAX);
 		*(int *)((char *)c + f->off) = (int)num;
