@@ -96,6 +96,14 @@ enum vs_task_stream {
 	VS_STREAM_Q = 1,
 	VS_STREAM_KV = 2,
 	VS_STREAM_PERM = 3,
+	/* the sparse form (task.h "The sparse form's inputs") */
+	VS_STREAM_INDICES = 4,
+	VS_STREAM_TOPK_LENGTH = 5,
+	VS_STREAM_ATTN_SINK = 6,
+	VS_STREAM_EXTRA_KV = 7,
+	VS_STREAM_EXTRA_PERM = 8,
+	VS_STREAM_EXTRA_INDICES = 9,
+	VS_STREAM_EXTRA_TOPK_LENGTH = 10,
 };
 
 /* Largest seed: JSON numbers are exact up to 2^53. */
@@ -138,17 +146,48 @@ struct task_spec {
 	int attn_sink;           /* 1: the task passes attn_sink [h_q] */
 };
 
-/** A loaded input set (host memory). */
+/**
+ * A loaded input set (host memory). The sparse tensors (kernels/mla_decode.h ABI 3) are NULL with 0
+ * bytes in a dense task, and each optional one when the spec does not ask for it.
+ */
 struct task_set {
-	void *q;        /* bf16 */
-	void *kv_cache; /* bf16 or fp8 codes */
+	void *q;        /* bf16 [b, s_q, h_q, d_qk] */
+	void *kv_cache; /* bf16 or fp8 codes; the sparse form's block-scaled formats as bytes */
 	int32_t *block_table;
 	int32_t *seqlens;
 	float *ref_out; /* fp32 [b,s_q,h_q,512] */
 	float *ref_lse; /* fp32 [b,h_q,s_q] */
 	float kv_scale;
 	size_t q_bytes, kv_bytes, block_table_bytes, seqlens_bytes, out_elems, lse_elems;
+	/* the sparse form */
+	int32_t *indices;           /* [b, s_q, topk] */
+	int32_t *topk_length;       /* [b] or NULL */
+	float *attn_sink;           /* [h_q] or NULL (the same in every set of a task) */
+	void *extra_kv_cache;       /* [extra_num_pages, ...] or NULL */
+	int32_t *extra_block_table; /* [b, extra_max_pages] (what extra_indices were made with; no kernel reads it) */
+	int32_t *extra_seqlens;     /* [b] (ditto) */
+	int32_t *extra_indices;     /* [b, s_q, extra_topk] */
+	int32_t *extra_topk_length; /* [b] or NULL */
+	size_t indices_bytes, topk_length_bytes, attn_sink_bytes, extra_kv_bytes, extra_block_table_bytes,
+		extra_seqlens_bytes, extra_indices_bytes, extra_topk_length_bytes;
 };
+
+/** One input tensor of a set, as task_set_inputs() lists them. */
+struct task_input {
+	const char *name; /* the ABI's (and the inputs file's) name: "q", "kv_cache", "indices", ... */
+	const void *host;
+	size_t bytes;
+};
+
+#define VS_TASK_MAX_INPUTS 12
+
+/**
+ * The input tensors of set ts that a task has, in the order of its inputs file: q, kv_cache,
+ * block_table, seqlens, then (sparse form) indices, topk_length, attn_sink, extra_kv_cache,
+ * extra_block_table, extra_seqlens, extra_indices, extra_topk_length, each only when present.
+ * Returns how many were written to out (4 for a dense task).
+ */
+int task_set_inputs(struct task_input out[VS_TASK_MAX_INPUTS], const struct task_set *ts);
 
 struct task_data {
 	char *dir;
@@ -210,12 +249,31 @@ int task_spec_hash_for(const struct task_spec *s, const char *generator, char he
 /** The task's identity: sha256 hex of canonical spec JSON + generator + oracle versions. */
 int task_spec_hash(const struct task_spec *s, char hex[65]);
 
-/** FlashMLA's counts for one input set: bytes moved and flops (docs/DESIGN.md). */
+/**
+ * FlashMLA's counts for one input set: bytes moved and flops (docs/DESIGN.md).
+ * Dense: bytes = sum(seqlens) x 576 x kv element size + q + out (bf16); flops = 2 x s_q x h_q x
+ * sum(seqlens) x (576 + 512).
+ * Sparse (FlashMLA tests/lib.py count_flop_and_mem_vol_for_decode), counted on the generated input
+ * set 0 (its indices and topk_length; the other sets differ by little): flops = 2 x h_q x attended x
+ * (d_qk + d_v), attended = s_q x sum over b of (topk_length[b], or topk without it), the extra
+ * cache's likewise; bytes = retrieved x mla_kv_token_bytes() + q + out, retrieved = the distinct
+ * cache rows that some valid entry names (both caches). A spec that cannot be generated counts 0.
+ */
 double task_bytes(const struct task_spec *s);
 double task_flops(const struct task_spec *s);
 
-/** Bytes of one cache page: page_size x 576 x kv element size. */
+/** Bytes of one cache page: mla_kv_page_bytes() of the spec's format and page_size. */
 size_t task_page_bytes(const struct task_spec *s);
+
+/**
+ * The parity tolerances a task of spec s's form and format gets (docs/DESIGN.md "The sparse form"):
+ * dense: out atol 8e-4, rtol 2.01/128, cos 5e-6; lse atol 1e-5, rtol 8.01/65536 (FlashMLA's dense
+ * test, atol calibrated on our N(0,1)/10 sets). Sparse, every format: out atol 1e-3, rtol 2.01/128,
+ * cos 5e-6 (FlashMLA's sparse test); lse atol 1e-5, rtol 8.01/65536. The fp8 formats need no more:
+ * the reference reads the decoded values (code x a power-of-two scale, exact in bf16), as FlashMLA's
+ * test compares with the dequantized cache.
+ */
+void task_default_tolerances(struct task_tol *tol_out, struct task_tol *tol_lse, const struct task_spec *s);
 
 /** The store limit in force: VS_TASK_STORE_LIMIT_BYTES from the environment, else the default. */
 size_t task_store_limit(void);
@@ -226,7 +284,8 @@ int task_set_is_softmax(const struct task_spec *s, int k);
 /**
  * The shapes and scalars of task s as an implementation sees them (kernels/mla_decode.h): *a zeroed,
  * then batch, s_q, h_q, page_size, max_pages, kv_dtype, softmax_scale, num_pages counted from the
- * virtual base (num_pages + page_offset) and kv_scale 1 (a set's own is the caller's to set).
+ * virtual base (num_pages + page_offset), kv_scale 1 (a set's own is the caller's to set), d_qk and
+ * d_v; sparse form: topk, extra_topk, extra_num_pages, extra_page_size, and max_pages 0.
  */
 void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s);
 
@@ -238,6 +297,14 @@ void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s);
  */
 int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
 		     const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale);
+
+/**
+ * The oracle's arguments for input set ts of task s, with q in place of the set's (the set's own
+ * when q is NULL): task_oracle_args() and, in the sparse form, the set's indices, topk_length,
+ * attn_sink and extra cache. Returns 0 or VS_ENOMEM; *bt_owned as task_oracle_args().
+ */
+int task_set_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s,
+			 const struct task_set *ts, const void *q);
 
 /** The seed of input set k (VS_GENERATOR_VERSION). */
 uint64_t task_set_seed(const struct task_spec *s, int k);
@@ -261,7 +328,8 @@ int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct 
  * renamed into place when complete (a crash leaves no half task dir; a concurrent materializer that
  * wins the rename is used when its dir verifies). Files are 0444, the dir 0555. Inputs files over
  * task_store_limit() are not written (the manifest marks them "generated"). The oracle runs with
- * threads workers; input generation uses the online CPUs and gives the same bytes for any count.
+ * threads workers; input generation uses the online CPUs (VS_GEN_THREADS in the environment
+ * overrides the count, for tests) and gives the same bytes for any count.
  * Progress lines go to stderr when it is a terminal and the task is large.
  */
 int task_materialize(char **dir_out, const char *root, const struct task_spec *s, int threads);
