@@ -87,7 +87,7 @@ static PyObj *step_bridge, *fn_step_elems, *fn_step_call, *fn_step_reference, *f
 /* ---- the process-wide table ------------------------------------------------------------------ */
 
 struct supports_answer {
-	int32_t key[8];
+	int32_t key[14];
 	float scales[2];
 	int ok;
 	char why[160];
@@ -576,10 +576,14 @@ static PyObj *py_call(PyObj *fn, PyObj *args, const char *what)
 	return r;
 }
 
-/* The kernel tuple of an args, a new reference (NULL with a python error set). GIL held. */
+/*
+ * The kernel tuple of an args, a new reference (NULL with a python error set). GIL held. Its layout
+ * is the shim's (kernels/python/mla_decode.py, RAW_SPARSE): the ABI 2 fields, then the sparse
+ * form's six pointers and six ints (ABI 3).
+ */
 static PyObj *raw_tuple(const struct mla_decode_args *a)
 {
-	return py.Py_BuildValue("(KKKKKKKKiiiiiiiddiK)", (unsigned long long)(uintptr_t)a->q,
+	return py.Py_BuildValue("(KKKKKKKKiiiiiiiddiKKKKKKKiiiiii)", (unsigned long long)(uintptr_t)a->q,
 				(unsigned long long)(uintptr_t)a->kv_cache,
 				(unsigned long long)(uintptr_t)a->block_table,
 				(unsigned long long)(uintptr_t)a->seqlens, (unsigned long long)(uintptr_t)a->out,
@@ -587,7 +591,13 @@ static PyObj *raw_tuple(const struct mla_decode_args *a)
 				(unsigned long long)a->workspace_bytes, (int)a->batch, (int)a->s_q, (int)a->h_q,
 				(int)a->num_pages, (int)a->page_size, (int)a->max_pages, (int)a->kv_dtype,
 				(double)a->softmax_scale, (double)a->kv_scale, (int)a->num_cus,
-				(unsigned long long)(uintptr_t)a->stream);
+				(unsigned long long)(uintptr_t)a->stream, (unsigned long long)(uintptr_t)a->indices,
+				(unsigned long long)(uintptr_t)a->topk_length,
+				(unsigned long long)(uintptr_t)a->attn_sink,
+				(unsigned long long)(uintptr_t)a->extra_kv_cache,
+				(unsigned long long)(uintptr_t)a->extra_indices,
+				(unsigned long long)(uintptr_t)a->extra_topk_length, (int)a->topk, (int)a->extra_topk,
+				(int)a->extra_num_pages, (int)a->extra_page_size, (int)a->d_qk, (int)a->d_v);
 }
 
 /*
@@ -843,7 +853,13 @@ static int supports_ask(struct slot *s, const struct mla_decode_args *a, char *w
 	    !cJSON_AddStringToObject(shape, "kv_dtype", mla_kv_dtype_name(a->kv_dtype)) ||
 	    !cJSON_AddNumberToObject(shape, "softmax_scale", a->softmax_scale) ||
 	    !cJSON_AddNumberToObject(shape, "kv_scale", a->kv_scale) ||
-	    !cJSON_AddNumberToObject(shape, "num_cus", a->num_cus) || !(txt = cJSON_PrintUnformatted(shape))) {
+	    !cJSON_AddNumberToObject(shape, "num_cus", a->num_cus) ||
+	    !cJSON_AddNumberToObject(shape, "topk", a->topk) ||
+	    !cJSON_AddNumberToObject(shape, "extra_topk", a->extra_topk) ||
+	    !cJSON_AddNumberToObject(shape, "extra_num_pages", a->extra_num_pages) ||
+	    !cJSON_AddNumberToObject(shape, "extra_page_size", a->extra_page_size) ||
+	    !cJSON_AddNumberToObject(shape, "d_qk", a->d_qk) || !cJSON_AddNumberToObject(shape, "d_v", a->d_v) ||
+	    !(txt = cJSON_PrintUnformatted(shape))) {
 		snprintf(why, cap, "out of memory");
 		goto done;
 	}
@@ -888,8 +904,19 @@ static int slot_supports(int k, const struct mla_decode_args *a, char *why, size
 			 mla_kv_dtype_name(a->kv_dtype) ? mla_kv_dtype_name(a->kv_dtype) : "unknown");
 		return 0;
 	}
-	if (!s->p->has_supports)
+	if (!s->p->has_supports) {
+		/* The ABI's rule for a NULL supports(): the dense form with bf16 or fp8_e4m3_fnuz only. */
+		if (a->topk > 0) {
+			snprintf(why, cap, "sparse form: the module defines no supports()");
+			return 0;
+		}
+		if (mla_kv_is_blockscaled(a->kv_dtype)) {
+			snprintf(why, cap, "kv dtype %s: the module defines no supports()",
+				 mla_kv_dtype_name(a->kv_dtype));
+			return 0;
+		}
 		return 1;
+	}
 	memset(&ans, 0, sizeof(ans));
 	ans.key[0] = a->batch;
 	ans.key[1] = a->s_q;
@@ -899,6 +926,12 @@ static int slot_supports(int k, const struct mla_decode_args *a, char *why, size
 	ans.key[5] = a->max_pages;
 	ans.key[6] = a->kv_dtype;
 	ans.key[7] = a->num_cus;
+	ans.key[8] = a->topk;
+	ans.key[9] = a->extra_topk;
+	ans.key[10] = a->extra_num_pages;
+	ans.key[11] = a->extra_page_size;
+	ans.key[12] = a->d_qk;
+	ans.key[13] = a->d_v;
 	ans.scales[0] = a->softmax_scale;
 	ans.scales[1] = a->kv_scale;
 	for (int i = 0; i < s->nanswers; i++)

@@ -4,6 +4,11 @@
  * kernels/mla_decode.h: NaN slots past the lengths and sentinel block_table entries never leak,
  * poisoned outputs are fully written, nothing outside out/lse/workspace is written, repeated
  * launches and thread counts give identical bits, inputs are unchanged, bad arguments are refused.
+ * The sparse form (ABI 3) on every cache format, built here (an own writer of the formats' bytes)
+ * and checked against a brute-force reference in double: -1 padding, a row of all -1, topk_length
+ * 0 and topk, attn_sink +-inf and finite, an extra cache, page sizes 61 and 69, s_q 2, every row no
+ * valid entry names NaN; cpu.naive and every cpu.splitkv config agree, thread counts keep bits,
+ * sparse arguments out of contract are refused, supports() gives its reasons.
  *
  * Set VS_BENCH=1 to add the "bench" case: cpu.naive vs cpu.splitkv on b=4, s_q=1, h_q=16,
  * seqlen 4096, bf16 (times printed, never asserted; parity still checked).
@@ -768,6 +773,714 @@ START_TEST(bench)
 }
 END_TEST
 
+/* ---- the sparse form (ABI 3) ---------------------------------------------------------------- */
+
+/*
+ * A sparse case. Caches of kv_dtype: page_size x num_pages (and the extra cache's); topk (and
+ * extra_topk) entries a query row. tl / etl: topk_length / extra_topk_length per batch ({-1}: not
+ * given). pad: per mille of the entries inside the lengths that are -1. sink: attn_sink given,
+ * cycling over the heads through +inf, -inf and finite values. lonely: every entry of query row
+ * (b 0, i s_q - 1) is -1 (main and extra). The last page of each cache is never named by a valid
+ * entry (entries past topk_length point into it) and every row no valid entry names is NaN.
+ */
+struct scase {
+	const char *name;
+	int32_t kv_dtype, batch, s_q, h_q;
+	int32_t page_size, num_pages, topk;
+	int32_t extra_page_size, extra_num_pages, extra_topk;
+	int32_t tl[3], etl[3];
+	int pad, sink, lonely;
+	uint64_t seed;
+};
+
+static const struct scase sgrid[] = {
+	{ "bf16-b2-sq1-h16-ps64-topk64-pad", MLA_KV_BF16, 2, 1, 16, 64, 4, 64, 0, 0, 0, { -1 }, { -1 }, 200, 0, 0, 31 },
+	{ "ds_mla-b2-sq2-h3-ps61-topk48-len0-and-topk", MLA_KV_FP8_DS_MLA, 2, 2, 3, 61, 3, 48, 0, 0, 0, { 0, 48 },
+	  { -1 }, 250, 0, 0, 32 },
+	{ "ds_mla_fnuz-b1-sq2-h16-ps69-topk40-sink-lonely", MLA_KV_FP8_DS_MLA_FNUZ, 1, 2, 16, 69, 2, 40, 0, 0, 0,
+	  { -1 }, { -1 }, 100, 1, 1, 33 },
+	{ "model1-b2-sq1-h16-ps64-topk32-extra24-ps61-lens-sink", MLA_KV_FP8_MODEL1, 2, 1, 16, 64, 2, 32, 61, 3, 24,
+	  { 5, 32 }, { 24, 0 }, 150, 1, 0, 34 },
+	{ "model1_fnuz-b2-sq2-h3-ps69-topk20-extra16-ps16-lonely", MLA_KV_FP8_MODEL1_FNUZ, 2, 2, 3, 69, 2, 20, 16, 4,
+	  16, { -1 }, { 9, 16 }, 300, 0, 1, 35 },
+	{ "bf16-b3-sq2-h8-ps1-topk24-extra8-ps61-sink-lonely", MLA_KV_BF16, 3, 2, 8, 1, 64, 24, 61, 2, 8,
+	  { 24, 0, 7 }, { -1 }, 200, 1, 1, 36 },
+	{ "ds_mla-b1-sq1-h16-ps64-topk64-all-pad-sink", MLA_KV_FP8_DS_MLA, 1, 1, 16, 64, 2, 64, 0, 0, 0, { -1 },
+	  { -1 }, 1000, 1, 0, 37 },
+	{ "model1-b1-sq2-h64-ps61-topk128-extra64-ps64", MLA_KV_FP8_MODEL1, 1, 2, 64, 61, 4, 128, 64, 2, 64, { 100 },
+	  { 64 }, 100, 0, 0, 38 },
+};
+#define NSGRID ((int)(sizeof(sgrid) / sizeof(sgrid[0])))
+
+/* One cache of a sparse problem: its bytes, and the value of every row as this test decodes it. */
+struct scache {
+	uint8_t *bytes;
+	size_t nbytes;
+	float *vals;    /* [rows][d_qk], NaN for a row no valid entry names */
+	uint8_t *named; /* [rows] */
+	int32_t page_size, num_pages;
+};
+
+struct sproblem {
+	struct mla_decode_args args;
+	uint16_t *q;
+	size_t q_bytes;
+	struct scache kv, extra;
+	int32_t *indices, *extra_indices, *tl, *etl;
+	float *sink;
+	size_t out_elems, lse_elems;
+	float *ref_out, *ref_lse;
+	int out_dims[4], lse_dims[3];
+};
+
+/* The value of an e4m3 code, from the formats' definitions (bias 7 OCP e4m3fn, bias 8 fnuz). */
+static float test_fp8(uint8_t c, int fnuz)
+{
+	int bias = fnuz ? 8 : 7, e = (c >> 3) & 15, m = c & 7;
+	double v;
+
+	if (fnuz ? c == 0x80 : (c & 0x7f) == 0x7f)
+		return NAN;
+	v = e ? ldexp(1.0 + m / 8.0, e - bias) : ldexp(m / 8.0, 1 - bias);
+	return (float)(c & 0x80 ? -v : v);
+}
+
+static float test_bf16(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+/* A random code that is not NaN. */
+static uint8_t test_code(uint64_t *s, int fnuz)
+{
+	for (;;) {
+		uint8_t c = (uint8_t)gen_next(s);
+
+		if (!isnan(test_fp8(c, fnuz)))
+			return c;
+	}
+}
+
+/* Write row r of cache c: random values when named, NaN everywhere (codes, scales, RoPE) when not. */
+static void scache_put_row(struct scache *c, int32_t kv_dtype, int32_t r, uint64_t *s)
+{
+	int fnuz = mla_kv_is_fnuz(kv_dtype), d_qk = mla_kv_d_qk(kv_dtype);
+	size_t pb = mla_kv_page_bytes(kv_dtype, c->page_size);
+	uint8_t *page = c->bytes + (size_t)(r / c->page_size) * pb;
+	int32_t slot = r % c->page_size;
+	float *v = c->vals + (size_t)r * d_qk;
+	uint8_t nan_code = fnuz ? 0x80 : 0x7f;
+
+	if (kv_dtype == MLA_KV_BF16) {
+		uint8_t *t = c->bytes + (size_t)r * MLA_D_QK * 2;
+
+		for (int d = 0; d < MLA_D_QK; d++) {
+			uint16_t h = c->named[r] ? mla_float_to_bf16(gen_value(s)) : BF16_NAN;
+
+			put_u16(t + 2 * d, h);
+			v[d] = c->named[r] ? test_bf16(h) : NAN;
+		}
+	} else if (!mla_kv_is_model1(kv_dtype)) { /* fp8_ds_mla: codes, 4 fp32 scales, RoPE */
+		uint8_t *t = page + (size_t)slot * 656;
+
+		for (int k = 0; k < 4; k++) {
+			float sc = c->named[r] ? ldexpf(1.0f + (float)(gen_next(s) % 16) / 16.0f, -8 - (int)(gen_next(s) % 3))
+					       : NAN;
+
+			memcpy(t + 512 + 4 * k, &sc, 4); /* little-endian host */
+			for (int d = 128 * k; d < 128 * k + 128; d++) {
+				t[d] = c->named[r] ? test_code(s, fnuz) : nan_code;
+				v[d] = c->named[r] ? test_fp8(t[d], fnuz) * sc : NAN;
+			}
+		}
+		for (int d = 0; d < 64; d++) {
+			uint16_t h = c->named[r] ? mla_float_to_bf16(gen_value(s)) : BF16_NAN;
+
+			put_u16(t + 528 + 2 * d, h);
+			v[512 + d] = c->named[r] ? test_bf16(h) : NAN;
+		}
+	} else { /* fp8_model1: codes and RoPE at slot * 576, 7 e8m0 scales at page_size * 576 + slot * 8 */
+		uint8_t *t = page + (size_t)slot * 576, *sc = page + (size_t)c->page_size * 576 + (size_t)slot * 8;
+
+		for (int k = 0; k < 7; k++) {
+			sc[k] = c->named[r] ? (uint8_t)(127 - 6 - gen_next(s) % 4) : 0xff;
+			for (int d = 64 * k; d < 64 * k + 64; d++) {
+				t[d] = c->named[r] ? test_code(s, fnuz) : nan_code;
+				v[d] = c->named[r] ? test_fp8(t[d], fnuz) * ldexpf(1.0f, sc[k] - 127) : NAN;
+			}
+		}
+		sc[7] = 0;
+		for (int d = 0; d < 64; d++) {
+			uint16_t h = c->named[r] ? mla_float_to_bf16(gen_value(s)) : BF16_NAN;
+
+			put_u16(t + 448 + 2 * d, h);
+			v[448 + d] = c->named[r] ? test_bf16(h) : NAN;
+		}
+	}
+	(void)d_qk;
+}
+
+/*
+ * Entries of one index tensor [batch, s_q, k] into cache c: inside the length, -1 (pad per mille,
+ * or the lonely row) or a row of the pages before the last; past it, a row of the last page.
+ */
+static void sparse_indices(int32_t *idx, struct scache *c, const struct scase *sc, int32_t k, const int32_t *len,
+			   uint64_t *s)
+{
+	int32_t live = (c->num_pages - 1) * c->page_size;
+
+	for (int32_t b = 0; b < sc->batch; b++)
+		for (int32_t i = 0; i < sc->s_q; i++)
+			for (int32_t t = 0; t < k; t++) {
+				int32_t *e = idx + ((size_t)b * sc->s_q + i) * k + t;
+
+				if (len && t >= len[b]) {
+					*e = gen_next(s) % 4 ? live + (int32_t)(gen_next(s) % (uint64_t)c->page_size) : -1;
+				} else if ((sc->lonely && b == 0 && i == sc->s_q - 1) ||
+					   (int)(gen_next(s) % 1000) < sc->pad) {
+					*e = -1;
+				} else {
+					*e = (int32_t)(gen_next(s) % (uint64_t)live);
+					c->named[*e] = 1;
+				}
+			}
+}
+
+static void scache_alloc(struct scache *c, int32_t kv_dtype, int32_t page_size, int32_t num_pages)
+{
+	size_t rows = (size_t)page_size * num_pages;
+
+	c->page_size = page_size;
+	c->num_pages = num_pages;
+	c->nbytes = mla_kv_page_bytes(kv_dtype, page_size) * num_pages;
+	c->bytes = malloc(c->nbytes + 1);
+	c->vals = malloc(rows * MLA_D_QK * sizeof(float) + 1);
+	c->named = calloc(rows + 1, 1);
+	ck_assert_ptr_nonnull(c->bytes);
+	ck_assert_ptr_nonnull(c->vals);
+	ck_assert_ptr_nonnull(c->named);
+	memset(c->bytes, 0xff, c->nbytes); /* model1's page padding stays 0xff */
+}
+
+static void scache_fill(struct scache *c, int32_t kv_dtype, uint64_t *s)
+{
+	for (int32_t r = 0; r < c->page_size * c->num_pages; r++)
+		scache_put_row(c, kv_dtype, r, s);
+}
+
+static void scache_release(struct scache *c)
+{
+	free(c->bytes);
+	free(c->vals);
+	free(c->named);
+}
+
+/* The in-test reference: every query row by brute force in double over its valid entries. */
+static void sparse_reference(struct sproblem *p)
+{
+	const struct mla_decode_args *a = &p->args;
+	int32_t total = a->topk + a->extra_topk;
+	double *sc = malloc((size_t)total * sizeof(double));
+	const float **rows = malloc((size_t)total * sizeof(*rows));
+
+	ck_assert_ptr_nonnull(sc);
+	ck_assert_ptr_nonnull(rows);
+	for (int32_t b = 0; b < a->batch; b++)
+		for (int32_t i = 0; i < a->s_q; i++) {
+			int32_t n = 0;
+
+			for (int32_t t = 0; t < a->topk; t++) {
+				int32_t r = p->indices[((size_t)b * a->s_q + i) * a->topk + t];
+
+				if (r != -1 && (!p->tl || t < p->tl[b]))
+					rows[n++] = p->kv.vals + (size_t)r * a->d_qk;
+			}
+			for (int32_t t = 0; t < a->extra_topk; t++) {
+				int32_t r = p->extra_indices[((size_t)b * a->s_q + i) * a->extra_topk + t];
+
+				if (r != -1 && (!p->etl || t < p->etl[b]))
+					rows[n++] = p->extra.vals + (size_t)r * a->d_qk;
+			}
+			for (int32_t h = 0; h < a->h_q; h++) {
+				size_t qrow = ((size_t)b * a->s_q + i) * a->h_q + h;
+				float *out = p->ref_out + qrow * MLA_D_V;
+				float *lse = p->ref_lse + ((size_t)b * a->h_q + h) * a->s_q + i;
+				double m = -INFINITY, sum = 0.0, l, f = 1.0;
+
+				if (n == 0) {
+					for (int d = 0; d < MLA_D_V; d++)
+						out[d] = 0.0f;
+					*lse = INFINITY;
+					continue;
+				}
+				for (int32_t j = 0; j < n; j++) {
+					double s = 0.0;
+
+					for (int d = 0; d < a->d_qk; d++)
+						s += (double)test_bf16(p->q[qrow * a->d_qk + d]) * rows[j][d];
+					sc[j] = s * a->softmax_scale;
+					m = sc[j] > m ? sc[j] : m;
+				}
+				for (int32_t j = 0; j < n; j++)
+					sum += exp(sc[j] - m);
+				l = m + log(sum);
+				if (p->sink)
+					f = 1.0 / (1.0 + exp((double)p->sink[h] - l));
+				for (int d = 0; d < MLA_D_V; d++) {
+					double o = 0.0;
+
+					for (int32_t j = 0; j < n; j++)
+						o += exp(sc[j] - l) * rows[j][d];
+					out[d] = (float)(o * f);
+				}
+				*lse = (float)l;
+			}
+		}
+	free(sc);
+	free(rows);
+}
+
+static int32_t *lengths(const int32_t *v, int32_t batch)
+{
+	int32_t *l;
+
+	if (v[0] < 0)
+		return NULL;
+	l = malloc((size_t)batch * sizeof(int32_t) + 1);
+	ck_assert_ptr_nonnull(l);
+	for (int32_t b = 0; b < batch; b++)
+		l[b] = v[b];
+	return l;
+}
+
+static void sproblem_build(struct sproblem *p, const struct scase *c)
+{
+	static const float sinks[] = { INFINITY, -INFINITY, 0.5f, -1.0f, 3.0f, 1.25f };
+	struct mla_decode_args *a = &p->args;
+	uint64_t s = c->seed;
+	int32_t d_qk = mla_kv_d_qk(c->kv_dtype);
+
+	memset(p, 0, sizeof(*p));
+	a->batch = c->batch;
+	a->s_q = c->s_q;
+	a->h_q = c->h_q;
+	a->page_size = c->page_size;
+	a->num_pages = c->num_pages;
+	a->kv_dtype = c->kv_dtype;
+	a->softmax_scale = SOFTMAX_SCALE;
+	a->kv_scale = 1.0f;
+	a->num_cus = 2;
+	a->topk = c->topk;
+	a->extra_topk = c->extra_topk;
+	a->extra_page_size = c->extra_topk ? c->extra_page_size : 0;
+	a->extra_num_pages = c->extra_topk ? c->extra_num_pages : 0;
+	a->d_qk = d_qk;
+	a->d_v = MLA_D_V;
+
+	p->q_bytes = (size_t)c->batch * c->s_q * c->h_q * d_qk * 2;
+	p->q = malloc(p->q_bytes + 1);
+	ck_assert_ptr_nonnull(p->q);
+	for (size_t k = 0; k < p->q_bytes / 2; k++)
+		p->q[k] = mla_float_to_bf16(gen_value(&s) * 4.0f);
+	p->tl = lengths(c->tl, c->batch);
+	p->indices = malloc((size_t)c->batch * c->s_q * c->topk * sizeof(int32_t) + 1);
+	ck_assert_ptr_nonnull(p->indices);
+	scache_alloc(&p->kv, c->kv_dtype, c->page_size, c->num_pages);
+	sparse_indices(p->indices, &p->kv, c, c->topk, p->tl, &s);
+	scache_fill(&p->kv, c->kv_dtype, &s);
+	if (c->extra_topk) {
+		p->etl = lengths(c->etl, c->batch);
+		p->extra_indices = malloc((size_t)c->batch * c->s_q * c->extra_topk * sizeof(int32_t) + 1);
+		ck_assert_ptr_nonnull(p->extra_indices);
+		scache_alloc(&p->extra, c->kv_dtype, c->extra_page_size, c->extra_num_pages);
+		sparse_indices(p->extra_indices, &p->extra, c, c->extra_topk, p->etl, &s);
+		scache_fill(&p->extra, c->kv_dtype, &s);
+	}
+	if (c->sink) {
+		p->sink = malloc((size_t)c->h_q * sizeof(float));
+		ck_assert_ptr_nonnull(p->sink);
+		for (int32_t h = 0; h < c->h_q; h++)
+			p->sink[h] = sinks[h % 6];
+	}
+	a->q = p->q;
+	a->kv_cache = p->kv.bytes;
+	a->indices = p->indices;
+	a->topk_length = p->tl;
+	a->attn_sink = p->sink;
+	a->extra_kv_cache = c->extra_topk ? p->extra.bytes : NULL;
+	a->extra_indices = p->extra_indices;
+	a->extra_topk_length = p->etl;
+
+	p->out_elems = (size_t)c->batch * c->s_q * c->h_q * MLA_D_V;
+	p->lse_elems = (size_t)c->batch * c->h_q * c->s_q;
+	p->out_dims[0] = c->batch;
+	p->out_dims[1] = c->s_q;
+	p->out_dims[2] = c->h_q;
+	p->out_dims[3] = MLA_D_V;
+	p->lse_dims[0] = c->batch;
+	p->lse_dims[1] = c->h_q;
+	p->lse_dims[2] = c->s_q;
+	p->ref_out = malloc((p->out_elems + 1) * sizeof(float));
+	p->ref_lse = malloc((p->lse_elems + 1) * sizeof(float));
+	ck_assert_ptr_nonnull(p->ref_out);
+	ck_assert_ptr_nonnull(p->ref_lse);
+	sparse_reference(p);
+	/* No NaN reaches the reference: a NaN row read by mistake cannot pass as "NaN equals NaN". */
+	for (size_t k = 0; k < p->out_elems; k++)
+		ck_assert_msg(isfinite(p->ref_out[k]), "%s: reference out[%zu] is %g", c->name, k, p->ref_out[k]);
+	for (size_t k = 0; k < p->lse_elems; k++)
+		ck_assert_msg(!isnan(p->ref_lse[k]) && p->ref_lse[k] != -INFINITY, "%s: reference lse[%zu] is %g",
+			      c->name, k, p->ref_lse[k]);
+}
+
+static void sproblem_release(struct sproblem *p)
+{
+	free(p->q);
+	scache_release(&p->kv);
+	scache_release(&p->extra);
+	free(p->indices);
+	free(p->extra_indices);
+	free(p->tl);
+	free(p->etl);
+	free(p->sink);
+	free(p->ref_out);
+	free(p->ref_lse);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Inputs of a sparse problem, for "unchanged" checks: every byte any launch may read. */
+static uint64_t sproblem_hash(const struct sproblem *p)
+{
+	uint64_t h = 1469598103934665603ull;
+	const struct {
+		const void *ptr;
+		size_t n;
+	} parts[] = {
+		{ p->q, p->q_bytes },
+		{ p->kv.bytes, p->kv.nbytes },
+		{ p->extra.bytes, p->extra.nbytes },
+		{ p->indices, (size_t)p->args.batch * p->args.s_q * p->args.topk * 4 },
+		{ p->extra_indices, (size_t)p->args.batch * p->args.s_q * p->args.extra_topk * 4 },
+		{ p->tl, p->tl ? (size_t)p->args.batch * 4 : 0 },
+		{ p->etl, p->etl ? (size_t)p->args.batch * 4 : 0 },
+		{ p->sink, p->sink ? (size_t)p->args.h_q * 4 : 0 },
+	};
+
+	for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++)
+		for (size_t j = 0; j < parts[k].n; j++)
+			h = (h ^ ((const uint8_t *)parts[k].ptr)[j]) * 1099511628211ull;
+	return h;
+}
+
+/* out/lse buffers as struct outputs, sized for a sparse problem. */
+static void soutputs_alloc(struct outputs *o, const struct sproblem *p, size_t ws_bytes)
+{
+	struct problem shape;
+
+	memset(&shape, 0, sizeof(shape));
+	shape.out_elems = p->out_elems;
+	shape.lse_elems = p->lse_elems;
+	outputs_alloc(o, &shape, ws_bytes);
+}
+
+static int slaunch(struct sproblem *p, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
+		   struct outputs *o)
+{
+	p->args.out = o->out;
+	p->args.lse = o->lse;
+	p->args.workspace = o->ws_bytes ? o->ws : NULL;
+	p->args.workspace_bytes = o->ws_bytes;
+	return impl->launch(&p->args, cfg);
+}
+
+static void scheck_parity(const struct sproblem *p, const struct outputs *o, const char *ctx)
+{
+	static const char *const out_names[] = { "b", "s", "h", "d" };
+	static const char *const lse_names[] = { "b", "h", "s" };
+	struct parity_report r;
+	char line[512];
+
+	parity_compare_bf16(&r, o->out, p->ref_out, p->out_elems, &tol_out, p->out_dims, 4);
+	parity_describe(line, sizeof(line), "out", &r, out_names, 4);
+	ck_assert_msg(r.pass, "%s: %s", ctx, line);
+	parity_compare_f32(&r, o->lse, p->ref_lse, p->lse_elems, &tol_lse, p->lse_dims, 3);
+	parity_describe(line, sizeof(line), "lse", &r, lse_names, 3);
+	ck_assert_msg(r.pass, "%s: %s", ctx, line);
+	ck_assert_msg(guard_intact(o->out + p->out_elems, GUARD * sizeof(uint16_t)), "%s: wrote past out", ctx);
+	ck_assert_msg(guard_intact(o->lse + p->lse_elems, GUARD * sizeof(float)), "%s: wrote past lse", ctx);
+	ck_assert_msg(guard_intact(o->ws + o->ws_bytes, GUARD), "%s: wrote past the workspace", ctx);
+}
+
+/*
+ * naive and x agree within float accumulation: non-finite classes equal, out within one bf16
+ * rounding step (at most 2^-7 relative) plus 1e-6, lse within 1e-5 + 1e-6 relative.
+ */
+static void scheck_close(const struct sproblem *p, const struct outputs *naive, const struct outputs *x,
+			 const char *ctx)
+{
+	for (size_t k = 0; k < p->out_elems; k++) {
+		double u = test_bf16(naive->out[k]), v = test_bf16(x->out[k]);
+
+		ck_assert_msg(isfinite(u) == isfinite(v) && (!isfinite(u) || fabs(u - v) <= ldexp(fmax(fabs(u), fabs(v)), -7) + 1e-6),
+			      "%s: out[%zu] is %.9g in cpu.naive, %.9g here", ctx, k, u, v);
+	}
+	for (size_t k = 0; k < p->lse_elems; k++) {
+		double u = naive->lse[k], v = x->lse[k];
+
+		ck_assert_msg((isinf(u) && u == v) || (isfinite(u) && fabs(u - v) <= 1e-5 + 1e-6 * fabs(u)),
+			      "%s: lse[%zu] is %.9g in cpu.naive, %.9g here", ctx, k, u, v);
+	}
+}
+
+START_TEST(sparse_naive_and_every_splitkv_config_match_the_reference)
+{
+	const struct scase *c = &sgrid[_i];
+	const struct mla_decode_impl *naive = mla_decode_impl_find("cpu.naive");
+	const struct mla_decode_impl *skv = mla_decode_impl_find("cpu.splitkv");
+	struct mla_decode_config cfgs[64];
+	struct sproblem p;
+	struct outputs on, o1, o2;
+	char ctx[200], why[160];
+	uint64_t h0;
+	int n;
+
+	sproblem_build(&p, c);
+	h0 = sproblem_hash(&p);
+	ck_assert_msg(naive->supports(&p.args, why, sizeof(why)) == 1, "%s: cpu.naive refuses: %s", c->name, why);
+	ck_assert_msg(skv->supports(&p.args, why, sizeof(why)) == 1, "%s: cpu.splitkv refuses: %s", c->name, why);
+	soutputs_alloc(&on, &p, 0);
+	snprintf(ctx, sizeof(ctx), "case %s, cpu.naive", c->name);
+	ck_assert_int_eq(slaunch(&p, naive, naive_config(), &on), MLA_OK);
+	scheck_parity(&p, &on, ctx);
+	n = skv->configs("x86_64", cfgs, 64);
+	ck_assert_int_gt(n, 0);
+	for (int k = 0; k < n; k++) {
+		size_t ws = skv->workspace_size(&p.args, &cfgs[k]);
+
+		snprintf(ctx, sizeof(ctx), "case %s, cpu.splitkv config %.47s", c->name, cfgs[k].name);
+		ck_assert_msg(ws > 0, "%s: no workspace", ctx);
+		soutputs_alloc(&o1, &p, ws);
+		soutputs_alloc(&o2, &p, ws);
+		ck_assert_msg(slaunch(&p, skv, &cfgs[k], &o1) == MLA_OK, "%s: launch failed", ctx);
+		scheck_parity(&p, &o1, ctx);
+		scheck_close(&p, &on, &o1, ctx);
+		ck_assert_msg(slaunch(&p, skv, &cfgs[k], &o2) == MLA_OK, "%s: second launch failed", ctx);
+		ck_assert_msg(!memcmp(o1.out, o2.out, p.out_elems * 2) && !memcmp(o1.lse, o2.lse, p.lse_elems * 4),
+			      "%s: two launches differ", ctx);
+		outputs_free(&o1);
+		outputs_free(&o2);
+	}
+	ck_assert_msg(sproblem_hash(&p) == h0, "case %s: an input was modified", c->name);
+	outputs_free(&on);
+	sproblem_release(&p);
+}
+END_TEST
+
+/* The lonely rows and the sink: out exactly 0 and lse +inf where no entry is valid; a +inf sink zeroes out. */
+START_TEST(sparse_lonely_rows_and_sink_edges)
+{
+	const struct mla_decode_impl *impls[] = { mla_decode_impl_find("cpu.naive"), mla_decode_impl_find("cpu.splitkv") };
+	struct mla_decode_config cfg = { "", 16, 8, 4, 0, 0 };
+	struct sproblem p;
+
+	sproblem_build(&p, &sgrid[2]); /* lonely row (0, 1), sink +inf on head 0, -inf on head 1 */
+	mla_decode_config_name(&cfg);
+	for (int k = 0; k < 2; k++) {
+		const struct mla_decode_config *c = k ? &cfg : naive_config();
+		struct outputs o;
+
+		soutputs_alloc(&o, &p, impls[k]->workspace_size(&p.args, c));
+		ck_assert_int_eq(slaunch(&p, impls[k], c, &o), MLA_OK);
+		for (int32_t h = 0; h < p.args.h_q; h++) {
+			size_t lonely = ((size_t)0 * p.args.s_q + 1) * p.args.h_q + h;
+			size_t seen = ((size_t)0 * p.args.s_q + 0) * p.args.h_q + h;
+
+			ck_assert_msg(isinf(o.lse[h * p.args.s_q + 1]) && o.lse[h * p.args.s_q + 1] > 0,
+				      "%s: lonely row, head %d: lse %g, not +inf", impls[k]->name, h,
+				      o.lse[h * p.args.s_q + 1]);
+			for (int d = 0; d < MLA_D_V; d++)
+				ck_assert_msg(o.out[lonely * MLA_D_V + d] == 0, "%s: lonely row, head %d, d %d: 0x%04x",
+					      impls[k]->name, h, d, o.out[lonely * MLA_D_V + d]);
+			ck_assert_msg(isfinite(o.lse[h * p.args.s_q]), "%s: head %d: lse %g", impls[k]->name, h,
+				      o.lse[h * p.args.s_q]);
+			if (h % 6 == 0) /* sink +inf: out *= 0 */
+				for (int d = 0; d < MLA_D_V; d++)
+					ck_assert_msg((o.out[seen * MLA_D_V + d] & 0x7fff) == 0,
+						      "%s: sink +inf, head %d, d %d: 0x%04x", impls[k]->name, h, d,
+						      o.out[seen * MLA_D_V + d]);
+		}
+		outputs_free(&o);
+	}
+	sproblem_release(&p);
+}
+END_TEST
+
+START_TEST(sparse_splitkv_thread_count_keeps_bits)
+{
+	static const struct mla_decode_config base[] = {
+		{ "", 16, 8, 1, 0, 0 }, { "", 64, 16, 4, 0, 0 }, { "", 16, 16, 64, 0, 0 },
+	};
+	const struct mla_decode_impl *impl = mla_decode_impl_find("cpu.splitkv");
+	struct sproblem p;
+
+	sproblem_build(&p, &sgrid[_i]);
+	for (size_t k = 0; k < sizeof(base) / sizeof(base[0]); k++) {
+		struct mla_decode_config cfg = base[k];
+		struct outputs ref, o;
+		size_t ws;
+
+		cfg.num_warps = 1;
+		mla_decode_config_name(&cfg);
+		ws = impl->workspace_size(&p.args, &cfg);
+		soutputs_alloc(&ref, &p, ws);
+		ck_assert_int_eq(slaunch(&p, impl, &cfg, &ref), MLA_OK);
+		for (int t = 2; t <= 5; t += 3) {
+			cfg.num_warps = t;
+			soutputs_alloc(&o, &p, ws);
+			ck_assert_int_eq(slaunch(&p, impl, &cfg, &o), MLA_OK);
+			ck_assert_msg(!memcmp(ref.out, o.out, p.out_elems * 2) && !memcmp(ref.lse, o.lse, p.lse_elems * 4),
+				      "case %s, config %s, %d threads: bits differ from 1 thread", sgrid[_i].name,
+				      cfg.name, t);
+			outputs_free(&o);
+		}
+		outputs_free(&ref);
+	}
+	sproblem_release(&p);
+}
+END_TEST
+
+/* Sparse arguments out of contract: MLA_EINVAL from both, before anything is written. */
+enum smutation {
+	SMUT_INDEX_NEG2,
+	SMUT_INDEX_BIG,
+	SMUT_EXTRA_INDEX_BIG,
+	SMUT_TL_NEG,
+	SMUT_TL_BIG,
+	SMUT_NULL_INDICES,
+	SMUT_NULL_EXTRA_INDICES,
+	SMUT_NULL_KV,
+	SMUT_DQK,
+	SMUT_DV,
+	SMUT_DTYPE_FNUZ,
+	SMUT_EXTRA_PS0,
+};
+
+static const struct {
+	const char *name;
+	enum smutation mut;
+} sbad[] = {
+	{ "index -2", SMUT_INDEX_NEG2 },
+	{ "index num_pages * page_size", SMUT_INDEX_BIG },
+	{ "extra index past the extra cache", SMUT_EXTRA_INDEX_BIG },
+	{ "topk_length -1", SMUT_TL_NEG },
+	{ "topk_length topk + 1", SMUT_TL_BIG },
+	{ "null indices", SMUT_NULL_INDICES },
+	{ "null extra_indices", SMUT_NULL_EXTRA_INDICES },
+	{ "null kv_cache", SMUT_NULL_KV },
+	{ "d_qk 576 for fp8_model1", SMUT_DQK },
+	{ "d_v 448", SMUT_DV },
+	{ "kv_dtype fp8_e4m3_fnuz in the sparse form", SMUT_DTYPE_FNUZ },
+	{ "extra_page_size 0", SMUT_EXTRA_PS0 },
+};
+
+START_TEST(sparse_bad_arguments_are_refused_before_writing)
+{
+	static const char *const impls[] = { "cpu.naive", "cpu.splitkv" };
+	struct sproblem p;
+
+	sproblem_build(&p, &sgrid[3]); /* fp8_model1, topk_length {5, 32}, extra cache */
+	for (int k = 0; k < 2; k++) {
+		const struct mla_decode_impl *impl = mla_decode_impl_find(impls[k]);
+		struct mla_decode_config cfg = { "", 16, 8, 4, 0, 0 };
+		struct mla_decode_args keep = p.args;
+		int32_t idx0 = p.indices[0], eidx0 = p.extra_indices[0], tl0 = p.tl[1];
+		struct outputs o;
+		int rc;
+
+		mla_decode_config_name(&cfg);
+		soutputs_alloc(&o, &p, impl->workspace_size(&p.args, &cfg));
+		switch (sbad[_i].mut) {
+		case SMUT_INDEX_NEG2: p.indices[0] = -2; break;
+		case SMUT_INDEX_BIG: p.indices[0] = p.args.num_pages * p.args.page_size; break;
+		case SMUT_EXTRA_INDEX_BIG: p.extra_indices[0] = p.args.extra_num_pages * p.args.extra_page_size; break;
+		case SMUT_TL_NEG: p.tl[1] = -1; break;
+		case SMUT_TL_BIG: p.tl[1] = p.args.topk + 1; break;
+		case SMUT_NULL_INDICES: p.args.indices = NULL; break;
+		case SMUT_NULL_EXTRA_INDICES: p.args.extra_indices = NULL; break;
+		case SMUT_NULL_KV: p.args.kv_cache = NULL; break;
+		case SMUT_DQK: p.args.d_qk = MLA_D_QK; break;
+		case SMUT_DV: p.args.d_v = 448; break;
+		case SMUT_DTYPE_FNUZ: p.args.kv_dtype = MLA_KV_FP8_E4M3_FNUZ; break;
+		case SMUT_EXTRA_PS0: p.args.extra_page_size = 0; break;
+		}
+		rc = slaunch(&p, impl, k ? &cfg : naive_config(), &o);
+		ck_assert_msg(rc == MLA_EINVAL, "%s, %s: launch returned %d, not MLA_EINVAL", impls[k], sbad[_i].name, rc);
+		for (size_t j = 0; j < p.out_elems; j++)
+			ck_assert_msg(o.out[j] == 0xffff, "%s, %s: out[%zu] written", impls[k], sbad[_i].name, j);
+		for (size_t j = 0; j < p.lse_elems * sizeof(float); j++)
+			ck_assert_msg(((uint8_t *)o.lse)[j] == 0xff, "%s, %s: lse written", impls[k], sbad[_i].name);
+		p.indices[0] = idx0;
+		p.extra_indices[0] = eidx0;
+		p.tl[1] = tl0;
+		keep.out = p.args.out;
+		keep.lse = p.args.lse;
+		keep.workspace = p.args.workspace;
+		keep.workspace_bytes = p.args.workspace_bytes;
+		p.args = keep;
+		outputs_free(&o);
+	}
+	sproblem_release(&p);
+}
+END_TEST
+
+/* supports(): what the CPU implementations run, and the reasons of those that refuse. */
+START_TEST(supports_says_which_forms_and_formats_run)
+{
+	static const struct {
+		int32_t kv_dtype, topk, d_qk;
+		const char *impl;
+		int ok;
+		const char *why;
+	} rows[] = {
+		{ MLA_KV_BF16, 0, 576, "cpu.naive", 1, "" },
+		{ MLA_KV_FP8_E4M3_FNUZ, 0, 576, "cpu.splitkv", 1, "" },
+		{ MLA_KV_FP8_DS_MLA, 0, 576, "cpu.naive", 0, "kv dtype fp8_ds_mla: the dense form reads bf16 or fp8_e4m3_fnuz only" },
+		{ MLA_KV_FP8_E4M3_FNUZ, 64, 576, "cpu.splitkv", 0,
+		  "kv dtype fp8_e4m3_fnuz: the sparse form reads bf16, fp8_ds_mla(_fnuz) or fp8_model1(_fnuz)" },
+		{ MLA_KV_FP8_MODEL1_FNUZ, 64, 576, "cpu.naive", 0,
+		  "d_qk 576, d_v 512: rows of fp8_model1_fnuz have d_qk 512 and d_v 512" },
+		{ MLA_KV_FP8_MODEL1_FNUZ, 64, 512, "cpu.splitkv", 1, "" },
+		{ MLA_KV_FP8_DS_MLA_FNUZ, 2048, 576, "cpu.naive", 1, "" },
+		{ MLA_KV_BF16, 64, 576, "hip.baseline", 0, "sparse form: not yet implemented (issue 39)" },
+		{ MLA_KV_FP8_DS_MLA, 64, 576, "hip.flash", 0, "sparse form: not yet implemented (issue 39)" },
+		{ MLA_KV_FP8_MODEL1, 0, 576, "hip.flash", 0, "kv dtype fp8_model1: the dense form reads bf16 or fp8_e4m3_fnuz only" },
+		{ MLA_KV_BF16, 0, 576, "hip.flash", 1, "" },
+	};
+	const struct mla_decode_impl *impl = mla_decode_impl_find(rows[_i].impl);
+	struct mla_decode_args a = { .batch = 2, .s_q = 1, .h_q = 16, .num_pages = 8, .page_size = 64,
+				     .kv_dtype = rows[_i].kv_dtype, .softmax_scale = 0.1f, .kv_scale = 1.0f,
+				     .num_cus = 2, .topk = rows[_i].topk, .d_qk = rows[_i].d_qk, .d_v = MLA_D_V };
+	char why[160] = "";
+
+	ck_assert_ptr_nonnull(impl);
+	ck_assert_ptr_nonnull(impl->supports);
+	ck_assert_msg(impl->supports(&a, why, sizeof(why)) == rows[_i].ok, "%s, kv_dtype %d, topk %d: %s",
+		      rows[_i].impl, rows[_i].kv_dtype, rows[_i].topk, why);
+	if (!rows[_i].ok)
+		ck_assert_str_eq(why, rows[_i].why);
+}
+END_TEST
+
 static Suite *cpu_kernels_suite(void)
 {
 	Suite *s = suite_create("cpu_kernels");
@@ -786,6 +1499,16 @@ static Suite *cpu_kernels_suite(void)
 			    (int)(sizeof(bad_args) / sizeof(bad_args[0])));
 	tcase_add_test(tc, unneeded_block_table_entry_is_not_read);
 	tcase_add_test(tc, empty_batch_is_ok);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("sparse");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, sparse_naive_and_every_splitkv_config_match_the_reference, 0, NSGRID);
+	tcase_add_test(tc, sparse_lonely_rows_and_sink_edges);
+	tcase_add_loop_test(tc, sparse_splitkv_thread_count_keeps_bits, 0, NSGRID);
+	tcase_add_loop_test(tc, sparse_bad_arguments_are_refused_before_writing, 0,
+			    (int)(sizeof(sbad) / sizeof(sbad[0])));
+	tcase_add_loop_test(tc, supports_says_which_forms_and_formats_run, 0, 11);
 	suite_add_tcase(s, tc);
 
 	if (getenv("VS_BENCH")) {

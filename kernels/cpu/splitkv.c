@@ -16,6 +16,15 @@
  * splits is num_splits, or for 0 (auto) a count from batch, s_q * h_q, block_h and the thread count:
  * shapes only, never seqlens values. Split s of a sequence with nb = ceil(seqlen / BLOCK_N) blocks
  * covers blocks [s * nb / splits, (s + 1) * nb / splits): more splits than blocks leaves some empty.
+ *
+ * The sparse form (topk > 0) splits the entries instead of the keys: the rows of a query position
+ * (b, i) share its entries (indices, then extra_indices: topk + extra_topk of them), so a work item
+ * is (b, i, split, head block of BLOCK_H heads), split s covering entry blocks [s * nb / splits,
+ * (s + 1) * nb / splits) of nb = ceil((topk + extra_topk) / BLOCK_N); each tile decodes only its
+ * valid entries' rows (a -1 or an entry past topk_length is never read) and runs the same online
+ * softmax over d_qk dims. The combine is the dense one, then out *= 1 / (1 + exp(attn_sink[h] -
+ * lse)) when attn_sink is given (lse reported without it). Auto splits: from batch * s_q, the head
+ * blocks and the thread count, at most one split per entry block.
  */
 #include "cpu_impls.h"
 #include "cpu_args.h"
@@ -35,7 +44,9 @@
 struct skv_plan {
 	int32_t block_n, block_h, splits, threads;
 	int32_t rows;          /* s_q * h_q query rows per sequence */
-	int32_t hblocks;       /* ceil(rows / block_h) */
+	int64_t groups;        /* query groups sharing their keys: batch (dense), batch * s_q (sparse) */
+	int32_t group_rows;    /* rows of a group: rows (dense), h_q (sparse) */
+	int32_t hblocks;       /* ceil(group_rows / block_h) */
 	size_t o_floats;       /* partial o floats: batch * rows * splits * 512 */
 	size_t lse_floats;     /* partial lse floats: batch * rows * splits */
 	size_t scratch_floats; /* per-thread scratch of phase 1 (multiple of SKV_ALIGN bytes): key tile
@@ -71,13 +82,19 @@ static int skv_plan_init(struct skv_plan *p, const struct mla_decode_args *a,
 	p->block_h = cfg->block_h;
 	p->threads = (int32_t)threads;
 	p->rows = a->s_q * a->h_q;
-	p->hblocks = (int32_t)(((int64_t)p->rows + p->block_h - 1) / p->block_h);
+	p->groups = a->topk > 0 ? (int64_t)a->batch * a->s_q : a->batch;
+	p->group_rows = a->topk > 0 ? a->h_q : p->rows;
+	p->hblocks = (int32_t)(((int64_t)p->group_rows + p->block_h - 1) / p->block_h);
 	splits = cfg->num_splits;
 	if (splits == 0) {
 		/* Auto: about two work items per thread, at most one split per block of the longest
-		 * sequence block_table can describe. */
-		base = (int64_t)(a->batch > 0 ? a->batch : 1) * p->hblocks;
-		max_blocks = ((int64_t)a->max_pages * a->page_size + p->block_n - 1) / p->block_n;
+		 * sequence block_table can describe (sparse: per block of entries). */
+		base = (p->groups > 0 ? p->groups : 1) * p->hblocks;
+		if (a->topk > 0)
+			max_blocks = ((int64_t)a->topk + (a->extra_topk > 0 ? a->extra_topk : 0) + p->block_n - 1) /
+				     p->block_n;
+		else
+			max_blocks = ((int64_t)a->max_pages * a->page_size + p->block_n - 1) / p->block_n;
 		splits = (2 * threads + base - 1) / base;
 		if (splits > max_blocks)
 			splits = max_blocks;
@@ -113,14 +130,15 @@ static inline skv_v4 skv_load4(const float *p)
 }
 
 /*
- * dot(x, y) over the 576 dims of a query row and a key row: four 4-wide partial sums kept in
- * vector registers (GNU vector extension, SSE/NEON at -O2), reduced in a fixed order.
+ * dot(x, y) over the n dims (576 or 512, a multiple of 16) of a query row and a key row: four
+ * 4-wide partial sums kept in vector registers (GNU vector extension, SSE/NEON at -O2), reduced in
+ * a fixed order.
  */
-static inline float skv_dot(const float *restrict x, const float *restrict y)
+static inline float skv_dot(const float *restrict x, const float *restrict y, int n)
 {
 	skv_v4 s0 = { 0 }, s1 = { 0 }, s2 = { 0 }, s3 = { 0 }, s;
 
-	for (int d = 0; d < MLA_D_QK; d += 16) {
+	for (int d = 0; d < n; d += 16) {
 		s0 += skv_load4(x + d) * skv_load4(y + d);
 		s1 += skv_load4(x + d + 4) * skv_load4(y + d + 4);
 		s2 += skv_load4(x + d + 8) * skv_load4(y + d + 8);
@@ -130,12 +148,12 @@ static inline float skv_dot(const float *restrict x, const float *restrict y)
 	return (s[0] + s[1]) + (s[2] + s[3]);
 }
 #else
-/* dot(x, y) over 576 dims: 16 partial sums reduced in a fixed tree order. */
-static inline float skv_dot(const float *restrict x, const float *restrict y)
+/* dot(x, y) over n dims (a multiple of 16): 16 partial sums reduced in a fixed tree order. */
+static inline float skv_dot(const float *restrict x, const float *restrict y, int n)
 {
 	float s[16] = { 0 };
 
-	for (int d = 0; d < MLA_D_QK; d += 16)
+	for (int d = 0; d < n; d += 16)
 		for (int k = 0; k < 16; k++)
 			s[k] += x[d + k] * y[d + k];
 	for (int w = 8; w >= 1; w /= 2)
@@ -272,7 +290,8 @@ static void skv_partial(const struct skv_job *job, int64_t item, float *scratch)
 			for (int32_t r = 0; r < nr; r++)
 				if (t0 + j < vis[r])
 					sc[(size_t)r * bn + j] = skv_dot(q + (size_t)r * MLA_D_QK,
-									 kt + (size_t)j * MLA_D_QK) * a->softmax_scale;
+									 kt + (size_t)j * MLA_D_QK, MLA_D_QK) *
+								 a->softmax_scale;
 		for (int32_t r = 0; r < nr; r++) {
 			int32_t jn = (vis[r] < t1 ? vis[r] : t1) - t0;
 			float *sr = sc + (size_t)r * bn;
@@ -315,6 +334,92 @@ static void skv_partial(const struct skv_job *job, int64_t item, float *scratch)
 	}
 }
 
+/*
+ * Phase 1 of the sparse form: one work item (b, i, split, head block). The valid entries of each
+ * tile are decoded, compacted, into kt; invalid ones are skipped unread.
+ */
+static void skv_partial_sparse(const struct skv_job *job, int64_t item, float *scratch)
+{
+	const struct mla_decode_args *a = job->a;
+	const struct skv_plan *p = job->p;
+	int32_t bn = p->block_n, bh = p->block_h;
+	int32_t hb = (int32_t)(item % p->hblocks);
+	int32_t split = (int32_t)(item / p->hblocks % p->splits);
+	int64_t bi = item / p->hblocks / p->splits;
+	int32_t b = (int32_t)(bi / a->s_q), i = (int32_t)(bi % a->s_q);
+	int32_t total = a->topk + a->extra_topk;
+	int64_t nb = ((int64_t)total + bn - 1) / bn;
+	int32_t e_lo = (int32_t)(split * nb / p->splits * bn);
+	int64_t e_end = (split + 1) * nb / p->splits * bn;
+	int32_t e_hi = (int32_t)(e_end < total ? e_end : total);
+	int32_t h0 = hb * bh;
+	int32_t nr = a->h_q - h0 < bh ? a->h_q - h0 : bh;
+	float *kt = scratch;
+	float *q = kt + (size_t)bn * MLA_D_QK;
+	float *acc = q + (size_t)bh * MLA_D_QK;
+	float *sc = acc + (size_t)bh * MLA_D_V;
+	float *m = sc + (size_t)bh * bn;
+	float *l = m + bh;
+
+	for (int32_t r = 0; r < nr; r++) {
+		const uint16_t *qbits = (const uint16_t *)a->q + ((size_t)bi * a->h_q + h0 + r) * a->d_qk;
+
+		for (int d = 0; d < a->d_qk; d++)
+			q[(size_t)r * MLA_D_QK + d] = mla_bf16_to_float(qbits[d]);
+		memset(acc + (size_t)r * MLA_D_V, 0, MLA_D_V * sizeof(float));
+		m[r] = -INFINITY;
+		l[r] = 0.0f;
+	}
+	for (int32_t t0 = e_lo; t0 < e_hi; t0 += bn) {
+		int32_t t1 = e_hi - t0 < bn ? e_hi : t0 + bn;
+		int32_t jn = 0;
+
+		for (int32_t e = t0; e < t1; e++) {
+			int32_t row, ps;
+			const void *cache = cpu_args_entry(a, b, i, e, &row, &ps);
+
+			if (cache)
+				cpu_args_decode_row(a->kv_dtype, cache, ps, row, kt + (size_t)jn++ * MLA_D_QK);
+		}
+		if (jn == 0)
+			continue;
+		for (int32_t r = 0; r < nr; r++) {
+			float *sr = sc + (size_t)r * bn;
+			float mt = m[r], alpha;
+
+			for (int32_t j = 0; j < jn; j++) {
+				sr[j] = skv_dot(q + (size_t)r * MLA_D_QK, kt + (size_t)j * MLA_D_QK, a->d_qk) *
+					a->softmax_scale;
+				mt = sr[j] > mt ? sr[j] : mt;
+			}
+			alpha = expf(m[r] - mt);
+			if (alpha != 1.0f) {
+				l[r] *= alpha;
+				skv_scale(acc + (size_t)r * MLA_D_V, alpha);
+			}
+			for (int32_t j = 0; j < jn; j++) {
+				sr[j] = expf(sr[j] - mt);
+				l[r] += sr[j];
+			}
+			m[r] = mt;
+			skv_pv(acc + (size_t)r * MLA_D_V, sr, kt, jn);
+		}
+	}
+	for (int32_t r = 0; r < nr; r++) {
+		size_t slot = ((size_t)bi * a->h_q + h0 + r) * p->splits + split;
+		float *o = job->o_part + slot * MLA_D_V;
+		const float *ar = acc + (size_t)r * MLA_D_V;
+
+		if (l[r] == 0.0f) {
+			job->lse_part[slot] = -INFINITY;
+			continue;
+		}
+		for (int d = 0; d < MLA_D_V; d++)
+			o[d] = ar[d] / l[r];
+		job->lse_part[slot] = m[r] + logf(l[r]);
+	}
+}
+
 /* Phase 2: merge the splits of query row item = b * rows + r into out and lse. */
 static void skv_combine(const struct skv_job *job, int64_t item)
 {
@@ -327,7 +432,7 @@ static void skv_combine(const struct skv_job *job, int64_t item)
 	uint16_t *out = (uint16_t *)a->out + (size_t)item * MLA_D_V;
 	float *lse = a->lse + ((size_t)b * a->h_q + h) * a->s_q + i;
 	float acc[MLA_D_V];
-	float mx = -INFINITY, sum = 0.0f, total;
+	float mx = -INFINITY, sum = 0.0f, total, f = 1.0f;
 	int nan_split = 0;
 
 	for (int32_t s = 0; s < p->splits; s++) {
@@ -354,6 +459,11 @@ static void skv_combine(const struct skv_job *job, int64_t item)
 	for (int32_t s = 0; s < p->splits; s++)
 		if (lp[s] != -INFINITY)
 			skv_axpy(acc, expf(lp[s] - total), op + (size_t)s * MLA_D_V);
+	if (a->topk > 0 && a->attn_sink) {
+		f = 1.0f / (1.0f + expf(a->attn_sink[h] - total));
+		for (int d = 0; d < MLA_D_V; d++)
+			acc[d] *= f;
+	}
 	for (int d = 0; d < MLA_D_V; d++)
 		out[d] = mla_float_to_bf16(acc[d]);
 	*lse = total;
@@ -371,7 +481,9 @@ static void *skv_worker(void *arg)
 
 		if (item >= job->items)
 			break;
-		if (job->phase == 1)
+		if (job->phase == 1 && job->a->topk > 0)
+			skv_partial_sparse(job, item, scratch);
+		else if (job->phase == 1)
 			skv_partial(job, item, scratch);
 		else
 			skv_combine(job, item);
@@ -453,7 +565,7 @@ static int skv_launch(const struct mla_decode_args *a, const struct mla_decode_c
 		return MLA_EUNSUPPORTED;
 	if (!a->workspace || (uintptr_t)a->workspace % sizeof(float))
 		return MLA_EINVAL;
-	items = (int64_t)a->batch * p.splits * p.hblocks;
+	items = p.groups * p.splits * p.hblocks;
 	threads = p.threads < items ? p.threads : (int32_t)items;
 	memset(&job, 0, sizeof(job));
 	job.a = a;
@@ -481,6 +593,6 @@ const struct mla_decode_impl mla_cpu_splitkv = {
 	skv_configs,
 	skv_workspace_size,
 	skv_launch,
-	NULL, /* supports: every task */
+	cpu_args_supports,
 	NULL, /* prepare: nothing to do */
 };

@@ -273,11 +273,33 @@ static size_t baseline_workspace_size(const struct mla_decode_args *a, const str
 }
 
 /*
+ * Both kernels run the dense form with bf16 or fp8_e4m3_fnuz only: the sparse form (ABI 3) and its
+ * cache formats are refused with the reason (0), else 1.
+ */
+static int hip_dense_only(const struct mla_decode_args *a, char *why, size_t cap)
+{
+	const char *name = mla_kv_dtype_name(a->kv_dtype);
+
+	if (a->topk > 0) {
+		snprintf(why, cap, "sparse form: not yet implemented (issue 39)");
+		return 0;
+	}
+	if (!mla_kv_elem_size(a->kv_dtype)) {
+		snprintf(why, cap, "kv dtype %s: the dense form reads bf16 or fp8_e4m3_fnuz only",
+			 name ? name : "unknown");
+		return 0;
+	}
+	return 1;
+}
+
+/*
  * Grid limits: both kernels put the batch (and the baseline the query position) on the grid's y / z
  * dimensions, which hold at most 65535 blocks on both vendors.
  */
 static int baseline_supports(const struct mla_decode_args *a, char *why, size_t cap)
 {
+	if (!hip_dense_only(a, why, cap))
+		return 0;
 	if (a->batch > 65535 || a->s_q > 65535) {
 		snprintf(why, cap, "batch %d, s_q %d: the grid holds at most 65535 of each", (int)a->batch,
 			 (int)a->s_q);
@@ -288,6 +310,8 @@ static int baseline_supports(const struct mla_decode_args *a, char *why, size_t 
 
 static int flash_supports(const struct mla_decode_args *a, char *why, size_t cap)
 {
+	if (!hip_dense_only(a, why, cap))
+		return 0;
 	if (a->batch > 65535) {
 		snprintf(why, cap, "batch %d: the grid holds at most 65535 sequences", (int)a->batch);
 		return 0;

@@ -162,8 +162,7 @@ def bridge_step_load(path, sha256, helpers_json=""):
 def bridge_step_elems(raw):
     """Elements of the step output for the task's shape (>= 0), or a negative status."""
     try:
-        sh = S.Shape(**dict(zip(S.SHAPE_FIELDS, raw[8:18])))
-        sh.kv_dtype = S.KV_DTYPE_NAMES.get(sh.kv_dtype, sh.kv_dtype)
+        sh = S.shape_from_raw(raw)
         why = _step.call("supports", sh) if getattr(_step.mod, "supports", None) else None
         if why is not None:
             return _fail("%s: supports: %s" % (_step.path, S._one_line(str(why))), S.MLA_EUNSUPPORTED)

@@ -1,6 +1,6 @@
 """MLA decode implementations written in Python: the contract, and the harness's shim.
 
-This module is the Python side of kernels/mla_decode.h (kernel ABI version 2), written once. The
+This module is the Python side of kernels/mla_decode.h (kernel ABI version 3), written once. The
 operator, its semantics and the rules of a launch are the C ABI's; what follows says how they look
 from Python. One ``.py`` module file is one implementation. validate_skill loads it (the parent
 process runs this file as a script to describe it; the worker process embeds the interpreter after
@@ -17,12 +17,21 @@ What a kernel module defines, at top level
     ``"cuda"`` or ``"hip"``: the buffers are GPU memory and are handed over as torch tensors;
     ``"cpu"``: host memory, handed over as numpy arrays.
 ``KV_DTYPES = ("bf16", "fp8_e4m3_fnuz")``
-    The card schema's names of the KV cache dtypes it runs (a non-empty tuple or list).
+    The card schema's names of the KV cache formats it runs (a non-empty tuple or list) among
+    ``"bf16"``, ``"fp8_e4m3_fnuz"`` (dense form only), ``"fp8_ds_mla"``, ``"fp8_ds_mla_fnuz"``,
+    ``"fp8_model1"``, ``"fp8_model1_fnuz"`` (sparse form only). A task whose format is not listed is
+    refused before supports() is asked.
 ``SUMMARY = "one line"``
     What the kernel does, one line (a str).
 ``def supports(shape)`` (optional)
     ``None`` when tasks of this shape run, else a short reason string (e.g. ``"page_size 16: reads
-    pages of 64 rows"``). Called without a device, in another process than the launches.
+    pages of 64 rows"``). Called without a device, in another process than the launches. A module
+    runs the sparse form (``shape.topk > 0``) or a block-scaled format (``fp8_ds_mla*``,
+    ``fp8_model1*``) only when it defines supports() and supports() accepts the shape (as the C
+    ABI's rule for a NULL supports()); without supports() such a task is refused with the reason
+    ``"sparse form: the module defines no supports()"`` (or ``"kv dtype ...: ..."``). A module that
+    runs the sparse form must check ``shape.topk`` itself: a supports() written for the dense form
+    alone says yes to sparse tasks it cannot run.
 ``def configs(arch)``
     The config space for ``arch`` (``"sm_90"``, ``"gfx942"``, ``"x86_64"``, ``"aarch64"``, ...): a
     list of dicts, ``[]`` for an arch it has no code for. Keys: ``"name"`` (str, unique within the
@@ -50,32 +59,62 @@ What a kernel module defines, at top level
 ``config`` is a dict with all six keys (``name`` and the five knobs).
 
 ``shape``: attributes ``batch``, ``s_q``, ``h_q``, ``num_pages``, ``page_size``, ``max_pages``
-(ints), ``kv_dtype`` (``"bf16"`` or ``"fp8_e4m3_fnuz"``), ``softmax_scale``, ``kv_scale`` (floats),
-``num_cus`` (int: SMs / CUs / CPU cores to use).
+(ints), ``kv_dtype`` (one of the KV_DTYPES names above), ``softmax_scale``, ``kv_scale`` (floats),
+``num_cus`` (int: SMs / CUs / CPU cores to use), and the sparse form's ints (ABI 3): ``topk``
+(indices per query row; 0 for the dense form), ``extra_topk`` (indices per query row into the extra
+cache; 0: none), ``extra_num_pages``, ``extra_page_size``, ``d_qk`` (576, or 512 for fp8_model1*),
+``d_v`` (512). The dense form has topk, extra_topk, extra_num_pages and extra_page_size 0, d_qk 576
+and d_v 512. Whether topk_length and attn_sink are given is not part of the shape (a kernel that
+runs the sparse form runs it with and without them).
 
 ``args``: the same attributes, plus zero-copy views of the harness's own buffers:
 
-=============  ====================================================  ===================================
-attribute      GPU backends (torch tensors on the device)           ``cpu`` backend (numpy arrays)
-=============  ====================================================  ===================================
-q              [batch, s_q, h_q, 576] torch.bfloat16                 same shape, uint16 (bf16 bits), read-only
-kv_cache       [num_pages, page_size, 1, 576] torch.bfloat16,        same shape, uint16 or uint8, read-only
-               or torch.uint8 (fp8 e4m3 fnuz codes)
-block_table    [batch, max_pages] torch.int32                        int32, read-only
-seqlens        [batch] torch.int32                                   int32, read-only
-out            [batch, s_q, h_q, 512] torch.bfloat16 (written)       uint16 (bf16 bits, written)
-lse            [batch, h_q, s_q] torch.float32 (written, natural log) float32 (written)
-workspace      1-D torch.uint8 of workspace_size() bytes, or None    1-D uint8, or None
-stream         torch.cuda.ExternalStream of the harness's stream     None
-device         torch.device of the buffers                          None
-=============  ====================================================  ===================================
+=================  ====================================================  ===================================
+attribute          GPU backends (torch tensors on the device)           ``cpu`` backend (numpy arrays)
+=================  ====================================================  ===================================
+q                  [batch, s_q, h_q, d_qk] torch.bfloat16                same shape, uint16 (bf16 bits), read-only
+kv_cache           dense form: [num_pages, page_size, 1, 576]            same shapes, uint16 or uint8,
+                   torch.bfloat16, or torch.uint8 (fp8 e4m3 fnuz         read-only
+                   codes); sparse form: bf16 as the dense form, a
+                   block-scaled format torch.uint8 [num_pages,
+                   page_bytes] (see below)
+block_table        [batch, max_pages] torch.int32; None (sparse form)   int32, read-only; None (sparse form)
+seqlens            [batch] torch.int32; None (sparse form)              int32, read-only; None (sparse form)
+indices            [batch, s_q, topk] torch.int32; None (dense form)    int32, read-only; None (dense form)
+topk_length        [batch] torch.int32, or None                         int32, read-only, or None
+attn_sink          [h_q] torch.float32, or None                         float32, read-only, or None
+extra_kv_cache     as kv_cache, [extra_num_pages, extra_page_size, 1,   as kv_cache, read-only, or None
+                   576] bf16 or uint8 [extra_num_pages,
+                   extra_page_bytes]; None when extra_topk is 0
+extra_indices      [batch, s_q, extra_topk] torch.int32, or None        int32, read-only, or None
+extra_topk_length  [batch] torch.int32, or None                         int32, read-only, or None
+out                [batch, s_q, h_q, 512] torch.bfloat16 (written)       uint16 (bf16 bits, written)
+lse                [batch, h_q, s_q] torch.float32 (written, natural log) float32 (written)
+workspace          1-D torch.uint8 of workspace_size() bytes, or None    1-D uint8, or None
+stream             torch.cuda.ExternalStream of the harness's stream     None
+device             torch.device of the buffers                          None
+=================  ====================================================  ===================================
+
+``page_bytes`` is ``page_size * 656`` for fp8_ds_mla(_fnuz) and ``page_size * 584`` rounded up to a
+multiple of 576 for fp8_model1(_fnuz) (kernels/mla_decode.h mla_kv_page_bytes(); the extra cache's
+with extra_page_size). The bytes of a page, little-endian (kernels/mla_numeric.h, FlashMLA
+tests/quant.py quantize_k_cache):
+
+* fp8_ds_mla: token t at ``t * 656``: 512 e4m3fn codes (latent dims), 4 float32 scales (scale k
+  multiplies codes ``[128k, 128k + 128)``), 64 bf16 RoPE values. The decoded row (d_qk 576) is
+  code * scale, then the RoPE values; V is its first 512 values.
+* fp8_model1: token t's 448 e4m3fn codes and 64 bf16 RoPE values at ``t * 576``; its 7 e8m0 scales
+  (``2^(code - 127)``, scale k multiplies codes ``[64k, 64k + 64)``) and a pad byte at
+  ``page_size * 576 + t * 8``; zero padding to page_bytes. The decoded row (d_qk 512) is code *
+  scale, then the RoPE values; V is the whole row (d_v 512).
+* ``*_fnuz``: the same bytes with e4m3fnuz codes (bias 8, 0x80 the only NaN).
 
 The bridge calls ``prepare()`` and ``launch()`` inside ``with torch.cuda.stream(args.stream):`` and
 hands the same ``args`` object for the same buffers, so a kernel may cache per-call Python work
 keyed by ``data_ptr()``. The cpu views of the inputs are read-only numpy arrays (the harness also
 hashes the inputs after the run: a write through any other path is caught there).
 
-Operator semantics (kernels/mla_decode.h): for batch b, query position i < s_q, head h, the keys
+Operator semantics of the dense form (kernels/mla_decode.h): for batch b, query position i < s_q, head h, the keys
 ``[0, n)`` with ``n = seqlens[b] - s_q + 1 + i`` are visible (causal when s_q > 1); row j of
 sequence b is ``kv_cache[block_table[b][j // page_size], j % page_size, 0]``;
 ``s_j = softmax_scale * dot(q[b,i,h], K_j)`` over the 576 dims, ``lse = log(sum_j exp(s_j))``,
@@ -83,6 +122,19 @@ sequence b is ``kv_cache[block_table[b][j // page_size], j % page_size, 0]``;
 Never read a cache row at or past the visible length (those slots hold NaN; unused block_table
 entries hold a sentinel far outside the cache). fp8 e4m3 fnuz: real value = decoded code *
 kv_scale, exponent bias 8, no infinities, 0x80 the only NaN.
+
+The sparse form (``topk > 0``; DeepSeek Sparse Attention, FlashMLA's sparse decode): no
+block_table, no seqlens, nothing causal, h_kv 1. For batch b, query position i, head h, entry t <
+topk of ``indices[b, i]`` is valid when its value r is not -1 and (topk_length is None or t <
+topk_length[b]); it names cache row r, i.e. page ``r // page_size``, slot ``r % page_size``. With an
+extra cache (extra_topk > 0), the entries of ``extra_indices[b, i]`` name rows of extra_kv_cache the
+same way (extra_topk_length optional) and join the same softmax. Over the valid entries:
+``s_t = softmax_scale * dot(q[b,i,h,:d_qk], K_t)`` (K_t the decoded row), ``lse = log(sum_t
+exp(s_t))``, ``out = sum_t exp(s_t - lse) * K_t[:512]``; with attn_sink, ``out *= 1 / (1 +
+exp(attn_sink[h] - lse))`` (attn_sink may be +-inf) and lse is reported without the sink. No valid
+entry: out 0, lse +inf. Never read a row that no valid entry names (the harness fills those, and
+entries past topk_length point at such rows, with NaN). indices, topk_length and the extra_* values
+may change in place between replays of a captured graph.
 
 Errors
 ------
@@ -134,12 +186,19 @@ import traceback
 sys.dont_write_bytecode = True
 
 KNOBS = ("block_n", "block_h", "num_splits", "num_warps", "num_stages")
-KV_DTYPE_NAMES = {1: "bf16", 2: "fp8_e4m3_fnuz"}
+KV_DTYPE_NAMES = {1: "bf16", 2: "fp8_e4m3_fnuz", 3: "fp8_ds_mla", 4: "fp8_ds_mla_fnuz", 5: "fp8_model1",
+                  6: "fp8_model1_fnuz"}
+BLOCKSCALED = ("fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
 BACKENDS = ("cuda", "hip", "cpu")
 VERSIONED = ("torch", "triton", "tilelang", "numpy")
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
 SHAPE_FIELDS = ("batch", "s_q", "h_q", "num_pages", "page_size", "max_pages", "kv_dtype",
-                "softmax_scale", "kv_scale", "num_cus")
+                "softmax_scale", "kv_scale", "num_cus", "topk", "extra_topk", "extra_num_pages",
+                "extra_page_size", "d_qk", "d_v")
+# The sparse form's fields (ABI 3) and their dense-form values: a shape json or a caller that
+# predates them gets these.
+SPARSE_DEFAULTS = {"topk": 0, "extra_topk": 0, "extra_num_pages": 0, "extra_page_size": 0,
+                   "d_qk": 576, "d_v": 512}
 
 # enum mla_status
 MLA_OK = 0
@@ -190,8 +249,12 @@ class Shape:
     __slots__ = SHAPE_FIELDS
 
     def __init__(self, **kw):
+        dense = kw.get("topk", 0) <= 0
         for k in SHAPE_FIELDS:
-            setattr(self, k, kw[k])
+            if k in SPARSE_DEFAULTS and (dense or k not in kw):
+                setattr(self, k, SPARSE_DEFAULTS[k])  # the dense form's values, whatever was passed
+            else:
+                setattr(self, k, kw[k])
 
     def __repr__(self):
         return "Shape(%s)" % ", ".join("%s=%r" % (k, getattr(self, k)) for k in SHAPE_FIELDS)
@@ -201,16 +264,36 @@ class Args(Shape):
     """Shape plus zero-copy views of the harness's buffers (see the module docstring)."""
 
     __slots__ = ("q", "kv_cache", "block_table", "seqlens", "out", "lse", "workspace", "stream",
-                 "device")
+                 "device", "indices", "topk_length", "attn_sink", "extra_kv_cache", "extra_indices",
+                 "extra_topk_length")
 
 
 def _shape_from_json(obj):
     kw = {}
     for k in SHAPE_FIELDS:
-        if k not in obj:
+        if k in obj:
+            kw[k] = obj[k]
+        elif k not in SPARSE_DEFAULTS:
             raise BridgeError("shape json lacks '%s'" % k)
-        kw[k] = obj[k]
     return Shape(**kw)
+
+
+# The kernel tuple of harness/pyimpl.c (raw_tuple()): pointers q, kv, block_table, seqlens, out, lse,
+# workspace (0-6), workspace bytes (7), the ten ints and floats of SHAPE_FIELDS[:10] (8-17), stream
+# (18); ABI 3 appends the pointers indices, topk_length, attn_sink, extra_kv_cache, extra_indices,
+# extra_topk_length (19-24) and the ints topk, extra_topk, extra_num_pages, extra_page_size, d_qk,
+# d_v (25-30).
+RAW_SPARSE = 19
+
+
+def shape_from_raw(raw):
+    """The Shape of a kernel tuple, kv_dtype as its name (an unknown number stays a number)."""
+    kw = dict(zip(SHAPE_FIELDS[:10], raw[8:18]))
+    if len(raw) > RAW_SPARSE + 6:
+        kw.update(zip(SHAPE_FIELDS[10:], raw[RAW_SPARSE + 6:RAW_SPARSE + 12]))
+    sh = Shape(**kw)
+    sh.kv_dtype = KV_DTYPE_NAMES.get(sh.kv_dtype, sh.kv_dtype)
+    return sh
 
 
 # ---- helper files: the code a module imports from its own directory ----------------------------
@@ -423,8 +506,8 @@ class Kernel(Loaded):
         kv = getattr(m, "KV_DTYPES", None)
         if (not isinstance(kv, (tuple, list)) or not kv or
                 any(d not in KV_DTYPE_NAMES.values() for d in kv)):
-            raise self._bad("KV_DTYPES must be a non-empty tuple of 'bf16' / 'fp8_e4m3_fnuz', got %r"
-                            % (kv,))
+            raise self._bad("KV_DTYPES must be a non-empty tuple of %s, got %r"
+                            % (" / ".join("'%s'" % n for n in KV_DTYPE_NAMES.values()), kv))
         summary = getattr(m, "SUMMARY", None)
         if not isinstance(summary, str) or "\n" in summary:
             raise self._bad("SUMMARY must be a one-line str, got %r" % (summary,))
@@ -470,6 +553,10 @@ class Kernel(Loaded):
         if shape.kv_dtype not in self.kv_dtypes:
             return "kv dtype %s: KV_DTYPES is %s" % (shape.kv_dtype, ", ".join(self.kv_dtypes))
         if getattr(self.mod, "supports", None) is None:
+            if shape.topk > 0:
+                return "sparse form: the module defines no supports()"
+            if shape.kv_dtype in BLOCKSCALED:
+                return "kv dtype %s: the module defines no supports()" % shape.kv_dtype
             return None
         why = self.call("supports", shape)
         if why is not None and not isinstance(why, str):
@@ -535,23 +622,66 @@ def _numpy_view(ptr, shape, kind, readonly):
     return a
 
 
+def page_bytes(kv_dtype, page_size):
+    """Bytes of one cache page of a format named kv_dtype (kernels/mla_decode.h mla_kv_page_bytes())."""
+    token = {"bf16": 1152, "fp8_e4m3_fnuz": 576, "fp8_ds_mla": 656, "fp8_ds_mla_fnuz": 656,
+             "fp8_model1": 584, "fp8_model1_fnuz": 584}[kv_dtype]
+    b = page_size * token
+    return (b + 575) // 576 * 576 if kv_dtype.startswith("fp8_model1") else b
+
+
+def _cache_view(kv_dtype, pages, page_size, ptr):
+    """(shape, kind, ptr) of a cache: bf16 / fp8_e4m3_fnuz rows of 576, or the pages' bytes."""
+    if kv_dtype in BLOCKSCALED:
+        return (pages, page_bytes(kv_dtype, page_size)), "u8", ptr
+    return (pages, page_size, 1, 576), "bf16" if kv_dtype == "bf16" else "u8", ptr
+
+
+def _tensor_specs(a, raw):
+    """{attribute: (shape, kind, pointer) or None} of the buffers of a kernel tuple (None: the
+    attribute is None, a NULL pointer of an optional tensor or a tensor of the other form)."""
+    q, kv, bt, sl, out, lse = raw[:6]
+    specs = {"q": ((a.batch, a.s_q, a.h_q, a.d_qk if a.topk > 0 else 576), "bf16", q),
+             "kv_cache": _cache_view(a.kv_dtype, a.num_pages, a.page_size, kv),
+             "out": ((a.batch, a.s_q, a.h_q, 512), "bf16", out), "lse": ((a.batch, a.h_q, a.s_q), "f32", lse)}
+    if a.topk <= 0:
+        specs.update({"block_table": ((a.batch, a.max_pages), "i32", bt), "seqlens": ((a.batch,), "i32", sl)})
+        for name in ("indices", "topk_length", "attn_sink", "extra_kv_cache", "extra_indices",
+                     "extra_topk_length"):
+            specs[name] = None
+        return specs
+    idx, tl, sink, ekv, eidx, etl = raw[RAW_SPARSE:RAW_SPARSE + 6]
+    specs.update({"block_table": None, "seqlens": None,
+                  "indices": ((a.batch, a.s_q, a.topk), "i32", idx),
+                  "topk_length": ((a.batch,), "i32", tl) if tl else None,
+                  "attn_sink": ((a.h_q,), "f32", sink) if sink else None})
+    if a.extra_topk > 0:
+        specs.update({"extra_kv_cache": _cache_view(a.kv_dtype, a.extra_num_pages, a.extra_page_size, ekv),
+                      "extra_indices": ((a.batch, a.s_q, a.extra_topk), "i32", eidx),
+                      "extra_topk_length": ((a.batch,), "i32", etl) if etl else None})
+    else:
+        specs.update({"extra_kv_cache": None, "extra_indices": None, "extra_topk_length": None})
+    return specs
+
+
 def _make_args(k, raw):
-    """raw: (q, kv, bt, sl, out, lse, ws, ws_bytes, batch, s_q, h_q, num_pages, page_size,
-    max_pages, kv_dtype, softmax_scale, kv_scale, num_cus, stream) as handed by harness/pyimpl.c."""
+    """raw: the kernel tuple as handed by harness/pyimpl.c (see RAW_SPARSE): (q, kv, bt, sl, out,
+    lse, ws, ws_bytes, batch, s_q, h_q, num_pages, page_size, max_pages, kv_dtype, softmax_scale,
+    kv_scale, num_cus, stream[, indices, topk_length, attn_sink, extra_kv_cache, extra_indices,
+    extra_topk_length, topk, extra_topk, extra_num_pages, extra_page_size, d_qk, d_v])."""
     cached = k.args_cache.get(raw)
     if cached is not None:
         return cached
-    (q, kv, bt, sl, out, lse, ws, ws_bytes, batch, s_q, h_q, num_pages, page_size, max_pages,
-     kv_dtype, softmax_scale, kv_scale, num_cus, stream) = raw
+    ws, ws_bytes, stream = raw[6], raw[7], raw[18]
+    kv_dtype = raw[14]
     if kv_dtype not in KV_DTYPE_NAMES:
         raise BridgeError("%s: bridge: unknown kv_dtype %d" % (k.path, kv_dtype))
-    a = Args(batch=batch, s_q=s_q, h_q=h_q, num_pages=num_pages, page_size=page_size,
-             max_pages=max_pages, kv_dtype=KV_DTYPE_NAMES[kv_dtype], softmax_scale=softmax_scale,
-             kv_scale=kv_scale, num_cus=num_cus)
-    kvk = "bf16" if kv_dtype == 1 else "u8"
-    shapes = {"q": ((batch, s_q, h_q, 576), "bf16", q), "kv_cache": ((num_pages, page_size, 1, 576), kvk, kv),
-              "block_table": ((batch, max_pages), "i32", bt), "seqlens": ((batch,), "i32", sl),
-              "out": ((batch, s_q, h_q, 512), "bf16", out), "lse": ((batch, h_q, s_q), "f32", lse)}
+    sh = shape_from_raw(raw)
+    a = Args(**{f: getattr(sh, f) for f in SHAPE_FIELDS})
+    shapes = _tensor_specs(a, raw)
+    for name in [n for n, v in shapes.items() if v is None]:
+        setattr(a, name, None)
+        del shapes[name]
     if k.backend == "cpu":
         try:
             for name, (shp, kind, ptr) in shapes.items():
@@ -621,9 +751,7 @@ def bridge_workspace_size(i, raw, cfg):
     """Bytes (>= 0), or a negative status with last_error set."""
     k = _kernels[i]
     try:
-        sh = Shape(**dict(zip(SHAPE_FIELDS, raw[8:18])))
-        sh.kv_dtype = KV_DTYPE_NAMES.get(sh.kv_dtype, sh.kv_dtype)
-        return k.workspace_size(sh, _config(cfg))
+        return k.workspace_size(shape_from_raw(raw), _config(cfg))
     except BridgeError as e:
         return _fail(str(e))
 
@@ -670,9 +798,7 @@ def bridge_supports(i, raw):
     """None when supported, else the reason; a failing supports() answers its error line."""
     k = _kernels[i]
     try:
-        sh = Shape(**dict(zip(SHAPE_FIELDS, raw[8:18])))
-        sh.kv_dtype = KV_DTYPE_NAMES.get(sh.kv_dtype, sh.kv_dtype)
-        return k.supports(sh)
+        return k.supports(shape_from_raw(raw))
     except BridgeError as e:
         _fail(str(e))
         return str(e)

@@ -1,41 +1,75 @@
 """numpy.mla_decode: MLA decode on the CPU in numpy, the reference Python implementation of the bridge.
 
-The contract is kernels/python/mla_decode.py's. Per sequence: gather exactly its visible cache rows
-(never a row at or past seqlens[b]), decode them to float32 (bf16 bits shifted into the high half
-of a uint32; fp8 e4m3 fnuz codes through a 256-entry table times kv_scale, 0x80 is NaN), then an
-online softmax over tiles of BLOCK_N keys in float32 (scores of all s_q * h_q query rows against
-the tile in one matrix product, causal mask for s_q > 1), out rounded to bf16 to nearest even.
-Deterministic: the same fixed order of operations for every call.
+The contract is kernels/python/mla_decode.py's. Dense form, per sequence: gather exactly its
+visible cache rows (never a row at or past seqlens[b]), decode them to float32 (bf16 bits shifted
+into the high half of a uint32; fp8 e4m3 fnuz codes through a 256-entry table times kv_scale, 0x80
+is NaN), then an online softmax over tiles of BLOCK_N keys in float32 (scores of all s_q * h_q query
+rows against the tile in one matrix product, causal mask for s_q > 1), out rounded to bf16 to
+nearest even.
+
+Sparse form (topk > 0), per query position (b, i): the valid entries (indices, then extra_indices;
+-1 and entries past topk_length / extra_topk_length dropped before any read) are gathered and their
+rows decoded to float32 by this module's own decoder of the cache formats (written from FlashMLA
+tests/quant.py dequantize_k_cache: fp8_ds_mla codes x their fp32 tile scale, fp8_model1 codes x
+their e8m0 tile scale, then the bf16 RoPE values; the product is kept in float32, which equals
+dequantize_k_cache's bf16 result for the power-of-two scales quantize_k_cache writes), then one
+softmax over all of them for the h_q heads in float32; attn_sink scales out by 1 / (1 + exp(sink -
+lse)); no valid entry gives out 0 and lse +inf. Deterministic: the same fixed order of operations
+for every call.
 """
 
 import numpy as np
 
 NAME = "numpy.mla_decode"
 BACKEND = "cpu"
-KV_DTYPES = ("bf16", "fp8_e4m3_fnuz")
-SUMMARY = ("numpy on the CPU: per sequence, visible rows gathered and decoded to float32, online "
-           "softmax over BLOCK_N-key tiles, bf16 out rounded to nearest even")
+KV_DTYPES = ("bf16", "fp8_e4m3_fnuz", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
+SUMMARY = ("numpy on the CPU: per sequence (dense) or query position (sparse), the rows read gathered "
+           "and decoded to float32, softmax in float32, bf16 out rounded to nearest even")
 
 D_QK, D_V = 576, 512
+DENSE = ("bf16", "fp8_e4m3_fnuz")
+SPARSE = ("bf16", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
 
 
-def _fnuz_table():
+def _fp8_table(bias, fnuz):
+    """float32 value of every e4m3 code: exponent bias 7 (OCP e4m3fn, NaN 0x7F/0xFF) or 8 (fnuz,
+    NaN 0x80 only); exponent field 0 is subnormal, m/8 * 2^(1 - bias)."""
     t = np.empty(256, dtype=np.float32)
     for c in range(256):
         e, m = (c >> 3) & 0xF, c & 7
-        v = (1.0 + m / 8.0) * 2.0 ** (e - 8) if e else (m / 8.0) * 2.0 ** (1 - 8)
+        v = (1.0 + m / 8.0) * 2.0 ** (e - bias) if e else (m / 8.0) * 2.0 ** (1 - bias)
         t[c] = -v if c & 0x80 else v
-    t[0x80] = np.nan
+    if fnuz:
+        t[0x80] = np.nan
+    else:
+        t[0x7F] = t[0xFF] = np.nan
     return t
 
 
-FNUZ = _fnuz_table()
+FNUZ = _fp8_table(8, True)
+E4M3FN = _fp8_table(7, False)
 
 
 def configs(arch):
     if arch.startswith(("sm_", "gfx")):
         return []
     return [{"name": "bn64", "block_n": 64}, {"name": "bn256", "block_n": 256}]
+
+
+def supports(shape):
+    if shape.topk <= 0:
+        if shape.kv_dtype not in DENSE:
+            return "kv dtype %s: the dense form reads %s" % (shape.kv_dtype, ", ".join(DENSE))
+        return None
+    if shape.kv_dtype not in SPARSE:
+        return "kv dtype %s: the sparse form reads %s" % (shape.kv_dtype, ", ".join(SPARSE))
+    d_qk = 512 if shape.kv_dtype.startswith("fp8_model1") else 576
+    if shape.d_qk != d_qk or shape.d_v != D_V:
+        return "d_qk %d, d_v %d: %s rows have d_qk %d, d_v %d" % (shape.d_qk, shape.d_v, shape.kv_dtype,
+                                                               d_qk, D_V)
+    if shape.extra_topk > 0 and shape.extra_page_size < 1:
+        return "extra_page_size %d: not a page size" % shape.extra_page_size
+    return None
 
 
 def _bf16_to_f32(bits):
@@ -81,7 +115,74 @@ def _sequence(args, b, block_n, lut):
     args.lse[b] = lse.astype(np.float32).reshape(s_q, h_q).T
 
 
+# ---- the sparse form --------------------------------------------------------------------------
+
+def decode_rows(kv_dtype, cache, page_size, rows):
+    """float32 [len(rows), d_qk] of the cache rows rows (int64, page * page_size + slot) of a cache
+    of format kv_dtype: bf16 [pages, page_size, 1, 576] uint16, or a block-scaled format's pages
+    [pages, page_bytes] uint8. Reads exactly the bytes of those rows (and their scales)."""
+    if kv_dtype == "bf16":
+        return _bf16_to_f32(cache.reshape(-1, D_QK)[rows])
+    page, slot = rows // page_size, rows % page_size
+    lut = FNUZ if kv_dtype.endswith("_fnuz") else E4M3FN
+    n = len(rows)
+    if kv_dtype.startswith("fp8_ds_mla"):
+        tok = cache[:, :page_size * 656].reshape(-1, page_size, 656)[page, slot]   # [n, 656]
+        scales = np.ascontiguousarray(tok[:, 512:528]).view("<f4").astype(np.float32)  # [n, 4]
+        nope = lut[tok[:, :512]] * np.repeat(scales, 128, axis=1)
+        rope = _bf16_to_f32(np.ascontiguousarray(tok[:, 528:656]).view("<u2"))
+        return np.concatenate([nope, rope], axis=1).astype(np.float32).reshape(n, 576)
+    tok = cache[:, :page_size * 576].reshape(-1, page_size, 576)[page, slot]       # [n, 576]
+    sc = cache[:, page_size * 576:page_size * 584].reshape(-1, page_size, 8)[page, slot, :7]
+    e8m0 = np.where(sc == 0xFF, np.float32(np.nan),
+                    np.ldexp(np.float32(1), sc.astype(np.int32) - 127).astype(np.float32))
+    nope = lut[tok[:, :448]] * np.repeat(e8m0, 64, axis=1)
+    rope = _bf16_to_f32(np.ascontiguousarray(tok[:, 448:576]).view("<u2"))
+    return np.concatenate([nope, rope], axis=1).astype(np.float32).reshape(n, 512)
+
+
+def _valid(idx, length, b, i):
+    """The valid entries of index row (b, i) of idx [batch, s_q, k] (lengths: [batch] or None)."""
+    row = idx[b, i]
+    if length is not None:
+        row = row[:max(0, int(length[b]))]
+    return row[row != -1].astype(np.int64)
+
+
+def _sparse(args):
+    d_qk = args.d_qk
+    scale = np.float32(args.softmax_scale)
+    sink = None if args.attn_sink is None else args.attn_sink.astype(np.float32)
+    for b in range(args.batch):
+        for i in range(args.s_q):
+            k = decode_rows(args.kv_dtype, args.kv_cache, args.page_size,
+                            _valid(args.indices, args.topk_length, b, i))
+            if args.extra_topk > 0:
+                ek = decode_rows(args.kv_dtype, args.extra_kv_cache, args.extra_page_size,
+                                 _valid(args.extra_indices, args.extra_topk_length, b, i))
+                k = np.concatenate([k, ek], axis=0)
+            if len(k) == 0:
+                args.out[b, i] = 0
+                args.lse[b, :, i] = np.inf
+                continue
+            q = _bf16_to_f32(args.q[b, i].reshape(args.h_q, d_qk))
+            s = (q @ k.T).astype(np.float32) * scale                # [h_q, n]
+            m = s.max(axis=1)
+            p = np.exp(s - m[:, None]).astype(np.float32)
+            l = p.sum(axis=1, dtype=np.float32)
+            lse = (m + np.log(l)).astype(np.float32)
+            out = (p @ k[:, :D_V]).astype(np.float32) / l[:, None]
+            if sink is not None:
+                out = out * (np.float32(1) / (np.float32(1) + np.exp(sink - lse)))[:, None]
+            args.out[b, i] = _f32_to_bf16(out)
+            args.lse[b, :, i] = lse
+
+
 def launch(args, config):
+    if args.topk > 0:
+        with np.errstate(over="ignore", invalid="ignore"):
+            _sparse(args)
+        return
     block_n = config["block_n"] or 64
     lut = FNUZ * np.float32(args.kv_scale) if args.kv_dtype == "fp8_e4m3_fnuz" else None
     for b in range(args.batch):
