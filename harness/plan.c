@@ -530,15 +530,10 @@ static uint64_t mix64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
+/* The tool's tolerances of the spec's form and format (task_default_tolerances(); set topk first). */
 static void tolerances(struct task_spec *s)
 {
-	/* FlashMLA's test tolerances for bf16 out; lse: atol 1e-5 (fp32 accumulation) or rtol 8.01/65536. */
-	s->tol_out.atol = 8e-4;
-	s->tol_out.rtol = 2.01 / 128.0;
-	s->tol_out.cos_tol = 5e-6;
-	s->tol_lse.atol = 1e-5;
-	s->tol_lse.rtol = 8.01 / 65536.0;
-	s->tol_lse.cos_tol = -1.0;
+	task_default_tolerances(&s->tol_out, &s->tol_lse, s);
 }
 
 static int row_lens(int32_t *lens, int64_t *pages, const char *tag, int batch, int nlens, const int *explicit_lens,
@@ -647,8 +642,8 @@ static int sparse_to_spec(struct task_spec *s, const struct sparse_shape *sh, in
 	s->softmax_scale = deepseek_v3_softmax_scale();
 	s->seed = fnv1a(s->name) & ((1ull << 53) - 1);
 	s->input_sets = 2;
-	tolerances(s);
 	s->topk = topk;
+	tolerances(s);
 	s->topk_length = sh->topk_length;
 	s->attn_sink = sh->attn_sink;
 	s->seqlens = calloc((size_t)sh->batch, sizeof(int32_t));
@@ -3009,7 +3004,7 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		p->capture_required ? "required" : "n/a on the CPU");
 	if (p->ntasks > 0) {
 		const struct task_spec *t = &p->tasks[0];
-		struct task_spec tool;
+		struct task_spec tool = {.topk = t->topk};
 
 		tolerances(&tool);
 		fprintf(f, "  tolerance  out atol %g rtol %g, lse atol %g rtol %g%s\n", t->tol_out.atol,
