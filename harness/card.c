@@ -2005,8 +2005,7 @@ static int lint_form(const struct card *c)
 		if (sparse && d == MLA_KV_FP8_E4M3_FNUZ)
 			n += lint_at(c, "match.dtypes",
 				     "'%s' (one per-tensor scale) is the dense form's cache; the sparse form (%s) "
-				     "reads "
-				     "bf16, fp8_ds_mla, fp8_model1, fp8_ds_mla_fnuz, fp8_model1_fnuz",
+				     "reads bf16, fp8_ds_mla, fp8_model1, fp8_ds_mla_fnuz, fp8_model1_fnuz",
 				     dt->items[i], CARD_ARCH_SPARSE);
 	}
 	if (!sparse && (c->match.topk || c->match.extra_topk))
@@ -2025,8 +2024,7 @@ static int lint_form(const struct card *c)
 		locate_near(c, "match.arch_class", &line, &col);
 		vs_warn("%s:%d:%d: match.arch_class: the card speaks of the sparse form ('%s', line %d) but its match "
 			"block selects the dense decode: add '%s' to match.arch_class in place of '%s', its cache "
-			"format "
-			"to match.dtypes (%s) and %s where not the format's default",
+			"format to match.dtypes (%s) and %s where not the format's default",
 			c->path, line, col, term, said_line, CARD_ARCH_SPARSE, CARD_ARCH_DENSE,
 			v4talk ? "fp8_model1; fp8_model1_fnuz on gfx942" : "fp8_ds_mla; fp8_ds_mla_fnuz on gfx942",
 			v4talk ? "match.topk and match.extra_topk" : "match.topk");
