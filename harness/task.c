@@ -1574,6 +1574,7 @@ struct sparse_fill_ctx {
 	int32_t kv_dtype;
 	double sd;
 	uint8_t *dst;
+	const uint8_t *nan_page; /* a page of NaN rows (padding 0) */
 };
 
 /*
@@ -1593,14 +1594,12 @@ static void sparse_fill_pages(void *arg, size_t lo, size_t hi, int worker)
 	for (size_t pg = lo; pg < hi; pg++) {
 		uint8_t *page = f->dst + pg * page_bytes;
 
-		memset(page, 0, page_bytes);
+		memcpy(page, f->nan_page, page_bytes);
 		for (int32_t slot = 0; slot < c->page_size; slot++) {
 			uint64_t token = (uint64_t)pg * c->page_size + (uint64_t)slot;
 
-			if (!c->selected[token]) {
-				put_token(page, f->kv_dtype, c->page_size, slot, NULL);
+			if (!c->selected[token])
 				continue;
-			}
 			for (int d = 0; d < d_qk; d++) {
 				double v =
 					rng_normal(c->seed, c->stream_kv, token * (uint64_t)d_qk + (uint64_t)d) * f->sd;
@@ -1613,11 +1612,19 @@ static void sparse_fill_pages(void *arg, size_t lo, size_t hi, int worker)
 	}
 }
 
-static void sparse_fill_cache(uint8_t *dst, const struct sparse_cache *c, int32_t kv_dtype, double sd)
+static int sparse_fill_cache(uint8_t *dst, const struct sparse_cache *c, int32_t kv_dtype, double sd)
 {
-	struct sparse_fill_ctx f = {c, kv_dtype, sd, dst};
+	size_t page_bytes = mla_kv_page_bytes(kv_dtype, c->page_size);
+	uint8_t *nan_page = calloc(page_bytes, 1);
+	struct sparse_fill_ctx f = {c, kv_dtype, sd, dst, nan_page};
 
+	if (!nan_page)
+		return vs_error(VS_ENOMEM, "out of memory for a %zu-byte cache page", page_bytes);
+	for (int32_t slot = 0; slot < c->page_size; slot++)
+		put_token(nan_page, kv_dtype, c->page_size, slot, NULL);
 	par_for((size_t)c->num_pages, gen_threads((size_t)c->num_pages * c->page_size * 64), sparse_fill_pages, &f);
+	free(nan_page);
+	return 0;
 }
 
 /*
@@ -1648,7 +1655,8 @@ static int sparse_fill(char *data, const struct task_spec *s, const struct shape
 		return err;
 	if (ncache == 2 && (err = sparse_cache_build(&c[1], s, k, 1)))
 		goto done;
-	sparse_fill_cache((uint8_t *)data, &c[0], s->kv_dtype, sd);
+	if ((err = sparse_fill_cache((uint8_t *)data, &c[0], s->kv_dtype, sd)))
+		goto done;
 	data += sh->kv_bytes;
 	memcpy(data, c[0].block_table, sh->bt_bytes);
 	data += sh->bt_bytes;
@@ -1663,7 +1671,8 @@ static int sparse_fill(char *data, const struct task_spec *s, const struct shape
 		fill_attn_sink((float *)data, s);
 	data += sh->sink_bytes;
 	if (ncache == 2) {
-		sparse_fill_cache((uint8_t *)data, &c[1], s->kv_dtype, sd);
+		if ((err = sparse_fill_cache((uint8_t *)data, &c[1], s->kv_dtype, sd)))
+			goto done;
 		data += sh->xkv_bytes;
 		memcpy(data, c[1].block_table, sh->xbt_bytes);
 		data += sh->xbt_bytes;

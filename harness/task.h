@@ -57,6 +57,39 @@
  *               to -amax; kv_scale = amax / 240 (float), the same for every input set;
  *               code = vs_fp8_e4m3_fnuz_encode(value / kv_scale)
  *
+ * The sparse form's inputs (topk > 0; docs/DESIGN.md "The sparse form"), part of vs_gen/3 (the
+ * dense form's bytes did not change). inputs.<k>.safetensors holds q [b, s_q, h_q, d_qk] BF16,
+ * kv_cache (bf16: [num_pages, page_size, 1, 576] BF16; block-scaled: U8 [num_pages,
+ * mla_kv_page_bytes()]), block_table [b, max_pages] I32, seqlens [b] I32, indices [b, s_q, topk] I32,
+ * topk_length [b] I32 (spec topk_length), attn_sink [h_q] F32 (spec attn_sink), and with an extra
+ * cache extra_kv_cache, extra_block_table [b, extra_max_pages], extra_seqlens [b], extra_indices
+ * [b, s_q, extra_topk], extra_topk_length [b] (spec extra_topk_length); the manifest's shapes and
+ * dtypes list the tensors after lse. Set k (seed s_k, sd_k as above):
+ *   q           as the dense form's, d_qk wide
+ *   seqlens     rotated by k; extra_seqlens likewise
+ *   pages       as the dense form's (stream VS_STREAM_PERM); the extra cache's on VS_STREAM_EXTRA_PERM
+ *   indices     row r = b x s_q + i, n = seqlens[b]: index_row() in task.c, draws rng_below(s_k,
+ *               VS_STREAM_INDICES, r x 2^32 + j, .): v = min(topk, n) less a uniform [0, v/16]
+ *               holes; the last key n-1; when the other v-1 are at least half of [0, n-1) a partial
+ *               Fisher-Yates over it, else (v-1)/2 from [n-1-w, n-1), w = min(n-1, 2 topk), and the
+ *               rest uniform over [0, n-1), repeats redrawn; keys become block_table[b][key /
+ *               page_size] x page_size + key % page_size, -1 pads to topk, then a Fisher-Yates
+ *               shuffle of the row (none for n = 0: all -1). Extra: VS_STREAM_EXTRA_INDICES.
+ *   topk_length batch k % b gets topk, batch (k + 1) % b gets 0 (b > 1), others rng_below(s_k,
+ *               VS_STREAM_TOPK_LENGTH, b, topk + 1) (extra: VS_STREAM_EXTRA_TOPK_LENGTH)
+ *   attn_sink   head h: (float)rng_normal(seed, VS_STREAM_ATTN_SINK, h) (the task's seed: every
+ *               set the same), but with h_q >= 4 head h_q-1 is +inf and head h_q-2 is -inf
+ *   cache       row R (= page x page_size + slot) is selected when an entry t < topk_length[b] (or
+ *               topk) of some row names it; value d of a selected row is
+ *               bf16_rne((float)clamp(rng_normal(s_k, VS_STREAM_KV, R x d_qk + d) x sd_k, -1, 1))
+ *               (extra: VS_STREAM_EXTRA_KV), then in the format: bf16 as is; fp8 per block of 128
+ *               (fp8_ds_mla) or 64 (fp8_model1) latent values scale = 2^ceil(log2(max(amax / M,
+ *               1e-4))), M = 448 (e4m3fn) or 240 (fnuz), code = vs_fp8_e4m3fn_encode (or
+ *               vs_fp8_e4m3_fnuz_encode) of value / scale, the scale as fp32 (fp8_ds_mla) or e8m0
+ *               (fp8_model1), RoPE values as bf16; any other row the format's NaN (bf16 0x7FC0,
+ *               codes 0x7F or fnuz 0x80, fp32 scales NaN, e8m0 0xFF); model1's pad bytes 0
+ * The bytes do not depend on the thread count.
+ *
  * page_offset: the stored kv_cache tensor holds num_pages pages, and its page p is page
  * page_offset + p of a larger virtual cache that nobody allocates: block_table entries are
  * page_offset + (stored page). A runner that tests large byte offsets passes

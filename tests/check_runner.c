@@ -14,6 +14,7 @@
 #include "fsutil.h"
 #include "mla_decode.h"
 #include "mla_numeric.h"
+#include "mla_decode_ref.h"
 #include "plan.h"
 #include "measure.h"
 #include "runner.h"
@@ -1270,6 +1271,166 @@ START_TEST(reference_failing_the_capture_gate_is_not_timed)
 }
 END_TEST
 
+/* ---- the sparse form through the runner (issue 36) ----------------------------------------- */
+
+/*
+ * A sparse-form implementation for the runner's plumbing: the oracle on the launch's arguments
+ * (host pointers: a "cpu" backend), out rounded to bf16. Its variants cheat: ignore topk_length
+ * (reads the NaN rows past it), write into the indices, or bake the indices in at capture.
+ */
+enum sparse_cheat { SPARSE_HONEST, SPARSE_NO_TOPK_LENGTH, SPARSE_WRITES_INDICES, SPARSE_BAKES_INDICES };
+
+static int32_t sparse_snapshot[4096];
+static const int32_t *sparse_captured_indices;
+
+static int sparse_run(const struct mla_decode_args *a, enum sparse_cheat cheat)
+{
+	size_t no = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V, ni = (size_t)a->batch * a->s_q * a->topk;
+	float *out = malloc(no * 4 + 1);
+	struct mla_decode_args b = *a;
+	int rc;
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(a->topk > 0 && a->indices && !a->block_table && !a->seqlens && a->max_pages == 0,
+		      "the runner handed the sparse form wrong arguments");
+	if (cheat == SPARSE_NO_TOPK_LENGTH)
+		b.topk_length = NULL;
+	if (cheat == SPARSE_BAKES_INDICES && sparse_captured_indices == a->indices)
+		b.indices = sparse_snapshot;
+	rc = mla_decode_reference(&b, out, a->lse, 1);
+	for (size_t e = 0; e < no; e++)
+		((uint16_t *)a->out)[e] = mla_float_to_bf16(out[e]);
+	if (cheat == SPARSE_WRITES_INDICES)
+		((int32_t *)a->indices)[ni - 1] = -1;
+	free(out);
+	virtual_ms += 1.0;
+	return rc;
+}
+
+static int sparse_supports(const struct mla_decode_args *shape, char *why, size_t cap)
+{
+	(void)shape;
+	(void)why;
+	(void)cap;
+	return 1;
+}
+
+static int sparse_honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static int sparse_cheat_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static const struct mla_decode_impl sparse_honest = {MLA_DECODE_ABI_VERSION, "test.sparse_honest", "cpu", "",
+						     no_configs, no_ws, sparse_honest_launch, sparse_supports, NULL};
+static const struct mla_decode_impl sparse_cheat = {MLA_DECODE_ABI_VERSION, "test.sparse_cheat", "cpu", "",
+						    no_configs, no_ws, sparse_cheat_launch, sparse_supports, NULL};
+static enum sparse_cheat sparse_cheat_kind;
+
+static int sparse_honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	if (captured(&sparse_honest, a, c))
+		return MLA_OK;
+	return sparse_run(a, SPARSE_HONEST);
+}
+
+static int sparse_cheat_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	struct fake_stream *s = a->stream;
+
+	if (s && s->capturing && sparse_cheat_kind == SPARSE_BAKES_INDICES) {
+		size_t ni = (size_t)a->batch * a->s_q * a->topk;
+
+		ck_assert_uint_le(ni, sizeof(sparse_snapshot) / 4);
+		memcpy(sparse_snapshot, a->indices, ni * 4);
+		sparse_captured_indices = a->indices;
+	}
+	if (captured(&sparse_cheat, a, c))
+		return MLA_OK;
+	return sparse_run(a, sparse_cheat_kind);
+}
+
+/* The tiny sparse task of check_task.c: fp8_ds_mla, topk 8, topk_length, attn_sink, an extra cache. */
+static void make_sparse_task(int32_t kv_dtype)
+{
+	static int32_t lens[3] = {5, 0, 9}, xlens[3] = {3, 1, 0};
+	struct task_spec s;
+	char *dir = NULL;
+
+	task_data_release(&task);
+	free(root);
+	memset(&s, 0, sizeof(s));
+	snprintf(s.name, sizeof(s.name), "%s-dsa-runner-test", mla_kv_dtype_name(kv_dtype));
+	s.kv_dtype = kv_dtype;
+	s.batch = 3;
+	s.s_q = 2;
+	s.h_q = 4;
+	s.page_size = 4;
+	s.max_pages = 3;
+	s.num_pages = 6;
+	s.seqlens = lens;
+	s.softmax_scale = 0.1352f;
+	s.seed = 5;
+	s.input_sets = 2;
+	s.topk = 8;
+	s.topk_length = 1;
+	s.attn_sink = 1;
+	s.extra_topk = 4;
+	s.extra_page_size = 2;
+	s.extra_max_pages = 2;
+	s.extra_num_pages = 4;
+	s.extra_seqlens = xlens;
+	s.extra_topk_length = 1;
+	task_default_tolerances(&s.tol_out, &s.tol_lse, &s);
+	root = tu_tmpdir();
+	ck_assert_msg(task_materialize(&dir, root, &s, 1) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(task_load(&task, dir), 0);
+	free(dir);
+}
+
+START_TEST(sparse_task_passes_parity_and_the_capture_gate)
+{
+	struct measure_result r;
+
+	make_sparse_task(_i ? MLA_KV_FP8_MODEL1 : MLA_KV_FP8_DS_MLA);
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &sparse_honest, &sparse_honest, 1, 1), 0);
+	ck_assert_msg(r.cand.config_pass[0] == 1, "%s", r.cand.config_detail[0] ? r.cand.config_detail[0] : "");
+	ck_assert_msg(r.cand.capture == 1, "capture: %s", r.cand.capture_detail ? r.cand.capture_detail : "");
+	ck_assert_int_eq(r.parity_pass, 1);
+	ck_assert_int_eq(r.complete, 1);
+	ck_assert_double_eq(r.flops, task_flops(&task.spec));
+	measure_result_release(&r);
+}
+END_TEST
+
+static const struct {
+	enum sparse_cheat kind;
+	int capture;
+	const char *expect;
+} sparse_cheats[] = {
+	{SPARSE_NO_TOPK_LENGTH, 0, "input set 0: "},
+	{SPARSE_WRITES_INDICES, 0, "input 'indices' of set 0 was modified"},
+	{SPARSE_BAKES_INDICES, 1, "after changing indices/topk_length in place"},
+};
+
+START_TEST(sparse_cheats_are_caught)
+{
+	struct measure_result r;
+	const char *detail;
+
+	make_sparse_task(MLA_KV_FP8_DS_MLA);
+	sparse_cheat_kind = sparse_cheats[_i].kind;
+	sparse_captured_indices = NULL;
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &sparse_honest, &sparse_cheat, 1, sparse_cheats[_i].capture), 0);
+	detail = sparse_cheats[_i].capture ? r.cand.capture_detail : r.cand.config_detail[0];
+	ck_assert_msg(detail && strstr(detail, sparse_cheats[_i].expect), "cheat %d: detail '%s' lacks '%s'", _i,
+		      detail ? detail : "(none)", sparse_cheats[_i].expect);
+	if (sparse_cheats[_i].capture)
+		ck_assert_int_eq(r.cand.capture, 0);
+	else
+		ck_assert_int_eq(r.cand.config_pass[0], 0);
+	measure_result_release(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("runner");
@@ -1298,6 +1459,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, references_are_timed_in_the_candidates_rounds);
 	tcase_add_test(tc, skipped_reference_never_runs);
 	tcase_add_test(tc, reference_failing_the_capture_gate_is_not_timed);
+	tcase_add_loop_test(tc, sparse_task_passes_parity_and_the_capture_gate, 0, 2);
+	tcase_add_loop_test(tc, sparse_cheats_are_caught, 0, (int)(sizeof(sparse_cheats) / sizeof(sparse_cheats[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

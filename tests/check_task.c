@@ -1419,14 +1419,23 @@ END_TEST
 /* Materialize, verify, load: the loaded set is what the generator made, the reference the oracle's. */
 START_TEST(sparse_task_dir_round_trips_and_detects_tampering)
 {
-	static const char *const tamper_files[] = { "inputs.1.safetensors", "reference.safetensors" };
+	static const char *const tamper_files[] = { "reference.safetensors", "inputs.1.safetensors" };
 	struct task_spec s;
 	struct task_data t;
 	char *root = tu_tmpdir(), *dir, *man, *mpath;
 	size_t mlen = 0;
 
 	sparse_spec(&s, _i ? MLA_KV_FP8_MODEL1_FNUZ : MLA_KV_FP8_DS_MLA, 1);
+	if (_i) /* inputs over the store limit: not stored, regenerated and checked on load */
+		setenv("VS_TASK_STORE_LIMIT_BYTES", "4096", 1);
 	dir = materialize(root, &s);
+	unsetenv("VS_TASK_STORE_LIMIT_BYTES");
+	{
+		char *in1 = path_in(dir, "inputs.1.safetensors");
+
+		ck_assert_int_eq(fs_exists(in1), !_i);
+		free(in1);
+	}
 	ck_assert_int_eq(task_verify(dir), 0);
 	ck_assert_msg(task_load(&t, dir) == 0, "%s", vs_last_error());
 	ck_assert_int_eq(t.nsets, 2);
@@ -1474,7 +1483,7 @@ START_TEST(sparse_task_dir_round_trips_and_detects_tampering)
 	ck_assert_msg(strstr(man, "\"extra_indices\":\t[3, 2, 4]") != NULL, "manifest shapes:\n%s", man);
 	ck_assert_msg(strstr(man, "\"kv_cache\":\t[6, ") != NULL, "manifest kv_cache shape:\n%s", man);
 	free(man);
-	for (size_t i = 0; i < sizeof(tamper_files) / sizeof(tamper_files[0]); i++) {
+	for (size_t i = 0; i < (_i ? 1 : 2); i++) { /* loop 1 stores no inputs file */
 		char *p = path_in(dir, tamper_files[i]), *buf;
 		size_t len = 0;
 		int rc;
