@@ -2945,20 +2945,24 @@ static void print_reference(const struct plan *p, int k, FILE *f)
 
 /*
  * The shapes tier full adds to standard that a backend cannot run (the GPU benchmark shapes on the
- * CPU), as "a, b" into buf; returns how many tier full adds that it can run.
+ * CPU), as "a, b" into buf; returns how many tier full adds that it can run. sparse: the sparse
+ * form's grid.
  */
-static int full_tier_extra(char *buf, size_t cap, int gpu)
+static int full_tier_extra(char *buf, size_t cap, int gpu, int sparse)
 {
 	int runnable = 0;
+	size_t n = sparse ? NSPARSE_SHAPES : NSHAPES;
 
 	*buf = '\0';
-	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-		const struct shape *sh = &shapes[i];
+	for (size_t i = 0; i < n; i++) {
+		int tiers = sparse ? sparse_shapes[i].tiers : shapes[i].tiers;
+		int gpu_only = sparse ? sparse_shapes[i].gpu_only : shapes[i].gpu_only;
+		const char *tag = sparse ? sparse_shapes[i].tag : shapes[i].tag;
 
-		if (!(sh->tiers & T_FULL) || (sh->tiers & T_STD))
+		if (!(tiers & T_FULL) || (tiers & T_STD))
 			continue;
-		if (sh->gpu_only && !gpu)
-			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? ", " : "", sh->tag);
+		if (gpu_only && !gpu)
+			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? ", " : "", tag);
 		else
 			runnable++;
 	}
@@ -3066,10 +3070,10 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
 		flops / 1e9);
 	if (!strcmp(p->tier, "full")) {
-		char gpu_only[256];
+		char gpu_only[1024];
 		int gpu = strcmp(p->candidate.backend, "cpu") != 0;
 
-		if (!full_tier_extra(gpu_only, sizeof(gpu_only), gpu))
+		if (!full_tier_extra(gpu_only, sizeof(gpu_only), gpu, p->ntasks > 0 && p->tasks[0].topk > 0))
 			fprintf(f,
 				"  note: tier full equals tier standard on the %s backend: the shapes it adds (%s) "
 				"are GPU benchmark shapes, planned for GPU backends only\n",

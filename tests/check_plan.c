@@ -581,6 +581,23 @@ START_TEST(sparse_tiers_cover_the_edge_cases)
 			ck_assert_int_eq(max_ctx, 131072);
 		plan_release(&p);
 	}
+	/* tier full on the CPU: the summary names the sparse grid's GPU shapes it leaves out */
+	{
+		struct plan p;
+		struct plan_options o = {.tier = "full"};
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		ck_assert_msg(plan_build(&p, &c, &o) == 0, "%s", vs_last_error());
+		plan_print_summary(&p, f);
+		fclose(f);
+		ck_assert_msg(strstr(buf, "tier full equals tier standard") && strstr(buf, "b128-h128-sq2-64k") &&
+				      !strstr(buf, "perf-h128"),
+			      "%s", buf);
+		free(buf);
+		plan_release(&p);
+	}
 	card_release(&c);
 }
 END_TEST
