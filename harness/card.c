@@ -11,6 +11,7 @@
  */
 #include "card.h"
 #include "fsutil.h"
+#include "mla_decode.h"
 #include "vs_error.h"
 
 #include <ctype.h>
@@ -767,12 +768,12 @@ static int valid_date(const char *s)
 
 /* ---- schema -------------------------------------------------------------------------------- */
 
-enum ftype { F_MAP, F_STR, F_LIST, F_ENUM, F_NUM, F_NUM_POS, F_DATE };
+enum ftype { F_MAP, F_STR, F_LIST, F_ENUM, F_NUM, F_NUM_POS, F_DATE, F_COUNT };
 
 struct field {
 	const char *path;
 	enum ftype type;
-	size_t off;                /* char * / struct card_list / double in struct card */
+	size_t off;                /* char * / struct card_list / double / int (F_COUNT) in struct card */
 	size_t has_off;            /* int set flag of a number */
 	const char *const *values; /* enum values, NULL-terminated */
 };
@@ -800,6 +801,8 @@ static const struct field fields[] = {
 	{"match.regimes", F_LIST, OFF(match.regimes), 0, NULL},
 	{"match.from_backend", F_STR, OFF(match.from_backend), 0, NULL},
 	{"match.to_backend", F_STR, OFF(match.to_backend), 0, NULL},
+	{"match.topk", F_COUNT, OFF(match.topk), 0, NULL},
+	{"match.extra_topk", F_COUNT, OFF(match.extra_topk), 0, NULL},
 	{"expects", F_MAP, 0, 0, NULL},
 	{"expects.isolated_speedup_min", F_NUM_POS, OFF(expects.isolated_speedup_min),
 	 OFF(expects.has_isolated_speedup_min), NULL},
@@ -1030,9 +1033,10 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 			return doc_err(d, VS_ESCHEMA, v->b, key, "expected one of: %s, found %s",
 				       enum_list(f->values, buf, sizeof(buf)), kind_name(v));
 		return doc_err(d, VS_ESCHEMA, v->b, key, "expected %s, found %s",
-			       f->type == F_STR  ? "a string" :
-			       f->type == F_DATE ? "a date YYYY-MM-DD" :
-						   "a number",
+			       f->type == F_STR   ? "a string" :
+			       f->type == F_DATE  ? "a date YYYY-MM-DD" :
+			       f->type == F_COUNT ? "a whole number" :
+						    "a number",
 			       kind_name(v));
 	}
 	switch (f->type) {
@@ -1098,6 +1102,20 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 			return doc_err(d, VS_ESCHEMA, v->b, key, "must be a number > 0, found '%s'", v->value);
 		*(int *)((char *)c + f->has_off) = 1;
 		*(double *)((char *)c + f->off) = num;
+		return 0;
+	case F_COUNT:
+		*(int *)((char *)c + f->off) = 0;
+		if (scalar_unset(v))
+			return 0;
+		if (v->style != YAML_PLAIN_SCALAR_STYLE)
+			return doc_err(d, VS_ESCHEMA, v->b, key,
+				       "expected a whole number, found the quoted string \"%s\" (write numbers without "
+				       "quotes)",
+				       v->value);
+		if (parse_number(v->value, &num) || num != floor(num) || !(num >= 1 && num <= CARD_TOPK_MAX))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is not a whole number in [1, %d]", v->value,
+				       CARD_TOPK_MAX);
+		*(int *)((char *)c + f->off) = (int)num;
 		return 0;
 	default:
 		return 0;
@@ -1422,7 +1440,8 @@ void card_release(struct card *c)
 	for (size_t i = 0; i < NFIELDS; i++) {
 		if (fields[i].type == F_LIST)
 			list_release((struct card_list *)((char *)c + fields[i].off));
-		else if (fields[i].type != F_MAP && fields[i].type != F_NUM && fields[i].type != F_NUM_POS)
+		else if (fields[i].type != F_MAP && fields[i].type != F_NUM && fields[i].type != F_NUM_POS &&
+			 fields[i].type != F_COUNT)
 			free(*str_at(c, &fields[i]));
 	}
 	for (int i = 0; i < c->unknown_count; i++) {
@@ -1993,6 +2012,155 @@ static int lint_typed(const struct card *c)
 	return 0;
 }
 
+/* ---- the form a card selects: dense or sparse MLA decode (issue 36) -------------------------- */
+
+int card_sparse(const struct card *c)
+{
+	return list_has(&c->match.arch_class, CARD_ARCH_SPARSE);
+}
+
+int card_form(const struct card *c, int kv_dtype, int *topk, int *extra_topk, const char **why)
+{
+	int sparse = card_sparse(c), v4 = mla_kv_is_model1(kv_dtype);
+
+	*topk = 0;
+	*extra_topk = 0;
+	*why = "the dense form";
+	if (!sparse)
+		return kv_dtype == MLA_KV_BF16 || kv_dtype == MLA_KV_FP8_E4M3_FNUZ;
+	if (kv_dtype != MLA_KV_BF16 && !mla_kv_is_blockscaled(kv_dtype))
+		return 0;
+	*topk = c->match.topk ? c->match.topk : v4 ? CARD_TOPK_V4 : CARD_TOPK_V32;
+	if (v4)
+		*extra_topk = c->match.extra_topk ? c->match.extra_topk : CARD_EXTRA_TOPK_V4;
+	*why = c->match.topk && (!v4 || c->match.extra_topk) ? "match.topk" :
+	       v4                                            ? "the default of the V4 formats" :
+							       "the default of the V3.2 formats";
+	return 1;
+}
+
+/* Words that speak of the sparse form; the V4 ones (the second list) name fp8_model1 in the hint. */
+static const char *const sparse_terms[] = {
+	"DeepSeek Sparse Attention",
+	"sparse attention",
+	"sparse-attention",
+	"sparse decode",
+	"sparse MLA",
+	"DSA",
+	"topk",
+	"top-k",
+	"per-block scale",
+	"per-block-scaled",
+	"block-scaled",
+	"fp8_ds_mla",
+	"DeepSeek-V3.2",
+	"V3.2",
+	NULL,
+};
+static const char *const sparse_v4_terms[] = {
+	"MODEL1", "fp8_model1", "DeepSeek-V4", "DS_v4", "deepseek_v4", NULL,
+};
+
+static int word_char(char ch)
+{
+	return isalnum((unsigned char)ch);
+}
+
+/* The first of terms in text[0..n) as a whole word (case-insensitive): its offset, *term; -1 if none. */
+static long find_term(const char *text, size_t n, const char *const *terms, const char **term)
+{
+	long best = -1;
+
+	for (int t = 0; terms[t]; t++) {
+		size_t k = strlen(terms[t]);
+
+		for (size_t i = 0; i + k <= n && (best < 0 || i < (size_t)best); i++) {
+			if (strncasecmp(text + i, terms[t], k) || (i > 0 && word_char(text[i - 1])) ||
+			    (i + k < n && word_char(text[i + k])))
+				continue;
+			best = (long)i;
+			*term = terms[t];
+			break;
+		}
+	}
+	return best;
+}
+
+const char *card_sparse_talk(const struct card *c, size_t *offset)
+{
+	const char *t32 = NULL, *t4 = NULL;
+	long a, b;
+
+	if (!c->text)
+		return NULL;
+	a = find_term(c->text, c->text_len, sparse_terms, &t32);
+	b = find_term(c->text, c->text_len, sparse_v4_terms, &t4);
+	if (a < 0 && b < 0)
+		return NULL;
+	*offset = (size_t)(b >= 0 && (a < 0 || b < a) ? b : a);
+	return b >= 0 && (a < 0 || b < a) ? t4 : t32;
+}
+
+/*
+ * The form a card's match block selects (card_form()): deepseek_mla and deepseek_dsa not both; the
+ * block-scaled cache formats and match.topk / match.extra_topk only with deepseek_dsa;
+ * fp8_e4m3_fnuz (one per-tensor scale) only with the dense form; match.extra_topk only beside a V4
+ * format. A dense mla_attention card whose text speaks of the sparse form is one warning line
+ * saying what to add. The count of errors.
+ */
+static int lint_form(const struct card *c)
+{
+	const struct card_list *dt = &c->match.dtypes;
+	int n = 0, sparse = card_sparse(c), v4 = 0;
+	const char *term;
+	size_t off = 0;
+
+	if (!card_operator_planned(c))
+		return 0;
+	if (sparse && list_has(&c->match.arch_class, CARD_ARCH_DENSE))
+		n += lint_at(c, "match.arch_class",
+			     "lists both %s (dense MLA decode) and %s (its sparse form): a plan takes one form; "
+			     "write a card per form",
+			     CARD_ARCH_DENSE, CARD_ARCH_SPARSE);
+	for (int i = 0; i < dt->count; i++) {
+		int32_t d = mla_kv_dtype_parse(dt->items[i]);
+
+		v4 |= mla_kv_is_model1(d);
+		if (!sparse && mla_kv_is_blockscaled(d))
+			n += lint_at(c, "match.dtypes",
+				     "'%s' is a cache format of the sparse form (per-block scales): add %s to "
+				     "match.arch_class, or list a dense format (bf16, fp8_e4m3_fnuz)",
+				     dt->items[i], CARD_ARCH_SPARSE);
+		if (sparse && d == MLA_KV_FP8_E4M3_FNUZ)
+			n += lint_at(c, "match.dtypes",
+				     "'%s' (one per-tensor scale) is the dense form's cache; the sparse form (%s) "
+				     "reads bf16, fp8_ds_mla, fp8_model1, fp8_ds_mla_fnuz, fp8_model1_fnuz",
+				     dt->items[i], CARD_ARCH_SPARSE);
+	}
+	if (!sparse && (c->match.topk || c->match.extra_topk))
+		n += lint_at(c, c->match.topk ? "match.topk" : "match.extra_topk",
+			     "only the sparse form has a topk: add %s to match.arch_class", CARD_ARCH_SPARSE);
+	if (sparse && c->match.extra_topk && !v4)
+		n += lint_at(c, "match.extra_topk",
+			     "the extra cache is the V4 formats' (fp8_model1, fp8_model1_fnuz), which match.dtypes "
+			     "does not list");
+	if (!sparse && (term = card_sparse_talk(c, &off))) {
+		const char *v4term = NULL;
+		int v4talk = find_term(c->text, c->text_len, sparse_v4_terms, &v4term) >= 0;
+		int line, col, said_line, said_col;
+
+		text_linecol(c->text, c->text_len, off, &said_line, &said_col);
+		locate_near(c, "match.arch_class", &line, &col);
+		vs_warn("%s:%d:%d: match.arch_class: the card speaks of the sparse form ('%s', line %d) but its match "
+			"block selects the dense decode: add '%s' to match.arch_class in place of '%s', its cache "
+			"format to match.dtypes (%s) and %s where not the format's default",
+			c->path, line, col, term, said_line, CARD_ARCH_SPARSE, CARD_ARCH_DENSE,
+			v4talk ? "fp8_model1; fp8_model1_fnuz on gfx942" : "fp8_ds_mla; fp8_ds_mla_fnuz on gfx942",
+			v4talk ? "match.topk and match.extra_topk" : "match.topk");
+	}
+	return n;
+}
+
 const char *card_planned_operators(void)
 {
 	static char buf[256];
@@ -2062,6 +2230,7 @@ int card_lint(const struct card *c)
 	    !(c->expects.has_isolated_speedup_min && c->expects.isolated_speedup_min > 0))
 		n += lint_at(c, "expects.isolated_speedup_min", "scope 'kernel' needs a number > 0 here");
 	n += lint_gate(c);
+	n += lint_form(c);
 	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
 		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
 	if (c->validation.typed)

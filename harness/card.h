@@ -117,6 +117,12 @@ struct card {
 		 * operator is planned (an A/B has one baseline).
 		 */
 		struct card_list from_backends;
+		/*
+		 * The sparse form (DeepSeek Sparse Attention, issue 36): match.topk, the indices per
+		 * query row, and match.extra_topk, those into the V4 extra cache (fp8_model1 formats
+		 * only); 0 when unset (the format's default: card_form()).
+		 */
+		int topk, extra_topk;
 	} match;
 	struct {
 		int has_isolated_speedup_min;
@@ -160,6 +166,39 @@ int card_parse(struct card *c, const char *path, const char *text, size_t len);
  * each) and returns VS_ESCHEMA if there was any, else 0.
  */
 int card_lint(const struct card *c);
+
+/** The match.arch_class value that selects MLA decode's sparse form (DeepSeek Sparse Attention). */
+#define CARD_ARCH_SPARSE "deepseek_dsa"
+/** The match.arch_class value of the dense form (what a card naming no form means). */
+#define CARD_ARCH_DENSE "deepseek_mla"
+/** Default match.topk of the V3.2 formats (bf16, fp8_ds_mla, fp8_ds_mla_fnuz): DeepSeek-V3.2's. */
+#define CARD_TOPK_V32 2048
+/** Default match.topk and match.extra_topk of the V4 formats (fp8_model1, _fnuz): DeepSeek-V4's. */
+#define CARD_TOPK_V4 128
+#define CARD_EXTRA_TOPK_V4 1024
+/** The largest match.topk or match.extra_topk a card may state (FlashMLA's tests reach 16384). */
+#define CARD_TOPK_MAX 65536
+
+/** 1 when the card selects the sparse form: match.arch_class lists deepseek_dsa. */
+int card_sparse(const struct card *c);
+
+/**
+ * The form a card's match block selects, for kv_dtype (enum mla_kv_dtype) of its match.dtypes:
+ * *topk and *extra_topk as the plan uses them (0 and 0 for the dense form; match.topk, else
+ * CARD_TOPK_V32 for a V3.2 format or CARD_TOPK_V4 for a V4 one; match.extra_topk, else
+ * CARD_EXTRA_TOPK_V4, for a V4 format, 0 for the others), and why in *why (static text: "match.topk"
+ * or "the default of <format>"). Returns 1 when kv_dtype is a cache format of the card's form
+ * (dense: bf16, fp8_e4m3_fnuz; sparse: bf16 and the block-scaled formats), else 0.
+ */
+int card_form(const struct card *c, int kv_dtype, int *topk, int *extra_topk, const char **why);
+
+/**
+ * The text of the card (its body or any field) that speaks of the sparse form (MODEL1, DSA,
+ * DeepSeek Sparse Attention, topk, per-block scales, fp8_ds_mla, a V3.2 or V4 sparse decode): the
+ * term found and its byte offset in c->text; NULL when none. What lint warns about on an
+ * mla_attention card whose match block selects the dense form.
+ */
+const char *card_sparse_talk(const struct card *c, size_t *offset);
 
 /** The operators this tool plans, comma-separated ("mla_attention"); static storage. */
 const char *card_planned_operators(void);

@@ -150,6 +150,12 @@ struct plan {
 	char *gen;    /* target generation: "x86_64", "sm_90", "gfx942" */
 	char *model;  /* the model shape set the tasks follow */
 	char *regime; /* "decode" */
+	/*
+	 * The form the card selects and why (card_form()), for the summary only ("sparse
+	 * (match.arch_class deepseek_dsa): cache fp8_ds_mla, topk 2048 (the default of the V3.2
+	 * formats)"): set by plan_build(), NULL in a plan read from a file; owned.
+	 */
+	char *form_note;
 	struct plan_impl baseline, candidate;
 	struct plan_reference refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs], in --reference order */
 	int nrefs;
