@@ -11,6 +11,7 @@
  */
 #include "card.h"
 #include "fsutil.h"
+#include "mla_decode.h"
 #include "vs_error.h"
 
 #include <ctype.h>
@@ -767,12 +768,12 @@ static int valid_date(const char *s)
 
 /* ---- schema -------------------------------------------------------------------------------- */
 
-enum ftype { F_MAP, F_STR, F_LIST, F_ENUM, F_NUM, F_NUM_POS, F_DATE };
+enum ftype { F_MAP, F_STR, F_LIST, F_ENUM, F_NUM, F_NUM_POS, F_DATE, F_COUNT };
 
 struct field {
 	const char *path;
 	enum ftype type;
-	size_t off;                /* char * / struct card_list / double in struct card */
+	size_t off;                /* char * / struct card_list / double / int (F_COUNT) in struct card */
 	size_t has_off;            /* int set flag of a number */
 	const char *const *values; /* enum values, NULL-terminated */
 };
@@ -800,12 +801,15 @@ static const struct field fields[] = {
 	{"match.regimes", F_LIST, OFF(match.regimes), 0, NULL},
 	{"match.from_backend", F_STR, OFF(match.from_backend), 0, NULL},
 	{"match.to_backend", F_STR, OFF(match.to_backend), 0, NULL},
+	{"match.topk", F_COUNT, OFF(match.topk), 0, NULL},
+	{"match.extra_topk", F_COUNT, OFF(match.extra_topk), 0, NULL},
 	{"expects", F_MAP, 0, 0, NULL},
 	{"expects.isolated_speedup_min", F_NUM_POS, OFF(expects.isolated_speedup_min),
 	 OFF(expects.has_isolated_speedup_min), NULL},
 	{"expects.e2e_delta_min_pct", F_NUM, OFF(expects.e2e_delta_min_pct), OFF(expects.has_e2e_delta_min_pct), NULL},
 	{"expects.parity", F_ENUM, OFF(expects.parity), 0, parity_values},
 	{"expects.do_no_harm", F_STR, OFF(expects.do_no_harm), 0, NULL},
+	{"expects.workloads", F_LIST, OFF(expects.workloads), 0, NULL},
 	{"validation", F_MAP, 0, 0, NULL},
 	{"validation.status", F_ENUM, OFF(validation.status), 0, status_values},
 	{"validation.last_verified", F_DATE, OFF(validation.last_verified), 0, NULL},
@@ -1029,9 +1033,10 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 			return doc_err(d, VS_ESCHEMA, v->b, key, "expected one of: %s, found %s",
 				       enum_list(f->values, buf, sizeof(buf)), kind_name(v));
 		return doc_err(d, VS_ESCHEMA, v->b, key, "expected %s, found %s",
-			       f->type == F_STR  ? "a string" :
-			       f->type == F_DATE ? "a date YYYY-MM-DD" :
-						   "a number",
+			       f->type == F_STR   ? "a string" :
+			       f->type == F_DATE  ? "a date YYYY-MM-DD" :
+			       f->type == F_COUNT ? "a whole number" :
+						    "a number",
 			       kind_name(v));
 	}
 	switch (f->type) {
@@ -1098,9 +1103,136 @@ static int schema_value(const struct doc *d, struct card *c, const struct field 
 		*(int *)((char *)c + f->has_off) = 1;
 		*(double *)((char *)c + f->off) = num;
 		return 0;
+	case F_COUNT:
+		*(int *)((char *)c + f->off) = 0;
+		if (scalar_unset(v))
+			return 0;
+		if (v->style != YAML_PLAIN_SCALAR_STYLE)
+			return doc_err(d, VS_ESCHEMA, v->b, key,
+				       "expected a whole number, found the quoted string \"%s\" (write numbers without "
+				       "quotes)",
+				       v->value);
+		if (parse_number(v->value, &num) || num != floor(num) || !(num >= 1 && num <= CARD_TOPK_MAX))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "'%s' is not a whole number in [1, %d]", v->value,
+				       CARD_TOPK_MAX);
+		*(int *)((char *)c + f->off) = (int)num;
+		return 0;
 	default:
 		return 0;
 	}
+}
+
+/* One scalar of a workload record: "" unset, else its text; a mapping or sequence is an error. */
+static int record_scalar(const struct doc *d, const struct ynode *v, const char *key, char **out)
+{
+	if (v->kind != YN_SCALAR)
+		return doc_err(d, VS_ESCHEMA, v->b, key, "expected a scalar, found %s", kind_name(v));
+	return set_str(out, scalar_unset(v) ? "" : v->value);
+}
+
+static int record_number(const struct doc *d, const struct ynode *v, const char *key, double *out, int *has)
+{
+	if (v->kind != YN_SCALAR)
+		return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found %s", kind_name(v));
+	if (scalar_unset(v))
+		return 0;
+	if (v->style != YAML_PLAIN_SCALAR_STYLE || parse_number(v->value, out))
+		return doc_err(d, VS_ESCHEMA, v->b, key, "expected a number, found '%s'", v->value);
+	if (has)
+		*has = 1;
+	return 0;
+}
+
+/*
+ * validation.workloads: a mapping of "<workload>@<gen>" to a record mapping (card.h), written by
+ * --record; every key of a record is known (a misspelt one would be a claim nobody checks).
+ */
+static int schema_workloads(const struct doc *d, struct card *c, const struct ynode *map, const char *prefix)
+{
+	struct card_validation *va = &c->validation;
+
+	if (map->kind != YN_MAP)
+		return scalar_unset(map) ?
+			       0 :
+			       doc_err(d, VS_ESCHEMA, map->b, prefix,
+				       "expected a mapping of <workload>@<gen> keys, found %s", kind_name(map));
+	va->workloads = calloc((size_t)map->n / 2 + 1, sizeof(*va->workloads));
+	if (!va->workloads)
+		return vs_oom();
+	for (int i = 0; i + 1 < map->n; i += 2) {
+		const struct ynode *k = map->kid[i], *v = map->kid[i + 1];
+		struct card_workload_record *r = &va->workloads[va->nworkloads];
+		const char *at = k->value ? strchr(k->value, '@') : NULL;
+		char key[CARD_PATH_MAX];
+		int err = 0, has_lo = 0, has_hi = 0;
+
+		snprintf(key, sizeof(key), "%.120s.%.120s", prefix, k->value ? k->value : "");
+		if (!at || at == k->value || !at[1] || strchr(at + 1, '@'))
+			return doc_err(d, VS_ESCHEMA, k->b, key,
+				       "a record's key is <workload id>@<gen>, e.g. "
+				       "deepseek_v3_tp8_chat@sm_90");
+		if (v->kind != YN_MAP)
+			return doc_err(d, VS_ESCHEMA, v->b, key, "expected a mapping (a record), found %s",
+				       kind_name(v));
+		va->nworkloads++;
+		if ((err = set_str(&r->key, k->value)) || (err = set_str(&r->gen, at + 1)))
+			return err;
+		if (!(r->workload = strndup(k->value, (size_t)(at - k->value))))
+			return vs_oom();
+		for (int j = 0; !err && j + 1 < v->n; j += 2) {
+			const char *f = v->kid[j]->value ? v->kid[j]->value : "";
+			const struct ynode *x = v->kid[j + 1];
+			char fk[CARD_PATH_MAX];
+
+			snprintf(fk, sizeof(fk), "%.200s.%.50s", key, f);
+			if (!strcmp(f, "status"))
+				err = record_scalar(d, x, fk, &r->status);
+			else if (!strcmp(f, "last_verified"))
+				err = record_scalar(d, x, fk, &r->last_verified);
+			else if (!strcmp(f, "gpu"))
+				err = record_scalar(d, x, fk, &r->gpu);
+			else if (!strcmp(f, "parity"))
+				err = record_scalar(d, x, fk, &r->parity);
+			else if (!strcmp(f, "artifact"))
+				err = record_scalar(d, x, fk, &r->artifact);
+			else if (!strcmp(f, "speedup"))
+				err = record_number(d, x, fk, &r->speedup, &r->has_speedup);
+			else if (!strcmp(f, "ci95_lo"))
+				err = record_number(d, x, fk, &r->speedup_lo, &has_lo);
+			else if (!strcmp(f, "ci95_hi"))
+				err = record_number(d, x, fk, &r->speedup_hi, &has_hi);
+			else if (!strcmp(f, "isolated"))
+				err = record_number(d, x, fk, &r->isolated, &r->has_isolated);
+			else
+				err = doc_err(d, VS_ESCHEMA, v->kid[j]->b, fk,
+					      "unknown key of a workload record (status, last_verified, gpu, speedup, "
+					      "ci95_lo, ci95_hi, isolated, parity, artifact)");
+		}
+		if (err)
+			return err;
+		if (!r->status || !enum_has(status_values, r->status) || !strcmp(r->status, "draft"))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "status is '%s': a record is validated or failed",
+				       r->status ? r->status : "");
+		if (r->has_speedup != has_lo || r->has_speedup != has_hi)
+			return doc_err(d, VS_ESCHEMA, v->b, key, "speedup, ci95_lo and ci95_hi come together");
+		if (r->parity && *r->parity && !enum_has(measured_parity_values, r->parity))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "parity is '%s' (pass or fail)", r->parity);
+		if (r->last_verified && *r->last_verified && !valid_date(r->last_verified))
+			return doc_err(d, VS_ESCHEMA, v->b, key, "last_verified '%s' is not a date YYYY-MM-DD",
+				       r->last_verified);
+		for (int q = 0; q + 1 < va->nworkloads; q++)
+			if (!strcmp(va->workloads[q].key, r->key))
+				return doc_err(d, VS_ESCHEMA, k->b, key, "recorded twice");
+	}
+	return 0;
+}
+
+const struct card_workload_record *card_workload_record_find(const struct card *c, const char *key)
+{
+	for (int i = 0; i < c->validation.nworkloads; i++)
+		if (!strcmp(c->validation.workloads[i].key, key))
+			return &c->validation.workloads[i];
+	return NULL;
 }
 
 /* Type the mapping map (at dotted prefix) into c; unknown keys go to c->unknown. */
@@ -1118,7 +1250,9 @@ static int schema_map(const struct doc *d, struct card *c, const struct ynode *m
 		if (err)
 			break;
 		f = field_find(key);
-		if (f && !strcmp(key, "match.from_backend") && v->kind == YN_SEQ)
+		if (!strcmp(key, "validation.workloads"))
+			err = schema_workloads(d, c, v, key);
+		else if (f && !strcmp(key, "match.from_backend") && v->kind == YN_SEQ)
 			err = schema_list(d, &c->match.from_backends, v, key); /* GEAK's list of sources */
 		else if (!f)
 			err = unknown_add(c, d, key, v);
@@ -1306,7 +1440,8 @@ void card_release(struct card *c)
 	for (size_t i = 0; i < NFIELDS; i++) {
 		if (fields[i].type == F_LIST)
 			list_release((struct card_list *)((char *)c + fields[i].off));
-		else if (fields[i].type != F_MAP && fields[i].type != F_NUM && fields[i].type != F_NUM_POS)
+		else if (fields[i].type != F_MAP && fields[i].type != F_NUM && fields[i].type != F_NUM_POS &&
+			 fields[i].type != F_COUNT)
 			free(*str_at(c, &fields[i]));
 	}
 	for (int i = 0; i < c->unknown_count; i++) {
@@ -1315,6 +1450,19 @@ void card_release(struct card *c)
 	}
 	free(c->unknown);
 	free(c->validation.typed_why);
+	for (int i = 0; i < c->validation.nworkloads; i++) {
+		struct card_workload_record *r = &c->validation.workloads[i];
+
+		free(r->key);
+		free(r->workload);
+		free(r->gen);
+		free(r->status);
+		free(r->last_verified);
+		free(r->gpu);
+		free(r->parity);
+		free(r->artifact);
+	}
+	free(c->validation.workloads);
 	list_release(&c->match.from_backends);
 	for (int i = 0; i < c->loc_count; i++)
 		free(c->locs[i].key);
@@ -1864,6 +2012,155 @@ static int lint_typed(const struct card *c)
 	return 0;
 }
 
+/* ---- the form a card selects: dense or sparse MLA decode (issue 36) -------------------------- */
+
+int card_sparse(const struct card *c)
+{
+	return list_has(&c->match.arch_class, CARD_ARCH_SPARSE);
+}
+
+int card_form(const struct card *c, int kv_dtype, int *topk, int *extra_topk, const char **why)
+{
+	int sparse = card_sparse(c), v4 = mla_kv_is_model1(kv_dtype);
+
+	*topk = 0;
+	*extra_topk = 0;
+	*why = "the dense form";
+	if (!sparse)
+		return kv_dtype == MLA_KV_BF16 || kv_dtype == MLA_KV_FP8_E4M3_FNUZ;
+	if (kv_dtype != MLA_KV_BF16 && !mla_kv_is_blockscaled(kv_dtype))
+		return 0;
+	*topk = c->match.topk ? c->match.topk : v4 ? CARD_TOPK_V4 : CARD_TOPK_V32;
+	if (v4)
+		*extra_topk = c->match.extra_topk ? c->match.extra_topk : CARD_EXTRA_TOPK_V4;
+	*why = c->match.topk && (!v4 || c->match.extra_topk) ? "match.topk" :
+	       v4                                            ? "the default of the V4 formats" :
+							       "the default of the V3.2 formats";
+	return 1;
+}
+
+/* Words that speak of the sparse form; the V4 ones (the second list) name fp8_model1 in the hint. */
+static const char *const sparse_terms[] = {
+	"DeepSeek Sparse Attention",
+	"sparse attention",
+	"sparse-attention",
+	"sparse decode",
+	"sparse MLA",
+	"DSA",
+	"topk",
+	"top-k",
+	"per-block scale",
+	"per-block-scaled",
+	"block-scaled",
+	"fp8_ds_mla",
+	"DeepSeek-V3.2",
+	"V3.2",
+	NULL,
+};
+static const char *const sparse_v4_terms[] = {
+	"MODEL1", "fp8_model1", "DeepSeek-V4", "DS_v4", "deepseek_v4", NULL,
+};
+
+static int word_char(char ch)
+{
+	return isalnum((unsigned char)ch);
+}
+
+/* The first of terms in text[0..n) as a whole word (case-insensitive): its offset, *term; -1 if none. */
+static long find_term(const char *text, size_t n, const char *const *terms, const char **term)
+{
+	long best = -1;
+
+	for (int t = 0; terms[t]; t++) {
+		size_t k = strlen(terms[t]);
+
+		for (size_t i = 0; i + k <= n && (best < 0 || i < (size_t)best); i++) {
+			if (strncasecmp(text + i, terms[t], k) || (i > 0 && word_char(text[i - 1])) ||
+			    (i + k < n && word_char(text[i + k])))
+				continue;
+			best = (long)i;
+			*term = terms[t];
+			break;
+		}
+	}
+	return best;
+}
+
+const char *card_sparse_talk(const struct card *c, size_t *offset)
+{
+	const char *t32 = NULL, *t4 = NULL;
+	long a, b;
+
+	if (!c->text)
+		return NULL;
+	a = find_term(c->text, c->text_len, sparse_terms, &t32);
+	b = find_term(c->text, c->text_len, sparse_v4_terms, &t4);
+	if (a < 0 && b < 0)
+		return NULL;
+	*offset = (size_t)(b >= 0 && (a < 0 || b < a) ? b : a);
+	return b >= 0 && (a < 0 || b < a) ? t4 : t32;
+}
+
+/*
+ * The form a card's match block selects (card_form()): deepseek_mla and deepseek_dsa not both; the
+ * block-scaled cache formats and match.topk / match.extra_topk only with deepseek_dsa;
+ * fp8_e4m3_fnuz (one per-tensor scale) only with the dense form; match.extra_topk only beside a V4
+ * format. A dense mla_attention card whose text speaks of the sparse form is one warning line
+ * saying what to add. The count of errors.
+ */
+static int lint_form(const struct card *c)
+{
+	const struct card_list *dt = &c->match.dtypes;
+	int n = 0, sparse = card_sparse(c), v4 = 0;
+	const char *term;
+	size_t off = 0;
+
+	if (!card_operator_planned(c))
+		return 0;
+	if (sparse && list_has(&c->match.arch_class, CARD_ARCH_DENSE))
+		n += lint_at(c, "match.arch_class",
+			     "lists both %s (dense MLA decode) and %s (its sparse form): a plan takes one form; "
+			     "write a card per form",
+			     CARD_ARCH_DENSE, CARD_ARCH_SPARSE);
+	for (int i = 0; i < dt->count; i++) {
+		int32_t d = mla_kv_dtype_parse(dt->items[i]);
+
+		v4 |= mla_kv_is_model1(d);
+		if (!sparse && mla_kv_is_blockscaled(d))
+			n += lint_at(c, "match.dtypes",
+				     "'%s' is a cache format of the sparse form (per-block scales): add %s to "
+				     "match.arch_class, or list a dense format (bf16, fp8_e4m3_fnuz)",
+				     dt->items[i], CARD_ARCH_SPARSE);
+		if (sparse && d == MLA_KV_FP8_E4M3_FNUZ)
+			n += lint_at(c, "match.dtypes",
+				     "'%s' (one per-tensor scale) is the dense form's cache; the sparse form (%s) "
+				     "reads bf16, fp8_ds_mla, fp8_model1, fp8_ds_mla_fnuz, fp8_model1_fnuz",
+				     dt->items[i], CARD_ARCH_SPARSE);
+	}
+	if (!sparse && (c->match.topk || c->match.extra_topk))
+		n += lint_at(c, c->match.topk ? "match.topk" : "match.extra_topk",
+			     "only the sparse form has a topk: add %s to match.arch_class", CARD_ARCH_SPARSE);
+	if (sparse && c->match.extra_topk && !v4)
+		n += lint_at(c, "match.extra_topk",
+			     "the extra cache is the V4 formats' (fp8_model1, fp8_model1_fnuz), which match.dtypes "
+			     "does not list");
+	if (!sparse && (term = card_sparse_talk(c, &off))) {
+		const char *v4term = NULL;
+		int v4talk = find_term(c->text, c->text_len, sparse_v4_terms, &v4term) >= 0;
+		int line, col, said_line, said_col;
+
+		text_linecol(c->text, c->text_len, off, &said_line, &said_col);
+		locate_near(c, "match.arch_class", &line, &col);
+		vs_warn("%s:%d:%d: match.arch_class: the card speaks of the sparse form ('%s', line %d) but its match "
+			"block selects the dense decode: add '%s' to match.arch_class in place of '%s', its cache "
+			"format to match.dtypes (%s) and %s where not the format's default",
+			c->path, line, col, term, said_line, CARD_ARCH_SPARSE, CARD_ARCH_DENSE,
+			v4talk ? "fp8_model1; fp8_model1_fnuz on gfx942" : "fp8_ds_mla; fp8_ds_mla_fnuz on gfx942",
+			v4talk ? "match.topk and match.extra_topk" : "match.topk");
+	}
+	return n;
+}
+
 const char *card_planned_operators(void)
 {
 	static char buf[256];
@@ -1933,6 +2230,7 @@ int card_lint(const struct card *c)
 	    !(c->expects.has_isolated_speedup_min && c->expects.isolated_speedup_min > 0))
 		n += lint_at(c, "expects.isolated_speedup_min", "scope 'kernel' needs a number > 0 here");
 	n += lint_gate(c);
+	n += lint_form(c);
 	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
 		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
 	if (c->validation.typed)
@@ -2171,7 +2469,10 @@ static void fmt_flow_map(struct sbuf *sb, const struct rval *rv, int n)
 			sb_adds(sb, ", ");
 		sb_adds(sb, rv[i].key);
 		sb_adds(sb, ": ");
-		fmt_value(sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
+		if (rv[i].kind == R_MAP)
+			fmt_flow_map(sb, rv[i].sub, rv[i].nsub);
+		else
+			fmt_value(sb, &rv[i], YAML_PLAIN_SCALAR_STYLE);
 	}
 	sb_add(sb, "}", 1);
 }
@@ -2457,6 +2758,30 @@ static int check_edited_card(const struct card *c, const char *hash, const char 
 	return 0;
 }
 
+/* The card's text with the edits applied, in order of position (insertions at one point keep their order). */
+static int apply_edits(struct sbuf *res, const struct card *c, struct edits *ed)
+{
+	size_t at = 0;
+
+	for (int i = 1; i < ed->n; i++) {
+		struct edit x = ed->v[i];
+		int j = i;
+
+		for (; j > 0 && ed->v[j - 1].b > x.b; j--)
+			ed->v[j] = ed->v[j - 1];
+		ed->v[j] = x;
+	}
+	for (int i = 0; i < ed->n; i++) {
+		if (ed->v[i].b < at)
+			return vs_error(VS_EPARSE, "%s: validation: internal error: overlapping edits", c->path);
+		sb_add(res, c->text + at, ed->v[i].b - at);
+		sb_adds(res, ed->v[i].text);
+		at = ed->v[i].e;
+	}
+	sb_add(res, c->text + at, c->text_len - at);
+	return res->oom ? vs_oom() : 0;
+}
+
 int card_set_validation(char **out, size_t *out_len, const struct card *c, const struct card_validation *v)
 {
 	struct doc d;
@@ -2464,7 +2789,6 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	struct sbuf res = {0};
 	const struct ynode *vn;
 	char hash[FS_SHA256_HEX];
-	size_t at = 0;
 	int err;
 	/* measured.spread (last of its map) and recorded_over only when set, as the implementations */
 	const struct rval meas[] = {
@@ -2532,31 +2856,8 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 			      kind_name(vn));
 	else
 		err = edit_map(&d, vn, "validation", rv, nrv, &ed);
-	if (err)
+	if (err || (err = apply_edits(&res, c, &ed)))
 		goto done;
-	/* apply in order of position (stable: insertions at one point keep their order) */
-	for (int i = 1; i < ed.n; i++) {
-		struct edit x = ed.v[i];
-		int j = i;
-
-		for (; j > 0 && ed.v[j - 1].b > x.b; j--)
-			ed.v[j] = ed.v[j - 1];
-		ed.v[j] = x;
-	}
-	for (int i = 0; i < ed.n; i++) {
-		if (ed.v[i].b < at) {
-			err = vs_error(VS_EPARSE, "%s: validation: internal error: overlapping edits", c->path);
-			goto done;
-		}
-		sb_add(&res, c->text + at, ed.v[i].b - at);
-		sb_adds(&res, ed.v[i].text);
-		at = ed.v[i].e;
-	}
-	sb_add(&res, c->text + at, c->text_len - at);
-	if (res.oom) {
-		err = vs_oom();
-		goto done;
-	}
 	err = check_edited_card(c, hash, res.buf, res.len, v);
 	if (err)
 		goto done;
@@ -2564,6 +2865,85 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	*out_len = res.len;
 	memset(&res, 0, sizeof(res));
 done:
+	sb_release(&res);
+	edits_release(&ed);
+	doc_release(&d);
+	return err;
+}
+
+int card_set_workload_record(char **out, size_t *out_len, const struct card *c, const struct card_workload_record *r)
+{
+	struct doc d;
+	struct edits ed = {0};
+	struct sbuf res = {0};
+	struct card tmp;
+	const struct ynode *vn;
+	const struct card_workload_record *back;
+	char hash[FS_SHA256_HEX], h2[FS_SHA256_HEX];
+	int err, quiet;
+	const struct rval fields_rv[] = {
+		{"status", R_STR, nz(r->status), 0, 0, NULL, 0},
+		{"last_verified", R_DATE, nz(r->last_verified), 0, 0, NULL, 0},
+		{"gpu", R_STR, nz(r->gpu), 0, 0, NULL, 0},
+		{"speedup", R_NUM, "", r->has_speedup, r->speedup, NULL, 0},
+		{"ci95_lo", R_NUM, "", r->has_speedup, r->speedup_lo, NULL, 0},
+		{"ci95_hi", R_NUM, "", r->has_speedup, r->speedup_hi, NULL, 0},
+		{"isolated", R_NUM, "", r->has_isolated, r->isolated, NULL, 0},
+		{"parity", R_STR, nz(r->parity), 0, 0, NULL, 0},
+		{"artifact", R_STR, nz(r->artifact), 0, 0, NULL, 0},
+	};
+	const struct rval rec = {r->key, R_MAP, "", 0, 0, fields_rv, (int)(sizeof(fields_rv) / sizeof(fields_rv[0]))};
+	const struct rval top = {"workloads", R_MAP, "", 0, 0, &rec, 1};
+
+	memset(&tmp, 0, sizeof(tmp));
+	if (!r->key || !strchr(r->key, '@') || !plain_safe(r->key) || !enum_has(status_values, nz(r->status)) ||
+	    !strcmp(nz(r->status), "draft") || (*nz(r->last_verified) && !valid_date(r->last_verified)) ||
+	    (r->has_speedup && !(isfinite(r->speedup) && isfinite(r->speedup_lo) && isfinite(r->speedup_hi))) ||
+	    (r->has_isolated && !isfinite(r->isolated)))
+		return vs_error(VS_ESCHEMA, "%s: validation.workloads: cannot record '%s' (%s)", c->path, nz(r->key),
+				nz(r->status));
+	if ((err = doc_open(&d, c->path, c->text, c->text_len)))
+		return err;
+	if ((err = doc_hash(&d, hash)))
+		goto done;
+	if (d.root->style == 1) {
+		err = doc_err(&d, VS_ESCHEMA, d.root->b, "front matter",
+			      "the front matter is one flow mapping {...}; write it as key: value lines to record into "
+			      "it");
+		goto done;
+	}
+	vn = map_find(d.root, "validation", NULL);
+	if (!vn)
+		err = edit_append(&d, &top, 1, &ed);
+	else if (vn->kind != YN_MAP)
+		err = doc_err(&d, VS_ESCHEMA, vn->b, "validation", "expected a mapping of keys, found %s",
+			      kind_name(vn));
+	else
+		err = edit_map(&d, vn, "validation", &top, 1, &ed);
+	if (err || (err = apply_edits(&res, c, &ed)))
+		goto done;
+	/* it must read back: the same hash, the record as given */
+	quiet = vs_error_set_quiet(1);
+	err = card_parse(&tmp, c->path, res.buf, res.len);
+	if (!err)
+		err = card_hash(&tmp, h2);
+	vs_error_set_quiet(quiet);
+	back = err ? NULL : card_workload_record_find(&tmp, r->key);
+	if (!back || strcmp(hash, h2) || strcmp(nz(back->status), nz(r->status)) ||
+	    strcmp(nz(back->artifact), nz(r->artifact)) || back->has_speedup != r->has_speedup ||
+	    (r->has_speedup &&
+	     (back->speedup != r->speedup || back->speedup_lo != r->speedup_lo || back->speedup_hi != r->speedup_hi))) {
+		err = vs_error(VS_EPARSE,
+			       "%s: validation.workloads.%s: internal error: the recorded card does not read back the "
+			       "values written (nothing was written)",
+			       c->path, r->key);
+		goto done;
+	}
+	*out = res.buf;
+	*out_len = res.len;
+	memset(&res, 0, sizeof(res));
+done:
+	card_release(&tmp);
 	sb_release(&res);
 	edits_release(&ed);
 	doc_release(&d);

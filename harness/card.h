@@ -28,6 +28,29 @@ struct card_unknown {
 /** The lowest isolated_speedup_min a card may set, with expects.do_no_harm saying why. */
 #define CARD_DO_NO_HARM_MIN 0.95
 
+/**
+ * One deployment's record, validation.workloads.<workload>@<gen> (docs/DESIGN.md "Workloads"):
+ * what --record wrote from a workload plan's run (`--emit-plan --workload`). Strings are owned, ""
+ * when unset.
+ *   speedup, speedup_lo, speedup_hi  the workload speedup (sum w x t_base / sum w x t_cand) and its
+ *                                    95% CI: what the verdict gated on
+ *   isolated                         the equal-weight geomean of the same run, beside it
+ */
+struct card_workload_record {
+	char *key;      /* "<workload id>@<gen>", as written */
+	char *workload; /* the part before '@' */
+	char *gen;      /* the part after '@' */
+	char *status;   /* "validated" or "failed" */
+	char *last_verified;
+	char *gpu;
+	int has_speedup;
+	double speedup, speedup_lo, speedup_hi;
+	int has_isolated;
+	double isolated;
+	char *parity; /* "pass", "fail" or "" */
+	char *artifact;
+};
+
 struct card_validation {
 	char *status;        /* "draft", "validated", "failed" ("" when unset) */
 	char *last_verified; /* YYYY-MM-DD or "" */
@@ -61,6 +84,9 @@ struct card_validation {
 	 */
 	char *spread;
 	char *recorded_over;
+	/* validation.workloads: one record per (workload, gen) a workload plan's run was recorded for */
+	struct card_workload_record *workloads;
+	int nworkloads;
 };
 
 /** Where a key's value starts in the file (the key itself when the value is empty), for messages. */
@@ -91,15 +117,23 @@ struct card {
 		 * operator is planned (an A/B has one baseline).
 		 */
 		struct card_list from_backends;
+		/*
+		 * The sparse form (DeepSeek Sparse Attention, issue 36): match.topk, the indices per
+		 * query row, and match.extra_topk, those into the V4 extra cache (fp8_model1 formats
+		 * only); 0 when unset (the format's default: card_form()).
+		 */
+		int topk, extra_topk;
 	} match;
 	struct {
 		int has_isolated_speedup_min;
 		double isolated_speedup_min;
 		int has_e2e_delta_min_pct;
 		double e2e_delta_min_pct;
-		char *parity;     /* "required" (default when absent), "advisory", or "relaxed(<tol>)" (GEAK's
+		char *parity;               /* "required" (default when absent), "advisory", or "relaxed(<tol>)" (GEAK's
 		                   * template: parity required at the card's tolerance, card_parity_relaxed()) */
-		char *do_no_harm; /* why a gate below 1.0 is right (a change that must not slow down:
+		struct card_list workloads; /* expects.workloads: the deployments (workload ids, workloads/<id>.yaml)
+		                             * the card claims for; each is validated by its own record */
+		char *do_no_harm;           /* why a gate below 1.0 is right (a change that must not slow down:
 		                   * a refactor, a port); allows isolated_speedup_min down to
 		                   * CARD_DO_NO_HARM_MIN */
 	} expects;
@@ -132,6 +166,39 @@ int card_parse(struct card *c, const char *path, const char *text, size_t len);
  * each) and returns VS_ESCHEMA if there was any, else 0.
  */
 int card_lint(const struct card *c);
+
+/** The match.arch_class value that selects MLA decode's sparse form (DeepSeek Sparse Attention). */
+#define CARD_ARCH_SPARSE "deepseek_dsa"
+/** The match.arch_class value of the dense form (what a card naming no form means). */
+#define CARD_ARCH_DENSE "deepseek_mla"
+/** Default match.topk of the V3.2 formats (bf16, fp8_ds_mla, fp8_ds_mla_fnuz): DeepSeek-V3.2's. */
+#define CARD_TOPK_V32 2048
+/** Default match.topk and match.extra_topk of the V4 formats (fp8_model1, _fnuz): DeepSeek-V4's. */
+#define CARD_TOPK_V4 128
+#define CARD_EXTRA_TOPK_V4 1024
+/** The largest match.topk or match.extra_topk a card may state (FlashMLA's tests reach 16384). */
+#define CARD_TOPK_MAX 65536
+
+/** 1 when the card selects the sparse form: match.arch_class lists deepseek_dsa. */
+int card_sparse(const struct card *c);
+
+/**
+ * The form a card's match block selects, for kv_dtype (enum mla_kv_dtype) of its match.dtypes:
+ * *topk and *extra_topk as the plan uses them (0 and 0 for the dense form; match.topk, else
+ * CARD_TOPK_V32 for a V3.2 format or CARD_TOPK_V4 for a V4 one; match.extra_topk, else
+ * CARD_EXTRA_TOPK_V4, for a V4 format, 0 for the others), and why in *why (static text: "match.topk"
+ * or "the default of <format>"). Returns 1 when kv_dtype is a cache format of the card's form
+ * (dense: bf16, fp8_e4m3_fnuz; sparse: bf16 and the block-scaled formats), else 0.
+ */
+int card_form(const struct card *c, int kv_dtype, int *topk, int *extra_topk, const char **why);
+
+/**
+ * The text of the card (its body or any field) that speaks of the sparse form (MODEL1, DSA,
+ * DeepSeek Sparse Attention, topk, per-block scales, fp8_ds_mla, a V3.2 or V4 sparse decode): the
+ * term found and its byte offset in c->text; NULL when none. What lint warns about on an
+ * mla_attention card whose match block selects the dense form.
+ */
+const char *card_sparse_talk(const struct card *c, size_t *offset);
 
 /** The operators this tool plans, comma-separated ("mla_attention"); static storage. */
 const char *card_planned_operators(void);
@@ -175,6 +242,17 @@ int card_hash(const struct card *c, char hex[65]);
  * Errors: VS_EPARSE, VS_ESCHEMA (a value that cannot be recorded, `validation` not a mapping).
  */
 int card_set_validation(char **out, size_t *out_len, const struct card *c, const struct card_validation *v);
+
+/**
+ * The text of the card with validation.workloads.<r->key> set to r (status, last_verified, gpu,
+ * speedup, ci95_lo, ci95_hi, isolated, parity, artifact), every other byte unchanged, the card hash
+ * the same: a card without a validation block gets one holding only `workloads`. *out is malloc'd.
+ * Errors: as card_set_validation().
+ */
+int card_set_workload_record(char **out, size_t *out_len, const struct card *c, const struct card_workload_record *r);
+
+/** The record of validation.workloads with this key ("<workload>@<gen>"), or NULL. */
+const struct card_workload_record *card_workload_record_find(const struct card *c, const char *key);
 
 /** The largest tolerance a card's `expects.parity: relaxed(<tol>)` may state. */
 #define CARD_PARITY_RELAXED_MAX 0.5

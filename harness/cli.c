@@ -44,6 +44,7 @@ struct cli_args {
 	const char *tier, *gen, *baseline, *candidate, *task, *impl, *config, *eval_dir, *format;
 	const char *tasks_dir, *results_dir, *plans_dir, *skills_dir, *run_id, *out, *build_figures;
 	const char *baseline_lib, *candidate_lib, *gpus, *publish, *timing, *e2e_step, *configs_from, *artifact;
+	const char *workload;
 	const char *references[VS_PLAN_MAX_REFERENCES + 1]; /* --reference, repeatable (OPT_LIST) */
 	int nreferences;
 	int threads, gpu, max_age_days, part, timeout, slurm, force, e2e, scratch, older;
@@ -189,6 +190,10 @@ static const struct cli_option options[] = {
 	STR("--e2e-step", "FILE.py", e2e_step, M_EMIT_PLAN | M_VALIDATE,
 	    "the e2e stage's step module (kernels/python/e2e_step.py; default kernels/torch/deepseek_v3_step.py, "
 	    "kernels/python/numpy_step.py on the CPU)"),
+	STR("--workload", "ID|FILE.yaml", workload, M_EMIT_PLAN | M_VALIDATE,
+	    "plan the tasks of a deployment instead of a tier: workloads/<ID>.yaml or a workload file (its trace "
+	    "or histogram, continuous batching, weighted tasks); the verdict gates on the workload speedup. Writes "
+	    "plans/<id>.wl-<workload>.plan.json"),
 	STR("--configs-from", "EVAL_DIR", configs_from, M_EMIT_PLAN | M_VALIDATE,
 	    "pin, on every task that eval dir (a run of the same card and gen) measured, each implementation's "
 	    "chosen config there: the plan's runs measure those, with no tuning pass"),
@@ -473,7 +478,8 @@ static char *card_arg(const struct cli_args *a, int *err)
 /*
  * Where --emit-plan writes: --out, else plans/<id>.plan.json, or plans/<id>.<impl>.plan.json for a
  * plan with a plugin (the plugin's implementation: the candidate's, else the baseline's), so that a
- * team's plugin plan never replaces the committed plan of the card.
+ * team's plugin plan never replaces the committed plan of the card; a workload plan adds
+ * ".wl-<workload id>" before ".plan.json".
  */
 static char *plan_path_for(const struct cli_args *a, const struct plan *p)
 {
@@ -481,11 +487,16 @@ static char *plan_path_for(const struct cli_args *a, const struct plan *p)
 	const struct plan_impl *pl = a->candidate_lib ? &p->candidate : a->baseline_lib ? &p->baseline : NULL;
 	char *path, *name;
 
+	char wl[160] = "";
+
 	if (a->out)
 		return strdup(a->out);
+	if (p->workload)
+		snprintf(wl, sizeof(wl), ".wl-%s", p->workload->id);
 	if (!pl)
-		return fs_printf("%s/%s.plan.json", a->layout.plans, p->card_id);
-	path = fs_printf("%s/%s.%s.plan.json", a->layout.plans, p->card_id, pl->name);
+		path = fs_printf("%s/%s%s.plan.json", a->layout.plans, p->card_id, wl);
+	else
+		path = fs_printf("%s/%s.%s%s.plan.json", a->layout.plans, p->card_id, pl->name, wl);
 	for (name = path ? path + strlen(a->layout.plans) + 1 : NULL; name && *name; name++)
 		if (!(('a' <= *name && *name <= 'z') || ('A' <= *name && *name <= 'Z') ||
 		      ('0' <= *name && *name <= '9') || *name == '.' || *name == '-' || *name == '_'))
@@ -548,6 +559,7 @@ static int emit_plan(const struct cli_args *a, char **path_out)
 		.timing = a->timing,
 		.e2e = a->e2e || a->e2e_step,
 		.e2e_step = a->e2e_step,
+		.workload = a->workload,
 	};
 	int err;
 	char *path = NULL, *script = NULL, *card = card_arg(a, &err), runtime[1024] = "";

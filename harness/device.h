@@ -24,6 +24,7 @@ struct vs_device_info {
 	int mem_clock_mhz;  /* max memory clock (0 when unknown) */
 	uint64_t llc_bytes; /* last-level cache: L2 on H200 (60 MB), Infinity Cache on MI300X, CPU LLC */
 	uint64_t mem_bytes; /* device memory */
+	double read_gbps;   /* device memory read bandwidth the run measured once (read_sweep), GB/s; 0 unknown */
 };
 
 struct vs_device;
@@ -76,7 +77,22 @@ struct vs_device_ops {
 	/* Current SM and memory clocks in MHz, for throttling checks; optional (NULL or -1 values). */
 	int (*clocks)(struct vs_device *d, int *sm_mhz, int *mem_mhz);
 	void (*release)(struct vs_device *d);
+	/*
+	 * Optional (NULL: not measured). The device memory's read bandwidth in GB/s: the best of a few
+	 * passes reading a buffer far larger than the last-level cache (a read kernel on a GPU, one
+	 * reader thread per core on the CPU), each pass's sum kept so that no read can be elided. Run
+	 * once per run by the device probe; a task whose counted bytes per second exceed it is flagged
+	 * (docs/DESIGN.md "Physical limits").
+	 */
+	int (*read_sweep)(struct vs_device *d, double *gbps);
 };
+
+/**
+ * Peak dense tensor throughput of a generation for a cache dtype, TFLOP/s by the vendor's datasheet
+ * (bf16 MMA for a bf16 cache, fp8 for an fp8 one), or 0 when this build knows none (CPUs). A FLOP
+ * rate above it is impossible: cached or skipped work.
+ */
+double vs_device_peak_tflops(const char *gen, int32_t kv_dtype);
 
 struct vs_device {
 	struct vs_device_info info;

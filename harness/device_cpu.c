@@ -4,9 +4,11 @@
  * whose first page and stored range are made readable and writable.
  */
 #include "device.h"
+#include "mla_decode.h"
 #include "vs_error.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +167,78 @@ static void cpu_release(struct vs_device *d)
 	d->priv = NULL;
 }
 
+/* One reader of the sweep: sums its slice with 64-bit loads (the sum is kept: nothing is elided). */
+struct sweep_job {
+	const uint64_t *p;
+	size_t n;
+	uint64_t sum;
+};
+
+static void *sweep_run(void *arg)
+{
+	struct sweep_job *j = arg;
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	size_t i = 0;
+
+	for (; i + 4 <= j->n; i += 4) {
+		s0 += j->p[i];
+		s1 += j->p[i + 1];
+		s2 += j->p[i + 2];
+		s3 += j->p[i + 3];
+	}
+	for (; i < j->n; i++)
+		s0 += j->p[i];
+	j->sum = s0 + s1 + s2 + s3;
+	return NULL;
+}
+
+static int cpu_read_sweep(struct vs_device *d, double *gbps)
+{
+	enum { MAX_READERS = 256 };
+	size_t bytes = (size_t)(d->info.llc_bytes * 8 > (256u << 20) ? d->info.llc_bytes * 8 : (256u << 20));
+	int nthreads = d->info.compute_units > 0 ? d->info.compute_units : 1;
+	uint64_t *buf = malloc(bytes), check = 0;
+	double best = 0;
+
+	if (!buf)
+		return vs_error(VS_ENOMEM, "out of memory for the read sweep (%zu bytes)", bytes);
+	nthreads = nthreads > MAX_READERS ? MAX_READERS : nthreads;
+	memset(buf, 1, bytes);
+	for (int pass = 0; pass < 3; pass++) {
+		struct sweep_job jobs[MAX_READERS];
+		pthread_t tid[MAX_READERS];
+		int started[MAX_READERS];
+		size_t words = bytes / 8, per = (words + (size_t)nthreads - 1) / (size_t)nthreads;
+		struct timespec t0, t1;
+		double s;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (int k = 0; k < nthreads; k++) {
+			size_t b = (size_t)k * per < words ? (size_t)k * per : words;
+
+			jobs[k] = (struct sweep_job){buf + b, b + per < words ? per : words - b, 0};
+			started[k] = pthread_create(&tid[k], NULL, sweep_run, &jobs[k]) == 0;
+			if (!started[k])
+				sweep_run(&jobs[k]);
+		}
+		for (int k = 0; k < nthreads; k++) {
+			if (started[k])
+				pthread_join(tid[k], NULL);
+			check += jobs[k].sum;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		if (s > 0 && (double)bytes / s / 1e9 > best)
+			best = (double)bytes / s / 1e9;
+	}
+	free(buf);
+	/* every word read holds 0x0101010101010101: the sums prove the reads happened */
+	if (check != 3 * (uint64_t)(bytes / 8) * 0x0101010101010101ull)
+		return vs_error(VS_EDEVICE, "the read sweep summed %llu, not what it wrote", (unsigned long long)check);
+	*gbps = best;
+	return 0;
+}
+
 static const struct vs_device_ops cpu_ops = {
 	.alloc = cpu_alloc,
 	.free = cpu_free,
@@ -178,7 +252,26 @@ static const struct vs_device_ops cpu_ops = {
 	.alloc_sparse = cpu_alloc_sparse,
 	.free_sparse = cpu_free_sparse,
 	.release = cpu_release,
+	.read_sweep = cpu_read_sweep,
 };
+
+double vs_device_peak_tflops(const char *gen, int32_t kv_dtype)
+{
+	/* dense tensor TFLOP/s by datasheet: H100/H200 SXM, B200, MI300X, MI355X */
+	static const struct {
+		const char *gen;
+		double bf16, fp8;
+	} peaks[] = {
+		{"sm_90", 989.4, 1978.9},   {"sm_90a", 989.4, 1978.9},  {"sm_100", 2250.0, 4500.0},
+		{"gfx942", 1307.4, 2614.9}, {"gfx950", 2516.6, 5033.2},
+	};
+	int fp8 = kv_dtype != MLA_KV_BF16;
+
+	for (size_t i = 0; gen && i < sizeof(peaks) / sizeof(peaks[0]); i++)
+		if (!strcmp(peaks[i].gen, gen))
+			return fp8 ? peaks[i].fp8 : peaks[i].bf16;
+	return 0;
+}
 
 /* Size of the last-level cache from sysfs (largest cache index of cpu0); 32 MiB if unknown. */
 static uint64_t cpu_llc_bytes(void)

@@ -632,6 +632,8 @@ static cJSON *impl_json(int *oom, const struct measure_impl *ir, const struct me
 	jsonfile_put_str(oom, j, "capture", ir->capture == 1 ? "pass" : ir->capture == 0 ? "fail" : "n/a");
 	if (ir->capture_detail)
 		jsonfile_put_str(oom, j, "capture_detail", ir->capture_detail);
+	/* what getting ready cost, outside every sample: prepare() (JIT, autotune) and graph captures */
+	jsonfile_put_num(oom, j, "setup_ms", ir->setup_ms);
 	if (timed) {
 		double sec = ir->timing.median * 1e-3;
 
@@ -973,7 +975,47 @@ static cJSON *device_json(int *oom, const struct vs_device_info *i)
 	jsonfile_put_num(oom, j, "mem_clock_mhz", i->mem_clock_mhz);
 	jsonfile_put_num(oom, j, "llc_bytes", (double)i->llc_bytes);
 	jsonfile_put_num(oom, j, "mem_bytes", (double)i->mem_bytes);
+	if (i->read_gbps > 0)
+		jsonfile_put_num(oom, j, "read_gbps", i->read_gbps);
 	return j;
+}
+
+void evaldir_limit_flags(int *oom, cJSON *flags, const struct measure_result *r, const struct plan *p,
+			 const cJSON *device)
+{
+	const double read = cJSON_GetNumberValue(jget(device, "read_gbps"));
+	const char *gen = jstr(device, "gen");
+	const int i = plan_task_index(p, r->hash);
+	const double peak = i >= 0 ? vs_device_peak_tflops(gen, p->tasks[i].kv_dtype) : 0;
+	const struct measure_impl *roles[2 + VS_PLAN_MAX_REFERENCES];
+	int n = 0;
+
+	if (!r->complete)
+		return;
+	roles[n++] = &r->base;
+	roles[n++] = &r->cand;
+	for (int k = 0; k < r->nrefs && n < (int)(sizeof(roles) / sizeof(roles[0])); k++)
+		if (r->refs[k].t)
+			roles[n++] = &r->refs[k].m;
+	for (int k = 0; k < n; k++) {
+		double sec = roles[k]->timing.median * 1e-3, gbps, tflops;
+
+		if (!(sec > 0) || roles[k]->timing.n < 1)
+			continue;
+		gbps = r->bytes / sec / 1e9;
+		tflops = r->flops / sec / 1e12;
+		if (read > 0 && gbps > 1.05 * read)
+			push_flag(oom, flags,
+				  fs_printf("task %s: %s moves %.1f GB/s of counted bytes, above the %.1f GB/s this "
+					    "device's read sweep measured: data served from a cache, or work skipped",
+					    r->name, roles[k]->impl->name, gbps, read));
+		if (peak > 0 && tflops > peak)
+			push_flag(oom, flags,
+				  fs_printf("task %s: %s runs %.1f TFLOP/s of counted FLOPs, above the %s datasheet "
+					    "peak "
+					    "of %.1f: work skipped or miscounted",
+					    r->name, roles[k]->impl->name, tflops, gen, peak));
+	}
 }
 
 cJSON *evaldir_tool_json(void)
@@ -1160,12 +1202,75 @@ done:
 	return err;
 }
 
+/*
+ * The workload speedup of a workload plan (stats_weighted_speedup) over the timed tasks, into
+ * root's overall.workload: the estimate with its CI, the share of the workload's weight the timed
+ * tasks hold, and the tasks that carry most of the baseline's time (weight x median t_base), at most
+ * five, largest first.
+ */
+static int workload_overall(int *oom, cJSON *ov, struct stats_ci *ci, const struct plan *p,
+			    const struct evaldir_task_summary *t, int n, const double **tb, const double **tc,
+			    const int *np, const double *w, int nspeed)
+{
+	double held = 0, total = 0, *share = NULL;
+	int err, *order = NULL;
+	cJSON *wj, *top;
+
+	if ((err = stats_weighted_speedup(ci, tb, tc, np, w, nspeed, p->protocol.resamples, p->protocol.seed)))
+		return err;
+	share = calloc((size_t)n + 1, sizeof(double));
+	order = calloc((size_t)n + 1, sizeof(int));
+	if (!share || !order) {
+		free(share);
+		free(order);
+		return vs_oom();
+	}
+	for (int i = 0, k = 0; i < n; i++) {
+		if (t[i].complete && t[i].parity_pass && t[i].npairs > 0 && !t[i].skipped) {
+			struct stats_summary sb;
+
+			held += t[i].weight;
+			if (!stats_summarize(&sb, t[i].t_base, t[i].npairs))
+				share[i] = t[i].weight * sb.median;
+			total += share[i];
+			k++;
+		}
+		order[i] = i;
+	}
+	for (int i = 1; i < n; i++) /* insertion sort by share, largest first; ties keep plan order */
+		for (int j = i; j > 0 && share[order[j]] > share[order[j - 1]]; j--) {
+			int x = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	wj = jsonfile_put_obj(oom, ov, "workload");
+	jsonfile_put_str(oom, wj, "id", p->workload->id);
+	jsonfile_put(oom, wj, "speedup", ci_json(oom, ci));
+	jsonfile_put_num(oom, wj, "weight_timed", held);
+	top = jsonfile_put_arr(oom, wj, "time_share");
+	for (int k = 0; k < n && k < 5 && share[order[k]] > 0; k++) {
+		cJSON *e = cJSON_CreateObject();
+
+		jsonfile_put_str(oom, e, "task", t[order[k]].name ? t[order[k]].name : "");
+		jsonfile_put_num(oom, e, "weight", t[order[k]].weight);
+		jsonfile_put_num(oom, e, "baseline_time_share", share[order[k]] / total);
+		jsonfile_put(oom, top, NULL, e);
+	}
+	free(share);
+	free(order);
+	return 0;
+}
+
 int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
 		    cJSON *flags, char *line, size_t cap)
 {
 	const double **tb = calloc((size_t)n + 1, sizeof(double *));
 	const double **tc = calloc((size_t)n + 1, sizeof(double *));
 	int *np = calloc((size_t)n + 1, sizeof(int));
+	double *tw = calloc((size_t)n + 1, sizeof(double));
+	struct stats_ci wl = {0};
+	double gate_lo;
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0, oom = 0;
 	int nskipped = 0, ran_dtypes = 0, planned_dtypes = 0, pass_coverage;
 	int pass_speed, pass_parity, verdict_ok;
@@ -1174,7 +1279,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	cJSON *ov, *gates, *g;
 	const char *verdict;
 
-	if (!tb || !tc || !np) {
+	if (!tb || !tc || !np || !tw) {
 		err = vs_oom();
 		cJSON_Delete(flags);
 		goto done;
@@ -1194,6 +1299,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		if (t[i].complete && t[i].parity_pass && t[i].npairs > 0) {
 			tb[nspeed] = t[i].t_base;
 			tc[nspeed] = t[i].t_cand;
+			tw[nspeed] = t[i].weight;
 			np[nspeed++] = t[i].npairs;
 		}
 	}
@@ -1209,12 +1315,21 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	for (int i = 0; i < p->ntasks; i++)
 		planned_dtypes |= 1 << p->tasks[i].kv_dtype;
 	pass_coverage = (planned_dtypes & ~ran_dtypes) == 0 || partial;
-	pass_speed = nspeed > 0 && complete_all && overall.lo >= p->speedup_min;
+	/* A workload plan gates on the workload speedup; the geomean stands beside it. */
+	gate_lo = overall.lo;
+	ov = jsonfile_put_obj(&oom, root, "overall");
+	if (p->workload && nspeed > 0) {
+		if ((err = workload_overall(&oom, ov, &wl, p, t, n, tb, tc, np, tw, nspeed))) {
+			cJSON_Delete(flags);
+			goto done;
+		}
+		gate_lo = wl.lo;
+	}
+	pass_speed = nspeed > 0 && complete_all && gate_lo >= p->speedup_min;
 	pass_parity = n - nskipped > 0 && gate_parity;
 	verdict_ok = !partial && pass_speed && (pass_parity || !p->parity_required) &&
 		     (gate_capture || !p->capture_required) && complete_all && pass_coverage;
 	verdict = verdict_ok && n == p->ntasks ? "validated" : "failed";
-	ov = jsonfile_put_obj(&oom, root, "overall");
 	if (nspeed > 0)
 		jsonfile_put(&oom, ov, "isolated", ci_json(&oom, &overall));
 	else
@@ -1238,8 +1353,10 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	jsonfile_put_str(&oom, g, "mode", p->parity_required ? "required" : "advisory");
 	jsonfile_put_bool(&oom, g, "pass", pass_parity);
 	g = jsonfile_put_obj(&oom, gates, "speedup");
+	if (p->workload)
+		jsonfile_put_str(&oom, g, "basis", "workload");
 	jsonfile_put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
-	jsonfile_put_num(&oom, g, "ci_lower", nspeed ? overall.lo : 0);
+	jsonfile_put_num(&oom, g, "ci_lower", nspeed ? gate_lo : 0);
 	jsonfile_put_bool(&oom, g, "pass", pass_speed);
 	g = jsonfile_put_obj(&oom, gates, "capture");
 	jsonfile_put_bool(&oom, g, "required", p->capture_required);
@@ -1279,6 +1396,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			ncomplete += t[i].complete;
 		if (nspeed)
 			snprintf(iso, sizeof(iso), "%.3f [%.3f, %.3f]", overall.estimate, overall.lo, overall.hi);
+		if (nspeed && p->workload)
+			snprintf(iso + strlen(iso), sizeof(iso) - strlen(iso), ", not gated");
 		/* A failed verdict names every gate that failed it, the complete gate too. */
 		if (strcmp(verdict, "validated")) {
 			if (!pass_speed)
@@ -1304,7 +1423,14 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 					 "the end",
 					 *why ? ", " : "", ncomplete, p->ntasks);
 		}
-		snprintf(line, cap,
+		if (p->workload && nspeed)
+			snprintf(line, cap, "workload %s speedup (%d tasks): %.3f [%.3f, %.3f]; ", p->workload->id,
+				 nspeed, wl.estimate, wl.lo, wl.hi);
+		else if (p->workload)
+			snprintf(line, cap, "workload %s speedup: n/a; ", p->workload->id);
+		else
+			line[0] = '\0';
+		snprintf(line + strlen(line), cap - strlen(line),
 			 "overall isolated speedup (geomean of %d tasks): %s; gate >= %g: %s; parity %s; "
 			 "capture %s; complete %s; verdict %s%s%s%s",
 			 nspeed, iso, p->speedup_min, pass_speed ? "pass" : "FAIL", pass_parity ? "pass" : "FAIL",
@@ -1342,6 +1468,7 @@ done:
 	free(tb);
 	free(tc);
 	free(np);
+	free(tw);
 	return err;
 }
 
@@ -1466,6 +1593,7 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 int evaldir_writer_task(struct evaldir_writer *w, const struct measure_result *r, const struct plan *p)
 {
 	push(&w->oom, w->tasks, task_json(&w->oom, r, p, w->flags));
+	evaldir_limit_flags(&w->oom, w->flags, r, p, jget(w->root, "device"));
 	return w->oom ? vs_oom() : 0;
 }
 
@@ -2050,6 +2178,37 @@ static int e2e_recompute_overall(const struct evidence *e, const struct plan *p,
 	return 0;
 }
 
+/* A workload plan's overall.workload.speedup must recompute from samples.csv with the plan's weights. */
+static int workload_recompute(const struct evidence *e, const struct plan *p, const double **tb, const double **tc,
+			      const int *n, const double *w, int nspeed, int *status)
+{
+	const cJSON *sp = jget(jget(jget(e->result, "overall"), "workload"), "speedup");
+	struct stats_ci ci;
+	char b[6][32];
+	int err;
+
+	if (!nspeed) {
+		if (!sp)
+			return 0;
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY, "%s: result.json reports a workload speedup but no task has samples",
+				e->eval_dir);
+	}
+	if ((err = stats_weighted_speedup(&ci, tb, tc, n, w, nspeed, p->protocol.resamples, p->protocol.seed)))
+		return err;
+	if (!ci_same(sp, &ci)) {
+		*status = EVIDENCE_MISMATCH;
+		return vs_error(VS_EVERIFY,
+				"%s: workload speedup %s [%s, %s] in result.json does not recompute from samples.csv "
+				"with the plan's weights (%s [%s, %s])",
+				e->eval_dir, exact(b[0], cJSON_GetNumberValue(jget(sp, "estimate"))),
+				exact(b[1], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0))),
+				exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1))),
+				exact(b[3], ci.estimate), exact(b[4], ci.lo), exact(b[5], ci.hi));
+	}
+	return 0;
+}
+
 static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text, const char *samples_path,
 		     int *status)
 {
@@ -2058,6 +2217,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	const cJSON *tasks = jget(e->result, "tasks"), *t;
 	const double **tb = NULL, **tc = NULL;
 	int *n = NULL;
+	double *w = NULL;
 	struct e2e_acc e2e_acc = {0};
 
 	err = samples_parse(&tp, &ntp, samples_text, samples_path);
@@ -2068,7 +2228,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	tb = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tb));
 	tc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tc));
 	n = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*n));
-	if (!tb || !tc || !n) {
+	w = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*w));
+	if (!tb || !tc || !n || !w) {
 		err = vs_oom();
 		goto done;
 	}
@@ -2111,11 +2272,16 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			goto done;
 		}
 		if (!strcmp(jstr(t, "parity") ? jstr(t, "parity") : "", "pass")) {
+			int pi = plan_task_index(p, hash);
+
 			tb[nspeed] = tp[k].base;
 			tc[nspeed] = tp[k].cand;
+			w[nspeed] = p->workload && pi >= 0 ? p->workload->weight[pi] : 0;
 			n[nspeed++] = tp[k].n;
 		}
 	}
+	if (p->workload && (err = workload_recompute(e, p, tb, tc, n, w, nspeed, status)))
+		goto done;
 	if (nspeed > 0) {
 		struct stats_ci ov;
 
@@ -2153,6 +2319,7 @@ done:
 	free(tb);
 	free(tc);
 	free(n);
+	free(w);
 	return err;
 }
 
@@ -2491,6 +2658,27 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 	evidence_e2e(e);
 	if ((err = check_run(e, &p, dir, path, &status, impl_files)))
 		goto done;
+	if (p.workload) {
+		const cJSON *wj = jget(ov, "workload"), *sp = jget(wj, "speedup");
+
+		e->workload = jstr(wj, "id");
+		if (!e->workload || strcmp(e->workload, p.workload->id)) {
+			status = EVIDENCE_MISMATCH;
+			err = vs_error(VS_EVERIFY, "%s: overall.workload.id is '%s', the plan's workload is '%s'", dir,
+				       e->workload ? e->workload : "(none)", p.workload->id);
+			goto done;
+		}
+		if (cJSON_IsObject(sp)) {
+			e->has_workload = 1;
+			e->workload_speedup = cJSON_GetNumberValue(jget(sp, "estimate"));
+			e->workload_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0));
+			e->workload_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1));
+		}
+	} else if (jget(ov, "workload")) {
+		status = EVIDENCE_MISMATCH;
+		err = vs_error(VS_EVERIFY, "%s: result.json has overall.workload, its plan has no workload", dir);
+		goto done;
+	}
 	/* The plan copy is for this card. */
 	if (strcmp(p.card_id, c->id) || strcmp(p.card_hash, jstr(card, "hash"))) {
 		err = vs_error(VS_EVERIFY,
@@ -2640,6 +2828,73 @@ static void claim_problem(int *problems, char *why, size_t cap, const char *shor
 	(*problems)++;
 }
 
+void evidence_workload_record(struct card_workload_record *r, char *key, size_t key_cap, const struct evidence *e,
+			      const char *artifact)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(key, key_cap, "%s@%s", e->workload ? e->workload : "", e->gen ? e->gen : "");
+	r->key = key;
+	r->workload = (char *)e->workload;
+	r->gen = (char *)e->gen;
+	r->status = (char *)(strcmp(e->verdict, "validated") ? "failed" : "validated");
+	r->last_verified = (char *)e->date;
+	r->gpu = (char *)e->device_name;
+	/* three decimals, as validation.measured.isolated; result.json keeps full precision */
+	r->has_speedup = e->has_workload;
+	r->speedup = round(e->workload_speedup * 1000.0) / 1000.0;
+	r->speedup_lo = round(e->workload_lo * 1000.0) / 1000.0;
+	r->speedup_hi = round(e->workload_hi * 1000.0) / 1000.0;
+	r->has_isolated = e->has_isolated;
+	r->isolated = round(e->isolated * 1000.0) / 1000.0;
+	r->parity = (char *)e->parity;
+	r->artifact = (char *)artifact;
+}
+
+int evidence_check_workload_claims(const struct card_workload_record *have, const struct evidence *e,
+				   const char *card_path, char *why, size_t why_cap)
+{
+	struct card_workload_record want;
+	char key[256];
+	int problems = 0;
+
+	if (!e->workload) {
+		claim_problem(&problems, why, why_cap, "not a workload run",
+			      "%s: validation.workloads.%s: its artifact is a tier run, not a run of a workload plan",
+			      card_path, have->key);
+		return problems;
+	}
+	evidence_workload_record(&want, key, sizeof(key), e, have->artifact);
+#define CHECK_STR(field, name)                                                                                         \
+	if (!str_eq(have->field, want.field))                                                                          \
+		claim_problem(&problems, why, why_cap, "validation.workloads." name " differs from the evidence",      \
+			      "%s: validation.workloads.%s." name " is '%s' but the evidence says '%s'", card_path,    \
+			      have->key, have->field ? have->field : "", want.field ? want.field : "");
+	CHECK_STR(key, "key");
+	CHECK_STR(status, "status");
+	CHECK_STR(last_verified, "last_verified");
+	CHECK_STR(gpu, "gpu");
+	CHECK_STR(parity, "parity");
+#undef CHECK_STR
+	if (have->has_speedup != want.has_speedup ||
+	    (want.has_speedup &&
+	     (fabs(have->speedup - want.speedup) > 0.0005 || fabs(have->speedup_lo - want.speedup_lo) > 0.0005 ||
+	      fabs(have->speedup_hi - want.speedup_hi) > 0.0005)))
+		claim_problem(&problems, why, why_cap, "validation.workloads speedup differs from the evidence",
+			      "%s: validation.workloads.%s.speedup is %g [%g, %g] but the evidence says %.3f [%.3f, "
+			      "%.3f]",
+			      card_path, have->key, have->speedup, have->speedup_lo, have->speedup_hi, want.speedup,
+			      want.speedup_lo, want.speedup_hi);
+	if (have->has_isolated != want.has_isolated ||
+	    (want.has_isolated && fabs(have->isolated - want.isolated) > 0.0005))
+		claim_problem(&problems, why, why_cap, "validation.workloads isolated differs from the evidence",
+			      "%s: validation.workloads.%s.isolated is %g but the evidence says %.3f", card_path,
+			      have->key, have->isolated, want.isolated);
+	if (!strcmp(want.status, "validated") && e->kernels_dirty)
+		claim_problem(&problems, why, why_cap, "validated from a dirty build",
+			      "%s: validation.workloads.%s: validated from a dirty build", card_path, have->key);
+	return problems;
+}
+
 int evidence_check_claims(const struct card_validation *have, const struct evidence *e, const char *card_path,
 			  char *why, size_t why_cap)
 {
@@ -2691,6 +2946,11 @@ int evidence_check_claims(const struct card_validation *have, const struct evide
 	if (!strcmp(want.status, "validated") && e->kernels_dirty)
 		claim_problem(&problems, why, why_cap, "validated from a dirty build",
 			      "%s: validated from a dirty build", card_path);
+	if (e->workload)
+		claim_problem(&problems, why, why_cap, "validation.artifact is a workload run",
+			      "%s: validation.artifact is a run of workload '%s': a workload's verdict is recorded "
+			      "under validation.workloads, never as the card's tier verdict",
+			      card_path, e->workload);
 	return problems;
 }
 

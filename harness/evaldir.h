@@ -169,6 +169,17 @@ struct evaldir_writer {
 	size_t samples_len, log_len;
 };
 
+/**
+ * Physical limits (docs/DESIGN.md "Physical limits"): push onto flags one line for each
+ * implementation timed on task r (of plan p) whose counted bytes per second exceed device's
+ * "read_gbps" (result.json's device object: the run's read sweep) by more than 5% (the sweep's own
+ * noise), or whose FLOP rate exceeds vs_device_peak_tflops() of device's "gen" for the task's cache
+ * dtype: work this count does not see was done elsewhere (data served from a cache) or skipped.
+ * Nothing without a complete task, a read_gbps or a known peak. *oom is set when out of memory.
+ */
+void evaldir_limit_flags(int *oom, struct cJSON *flags, const struct measure_result *r, const struct plan *p,
+			 const struct cJSON *device);
+
 /** Start writing the eval dir dir (created by an evaldir_create_*()). Errors: VS_ENOMEM. */
 int evaldir_writer_init(struct evaldir_writer *w, const char *dir);
 
@@ -214,6 +225,8 @@ struct evaldir_task_summary {
 	const char *skipped;                         /* why the task was not run (an implementation does not
 	                                 * support it), or NULL: not run is not passed */
 	const struct measure_e2e *e2e;               /* its e2e stage (planned 0 or NULL: none) */
+	const char *name;                            /* the task's name (the plan's) */
+	double weight;                               /* its workload weight (plan_workload), 0 in a tier plan */
 };
 
 /**
@@ -285,8 +298,11 @@ struct evidence {
 	const char *baseline, *candidate;      /* the implementations measured */
 	int family_baseline, family_candidate; /* the card names a family there (record the name) */
 	char date[11];                         /* YYYY-MM-DD of the run's end (UTC) */
-	int has_e2e;                           /* the plan had an e2e stage and some task was timed */
-	double e2e_pct, e2e_lo, e2e_hi;        /* overall e2e_pct (geomean step-time ratio) and CI */
+	const char *workload; /* a workload plan's workload id (points into result), NULL for a tier plan */
+	int has_workload;     /* the workload speedup below is set (some task was timed) */
+	double workload_speedup, workload_lo, workload_hi;
+	int has_e2e;                    /* the plan had an e2e stage and some task was timed */
+	double e2e_pct, e2e_lo, e2e_hi; /* overall e2e_pct (geomean step-time ratio) and CI */
 	char result_sha256[65];
 };
 
@@ -318,6 +334,22 @@ void evidence_release(struct evidence *e);
  * task of p has a chosen config there), VS_ENOMEM.
  */
 int evaldir_pin_configs(struct plan *p, const struct card *c, const char *dir);
+
+/**
+ * The workload record (card.h) a workload plan's evidence e proves: key "<workload>@<gen>" written
+ * into key (key_cap bytes), the workload speedup and the geomean to three decimals; strings point
+ * into e, key or static storage.
+ */
+void evidence_workload_record(struct card_workload_record *r, char *key, size_t key_cap, const struct evidence *e,
+			      const char *artifact);
+
+/**
+ * Does the record have claim what its (verified) evidence e proves (evidence_check_claims() for a
+ * validation.workloads entry)? Returns the number of problems, the first one's message in why (may
+ * be NULL, each problem also reported with vs_error when why is NULL).
+ */
+int evidence_check_workload_claims(const struct card_workload_record *have, const struct evidence *e,
+				   const char *card_path, char *why, size_t why_cap);
 
 /** The validation values an evidence proves for card c (strings point into e or static storage). */
 void evidence_validation(struct card_validation *v, const struct evidence *e, const char *artifact);

@@ -82,7 +82,7 @@ int freshset_reference(struct freshset *f, const struct task_data *t, int set)
 	int32_t *bt = NULL;
 	int rc, err;
 
-	if ((err = task_oracle_args(&a, &bt, s, f->q, ts->kv_cache, ts->block_table, ts->seqlens, ts->kv_scale)))
+	if ((err = task_set_oracle_args(&a, &bt, s, ts, f->q)))
 		return err;
 	rc = mla_decode_reference(&a, f->ref_out, f->ref_lse, f->threads);
 	free(bt);

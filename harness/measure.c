@@ -59,10 +59,17 @@ struct bufs {
 	int ngraphs, graphs_cap;
 	struct timed_graph *prepared; /* (impl, cfg) pairs whose prepare() ran for this task (graph NULL) */
 	int nprepared;
+	struct {
+		const struct mla_decode_impl *impl;
+		double ms;
+	} setup[2 + VS_PLAN_MAX_REFERENCES]; /* wall ms of each implementation's prepare() and captures */
+	int nsetup;
 	int nsets;
 	void *q[VS_TASK_MAX_SETS], *kv[VS_TASK_MAX_SETS], *bt[VS_TASK_MAX_SETS], *sl[VS_TASK_MAX_SETS];
 	/* page_offset tasks: each set's whole virtual cache (alloc_sparse), kv[] its stored pages; or NULL */
 	void *kv_sparse[VS_TASK_MAX_SETS];
+	/* the sparse form's inputs of each set, task_set_inputs() order from its fifth (indices ...); or NULL */
+	void *ext[VS_TASK_MAX_SETS][VS_TASK_MAX_INPUTS];
 	void *out[2];
 	void *lse[2];
 	void *ws;
@@ -96,6 +103,8 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 			d->ops->free(d, b->kv[s]);
 		d->ops->free(d, b->bt[s]);
 		d->ops->free(d, b->sl[s]);
+		for (int i = 0; i < VS_TASK_MAX_INPUTS; i++)
+			d->ops->free(d, b->ext[s][i]);
 	}
 	for (int i = 0; i < 2; i++) {
 		d->ops->free(d, b->out_base[i]);
@@ -116,6 +125,36 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 	free(b->h_cmp_out);
 	freshset_release(&b->fresh);
 	memset(b, 0, sizeof(*b));
+}
+
+/*
+ * The sparse form's pointers of set `set` (kernels/mla_decode.h ABI 3): its device copies of
+ * indices, topk_length, attn_sink and the extra cache's; block_table and seqlens are NULL there.
+ */
+static void sparse_args(struct mla_decode_args *a, const struct task_data *t, const struct bufs *b, int set)
+{
+	struct task_input in[VS_TASK_MAX_INPUTS];
+	int n = task_set_inputs(in, &t->sets[set]);
+
+	a->block_table = NULL;
+	a->seqlens = NULL;
+	for (int i = 4; i < n; i++) {
+		const char *name = in[i].name;
+		void *p = b->ext[set][i];
+
+		if (!strcmp(name, "indices"))
+			a->indices = p;
+		else if (!strcmp(name, "topk_length"))
+			a->topk_length = p;
+		else if (!strcmp(name, "attn_sink"))
+			a->attn_sink = p;
+		else if (!strcmp(name, "extra_kv_cache"))
+			a->extra_kv_cache = p;
+		else if (!strcmp(name, "extra_indices"))
+			a->extra_indices = p;
+		else if (!strcmp(name, "extra_topk_length"))
+			a->extra_topk_length = p;
+	}
 }
 
 static void make_args(struct mla_decode_args *a, const struct vs_device *d, const struct task_data *t,
@@ -139,6 +178,8 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 		a->kv_cache = (const void *)((uintptr_t)b->kv[set] - (uintptr_t)s->page_offset * task_page_bytes(s));
 	a->block_table = b->bt[set];
 	a->seqlens = b->sl[set];
+	if (s->topk > 0)
+		sparse_args(a, t, b, set);
 	a->out = b->out[which];
 	a->lse = b->lse[which];
 	a->workspace = b->ws;
@@ -153,11 +194,17 @@ static int upload_set(struct vs_device *d, const struct task_data *t, struct buf
 	const struct task_set *ts = &t->sets[src];
 	int err;
 
+	struct task_input in[VS_TASK_MAX_INPUTS];
+	int n = task_set_inputs(in, ts);
+
 	if ((err = d->ops->upload(d, b->q[dst], ts->q, ts->q_bytes)) ||
 	    (err = d->ops->upload(d, b->kv[dst], ts->kv_cache, ts->kv_bytes)) ||
 	    (err = d->ops->upload(d, b->bt[dst], ts->block_table, ts->block_table_bytes)) ||
 	    (err = d->ops->upload(d, b->sl[dst], ts->seqlens, ts->seqlens_bytes)))
 		return err;
+	for (int i = 4; i < n; i++)
+		if ((err = d->ops->upload(d, b->ext[dst][i], in[i].host, in[i].bytes)))
+			return err;
 	return 0;
 }
 
@@ -251,11 +298,17 @@ static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const 
 	for (int i = 0; i < t->nsets && !err; i++) {
 		const struct task_set *ts = &t->sets[i];
 
+		struct task_input in[VS_TASK_MAX_INPUTS];
+		int n = task_set_inputs(in, ts);
+
 		if ((err = d->ops->alloc(d, &b->q[i], ts->q_bytes)) || (err = kv_alloc(d, ctx, t, b, i, &sparse_ok)) ||
 		    (err = d->ops->alloc(d, &b->bt[i], ts->block_table_bytes)) ||
 		    (err = d->ops->alloc(d, &b->sl[i], ts->seqlens_bytes)))
 			break;
-		err = upload_set(d, t, b, i, i);
+		for (int k = 4; k < n && !err; k++)
+			err = d->ops->alloc(d, &b->ext[i][k], in[k].bytes);
+		if (!err)
+			err = upload_set(d, t, b, i, i);
 	}
 	for (int i = 0; i < 2 && !err; i++) {
 		if ((err = guarded_alloc(d, &b->out_base[i], &b->out[i], b->out_bytes)) ||
@@ -283,9 +336,12 @@ static int bufs_alloc(struct vs_device *d, const struct measure_ctx *ctx, const 
 				    t->sets[0].lse_elems);
 	if (!err) {
 		/* Largest input buffer (for the no-mutation check). */
-		size_t m = t->sets[0].kv_bytes;
+		struct task_input in[VS_TASK_MAX_INPUTS];
+		int n = task_set_inputs(in, &t->sets[0]);
+		size_t m = 0;
 
-		m = t->sets[0].q_bytes > m ? t->sets[0].q_bytes : m;
+		for (int i = 0; i < n; i++)
+			m = in[i].bytes > m ? in[i].bytes : m;
 		b->h_in = malloc(m ? m : 1);
 		b->h_in_bytes = m;
 		if (!b->h_in)
@@ -509,24 +565,24 @@ static int inputs_unchanged(struct vs_device *d, const struct task_data *t, stru
 			    char **detail)
 {
 	for (int set = 0; set < t->nsets; set++) {
-		const struct task_set *ts = &t->sets[set];
-		const void *dev[4] = {b->q[set], b->kv[set], b->bt[set], b->sl[set]};
-		const void *host[4] = {ts->q, ts->kv_cache, ts->block_table, ts->seqlens};
-		size_t bytes[4] = {ts->q_bytes, ts->kv_bytes, ts->block_table_bytes, ts->seqlens_bytes};
-		static const char *const names[4] = {"q", "kv_cache", "block_table", "seqlens"};
+		struct task_input in[VS_TASK_MAX_INPUTS];
+		int n = task_set_inputs(in, &t->sets[set]);
+		const void *dev[VS_TASK_MAX_INPUTS] = {b->q[set], b->kv[set], b->bt[set], b->sl[set]};
 
 		if (set_only >= 0 && set != set_only)
 			continue;
-		for (int i = 0; i < 4; i++) {
+		for (int i = 4; i < n; i++)
+			dev[i] = b->ext[set][i];
+		for (int i = 0; i < n; i++) {
 			int err;
 
-			if (bytes[i] > CHECK_EVERY_LAUNCH_BYTES && !large_too)
+			if (in[i].bytes > CHECK_EVERY_LAUNCH_BYTES && !large_too)
 				continue;
-			err = d->ops->download(d, b->h_in, dev[i], bytes[i]);
+			err = d->ops->download(d, b->h_in, dev[i], in[i].bytes);
 			if (err)
 				return err;
-			if (memcmp(b->h_in, host[i], bytes[i])) {
-				*detail = fs_printf("input '%s' of set %d was modified by the launch", names[i], set);
+			if (memcmp(b->h_in, in[i].host, in[i].bytes)) {
+				*detail = fs_printf("input '%s' of set %d was modified by the launch", in[i].name, set);
 				/* Restore so that the next config starts from the real inputs. */
 				err = upload_set(d, t, b, set, set);
 				return err ? err : 0;
@@ -608,6 +664,30 @@ static int buffer_sets(struct mla_decode_args *out, int cap, const struct vs_dev
 	return n;
 }
 
+/* Add ms to impl's setup time on this task (measure_impl.setup_ms). */
+static void setup_add(struct bufs *b, const struct mla_decode_impl *impl, double ms)
+{
+	int k = 0;
+
+	while (k < b->nsetup && b->setup[k].impl != impl)
+		k++;
+	if (k == b->nsetup) {
+		if (k == (int)(sizeof(b->setup) / sizeof(b->setup[0])))
+			return;
+		b->setup[b->nsetup++].impl = impl;
+		b->setup[k].ms = 0;
+	}
+	b->setup[k].ms += ms;
+}
+
+static double setup_of(const struct bufs *b, const struct mla_decode_impl *impl)
+{
+	for (int k = 0; k < b->nsetup; k++)
+		if (b->setup[k].impl == impl)
+			return b->setup[k].ms;
+	return 0;
+}
+
 /*
  * The implementation's prepare() for this task and config (kernels/mla_decode.h: JIT, autotune, a
  * graph of its own over the buffers it is given), once per buffer set the task's launches use, all
@@ -620,6 +700,7 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 	struct vs_device *d = ctx->device;
 	struct mla_decode_args a[3 * VS_TASK_MAX_SETS + 1];
 	int rc = MLA_OK, err, n;
+	double t0;
 
 	if (!impl->prepare)
 		return 1;
@@ -628,6 +709,7 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 		if (b->prepared[k].impl == impl && !strcmp(b->prepared[k].cfg->name, cfg->name))
 			return 1;
 	n = buffer_sets(a, (int)(sizeof(a) / sizeof(a[0])), d, t, b);
+	t0 = now_s();
 	for (int k = 0; k < n && rc == MLA_OK; k++)
 		rc = impl->prepare(&a[k], cfg);
 	if (rc == MLA_OK) {
@@ -637,7 +719,9 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 			return vs_error(VS_ENOMEM, "out of memory");
 		b->prepared = np;
 		b->prepared[b->nprepared++] = (struct timed_graph){.impl = impl, .cfg = cfg};
-		return (err = d->ops->synchronize(d)) ? err : 1;
+		err = d->ops->synchronize(d);
+		setup_add(b, impl, (now_s() - t0) * 1e3);
+		return err ? err : 1;
 	}
 	if (pyimpl_for_impl(impl->name) && *pyimpl_last_error())
 		*why = fs_printf("prepare: %s", pyimpl_last_error());
@@ -667,10 +751,15 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 	for (int set = 0; set < t->nsets && ok == 1; set++) {
 		int rc;
 
+		double t0;
+
 		if ((err = poison(d, b, 0)))
 			return err;
 		make_args(&a, d, t, b, set, 0);
+		t0 = now_s();
 		rc = impl->launch(&a, cfg);
+		if (set == 0 && rc == MLA_OK && !(err = d->ops->synchronize(d)))
+			setup_add(b, impl, (now_s() - t0) * 1e3); /* the config's first launch: JIT compiles here */
 		if (rc == MLA_EUNSUPPORTED && set == 0) {
 			free(why);
 			*detail = fs_printf("%s %s declines these arguments (its launch answered MLA_EUNSUPPORTED)",
@@ -773,6 +862,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 	struct mla_decode_args a = *a0;
 	void *g = NULL;
 	int err, rc;
+	double t0;
 
 	for (int k = 0; k < b->ngraphs; k++)
 		if (b->graphs[k].impl == impl && b->graphs[k].cfg == cfg && b->graphs[k].set == set &&
@@ -789,6 +879,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 		b->graphs = ng;
 		b->graphs_cap = cap;
 	}
+	t0 = now_s();
 	if ((err = d->ops->synchronize(d)) || (err = d->ops->graph_begin(d)))
 		return err;
 	rc = impl->launch(&a, cfg);
@@ -813,6 +904,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 	/* One untimed replay: the first launch of an instantiated graph uploads it. */
 	if ((err = poison(d, b, 0)) || (err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
 		return err;
+	setup_add(b, impl, (now_s() - t0) * 1e3);
 	*graph = g;
 	return 0;
 }
@@ -882,7 +974,7 @@ static int capture_gate(const struct measure_ctx *ctx, const struct task_data *t
 		goto done;
 	}
 	if (ok) {
-		/* Change every input in place (set 1 into set 0's buffers: new seqlens and block_table). */
+		/* Change every input in place (set 1 into set 0's buffers: new seqlens and block_table, or indices). */
 		if ((err = upload_set(d, t, b, 0, 1)) || (err = poison(d, b, 0)) ||
 		    (err = d->ops->graph_launch(d, graph)))
 			goto done;
@@ -896,7 +988,8 @@ static int capture_gate(const struct measure_ctx *ctx, const struct task_data *t
 	}
 	ir->capture = ok;
 	if (!ok)
-		ir->capture_detail = fs_printf("graph replay after changing seqlens/block_table in place: %s",
+		ir->capture_detail = fs_printf("graph replay after changing %s in place: %s",
+					       t->spec.topk > 0 ? "indices/topk_length" : "seqlens/block_table",
 					       why ? why : "wrong output");
 done:
 	free(why);
@@ -1938,6 +2031,10 @@ done:
 		r->complete = 0;
 		r->parity_pass = 0;
 	}
+	r->base.setup_ms = setup_of(&b, r->base.impl);
+	r->cand.setup_ms = setup_of(&b, r->cand.impl);
+	for (int k = 0; k < r->nrefs; k++)
+		r->refs[k].m.setup_ms = setup_of(&b, r->refs[k].m.impl);
 	if (d->ops)
 		bufs_release(d, &b);
 	return err;

@@ -64,7 +64,10 @@ struct measure_impl {
 	int capture;                             /* 1 pass, 0 fail, -1 not applicable / not run */
 	char *capture_detail;
 	struct stats_summary timing;
-	int outliers; /* samples beyond Q3 + 3 IQR (kept, shown) */
+	int outliers;    /* samples beyond Q3 + 3 IQR (kept, shown) */
+	double setup_ms; /* wall ms it spent getting ready for this task, outside every sample: prepare()
+	                  * of its configs (JIT, autotune), each config's first launch (a JIT compiles
+	                  * there; the kernel's own run is in it too) and the capture of its timed graphs */
 };
 
 /**

@@ -239,6 +239,8 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		sum[i].base_capture = capture_code(jget(task_json[i], "baseline"));
 		sum[i].cand_capture = capture_code(jget(task_json[i], "candidate"));
 		sum[i].kv_dtype = p.tasks[i].kv_dtype;
+		sum[i].name = p.tasks[i].name;
+		sum[i].weight = p.workload ? p.workload->weight[i] : 0;
 		sum[i].skipped = jstr(task_json[i], "skipped");
 		if ((err = evaldir_e2e_from_task(&e2es[i], task_json[i], np > 0 ? &pairs[i][0] : NULL)))
 			goto done;

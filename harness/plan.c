@@ -6,6 +6,7 @@
 #include "plugin.h"
 #include "pyimpl.h"
 #include "vs_error.h"
+#include "workload.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -74,6 +75,434 @@ static const struct shape shapes[] = {
 	{"tiny-empty-h128-sq2", T_FULL, 3, 2, 128, 64, 3, {0, 0, 0}, 0, 0, 0, 0, 1},
 };
 
+/*
+ * The sparse form's grid (DeepSeek Sparse Attention, issue 36; docs/DESIGN.md "Tiers of the sparse
+ * form"). A row becomes one task per planned format of its kind: V32 rows for the V3.2 formats
+ * (bf16, fp8_ds_mla, fp8_ds_mla_fnuz) with topk indices into one cache; V4 rows for the V4 formats
+ * (fp8_model1, fp8_model1_fnuz) with topk into the main cache and extra_topk into the extra one;
+ * V4_SINGLE rows for the V4 formats without the extra cache (GEAK's single-scope cases). topk and
+ * extra_topk are the card's (card_form()). Contexts are explicit, uniform or ragged as in the dense
+ * grid; the extra cache's are explicit, uniform, or else the main cache's. A context of 0 gives a
+ * row of all -1; one shorter than topk gives -1 padding. FlashMLA's sparse kernel takes h_q 64 and
+ * 128 only: the h_q 16 and 32 rows (TP 8 and TP 4 of 128 heads) are the ones it skips.
+ */
+enum sparse_kind { SK_V32 = 1, SK_V4 = 2, SK_V4_SINGLE = 3 };
+
+struct sparse_shape {
+	const char *tag;
+	int tiers;
+	enum sparse_kind kind;
+	int batch, s_q, h_q, page_size, extra_page_size;
+	int nlens;
+	int lens[8];
+	int ragged_max, uniform;
+	int nxlens;
+	int xlens[8];
+	int xuniform;
+	int topk_length, extra_topk_length, attn_sink;
+	int gpu_only;
+};
+
+static const struct sparse_shape sparse_shapes[] = {
+	/* smoke: seconds on 2 CPU cores; an empty sequence, one shorter and one longer than topk */
+	{.tag = "s-h64-ps64",
+	 .tiers = T_SMOKE | T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 3,
+	 .s_q = 1,
+	 .h_q = 64,
+	 .page_size = 64,
+	 .nlens = 3,
+	 .lens = {0, 300, 5000}},
+	{.tag = "s-h128-sq2-ps61",
+	 .tiers = T_SMOKE | T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 2,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 61,
+	 .nlens = 2,
+	 .lens = {1, 2100}},
+	{.tag = "s-h16-ps64",
+	 .tiers = T_SMOKE | T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 2,
+	 .s_q = 1,
+	 .h_q = 16,
+	 .page_size = 64,
+	 .nlens = 2,
+	 .lens = {2048, 129}},
+	{.tag = "v4-s-h64",
+	 .tiers = T_SMOKE | T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 3,
+	 .s_q = 1,
+	 .h_q = 64,
+	 .page_size = 256,
+	 .extra_page_size = 64,
+	 .nlens = 3,
+	 .lens = {0, 100, 3000},
+	 .nxlens = 3,
+	 .xlens = {5000, 0, 700},
+	 .attn_sink = 1},
+	{.tag = "v4-s-h128-sq2-ps69",
+	 .tiers = T_SMOKE | T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 2,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 69,
+	 .extra_page_size = 61,
+	 .nlens = 2,
+	 .lens = {128, 1000},
+	 .nxlens = 2,
+	 .xlens = {2000, 1},
+	 .topk_length = 1,
+	 .extra_topk_length = 1,
+	 .attn_sink = 1},
+	{.tag = "v4-s-single-h16",
+	 .tiers = T_SMOKE | T_STD | T_FULL,
+	 .kind = SK_V4_SINGLE,
+	 .batch = 2,
+	 .s_q = 1,
+	 .h_q = 16,
+	 .page_size = 256,
+	 .nlens = 2,
+	 .lens = {300, 50},
+	 .topk_length = 1},
+	/* standard: the edges around topk and the page sizes, TP 4 / TP 8 heads, contexts to 128K */
+	{.tag = "edge-h64",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 8,
+	 .s_q = 1,
+	 .h_q = 64,
+	 .page_size = 64,
+	 .nlens = 8,
+	 .lens = {0, 1, 63, 64, 65, 2047, 2048, 2049}},
+	{.tag = "edge-h128-sq2-ps69",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 8,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 69,
+	 .nlens = 8,
+	 .lens = {0, 1, 2, 69, 2048, 2049, 4099, 8191}},
+	{.tag = "h32-ragged",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 16,
+	 .s_q = 1,
+	 .h_q = 32,
+	 .page_size = 64,
+	 .ragged_max = 32768},
+	{.tag = "h16-sq2-ragged",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 16,
+	 .s_q = 2,
+	 .h_q = 16,
+	 .page_size = 64,
+	 .ragged_max = 16384},
+	{.tag = "ctx128k-h128",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 2,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .nlens = 2,
+	 .lens = {131072, 65536}},
+	{.tag = "v4-edge-h128",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 8,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 256,
+	 .extra_page_size = 64,
+	 .nlens = 8,
+	 .lens = {0, 1, 127, 128, 129, 255, 256, 4099},
+	 .nxlens = 8,
+	 .xlens = {1023, 1024, 1025, 0, 1, 8192, 2, 5000},
+	 .attn_sink = 1},
+	{.tag = "v4-h32-sq2-ragged",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 16,
+	 .s_q = 2,
+	 .h_q = 32,
+	 .page_size = 256,
+	 .extra_page_size = 64,
+	 .ragged_max = 16384,
+	 .topk_length = 1,
+	 .extra_topk_length = 1,
+	 .attn_sink = 1},
+	{.tag = "v4-h16-ragged-xps2",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 16,
+	 .s_q = 1,
+	 .h_q = 16,
+	 .page_size = 256,
+	 .extra_page_size = 2,
+	 .ragged_max = 8192,
+	 .topk_length = 1},
+	{.tag = "v4-ctx128k-h64",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 2,
+	 .s_q = 1,
+	 .h_q = 64,
+	 .page_size = 256,
+	 .extra_page_size = 64,
+	 .nlens = 2,
+	 .lens = {131072, 300},
+	 .nxlens = 2,
+	 .xlens = {32768, 131072},
+	 .attn_sink = 1},
+	/* GEAK's case set (flash_mla_tilelang_to_triton, scripts/test_triton_decode.py): main page 128, extra 256 */
+	{.tag = "geak-b32-h128-16k",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 32,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .ragged_max = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-b32-h128-16k-len",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 32,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .ragged_max = 16384,
+	 .topk_length = 1,
+	 .extra_topk_length = 1,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-b32-h128-sq2-16k",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 32,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .ragged_max = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-single-b32-h128-512",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4_SINGLE,
+	 .batch = 32,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .ragged_max = 512,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-corner-b32-h128",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 32,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .nlens = 8,
+	 .lens = {0, 512, 0, 1, 127, 0, 512, 3},
+	 .nxlens = 8,
+	 .xlens = {1024, 0, 0, 1024, 1, 1023, 0, 700},
+	 .topk_length = 1,
+	 .extra_topk_length = 1,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	/* the headline shapes (BENCHMARKS.md): b 128, h_q 128, s_q 1 and 2, topk 2048, 8K-64K; V4 CONFIG2 */
+	{.tag = "b128-h128-sq1-8k",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 128,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 8192,
+	 .gpu_only = 1},
+	{.tag = "b128-h128-sq2-32k",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V32,
+	 .batch = 128,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 32768,
+	 .gpu_only = 1},
+	{.tag = "v4-b128-h128-sq2-16k",
+	 .tiers = T_STD | T_FULL,
+	 .kind = SK_V4,
+	 .batch = 128,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 256,
+	 .extra_page_size = 64,
+	 .uniform = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	/* full: the rest of the headline table, FlashMLA's other production shapes, GEAK's perf cases */
+	{.tag = "b128-h128-sq1-32k",
+	 .tiers = T_FULL,
+	 .kind = SK_V32,
+	 .batch = 128,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 32768,
+	 .gpu_only = 1},
+	{.tag = "b128-h128-sq1-64k",
+	 .tiers = T_FULL,
+	 .kind = SK_V32,
+	 .batch = 128,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 65536,
+	 .gpu_only = 1},
+	{.tag = "b128-h128-sq2-8k",
+	 .tiers = T_FULL,
+	 .kind = SK_V32,
+	 .batch = 128,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 8192,
+	 .gpu_only = 1},
+	{.tag = "b128-h128-sq2-64k",
+	 .tiers = T_FULL,
+	 .kind = SK_V32,
+	 .batch = 128,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 65536,
+	 .gpu_only = 1},
+	{.tag = "b128-h64-sq2-32k",
+	 .tiers = T_FULL,
+	 .kind = SK_V32,
+	 .batch = 128,
+	 .s_q = 2,
+	 .h_q = 64,
+	 .page_size = 64,
+	 .uniform = 32768,
+	 .gpu_only = 1},
+	{.tag = "b64-h128-sq2-32k",
+	 .tiers = T_FULL,
+	 .kind = SK_V32,
+	 .batch = 64,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 32768,
+	 .gpu_only = 1},
+	{.tag = "b2-h128-sq2-32k",
+	 .tiers = T_FULL,
+	 .kind = SK_V32,
+	 .batch = 2,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 64,
+	 .uniform = 32768,
+	 .gpu_only = 1},
+	{.tag = "v4-b64-h128-sq2-16k",
+	 .tiers = T_FULL,
+	 .kind = SK_V4,
+	 .batch = 64,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 256,
+	 .extra_page_size = 64,
+	 .uniform = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "v4-b2-h128-sq2-16k",
+	 .tiers = T_FULL,
+	 .kind = SK_V4,
+	 .batch = 2,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 256,
+	 .extra_page_size = 64,
+	 .uniform = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "v4-b128-h128-sq2-16k-xps2",
+	 .tiers = T_FULL,
+	 .kind = SK_V4,
+	 .batch = 128,
+	 .s_q = 2,
+	 .h_q = 128,
+	 .page_size = 256,
+	 .extra_page_size = 2,
+	 .uniform = 16384,
+	 .extra_topk_length = 1,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-b2-h128-16k",
+	 .tiers = T_FULL,
+	 .kind = SK_V4,
+	 .batch = 2,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .uniform = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-b64-h128-16k",
+	 .tiers = T_FULL,
+	 .kind = SK_V4,
+	 .batch = 64,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .uniform = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-b128-h128-16k",
+	 .tiers = T_FULL,
+	 .kind = SK_V4,
+	 .batch = 128,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .uniform = 16384,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+	{.tag = "geak-b256-h128-16k-len",
+	 .tiers = T_FULL,
+	 .kind = SK_V4,
+	 .batch = 256,
+	 .s_q = 1,
+	 .h_q = 128,
+	 .page_size = 128,
+	 .extra_page_size = 256,
+	 .uniform = 16384,
+	 .topk_length = 1,
+	 .extra_topk_length = 1,
+	 .attn_sink = 1,
+	 .gpu_only = 1},
+};
+
+#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+#define NSPARSE_SHAPES (sizeof(sparse_shapes) / sizeof(sparse_shapes[0]))
+
 /* DeepSeek-V3: softmax_scale = qk_head_dim^-0.5 * mscale^2, qk_head_dim 192, mscale = 0.1 ln(40) + 1. */
 static float deepseek_v3_softmax_scale(void)
 {
@@ -102,22 +531,19 @@ static uint64_t mix64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
+/* The tool's tolerances of the spec's form and format (task_default_tolerances(); set topk first). */
 static void tolerances(struct task_spec *s)
 {
-	/* FlashMLA's test tolerances for bf16 out; lse: atol 1e-5 (fp32 accumulation) or rtol 8.01/65536. */
-	s->tol_out.atol = 8e-4;
-	s->tol_out.rtol = 2.01 / 128.0;
-	s->tol_out.cos_tol = 5e-6;
-	s->tol_lse.atol = 1e-5;
-	s->tol_lse.rtol = 8.01 / 65536.0;
-	s->tol_lse.cos_tol = -1.0;
+	task_default_tolerances(&s->tol_out, &s->tol_lse, s);
 }
+
+static int row_lens(int32_t *lens, int64_t *pages, const char *tag, int batch, int nlens, const int *explicit_lens,
+		    int uniform, int ragged_max, int page_size);
 
 static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv_dtype)
 {
-	uint64_t state = fnv1a(sh->tag);
 	int64_t pages = 0;
-	int max_len = 0;
+	int max_len;
 
 	memset(s, 0, sizeof(*s));
 	snprintf(s->name, sizeof(s->name), "%s-%s", mla_kv_dtype_name(kv_dtype), sh->tag);
@@ -133,23 +559,8 @@ static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv
 	tolerances(s);
 	s->seqlens = calloc((size_t)sh->batch, sizeof(int32_t));
 	VS_CHECK_ALLOC(s->seqlens);
-	for (int b = 0; b < sh->batch; b++) {
-		int len;
-
-		if (sh->nlens)
-			len = sh->lens[b % sh->nlens];
-		else if (sh->uniform)
-			len = sh->uniform;
-		else if (b == 0)
-			len = sh->ragged_max;
-		else if (b == 1)
-			len = 0;
-		else
-			len = 1 + (int)(mix64(&state) % (uint64_t)sh->ragged_max);
-		s->seqlens[b] = len;
-		max_len = len > max_len ? len : max_len;
-		pages += (len + sh->page_size - 1) / sh->page_size;
-	}
+	max_len = row_lens(s->seqlens, &pages, sh->tag, sh->batch, sh->nlens, sh->lens, sh->uniform, sh->ragged_max,
+			   sh->page_size);
 	s->max_pages = (max_len + sh->page_size - 1) / sh->page_size;
 	if (s->max_pages < 1)
 		s->max_pages = 1;
@@ -158,6 +569,105 @@ static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv
 	 * stored cache holds num_pages pages; page_offset shifts them up a larger virtual cache.
 	 */
 	s->num_pages = (int32_t)(pages + pages / 8 + 2);
+	return 0;
+}
+
+/*
+ * Context lengths of a grid row into lens[batch]: explicit (cycled), uniform, or ragged (the first
+ * sequence the longest, the second empty, the others drawn in [1, ragged_max] from a generator
+ * seeded by the row's tag). Returns the longest; *pages the pages they need at page_size.
+ */
+static int row_lens(int32_t *lens, int64_t *pages, const char *tag, int batch, int nlens, const int *explicit_lens,
+		    int uniform, int ragged_max, int page_size)
+{
+	uint64_t state = fnv1a(tag);
+	int max_len = 0;
+
+	*pages = 0;
+	for (int b = 0; b < batch; b++) {
+		int len;
+
+		if (nlens)
+			len = explicit_lens[b % nlens];
+		else if (uniform)
+			len = uniform;
+		else if (b == 0)
+			len = ragged_max;
+		else if (b == 1)
+			len = 0;
+		else
+			len = 1 + (int)(mix64(&state) % (uint64_t)ragged_max);
+		lens[b] = len;
+		max_len = len > max_len ? len : max_len;
+		*pages += (len + page_size - 1) / page_size;
+	}
+	return max_len;
+}
+
+/* The name of a sparse task: "<format>-k<topk>[+<extra_topk>]-<tag>" ("fp8_model1-k128+1024-v4-s-h64"). */
+static void sparse_name(char *buf, size_t cap, int32_t kv_dtype, int topk, int extra_topk, const char *tag)
+{
+	if (extra_topk)
+		snprintf(buf, cap, "%s-k%d+%d-%s", mla_kv_dtype_name(kv_dtype), topk, extra_topk, tag);
+	else
+		snprintf(buf, cap, "%s-k%d-%s", mla_kv_dtype_name(kv_dtype), topk, tag);
+}
+
+/* Whether sparse row sh is planned for format kv_dtype (V32 rows for the V3.2 formats, V4 rows for V4). */
+static int sparse_row_fits(const struct sparse_shape *sh, int32_t kv_dtype)
+{
+	return mla_kv_is_model1(kv_dtype) ? sh->kind != SK_V32 : sh->kind == SK_V32;
+}
+
+/*
+ * The spec of sparse row sh for format kv_dtype, topk and (V4 rows with the extra cache) extra_topk:
+ * the dense spec's scalars (softmax_scale, seed from the name, two input sets, the tool's
+ * tolerances), page_offset 0, and the cache sizes as the dense grid sizes them (pages the contexts
+ * need, plus an eighth and 2 spare pages that no index names).
+ */
+static int sparse_to_spec(struct task_spec *s, const struct sparse_shape *sh, int32_t kv_dtype, int topk,
+			  int extra_topk)
+{
+	int64_t pages = 0;
+	int max_len;
+
+	memset(s, 0, sizeof(*s));
+	if (sh->kind != SK_V4)
+		extra_topk = 0;
+	sparse_name(s->name, sizeof(s->name), kv_dtype, topk, extra_topk, sh->tag);
+	s->kv_dtype = kv_dtype;
+	s->batch = sh->batch;
+	s->s_q = sh->s_q;
+	s->h_q = sh->h_q;
+	s->page_size = sh->page_size;
+	s->softmax_scale = deepseek_v3_softmax_scale();
+	s->seed = fnv1a(s->name) & ((1ull << 53) - 1);
+	s->input_sets = 2;
+	s->topk = topk;
+	tolerances(s);
+	s->topk_length = sh->topk_length;
+	s->attn_sink = sh->attn_sink;
+	s->seqlens = calloc((size_t)sh->batch, sizeof(int32_t));
+	VS_CHECK_ALLOC(s->seqlens);
+	max_len = row_lens(s->seqlens, &pages, sh->tag, sh->batch, sh->nlens, sh->lens, sh->uniform, sh->ragged_max,
+			   sh->page_size);
+	s->max_pages = max_len > 0 ? (max_len + sh->page_size - 1) / sh->page_size : 1;
+	s->num_pages = (int32_t)(pages + pages / 8 + 2);
+	if (!extra_topk)
+		return 0;
+	s->extra_topk = extra_topk;
+	s->extra_page_size = sh->extra_page_size;
+	s->extra_topk_length = sh->extra_topk_length;
+	s->extra_seqlens = calloc((size_t)sh->batch, sizeof(int32_t));
+	VS_CHECK_ALLOC(s->extra_seqlens);
+	if (sh->nxlens || sh->xuniform)
+		max_len = row_lens(s->extra_seqlens, &pages, sh->tag, sh->batch, sh->nxlens, sh->xlens, sh->xuniform, 0,
+				   sh->extra_page_size);
+	else
+		max_len = row_lens(s->extra_seqlens, &pages, sh->tag, sh->batch, sh->nlens, sh->lens, sh->uniform,
+				   sh->ragged_max, sh->extra_page_size);
+	s->extra_max_pages = max_len > 0 ? (max_len + sh->extra_page_size - 1) / sh->extra_page_size : 1;
+	s->extra_num_pages = (int32_t)(pages + pages / 8 + 2);
 	return 0;
 }
 
@@ -470,9 +980,32 @@ static void skips_release(struct plan_skip *s, int n)
 }
 
 /*
- * Ask impl's supports() about every task of p (shapes only: every pointer NULL, kv_scale 1, num_cus
- * 0: a plan is made without a device). *out (malloc'd, *n entries) lists the tasks it skips.
+ * Why impl does not run task t, into why (1), or 0 when it runs it: its supports() on the task's
+ * shapes (task_kernel_shape(): every pointer NULL, kv_scale 1, no device); an implementation
+ * without supports() runs the dense form with bf16 or fp8_e4m3_fnuz only (kernels/mla_decode.h).
  */
+static int impl_skips_task(const struct mla_decode_impl *impl, const struct task_spec *t, char *why, size_t cap)
+{
+	struct mla_decode_args a;
+
+	*why = '\0';
+	if (!impl->supports && (t->topk || (t->kv_dtype != MLA_KV_BF16 && t->kv_dtype != MLA_KV_FP8_E4M3_FNUZ))) {
+		snprintf(why, cap, "%s has no supports(): it runs the dense form only (bf16, fp8_e4m3_fnuz), not %s",
+			 impl->name, t->topk ? "the sparse form" : mla_kv_dtype_name(t->kv_dtype));
+		return 1;
+	}
+	if (!impl->supports)
+		return 0;
+	task_kernel_shape(&a, t);
+	if (impl->supports(&a, why, cap) == 1)
+		return 0;
+	why[cap - 1] = '\0';
+	if (!*why)
+		snprintf(why, cap, "not supported (supports() gave no reason)");
+	return 1;
+}
+
+/* Ask impl about every task of p (impl_skips_task()). *out (malloc'd, *n entries) lists the tasks it skips. */
 static int skips_compute(struct plan_skip **out, int *n, const struct mla_decode_impl *impl, const struct plan *p)
 {
 	struct plan_skip *s = calloc((size_t)p->ntasks + 1, sizeof(*s));
@@ -480,25 +1013,13 @@ static int skips_compute(struct plan_skip **out, int *n, const struct mla_decode
 
 	if (!s)
 		return vs_error(VS_ENOMEM, "out of memory");
-	for (int i = 0; impl->supports && i < p->ntasks; i++) {
-		const struct task_spec *t = &p->tasks[i];
-		struct mla_decode_args a;
-		char why[256] = "";
+	for (int i = 0; i < p->ntasks; i++) {
+		char why[256];
 
-		memset(&a, 0, sizeof(a));
-		a.batch = t->batch;
-		a.s_q = t->s_q;
-		a.h_q = t->h_q;
-		a.num_pages = (int32_t)(t->num_pages + t->page_offset);
-		a.page_size = t->page_size;
-		a.max_pages = t->max_pages;
-		a.kv_dtype = t->kv_dtype;
-		a.softmax_scale = t->softmax_scale;
-		a.kv_scale = 1.0f;
-		if (impl->supports(&a, why, sizeof(why)))
+		if (!impl_skips_task(impl, &p->tasks[i], why, sizeof(why)))
 			continue;
 		memcpy(s[k].hash, p->task_hash[i], sizeof(s[k].hash));
-		s[k].reason = strdup(*why ? why : "not supported (supports() gave no reason)");
+		s[k].reason = strdup(why);
 		if (!s[k++].reason) {
 			skips_release(s, k);
 			return vs_error(VS_ENOMEM, "out of memory");
@@ -636,22 +1157,14 @@ static int reference_skips(char ***out, const struct plan *p, const struct plan_
 	if (!skip)
 		return vs_oom();
 	for (int i = 0; i < p->ntasks; i++) {
-		struct mla_decode_args a;
 		char why[256] = "";
 
-		if (ref->nconfigs == 0) {
+		if (ref->nconfigs == 0)
 			skip[i] = fs_printf("no configs for generation '%s'", p->gen);
-		} else if (impl && impl->supports) {
-			task_kernel_shape(&a, &p->tasks[i]); /* supports() sees no pointer, no device */
-			if (impl->supports(&a, why, sizeof(why)) != 1) {
-				why[sizeof(why) - 1] = '\0';
-				skip[i] = strdup(*why ? why : "not supported (supports() gave no reason)");
-			} else {
-				continue;
-			}
-		} else {
+		else if (impl && impl_skips_task(impl, &p->tasks[i], why, sizeof(why)))
+			skip[i] = strdup(why);
+		else
 			continue;
-		}
 		if (!skip[i]) {
 			for (int k = 0; k < i; k++)
 				free(skip[k]);
@@ -966,7 +1479,7 @@ static void protocol_defaults(struct plan_protocol *pr, int gpu, const char *tie
 
 int plan_e2e_task(const struct task_spec *s)
 {
-	return s->s_q == 1 && s->kv_dtype == MLA_KV_BF16 && s->h_q > 0 && 128 % s->h_q == 0;
+	return s->topk == 0 && s->s_q == 1 && s->kv_dtype == MLA_KV_BF16 && s->h_q > 0 && 128 % s->h_q == 0;
 }
 
 static void e2e_release(struct plan_e2e *e)
@@ -1174,16 +1687,33 @@ static int tier_bit_of(const char *tier)
 	return 0;
 }
 
-/* The dtypes a card's tasks are planned for, in its order (at most two): returns how many. */
-static int planned_dtypes(int32_t dtypes[2], const struct card *c)
+/* A cache format a plan's tasks are planned for, with the card's topk for it (0: dense). */
+struct planned_format {
+	int32_t kv_dtype;
+	int topk, extra_topk;
+	const char *why; /* card_form()'s */
+};
+
+#define PLAN_MAX_FORMATS 4
+
+/*
+ * The formats a card's tasks are planned for, in its order: those of its form (card_form()), at
+ * most two for the dense form (bf16, fp8_e4m3_fnuz) and PLAN_MAX_FORMATS for the sparse one.
+ * Returns how many.
+ */
+static int planned_formats(struct planned_format *f, const struct card *c)
 {
-	int n = 0;
+	int n = 0, max = card_sparse(c) ? PLAN_MAX_FORMATS : 2;
 
-	for (int i = 0; i < c->match.dtypes.count && n < 2; i++) {
+	for (int i = 0; i < c->match.dtypes.count && n < max; i++) {
 		int32_t d = mla_kv_dtype_parse(c->match.dtypes.items[i]);
+		int dup = 0;
 
-		if (d && (n == 0 || dtypes[0] != d))
-			dtypes[n++] = d;
+		for (int k = 0; k < n; k++)
+			dup |= f[k].kv_dtype == d;
+		if (!d || dup || !card_form(c, d, &f[n].topk, &f[n].extra_topk, &f[n].why))
+			continue;
+		f[n++].kv_dtype = d;
 	}
 	return n;
 }
@@ -1214,22 +1744,39 @@ static double card_relax(const struct card *c)
  * planned dtype, in that order, with their hashes. What plan_build() plans and plan_check_card()
  * derives again.
  */
-static int derive_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, int tier_bit, int gpu, double relax)
+static int derive_tasks(struct plan *np, const struct planned_format *fmts, int nfmts, int tier_bit, int gpu,
+			double relax)
 {
-	size_t cap = sizeof(shapes) / sizeof(shapes[0]) * 2;
+	size_t cap = NSHAPES * 2 + NSPARSE_SHAPES * PLAN_MAX_FORMATS;
 
 	np->tasks = calloc(cap, sizeof(*np->tasks));
 	np->task_hash = calloc(cap, sizeof(*np->task_hash));
 	VS_CHECK_ALLOC(np->tasks && np->task_hash);
-	for (int d = 0; d < ndtypes; d++) {
-		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+	for (int d = 0; d < nfmts; d++) {
+		for (size_t i = 0; fmts[d].topk && i < NSPARSE_SHAPES; i++) {
+			const struct sparse_shape *sh = &sparse_shapes[i];
+			int err;
+
+			if (!(sh->tiers & tier_bit) || (sh->gpu_only && !gpu) || !sparse_row_fits(sh, fmts[d].kv_dtype))
+				continue;
+			err = sparse_to_spec(&np->tasks[np->ntasks], sh, fmts[d].kv_dtype, fmts[d].topk,
+					     fmts[d].extra_topk);
+			if (!err && relax > 0)
+				relax_tolerances(&np->tasks[np->ntasks], relax);
+			if (!err)
+				err = task_spec_hash(&np->tasks[np->ntasks], np->task_hash[np->ntasks]);
+			if (err)
+				return err;
+			np->ntasks++;
+		}
+		for (size_t i = 0; !fmts[d].topk && i < NSHAPES; i++) {
 			const struct shape *sh = &shapes[i];
 			int err;
 
 			if (!(sh->tiers & tier_bit) || (sh->gpu_only && !gpu) ||
-			    (sh->bf16_only && dtypes[d] != MLA_KV_BF16))
+			    (sh->bf16_only && fmts[d].kv_dtype != MLA_KV_BF16))
 				continue;
-			err = shape_to_spec(&np->tasks[np->ntasks], sh, dtypes[d]);
+			err = shape_to_spec(&np->tasks[np->ntasks], sh, fmts[d].kv_dtype);
 			if (!err && relax > 0)
 				relax_tolerances(&np->tasks[np->ntasks], relax);
 			if (!err)
@@ -1239,6 +1786,201 @@ static int derive_tasks(struct plan *np, const int32_t *dtypes, int ndtypes, int
 			np->ntasks++;
 		}
 	}
+	return 0;
+}
+
+/* ---- workload plans (docs/DESIGN.md "Workloads") ---------------------------------------------- */
+
+char *plan_workload_path(const char *arg)
+{
+	char *name, *path;
+
+	if (strchr(arg, '/') || has_suffix(arg, ".yaml"))
+		return strdup(arg);
+	name = fs_printf("workloads/%s.yaml", arg);
+	path = name ? fs_join(vs_repo_root(), name) : NULL;
+	free(name);
+	return path;
+}
+
+static void workload_plan_release(struct plan_workload *w)
+{
+	if (!w)
+		return;
+	free(w->id);
+	free(w->path);
+	free(w->concurrency);
+	free(w->steps);
+	free(w->weight);
+	free(w);
+}
+
+/*
+ * The workload at file (as the plan or the user names it; a repo-relative one is read against the
+ * repository root), its trace, and its tasks. want_sha256 (or NULL): the hash the plan recorded,
+ * refused with both hashes when the file changed since.
+ */
+static int workload_tasks_of(struct workload_tasks *wt, struct workload *w, const char *file, const char *want_sha256)
+{
+	struct workload_trace trace = {0};
+	char *abs = file[0] == '/' ? strdup(file) : NULL;
+	int err;
+
+	if (!abs && !access(file, R_OK))
+		abs = strdup(file);
+	if (!abs)
+		abs = fs_join(vs_repo_root(), file);
+	VS_CHECK_ALLOC(abs);
+	memset(w, 0, sizeof(*w));
+	memset(wt, 0, sizeof(*wt));
+	err = workload_load(w, abs);
+	free(abs);
+	if (err)
+		return err;
+	if (want_sha256 && strcmp(want_sha256, w->sha256)) {
+		err = vs_error(VS_EVERIFY,
+			       "%s: sha256 is %.16s..., the plan was made from %.16s...: the workload changed since "
+			       "the "
+			       "plan was emitted; emit it again",
+			       file, w->sha256, want_sha256);
+		workload_release(w);
+		return err;
+	}
+	if (w->trace_path &&
+	    (err = workload_trace_read(&trace, w->trace_path, w->context_column, w->generated_column))) {
+		workload_release(w);
+		return err;
+	}
+	err = workload_derive(wt, w, w->trace_path ? &trace : NULL);
+	workload_trace_release(&trace);
+	if (err)
+		workload_release(w);
+	return err;
+}
+
+/*
+ * The tasks of a workload plan: the workload's tasks once per planned dtype that the workload runs
+ * (card order), each task's weight split evenly over those dtypes. Fills np->tasks, np->task_hash
+ * and np->workload (whose id, path and hashes the caller sets).
+ */
+static int derive_workload_tasks(struct plan *np, const struct planned_format *fmts, int nfmts,
+				 const struct workload *w, const struct workload_tasks *wt, double relax)
+{
+	int32_t use[PLAN_MAX_FORMATS];
+	int nuse = 0, cap;
+
+	for (int d = 0; d < nfmts; d++) {
+		if (fmts[d].topk)
+			return vs_error(
+				VS_EUNSUPPORTED,
+				"%s: a sparse (DSA) card: workloads plan the dense decode only so far (a sparse "
+				"workload needs the indexer's topk and cache format in its model: not built yet)",
+				w->path);
+		for (int k = 0; k < w->n_kv_dtypes; k++)
+			if (w->kv_dtypes[k] == fmts[d].kv_dtype)
+				use[nuse++] = fmts[d].kv_dtype;
+	}
+	if (!nuse)
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: model.kv_dtypes has none of the card's planned dtypes (%s%s%s): nothing to plan",
+				w->path, nfmts ? mla_kv_dtype_name(fmts[0].kv_dtype) : "", nfmts > 1 ? ", " : "",
+				nfmts > 1 ? mla_kv_dtype_name(fmts[1].kv_dtype) : "");
+	cap = wt->count * nuse;
+	np->tasks = calloc((size_t)cap, sizeof(*np->tasks));
+	np->task_hash = calloc((size_t)cap, sizeof(*np->task_hash));
+	np->workload = calloc(1, sizeof(*np->workload));
+	VS_CHECK_ALLOC(np->tasks && np->task_hash && np->workload);
+	np->workload->concurrency = calloc((size_t)cap, sizeof(int));
+	np->workload->steps = calloc((size_t)cap, sizeof(int));
+	np->workload->weight = calloc((size_t)cap, sizeof(double));
+	VS_CHECK_ALLOC(np->workload->concurrency && np->workload->steps && np->workload->weight);
+	np->workload->seed = wt->seed;
+	memcpy(np->workload->sha256, wt->workload_sha256, 65);
+	memcpy(np->workload->trace_sha256, wt->trace_sha256, 65);
+	for (int d = 0; d < nuse; d++) {
+		for (int k = 0; k < wt->count; k++) {
+			const struct workload_task *x = &wt->items[k];
+			struct task_spec *s = &np->tasks[np->ntasks];
+			struct shape sh;
+			char tag[64];
+			int err;
+
+			memset(&sh, 0, sizeof(sh));
+			snprintf(tag, sizeof(tag), "wl-c%d-t%d", x->concurrency, k);
+			sh.tag = tag;
+			sh.batch = x->batch;
+			sh.s_q = w->s_q;
+			sh.h_q = w->h_q;
+			sh.page_size = w->page_size;
+			sh.uniform = 1;
+			err = shape_to_spec(s, &sh, use[d]);
+			if (!err) {
+				int64_t pages = 0;
+				int32_t max_len = 0;
+
+				/* the sampled step's lengths, pages as shape_to_spec() counts them */
+				for (int b = 0; b < x->batch; b++) {
+					s->seqlens[b] = x->seqlens[b];
+					max_len = x->seqlens[b] > max_len ? x->seqlens[b] : max_len;
+					pages += (x->seqlens[b] + w->page_size - 1) / w->page_size;
+				}
+				s->max_pages = (max_len + w->page_size - 1) / w->page_size;
+				if (s->max_pages < 1)
+					s->max_pages = 1;
+				s->num_pages = (int32_t)(pages + pages / 8 + 2);
+				/* the name says the workload; the seed follows the workload's, not only the name */
+				s->seed = (fnv1a(s->name) ^ (wt->seed * 0x9e3779b97f4a7c15ull)) & ((1ull << 53) - 1);
+				if (relax > 0)
+					relax_tolerances(s, relax);
+				err = task_spec_hash(s, np->task_hash[np->ntasks]);
+			}
+			if (err)
+				return err;
+			np->workload->concurrency[np->ntasks] = x->concurrency;
+			np->workload->steps[np->ntasks] = x->steps;
+			np->workload->weight[np->ntasks] = x->weight / nuse;
+			np->ntasks++;
+		}
+	}
+	return 0;
+}
+
+/* 1 when the card's match.dtypes lists a block-scaled cache format (the sparse form's). */
+static int lists_blockscaled(const struct card *c)
+{
+	for (int i = 0; i < c->match.dtypes.count; i++)
+		if (mla_kv_is_blockscaled(mla_kv_dtype_parse(c->match.dtypes.items[i])))
+			return 1;
+	return 0;
+}
+
+/*
+ * The form the plan takes and why, for the summary (malloc'd into *out): "sparse (match.arch_class
+ * deepseek_dsa): fp8_ds_mla, topk 2048 (the default of the V3.2 formats)" or "dense (match.arch_class
+ * names no deepseek_dsa): bf16, fp8_e4m3_fnuz".
+ */
+static int form_note(char **out, const struct card *c, const struct planned_format *f, int n)
+{
+	char buf[512];
+	size_t at;
+
+	at = (size_t)snprintf(buf, sizeof(buf), "%s",
+			      card_sparse(c) ? "sparse (match.arch_class " CARD_ARCH_SPARSE "):" :
+					       "dense (match.arch_class names no " CARD_ARCH_SPARSE "):");
+	for (int i = 0; i < n && at < sizeof(buf); i++) {
+		if (!f[i].topk)
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s %s", i ? "," : "",
+					       mla_kv_dtype_name(f[i].kv_dtype));
+		else if (f[i].extra_topk)
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s cache %s, topk %d + extra_topk %d (%s)",
+					       i ? ";" : "", mla_kv_dtype_name(f[i].kv_dtype), f[i].topk,
+					       f[i].extra_topk, f[i].why);
+		else
+			at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s cache %s, topk %d (%s)", i ? ";" : "",
+					       mla_kv_dtype_name(f[i].kv_dtype), f[i].topk, f[i].why);
+	}
+	*out = strdup(buf);
+	VS_CHECK_ALLOC(*out);
 	return 0;
 }
 
@@ -1254,12 +1996,19 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	const char *gen = o && o->gen ? o->gen : NULL;
 	const char *base = o && o->baseline ? o->baseline : NULL;
 	const char *cand = o && o->candidate ? o->candidate : NULL;
-	int tier_bit = 0, ndtypes = 0, err = 0, gpu;
-	int32_t dtypes[2];
+	int tier_bit = 0, nfmts = 0, err = 0, gpu;
+	struct planned_format fmts[PLAN_MAX_FORMATS];
 
 	memset(&np, 0, sizeof(np));
 	np.generator = VS_GENERATOR_VERSION;
-	if (!(tier_bit = tier_bit_of(tier)))
+	if (o && o->workload && o->tier)
+		return vs_error(VS_EUSAGE,
+				"--tier %s and --workload %s: a workload plan's tasks come from its traffic, "
+				"not from a tier; give one of them",
+				o->tier, o->workload);
+	if (o && o->workload)
+		tier = "workload";
+	else if (!(tier_bit = tier_bit_of(tier)))
 		return vs_error(VS_EUSAGE, "unknown tier '%s' (smoke, standard, full)", tier);
 	if (!c->scope || (strcmp(c->scope, "kernel") && strcmp(c->scope, "e2e")))
 		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned: kernel and e2e are", c->path,
@@ -1272,12 +2021,19 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (!list_has(&c->match.regimes, "decode"))
 		return vs_error(VS_EUNSUPPORTED, "%s: match.regimes has no 'decode': only MLA decode is planned",
 				c->path);
-	ndtypes = planned_dtypes(dtypes, c);
-	if (!ndtypes)
+	nfmts = planned_formats(fmts, c);
+	if (!nfmts && card_sparse(c))
 		return vs_error(VS_EUNSUPPORTED,
-				"%s: match.dtypes has none of the planned dtypes (bf16, "
-				"fp8_e4m3_fnuz)",
-				c->path);
+				"%s: match.dtypes has none of the sparse form's cache formats (bf16, fp8_ds_mla, "
+				"fp8_model1, fp8_ds_mla_fnuz, fp8_model1_fnuz), which match.arch_class %s selects",
+				c->path, CARD_ARCH_SPARSE);
+	if (!nfmts)
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: match.dtypes has none of the dense form's dtypes (bf16, fp8_e4m3_fnuz)%s", c->path,
+				lists_blockscaled(c) ?
+					": a block-scaled cache is the sparse form's (add " CARD_ARCH_SPARSE
+					" to match.arch_class)" :
+					"");
 	if (!gen) {
 		if (c->match.gens.count < 1)
 			return vs_error(VS_ESCHEMA, "%s: match.gens is empty", c->path);
@@ -1332,7 +2088,38 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		goto done;
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
 
-	if ((err = derive_tasks(&np, dtypes, ndtypes, tier_bit, gpu, card_relax(c))))
+	if (o && o->workload) {
+		struct workload w;
+		struct workload_tasks wt;
+		char *file = plan_workload_path(o->workload), *rel;
+
+		if (!file) {
+			err = vs_oom();
+			goto done;
+		}
+		err = workload_tasks_of(&wt, &w, file, NULL);
+		if (!err) {
+			err = derive_workload_tasks(&np, fmts, nfmts, &w, &wt, card_relax(c));
+			rel = err ? NULL : py_rel(file);
+			if (!err && (!rel || !(np.workload->id = strdup(w.id))))
+				err = vs_oom();
+			if (!err)
+				np.workload->path = rel;
+			if (!err && !list_has(&c->expects.workloads, w.id))
+				vs_warn("%s does not claim for workload '%s' (expects.workloads): this plan's runs "
+					"cannot be "
+					"recorded into the card; list it there first",
+					c->path, w.id);
+			workload_tasks_release(&wt);
+			workload_release(&w);
+		}
+		free(file);
+		if (err)
+			goto done;
+	} else if ((err = derive_tasks(&np, fmts, nfmts, tier_bit, gpu, card_relax(c)))) {
+		goto done;
+	}
+	if ((err = form_note(&np.form_note, c, fmts, nfmts)))
 		goto done;
 	if (o && o->nreferences && (err = plan_references(&np, o, gen)))
 		goto done;
@@ -1454,6 +2241,22 @@ static void skips_to_json(int *oom, cJSON *j, const struct plan_impl *pi, const 
 }
 
 /* Seeds above 2^53 do not survive a JSON number: they are written as decimal strings. */
+/* A double as the shortest text that reads back to it (cJSON's printer does not round-trip). */
+static cJSON *real_json(int *oom, double v)
+{
+	char t[40];
+	cJSON *j;
+
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(t, sizeof(t), "%.*g", prec, v);
+		if (strtod(t, NULL) == v)
+			break;
+	}
+	if (!(j = cJSON_CreateRaw(t)))
+		*oom = 1;
+	return j;
+}
+
 static void add_u64(int *oom, cJSON *j, const char *key, uint64_t v)
 {
 	char buf[32];
@@ -1494,6 +2297,8 @@ static cJSON *gates_to_json(int *oom, const struct plan *p)
 	jsonfile_put_str(oom, j, "parity", p->parity_required ? "required" : "advisory");
 	jsonfile_put_num(oom, j, "isolated_speedup_min", p->speedup_min);
 	jsonfile_put_bool(oom, j, "capture", p->capture_required);
+	if (p->workload)
+		jsonfile_put_str(oom, j, "speedup_basis", "workload");
 	if (p->e2e.enabled && p->e2e.gate)
 		jsonfile_put_num(oom, j, "e2e_delta_min_pct", p->e2e.delta_min_pct);
 	return j;
@@ -1544,6 +2349,15 @@ int plan_to_text(char **out, const struct plan *p)
 		jsonfile_put_str(oom, pj, "run", p->pins_run);
 		jsonfile_put_str(oom, pj, "result_sha256", p->pins_sha256);
 	}
+	if (p->workload) {
+		cJSON *wj = jsonfile_put_obj(oom, root, "workload");
+
+		jsonfile_put_str(oom, wj, "id", p->workload->id);
+		jsonfile_put_str(oom, wj, "path", p->workload->path);
+		jsonfile_put_str(oom, wj, "sha256", p->workload->sha256);
+		jsonfile_put_str(oom, wj, "trace_sha256", p->workload->trace_sha256);
+		add_u64(oom, wj, "seed", p->workload->seed);
+	}
 	tasks = jsonfile_put_arr(oom, root, "tasks");
 	for (int i = 0; i < p->ntasks; i++) {
 		cJSON *t = cJSON_CreateObject();
@@ -1552,6 +2366,13 @@ int plan_to_text(char **out, const struct plan *p)
 		jsonfile_put_num(oom, t, "bytes", task_bytes(&p->tasks[i]));
 		jsonfile_put_num(oom, t, "flops", task_flops(&p->tasks[i]));
 		jsonfile_put(oom, t, "spec", task_spec_to_json(&p->tasks[i]));
+		if (p->workload) {
+			cJSON *wj = jsonfile_put_obj(oom, t, "workload");
+
+			jsonfile_put_num(oom, wj, "concurrency", p->workload->concurrency[i]);
+			jsonfile_put_num(oom, wj, "steps", p->workload->steps[i]);
+			jsonfile_put(oom, wj, "weight", real_json(oom, p->workload->weight[i]));
+		}
 		if (p->pins) {
 			cJSON *pc = pins_to_json(oom, p, i);
 
@@ -2080,8 +2901,10 @@ struct plan_keys {
 };
 
 static const struct plan_keys plan_keys[] = {
-	{"", "schema card operator regime tier gen model baseline candidate references build pinned tasks protocol "
-	     "gates e2e"},
+	{"", "schema card operator regime tier gen model baseline candidate references build pinned workload tasks "
+	     "protocol gates e2e"},
+	{"workload", "id path sha256 trace_sha256 seed"},
+	{"tasks[].workload", "concurrency steps weight"},
 	{"card", "id path hash"},
 	{"baseline", "impl backend plugin python configs unsupported"},
 	{"candidate", "impl backend plugin python configs unsupported"},
@@ -2097,11 +2920,11 @@ static const struct plan_keys plan_keys[] = {
 	{"references[].unsupported[]", "task hash reason"},
 	{"references[].skips[]", "task name reason"},
 	{"pinned", "run result_sha256"},
-	{"tasks[]", "hash bytes flops spec configs"},
+	{"tasks[]", "hash bytes flops spec configs workload"},
 	{"tasks[].configs", "baseline candidate references"},
 	{"protocol", "warmup tuning_samples min_pairs max_pairs max_seconds rel_halfwidth bootstrap_resamples "
 		     "bootstrap_seed check_every flush_factor review_bound timing"},
-	{"gates", "parity isolated_speedup_min capture e2e_delta_min_pct"},
+	{"gates", "parity isolated_speedup_min capture speedup_basis e2e_delta_min_pct"},
 	{"e2e", "step tasks min_pairs max_pairs max_seconds rel_halfwidth"},
 };
 
@@ -2166,6 +2989,73 @@ static int plan_keys_check(const cJSON *o, const char *schema_path, const char *
 }
 
 static void spec_diff_named(char *diff, size_t cap, const struct task_spec *have);
+
+/*
+ * A workload plan's "workload" object and each task's "workload" entry: all present or none; the
+ * weights positive and summing to 1 (to 1e-9). Sets np->workload, or leaves it NULL for a tier plan.
+ */
+static int workload_from_json(struct plan *np, const cJSON *root, const char *path)
+{
+	const cJSON *wj = cJSON_GetObjectItemCaseSensitive(root, "workload");
+	const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(root, "tasks");
+	struct plan_workload *w;
+	const char *seed;
+	double sum = 0;
+	int err = 0;
+
+	if (!wj) {
+		for (int i = 0; i < np->ntasks; i++)
+			if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tasks, i), "workload"))
+				return vs_error(VS_ESCHEMA, "%s: tasks[%d].workload in a plan without \"workload\"",
+						path, i);
+		if (!strcmp(np->tier, "workload"))
+			return vs_error(VS_ESCHEMA, "%s: tier is 'workload' but the plan has no \"workload\"", path);
+		return 0;
+	}
+	if (strcmp(np->tier, "workload"))
+		return vs_error(VS_ESCHEMA, "%s: the plan has a \"workload\" but its tier is '%s', not 'workload'",
+				path, np->tier);
+	w = calloc(1, sizeof(*w));
+	VS_CHECK_ALLOC(w);
+	np->workload = w;
+	w->concurrency = calloc((size_t)np->ntasks, sizeof(int));
+	w->steps = calloc((size_t)np->ntasks, sizeof(int));
+	w->weight = calloc((size_t)np->ntasks, sizeof(double));
+	VS_CHECK_ALLOC(w->concurrency && w->steps && w->weight);
+	if ((err = dup_str(&w->id, wj, "id", path)) || (err = dup_str(&w->path, wj, "path", path)))
+		return err;
+	if (!get_str(wj, "sha256") || strlen(get_str(wj, "sha256")) != 64)
+		return vs_error(VS_ESCHEMA, "%s: workload.sha256 must be 64 hex digits", path);
+	memcpy(w->sha256, get_str(wj, "sha256"), 65);
+	if (!get_str(wj, "trace_sha256") || (*get_str(wj, "trace_sha256") && strlen(get_str(wj, "trace_sha256")) != 64))
+		return vs_error(VS_ESCHEMA, "%s: workload.trace_sha256 must be 64 hex digits or empty", path);
+	memcpy(w->trace_sha256, get_str(wj, "trace_sha256"), strlen(get_str(wj, "trace_sha256")) + 1);
+	seed = get_str(wj, "seed");
+	if (!seed || !*seed || strspn(seed, "0123456789") != strlen(seed))
+		return vs_error(VS_ESCHEMA, "%s: workload.seed must be a decimal string", path);
+	w->seed = strtoull(seed, NULL, 10);
+	for (int i = 0; i < np->ntasks; i++) {
+		const cJSON *tw = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tasks, i), "workload");
+		char where[64];
+
+		snprintf(where, sizeof(where), "tasks[%d].workload", i);
+		if (!cJSON_IsObject(tw))
+			return vs_error(VS_ESCHEMA, "%s: %s is missing (a workload plan weighs every task)", path,
+					where);
+		if ((err = get_int(&w->concurrency[i], tw, "concurrency", 1, WORKLOAD_MAX_CONCURRENCY, path, where)) ||
+		    (err = get_int(&w->steps[i], tw, "steps", 1, INT32_MAX, path, where)) ||
+		    (err = get_real(&w->weight[i], tw, "weight", 0, 1, path, where)))
+			return err;
+		if (!(w->weight[i] > 0))
+			return vs_error(VS_ESCHEMA,
+					"%s: %s.weight is 0: every task of a workload plan weighs something", path,
+					where);
+		sum += w->weight[i];
+	}
+	if (fabs(sum - 1) > 1e-9)
+		return vs_error(VS_ESCHEMA, "%s: the tasks' workload weights sum to %.12g, not 1", path, sum);
+	return 0;
+}
 
 int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 {
@@ -2307,8 +3197,20 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	if (!evidence_mode && ((err = impl_skips_check(&np.baseline, &np, "baseline", path)) ||
 			       (err = impl_skips_check(&np.candidate, &np, "candidate", path))))
 		goto done;
-	if ((err = pins_from_json(&np, root, path)))
+	if ((err = pins_from_json(&np, root, path)) || (err = workload_from_json(&np, root, path)))
 		goto done;
+	if (np.workload != NULL) {
+		const char *basis = get_str(gates, "speedup_basis");
+
+		if (!basis || strcmp(basis, "workload")) {
+			err = vs_error(VS_ESCHEMA, "%s: gates.speedup_basis must be 'workload' in a workload plan",
+				       path);
+			goto done;
+		}
+	} else if (cJSON_GetObjectItemCaseSensitive(gates, "speedup_basis")) {
+		err = vs_error(VS_ESCHEMA, "%s: gates.speedup_basis in a plan without a workload", path);
+		goto done;
+	}
 	*p = np;
 	memset(&np, 0, sizeof(np));
 done:
@@ -2351,20 +3253,24 @@ static void print_reference(const struct plan *p, int k, FILE *f)
 
 /*
  * The shapes tier full adds to standard that a backend cannot run (the GPU benchmark shapes on the
- * CPU), as "a, b" into buf; returns how many tier full adds that it can run.
+ * CPU), as "a, b" into buf; returns how many tier full adds that it can run. sparse: the sparse
+ * form's grid.
  */
-static int full_tier_extra(char *buf, size_t cap, int gpu)
+static int full_tier_extra(char *buf, size_t cap, int gpu, int sparse)
 {
 	int runnable = 0;
+	size_t n = sparse ? NSPARSE_SHAPES : NSHAPES;
 
 	*buf = '\0';
-	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-		const struct shape *sh = &shapes[i];
+	for (size_t i = 0; i < n; i++) {
+		int tiers = sparse ? sparse_shapes[i].tiers : shapes[i].tiers;
+		int gpu_only = sparse ? sparse_shapes[i].gpu_only : shapes[i].gpu_only;
+		const char *tag = sparse ? sparse_shapes[i].tag : shapes[i].tag;
 
-		if (!(sh->tiers & T_FULL) || (sh->tiers & T_STD))
+		if (!(tiers & T_FULL) || (tiers & T_STD))
 			continue;
-		if (sh->gpu_only && !gpu)
-			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? ", " : "", sh->tag);
+		if (gpu_only && !gpu)
+			snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? ", " : "", tag);
 		else
 			runnable++;
 	}
@@ -2375,9 +3281,26 @@ void plan_print_summary(const struct plan *p, FILE *f)
 {
 	double bytes = 0, flops = 0;
 	const cJSON *k;
-	int w = 14;
+	int w = 14, nw = 34;
 
 	fprintf(f, "plan for %s (%s), tier %s, generation %s\n", p->card_id, p->card_path, p->tier, p->gen);
+	if (p->workload) {
+		int conc = -1;
+
+		fprintf(f, "  workload   %s (%s, sha256 %.16s...%s%.16s%s, seed %llu): %d tasks from its traffic\n",
+			p->workload->id, p->workload->path, p->workload->sha256,
+			*p->workload->trace_sha256 ? "; trace " : "", p->workload->trace_sha256,
+			*p->workload->trace_sha256 ? "..." : "", (unsigned long long)p->workload->seed, p->ntasks);
+		for (int i = 0; i < p->ntasks; i++) {
+			if (p->workload->concurrency[i] != conc) {
+				conc = p->workload->concurrency[i];
+				fprintf(f, "             concurrency %d:", conc);
+				for (int j = i; j < p->ntasks && p->workload->concurrency[j] == conc; j++)
+					fprintf(f, " %.3f", p->workload->weight[j]);
+				fprintf(f, " (weights)\n");
+			}
+		}
+	}
 	w = (int)strlen(p->baseline.name) > w ? (int)strlen(p->baseline.name) : w;
 	w = (int)strlen(p->candidate.name) > w ? (int)strlen(p->candidate.name) : w;
 	fprintf(f, "  baseline   %-*s %3d config%s (%s)\n", w, p->baseline.name, p->baseline.nconfigs,
@@ -2401,12 +3324,18 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	}
 	for (int k = 0; k < p->nrefs; k++)
 		print_reference(p, k, f);
-	fprintf(f, "  gates      parity %s, isolated speedup CI lower bound >= %g, capture %s\n",
-		p->parity_required ? "required" : "advisory", p->speedup_min,
-		p->capture_required ? "required" : "n/a on the CPU");
+	if (p->form_note)
+		fprintf(f, "  form       %s\n", p->form_note);
+	else if (p->ntasks > 0)
+		fprintf(f, "  form       %s\n", p->tasks[0].topk ? "sparse (its tasks have topk)" : "dense");
+	fprintf(f, "  gates      parity %s, %s CI lower bound >= %g, capture %s\n",
+		p->parity_required ? "required" : "advisory",
+		p->workload ? "workload speedup (sum w x t_base / sum w x t_cand; geomean beside, not gated)" :
+			      "isolated speedup",
+		p->speedup_min, p->capture_required ? "required" : "n/a on the CPU");
 	if (p->ntasks > 0) {
 		const struct task_spec *t = &p->tasks[0];
-		struct task_spec tool;
+		struct task_spec tool = {.topk = t->topk};
 
 		tolerances(&tool);
 		fprintf(f, "  tolerance  out atol %g rtol %g, lse atol %g rtol %g%s\n", t->tol_out.atol,
@@ -2438,15 +3367,25 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		fprintf(f,
 			"  configs    pinned from run %s (result.json sha256 %.16s...): measured with no tuning pass\n",
 			p->pins_run, p->pins_sha256);
-	fprintf(f, "  %-34s %5s %4s %4s %4s %9s %9s%s\n", "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB",
+	for (int i = 0; i < p->ntasks; i++)
+		nw = (int)strlen(p->tasks[i].name) > nw ? (int)strlen(p->tasks[i].name) : nw;
+	fprintf(f, "  %-*s %5s %4s %4s %4s %9s %9s%s%s\n", nw, "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB",
+		p->ntasks > 0 && p->tasks[0].topk ? "  kv_dtype          topk" : "",
 		p->pins ? "  pinned (baseline / candidate)" : "");
 	for (int i = 0; i < p->ntasks; i++) {
 		const struct task_spec *s = &p->tasks[i];
+		char topk[32];
 
 		bytes += task_bytes(s);
 		flops += task_flops(s);
-		fprintf(f, "  %-34s %5d %4d %4d %4d %9.0f %9.1f", s->name, s->batch, s->s_q, s->h_q, s->page_size,
+		fprintf(f, "  %-*s %5d %4d %4d %4d %9.0f %9.1f", nw, s->name, s->batch, s->s_q, s->h_q, s->page_size,
 			sum_lens(s), task_bytes(s) / 1e6);
+		if (s->topk && s->extra_topk)
+			snprintf(topk, sizeof(topk), "%d+%d", s->topk, s->extra_topk);
+		else
+			snprintf(topk, sizeof(topk), "%d", s->topk);
+		if (p->tasks[0].topk)
+			fprintf(f, "  %-16s %6s", mla_kv_dtype_name(s->kv_dtype), topk);
 		if (p->pins) {
 			const struct plan_pin *pin = &p->pins[i];
 
@@ -2458,10 +3397,10 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	fprintf(f, "  %d tasks, %.1f MB and %.2f GFLOP per pass over every task\n", p->ntasks, bytes / 1e6,
 		flops / 1e9);
 	if (!strcmp(p->tier, "full")) {
-		char gpu_only[256];
+		char gpu_only[1024];
 		int gpu = strcmp(p->candidate.backend, "cpu") != 0;
 
-		if (!full_tier_extra(gpu_only, sizeof(gpu_only), gpu))
+		if (!full_tier_extra(gpu_only, sizeof(gpu_only), gpu, p->ntasks > 0 && p->tasks[0].topk > 0))
 			fprintf(f,
 				"  note: tier full equals tier standard on the %s backend: the shapes it adds (%s) "
 				"are GPU benchmark shapes, planned for GPU backends only\n",
@@ -2593,12 +3532,14 @@ void plan_release(struct plan *p)
 {
 	if (!p)
 		return;
+	workload_plan_release(p->workload);
 	free(p->card_id);
 	free(p->card_path);
 	free(p->tier);
 	free(p->gen);
 	free(p->model);
 	free(p->regime);
+	free(p->form_note);
 	impl_release(&p->baseline);
 	impl_release(&p->candidate);
 	for (int k = 0; k < p->nrefs; k++) {
@@ -2702,9 +3643,35 @@ static int derive_spec_named(struct task_spec *s, const char *name)
 
 		if (strncmp(name, dn, n) || name[n] != '-')
 			continue;
-		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		for (size_t i = 0; i < NSHAPES; i++)
 			if (!strcmp(name + n + 1, shapes[i].tag))
 				return shape_to_spec(s, &shapes[i], dts[d]);
+	}
+	/* sparse: "<format>-k<topk>[+<extra_topk>]-<tag>" */
+	for (int32_t k = MLA_KV_BF16; k <= MLA_KV_FP8_MODEL1_FNUZ; k++) {
+		const char *dn = mla_kv_dtype_name(k), *at;
+		size_t n = strlen(dn);
+		char *end = NULL;
+		long topk, extra = 0;
+
+		if (k == MLA_KV_FP8_E4M3_FNUZ || strncmp(name, dn, n) || strncmp(name + n, "-k", 2))
+			continue;
+		at = name + n + 2;
+		topk = strtol(at, &end, 10);
+		if (end == at || topk < 1 || topk > CARD_TOPK_MAX)
+			continue;
+		if (*end == '+') {
+			at = end + 1;
+			extra = strtol(at, &end, 10);
+			if (end == at || extra < 1 || extra > CARD_TOPK_MAX)
+				continue;
+		}
+		if (*end != '-')
+			continue;
+		for (size_t i = 0; i < NSPARSE_SHAPES; i++)
+			if (!strcmp(end + 1, sparse_shapes[i].tag) && sparse_row_fits(&sparse_shapes[i], k) &&
+			    (sparse_shapes[i].kind == SK_V4) == (extra > 0))
+				return sparse_to_spec(s, &sparse_shapes[i], k, (int)topk, (int)extra);
 	}
 	return VS_ENOTFOUND;
 }
@@ -2734,13 +3701,13 @@ static void spec_diff_named(char *diff, size_t cap, const struct task_spec *have
 		snprintf(diff, cap, "'%.96s': its spec is the tool's, its hash is not", want.name);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
-	free(want.seqlens);
+	task_spec_release(&want);
 }
 
 static void spec_list_release(struct task_spec *t, int n)
 {
 	for (int i = 0; t && i < n; i++)
-		free(t[i].seqlens);
+		task_spec_release(&t[i]);
 	free(t);
 }
 
@@ -2748,8 +3715,8 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 {
 	struct plan d;
 	char hex[65], source[320];
-	int32_t dtypes[2];
-	int err = 0, oom = 0, tier_bit = 0, ndtypes, gpu, differs = 0;
+	struct planned_format fmts[PLAN_MAX_FORMATS];
+	int err = 0, oom = 0, tier_bit = 0, nfmts, gpu, differs = 0;
 
 	memset(&d, 0, sizeof(d));
 	diff[0] = '\0';
@@ -2768,8 +3735,10 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		DIFFER("card.hash is %.12s... in the plan, but %s hashes to %.12s... (the card changed since the plan "
 		       "was emitted)",
 		       p->card_hash, c->path, hex);
-	if (!(tier_bit = tier_bit_of(p->tier)))
-		DIFFER("tier is '%s' in the plan: the tiers are smoke, standard and full", p->tier);
+	if (p->workload ? strcmp(p->tier, "workload") != 0 : !(tier_bit = tier_bit_of(p->tier)))
+		DIFFER("tier is '%s' in the plan: the tiers are smoke, standard and full (and 'workload' with a "
+		       "workload)",
+		       p->tier);
 	if (!list_has(&c->match.gens, p->gen))
 		DIFFER("gen is '%s' in the plan, which is not in %s's match.gens", p->gen, c->path);
 	if (strcmp(p->regime, "decode"))
@@ -2780,9 +3749,29 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		       p->gen);
 
 	/* The task set of the tier and the card's dtypes, in order, every spec field. */
-	ndtypes = planned_dtypes(dtypes, c);
-	if ((err = derive_tasks(&d, dtypes, ndtypes, tier_bit, gpu, card_relax(c))))
+	nfmts = planned_formats(fmts, c);
+	if (p->workload) {
+		/* The workload's tasks, from the same file (its sha256 checked) and trace. */
+		struct workload w;
+		struct workload_tasks wt;
+
+		if ((err = workload_tasks_of(&wt, &w, p->workload->path, p->workload->sha256)))
+			goto done;
+		err = derive_workload_tasks(&d, fmts, nfmts, &w, &wt, card_relax(c));
+		workload_tasks_release(&wt);
+		workload_release(&w);
+		if (err)
+			goto done;
+		if (strcmp(p->workload->trace_sha256, d.workload->trace_sha256))
+			DIFFER("workload.trace_sha256 is '%.16s...' in the plan, but %s's trace hashes to '%.16s...'",
+			       p->workload->trace_sha256, p->workload->path, d.workload->trace_sha256);
+		if (p->workload->seed != d.workload->seed)
+			DIFFER("workload.seed is %llu in the plan, but %s says %llu",
+			       (unsigned long long)p->workload->seed, p->workload->path,
+			       (unsigned long long)d.workload->seed);
+	} else if ((err = derive_tasks(&d, fmts, nfmts, tier_bit, gpu, card_relax(c)))) {
 		goto done;
+	}
 	for (int i = 0; i < d.ntasks && !plan_trimmed_for_tests; i++) {
 		int k = -1;
 
@@ -2807,7 +3796,18 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 			DIFFER("tasks[%d] is '%s' in the plan, the tool plans '%s' there", j, p->tasks[j].name,
 			       d.tasks[j < d.ntasks ? j : 0].name);
 		prev = k;
-		snprintf(source, sizeof(source), "tier %s", p->tier);
+		if (p->workload &&
+		    (p->workload->concurrency[j] != d.workload->concurrency[k] ||
+		     p->workload->steps[j] != d.workload->steps[k] || p->workload->weight[j] != d.workload->weight[k]))
+			DIFFER("task '%s': workload is concurrency %d, %d steps, weight %.17g in the plan, but %s "
+			       "gives concurrency %d, %d steps, weight %.17g",
+			       p->tasks[j].name, p->workload->concurrency[j], p->workload->steps[j],
+			       p->workload->weight[j], p->workload->path, d.workload->concurrency[k],
+			       d.workload->steps[k], d.workload->weight[k]);
+		if (p->workload)
+			snprintf(source, sizeof(source), "workload %s", p->workload->path);
+		else
+			snprintf(source, sizeof(source), "tier %s", p->tier);
 		if (part_differs(diff, cap, &oom, task_spec_to_json(&p->tasks[j]), task_spec_to_json(&d.tasks[k]), "",
 				 source)) {
 			char line[1024];
@@ -2881,6 +3881,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 done:
 	spec_list_release(d.tasks, d.ntasks);
 	free(d.task_hash);
+	workload_plan_release(d.workload);
 	if (!err && oom)
 		err = vs_oom();
 	if (!err && differs)

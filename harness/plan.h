@@ -125,6 +125,23 @@ struct plan_pin {
 	int refs[VS_PLAN_MAX_REFERENCES];
 };
 
+/**
+ * The workload a plan's tasks come from (docs/DESIGN.md "Workloads"; `--emit-plan --workload`):
+ * NULL in a tier plan. Its tasks are the workload's representative tasks (workload_derive()) crossed
+ * with the planned dtypes, and its speedup gate is the workload speedup, sum of w x t_base over sum
+ * of w x t_cand, with the equal-weight geomean reported beside it.
+ */
+struct plan_workload {
+	char *id;
+	char *path;            /* the workload file, repo-relative when it lies in the repository */
+	char sha256[65];       /* of the file when planned */
+	char trace_sha256[65]; /* of its trace, "" for a histogram */
+	uint64_t seed;         /* the simulation's */
+	int *concurrency;      /* [plan ntasks]: the concurrency (= batch) task i stands for */
+	int *steps;            /* [plan ntasks]: the sampled decode steps it stands for */
+	double *weight;        /* [plan ntasks]: its weight; the weights of a plan sum to 1 */
+};
+
 struct plan {
 	char *card_id;
 	char *card_path; /* as given on the command line, repo-relative when possible */
@@ -133,6 +150,12 @@ struct plan {
 	char *gen;    /* target generation: "x86_64", "sm_90", "gfx942" */
 	char *model;  /* the model shape set the tasks follow */
 	char *regime; /* "decode" */
+	/*
+	 * The form the card selects and why (card_form()), for the summary only ("sparse
+	 * (match.arch_class deepseek_dsa): cache fp8_ds_mla, topk 2048 (the default of the V3.2
+	 * formats)"): set by plan_build(), NULL in a plan read from a file; owned.
+	 */
+	char *form_note;
 	struct plan_impl baseline, candidate;
 	struct plan_reference refs[VS_PLAN_MAX_REFERENCES]; /* [nrefs], in --reference order */
 	int nrefs;
@@ -151,9 +174,10 @@ struct plan {
 	 * --configs-from: per task, the config each role chose in an earlier run, which this plan's
 	 * runs measure with no tuning pass. NULL when no task is pinned (the plan has no "pinned" key).
 	 */
-	struct plan_pin *pins; /* [ntasks] */
-	char *pins_run;        /* that run: its eval dir's name (YYYYMMDDTHHMMSSZ-gen) */
-	char pins_sha256[65];  /* sha256 of its result.json */
+	struct plan_pin *pins;          /* [ntasks] */
+	char *pins_run;                 /* that run: its eval dir's name (YYYYMMDDTHHMMSSZ-gen) */
+	char pins_sha256[65];           /* sha256 of its result.json */
+	struct plan_workload *workload; /* NULL: a tier plan (tier smoke/standard/full); else tier "workload" */
 };
 
 struct plan_options {
@@ -174,7 +198,16 @@ struct plan_options {
 	                            * the CPU (which has no graphs) */
 	int e2e;              /* add the e2e stage (always on for a `scope: e2e` card) */
 	const char *e2e_step; /* its step module file; NULL: plan_e2e_default_step for the backend */
+	const char *workload; /* a workload id (workloads/<id>.yaml in the repository) or a .yaml file: the
+	                       * tasks come from its traffic instead of a tier (tier must be unset) */
 };
+
+/**
+ * The workload file a --workload argument names: a path when it contains '/' or ends in ".yaml",
+ * else workloads/<id>.yaml of the repository this binary was built from. Malloc'd; NULL when out of
+ * memory.
+ */
+char *plan_workload_path(const char *arg);
 
 /** The shipped step modules: DeepSeek-V3's in PyTorch (GPU plans) and in numpy at small dims (CPU). */
 #define PLAN_E2E_STEP_GPU "kernels/torch/deepseek_v3_step.py"

@@ -499,6 +499,13 @@ int pyimpl_describe(struct pyimpl **out, const char *path, const char *arch)
 	kv = cJSON_GetObjectItemCaseSensitive(j, "kv_dtypes");
 	cJSON_ArrayForEach(it, kv) if (cJSON_IsString(it) && mla_kv_dtype_parse(it->valuestring)) p->kv_dtypes |=
 		1 << mla_kv_dtype_parse(it->valuestring);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(j, "forms"))
+	{
+		if (cJSON_IsString(it) && !strcmp(it->valuestring, "dense"))
+			p->forms |= PYIMPL_FORM_DENSE;
+		else if (cJSON_IsString(it) && !strcmp(it->valuestring, "sparse"))
+			p->forms |= PYIMPL_FORM_SPARSE;
+	}
 	p->has_prepare = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_prepare"));
 	p->has_workspace_size = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "has_workspace_size"));
 	if ((err = configs_from_json(&p->configs, &p->nconfigs, cJSON_GetObjectItemCaseSensitive(j, "configs"), path)))
@@ -899,24 +906,17 @@ static int slot_supports(int k, const struct mla_decode_args *a, char *why, size
 	struct supports_answer ans;
 	char tmp[sizeof(ans.why)];
 
+	if (!(s->p->forms & (a->topk > 0 ? PYIMPL_FORM_SPARSE : PYIMPL_FORM_DENSE))) {
+		snprintf(why, cap, "%s form: the module's FORMS lacks it", a->topk > 0 ? "sparse" : "dense");
+		return 0;
+	}
 	if (!(s->p->kv_dtypes & (1 << (a->kv_dtype & 15)))) {
 		snprintf(why, cap, "kv dtype %s: the module's KV_DTYPES lacks it",
 			 mla_kv_dtype_name(a->kv_dtype) ? mla_kv_dtype_name(a->kv_dtype) : "unknown");
 		return 0;
 	}
-	if (!s->p->has_supports) {
-		/* The ABI's rule for a NULL supports(): the dense form with bf16 or fp8_e4m3_fnuz only. */
-		if (a->topk > 0) {
-			snprintf(why, cap, "sparse form: the module defines no supports()");
-			return 0;
-		}
-		if (mla_kv_is_blockscaled(a->kv_dtype)) {
-			snprintf(why, cap, "kv dtype %s: the module defines no supports()",
-				 mla_kv_dtype_name(a->kv_dtype));
-			return 0;
-		}
+	if (!s->p->has_supports)
 		return 1;
-	}
 	memset(&ans, 0, sizeof(ans));
 	ans.key[0] = a->batch;
 	ans.key[1] = a->s_q;

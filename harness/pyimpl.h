@@ -14,7 +14,8 @@
  *     needs to become that interpreter (executable, sys.path, the path of libpython).
  *   - pyimpl_register() describes a module and registers a proxy descriptor in this process's
  *     registry (before the fork): configs come from the description; supports() is answered by
- *     the module's KV_DTYPES and, when it defines supports(), by one co-process per module
+ *     the module's FORMS (a sparse task, topk > 0, only to a module declaring "sparse") and
+ *     KV_DTYPES and, when it defines supports(), by one co-process per module
  *     (`mla_decode.py serve FILE.py`: a shape json per line in, an answer per line out; answers
  *     cached; a one-shot `supports` subprocess if it fails); configs(arch) for another arch than
  *     the described one runs a describe for that arch;
@@ -52,6 +53,10 @@
 #include "fsutil.h"
 #include "mla_decode.h"
 
+/** The forms of the operator a module declares in FORMS (struct pyimpl's forms). */
+#define PYIMPL_FORM_DENSE 1  /* paged cache through block_table and seqlens */
+#define PYIMPL_FORM_SPARSE 2 /* DeepSeek Sparse Attention: top-k indices (kernels/mla_decode.h ABI 3) */
+
 /** Modules one process can register (trampoline slots). */
 #define PYIMPL_MAX_MODULES 8
 
@@ -70,6 +75,7 @@ struct pyimpl {
 	struct mla_decode_config *configs;
 	int nconfigs;
 	int kv_dtypes; /* bit (1 << enum mla_kv_dtype) per declared KV dtype */
+	int forms;     /* PYIMPL_FORM_* per declared form (FORMS; "dense" alone when not declared) */
 	int has_supports, has_prepare, has_workspace_size;
 	char *interpreter;           /* the command run ($VS_PYTHON or "python3") */
 	char *executable;            /* its sys.executable */

@@ -125,6 +125,43 @@ done:
 	return err;
 }
 
+/*
+ * A workload plan's run: its verdict is the card's for that deployment, recorded as
+ * validation.workloads.<workload>@<gen>; the card must claim the workload (expects.workloads), a
+ * claim written before the run like every threshold.
+ */
+static int record_workload(const char *card_path, const struct card *c, const struct evidence *e, const char *eval_dir)
+{
+	struct card_workload_record r;
+	char key[256], *text = NULL, *artifact;
+	size_t len;
+	int err;
+
+	if (!list_has(&c->expects.workloads, e->workload))
+		return vs_error(VS_EVERIFY,
+				"%s: a run of workload '%s', which %s does not claim for: list it in "
+				"expects.workloads (then emit the plan and run again: the claim comes before the run)",
+				eval_dir, e->workload, card_path);
+	if (!(artifact = relative_artifact(eval_dir)))
+		return vs_oom();
+	evidence_workload_record(&r, key, sizeof(key), e, artifact);
+	if (!(err = card_set_workload_record(&text, &len, c, &r)) &&
+	    !(err = fs_write_atomic(card_path, text, len, 0644))) {
+		char sp[96] = "n/a (no task timed with passing parity)";
+
+		if (r.has_speedup)
+			snprintf(sp, sizeof(sp), "%.3f [%.3f, %.3f]", e->workload_speedup, e->workload_lo,
+				 e->workload_hi);
+		printf("%s: recorded %s for workload %s on %s (workload speedup %s, geomean %.3f beside it, parity "
+		       "%s, %s, %s) from %s (validation.workloads.%s)\n",
+		       card_path, r.status, e->workload, e->gen, sp, e->isolated, e->parity ? e->parity : "n/a",
+		       e->device_name, e->date, artifact, key);
+	}
+	free(text);
+	free(artifact);
+	return err;
+}
+
 int record_card(const char *card_path, const char *eval_dir)
 {
 	return record_card_run(card_path, eval_dir, 0);
@@ -173,6 +210,10 @@ int record_card_run(const char *card_path, const char *eval_dir, int older)
 			       eval_dir, e.kernels_tree);
 		goto done;
 	}
+	if (e.workload) {
+		err = record_workload(card_path, &c, &e, eval_dir);
+		goto done;
+	}
 	if ((err = record_which_run(spread, sizeof(spread), over, sizeof(over), &e, eval_dir, older)))
 		goto done;
 	artifact = relative_artifact(eval_dir);
@@ -212,6 +253,36 @@ done:
 	return err;
 }
 
+/* --verify of each validation.workloads record: its evidence verifies and proves what it says. */
+static int verify_workloads(const struct card *c, const char *card_path)
+{
+	int err = 0;
+
+	for (int i = 0; i < c->validation.nworkloads; i++) {
+		const struct card_workload_record *r = &c->validation.workloads[i];
+		struct evidence e;
+		int status, e1;
+
+		memset(&e, 0, sizeof(e));
+		if (!r->artifact || !*r->artifact) {
+			e1 = vs_error(VS_EVERIFY,
+				      "%s: validation.workloads.%s is '%s' without an artifact: a claim "
+				      "without evidence",
+				      card_path, r->key, r->status);
+		} else if (!(e1 = evidence_load(&e, &status, r->artifact, c))) {
+			if (evidence_check_workload_claims(r, &e, card_path, NULL, 0))
+				e1 = VS_EVERIFY;
+			else
+				printf("%s: workload %s on %s: %s, evidence ok (%s)\n", card_path, r->workload, r->gen,
+				       r->status, r->artifact);
+		}
+		evidence_release(&e);
+		if (e1 && !err)
+			err = e1;
+	}
+	return err;
+}
+
 int record_verify(const char *card_path)
 {
 	struct card c;
@@ -239,6 +310,8 @@ int record_verify(const char *card_path)
 				       card_path, have->status);
 		else
 			printf("%s: %s, no evidence claimed\n", card_path, have->status ? have->status : "draft");
+		if (!err)
+			err = verify_workloads(&c, card_path);
 		goto done;
 	}
 	if ((err = evidence_load(&e, &status, have->artifact, &c)))
@@ -248,6 +321,8 @@ int record_verify(const char *card_path)
 		err = VS_EVERIFY;
 	else
 		printf("%s: %s, evidence ok (%s)\n", card_path, have->status, have->artifact);
+	if (!err)
+		err = verify_workloads(&c, card_path);
 done:
 	evidence_release(&e);
 	card_release(&c);

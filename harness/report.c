@@ -59,6 +59,23 @@ struct row {
 	struct cJSON *e2e;          /* the run's e2e numbers (e2e_summary()), or NULL: none */
 	int typed;                  /* the card's validation block is typed (card.h): read, never trusted */
 	char *not_planned;          /* "not planned here (operator 'x')", or NULL: the operator is planned */
+	char *setup;                /* "setup: baseline 0.2 s, candidate 31.5 s" over the run's tasks, or NULL
+	                             * (evidence written before setup was measured) */
+	struct wl_row *wls;         /* the card's deployments: each claimed workload and each record */
+	int nwls;
+};
+
+/* One (card, gen, workload) verdict: a validation.workloads record, or a claimed workload not run. */
+struct wl_row {
+	char *workload, *gen; /* gen "" for a claimed workload with no record */
+	char *status;         /* validated, failed, stale, "not run" */
+	int claimed;          /* listed in expects.workloads */
+	int has_speedup;
+	double est, lo, hi, isolated;
+	char *evidence; /* ok, mismatch, missing, none */
+	char *why;      /* evidence detail or stale reason, or NULL */
+	char *weight;   /* where the time lies: "bf16-wl-c4-t3 41%, ..." from the run, or NULL */
+	char *artifact;
 };
 
 /* One task shape's measured speedup, from result.json. */
@@ -117,6 +134,7 @@ static void row_release(struct row *r)
 	free(r->coverage);
 	free(r->tier);
 	free(r->spread);
+	free(r->setup);
 	for (int i = 0; i < r->nflags && r->flag_list; i++)
 		free(r->flag_list[i]);
 	free(r->flag_list);
@@ -133,6 +151,16 @@ static void row_release(struct row *r)
 	free(r->refs);
 	free(r->shapes);
 	cJSON_Delete(r->e2e);
+	for (int i = 0; i < r->nwls; i++) {
+		free(r->wls[i].workload);
+		free(r->wls[i].gen);
+		free(r->wls[i].status);
+		free(r->wls[i].evidence);
+		free(r->wls[i].why);
+		free(r->wls[i].weight);
+		free(r->wls[i].artifact);
+	}
+	free(r->wls);
 }
 
 static const char *nz_str(const char *s)
@@ -503,6 +531,25 @@ static void fill_run(struct row *r, const struct evidence *e)
 			fs_printf("baseline %s; candidate %s%s%s%s", b, c,
 				  pin ? " (each task's configs pinned from run " : "", pin ? pin : "", pin ? ")" : "");
 		free(pin);
+	}
+	{
+		/* what getting ready cost (prepare, captures), beside the kernel times: summed over tasks */
+		double sb = 0, sc = 0;
+		int have = 0;
+
+		cJSON_ArrayForEach(t, tasks)
+		{
+			const cJSON *xb = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "baseline"), "setup_ms");
+			const cJSON *xc = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "candidate"), "setup_ms");
+
+			have |= cJSON_IsNumber(xb) || cJSON_IsNumber(xc);
+			sb += cJSON_IsNumber(xb) ? xb->valuedouble : 0;
+			sc += cJSON_IsNumber(xc) ? xc->valuedouble : 0;
+		}
+		if (have)
+			r->setup = fs_printf("setup (prepare, first launches, graph captures) baseline %.2f s, "
+					     "candidate %.2f s",
+					     sb * 1e-3, sc * 1e-3);
 	}
 	r->ntasks = cJSON_GetArraySize(tasks);
 	r->ran_tasks = 0;
@@ -896,6 +943,106 @@ static void evidence_mismatch(struct row *r, const char *evidence, const char *w
 	unverified(r);
 }
 
+/* "task 41%, task 30%": the tasks carrying most of the workload's baseline time (result.json). */
+static char *time_share_line(const struct evidence *e)
+{
+	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e->result, "overall"), "workload"),
+		"time_share");
+	const cJSON *x;
+	char buf[512] = "";
+
+	cJSON_ArrayForEach(x, ts)
+	{
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(x, "task");
+		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(x, "baseline_time_share");
+
+		if (cJSON_IsString(t) && cJSON_IsNumber(sh))
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s %.0f%%", *buf ? ", " : "",
+				 t->valuestring, sh->valuedouble * 100);
+	}
+	return *buf ? strdup(buf) : NULL;
+}
+
+/*
+ * The card's deployments (docs/DESIGN.md "Workloads"): every validation.workloads record, checked
+ * against its evidence as the card's own record is, and every workload of expects.workloads with no
+ * record ("not run").
+ */
+static void fill_workloads(struct row *r, const struct card *c, const struct report_options *o, int *mismatches)
+{
+	const struct card_validation *v = &c->validation;
+	int cap = v->nworkloads + c->expects.workloads.count;
+
+	r->wls = calloc((size_t)cap + 1, sizeof(*r->wls));
+	if (!r->wls)
+		return;
+	for (int i = 0; i < v->nworkloads; i++) {
+		const struct card_workload_record *rec = &v->workloads[i];
+		struct wl_row *w = &r->wls[r->nwls++];
+		struct evidence e;
+		int status = EVIDENCE_OK, err, quiet;
+		char why[160] = "";
+
+		memset(&e, 0, sizeof(e));
+		w->workload = dupz(rec->workload);
+		w->gen = dupz(rec->gen);
+		w->status = dupz(rec->status);
+		w->artifact = dupz(rec->artifact);
+		w->has_speedup = rec->has_speedup;
+		w->est = rec->speedup;
+		w->lo = rec->speedup_lo;
+		w->hi = rec->speedup_hi;
+		w->isolated = rec->isolated;
+		for (int k = 0; k < c->expects.workloads.count; k++)
+			w->claimed |= !strcmp(c->expects.workloads.items[k], rec->workload);
+		quiet = vs_error_set_quiet(1);
+		err = evidence_load(&e, &status, rec->artifact, c);
+		if (!err && evidence_check_workload_claims(rec, &e, r->path, why, sizeof(why)))
+			err = VS_EVERIFY;
+		vs_error_set_quiet(quiet);
+		if (err && status == EVIDENCE_STALE_CARD) {
+			free(w->status);
+			w->status = strdup("stale");
+			w->evidence = strdup("ok");
+			w->why = strdup("card content changed after validation");
+		} else if (err) {
+			w->evidence = strdup(status == EVIDENCE_MISSING ? "missing" : "mismatch");
+			w->why = strdup(*why ? why : vs_last_error());
+			(*mismatches)++;
+		} else {
+			w->evidence = strdup("ok");
+			w->weight = time_share_line(&e);
+			if (strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
+				free(w->status);
+				w->status = strdup("stale");
+				w->why = fs_printf("kernels/ changed since validation (tree %.12s, now %.12s)",
+						   e.kernels_tree, VS_KERNELS_TREE);
+			} else if (days_since(e.date) > o->max_age_days) {
+				free(w->status);
+				w->status = strdup("stale");
+				w->why = fs_printf("evidence is %d days old (limit %d)", days_since(e.date),
+						   o->max_age_days);
+			}
+		}
+		evidence_release(&e);
+	}
+	for (int k = 0; k < c->expects.workloads.count; k++) {
+		const char *id = c->expects.workloads.items[k];
+		int has = 0;
+
+		for (int i = 0; i < v->nworkloads; i++)
+			has |= !strcmp(v->workloads[i].workload, id);
+		if (has)
+			continue;
+		r->wls[r->nwls].workload = dupz(id);
+		r->wls[r->nwls].gen = dupz("");
+		r->wls[r->nwls].status = dupz("not run");
+		r->wls[r->nwls].evidence = dupz("none");
+		r->wls[r->nwls++].claimed = 1;
+	}
+}
+
 static void fill_row(struct row *r, const char *path, const struct report_options *o, int *mismatches)
 {
 	struct card c;
@@ -1039,6 +1186,7 @@ static void fill_row(struct row *r, const char *path, const struct report_option
 		snprintf(gens + strlen(gens), sizeof(gens) - strlen(gens), "%s%s:%s", i ? " " : "", g, st);
 	}
 	r->gens = strdup(gens);
+	fill_workloads(r, &c, o, mismatches);
 done:
 	evidence_release(&e);
 	card_release(&c);
@@ -1063,9 +1211,10 @@ static void run_line(char *buf, size_t cap, const struct row *r)
 	}
 	if (r->cores > 0)
 		snprintf(cores, sizeof(cores), ", %d cores", r->cores);
-	snprintf(buf, cap, "%s vs %s on %s%s; %s%s%s; chosen configs: %s", r->baseline, r->candidate,
+	snprintf(buf, cap, "%s vs %s on %s%s; %s%s%s%s%s; chosen configs: %s", r->baseline, r->candidate,
 		 r->device && *r->device ? r->device : "?", cores, r->coverage ? r->coverage : "tier ?",
-		 r->spread ? "; " : "", r->spread ? r->spread : "", r->configs ? r->configs : "-");
+		 r->spread ? "; " : "", r->spread ? r->spread : "", r->setup ? "; " : "", r->setup ? r->setup : "",
+		 r->configs ? r->configs : "-");
 }
 
 /* s with '|' escaped and newlines as spaces, for a markdown table cell. */
@@ -1181,6 +1330,103 @@ static void print_text(FILE *f, struct row *rows, int n, int markdown)
 				r->nflags > 1 ? "; ... (all: --report --format json, markdown or html)" : "");
 		}
 	}
+}
+
+/* ---- deployments (workloads) ------------------------------------------------------------- */
+
+static void wl_cells(char sp[96], char iso[32], const struct wl_row *w)
+{
+	if (w->has_speedup)
+		snprintf(sp, 96, "%.3f [%.3f, %.3f]", w->est, w->lo, w->hi);
+	else
+		snprintf(sp, 96, "-");
+	if (w->has_speedup)
+		snprintf(iso, 32, "%.3f", w->isolated);
+	else
+		snprintf(iso, 32, "-");
+}
+
+/* Each (card, gen, workload) verdict, with where the workload's time lies. Nothing when no card has one. */
+static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
+{
+	int any = 0;
+
+	for (int i = 0; i < n; i++)
+		any |= rows[i].nwls > 0;
+	if (!any)
+		return;
+	if (markdown)
+		fprintf(f,
+			"\n**Deployments** (a workload's verdict gates on its workload speedup, sum w x t_base / sum w "
+			"x t_cand; the equal-weight geomean stands beside it)\n\n| card | workload | gen | status | "
+			"workload speedup | geomean | evidence | where the time lies "
+			"|\n|---|---|---|---|---|---|---|---|\n");
+	else
+		fprintf(f,
+			"\ndeployments (verdict on the workload speedup, sum w x t_base / sum w x t_cand; geomean "
+			"beside it):\n%-30s %-28s %-8s %-10s %-25s %-8s %s\n",
+			"card", "workload", "gen", "status", "workload speedup", "geomean", "evidence");
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < rows[i].nwls; k++) {
+			const struct wl_row *w = &rows[i].wls[k];
+			char sp[96], iso[32], wl[160];
+
+			wl_cells(sp, iso, w);
+			snprintf(wl, sizeof(wl), "%s%s", w->workload, w->claimed ? "" : " (not claimed)");
+			if (markdown) {
+				fprintf(f, "| %s | %s | %s | %s | %s | %s | ", rows[i].id, wl, *w->gen ? w->gen : "-",
+					w->status, sp, iso);
+				md(f, w->evidence);
+				if (w->why) {
+					fputs(": ", f);
+					md(f, w->why);
+				}
+				fputs(" | ", f);
+				md(f, w->weight ? w->weight : "-");
+				fputs(" |\n", f);
+			} else {
+				fprintf(f, "%-30s %-28s %-8s %-10s %-25s %-8s %s\n", rows[i].id, wl,
+					*w->gen ? w->gen : "-", w->status, sp, iso, w->evidence);
+				if (w->weight)
+					fprintf(f, "  %s %s: the baseline's time lies in %s\n", rows[i].id, w->workload,
+						w->weight);
+				if (w->why)
+					fprintf(f, "  %s %s: %s\n", rows[i].id, w->workload, w->why);
+			}
+		}
+	}
+}
+
+static cJSON *workloads_json(const struct row *r)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (int k = 0; arr && k < r->nwls; k++) {
+		const struct wl_row *w = &r->wls[k];
+		cJSON *j = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(j, "workload", w->workload);
+		cJSON_AddStringToObject(j, "gen", w->gen);
+		cJSON_AddStringToObject(j, "status", w->status);
+		cJSON_AddBoolToObject(j, "claimed", w->claimed);
+		if (w->has_speedup) {
+			cJSON *ci = cJSON_AddObjectToObject(j, "workload_speedup");
+
+			cJSON_AddNumberToObject(ci, "estimate", w->est);
+			cJSON_AddItemToObject(ci, "ci95", cJSON_CreateDoubleArray((double[]){w->lo, w->hi}, 2));
+			cJSON_AddNumberToObject(j, "geomean", w->isolated);
+		} else {
+			cJSON_AddNullToObject(j, "workload_speedup");
+		}
+		cJSON_AddStringToObject(j, "evidence", w->evidence);
+		if (w->why)
+			cJSON_AddStringToObject(j, "detail", w->why);
+		if (w->weight)
+			cJSON_AddStringToObject(j, "time_share", w->weight);
+		cJSON_AddStringToObject(j, "eval_dir", w->artifact ? w->artifact : "");
+		cJSON_AddItemToArray(arr, j);
+	}
+	return arr;
 }
 
 /* ---- references ------------------------------------------------------------------------- */
@@ -1382,6 +1628,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 			cJSON_AddItemToObject(j, "references", refs_report_json(r));
 		if (r->e2e)
 			cJSON_AddItemToObject(j, "e2e", cJSON_Duplicate(r->e2e, 1));
+		if (r->nwls)
+			cJSON_AddItemToObject(j, "workloads", workloads_json(r));
 		cJSON_AddStringToObject(j, "title", r->title ? r->title : "");
 		cJSON_AddStringToObject(j, "eval_dir", r->eval_dir ? r->eval_dir : "");
 		if (r->baseline) {
@@ -1394,6 +1642,8 @@ static void print_json(FILE *f, struct row *rows, int n)
 			else
 				cJSON_AddNullToObject(run, "cores");
 			cJSON_AddStringToObject(run, "chosen_configs", r->configs ? r->configs : "");
+			if (r->setup)
+				cJSON_AddStringToObject(run, "setup", r->setup);
 			cJSON_AddNumberToObject(run, "tasks", r->ntasks);
 			cJSON_AddNumberToObject(run, "flagged_tasks", r->flagged_tasks);
 			fl = cJSON_AddArrayToObject(run, "review_flags");
@@ -1770,6 +2020,43 @@ static void print_refs_chart(FILE *f, const struct row *r)
 }
 
 /* The references section: per card with references, its table (as markdown's) and its chart. */
+static void print_workloads_html(FILE *f, struct row *rows, int n)
+{
+	int any = 0;
+
+	for (int i = 0; i < n; i++)
+		any |= rows[i].nwls > 0;
+	if (!any)
+		return;
+	fprintf(f, "<h2>Deployments</h2>\n<p>A workload plan's verdict gates on the workload speedup (sum w &times; "
+		   "t_base / sum w &times; t_cand over the deployment's weighted tasks); the equal-weight geomean of "
+		   "the same run stands beside it.</p>\n<table>\n<tr><th>card</th><th>workload</th><th>gen</th>"
+		   "<th>status</th><th>workload speedup</th><th>geomean</th><th>evidence</th><th>where the time "
+		   "lies</th></tr>\n");
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < rows[i].nwls; k++) {
+			const struct wl_row *w = &rows[i].wls[k];
+			char sp[96], iso[32];
+
+			wl_cells(sp, iso, w);
+			fputs("<tr>", f);
+			cell(f, rows[i].id);
+			cell(f, w->workload);
+			cell(f, *w->gen ? w->gen : "-");
+			cell(f, w->status);
+			cell(f, sp);
+			cell(f, iso);
+			esc_around(f, "<td>", w->evidence, "");
+			if (w->why)
+				esc_around(f, ": ", w->why, "");
+			fputs("</td>", f);
+			cell_wrap(f, w->weight ? w->weight : "-");
+			fputs("</tr>\n", f);
+		}
+	}
+	fputs("</table>\n", f);
+}
+
 static void print_refs_html(FILE *f, struct row *rows, int n)
 {
 	int any = 0;
@@ -2100,6 +2387,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 	print_chart(f, rows, n);
 	print_times_html(f, rows, n);
 	print_refs_html(f, rows, n);
+	print_workloads_html(f, rows, n);
 	print_e2e_html(f, rows, n);
 	fputs("</body>\n</html>\n", f);
 }
@@ -2141,6 +2429,7 @@ int report_run(const struct report_options *o)
 			print_text(f, rows, n, !strcmp(format, "markdown"));
 		if (!strcmp(format, "text") || !strcmp(format, "markdown")) {
 			print_refs_text(f, rows, n, !strcmp(format, "markdown"));
+			print_workloads_text(f, rows, n, !strcmp(format, "markdown"));
 			print_e2e_text(f, rows, n, !strcmp(format, "markdown"));
 		}
 		if (mismatches) {

@@ -233,6 +233,8 @@ static int probe_devices(struct vs_device_info *info, const struct runner_option
 							    vs_device_open_cpu(&probe);
 		if (err)
 			return err;
+		if (probe.ops->read_sweep && probe.ops->read_sweep(&probe, &probe.info.read_gbps))
+			probe.info.read_gbps = 0;
 		*info = probe.info;
 		vs_device_release(&probe);
 		return 0;
@@ -577,6 +579,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		if (to->r.py_versions && !py_versions)
 			py_versions = to->r.py_versions;
 		sum[k].kv_dtype = p.tasks[i].kv_dtype;
+		sum[k].name = p.tasks[i].name;
+		sum[k].weight = p.workload ? p.workload->weight[i] : 0;
 		sum[k].skipped = to->r.skipped;
 		sum[k].complete = to->r.complete;
 		sum[k].parity_pass = to->r.parity_pass;

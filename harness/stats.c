@@ -253,6 +253,70 @@ done:
 	return err;
 }
 
+int stats_weighted_speedup(struct stats_ci *out, const double *const *base, const double *const *cand, const int *n,
+			   const double *weight, int ntasks, int resamples, uint64_t seed)
+{
+	struct stats_ci ci;
+	double *tb = NULL, *tc = NULL, *reps = NULL, num = 0.0, den = 0.0;
+	uint64_t state = seed;
+	int maxn = 1, err = VS_OK;
+
+	if (!out || !base || !cand || !n || !weight || ntasks < 1)
+		return vs_error(VS_EUSAGE, "workload speedup of %d tasks", ntasks);
+	for (int k = 0; k < ntasks; k++) {
+		if (n[k] < 1 || !base[k] || !cand[k])
+			return vs_error(VS_EUSAGE, "task %d has %d pairs", k, n[k]);
+		if (!(weight[k] > 0.0) || !isfinite(weight[k]))
+			return vs_error(VS_EUSAGE, "task %d has weight %g", k, weight[k]);
+		maxn = n[k] > maxn ? n[k] : maxn;
+	}
+	tb = malloc((size_t)maxn * sizeof(double));
+	tc = malloc((size_t)maxn * sizeof(double));
+	reps = malloc((size_t)(resamples > 0 ? resamples : 1) * sizeof(double));
+	if (!tb || !tc || !reps) {
+		err = vs_error(VS_ENOMEM, "out of memory bootstrapping %d tasks", ntasks);
+		goto done;
+	}
+	for (int k = 0; k < ntasks; k++) {
+		if ((err = stats_ratios(tb, base[k], cand[k], n[k]))) /* only checks the times */
+			goto done;
+		memcpy(tb, base[k], (size_t)n[k] * sizeof(double));
+		memcpy(tc, cand[k], (size_t)n[k] * sizeof(double));
+		num += weight[k] * stats_median_inplace(tb, n[k]);
+		den += weight[k] * stats_median_inplace(tc, n[k]);
+	}
+	ci.estimate = num / den;
+	ci.lo = ci.hi = ci.estimate;
+	ci.n = ntasks;
+	if (resamples > 0) {
+		for (int r = 0; r < resamples; r++) {
+			double nb = 0.0, dc = 0.0;
+
+			for (int k = 0; k < ntasks; k++) {
+				/* one draw of pair indices per task: both sides of a pair stay together */
+				for (int i = 0; i < n[k]; i++) {
+					int j = stats_index(&state, n[k]);
+
+					tb[i] = base[k][j];
+					tc[i] = cand[k][j];
+				}
+				nb += weight[k] * stats_median_inplace(tb, n[k]);
+				dc += weight[k] * stats_median_inplace(tc, n[k]);
+			}
+			reps[r] = nb / dc;
+		}
+		qsort(reps, (size_t)resamples, sizeof(double), stats_cmp);
+		ci.lo = stats_sorted_percentile(reps, resamples, 2.5);
+		ci.hi = stats_sorted_percentile(reps, resamples, 97.5);
+	}
+	*out = ci;
+done:
+	free(tb);
+	free(tc);
+	free(reps);
+	return err;
+}
+
 int stats_should_stop(const struct stats_stop_rule *rule, const double *t_base, const double *t_cand, int n,
 		      double elapsed_s)
 {

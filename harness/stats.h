@@ -24,7 +24,7 @@ double stats_percentile(const double *x, int n, double pct);
 int stats_summarize(struct stats_summary *s, const double *x, int n);
 
 struct stats_ci {
-	double estimate; /* median of paired ratios (per task) or geometric mean (overall) */
+	double estimate; /* median of paired ratios (per task), geometric mean or workload speedup (overall) */
 	double lo, hi;   /* 95% percentile-bootstrap interval */
 	int n;           /* pairs (per task) or tasks (overall) */
 };
@@ -42,6 +42,17 @@ int stats_speedup(struct stats_ci *out, const double *t_base, const double *t_ca
  */
 int stats_geomean_speedup(struct stats_ci *out, const double *const *base, const double *const *cand, const int *n,
 			  int ntasks, int resamples, uint64_t seed);
+
+/**
+ * The workload speedup (docs/DESIGN.md "Workloads"): the time a workload takes with the baseline over
+ * the time it takes with the candidate, sum_k weight[k] x median(base[k]) over sum_k weight[k] x
+ * median(cand[k]) (per-task medians of the times, ms), with a joint bootstrap CI: each replicate
+ * resamples every task's pairs (both times of a pair together) and recomputes the ratio. Weights
+ * are positive (they need not sum to 1: the ratio does not change). Errors: VS_EUSAGE (a task with no
+ * pairs, a non-positive time or weight), VS_ENOMEM.
+ */
+int stats_weighted_speedup(struct stats_ci *out, const double *const *base, const double *const *cand, const int *n,
+			   const double *weight, int ntasks, int resamples, uint64_t seed);
 
 /** Stop rule: stop when the CI half-width relative to the estimate is <= rel_halfwidth (0.01 = +-1%)
  * after at least min_pairs, or at max_pairs, or when max_seconds of sampling have passed. */

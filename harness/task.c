@@ -133,11 +133,20 @@ int task_spec_copy(struct task_spec *dst, const struct task_spec *src)
 	struct task_spec c = *src;
 
 	c.seqlens = NULL;
+	c.extra_seqlens = NULL;
 	if (src->seqlens && src->batch > 0) {
 		c.seqlens = malloc((size_t)src->batch * sizeof(int32_t));
 		if (!c.seqlens)
 			return vs_error(VS_ENOMEM, "out of memory copying task spec '%s'", src->name);
 		memcpy(c.seqlens, src->seqlens, (size_t)src->batch * sizeof(int32_t));
+	}
+	if (src->extra_seqlens && src->batch > 0) {
+		c.extra_seqlens = malloc((size_t)src->batch * sizeof(int32_t));
+		if (!c.extra_seqlens) {
+			free(c.seqlens);
+			return vs_error(VS_ENOMEM, "out of memory copying task spec '%s'", src->name);
+		}
+		memcpy(c.extra_seqlens, src->extra_seqlens, (size_t)src->batch * sizeof(int32_t));
 	}
 	*dst = c;
 	return 0;
@@ -148,6 +157,7 @@ void task_spec_release(struct task_spec *s)
 	if (!s)
 		return;
 	free(s->seqlens);
+	free(s->extra_seqlens);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -161,6 +171,28 @@ static cJSON *tol_to_json(const struct task_tol *t)
 		return NULL;
 	}
 	return o;
+}
+
+/* The sparse keys (written only when topk > 0): 0 ok, -1 out of memory. */
+static int sparse_to_json(cJSON *j, const struct task_spec *s)
+{
+	cJSON *lens = NULL;
+
+	if (!add(j, "topk", cJSON_CreateNumber(s->topk)) || !add(j, "topk_length", cJSON_CreateBool(s->topk_length)) ||
+	    !add(j, "attn_sink", cJSON_CreateBool(s->attn_sink)))
+		return -1;
+	if (s->extra_topk <= 0)
+		return 0;
+	if (!add(j, "extra_topk", cJSON_CreateNumber(s->extra_topk)) ||
+	    !add(j, "extra_page_size", cJSON_CreateNumber(s->extra_page_size)) ||
+	    !add(j, "extra_max_pages", cJSON_CreateNumber(s->extra_max_pages)) ||
+	    !add(j, "extra_num_pages", cJSON_CreateNumber(s->extra_num_pages)) ||
+	    !add(j, "extra_seqlens", lens = cJSON_CreateArray()))
+		return -1;
+	for (int b = 0; s->extra_seqlens && b < s->batch; b++)
+		if (!add(lens, NULL, cJSON_CreateNumber(s->extra_seqlens[b])))
+			return -1;
+	return add(j, "extra_topk_length", cJSON_CreateBool(s->extra_topk_length)) ? 0 : -1;
 }
 
 cJSON *task_spec_to_json(const struct task_spec *s)
@@ -185,6 +217,8 @@ cJSON *task_spec_to_json(const struct task_spec *s)
 	    !add(j, "input_sets", cJSON_CreateNumber(s->input_sets)) || !add(j, "tol_out", tol_to_json(&s->tol_out)) ||
 	    !add(j, "tol_lse", tol_to_json(&s->tol_lse)))
 		goto fail;
+	if (s->topk > 0 && sparse_to_json(j, s))
+		goto fail;
 	return j;
 fail:
 	cJSON_Delete(j);
@@ -195,6 +229,21 @@ static const char *const spec_keys[] = {
 	"name",        "kv_dtype", "batch",         "s_q",  "h_q",        "page_size", "max_pages", "num_pages",
 	"page_offset", "seqlens",  "softmax_scale", "seed", "input_sets", "tol_out",   "tol_lse",
 };
+
+/* The sparse form's keys, present only when topk > 0; those from EXTRA_KEY0 only when extra_topk > 0. */
+static const char *const sparse_keys[] = {
+	"topk",
+	"topk_length",
+	"attn_sink",
+	"extra_topk",
+	"extra_page_size",
+	"extra_max_pages",
+	"extra_num_pages",
+	"extra_seqlens",
+	"extra_topk_length",
+};
+#define EXTRA_KEY0 3
+#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
 
 static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, int64_t hi, const char *where)
 {
@@ -239,25 +288,113 @@ static int get_tol(struct task_tol *t, const cJSON *j, const char *key, const ch
 	return 0;
 }
 
+/* A list of batch int32 into a malloc'd *out; VS_ESCHEMA naming the key, VS_ENOMEM. */
+static int get_lens(int32_t **out, const cJSON *j, const char *key, int32_t batch, const char *where)
+{
+	const cJSON *lens = cJSON_GetObjectItemCaseSensitive(j, key), *it;
+	int32_t *v;
+	double d;
+	int b = 0;
+
+	if (!lens)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
+	if (!cJSON_IsArray(lens) || cJSON_GetArraySize(lens) != batch)
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be a list of 'batch' (%d) integers", where, key,
+				batch);
+	v = malloc((size_t)batch * sizeof(int32_t));
+	if (!v)
+		return vs_error(VS_ENOMEM, "out of memory reading task spec");
+	cJSON_ArrayForEach(it, lens)
+	{
+		if (json_number(&d, it) || d != floor(d) || d < INT32_MIN || d > INT32_MAX) {
+			free(v);
+			return vs_error(VS_ESCHEMA, "%s: task spec '%s[%d]' is not an integer", where, key, b);
+		}
+		v[b++] = (int32_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int get_bool(int *out, const cJSON *j, const char *key, const char *where)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	if (!it)
+		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
+	if (!cJSON_IsBool(it))
+		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be true or false", where, key);
+	*out = cJSON_IsTrue(it);
+	return 0;
+}
+
+/*
+ * The sparse keys of a spec: none when it has no "topk" (dense), else topk, topk_length and
+ * attn_sink, and the extra cache's keys all or none. Fills s (extra_seqlens malloc'd).
+ */
+static int sparse_from_json(struct task_spec *s, const cJSON *j, const char *where)
+{
+	int64_t x;
+	int err;
+
+	if (!cJSON_GetObjectItemCaseSensitive(j, "topk")) {
+		for (size_t k = 0; k < NKEYS(sparse_keys); k++)
+			if (cJSON_GetObjectItemCaseSensitive(j, sparse_keys[k]))
+				return vs_error(VS_ESCHEMA,
+						"%s: task spec has the sparse-form key '%s' but no 'topk' (a dense "
+						"spec has none of them)",
+						where, sparse_keys[k]);
+		return 0;
+	}
+	if ((err = get_int(&x, j, "topk", 1, INT32_MAX, where)))
+		return err;
+	s->topk = (int32_t)x;
+	if ((err = get_bool(&s->topk_length, j, "topk_length", where)) ||
+	    (err = get_bool(&s->attn_sink, j, "attn_sink", where)))
+		return err;
+	if (!cJSON_GetObjectItemCaseSensitive(j, "extra_topk")) {
+		for (size_t k = EXTRA_KEY0 + 1; k < NKEYS(sparse_keys); k++)
+			if (cJSON_GetObjectItemCaseSensitive(j, sparse_keys[k]))
+				return vs_error(VS_ESCHEMA, "%s: task spec has '%s' but no 'extra_topk'", where,
+						sparse_keys[k]);
+		return 0;
+	}
+#define GETX(field)                                                                                                    \
+	do {                                                                                                           \
+		if ((err = get_int(&x, j, #field, 1, INT32_MAX, where)))                                               \
+			return err;                                                                                    \
+		s->field = (int32_t)x;                                                                                 \
+	} while (0)
+	GETX(extra_topk);
+	GETX(extra_page_size);
+	GETX(extra_max_pages);
+	GETX(extra_num_pages);
+#undef GETX
+	if ((err = get_bool(&s->extra_topk_length, j, "extra_topk_length", where)))
+		return err;
+	return get_lens(&s->extra_seqlens, j, "extra_seqlens", s->batch, where);
+}
+
 int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where)
 {
 	struct task_spec s;
-	const cJSON *it, *lens;
+	const cJSON *it;
 	double v;
 	int64_t x;
-	int err = 0, b;
+	int err = 0;
 
 	memset(&s, 0, sizeof(s));
 	if (!cJSON_IsObject(j))
 		return vs_error(VS_ESCHEMA, "%s: task spec is not an object", where);
 	cJSON_ArrayForEach(it, j)
 	{
-		size_t k;
+		int known = 0;
 
-		for (k = 0; k < sizeof(spec_keys) / sizeof(spec_keys[0]); k++)
-			if (!strcmp(it->string, spec_keys[k]))
-				break;
-		if (k == sizeof(spec_keys) / sizeof(spec_keys[0]))
+		for (size_t k = 0; k < NKEYS(spec_keys); k++)
+			known |= !strcmp(it->string, spec_keys[k]);
+		for (size_t k = 0; k < NKEYS(sparse_keys); k++)
+			known |= !strcmp(it->string, sparse_keys[k]);
+		if (!known)
 			return vs_error(VS_ESCHEMA, "%s: task spec has unknown key '%s'", where, it->string);
 	}
 	it = cJSON_GetObjectItemCaseSensitive(j, "name");
@@ -268,8 +405,9 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	it = cJSON_GetObjectItemCaseSensitive(j, "kv_dtype");
 	if (!cJSON_IsString(it) || !(s.kv_dtype = mla_kv_dtype_parse(it->valuestring)))
 		return vs_error(VS_ESCHEMA,
-				"%s: task spec 'kv_dtype' must be \"bf16\" or "
-				"\"fp8_e4m3_fnuz\"",
+				"%s: task spec 'kv_dtype' must be \"bf16\", \"fp8_e4m3_fnuz\" (dense form), "
+				"\"fp8_ds_mla\", \"fp8_ds_mla_fnuz\", \"fp8_model1\" or \"fp8_model1_fnuz\" (sparse "
+				"form)",
 				where);
 #define GET32(field)                                                                                                   \
 	do {                                                                                                           \
@@ -303,32 +441,16 @@ int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where
 	s.softmax_scale = (float)v;
 	if ((err = get_tol(&s.tol_out, j, "tol_out", where)) || (err = get_tol(&s.tol_lse, j, "tol_lse", where)))
 		return err;
-	lens = cJSON_GetObjectItemCaseSensitive(j, "seqlens");
-	if (!lens)
-		return vs_error(VS_ESCHEMA, "%s: task spec lacks 'seqlens'", where);
-	if (!cJSON_IsArray(lens) || cJSON_GetArraySize(lens) != s.batch)
-		return vs_error(VS_ESCHEMA,
-				"%s: task spec 'seqlens' must be a list of 'batch' (%d) "
-				"integers",
-				where, s.batch);
-	s.seqlens = malloc((size_t)s.batch * sizeof(int32_t));
-	if (!s.seqlens)
-		return vs_error(VS_ENOMEM, "out of memory reading task spec");
-	b = 0;
-	cJSON_ArrayForEach(it, lens)
-	{
-		if (json_number(&v, it) || v != floor(v) || v < INT32_MIN || v > INT32_MAX) {
-			err = vs_error(VS_ESCHEMA, "%s: task spec 'seqlens[%d]' is not an integer", where, b);
-			goto done;
-		}
-		s.seqlens[b++] = (int32_t)v;
-	}
-	if ((err = task_spec_validate(&s, where)))
+	if ((err = get_lens(&s.seqlens, j, "seqlens", s.batch, where)))
+		goto done;
+	if ((err = sparse_from_json(&s, j, where)) || (err = task_spec_validate(&s, where)))
 		goto done;
 	*out = s;
 	s.seqlens = NULL;
+	s.extra_seqlens = NULL;
 done:
 	free(s.seqlens);
+	free(s.extra_seqlens);
 	return err;
 }
 
@@ -346,18 +468,108 @@ static int tol_ok(const struct task_tol *t)
 	return isfinite(t->atol) && isfinite(t->rtol) && isfinite(t->cos_tol) && t->atol >= 0 && t->rtol >= 0;
 }
 
-int task_spec_validate(const struct task_spec *s, const char *where)
+/* The sparse fields: all 0 / NULL in a dense spec, consistent in a sparse one. */
+static int sparse_validate(const struct task_spec *s, const char *where)
 {
 	int64_t need = 0;
 	uint64_t n;
 
+	if (!s->topk) {
+		const char *set = s->extra_topk        ? "extra_topk" :
+				  s->extra_page_size   ? "extra_page_size" :
+				  s->extra_max_pages   ? "extra_max_pages" :
+				  s->extra_num_pages   ? "extra_num_pages" :
+				  s->extra_seqlens     ? "extra_seqlens" :
+				  s->topk_length       ? "topk_length" :
+				  s->extra_topk_length ? "extra_topk_length" :
+				  s->attn_sink         ? "attn_sink" :
+							 NULL;
+
+		if (set)
+			return vs_error(VS_ESCHEMA, "%s: task '%s': %s is set, but topk is 0 (dense: no sparse fields)",
+					where, s->name, set);
+		return 0;
+	}
+	if (s->page_offset)
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': page_offset is %lld, the sparse form needs 0 (its indices address "
+				"the stored cache)",
+				where, s->name, (long long)s->page_offset);
+	if ((s->topk_length != 0 && s->topk_length != 1) || (s->attn_sink != 0 && s->attn_sink != 1) ||
+	    (s->extra_topk_length != 0 && s->extra_topk_length != 1))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': topk_length, extra_topk_length and attn_sink are 0 or 1",
+				where, s->name);
+	if (s->extra_topk < 0)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': extra_topk is %d, it must be at least 0", where, s->name,
+				s->extra_topk);
+	if (!s->extra_topk) {
+		if (s->extra_page_size || s->extra_max_pages || s->extra_num_pages || s->extra_seqlens ||
+		    s->extra_topk_length)
+			return vs_error(VS_ESCHEMA,
+					"%s: task '%s': extra cache fields are set, but extra_topk is 0 (no extra "
+					"cache)",
+					where, s->name);
+	} else {
+		if (s->extra_page_size < 1 || s->extra_max_pages < 1 || s->extra_num_pages < 1)
+			return vs_error(VS_ESCHEMA,
+					"%s: task '%s': extra_page_size %d, extra_max_pages %d and extra_num_pages %d "
+					"must be at least 1 with an extra cache",
+					where, s->name, s->extra_page_size, s->extra_max_pages, s->extra_num_pages);
+		if (!s->extra_seqlens)
+			return vs_error(VS_ESCHEMA, "%s: task '%s' has extra_topk %d but no extra_seqlens", where,
+					s->name, s->extra_topk);
+		for (int b = 0; b < s->batch; b++) {
+			if (s->extra_seqlens[b] < 0 ||
+			    (int64_t)s->extra_seqlens[b] > (int64_t)s->extra_max_pages * s->extra_page_size)
+				return vs_error(VS_ESCHEMA,
+						"%s: task '%s': extra_seqlens[%d] is %d, outside [0, extra_max_pages x "
+						"extra_page_size = %lld]",
+						where, s->name, b, s->extra_seqlens[b],
+						(long long)s->extra_max_pages * s->extra_page_size);
+			need += ((int64_t)s->extra_seqlens[b] + s->extra_page_size - 1) / s->extra_page_size;
+		}
+		if (need > s->extra_num_pages)
+			return vs_error(VS_ESCHEMA,
+					"%s: task '%s': extra_num_pages is %d, but the extra_seqlens need %lld pages "
+					"of %d",
+					where, s->name, s->extra_num_pages, (long long)need, s->extra_page_size);
+	}
+	if ((int64_t)s->num_pages * s->page_size > INT32_MAX ||
+	    (int64_t)s->extra_num_pages * s->extra_page_size > INT32_MAX)
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': a cache of more than 2^31 - 1 rows: the int32 indices cannot name them",
+				where, s->name);
+	if (mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->topk + s->extra_topk) ||
+	    mul_ok(&n, n, 4) || mul_ok(&n, (uint64_t)s->num_pages, mla_kv_page_bytes(s->kv_dtype, s->page_size)) ||
+	    mul_ok(&n, (uint64_t)s->extra_num_pages, mla_kv_page_bytes(s->kv_dtype, s->extra_page_size)) ||
+	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->extra_max_pages) || mul_ok(&n, n, 4))
+		return vs_error(VS_ESCHEMA, "%s: task '%s': its tensors' byte sizes overflow", where, s->name);
+	return 0;
+}
+
+int task_spec_validate(const struct task_spec *s, const char *where)
+{
+	int64_t need = 0;
+	uint64_t n;
+	int err;
+
 	if (!memchr(s->name, '\0', sizeof(s->name)) || !s->name[0])
 		return vs_error(VS_ESCHEMA, "%s: task spec 'name' is empty or not terminated", where);
-	if (!mla_kv_dtype_name(s->kv_dtype))
+	if (s->topk < 0)
+		return vs_error(VS_ESCHEMA, "%s: task '%s': topk is %d, it must be 0 (dense) or at least 1 (sparse)",
+				where, s->name, s->topk);
+	if (!s->topk && s->kv_dtype != MLA_KV_BF16 && s->kv_dtype != MLA_KV_FP8_E4M3_FNUZ)
 		return vs_error(VS_ESCHEMA,
 				"%s: task '%s': kv_dtype %d is neither bf16 nor "
-				"fp8_e4m3_fnuz",
-				where, s->name, s->kv_dtype);
+				"fp8_e4m3_fnuz (the dense form's formats%s)",
+				where, s->name, s->kv_dtype,
+				mla_kv_is_blockscaled(s->kv_dtype) ? "; a per-block-scaled format needs topk > 0" : "");
+	if (s->topk && s->kv_dtype != MLA_KV_BF16 && !mla_kv_is_blockscaled(s->kv_dtype))
+		return vs_error(VS_ESCHEMA,
+				"%s: task '%s': kv_dtype %d (%s) is not a format of the sparse form (bf16, fp8_ds_mla, "
+				"fp8_model1 or their fnuz twins)",
+				where, s->name, s->kv_dtype,
+				mla_kv_dtype_name(s->kv_dtype) ? mla_kv_dtype_name(s->kv_dtype) : "unknown");
 #define POSITIVE(field)                                                                                                \
 	if (s->field < 1)                                                                                              \
 	return vs_error(VS_ESCHEMA, "%s: task '%s': " #field " is %d, it must be at least 1", where, s->name, s->field)
@@ -388,6 +600,8 @@ int task_spec_validate(const struct task_spec *s, const char *where)
 				"%s: task '%s': page_offset %lld puts page indices outside "
 				"[0, %d) (the block_table sentinel)",
 				where, s->name, (long long)s->page_offset, (int)VS_BLOCK_TABLE_SENTINEL);
+	if ((err = sparse_validate(s, where)))
+		return err;
 	if (mul_ok(&n, (uint64_t)s->num_pages, (uint64_t)s->page_size) || mul_ok(&n, n, MLA_D_QK * 2) ||
 	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->h_q) ||
 	    mul_ok(&n, n, MLA_D_QK * 4) || mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->max_pages) || mul_ok(&n, n, 4))
@@ -447,22 +661,41 @@ static double seqlen_sum(const struct task_spec *s)
 	return sum;
 }
 
+static void sparse_counts(const struct task_spec *s, double *attended, double *retrieved);
+
 double task_bytes(const struct task_spec *s)
 {
-	double q = (double)s->batch * s->s_q * s->h_q * MLA_D_QK * 2;
+	double q = (double)s->batch * s->s_q * s->h_q * mla_kv_d_qk(s->kv_dtype) * 2;
 	double out = (double)s->batch * s->s_q * s->h_q * MLA_D_V * 2;
+	double attended, retrieved;
 
+	if (s->topk > 0) {
+		sparse_counts(s, &attended, &retrieved);
+		return retrieved * (double)mla_kv_token_bytes(s->kv_dtype) + q + out;
+	}
 	return seqlen_sum(s) * MLA_D_QK * (double)mla_kv_elem_size(s->kv_dtype) + q + out;
 }
 
 double task_flops(const struct task_spec *s)
 {
+	double attended, retrieved;
+
+	if (s->topk > 0) {
+		sparse_counts(s, &attended, &retrieved);
+		return 2.0 * s->h_q * attended * (mla_kv_d_qk(s->kv_dtype) + MLA_D_V);
+	}
 	return 2.0 * s->s_q * s->h_q * seqlen_sum(s) * (MLA_D_QK + MLA_D_V);
 }
 
 size_t task_page_bytes(const struct task_spec *s)
 {
-	return (size_t)s->page_size * MLA_D_QK * mla_kv_elem_size(s->kv_dtype);
+	return mla_kv_page_bytes(s->kv_dtype, s->page_size);
+}
+
+void task_default_tolerances(struct task_tol *tol_out, struct task_tol *tol_lse, const struct task_spec *s)
+{
+	*tol_out = (struct task_tol){s->topk > 0 ? 1e-3 : 8e-4, 2.01 / 128.0, 5e-6};
+	*tol_lse = (struct task_tol){1e-5, 8.01 / 65536.0, -1.0};
 }
 
 size_t task_store_limit(void)
@@ -492,28 +725,75 @@ uint64_t task_set_seed(const struct task_spec *s, int k)
 struct shapes {
 	int64_t q[4], kv[4], bt[2], sl[1], out[4], lse[3];
 	size_t q_bytes, kv_bytes, bt_bytes, sl_bytes, out_bytes, lse_bytes;
+	int kv_ndim; /* 4; 2 for the block-scaled formats: [pages, page bytes] */
+	/* the sparse form (0 bytes: absent) */
+	int64_t idx[3], xkv[4], xbt[2], xidx[3];
+	int xkv_ndim;
+	size_t idx_bytes, tl_bytes, sink_bytes, xkv_bytes, xbt_bytes, xsl_bytes, xidx_bytes, xtl_bytes;
+	size_t in_bytes; /* every input tensor */
 };
+
+static void cache_shape(int64_t shape[4], int *ndim, size_t *bytes, int32_t kv_dtype, int32_t num_pages,
+			int32_t page_size)
+{
+	shape[0] = num_pages;
+	if (mla_kv_is_blockscaled(kv_dtype)) {
+		shape[1] = (int64_t)mla_kv_page_bytes(kv_dtype, page_size);
+		*ndim = 2;
+		*bytes = (size_t)num_pages * mla_kv_page_bytes(kv_dtype, page_size);
+		return;
+	}
+	shape[1] = page_size;
+	shape[2] = 1;
+	shape[3] = MLA_D_QK;
+	*ndim = 4;
+	*bytes = (size_t)num_pages * page_size * MLA_D_QK * mla_kv_elem_size(kv_dtype);
+}
 
 static void shapes_of(struct shapes *sh, const struct task_spec *s)
 {
-	int64_t q[4] = {s->batch, s->s_q, s->h_q, MLA_D_QK};
-	int64_t kv[4] = {s->num_pages, s->page_size, 1, MLA_D_QK};
+	int64_t d_qk = mla_kv_d_qk(s->kv_dtype);
+	int64_t q[4] = {s->batch, s->s_q, s->h_q, d_qk};
 	int64_t out[4] = {s->batch, s->s_q, s->h_q, MLA_D_V};
 	int64_t lse[3] = {s->batch, s->h_q, s->s_q};
+	size_t rows = (size_t)s->batch * s->s_q;
 
+	memset(sh, 0, sizeof(*sh));
 	memcpy(sh->q, q, sizeof(q));
-	memcpy(sh->kv, kv, sizeof(kv));
 	memcpy(sh->out, out, sizeof(out));
 	memcpy(sh->lse, lse, sizeof(lse));
+	cache_shape(sh->kv, &sh->kv_ndim, &sh->kv_bytes, s->kv_dtype, s->num_pages, s->page_size);
 	sh->bt[0] = s->batch;
 	sh->bt[1] = s->max_pages;
 	sh->sl[0] = s->batch;
-	sh->q_bytes = (size_t)s->batch * s->s_q * s->h_q * MLA_D_QK * 2;
-	sh->kv_bytes = (size_t)s->num_pages * s->page_size * MLA_D_QK * mla_kv_elem_size(s->kv_dtype);
+	sh->q_bytes = rows * s->h_q * (size_t)d_qk * 2;
 	sh->bt_bytes = (size_t)s->batch * s->max_pages * 4;
 	sh->sl_bytes = (size_t)s->batch * 4;
-	sh->out_bytes = (size_t)s->batch * s->s_q * s->h_q * MLA_D_V * 4;
+	sh->out_bytes = rows * s->h_q * MLA_D_V * 4;
 	sh->lse_bytes = (size_t)s->batch * s->h_q * s->s_q * 4;
+	if (s->topk > 0) {
+		sh->idx[0] = s->batch;
+		sh->idx[1] = s->s_q;
+		sh->idx[2] = s->topk;
+		sh->idx_bytes = rows * s->topk * 4;
+		sh->tl_bytes = s->topk_length ? (size_t)s->batch * 4 : 0;
+		sh->sink_bytes = s->attn_sink ? (size_t)s->h_q * 4 : 0;
+	}
+	if (s->topk > 0 && s->extra_topk > 0) {
+		cache_shape(sh->xkv, &sh->xkv_ndim, &sh->xkv_bytes, s->kv_dtype, s->extra_num_pages,
+			    s->extra_page_size);
+		sh->xbt[0] = s->batch;
+		sh->xbt[1] = s->extra_max_pages;
+		sh->xbt_bytes = (size_t)s->batch * s->extra_max_pages * 4;
+		sh->xsl_bytes = (size_t)s->batch * 4;
+		sh->xidx[0] = s->batch;
+		sh->xidx[1] = s->s_q;
+		sh->xidx[2] = s->extra_topk;
+		sh->xidx_bytes = rows * s->extra_topk * 4;
+		sh->xtl_bytes = s->extra_topk_length ? (size_t)s->batch * 4 : 0;
+	}
+	sh->in_bytes = sh->q_bytes + sh->kv_bytes + sh->bt_bytes + sh->sl_bytes + sh->idx_bytes + sh->tl_bytes +
+		       sh->sink_bytes + sh->xkv_bytes + sh->xbt_bytes + sh->xsl_bytes + sh->xidx_bytes + sh->xtl_bytes;
 }
 
 /* What one input set is made of, before its tensors are filled. */
@@ -575,7 +855,8 @@ static void *par_run(void *arg)
 
 static int gen_threads(size_t work)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	const char *e = getenv("VS_GEN_THREADS"); /* tests: the bytes must not depend on it */
+	long n = e && atoi(e) > 0 ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (work < ((size_t)1 << 20) || n < 2)
 		return 1;
@@ -681,10 +962,52 @@ static int fp8_extremes(struct set_plan *p, const struct task_spec *s)
 	return 0;
 }
 
+/*
+ * Permute the pages [0, num_pages) (Fisher-Yates on stream) and give them to the sequences in
+ * order: block_table [batch * max_pages] (page_offset added, VS_BLOCK_TABLE_SENTINEL when unused)
+ * and, when valid is not NULL, the visible slots of each page. Returns 0 or VS_ENOMEM.
+ */
+static int paginate(int32_t *block_table, int32_t *valid, const int32_t *lens, int32_t batch, int32_t page_size,
+		    int32_t max_pages, int32_t num_pages, int64_t page_offset, uint64_t seed, uint64_t stream)
+{
+	uint32_t *perm = malloc((size_t)num_pages * sizeof(uint32_t) + 1);
+	int64_t cursor = 0;
+
+	if (!perm)
+		return vs_error(VS_ENOMEM, "out of memory generating a page table of %d pages", num_pages);
+	for (int32_t i = 0; i < num_pages; i++)
+		perm[i] = (uint32_t)i;
+	for (int32_t i = num_pages - 1; i > 0; i--) {
+		uint64_t j = rng_below(seed, stream, (uint64_t)i, (uint64_t)i + 1);
+		uint32_t t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (int b = 0; b < batch; b++) {
+		int32_t len = lens[b];
+
+		for (int32_t pg = 0; pg < max_pages; pg++) {
+			int32_t *bt = &block_table[(size_t)b * max_pages + pg];
+
+			if ((int64_t)pg * page_size < len) {
+				uint32_t page = perm[cursor++];
+				int64_t left = len - (int64_t)pg * page_size;
+
+				*bt = (int32_t)(page_offset + page);
+				if (valid)
+					valid[page] = (int32_t)(left < page_size ? left : page_size);
+			} else {
+				*bt = VS_BLOCK_TABLE_SENTINEL;
+			}
+		}
+	}
+	free(perm);
+	return 0;
+}
+
 static int set_plan_build(struct set_plan *p, const struct task_spec *s, int k)
 {
-	uint32_t *perm = NULL;
-	int64_t cursor = 0;
 	int err = 0;
 
 	memset(p, 0, sizeof(*p));
@@ -695,43 +1018,18 @@ static int set_plan_build(struct set_plan *p, const struct task_spec *s, int k)
 	p->seqlens = malloc((size_t)s->batch * sizeof(int32_t));
 	p->block_table = malloc((size_t)s->batch * s->max_pages * sizeof(int32_t));
 	p->valid = calloc((size_t)s->num_pages, sizeof(int32_t));
-	perm = malloc((size_t)s->num_pages * sizeof(uint32_t));
-	if (!p->seqlens || !p->block_table || !p->valid || !perm) {
+	if (!p->seqlens || !p->block_table || !p->valid) {
 		err = vs_error(VS_ENOMEM, "out of memory generating task '%s'", s->name);
 		goto done;
 	}
 	for (int b = 0; b < s->batch; b++)
 		p->seqlens[b] = s->seqlens[(b + k) % s->batch];
-	for (int32_t i = 0; i < s->num_pages; i++)
-		perm[i] = (uint32_t)i;
-	for (int32_t i = s->num_pages - 1; i > 0; i--) {
-		uint64_t j = rng_below(p->seed, VS_STREAM_PERM, (uint64_t)i, (uint64_t)i + 1);
-		uint32_t t = perm[i];
-
-		perm[i] = perm[j];
-		perm[j] = t;
-	}
-	for (int b = 0; b < s->batch; b++) {
-		int32_t len = p->seqlens[b];
-
-		for (int32_t pg = 0; pg < s->max_pages; pg++) {
-			int32_t *bt = &p->block_table[(size_t)b * s->max_pages + pg];
-
-			if ((int64_t)pg * s->page_size < len) {
-				uint32_t page = perm[cursor++];
-				int64_t left = len - (int64_t)pg * s->page_size;
-
-				*bt = (int32_t)(s->page_offset + page);
-				p->valid[page] = (int32_t)(left < s->page_size ? left : s->page_size);
-			} else {
-				*bt = VS_BLOCK_TABLE_SENTINEL;
-			}
-		}
-	}
+	if ((err = paginate(p->block_table, p->valid, p->seqlens, s->batch, s->page_size, s->max_pages, s->num_pages,
+			    s->page_offset, p->seed, VS_STREAM_PERM)))
+		goto done;
 	if (s->kv_dtype == MLA_KV_FP8_E4M3_FNUZ)
 		err = fp8_extremes(p, s);
 done:
-	free(perm);
 	if (err)
 		set_plan_release(p);
 	return err;
@@ -789,7 +1087,7 @@ static void fill_kv_pages(void *arg, size_t lo, size_t hi, int worker)
 static void fill_q(uint16_t *q, const struct task_spec *s, const struct set_plan *p)
 {
 	struct fill_ctx c = {s, p, q};
-	size_t n = (size_t)s->batch * s->s_q * s->h_q * MLA_D_QK;
+	size_t n = (size_t)s->batch * s->s_q * s->h_q * mla_kv_d_qk(s->kv_dtype);
 
 	par_for(n, gen_threads(n), fill_q_range, &c);
 }
@@ -864,12 +1162,120 @@ static void tensor_set(struct st_tensor *t, const char *name, int dtype, const i
 	t->bytes = bytes;
 }
 
-static void inputs_tensors(struct st_tensor t[4], const struct task_spec *s, const struct shapes *sh)
+/*
+ * The input tensors of a task in file order (task_set_inputs()); returns how many: 4 for a dense
+ * task, and the sparse form's present ones after them. Their data pointers are not set.
+ */
+static int inputs_tensors(struct st_tensor t[VS_TASK_MAX_INPUTS], const struct task_spec *s, const struct shapes *sh)
 {
+	int kv_dt = s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, n = 4;
+
 	tensor_set(&t[0], "q", ST_BF16, sh->q, 4, sh->q_bytes);
-	tensor_set(&t[1], "kv_cache", s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh->kv, 4, sh->kv_bytes);
+	tensor_set(&t[1], "kv_cache", kv_dt, sh->kv, sh->kv_ndim, sh->kv_bytes);
 	tensor_set(&t[2], "block_table", ST_I32, sh->bt, 2, sh->bt_bytes);
 	tensor_set(&t[3], "seqlens", ST_I32, sh->sl, 1, sh->sl_bytes);
+	if (sh->idx_bytes)
+		tensor_set(&t[n++], "indices", ST_I32, sh->idx, 3, sh->idx_bytes);
+	if (sh->tl_bytes)
+		tensor_set(&t[n++], "topk_length", ST_I32, sh->sl, 1, sh->tl_bytes);
+	if (sh->sink_bytes)
+		tensor_set(&t[n++], "attn_sink", ST_F32, &sh->q[2], 1, sh->sink_bytes);
+	if (sh->xkv_bytes || sh->xidx_bytes) {
+		tensor_set(&t[n++], "extra_kv_cache", kv_dt, sh->xkv, sh->xkv_ndim, sh->xkv_bytes);
+		tensor_set(&t[n++], "extra_block_table", ST_I32, sh->xbt, 2, sh->xbt_bytes);
+		tensor_set(&t[n++], "extra_seqlens", ST_I32, sh->sl, 1, sh->xsl_bytes);
+		tensor_set(&t[n++], "extra_indices", ST_I32, sh->xidx, 3, sh->xidx_bytes);
+	}
+	if (sh->xtl_bytes)
+		tensor_set(&t[n++], "extra_topk_length", ST_I32, sh->sl, 1, sh->xtl_bytes);
+	return n;
+}
+
+/* Point the set's tensor `name` at data (bytes long). */
+static void set_assign(struct task_set *ts, const char *name, void *data, size_t bytes)
+{
+	static const char *const names[] = {"q",
+					    "kv_cache",
+					    "block_table",
+					    "seqlens",
+					    "indices",
+					    "topk_length",
+					    "attn_sink",
+					    "extra_kv_cache",
+					    "extra_block_table",
+					    "extra_seqlens",
+					    "extra_indices",
+					    "extra_topk_length"};
+	void **ptrs[] = {&ts->q,
+			 &ts->kv_cache,
+			 (void **)&ts->block_table,
+			 (void **)&ts->seqlens,
+			 (void **)&ts->indices,
+			 (void **)&ts->topk_length,
+			 (void **)&ts->attn_sink,
+			 &ts->extra_kv_cache,
+			 (void **)&ts->extra_block_table,
+			 (void **)&ts->extra_seqlens,
+			 (void **)&ts->extra_indices,
+			 (void **)&ts->extra_topk_length};
+	size_t *sizes[] = {&ts->q_bytes,
+			   &ts->kv_bytes,
+			   &ts->block_table_bytes,
+			   &ts->seqlens_bytes,
+			   &ts->indices_bytes,
+			   &ts->topk_length_bytes,
+			   &ts->attn_sink_bytes,
+			   &ts->extra_kv_bytes,
+			   &ts->extra_block_table_bytes,
+			   &ts->extra_seqlens_bytes,
+			   &ts->extra_indices_bytes,
+			   &ts->extra_topk_length_bytes};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i])) {
+			*ptrs[i] = data;
+			*sizes[i] = bytes;
+		}
+}
+
+int task_set_inputs(struct task_input out[VS_TASK_MAX_INPUTS], const struct task_set *ts)
+{
+	const struct task_input all[] = {
+		{"q", ts->q, ts->q_bytes},
+		{"kv_cache", ts->kv_cache, ts->kv_bytes},
+		{"block_table", ts->block_table, ts->block_table_bytes},
+		{"seqlens", ts->seqlens, ts->seqlens_bytes},
+		{"indices", ts->indices, ts->indices_bytes},
+		{"topk_length", ts->topk_length, ts->topk_length_bytes},
+		{"attn_sink", ts->attn_sink, ts->attn_sink_bytes},
+		{"extra_kv_cache", ts->extra_kv_cache, ts->extra_kv_bytes},
+		{"extra_block_table", ts->extra_block_table, ts->extra_block_table_bytes},
+		{"extra_seqlens", ts->extra_seqlens, ts->extra_seqlens_bytes},
+		{"extra_indices", ts->extra_indices, ts->extra_indices_bytes},
+		{"extra_topk_length", ts->extra_topk_length, ts->extra_topk_length_bytes},
+	};
+	int n = 0;
+
+	for (int i = 0; i < VS_TASK_MAX_INPUTS; i++)
+		if (i < 4 || all[i].host)
+			out[n++] = all[i];
+	return n;
+}
+
+/* Point a set's tensors into an inputs image's data (after its header), in file order. */
+static void set_view(struct task_set *ts, const struct task_spec *s, const struct shapes *sh, char *data)
+{
+	struct st_tensor t[VS_TASK_MAX_INPUTS];
+	int n = inputs_tensors(t, s, sh);
+
+	memset(ts, 0, sizeof(*ts));
+	ts->kv_scale = 1.0f;
+	for (int i = 0; i < n; i++) {
+		set_assign(ts, t[i].name, data, t[i].bytes);
+		data += t[i].bytes;
+	}
+	ts->out_elems = sh->out_bytes / 4;
+	ts->lse_elems = sh->lse_bytes / 4;
 }
 
 static void reference_tensors(struct st_tensor t[2], const struct shapes *sh)
@@ -878,26 +1284,458 @@ static void reference_tensors(struct st_tensor t[2], const struct shapes *sh)
 	tensor_set(&t[1], "lse", ST_F32, sh->lse, 3, sh->lse_bytes);
 }
 
+/* ---- the sparse form's inputs (task.h "The sparse form's inputs") ---------------------------- */
+
+/* One paged cache of a sparse input set: the main cache or the extra one, and the indices into it. */
+struct sparse_cache {
+	int32_t page_size, max_pages, num_pages, topk, batch, s_q;
+	int32_t max_len; /* the largest seqlen */
+	uint64_t seed;   /* the set's */
+	uint64_t stream_idx, stream_len, stream_kv;
+	int32_t *seqlens;     /* [batch], rotated by the set */
+	int32_t *block_table; /* [batch * max_pages] */
+	int32_t *indices;     /* [batch * s_q * topk] */
+	int32_t *topk_length; /* [batch] or NULL */
+	uint8_t *selected;    /* [num_pages * page_size]: 1 where a valid entry names the row */
+	double attended;      /* sum over rows of the valid entries (not -1, within topk_length) */
+	double retrieved;     /* rows selected */
+};
+
+static void sparse_cache_release(struct sparse_cache *c)
+{
+	free(c->seqlens);
+	free(c->block_table);
+	free(c->indices);
+	free(c->topk_length);
+	free(c->selected);
+	memset(c, 0, sizeof(*c));
+}
+
+/* A worker's scratch for index rows: a bitmap over a sequence's keys, a pool and the tokens chosen. */
+struct index_scratch {
+	uint64_t *mark;
+	int32_t *pool, *tok;
+};
+
+struct index_ctx {
+	const struct sparse_cache *c;
+	struct index_scratch x[GEN_MAX_THREADS];
+};
+
+static int marked(const uint64_t *m, int32_t t)
+{
+	return (int)((m[t >> 6] >> (t & 63)) & 1);
+}
+
+/*
+ * Row r = b * s_q + i of the indices: distinct keys of sequence b, as an indexer gives them. With n
+ * keys (never causal: every row chooses from [0, n)): none when n is 0 (all -1); else v = min(topk,
+ * n) less h holes, h uniform in [0, v/16], v >= 1. The last key n-1 always; then, when the other
+ * v-1 are at least half of [0, n-1), a partial Fisher-Yates draw over [0, n-1); otherwise (v-1)/2
+ * from the recent window [n-1-w, n-1), w = min(n-1, 2 topk), and the rest uniform over [0, n-1)
+ * (rejection of repeats). Each key becomes page * page_size + slot through the block table
+ * (FlashMLA quant.py abs_indices2indices_in_kvcache), the row is padded with -1 to topk and then
+ * shuffled (Fisher-Yates), so the -1s lie among the valid entries. Draw j of row r is
+ * rng_below(seed, stream, r * 2^32 + j, .), in the order written here.
+ */
+static void index_row(int32_t *row, struct index_scratch *x, const struct sparse_cache *c, int64_t r)
+{
+	int b = (int)(r / c->s_q);
+	int32_t n = c->seqlens[b], topk = c->topk, pool = n - 1, v, need, nt = 0;
+	uint64_t ctr = (uint64_t)r << 32;
+
+	for (int32_t t = 0; t < topk; t++)
+		row[t] = -1;
+	if (n <= 0)
+		return;
+	v = n < topk ? n : topk;
+	v -= (int32_t)rng_below(c->seed, c->stream_idx, ctr++, (uint64_t)v / 16 + 1);
+	need = v - 1;
+	x->tok[nt++] = n - 1;
+	if (2 * (int64_t)need >= pool) {
+		for (int32_t j = 0; j < pool; j++)
+			x->pool[j] = j;
+		for (int32_t j = 0; j < need; j++) {
+			int32_t o = j + (int32_t)rng_below(c->seed, c->stream_idx, ctr++, (uint64_t)(pool - j));
+			int32_t t = x->pool[o];
+
+			x->pool[o] = x->pool[j];
+			x->pool[j] = t;
+			x->tok[nt++] = t;
+		}
+	} else {
+		int32_t w = pool < 2 * topk ? pool : 2 * topk, recent = need / 2;
+
+		while (nt < v) {
+			int32_t t = nt <= recent ?
+					    pool - w + (int32_t)rng_below(c->seed, c->stream_idx, ctr++, (uint64_t)w) :
+					    (int32_t)rng_below(c->seed, c->stream_idx, ctr++, (uint64_t)pool);
+
+			if (marked(x->mark, t))
+				continue;
+			x->mark[t >> 6] |= (uint64_t)1 << (t & 63);
+			x->tok[nt++] = t;
+		}
+		for (int32_t j = 1; j < nt; j++)
+			x->mark[x->tok[j] >> 6] = 0;
+	}
+	for (int32_t j = 0; j < nt; j++) {
+		int32_t t = x->tok[j];
+
+		row[j] = c->block_table[(size_t)b * c->max_pages + t / c->page_size] * c->page_size + t % c->page_size;
+	}
+	for (int32_t t = topk - 1; t > 0; t--) {
+		int32_t o = (int32_t)rng_below(c->seed, c->stream_idx, ctr++, (uint64_t)t + 1), e = row[t];
+
+		row[t] = row[o];
+		row[o] = e;
+	}
+}
+
+static void index_rows(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct index_ctx *ic = arg;
+
+	for (size_t r = lo; r < hi; r++)
+		index_row(ic->c->indices + r * (size_t)ic->c->topk, &ic->x[worker], ic->c, (int64_t)r);
+}
+
+/*
+ * Build cache `extra` (0 main, 1 extra) of sparse input set k: its seqlens (rotated by k), block
+ * table (pages permuted as the dense form's, stream VS_STREAM_PERM or VS_STREAM_EXTRA_PERM),
+ * indices, topk_length and the rows the valid entries select.
+ */
+static int sparse_cache_build(struct sparse_cache *c, const struct task_spec *s, int k, int extra)
+{
+	const int32_t *lens = extra ? s->extra_seqlens : s->seqlens;
+	size_t rows = (size_t)s->batch * s->s_q, tokens;
+	int has_length = extra ? s->extra_topk_length : s->topk_length;
+	struct index_ctx *ic = NULL;
+	int nth = 1, err = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->page_size = extra ? s->extra_page_size : s->page_size;
+	c->max_pages = extra ? s->extra_max_pages : s->max_pages;
+	c->num_pages = extra ? s->extra_num_pages : s->num_pages;
+	c->topk = extra ? s->extra_topk : s->topk;
+	c->batch = s->batch;
+	c->s_q = s->s_q;
+	c->seed = task_set_seed(s, k);
+	c->stream_idx = extra ? VS_STREAM_EXTRA_INDICES : VS_STREAM_INDICES;
+	c->stream_len = extra ? VS_STREAM_EXTRA_TOPK_LENGTH : VS_STREAM_TOPK_LENGTH;
+	c->stream_kv = extra ? VS_STREAM_EXTRA_KV : VS_STREAM_KV;
+	tokens = (size_t)c->num_pages * c->page_size;
+	c->seqlens = malloc((size_t)s->batch * sizeof(int32_t));
+	c->block_table = malloc((size_t)s->batch * c->max_pages * sizeof(int32_t) + 1);
+	c->indices = malloc(rows * c->topk * sizeof(int32_t) + 1);
+	c->topk_length = has_length ? malloc((size_t)s->batch * sizeof(int32_t)) : NULL;
+	c->selected = calloc(tokens + 1, 1);
+	ic = calloc(1, sizeof(*ic));
+	if (!c->seqlens || !c->block_table || !c->indices || (has_length && !c->topk_length) || !c->selected || !ic) {
+		err = vs_error(VS_ENOMEM, "out of memory generating the indices of task '%s'", s->name);
+		goto done;
+	}
+	for (int b = 0; b < s->batch; b++) {
+		c->seqlens[b] = lens[(b + k) % s->batch];
+		c->max_len = c->seqlens[b] > c->max_len ? c->seqlens[b] : c->max_len;
+	}
+	if ((err = paginate(c->block_table, NULL, c->seqlens, s->batch, c->page_size, c->max_pages, c->num_pages, 0,
+			    c->seed, extra ? VS_STREAM_EXTRA_PERM : VS_STREAM_PERM)))
+		goto done;
+	ic->c = c;
+	nth = gen_threads(rows * (size_t)c->topk * 16);
+	for (int w = 0; w < nth; w++) {
+		ic->x[w].mark = calloc((size_t)c->max_len / 64 + 1, sizeof(uint64_t));
+		ic->x[w].pool = malloc((2 * (size_t)c->topk + 2) * sizeof(int32_t));
+		ic->x[w].tok = malloc(((size_t)c->topk + 1) * sizeof(int32_t));
+		if (!ic->x[w].mark || !ic->x[w].pool || !ic->x[w].tok) {
+			err = vs_error(VS_ENOMEM, "out of memory generating the indices of task '%s'", s->name);
+			goto done;
+		}
+	}
+	par_for(rows, nth, index_rows, ic);
+	/* topk_length: topk in batch k % batch, 0 in batch (k + 1) % batch (edges), else uniform [0, topk] */
+	for (int b = 0; b < s->batch && c->topk_length; b++) {
+		if (s->batch > 1 && b == k % s->batch)
+			c->topk_length[b] = c->topk;
+		else if (s->batch > 1 && b == (k + 1) % s->batch)
+			c->topk_length[b] = 0;
+		else
+			c->topk_length[b] =
+				(int32_t)rng_below(c->seed, c->stream_len, (uint64_t)b, (uint64_t)c->topk + 1);
+	}
+	for (size_t r = 0; r < rows; r++) {
+		int b = (int)(r / (size_t)s->s_q);
+		int32_t len = c->topk_length ? c->topk_length[b] : c->topk;
+		const int32_t *row = c->indices + r * (size_t)c->topk;
+
+		for (int32_t t = 0; t < len; t++) {
+			c->attended += row[t] >= 0;
+			if (row[t] >= 0 && !c->selected[row[t]]) {
+				c->selected[row[t]] = 1;
+				c->retrieved++;
+			}
+		}
+	}
+done:
+	for (int w = 0; ic && w < nth; w++) {
+		free(ic->x[w].mark);
+		free(ic->x[w].pool);
+		free(ic->x[w].tok);
+	}
+	free(ic);
+	if (err)
+		sparse_cache_release(c);
+	return err;
+}
+
+/* FlashMLA's scale of a block (quant.py): 2^ceil(log2(max(amax / fmax, 1e-4))); returns the exponent. */
+static int block_scale_exp(float amax, float fmax)
+{
+	float r = amax / fmax;
+	int e;
+
+	if (!(r > 1e-4f))
+		r = 1e-4f;
+	return frexpf(r, &e) == 0.5f ? e - 1 : e; /* r = f 2^e, f in [0.5, 1): exact ceil(log2 r) */
+}
+
+/* Quantize x[0..n) with one scale 2^e into codes; returns e. */
+static int quantize_block(uint8_t *codes, const float *x, int n, int fnuz)
+{
+	float amax = 0;
+	int e;
+
+	for (int i = 0; i < n; i++)
+		amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+	e = block_scale_exp(amax, fnuz ? 240.0f : 448.0f);
+	for (int i = 0; i < n; i++) {
+		float y = ldexpf(x[i], -e);
+
+		codes[i] = fnuz ? vs_fp8_e4m3_fnuz_encode(y) : vs_fp8_e4m3fn_encode(y);
+	}
+	return e;
+}
+
+static void put_bf16(uint8_t *p, uint16_t h)
+{
+	p[0] = (uint8_t)h;
+	p[1] = (uint8_t)(h >> 8);
+}
+
+/*
+ * Write token `slot` of the page at `page` in the cache format: the values x (d_qk floats, already
+ * bf16-exact), or the format's NaN pattern when x is NULL.
+ */
+static void put_token(uint8_t *page, int32_t kv_dtype, int32_t page_size, int32_t slot, const float *x)
+{
+	int fnuz = mla_kv_is_fnuz(kv_dtype);
+	uint8_t nan_code = fnuz ? 0x80 : 0x7f;
+
+	if (kv_dtype == MLA_KV_BF16) {
+		uint8_t *t = page + (size_t)slot * MLA_D_QK * 2;
+
+		for (int d = 0; d < MLA_D_QK; d++)
+			put_bf16(t + 2 * d, x ? mla_float_to_bf16(x[d]) : 0x7FC0);
+	} else if (!mla_kv_is_model1(kv_dtype)) { /* fp8_ds_mla: 512 codes, 4 fp32 scales, 64 bf16 */
+		uint8_t *t = page + (size_t)slot * 656;
+
+		for (int k = 0; k < 4; k++) {
+			uint32_t sc = 0x7fc00000u;
+
+			if (x)
+				sc = mla_float_to_bits(
+					ldexpf(1.0f, quantize_block(t + 128 * k, x + 128 * k, 128, fnuz)));
+			else
+				memset(t + 128 * k, nan_code, 128);
+			for (int i = 0; i < 4; i++)
+				t[512 + 4 * k + i] = (uint8_t)(sc >> (8 * i));
+		}
+		for (int d = 0; d < MLA_D_ROPE; d++)
+			put_bf16(t + 528 + 2 * d, x ? mla_float_to_bf16(x[512 + d]) : 0x7FC0);
+	} else { /* fp8_model1: 448 codes and 64 bf16 per token, then 7 e8m0 scales and a pad byte */
+		uint8_t *t = page + (size_t)slot * 576, *sc = page + (size_t)page_size * 576 + (size_t)slot * 8;
+
+		for (int k = 0; k < 7; k++) {
+			if (x)
+				sc[k] = (uint8_t)(127 + quantize_block(t + 64 * k, x + 64 * k, 64, fnuz));
+			else {
+				memset(t + 64 * k, nan_code, 64);
+				sc[k] = 0xff;
+			}
+		}
+		sc[7] = 0;
+		for (int d = 0; d < MLA_D_ROPE; d++)
+			put_bf16(t + 448 + 2 * d, x ? mla_float_to_bf16(x[448 + d]) : 0x7FC0);
+	}
+}
+
+struct sparse_fill_ctx {
+	const struct sparse_cache *c;
+	int32_t kv_dtype;
+	double sd;
+	uint8_t *dst;
+	const uint8_t *nan_page; /* a page of NaN rows (padding 0) */
+};
+
+/*
+ * Pages [lo, hi) of a sparse cache: a selected row's value d is bf16(clamp(rng_normal(seed,
+ * stream_kv, token x d_qk + d) x sd, -1, 1)), token = page x page_size + slot, then put in the
+ * format (quantized for the fp8 ones); every other row the format's NaN; page padding 0.
+ */
+static void sparse_fill_pages(void *arg, size_t lo, size_t hi, int worker)
+{
+	struct sparse_fill_ctx *f = arg;
+	const struct sparse_cache *c = f->c;
+	size_t page_bytes = mla_kv_page_bytes(f->kv_dtype, c->page_size);
+	int d_qk = mla_kv_d_qk(f->kv_dtype);
+	float x[MLA_D_QK];
+
+	(void)worker;
+	for (size_t pg = lo; pg < hi; pg++) {
+		uint8_t *page = f->dst + pg * page_bytes;
+
+		memcpy(page, f->nan_page, page_bytes);
+		for (int32_t slot = 0; slot < c->page_size; slot++) {
+			uint64_t token = (uint64_t)pg * c->page_size + (uint64_t)slot;
+
+			if (!c->selected[token])
+				continue;
+			for (int d = 0; d < d_qk; d++) {
+				double v =
+					rng_normal(c->seed, c->stream_kv, token * (uint64_t)d_qk + (uint64_t)d) * f->sd;
+
+				v = v < -1.0 ? -1.0 : v > 1.0 ? 1.0 : v;
+				x[d] = mla_bf16_to_float(mla_float_to_bf16((float)v));
+			}
+			put_token(page, f->kv_dtype, c->page_size, slot, x);
+		}
+	}
+}
+
+static int sparse_fill_cache(uint8_t *dst, const struct sparse_cache *c, int32_t kv_dtype, double sd)
+{
+	size_t page_bytes = mla_kv_page_bytes(kv_dtype, c->page_size);
+	uint8_t *nan_page = calloc(page_bytes, 1);
+	struct sparse_fill_ctx f = {c, kv_dtype, sd, dst, nan_page};
+
+	if (!nan_page)
+		return vs_error(VS_ENOMEM, "out of memory for a %zu-byte cache page", page_bytes);
+	for (int32_t slot = 0; slot < c->page_size; slot++)
+		put_token(nan_page, kv_dtype, c->page_size, slot, NULL);
+	par_for((size_t)c->num_pages, gen_threads((size_t)c->num_pages * c->page_size * 64), sparse_fill_pages, &f);
+	free(nan_page);
+	return 0;
+}
+
+/*
+ * attn_sink [h_q], the same in every input set (a model's weights): N(0,1) (seed, VS_STREAM_ATTN_SINK,
+ * h), but with h_q >= 4 the last head +inf (its out is 0) and the one before -inf (no effect), as
+ * FlashMLA's tests mix infinities in.
+ */
+static void fill_attn_sink(float *sink, const struct task_spec *s)
+{
+	for (int h = 0; h < s->h_q; h++) {
+		if (s->h_q >= 4 && h == s->h_q - 1)
+			sink[h] = INFINITY;
+		else if (s->h_q >= 4 && h == s->h_q - 2)
+			sink[h] = -INFINITY;
+		else
+			sink[h] = (float)rng_normal(s->seed, VS_STREAM_ATTN_SINK, (uint64_t)h);
+	}
+}
+
+/* The tensors after q of sparse input set k, from data on (file order), sd the set's. */
+static int sparse_fill(char *data, const struct task_spec *s, const struct shapes *sh, double sd, int k)
+{
+	struct sparse_cache c[2];
+	int err, ncache = s->extra_topk > 0 ? 2 : 1;
+
+	memset(c, 0, sizeof(c));
+	if ((err = sparse_cache_build(&c[0], s, k, 0)))
+		return err;
+	if (ncache == 2 && (err = sparse_cache_build(&c[1], s, k, 1)))
+		goto done;
+	if ((err = sparse_fill_cache((uint8_t *)data, &c[0], s->kv_dtype, sd)))
+		goto done;
+	data += sh->kv_bytes;
+	memcpy(data, c[0].block_table, sh->bt_bytes);
+	data += sh->bt_bytes;
+	memcpy(data, c[0].seqlens, sh->sl_bytes);
+	data += sh->sl_bytes;
+	memcpy(data, c[0].indices, sh->idx_bytes);
+	data += sh->idx_bytes;
+	if (sh->tl_bytes)
+		memcpy(data, c[0].topk_length, sh->tl_bytes);
+	data += sh->tl_bytes;
+	if (sh->sink_bytes)
+		fill_attn_sink((float *)data, s);
+	data += sh->sink_bytes;
+	if (ncache == 2) {
+		if ((err = sparse_fill_cache((uint8_t *)data, &c[1], s->kv_dtype, sd)))
+			goto done;
+		data += sh->xkv_bytes;
+		memcpy(data, c[1].block_table, sh->xbt_bytes);
+		data += sh->xbt_bytes;
+		memcpy(data, c[1].seqlens, sh->xsl_bytes);
+		data += sh->xsl_bytes;
+		memcpy(data, c[1].indices, sh->xidx_bytes);
+		data += sh->xidx_bytes;
+		if (sh->xtl_bytes)
+			memcpy(data, c[1].topk_length, sh->xtl_bytes);
+	}
+done:
+	sparse_cache_release(&c[0]);
+	sparse_cache_release(&c[1]);
+	return err;
+}
+
+/* FlashMLA's counts of sparse input set 0 (task_bytes()); 0 when it cannot be generated. */
+static void sparse_counts(const struct task_spec *s, double *attended, double *retrieved)
+{
+	struct sparse_cache c;
+	int quiet = vs_error_set_quiet(1);
+
+	*attended = *retrieved = 0;
+	if (task_spec_validate(s, "count"))
+		goto done;
+	for (int extra = 0; extra < (s->extra_topk > 0 ? 2 : 1); extra++) {
+		if (sparse_cache_build(&c, s, 0, extra))
+			goto done;
+		*attended += c.attended;
+		*retrieved += c.retrieved;
+		sparse_cache_release(&c);
+	}
+done:
+	vs_error_set_quiet(quiet);
+}
+
 int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct task_spec *s, int k)
 {
 	struct set_plan p;
 	struct shapes sh;
-	struct st_tensor t[4];
+	struct st_tensor t[VS_TASK_MAX_INPUTS];
 	struct meta m = {.count = 0};
 	char hash[65], *img = NULL;
 	size_t ilen = 0, off = 0;
-	int err;
+	int err, n;
 
+	memset(&p, 0, sizeof(p));
 	if ((err = task_spec_validate(s, "generate")))
 		return err;
 	if (k < 0 || k >= s->input_sets)
 		return vs_error(VS_EUSAGE, "task '%s' has no input set %d", s->name, k);
 	if ((err = task_spec_hash(s, hash)))
 		return err;
-	if ((err = set_plan_build(&p, s, k)))
+	if (s->topk > 0) { /* the sparse form: q as the dense form's, the rest sparse_fill()'s */
+		p.seed = task_set_seed(s, k);
+		p.sd = task_set_is_softmax(s, k) ? 1.0 : 0.1;
+		p.kv_scale = 1.0f;
+	} else if ((err = set_plan_build(&p, s, k))) {
 		return err;
+	}
 	shapes_of(&sh, s);
-	inputs_tensors(t, s, &sh);
+	n = inputs_tensors(t, s, &sh);
 	meta_add(&m, "format", "validate_skill mla_decode inputs");
 	meta_add(&m, "task", hash);
 	meta_add(&m, "generator", VS_GENERATOR_VERSION);
@@ -907,16 +1745,21 @@ int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct 
 	meta_add_float(&m, "kv_scale", p.kv_scale);
 	meta_add_float(&m, "softmax_scale", s->softmax_scale);
 	meta_add_u64(&m, "page_offset", (uint64_t)s->page_offset);
-	err = image_alloc(&img, &ilen, &off, t, 4, &m);
+	err = image_alloc(&img, &ilen, &off, t, n, &m);
 	if (err)
 		goto done;
 	fill_q((uint16_t *)(img + off), s, &p);
 	off += sh.q_bytes;
-	fill_kv(img + off, s, &p);
-	off += sh.kv_bytes;
-	memcpy(img + off, p.block_table, sh.bt_bytes);
-	off += sh.bt_bytes;
-	memcpy(img + off, p.seqlens, sh.sl_bytes);
+	if (s->topk > 0) {
+		if ((err = sparse_fill(img + off, s, &sh, p.sd, k)))
+			goto done;
+	} else {
+		fill_kv(img + off, s, &p);
+		off += sh.kv_bytes;
+		memcpy(img + off, p.block_table, sh.bt_bytes);
+		off += sh.bt_bytes;
+		memcpy(img + off, p.seqlens, sh.sl_bytes);
+	}
 	*buf = img;
 	*len = ilen;
 	*kv_scale = p.kv_scale;
@@ -981,6 +1824,26 @@ static cJSON *file_json(const char *name, uint64_t bytes, const char *sha)
 	return o;
 }
 
+/*
+ * The sparse form's tensors in the manifest's "shapes" (dtypes 0) or "dtypes" (dtypes 1), after
+ * the dense form's keys: nothing for a dense task. Returns 1 ok, 0 out of memory.
+ */
+static int sparse_json(cJSON *o, const struct task_spec *s, const struct shapes *sh, int dtypes)
+{
+	struct st_tensor t[VS_TASK_MAX_INPUTS];
+	int n = inputs_tensors(t, s, sh);
+
+	for (int i = 4; i < n; i++) {
+		const char *dt = t[i].dtype == ST_I32 ? "int32" :
+				 t[i].dtype == ST_F32 ? "float32" :
+							mla_kv_dtype_name(s->kv_dtype);
+
+		if (!add(o, t[i].name, dtypes ? cJSON_CreateString(dt) : shape_json(t[i].shape, t[i].ndim)))
+			return 0;
+	}
+	return 1;
+}
+
 /* The manifest's canonical text (malloc'd, ends with a newline); NULL when out of memory. */
 static char *manifest_text(const struct manifest *m)
 {
@@ -999,12 +1862,13 @@ static char *manifest_text(const struct manifest *m)
 	    !add(j, "shapes", o = cJSON_CreateObject()) || !add(o, "q", shape_json(sh.q, 4)) ||
 	    !add(o, "kv_cache", shape_json(sh.kv, 4)) || !add(o, "block_table", shape_json(sh.bt, 2)) ||
 	    !add(o, "seqlens", shape_json(sh.sl, 1)) || !add(o, "out", shape_json(sh.out, 4)) ||
-	    !add(o, "lse", shape_json(sh.lse, 3)) || !add(j, "dtypes", o = cJSON_CreateObject()) ||
-	    !add(o, "q", cJSON_CreateString("bf16")) || !add(o, "kv_cache", cJSON_CreateString(kvd)) ||
+	    !add(o, "lse", shape_json(sh.lse, 3)) || !sparse_json(o, s, &sh, 0) ||
+	    !add(j, "dtypes", o = cJSON_CreateObject()) || !add(o, "q", cJSON_CreateString("bf16")) ||
+	    !add(o, "kv_cache", cJSON_CreateString(kvd)) ||
 	    !add(o, "kv_cache_storage", cJSON_CreateString(s->kv_dtype == MLA_KV_BF16 ? "BF16" : "U8")) ||
 	    !add(o, "block_table", cJSON_CreateString("int32")) || !add(o, "seqlens", cJSON_CreateString("int32")) ||
 	    !add(o, "out", cJSON_CreateString("float32")) || !add(o, "lse", cJSON_CreateString("float32")) ||
-	    !add(j, "page_offset", raw_i64(s->page_offset)) ||
+	    !sparse_json(o, s, &sh, 1) || !add(j, "page_offset", raw_i64(s->page_offset)) ||
 	    !add(j, "block_table_sentinel", cJSON_CreateNumber(VS_BLOCK_TABLE_SENTINEL)) ||
 	    !add(j, "tolerances", o = cJSON_CreateObject()) || !add(o, "out", tol_to_json(&s->tol_out)) ||
 	    !add(o, "lse", tol_to_json(&s->tol_lse)) || !add(j, "sets", sets = cJSON_CreateArray()))
@@ -1456,10 +2320,18 @@ void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s)
 	a->h_q = s->h_q;
 	a->num_pages = (int32_t)(s->num_pages + s->page_offset);
 	a->page_size = s->page_size;
-	a->max_pages = s->max_pages;
+	a->max_pages = s->topk > 0 ? 0 : s->max_pages;
 	a->kv_dtype = s->kv_dtype;
 	a->softmax_scale = s->softmax_scale;
 	a->kv_scale = 1.0f;
+	a->d_qk = mla_kv_d_qk(s->kv_dtype);
+	a->d_v = MLA_D_V;
+	if (s->topk > 0) {
+		a->topk = s->topk;
+		a->extra_topk = s->extra_topk;
+		a->extra_num_pages = s->extra_num_pages;
+		a->extra_page_size = s->extra_page_size;
+	}
 }
 
 int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
@@ -1493,6 +2365,35 @@ int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct
 	a->kv_dtype = s->kv_dtype;
 	a->softmax_scale = s->softmax_scale;
 	a->kv_scale = kv_scale;
+	a->d_qk = mla_kv_d_qk(s->kv_dtype);
+	a->d_v = MLA_D_V;
+	return 0;
+}
+
+int task_set_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s,
+			 const struct task_set *ts, const void *q)
+{
+	int err;
+
+	if (s->topk <= 0)
+		return task_oracle_args(a, bt_owned, s, q ? q : ts->q, ts->kv_cache, ts->block_table, ts->seqlens,
+					ts->kv_scale);
+	/* the sparse form: the indices address the cache, no block_table or seqlens (mla_decode.h) */
+	if ((err = task_oracle_args(a, bt_owned, s, q ? q : ts->q, ts->kv_cache, NULL, NULL, 1.0f)))
+		return err;
+	a->max_pages = 0;
+	a->indices = ts->indices;
+	a->topk_length = ts->topk_length;
+	a->attn_sink = ts->attn_sink;
+	a->topk = s->topk;
+	if (s->extra_topk > 0) {
+		a->extra_kv_cache = ts->extra_kv_cache;
+		a->extra_indices = ts->extra_indices;
+		a->extra_topk_length = ts->extra_topk_length;
+		a->extra_topk = s->extra_topk;
+		a->extra_num_pages = s->extra_num_pages;
+		a->extra_page_size = s->extra_page_size;
+	}
 	return 0;
 }
 
@@ -1504,13 +2405,16 @@ static int reference_image(char **buf, size_t *len, const struct task_spec *s, i
 	struct st_tensor t[2];
 	struct meta m = {.count = 0};
 	struct mla_decode_args a;
+	struct task_set view;
 	char sha[65], *img = NULL;
 	int32_t *bt = NULL;
 	size_t ilen = 0, off = 0, in_off;
 	int err, rc;
 
 	shapes_of(&sh, s);
-	in_off = inputs_len - sh.q_bytes - sh.kv_bytes - sh.bt_bytes - sh.sl_bytes;
+	in_off = inputs_len - sh.in_bytes;
+	set_view(&view, s, &sh, (char *)inputs + in_off);
+	view.kv_scale = kv_scale;
 	fs_sha256_hex(sha, inputs, inputs_len);
 	reference_tensors(t, &sh);
 	meta_add(&m, "format", "validate_skill mla_decode reference");
@@ -1521,10 +2425,7 @@ static int reference_image(char **buf, size_t *len, const struct task_spec *s, i
 	meta_add_float(&m, "kv_scale", kv_scale);
 	if ((err = image_alloc(&img, &ilen, &off, t, 2, &m)))
 		return err;
-	if ((err = task_oracle_args(&a, &bt, s, inputs + in_off, inputs + in_off + sh.q_bytes,
-				    (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes),
-				    (const int32_t *)(inputs + in_off + sh.q_bytes + sh.kv_bytes + sh.bt_bytes),
-				    kv_scale)))
+	if ((err = task_set_oracle_args(&a, &bt, s, &view, NULL)))
 		goto done;
 	rc = mla_decode_reference(&a, (float *)(img + off), (float *)(img + off + sh.out_bytes), threads);
 	if (rc != MLA_OK) {
@@ -1547,7 +2448,7 @@ static uint64_t disk_estimate(const struct task_spec *s, size_t limit)
 	uint64_t in, total = MANIFEST_SLACK;
 
 	shapes_of(&sh, s);
-	in = sh.q_bytes + sh.kv_bytes + sh.bt_bytes + sh.sl_bytes + HEADER_SLACK;
+	in = sh.in_bytes + HEADER_SLACK;
 	for (int k = 0; k < s->input_sets; k++) {
 		if (in <= limit)
 			total += in;
@@ -1750,7 +2651,9 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 {
 	const struct task_spec *s = &t->spec; /* m->spec has moved there */
 	struct task_set *ts = &t->sets[k];
+	struct st_tensor tens[VS_TASK_MAX_INPUTS];
 	struct shapes sh;
+	int nt;
 	struct st_file in = {0}, ref = {0};
 	char name[64], sha[65], want[40], *path = NULL, *ibuf = bufs[2 * k];
 	size_t ilen = lens[2 * k];
@@ -1790,14 +2693,24 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 		goto done;
 	}
 	if ((err = expect_tensor(&ts->q, &in, "q", ST_BF16, sh.q, 4, path)) ||
-	    (err = expect_tensor(&ts->kv_cache, &in, "kv_cache", s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh.kv, 4,
-				 path)) ||
+	    (err = expect_tensor(&ts->kv_cache, &in, "kv_cache", s->kv_dtype == MLA_KV_BF16 ? ST_BF16 : ST_U8, sh.kv,
+				 sh.kv_ndim, path)) ||
 	    (err = expect_tensor(&p, &in, "block_table", ST_I32, sh.bt, 2, path)))
 		goto done;
 	ts->block_table = p;
 	if ((err = expect_tensor(&p, &in, "seqlens", ST_I32, sh.sl, 1, path)))
 		goto done;
 	ts->seqlens = p;
+	nt = inputs_tensors(tens, s, &sh);
+	for (int i = 4; i < nt; i++) {
+		if ((err = expect_tensor(&p, &in, tens[i].name, tens[i].dtype, tens[i].shape, tens[i].ndim, path)))
+			goto done;
+		set_assign(ts, tens[i].name, p, tens[i].bytes);
+	}
+	if (in.count != nt) {
+		err = vs_error(VS_EVERIFY, "'%s' holds %d tensors, the task has %d inputs", path, in.count, nt);
+		goto done;
+	}
 	file_name(name, "reference", k);
 	free(path);
 	path = fs_join(dir, name);

@@ -57,6 +57,39 @@
  *               to -amax; kv_scale = amax / 240 (float), the same for every input set;
  *               code = vs_fp8_e4m3_fnuz_encode(value / kv_scale)
  *
+ * The sparse form's inputs (topk > 0; docs/DESIGN.md "The sparse form"), part of vs_gen/3 (the
+ * dense form's bytes did not change). inputs.<k>.safetensors holds q [b, s_q, h_q, d_qk] BF16,
+ * kv_cache (bf16: [num_pages, page_size, 1, 576] BF16; block-scaled: U8 [num_pages,
+ * mla_kv_page_bytes()]), block_table [b, max_pages] I32, seqlens [b] I32, indices [b, s_q, topk] I32,
+ * topk_length [b] I32 (spec topk_length), attn_sink [h_q] F32 (spec attn_sink), and with an extra
+ * cache extra_kv_cache, extra_block_table [b, extra_max_pages], extra_seqlens [b], extra_indices
+ * [b, s_q, extra_topk], extra_topk_length [b] (spec extra_topk_length); the manifest's shapes and
+ * dtypes list the tensors after lse. Set k (seed s_k, sd_k as above):
+ *   q           as the dense form's, d_qk wide
+ *   seqlens     rotated by k; extra_seqlens likewise
+ *   pages       as the dense form's (stream VS_STREAM_PERM); the extra cache's on VS_STREAM_EXTRA_PERM
+ *   indices     row r = b x s_q + i, n = seqlens[b]: index_row() in task.c, draws rng_below(s_k,
+ *               VS_STREAM_INDICES, r x 2^32 + j, .): v = min(topk, n) less a uniform [0, v/16]
+ *               holes; the last key n-1; when the other v-1 are at least half of [0, n-1) a partial
+ *               Fisher-Yates over it, else (v-1)/2 from [n-1-w, n-1), w = min(n-1, 2 topk), and the
+ *               rest uniform over [0, n-1), repeats redrawn; keys become block_table[b][key /
+ *               page_size] x page_size + key % page_size, -1 pads to topk, then a Fisher-Yates
+ *               shuffle of the row (none for n = 0: all -1). Extra: VS_STREAM_EXTRA_INDICES.
+ *   topk_length batch k % b gets topk, batch (k + 1) % b gets 0 (b > 1), others rng_below(s_k,
+ *               VS_STREAM_TOPK_LENGTH, b, topk + 1) (extra: VS_STREAM_EXTRA_TOPK_LENGTH)
+ *   attn_sink   head h: (float)rng_normal(seed, VS_STREAM_ATTN_SINK, h) (the task's seed: every
+ *               set the same), but with h_q >= 4 head h_q-1 is +inf and head h_q-2 is -inf
+ *   cache       row R (= page x page_size + slot) is selected when an entry t < topk_length[b] (or
+ *               topk) of some row names it; value d of a selected row is
+ *               bf16_rne((float)clamp(rng_normal(s_k, VS_STREAM_KV, R x d_qk + d) x sd_k, -1, 1))
+ *               (extra: VS_STREAM_EXTRA_KV), then in the format: bf16 as is; fp8 per block of 128
+ *               (fp8_ds_mla) or 64 (fp8_model1) latent values scale = 2^ceil(log2(max(amax / M,
+ *               1e-4))), M = 448 (e4m3fn) or 240 (fnuz), code = vs_fp8_e4m3fn_encode (or
+ *               vs_fp8_e4m3_fnuz_encode) of value / scale, the scale as fp32 (fp8_ds_mla) or e8m0
+ *               (fp8_model1), RoPE values as bf16; any other row the format's NaN (bf16 0x7FC0,
+ *               codes 0x7F or fnuz 0x80, fp32 scales NaN, e8m0 0xFF); model1's pad bytes 0
+ * The bytes do not depend on the thread count.
+ *
  * page_offset: the stored kv_cache tensor holds num_pages pages, and its page p is page
  * page_offset + p of a larger virtual cache that nobody allocates: block_table entries are
  * page_offset + (stored page). A runner that tests large byte offsets passes
@@ -96,6 +129,14 @@ enum vs_task_stream {
 	VS_STREAM_Q = 1,
 	VS_STREAM_KV = 2,
 	VS_STREAM_PERM = 3,
+	/* the sparse form (task.h "The sparse form's inputs") */
+	VS_STREAM_INDICES = 4,
+	VS_STREAM_TOPK_LENGTH = 5,
+	VS_STREAM_ATTN_SINK = 6,
+	VS_STREAM_EXTRA_KV = 7,
+	VS_STREAM_EXTRA_PERM = 8,
+	VS_STREAM_EXTRA_INDICES = 9,
+	VS_STREAM_EXTRA_TOPK_LENGTH = 10,
 };
 
 /* Largest seed: JSON numbers are exact up to 2^53. */
@@ -127,28 +168,59 @@ struct task_spec {
 	 * is bf16 or a per-block-scaled format, and page_offset is 0. Dense form: all 0 / NULL, and the
 	 * spec's JSON and hash are those of a dense spec before these fields existed.
 	 */
-	int32_t topk;             /* indices per query row */
-	int32_t extra_topk;       /* 0: no extra cache; else extra indices per row into the extra cache */
-	int32_t extra_page_size;  /* the extra cache's page size (extra_topk > 0) */
-	int32_t extra_max_pages;  /* the extra cache's block table columns */
-	int32_t extra_num_pages;  /* the extra cache's pages */
-	int32_t *extra_seqlens;   /* [batch] context lengths of the extra cache, owned; NULL when extra_topk 0 */
-	int topk_length;          /* 1: the task passes topk_length [batch] */
-	int extra_topk_length;    /* 1: the task passes extra_topk_length [batch] (extra_topk > 0) */
-	int attn_sink;            /* 1: the task passes attn_sink [h_q] */
+	int32_t topk;            /* indices per query row */
+	int32_t extra_topk;      /* 0: no extra cache; else extra indices per row into the extra cache */
+	int32_t extra_page_size; /* the extra cache's page size (extra_topk > 0) */
+	int32_t extra_max_pages; /* the extra cache's block table columns */
+	int32_t extra_num_pages; /* the extra cache's pages */
+	int32_t *extra_seqlens;  /* [batch] context lengths of the extra cache, owned; NULL when extra_topk 0 */
+	int topk_length;         /* 1: the task passes topk_length [batch] */
+	int extra_topk_length;   /* 1: the task passes extra_topk_length [batch] (extra_topk > 0) */
+	int attn_sink;           /* 1: the task passes attn_sink [h_q] */
 };
 
-/** A loaded input set (host memory). */
+/**
+ * A loaded input set (host memory). The sparse tensors (kernels/mla_decode.h ABI 3) are NULL with 0
+ * bytes in a dense task, and each optional one when the spec does not ask for it.
+ */
 struct task_set {
-	void *q;        /* bf16 */
-	void *kv_cache; /* bf16 or fp8 codes */
+	void *q;        /* bf16 [b, s_q, h_q, d_qk] */
+	void *kv_cache; /* bf16 or fp8 codes; the sparse form's block-scaled formats as bytes */
 	int32_t *block_table;
 	int32_t *seqlens;
 	float *ref_out; /* fp32 [b,s_q,h_q,512] */
 	float *ref_lse; /* fp32 [b,h_q,s_q] */
 	float kv_scale;
 	size_t q_bytes, kv_bytes, block_table_bytes, seqlens_bytes, out_elems, lse_elems;
+	/* the sparse form */
+	int32_t *indices;           /* [b, s_q, topk] */
+	int32_t *topk_length;       /* [b] or NULL */
+	float *attn_sink;           /* [h_q] or NULL (the same in every set of a task) */
+	void *extra_kv_cache;       /* [extra_num_pages, ...] or NULL */
+	int32_t *extra_block_table; /* [b, extra_max_pages] (what extra_indices were made with; no kernel reads it) */
+	int32_t *extra_seqlens;     /* [b] (ditto) */
+	int32_t *extra_indices;     /* [b, s_q, extra_topk] */
+	int32_t *extra_topk_length; /* [b] or NULL */
+	size_t indices_bytes, topk_length_bytes, attn_sink_bytes, extra_kv_bytes, extra_block_table_bytes,
+		extra_seqlens_bytes, extra_indices_bytes, extra_topk_length_bytes;
 };
+
+/** One input tensor of a set, as task_set_inputs() lists them. */
+struct task_input {
+	const char *name; /* the ABI's (and the inputs file's) name: "q", "kv_cache", "indices", ... */
+	const void *host;
+	size_t bytes;
+};
+
+#define VS_TASK_MAX_INPUTS 12
+
+/**
+ * The input tensors of set ts that a task has, in the order of its inputs file: q, kv_cache,
+ * block_table, seqlens, then (sparse form) indices, topk_length, attn_sink, extra_kv_cache,
+ * extra_block_table, extra_seqlens, extra_indices, extra_topk_length, each only when present.
+ * Returns how many were written to out (4 for a dense task).
+ */
+int task_set_inputs(struct task_input out[VS_TASK_MAX_INPUTS], const struct task_set *ts);
 
 struct task_data {
 	char *dir;
@@ -159,7 +231,7 @@ struct task_data {
 	void *owned[4 * VS_TASK_MAX_SETS]; /* buffers to free */
 };
 
-/** Deep copy (seqlens duplicated). */
+/** Deep copy (seqlens and extra_seqlens duplicated). */
 int task_spec_copy(struct task_spec *dst, const struct task_spec *src);
 void task_spec_release(struct task_spec *s);
 
@@ -167,7 +239,10 @@ void task_spec_release(struct task_spec *s);
  * Canonical JSON of a spec (stable key order); caller owns the result (cJSON_Delete), NULL when out
  * of memory. Keys, in order: name, kv_dtype ("bf16" / "fp8_e4m3_fnuz"), batch, s_q, h_q,
  * page_size, max_pages, num_pages, page_offset, seqlens, softmax_scale, seed, input_sets,
- * tol_out {atol, rtol, cos_tol}, tol_lse {...}. Integers that fit an int are cJSON numbers; the
+ * tol_out {atol, rtol, cos_tol}, tol_lse {...}; then, only when topk > 0 (the sparse form), topk,
+ * topk_length (bool), attn_sink (bool) and, only when extra_topk > 0, extra_topk, extra_page_size,
+ * extra_max_pages, extra_num_pages, extra_seqlens, extra_topk_length (bool). So a dense spec's text
+ * and hash are those it had before the sparse form existed. Integers that fit an int are cJSON numbers; the
  * others (seed, page_offset, softmax_scale and the tolerances) are cJSON raw items holding the
  * shortest text that reads back to the same value, because cJSON 1.7's printer does not round-trip
  * every double. softmax_scale is printed as its float value (e.g. 0.1352 for 0.1352f).
@@ -177,7 +252,9 @@ struct cJSON *task_spec_to_json(const struct task_spec *s);
 /**
  * Parse a spec from JSON (as written by task_spec_to_json, after printing and parsing, or as the
  * raw items it holds) and validate it (task_spec_validate()). page_offset may be left out (0);
- * every other key is required and unknown keys are refused. *s is set only on success.
+ * the sparse keys are all absent (dense) or present as task_spec_to_json() writes them (the extra
+ * cache's all or none); every other key is required and unknown keys are refused. *s is set only on
+ * success.
  * Errors: VS_ESCHEMA naming the key, VS_ENOMEM.
  */
 int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *where);
@@ -189,7 +266,13 @@ int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *
  * negative or so large that page indices reach VS_BLOCK_TABLE_SENTINEL (or leave int32); byte sizes
  * that overflow; softmax_scale not finite and positive; seed above VS_TASK_SEED_MAX; input_sets
  * outside [2, VS_TASK_MAX_SETS]; tolerances negative or not finite (cos_tol < 0 means unchecked).
- * s_q > 1 is allowed (causal). where prefixes the message. Errors: VS_ESCHEMA.
+ * s_q > 1 is allowed (causal in the dense form).
+ * Dense (topk 0): kv_dtype bf16 or fp8_e4m3_fnuz, and every sparse field 0 / NULL. Sparse (topk >= 1):
+ * kv_dtype bf16 or a per-block-scaled format (mla_kv_is_blockscaled()), page_offset 0, topk_length,
+ * extra_topk_length and attn_sink 0 or 1; extra_topk 0 with every extra_* field 0 / NULL, or
+ * extra_topk >= 1 with extra_page_size, extra_max_pages, extra_num_pages >= 1 and extra_seqlens in
+ * [0, extra_max_pages x extra_page_size] needing at most extra_num_pages pages.
+ * where prefixes the message. Errors: VS_ESCHEMA.
  */
 int task_spec_validate(const struct task_spec *s, const char *where);
 
@@ -199,12 +282,32 @@ int task_spec_hash_for(const struct task_spec *s, const char *generator, char he
 /** The task's identity: sha256 hex of canonical spec JSON + generator + oracle versions. */
 int task_spec_hash(const struct task_spec *s, char hex[65]);
 
-/** FlashMLA's counts for one input set: bytes moved and flops (docs/DESIGN.md). */
+/**
+ * FlashMLA's counts for one input set: bytes moved and flops (docs/DESIGN.md).
+ * Dense: bytes = sum(seqlens) x 576 x kv element size + q + out (bf16); flops = 2 x s_q x h_q x
+ * sum(seqlens) x (576 + 512).
+ * Sparse (FlashMLA's formula, tests/lib.py count_flop_and_mem_vol_for_decode, over the valid
+ * entries), counted on the generated input set 0 (its indices and topk_length; the other sets differ
+ * by little): flops = 2 x h_q x attended x (d_qk + d_v), attended = the valid entries over every
+ * query row (not -1, within topk_length), the extra cache's likewise; bytes = retrieved x
+ * mla_kv_token_bytes() + q + out, retrieved = the distinct cache rows that some valid entry names
+ * (both caches). A spec that cannot be generated counts 0.
+ */
 double task_bytes(const struct task_spec *s);
 double task_flops(const struct task_spec *s);
 
-/** Bytes of one cache page: page_size x 576 x kv element size. */
+/** Bytes of one cache page: mla_kv_page_bytes() of the spec's format and page_size. */
 size_t task_page_bytes(const struct task_spec *s);
+
+/**
+ * The parity tolerances a task of spec s's form and format gets (docs/DESIGN.md "The sparse form"):
+ * dense: out atol 8e-4, rtol 2.01/128, cos 5e-6; lse atol 1e-5, rtol 8.01/65536 (FlashMLA's dense
+ * test, atol calibrated on our N(0,1)/10 sets). Sparse, every format: out atol 1e-3, rtol 2.01/128,
+ * cos 5e-6 (FlashMLA's sparse test); lse atol 1e-5, rtol 8.01/65536. The fp8 formats need no more:
+ * the reference reads the decoded values (code x a power-of-two scale, exact in bf16), as FlashMLA's
+ * test compares with the dequantized cache.
+ */
+void task_default_tolerances(struct task_tol *tol_out, struct task_tol *tol_lse, const struct task_spec *s);
 
 /** The store limit in force: VS_TASK_STORE_LIMIT_BYTES from the environment, else the default. */
 size_t task_store_limit(void);
@@ -215,7 +318,8 @@ int task_set_is_softmax(const struct task_spec *s, int k);
 /**
  * The shapes and scalars of task s as an implementation sees them (kernels/mla_decode.h): *a zeroed,
  * then batch, s_q, h_q, page_size, max_pages, kv_dtype, softmax_scale, num_pages counted from the
- * virtual base (num_pages + page_offset) and kv_scale 1 (a set's own is the caller's to set).
+ * virtual base (num_pages + page_offset), kv_scale 1 (a set's own is the caller's to set), d_qk and
+ * d_v; sparse form: topk, extra_topk, extra_num_pages, extra_page_size, and max_pages 0.
  */
 void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s);
 
@@ -227,6 +331,14 @@ void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s);
  */
 int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
 		     const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale);
+
+/**
+ * The oracle's arguments for input set ts of task s, with q in place of the set's (the set's own
+ * when q is NULL): task_oracle_args() and, in the sparse form, the set's indices, topk_length,
+ * attn_sink and extra cache. Returns 0 or VS_ENOMEM; *bt_owned as task_oracle_args().
+ */
+int task_set_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s,
+			 const struct task_set *ts, const void *q);
 
 /** The seed of input set k (VS_GENERATOR_VERSION). */
 uint64_t task_set_seed(const struct task_spec *s, int k);
@@ -250,7 +362,8 @@ int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct 
  * renamed into place when complete (a crash leaves no half task dir; a concurrent materializer that
  * wins the rename is used when its dir verifies). Files are 0444, the dir 0555. Inputs files over
  * task_store_limit() are not written (the manifest marks them "generated"). The oracle runs with
- * threads workers; input generation uses the online CPUs and gives the same bytes for any count.
+ * threads workers; input generation uses the online CPUs (VS_GEN_THREADS in the environment
+ * overrides the count, for tests) and gives the same bytes for any count.
  * Progress lines go to stderr when it is a terminal and the task is large.
  */
 int task_materialize(char **dir_out, const char *root, const struct task_spec *s, int threads);

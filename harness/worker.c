@@ -34,6 +34,7 @@ static cJSON *impl_msg(const struct measure_impl *ir)
 	}
 	cJSON_AddNumberToObject(j, "chosen", ir->chosen);
 	cJSON_AddNumberToObject(j, "capture", ir->capture);
+	cJSON_AddNumberToObject(j, "setup_ms", ir->setup_ms);
 	if (ir->capture_detail)
 		cJSON_AddStringToObject(j, "capture_detail", ir->capture_detail);
 	return j;
@@ -63,6 +64,9 @@ static void impl_unmsg(struct measure_impl *ir, const cJSON *j)
 	free(cosd);
 	ir->chosen = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "chosen"));
 	ir->capture = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "capture"));
+	ir->setup_ms = cJSON_IsNumber(cJSON_GetObjectItem(j, "setup_ms")) ?
+			       cJSON_GetNumberValue(cJSON_GetObjectItem(j, "setup_ms")) :
+			       0;
 	ir->capture_detail = dup_or_null(cJSON_GetObjectItem(j, "capture_detail"));
 }
 
@@ -465,6 +469,9 @@ int worker_probe_device(struct vs_device_info *info, const char *backend, int gp
 		close(fds[0]);
 		vs_error_set_quiet(1);
 		err = open_device(&d, backend, gpu_ordinal);
+		/* the run's one read sweep (physical limits); a failed sweep leaves it unknown */
+		if (!err && d.ops->read_sweep && d.ops->read_sweep(&d, &d.info.read_gbps))
+			d.info.read_gbps = 0;
 		if (!err) {
 			write_all(fds[1], "I", 1);
 			write_all(fds[1], (const char *)&d.info, sizeof(d.info));

@@ -27,6 +27,7 @@
 #define STREAM_PHASE 0x20000ull
 #define STREAM_CONTEXT 0x30000ull
 #define STREAM_GENERATED 0x40000ull
+#define STREAM_MTP 0x50000ull
 
 /* ---- the YAML tree ------------------------------------------------------------------------- */
 
@@ -381,7 +382,7 @@ static void check_unknown(struct check *c, const struct wnode *map, const char *
 
 static const char *const top_keys[] = {"id",      "title", "source", "model", "concurrency",
 				       "traffic", "steps", "tasks",  "seed",  NULL};
-static const char *const model_keys[] = {"h_q", "s_q", "page_size", "kv_dtypes", NULL};
+static const char *const model_keys[] = {"h_q", "s_q", "page_size", "kv_dtypes", "mtp_accept", NULL};
 static const char *const traffic_keys[] = {"trace", "histogram", "context_column", "generated_column", NULL};
 static const char *const histogram_keys[] = {"context", "generated", NULL};
 
@@ -406,6 +407,21 @@ static void check_model(struct check *c, const struct wnode *root)
 	x = 1;
 	get_int(c, m, "s_q", "model.s_q", 0, 1, 8, &x, m);
 	w->s_q = (int)x;
+	w->mtp_accept = 1.0;
+	if (map_get(m, "mtp_accept")) {
+		const struct wnode *a = map_get(m, "mtp_accept");
+		char *end = NULL;
+		double v = a->kind == WN_SCALAR ? strtod(a->value, &end) : -1;
+
+		if (a->kind != WN_SCALAR || !end || *end || end == a->value || !(v >= 0 && v <= 1))
+			bad(c, a, "model.mtp_accept",
+			    "must be a number in [0, 1] (the chance each draft token is accepted)");
+		else if (w->s_q < 2)
+			bad(c, a, "model.mtp_accept",
+			    "needs s_q >= 2 (multi-token prediction verifies s_q - 1 draft tokens)");
+		else
+			w->mtp_accept = v;
+	}
 	x = 0;
 	get_int(c, m, "page_size", "model.page_size", 1, 1, 1 << 20, &x, m);
 	if (x && x != 1 && x != 16 && x != 64)
@@ -1108,10 +1124,22 @@ int workload_simulate(struct workload_sim *out, const struct workload *w, const 
 		int sample = step >= warmup && (step - warmup) % stride == 0;
 
 		for (int b = 0; b < concurrency; b++) {
-			/* decode step done+1 of the request attends over its prompt and done+1 tokens */
+			int advance = 1, sq = w->s_q > 0 ? w->s_q : 1;
+
+			/*
+			 * A decode step of the request attends over its prompt, the done tokens before and its s_q
+			 * query tokens (the next one and, with MTP, s_q - 1 drafts); it keeps the next token and
+			 * each draft while they are accepted (mtp_accept each, in order).
+			 */
 			if (sample)
-				seqlens[(step - warmup) / stride * concurrency + b] = cur[b].context + done[b] + 1;
-			if (++done[b] == cur[b].generated) {
+				seqlens[(step - warmup) / stride * concurrency + b] = cur[b].context + done[b] + sq;
+			while (advance < w->s_q &&
+			       rng_uniform(opts->seed, STREAM_MTP + (uint64_t)concurrency,
+					   ((uint64_t)step * (uint64_t)concurrency + (uint64_t)b) * 8 +
+						   (uint64_t)advance) < w->mtp_accept)
+				advance++;
+			done[b] += advance;
+			if (done[b] >= cur[b].generated) {
 				cur[b] = stream_next(&s);
 				done[b] = 0;
 			}

@@ -49,6 +49,8 @@ struct workload {
 	char sha256[65];           /* of the file's bytes */
 	char *id, *title, *source; /* id equals the file name without ".yaml" */
 	int h_q, s_q, page_size;   /* model: heads per GPU (1..128), queries per sequence (1..8), 1|16|64 */
+	double mtp_accept;         /* model.mtp_accept: with s_q > 1 (multi-token prediction), the chance
+	                            * each of the s_q - 1 draft tokens of a step is accepted (default 1) */
 	int32_t kv_dtypes[2];      /* enum mla_kv_dtype, in file order */
 	int n_kv_dtypes;
 	int concurrency[64]; /* ascending, distinct, 1..WORKLOAD_MAX_CONCURRENCY */

@@ -7,6 +7,17 @@
  * thread count); the softmax is the two-pass max-subtracted form; results are rounded to float once.
  * The fp8 reference uses decoded code x kv_scale exactly, so fp8 rounding of the inputs is not
  * counted as an implementation's error.
+ *
+ * The sparse form (topk > 0; kernels/mla_decode.h ABI 3) transliterates FlashMLA's
+ * tests/ref.py::ref_sparse_attn_decode (main 9241ae3): per (b, i) the valid entries in order (the
+ * main cache's t = 0..topk-1 that are not -1 and lie below topk_length[b], then the extra cache's
+ * likewise), each row decoded exactly (bf16, or mla_kv_decode_token() for the block-scaled
+ * formats: code x scale), scores and P.V in double in that fixed order, two-pass softmax; with
+ * attn_sink the weights are multiplied by 1 / (1 + exp(attn_sink[h] - lse)) and lse is reported
+ * without it; a row with no valid entry gives out 0 and lse +inf. Rows no valid entry names are
+ * never read (their NaN does not matter). It reads d_qk (which must be the format's) and refuses
+ * (MLA_EINVAL) an entry outside [0, pages x page_size) other than -1, a topk_length outside
+ * [0, topk], or missing pointers.
  */
 #ifndef MLA_DECODE_REF_H
 #define MLA_DECODE_REF_H
@@ -23,7 +34,7 @@
  *   lse  fp32 [batch, h_q, s_q], natural log; +inf for queries that see no key
  * threads: worker threads to use (<= 0: one).
  * Returns MLA_OK, MLA_EINVAL for bad shapes, a page index outside [0, num_pages) in a visible page,
- * or seqlens outside [0, max_pages * page_size].
+ * or seqlens outside [0, max_pages * page_size] (dense form), or the sparse form's refusals above.
  */
 int mla_decode_reference(const struct mla_decode_args *args, float *out, float *lse, int threads);
 

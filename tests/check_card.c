@@ -7,6 +7,7 @@
 #include "card.h"
 #include "card_cmd.h"
 #include "fsutil.h"
+#include "mla_decode.h"
 #include "testutil.h"
 #include "vs_error.h"
 
@@ -192,6 +193,13 @@ static const struct load_error_case load_errors[] = {
 	 ":3:8: title: a string with a NUL character (an escape such as \\0 or \\x00) is refused"},
 	{"empty_title.md", VS_ESCHEMA, ":3:8: title: required value is empty"},
 	{"empty_gens.md", VS_ESCHEMA, ":9:9: match.gens: required value is empty"},
+	/* the sparse form's match.topk / match.extra_topk: whole numbers in [1, CARD_TOPK_MAX] (issue 36) */
+	{"sparse_topk_zero.md", VS_ESCHEMA, ":15:9: match.topk: '0' is not a whole number in [1, 65536]"},
+	{"sparse_topk_fraction.md", VS_ESCHEMA, ":15:9: match.topk: '2.5' is not a whole number in [1, 65536]"},
+	{"sparse_topk_quoted.md", VS_ESCHEMA,
+	 ":15:9: match.topk: expected a whole number, found the quoted string \"2048\" (write numbers without "
+	 "quotes)"},
+	{"sparse_extra_topk_list.md", VS_ESCHEMA, ":15:15: match.extra_topk: expected a whole number, found a list"},
 	/* columns in characters with a BOM, CRLF and multi-byte characters before the error */
 	{"col_nonascii_bom_crlf.md", VS_ESCHEMA,
 	 ":15:32: expects.parity: 'maybe' is not one of: required, advisory"},
@@ -247,6 +255,7 @@ static const char *const passing[] = {
 	"cards/missing_validation.md",
 	"cards/lint_unknown_operator.md", /* any operator lints (issue 38); --emit-plan refuses it */
 	"cards/ok_from_backend_list.md",  /* GEAK's list of sources, on an operator not planned here */
+	"cards/ok_sparse.md",             /* the sparse form: deepseek_dsa, block-scaled formats, topk (issue 36) */
 };
 
 START_TEST(test_passing_fixture)
@@ -574,6 +583,24 @@ static const struct lint_case lint_cases[] = {
 	{"lint_slower_without_reason.md", 1,
 	 {":12:25: expects.isolated_speedup_min: 0.98 is below 1.0: a change that may be slower says why in "
 	  "expects.do_no_harm (\"a port that must not slow down\"), else the gate is >= 1.0"}},
+	/* the form a match block selects (issue 36): formats, topk and arch_class that disagree */
+	{"lint_dense_blockscaled.md", 2,
+	 {":11:11: match.dtypes: 'fp8_ds_mla' is a cache format of the sparse form (per-block scales): add "
+	  "deepseek_dsa to match.arch_class, or list a dense format (bf16, fp8_e4m3_fnuz)",
+	  ":9:15: match.arch_class: the card speaks of the sparse form ('fp8_ds_mla', line 11) but its match block "
+	  "selects the dense decode"}},
+	{"lint_dense_topk.md", 2,
+	 {":15:9: match.topk: only the sparse form has a topk: add deepseek_dsa to match.arch_class",
+	  ":9:15: match.arch_class: the card speaks of the sparse form ('topk', line 2)"}},
+	{"lint_sparse_fnuz.md", 1,
+	 {":11:11: match.dtypes: 'fp8_e4m3_fnuz' (one per-tensor scale) is the dense form's cache; the sparse form "
+	  "(deepseek_dsa) reads bf16, fp8_ds_mla, fp8_model1, fp8_ds_mla_fnuz, fp8_model1_fnuz"}},
+	{"lint_both_forms.md", 1,
+	 {":9:15: match.arch_class: lists both deepseek_mla (dense MLA decode) and deepseek_dsa (its sparse form): a "
+	  "plan takes one form; write a card per form"}},
+	{"lint_extra_without_v4.md", 1,
+	 {":15:15: match.extra_topk: the extra cache is the V4 formats' (fp8_model1, fp8_model1_fnuz), which "
+	  "match.dtypes does not list"}},
 	{"lint_validated_wrong_gen.md", 2,
 	 {":22:8: validation.gen: measured generation 'sm_90' is not in match.gens",
 	  ":24:24: validation.measured.isolated: status 'validated' but the measured speedup 1.2 is "
@@ -867,6 +894,86 @@ START_TEST(test_missing_key_names_its_near_miss)
 }
 END_TEST
 
+/* ---- the form a card selects (issue 36) ---------------------------------------------------- */
+
+/* match.topk / match.extra_topk read, and card_form() gives each format its topk and why */
+START_TEST(test_sparse_form_values)
+{
+	struct card c, d;
+	char *path = card_path("ok_sparse.md"), *dpath = card_path("ok_minimal.md");
+	const char *why;
+	int topk, extra;
+
+	ck_assert_int_eq(load_quiet(&c, path), 0);
+	ck_assert_int_eq(load_quiet(&d, dpath), 0);
+	ck_assert_int_eq(card_sparse(&c), 1);
+	ck_assert_int_eq(card_sparse(&d), 0);
+	ck_assert_int_eq(c.match.topk, 512);
+	ck_assert_int_eq(c.match.extra_topk, 256);
+	ck_assert_int_eq(d.match.topk, 0);
+	ck_assert_int_eq(card_form(&c, MLA_KV_FP8_DS_MLA, &topk, &extra, &why), 1);
+	ck_assert_msg(topk == 512 && extra == 0 && !strcmp(why, "match.topk"), "fp8_ds_mla: %d + %d (%s)", topk, extra,
+		      why);
+	ck_assert_int_eq(card_form(&c, MLA_KV_FP8_MODEL1_FNUZ, &topk, &extra, &why), 1);
+	ck_assert_msg(topk == 512 && extra == 256, "fp8_model1_fnuz: %d + %d", topk, extra);
+	ck_assert_int_eq(card_form(&c, MLA_KV_BF16, &topk, &extra, &why), 1);
+	ck_assert_int_eq(card_form(&c, MLA_KV_FP8_E4M3_FNUZ, &topk, &extra, &why), 0);
+	/* the defaults: V3.2's 2048, V4's 128 + 1024 */
+	c.match.topk = c.match.extra_topk = 0;
+	ck_assert_int_eq(card_form(&c, MLA_KV_FP8_DS_MLA, &topk, &extra, &why), 1);
+	ck_assert_msg(topk == CARD_TOPK_V32 && extra == 0 && strstr(why, "default"), "%d + %d (%s)", topk, extra, why);
+	ck_assert_int_eq(card_form(&c, MLA_KV_FP8_MODEL1, &topk, &extra, &why), 1);
+	ck_assert_msg(topk == 128 && extra == 1024 && strstr(why, "V4"), "%d + %d (%s)", topk, extra, why);
+	/* the dense form: its two formats, no topk */
+	ck_assert_int_eq(card_form(&d, MLA_KV_FP8_E4M3_FNUZ, &topk, &extra, &why), 1);
+	ck_assert_int_eq(topk, 0);
+	ck_assert_int_eq(card_form(&d, MLA_KV_FP8_DS_MLA, &topk, &extra, &why), 0);
+	card_release(&c);
+	card_release(&d);
+	free(path);
+	free(dpath);
+}
+END_TEST
+
+/* Lines of s holding needle. */
+static int lines_with(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * GEAK's flash_mla_tilelang_to_triton is a DeepSeek-V4 sparse decode whose match block says
+ * deepseek_mla and fp8_e4m3_fnuz: one warning line saying what to add; the field's dense card none.
+ */
+START_TEST(test_sparse_talk_warns_on_dense_card)
+{
+	char *geak = tu_resource("geak/skills/flash_mla_tilelang_to_triton/skill.md");
+	char *field = tu_resource("field/mla_tilelang_to_triton.md"), *want;
+	int rc;
+	char *err = check_captured(geak, &rc);
+
+	ck_assert_msg(rc == 0, "a warning, not an error: %d\n%s", rc, err);
+	want = fs_printf("warning: %s:10:15: match.arch_class: the card speaks of the sparse form ('deepseek_v4', line "
+			 "47) but its match block selects the dense decode: add 'deepseek_dsa' to match.arch_class in "
+			 "place of 'deepseek_mla', its cache format to match.dtypes (fp8_model1; fp8_model1_fnuz on "
+			 "gfx942) and match.topk and match.extra_topk where not the format's default\n",
+			 geak);
+	ck_assert_msg(strstr(err, want) != NULL, "missing\n %s\nin:\n%s", want, err);
+	ck_assert_int_eq(lines_with(err, "sparse form"), 1);
+	free(err);
+	err = check_captured(field, &rc);
+	ck_assert_msg(rc == 0 && !strstr(err, "sparse form"), "the dense field card: %d\n%s", rc, err);
+	free(err);
+	free(want);
+	free(geak);
+	free(field);
+}
+END_TEST
+
 static Suite *card_suite(void)
 {
 	Suite *s = suite_create("card");
@@ -891,6 +998,8 @@ static Suite *card_suite(void)
 	t = tcase_create("lint");
 	tcase_add_loop_test(t, test_lint_reports_every_problem, 0, NELEM(lint_cases));
 	tcase_add_test(t, test_lint_hand_filled_struct);
+	tcase_add_test(t, test_sparse_form_values);
+	tcase_add_test(t, test_sparse_talk_warns_on_dense_card);
 	tcase_add_loop_test(t, test_unknown_key_near_known_warns, 0, NELEM(near_known));
 	tcase_add_loop_test(t, test_missing_key_names_its_near_miss, 0, NELEM(near_missing));
 	suite_add_tcase(s, t);

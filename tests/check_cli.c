@@ -8,6 +8,7 @@
 #include "fsutil.h"
 #include "vs_build_info.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +125,7 @@ START_TEST(static_passes_the_field_examples_and_our_cards)
 	int status = tu_run_tool(tmp, args, &out, &err);
 
 	ck_assert_msg(status == 0, "exit %d: %s", status, err);
-	ck_assert_int_eq(tu_count_lines(out), 4);
+	ck_assert_int_eq(tu_count_lines(out), 5); /* the field's card and our 4 copies (the sparse CPU card too) */
 	free(args);
 	free(out);
 	free(err);
@@ -177,6 +178,106 @@ START_TEST(main_job_records_the_cpu_card)
 	status = tu_run_tool(tmp, "--report", &out, &err);
 	ck_assert_msg(status == 0, "report exit %d: %s", status, err);
 	ck_assert_ptr_nonnull(strstr(out, "mla_decode_cpu_splitkv"));
+	free(out);
+	free(err);
+	free(card_after);
+	free(card_path);
+}
+END_TEST
+
+/*
+ * The plan at rel under tmp cut to the tasks named keep[0..n) (in plan order), 2 configs a side and
+ * a short protocol: what the suites' tool runs in seconds. Each kept spec's seed is put back as the
+ * text the plan wrote (cJSON prints a 53-bit integer to 15 digits).
+ */
+static void trim_plan(const char *rel, const char *const *keep, int n)
+{
+	char *path = fs_join(tmp, rel), *text = tu_read(path, NULL), *out;
+	cJSON *j = cJSON_Parse(text), *tasks = cJSON_GetObjectItem(j, "tasks"), *pr = cJSON_GetObjectItem(j, "protocol");
+
+	ck_assert_ptr_nonnull(tasks);
+	for (int i = cJSON_GetArraySize(tasks) - 1; i >= 0; i--) {
+		cJSON *t = cJSON_GetArrayItem(tasks, i), *spec = cJSON_GetObjectItem(t, "spec");
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(spec, "name"));
+		char *at, *seed;
+		int kept = 0;
+
+		for (int k = 0; k < n; k++)
+			kept |= name && !strcmp(name, keep[k]);
+		if (!kept) {
+			cJSON_DeleteItemFromArray(tasks, i);
+			continue;
+		}
+		at = strstr(text, name);
+		ck_assert_ptr_nonnull(at);
+		at = strstr(at, "\"seed\":");
+		ck_assert_ptr_nonnull(at);
+		at += strlen("\"seed\":");
+		at += strspn(at, " \t");
+		seed = strndup(at, strspn(at, "0123456789"));
+		cJSON_ReplaceItemInObject(spec, "seed", cJSON_CreateRaw(seed));
+		free(seed);
+	}
+	ck_assert_int_eq(cJSON_GetArraySize(tasks), n);
+	for (int k = 0; k < 2; k++) {
+		cJSON *cfgs = cJSON_GetObjectItem(cJSON_GetObjectItem(j, k ? "candidate" : "baseline"), "configs");
+
+		while (cJSON_GetArraySize(cfgs) > 2)
+			cJSON_DeleteItemFromArray(cfgs, cJSON_GetArraySize(cfgs) - 1);
+	}
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "min_pairs"), 8);
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "max_pairs"), 30);
+	cJSON_SetNumberValue(cJSON_GetObjectItem(pr, "max_seconds"), 2);
+	out = cJSON_Print(j);
+	tu_write(path, out, strlen(out));
+	cJSON_free(out);
+	cJSON_Delete(j);
+	free(text);
+	free(path);
+}
+
+/*
+ * The sparse CPU card (issue 36) end to end in a scratch repository: its plan carries the form and
+ * topk, the tasks materialize (quantized block-scaled caches, NaN rows), both sides pass parity on
+ * the V3.2 and the V4 format, and --record writes the card; --verify accepts the evidence.
+ */
+START_TEST(sparse_cpu_card_validates_end_to_end)
+{
+	static const char *const keep[] = {"fp8_ds_mla-k2048-s-h16-ps64", "fp8_model1-k128-v4-s-single-h16"};
+	char *out = NULL, *err = NULL, *card_after, *card_path = fs_join(tmp, "skills/dsa_decode_cpu_splitkv.md");
+	int status;
+
+	copy_source("tests/resources/skills/dsa_decode_cpu_splitkv.md", "skills/dsa_decode_cpu_splitkv.md");
+	status = tu_run_tool(tmp, "--emit-plan skills/dsa_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_msg(status == 0, "emit: %s", err);
+	ck_assert_msg(strstr(out, "form       sparse (match.arch_class deepseek_dsa): cache fp8_ds_mla, topk 2048"),
+		      "%s", out);
+	free(out);
+	free(err);
+	trim_plan("plans/dsa_decode_cpu_splitkv.plan.json", keep, 2);
+	status = tu_run_tool(tmp, "--run plans/dsa_decode_cpu_splitkv.plan.json --threads 2", &out, &err);
+	ck_assert_msg(status == 0 || status == 1, "run: exit %d: %s\n%s", status, err, out);
+	ck_assert_msg(strstr(out, "fp8_ds_mla-k2048-s-h16-ps64: speedup") &&
+			      strstr(out, "fp8_model1-k128-v4-s-single-h16: speedup") && strstr(out, "parity pass") &&
+			      !strstr(out, "parity FAIL"),
+		      "%s\n%s", out, err);
+	free(out);
+	free(err);
+	status = tu_run_tool(tmp, "--record skills/dsa_decode_cpu_splitkv.md", &out, &err);
+	card_after = tu_read(card_path, NULL);
+	if (VS_KERNELS_DIRTY) {
+		ck_assert_msg(status != 0 && strstr(err, "uncommitted kernels/"), "exit %d: %s", status, err);
+		ck_assert_ptr_nonnull(strstr(card_after, "status: draft"));
+	} else {
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
+		ck_assert_msg(strstr(card_after, "status: validated") || strstr(card_after, "status: failed"),
+			      "card not recorded:\n%s", card_after);
+		ck_assert_ptr_nonnull(strstr(card_after, "results/dsa_decode_cpu_splitkv/"));
+		free(out);
+		free(err);
+		status = tu_run_tool(tmp, "--verify skills/dsa_decode_cpu_splitkv.md", &out, &err);
+		ck_assert_msg(status == 0, "verify: %s", err);
+	}
 	free(out);
 	free(err);
 	free(card_after);
@@ -267,6 +368,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, static_passes_the_field_examples_and_our_cards);
 	tcase_add_test(tc, emit_plan_is_byte_identical_twice);
 	tcase_add_test(tc, main_job_records_the_cpu_card);
+	tcase_add_test(tc, sparse_cpu_card_validates_end_to_end);
 	tcase_add_test(tc, hand_trimmed_plan_runs_only_as_scratch);
 	suite_add_tcase(s, tc);
 	return s;

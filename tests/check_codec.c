@@ -1,7 +1,7 @@
 /*
- * check_codec.c - the number formats: fp8_e4m3_fnuz decode on all 256 codes against values computed
- * here from the format's definition, the encoder (round to nearest even, saturation, no negative
- * zero, NaN), and bf16 conversions.
+ * check_codec.c - the number formats: fp8_e4m3_fnuz and fp8_e4m3fn (OCP) decode on all 256 codes
+ * against values computed here from the formats' definitions, the encoders (round to nearest even,
+ * saturation, negative zero, NaN), and bf16 conversions.
  */
 #include "testutil.h"
 #include "codec.h"
@@ -233,6 +233,105 @@ START_TEST(bf16_decode_is_exact_on_all_65536_codes)
 }
 END_TEST
 
+/* ---- fp8_e4m3fn (OCP), the codes of the sparse form's fp8_ds_mla and fp8_model1 --------------- */
+
+/*
+ * fp8_e4m3fn from its definition (OCP 8-bit FP 1.0, E4M3): bias 7, 0x7F and 0xFF NaN, no inf;
+ * e = 0 is subnormal m x 2^-9 (0x80 is -0); else (1 + m/8) x 2^(e-7); largest finite 0x7E = 448.
+ */
+static double fn_value(unsigned c)
+{
+	unsigned s = c >> 7, e = (c >> 3) & 15, m = c & 7;
+	double mag;
+
+	if ((c & 0x7f) == 0x7f)
+		return NAN;
+	mag = e == 0 ? m / 512.0 : (1.0 + m / 8.0) * pow(2.0, (double)e - 7.0);
+	return s ? -mag : mag;
+}
+
+START_TEST(e4m3fn_decode_matches_the_definition_on_all_256_codes)
+{
+	for (unsigned c = 0; c < 256; c++) {
+		float got = mla_fp8_e4m3fn_to_float((uint8_t)c);
+		double want = fn_value(c);
+
+		if (isnan(want))
+			ck_assert_msg(isnan(got), "decode(0x%02x) = %g, want NaN", c, (double)got);
+		else
+			ck_assert_msg((double)got == want && !signbit(got) == !signbit(want),
+				      "decode(0x%02x) = %.9g, want %.9g", c, (double)got, want);
+	}
+	ck_assert(fn_value(0x7e) == 448.0 && fn_value(0x01) == 1.0 / 512);
+}
+END_TEST
+
+START_TEST(e4m3fn_encode_round_trips_all_256_codes)
+{
+	for (unsigned c = 0; c < 256; c++) {
+		double v = fn_value(c);
+		uint8_t back = vs_fp8_e4m3fn_encode((float)v);
+
+		if (isnan(v))
+			ck_assert_msg(back == 0x7f, "encode(NaN of 0x%02x) = 0x%02x, want 0x7f", c, back);
+		else
+			ck_assert_msg(back == c, "encode(decode(0x%02x) = %g) = 0x%02x", c, v, back);
+	}
+}
+END_TEST
+
+START_TEST(e4m3fn_encode_ties_go_to_the_even_code)
+{
+	for (unsigned base = 0; base <= 0x80; base += 0x80) {
+		for (unsigned c = base; c < base + 0x7e; c++) {
+			unsigned lo = c, hi = c + 1;
+			double mid = (fn_value(lo) + fn_value(hi)) / 2;
+			uint8_t want = (uint8_t)((lo & 1) == 0 ? lo : hi), got = vs_fp8_e4m3fn_encode((float)mid);
+
+			ck_assert_msg(got == want, "tie %.9g between 0x%02x and 0x%02x: got 0x%02x, want 0x%02x", mid,
+				      lo, hi, got, want);
+			got = vs_fp8_e4m3fn_encode(nextafterf((float)mid, mid > 0 ? INFINITY : -INFINITY));
+			ck_assert_msg(got == hi, "just outside %.9g: got 0x%02x, want 0x%02x", mid, got, hi);
+			if (mid != 0) {
+				got = vs_fp8_e4m3fn_encode(nextafterf((float)mid, 0.0f));
+				ck_assert_msg(got == lo, "just inside %.9g: got 0x%02x, want 0x%02x", mid, got, lo);
+			}
+		}
+	}
+}
+END_TEST
+
+static const struct {
+	float in;
+	unsigned want;
+	const char *what;
+} fn_cases[] = {
+	{ 448.0f, 0x7e, "max" },
+	{ -448.0f, 0xfe, "-max" },
+	{ 464.0f, 0x7e, "half a step above max saturates (480 would be NaN)" },
+	{ 1e6f, 0x7e, "saturate" },
+	{ -INFINITY, 0xfe, "-inf saturates" },
+	{ NAN, 0x7f, "NaN" },
+	{ 0.0f, 0x00, "+0" },
+	{ -0.0f, 0x80, "-0 keeps its sign" },
+	{ 0.0009765625f, 0x00, "2^-10: tie between 0 and 0x01 goes to 0" },
+	{ 0.0009766f, 0x01, "just above 2^-10" },
+	{ 0.015625f, 0x08, "smallest normal 2^-6" },
+	{ 1.0f, 0x38, "one" },
+	{ -1.0f, 0xb8, "minus one" },
+	{ 1.0625f, 0x38, "tie 1 vs 1.125 goes to even 0x38" },
+	{ 1.1875f, 0x3a, "tie 1.125 vs 1.25 goes to even 0x3a" },
+};
+
+START_TEST(e4m3fn_encode_table)
+{
+	uint8_t got = vs_fp8_e4m3fn_encode(fn_cases[_i].in);
+
+	ck_assert_msg(got == fn_cases[_i].want, "%s: encode(%.9g) = 0x%02x, want 0x%02x", fn_cases[_i].what,
+		      (double)fn_cases[_i].in, got, fn_cases[_i].want);
+}
+END_TEST
+
 static Suite *codec_suite(void)
 {
 	Suite *s = suite_create("codec");
@@ -245,6 +344,10 @@ static Suite *codec_suite(void)
 	tcase_add_test(fp8, fp8_encode_inverts_decode_on_every_finite_code);
 	tcase_add_test(fp8, fp8_encode_ties_go_to_the_even_code);
 	tcase_add_loop_test(fp8, fp8_encode_table, 0, (int)(sizeof(fp8_cases) / sizeof(fp8_cases[0])));
+	tcase_add_test(fp8, e4m3fn_decode_matches_the_definition_on_all_256_codes);
+	tcase_add_test(fp8, e4m3fn_encode_round_trips_all_256_codes);
+	tcase_add_test(fp8, e4m3fn_encode_ties_go_to_the_even_code);
+	tcase_add_loop_test(fp8, e4m3fn_encode_table, 0, (int)(sizeof(fn_cases) / sizeof(fn_cases[0])));
 	tcase_add_loop_test(bf16, bf16_encode_table, 0, (int)(sizeof(bf16_cases) / sizeof(bf16_cases[0])));
 	tcase_add_test(bf16, bf16_encode_matches_nearest_even_on_sampled_floats);
 	tcase_add_test(bf16, bf16_decode_is_exact_on_all_65536_codes);

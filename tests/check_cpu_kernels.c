@@ -1135,6 +1135,12 @@ static void sproblem_build(struct sproblem *p, const struct scase *c)
 	ck_assert_ptr_nonnull(p->ref_out);
 	ck_assert_ptr_nonnull(p->ref_lse);
 	sparse_reference(p);
+	/* No NaN reaches the reference: a NaN row read by mistake cannot pass as "NaN equals NaN". */
+	for (size_t k = 0; k < p->out_elems; k++)
+		ck_assert_msg(isfinite(p->ref_out[k]), "%s: reference out[%zu] is %g", c->name, k, p->ref_out[k]);
+	for (size_t k = 0; k < p->lse_elems; k++)
+		ck_assert_msg(!isnan(p->ref_lse[k]) && p->ref_lse[k] != -INFINITY, "%s: reference lse[%zu] is %g",
+			      c->name, k, p->ref_lse[k]);
 }
 
 static void sproblem_release(struct sproblem *p)

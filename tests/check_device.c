@@ -83,6 +83,20 @@ static int read_signal(const volatile unsigned char *addr)
 }
 
 /* The page-offset task's layout (plan.c page-offset-4g): 6 pages of 73728 bytes at page 60000. */
+START_TEST(the_cpu_read_sweep_measures_a_plausible_bandwidth)
+{
+	struct vs_device d;
+	double gbps = 0;
+
+	ck_assert_int_eq(vs_device_open_cpu(&d), 0);
+	ck_assert_ptr_nonnull(d.ops->read_sweep);
+	ck_assert_int_eq(d.ops->read_sweep(&d, &gbps), 0);
+	/* a DRAM read over several cores: more than 0.1 GB/s, less than any machine's 10 TB/s */
+	ck_assert_msg(gbps > 0.1 && gbps < 10000, "read sweep %g GB/s", gbps);
+	vs_device_release(&d);
+}
+END_TEST
+
 START_TEST(sparse_buffer_backs_its_first_page_and_its_stored_range_only)
 {
 	const size_t page_bytes = 64 * 576 * 2, off = 60000 * page_bytes, bytes = 6 * page_bytes;
@@ -173,6 +187,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("sparse");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, the_cpu_read_sweep_measures_a_plausible_bandwidth);
 	tcase_add_test(tc, sparse_buffer_backs_its_first_page_and_its_stored_range_only);
 	tcase_add_test(tc, sparse_buffer_takes_an_unaligned_range_in_its_first_page);
 	tcase_add_test(tc, sparse_buffer_refuses_a_range_outside_it);

@@ -1,7 +1,9 @@
 /*
  * check_oracle.c - the reference MLA decode (oracles/mla_decode_ref.c) on cases worked out here:
  * closed forms for one and two keys, empty sequences, causal s_q = 2, page size and permutation
- * independence, the fp8 path (code x kv_scale), NaN tails and sentinels, thread count.
+ * independence, the fp8 path (code x kv_scale), NaN tails and sentinels, thread count; the sparse
+ * form (one entry, lonely rows, attn_sink, topk_length, the extra cache, the block-scaled formats,
+ * and a cross-check with the dense form).
  * Expected values are computed in this file from the definitions (mla_decode.h), never with the
  * oracle's own helpers.
  */
@@ -546,6 +548,420 @@ START_TEST(out_of_contract_arguments_are_refused)
 }
 END_TEST
 
+/* ---- the sparse form (FlashMLA tests/ref.py ref_sparse_attn_decode) -------------------------- */
+
+/*
+ * A sparse problem over a bf16 cache of `rows` rows (page_size 1), every row NaN until set:
+ * batch b, s_q 1, h_q 2, indices [b, 1, topk] all -1 until set.
+ */
+struct sprob {
+	struct mla_decode_args a;
+	uint16_t *q, *kv;
+	int32_t *idx;
+	float *out, *lse;
+};
+
+static void sprob_init(struct sprob *p, int batch, int topk, int rows)
+{
+	memset(p, 0, sizeof(*p));
+	p->a.batch = batch;
+	p->a.s_q = 1;
+	p->a.h_q = 2;
+	p->a.page_size = 1;
+	p->a.num_pages = rows;
+	p->a.kv_dtype = MLA_KV_BF16;
+	p->a.softmax_scale = 0.125f;
+	p->a.kv_scale = 1.0f;
+	p->a.topk = topk;
+	p->a.d_qk = D;
+	p->a.d_v = DV;
+	p->q = calloc((size_t)batch * 2 * D, 2);
+	p->kv = malloc((size_t)rows * D * 2);
+	p->idx = malloc((size_t)batch * topk * 4);
+	p->out = malloc((size_t)batch * 2 * DV * 4);
+	p->lse = malloc((size_t)batch * 2 * 4);
+	ck_assert(p->q && p->kv && p->idx && p->out && p->lse);
+	for (size_t i = 0; i < (size_t)rows * D; i++)
+		p->kv[i] = 0x7fc0;
+	for (int i = 0; i < batch * topk; i++)
+		p->idx[i] = -1;
+	p->a.q = p->q;
+	p->a.kv_cache = p->kv;
+	p->a.indices = p->idx;
+}
+
+static void sprob_free(struct sprob *p)
+{
+	free(p->q);
+	free(p->kv);
+	free(p->idx);
+	free(p->out);
+	free(p->lse);
+}
+
+/* Row r: random bf16 values in [-1, 1) (steps of 1/128); q of every batch and head likewise. */
+static void sprob_fill(struct sprob *p, const int *rows, int n, uint32_t seed)
+{
+	for (int k = 0; k < n; k++)
+		for (int d = 0; d < D; d++)
+			p->kv[(size_t)rows[k] * D + d] = bf16_exact((float)((int)(lcg(&seed) % 256) - 128) / 128.0f);
+	for (size_t e = 0; e < (size_t)p->a.batch * 2 * D; e++)
+		p->q[e] = bf16_exact((float)((int)(lcg(&seed) % 256) - 128) / 128.0f);
+}
+
+static void srun(struct sprob *p, int threads)
+{
+	int rc = mla_decode_reference(&p->a, p->out, p->lse, threads);
+
+	ck_assert_msg(rc == MLA_OK, "sparse mla_decode_reference returned %d", rc);
+}
+
+START_TEST(sparse_one_valid_entry_gives_its_v_row)
+{
+	struct sprob p;
+	int row = 5;
+
+	sprob_init(&p, 1, 4, 8);
+	sprob_fill(&p, &row, 1, 7);
+	p.idx[2] = 5; /* the others -1, every other row NaN */
+	srun(&p, 1);
+	for (int h = 0; h < 2; h++) {
+		double s = 0;
+
+		for (int d = 0; d < D; d++)
+			s += bf16_val(p.q[(size_t)h * D + d]) * bf16_val(p.kv[5 * D + d]);
+		ck_assert_msg(p.lse[h] == (float)(s * 0.125), "lse head %d: %.9g, want %.9g", h, (double)p.lse[h],
+			      s * 0.125);
+		for (int d = 0; d < DV; d++)
+			ck_assert_msg(p.out[h * DV + d] == (float)bf16_val(p.kv[5 * D + d]), "out h %d d %d: %g", h,
+				      d, (double)p.out[h * DV + d]);
+	}
+	sprob_free(&p);
+}
+END_TEST
+
+/* Unselected rows (NaN here, as the generator leaves them) never reach the outputs: zeros give the same bits. */
+START_TEST(sparse_nan_in_unselected_rows_does_not_matter)
+{
+	static const int rows[2] = { 1, 6 };
+	static const int32_t len[1] = { 2 };
+	struct sprob p;
+	float out0[2 * DV], lse0[2];
+
+	sprob_init(&p, 1, 4, 8);
+	sprob_fill(&p, rows, 2, 29);
+	p.idx[0] = 6;
+	p.idx[1] = 1;
+	p.idx[2] = 3; /* past topk_length: a NaN row */
+	p.a.topk_length = len;
+	srun(&p, 1);
+	memcpy(out0, p.out, sizeof(out0));
+	memcpy(lse0, p.lse, sizeof(lse0));
+	for (int r = 0; r < 8; r++)
+		if (r != 1 && r != 6)
+			memset(p.kv + (size_t)r * D, 0, D * 2);
+	srun(&p, 1);
+	ck_assert(!memcmp(out0, p.out, sizeof(out0)) && !memcmp(lse0, p.lse, sizeof(lse0)));
+	for (int e = 0; e < 2 * DV; e++)
+		ck_assert_msg(isfinite(out0[e]), "out %d is %g", e, (double)out0[e]);
+	sprob_free(&p);
+}
+END_TEST
+
+START_TEST(sparse_row_without_valid_entry_gives_zero_and_infinite_lse)
+{
+	static const float sink[2] = { -INFINITY, 0.5f };
+	struct sprob p;
+	int row = 0;
+
+	sprob_init(&p, 1, 4, 2);
+	sprob_fill(&p, &row, 1, 9);
+	p.a.attn_sink = sink; /* a lonely row stays 0 / +inf with a sink */
+	srun(&p, 1);
+	for (int h = 0; h < 2; h++) {
+		ck_assert_msg(isinf(p.lse[h]) && p.lse[h] > 0, "lse %g", (double)p.lse[h]);
+		for (int d = 0; d < DV; d++)
+			ck_assert_msg(p.out[h * DV + d] == 0 && !signbit(p.out[h * DV + d]), "out %g",
+				      (double)p.out[h * DV + d]);
+	}
+	sprob_free(&p);
+}
+END_TEST
+
+/* Two entries, then the same with attn_sink {+inf, -inf} and a finite sink: out scaled, lse not. */
+START_TEST(sparse_attn_sink_scales_out_and_leaves_lse)
+{
+	static const int rows[2] = { 1, 3 };
+	static const float inf_sinks[2] = { INFINITY, -INFINITY }, finite[2] = { 0.75f, -2.0f };
+	struct sprob p;
+	float out0[2 * DV], lse0[2];
+
+	sprob_init(&p, 1, 3, 4);
+	sprob_fill(&p, rows, 2, 11);
+	p.idx[0] = 3;
+	p.idx[2] = 1;
+	srun(&p, 1);
+	memcpy(out0, p.out, sizeof(out0));
+	memcpy(lse0, p.lse, sizeof(lse0));
+	p.a.attn_sink = inf_sinks;
+	srun(&p, 1);
+	ck_assert(!memcmp(lse0, p.lse, sizeof(lse0)));
+	for (int d = 0; d < DV; d++) {
+		ck_assert_msg(p.out[d] == 0, "sink +inf: out d %d is %g", d, (double)p.out[d]);
+		ck_assert_msg(p.out[DV + d] == out0[DV + d], "sink -inf changed out d %d", d);
+	}
+	p.a.attn_sink = finite;
+	srun(&p, 1);
+	ck_assert(!memcmp(lse0, p.lse, sizeof(lse0)));
+	for (int h = 0; h < 2; h++)
+		for (int d = 0; d < DV; d++) {
+			double want = out0[h * DV + d] / (1.0 + exp((double)finite[h] - lse0[h]));
+
+			expect_close(p.out[h * DV + d], want, 1e-6, "sink out", 0, 0, h, d);
+		}
+	sprob_free(&p);
+}
+END_TEST
+
+START_TEST(sparse_topk_length_masks_entries_past_it)
+{
+	static const int rows[4] = { 0, 2, 4, 6 };
+	static const int32_t len[2] = { 2, 0 };
+	struct sprob p;
+	float out0[2 * 2 * DV], lse0[4];
+
+	sprob_init(&p, 2, 4, 8);
+	sprob_fill(&p, rows, 4, 13);
+	/* batch 0: two valid entries, then two past topk_length naming NaN rows 7 and 5 */
+	p.idx[0] = 2;
+	p.idx[1] = 6;
+	p.idx[2] = 7;
+	p.idx[3] = 5;
+	p.idx[4] = 0; /* batch 1: topk_length 0 makes it lonely */
+	p.idx[6] = 4;
+	p.a.topk_length = len;
+	srun(&p, 1);
+	memcpy(out0, p.out, sizeof(out0));
+	memcpy(lse0, p.lse, sizeof(lse0));
+	p.a.topk_length = NULL;
+	p.idx[2] = p.idx[3] = p.idx[4] = p.idx[6] = -1;
+	srun(&p, 1);
+	ck_assert(!memcmp(out0, p.out, sizeof(out0)) && !memcmp(lse0, p.lse, sizeof(lse0)));
+	ck_assert(isinf(lse0[2]) && isfinite(lse0[0]));
+	sprob_free(&p);
+}
+END_TEST
+
+/* An extra cache joins the softmax: the same as one cache holding both, indices concatenated. */
+START_TEST(sparse_extra_cache_equals_concatenation)
+{
+	static const int rows[5] = { 0, 1, 2, 3, 4 };
+	static const int32_t xlen[1] = { 2 };
+	struct sprob p, both;
+	uint16_t *extra = malloc(3 * D * 2);
+	int32_t xidx[3] = { 2, -1, 0 };
+
+	sprob_init(&p, 1, 2, 2);
+	sprob_init(&both, 1, 5, 5);
+	sprob_fill(&both, rows, 5, 17);
+	memcpy(p.q, both.q, 2 * D * 2);
+	memcpy(p.kv, both.kv, 2 * D * 2);
+	memcpy(extra, both.kv + 2 * D, 3 * D * 2);
+	p.idx[0] = 1;
+	p.idx[1] = 0;
+	p.a.extra_kv_cache = extra;
+	p.a.extra_indices = xidx;
+	p.a.extra_topk = 3;
+	p.a.extra_num_pages = 3;
+	p.a.extra_page_size = 1;
+	p.a.extra_topk_length = xlen; /* xidx[2] lies past it */
+	srun(&p, 1);
+	both.idx[0] = 1;
+	both.idx[1] = 0;
+	both.idx[2] = 2 + 2; /* extra row 2 */
+	srun(&both, 1);
+	ck_assert(!memcmp(p.out, both.out, 2 * DV * 4) && !memcmp(p.lse, both.lse, 2 * 4));
+	free(extra);
+	sprob_free(&p);
+	sprob_free(&both);
+}
+END_TEST
+
+/* Cross-check of two paths: indices naming exactly the visible keys reproduce the dense form. */
+START_TEST(sparse_over_the_first_keys_equals_the_dense_form)
+{
+	int lens[3] = { 37, 0, 70 }, topk = 80;
+	struct prob p;
+	float *out = malloc((size_t)3 * 2 * 4 * DV * 4), *lse = malloc((size_t)3 * 4 * 2 * 4);
+	int32_t *idx = malloc((size_t)3 * 2 * topk * 4);
+	struct mla_decode_args s;
+
+	prob_init(&p, 3, 2, 4, 16, lens, MLA_KV_BF16, 7, 1);
+	fill_random(&p, 5);
+	run(&p, 2);
+	for (int b = 0; b < 3; b++)
+		for (int i = 0; i < 2; i++)
+			for (int t = 0; t < topk; t++) {
+				int n = lens[b] - 2 + 1 + i; /* the dense form's causal visible keys */
+
+				idx[((size_t)b * 2 + i) * topk + t] =
+					t < n ? (int32_t)(key_at(&p, b, t) / D) : -1;
+			}
+	s = p.a;
+	s.block_table = NULL;
+	s.seqlens = NULL;
+	s.max_pages = 0;
+	s.indices = idx;
+	s.topk = topk;
+	s.d_qk = D;
+	s.d_v = DV;
+	ck_assert_int_eq(mla_decode_reference(&s, out, lse, 3), MLA_OK);
+	ck_assert_msg(!memcmp(out, p.out, (size_t)3 * 2 * 4 * DV * 4), "out differs from the dense form");
+	ck_assert_msg(!memcmp(lse, p.lse, (size_t)3 * 4 * 2 * 4), "lse differs from the dense form");
+	free(out);
+	free(lse);
+	free(idx);
+	prob_free(&p);
+}
+END_TEST
+
+/* e4m3fn from its definition (bias 7, NaN 0x7F/0xFF, subnormal m x 2^-9). */
+static double fn_val(uint8_t c)
+{
+	unsigned e = (c >> 3) & 15, m = c & 7;
+	double mag = e == 0 ? m / 512.0 : (1.0 + m / 8.0) * pow(2.0, (double)e - 7.0);
+
+	return (c & 0x80) ? -mag : mag;
+}
+
+/* One valid entry in the block-scaled formats: out is the row decoded by hand (V = 512 values). */
+START_TEST(sparse_block_scaled_formats_decode_code_times_scale)
+{
+	static const int32_t dtypes[2] = { MLA_KV_FP8_DS_MLA, MLA_KV_FP8_MODEL1 };
+	int32_t kv_dtype = dtypes[_i], d_qk = _i ? 512 : 576, ps = 2, page_bytes = _i ? 1728 : 1312;
+	uint8_t *kv = calloc(2, (size_t)page_bytes);
+	uint16_t q[2 * 576];
+	int32_t idx[2] = { -1, 3 }; /* page 1, slot 1 */
+	float out[2 * DV], lse[2];
+	double want[576];
+	struct mla_decode_args a;
+	uint32_t seed = 21;
+
+	ck_assert_int_eq((int32_t)mla_kv_page_bytes(kv_dtype, ps), page_bytes);
+	memset(kv, 0x7f, 2 * (size_t)page_bytes); /* NaN codes everywhere but the entry's token */
+	for (int d = 0; d < 2 * d_qk; d++)
+		q[d] = bf16_exact((float)((int)(lcg(&seed) % 256) - 128) / 128.0f);
+	if (!_i) {
+		uint8_t *t = kv + page_bytes + 656;
+
+		for (int k = 0; k < 4; k++) {
+			float sc = ldexpf(1.0f, -8 - k);
+
+			memcpy(t + 512 + 4 * k, &sc, 4);
+			for (int d = 128 * k; d < 128 * k + 128; d++) {
+				t[d] = (uint8_t)(lcg(&seed) % 0x7f) | (uint8_t)(d & 1 ? 0x80 : 0);
+				want[d] = fn_val(t[d]) * sc;
+			}
+		}
+		for (int d = 0; d < 64; d++) {
+			uint16_t h = bf16_exact((float)(d - 32) / 64.0f);
+
+			memcpy(t + 528 + 2 * d, &h, 2);
+			want[512 + d] = bf16_val(h);
+		}
+	} else {
+		uint8_t *t = kv + page_bytes + 576, *sc = kv + page_bytes + 2 * 576 + 8;
+
+		for (int k = 0; k < 7; k++) {
+			sc[k] = (uint8_t)(127 - 6 - k);
+			for (int d = 64 * k; d < 64 * k + 64; d++) {
+				t[d] = (uint8_t)(lcg(&seed) % 0x7f) | (uint8_t)(d & 1 ? 0x80 : 0);
+				want[d] = fn_val(t[d]) * ldexp(1.0, -6 - k);
+			}
+		}
+		for (int d = 0; d < 64; d++) {
+			uint16_t h = bf16_exact((float)(d - 32) / 64.0f);
+
+			memcpy(t + 448 + 2 * d, &h, 2);
+			want[448 + d] = bf16_val(h);
+		}
+	}
+	memset(&a, 0, sizeof(a));
+	a.q = q;
+	a.kv_cache = kv;
+	a.indices = idx;
+	a.batch = 1;
+	a.s_q = 1;
+	a.h_q = 2;
+	a.num_pages = 2;
+	a.page_size = ps;
+	a.kv_dtype = kv_dtype;
+	a.softmax_scale = 0.125f;
+	a.topk = 2;
+	a.d_qk = d_qk;
+	a.d_v = DV;
+	ck_assert_int_eq(mla_decode_reference(&a, out, lse, 1), MLA_OK);
+	for (int h = 0; h < 2; h++) {
+		double s = 0;
+
+		for (int d = 0; d < d_qk; d++)
+			s += bf16_val(q[h * d_qk + d]) * want[d];
+		ck_assert_msg(lse[h] == (float)(s * 0.125), "%s lse %d: %.9g, want %.9g", mla_kv_dtype_name(kv_dtype),
+			      h, (double)lse[h], s * 0.125);
+		for (int d = 0; d < DV; d++)
+			ck_assert_msg(out[h * DV + d] == (float)want[d], "%s out h %d d %d: %g, want %g",
+				      mla_kv_dtype_name(kv_dtype), h, d, (double)out[h * DV + d], want[d]);
+	}
+	a.d_qk = 576 + 512 - d_qk; /* the other layout's d_qk */
+	ck_assert_int_eq(mla_decode_reference(&a, out, lse, 1), MLA_EINVAL);
+	free(kv);
+}
+END_TEST
+
+START_TEST(sparse_thread_count_does_not_change_any_bit)
+{
+	int rows[40];
+	struct sprob p;
+	float out1[6 * 2 * DV], lse1[12];
+
+	for (int r = 0; r < 40; r++)
+		rows[r] = r;
+	sprob_init(&p, 6, 16, 40);
+	sprob_fill(&p, rows, 40, 23);
+	for (int e = 0; e < 6 * 16; e++)
+		p.idx[e] = (e * 7) % 41 == 40 ? -1 : (e * 7) % 41;
+	srun(&p, 1);
+	memcpy(out1, p.out, sizeof(out1));
+	memcpy(lse1, p.lse, sizeof(lse1));
+	srun(&p, 4);
+	ck_assert(!memcmp(out1, p.out, sizeof(out1)) && !memcmp(lse1, p.lse, sizeof(lse1)));
+	sprob_free(&p);
+}
+END_TEST
+
+START_TEST(sparse_out_of_contract_arguments_are_refused)
+{
+	static const int32_t bad_len[1] = { 5 };
+	struct sprob p;
+
+	sprob_init(&p, 1, 4, 8);
+	p.idx[1] = 8; /* one past the cache */
+	ck_assert_int_eq(mla_decode_reference(&p.a, p.out, p.lse, 1), MLA_EINVAL);
+	p.idx[1] = -2; /* negative but not -1 */
+	ck_assert_int_eq(mla_decode_reference(&p.a, p.out, p.lse, 1), MLA_EINVAL);
+	p.idx[1] = 3;
+	p.a.topk_length = bad_len; /* above topk */
+	ck_assert_int_eq(mla_decode_reference(&p.a, p.out, p.lse, 1), MLA_EINVAL);
+	p.a.topk_length = NULL;
+	p.a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ; /* dense-only format */
+	ck_assert_int_eq(mla_decode_reference(&p.a, p.out, p.lse, 1), MLA_EINVAL);
+	p.a.kv_dtype = MLA_KV_BF16;
+	p.a.indices = NULL;
+	ck_assert_int_eq(mla_decode_reference(&p.a, p.out, p.lse, 1), MLA_EINVAL);
+	sprob_free(&p);
+}
+END_TEST
+
 static Suite *oracle_suite(void)
 {
 	Suite *s = suite_create("oracle");
@@ -563,6 +979,16 @@ static Suite *oracle_suite(void)
 	tcase_add_test(tc, nan_tails_and_sentinels_never_reach_the_outputs);
 	tcase_add_test(tc, thread_count_does_not_change_any_bit);
 	tcase_add_test(tc, out_of_contract_arguments_are_refused);
+	tcase_add_test(tc, sparse_one_valid_entry_gives_its_v_row);
+	tcase_add_test(tc, sparse_nan_in_unselected_rows_does_not_matter);
+	tcase_add_test(tc, sparse_row_without_valid_entry_gives_zero_and_infinite_lse);
+	tcase_add_test(tc, sparse_attn_sink_scales_out_and_leaves_lse);
+	tcase_add_test(tc, sparse_topk_length_masks_entries_past_it);
+	tcase_add_test(tc, sparse_extra_cache_equals_concatenation);
+	tcase_add_test(tc, sparse_over_the_first_keys_equals_the_dense_form);
+	tcase_add_loop_test(tc, sparse_block_scaled_formats_decode_code_times_scale, 0, 2);
+	tcase_add_test(tc, sparse_thread_count_does_not_change_any_bit);
+	tcase_add_test(tc, sparse_out_of_contract_arguments_are_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

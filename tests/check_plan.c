@@ -218,7 +218,15 @@ static const struct refusal refusals[] = {
 	 "candidate 'tilelang.mla_decode' runs on the hip backend, which cannot run generation 'x86_64'"},
 	{"operator: mla_attention", "operator: gemm", NULL, NULL, NULL, VS_EUNSUPPORTED, "'gemm' is not an operator"},
 	{"regimes: [decode]", "regimes: [prefill]", NULL, NULL, NULL, VS_EUNSUPPORTED, "no 'decode'"},
-	{"dtypes: [bf16, fp8_e4m3_fnuz]", "dtypes: [fp16]", NULL, NULL, NULL, VS_EUNSUPPORTED, "none of the planned dtypes"},
+	{"dtypes: [bf16, fp8_e4m3_fnuz]", "dtypes: [fp16]", NULL, NULL, NULL, VS_EUNSUPPORTED,
+	 "none of the dense form's dtypes"},
+	/* the form a card selects (issue 36): block-scaled caches are the sparse form's, and back */
+	{"dtypes: [bf16, fp8_e4m3_fnuz]", "dtypes: [fp8_ds_mla]", NULL, NULL, NULL, VS_EUNSUPPORTED,
+	 "none of the dense form's dtypes (bf16, fp8_e4m3_fnuz): a block-scaled cache is the sparse form's (add "
+	 "deepseek_dsa to match.arch_class)"},
+	{"arch_class: [deepseek_mla]\n  gens: [x86_64]\n  dtypes: [bf16, fp8_e4m3_fnuz]",
+	 "arch_class: [deepseek_dsa]\n  gens: [x86_64]\n  dtypes: [fp8_e4m3_fnuz]", NULL, NULL, NULL, VS_EUNSUPPORTED,
+	 "match.dtypes has none of the sparse form's cache formats"},
 	{NULL, NULL, "huge", NULL, NULL, VS_EUSAGE, "unknown tier 'huge'"},
 	{NULL, NULL, NULL, "sm_90", NULL, VS_EUSAGE, "'sm_90' is not in"},
 	{"gens: [x86_64]", "gens: [gfx942]", NULL, NULL, NULL, VS_EUNSUPPORTED, "cannot run generation 'gfx942'"},
@@ -437,6 +445,260 @@ static void edit_max_pairs(cJSON *j)
 	set_num(cJSON_GetObjectItem(j, "protocol"), "max_pairs", 3);
 	set_num(cJSON_GetObjectItem(j, "protocol"), "min_pairs", 2);
 }
+
+/* ---- the sparse form (issue 36) ------------------------------------------------------------ */
+
+#define DENSE_MATCH "arch_class: [deepseek_mla]\n  gens: [x86_64]\n  dtypes: [bf16, fp8_e4m3_fnuz]"
+#define SPARSE_MATCH "arch_class: [deepseek_dsa]\n  gens: [x86_64]\n  dtypes: [fp8_ds_mla, fp8_model1]"
+
+/* The CPU card made a sparse one: deepseek_dsa, V3.2 and V4 formats, with extra match lines. */
+static void load_sparse(struct card *c, const char *extra)
+{
+	char *to = fs_printf("%s%s", SPARSE_MATCH, extra ? extra : "");
+
+	load_variant(c, "mla_decode_cpu_splitkv", DENSE_MATCH, to);
+	free(to);
+}
+
+/* A sparse card's plan: every task carries topk and its format, the card's or the format's default. */
+START_TEST(sparse_plan_tasks_carry_topk_and_format)
+{
+	struct card c, k;
+	struct plan p;
+	struct plan_options o = {.tier = "smoke"};
+	char *text = NULL, *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int v32 = 0, v4 = 0;
+
+	load_sparse(&c, NULL);
+	ck_assert_msg(plan_build(&p, &c, &o) == 0, "%s", vs_last_error());
+	ck_assert_int_gt(p.ntasks, 0);
+	for (int i = 0; i < p.ntasks; i++) {
+		const struct task_spec *s = &p.tasks[i];
+
+		ck_assert_msg(s->topk > 0, "%s has no topk", s->name);
+		if (s->kv_dtype == MLA_KV_FP8_DS_MLA) {
+			v32++;
+			ck_assert_msg(s->topk == 2048 && s->extra_topk == 0 && strstr(s->name, "fp8_ds_mla-k2048-"),
+				      "%s: topk %d + %d", s->name, s->topk, s->extra_topk);
+		} else {
+			ck_assert_int_eq(s->kv_dtype, MLA_KV_FP8_MODEL1);
+			v4++;
+			ck_assert_msg(s->topk == 128 && (s->extra_topk == 1024 || strstr(s->name, "single")),
+				      "%s: topk %d + %d", s->name, s->topk, s->extra_topk);
+		}
+		ck_assert_int_eq(s->page_offset, 0);
+	}
+	ck_assert(v32 > 0 && v4 > 0);
+	ck_assert_int_eq(plan_to_text(&text, &p), 0);
+	ck_assert_msg(strstr(text, "\"kv_dtype\":\t\"fp8_ds_mla\"") && strstr(text, "\"topk\":\t2048") &&
+			      strstr(text, "\"extra_topk\":\t1024"),
+		      "the plan's specs lack topk or the format:\n%.2000s", text);
+	f = open_memstream(&buf, &len);
+	plan_print_summary(&p, f);
+	fclose(f);
+	ck_assert_msg(strstr(buf, "form       sparse (match.arch_class deepseek_dsa): cache fp8_ds_mla, topk 2048 (the "
+				  "default of the V3.2 formats); cache fp8_model1, topk 128 + extra_topk 1024"),
+		      "%s", buf);
+	plan_release(&p);
+	free(text);
+	free(buf);
+	/* match.topk and match.extra_topk: the card's */
+	load_sparse(&k, "\n  topk: 512\n  extra_topk: 256");
+	ck_assert_msg(plan_build(&p, &k, &o) == 0, "%s", vs_last_error());
+	for (int i = 0; i < p.ntasks; i++)
+		ck_assert_msg(p.tasks[i].topk == 512 && (p.tasks[i].extra_topk == 256 || p.tasks[i].extra_topk == 0) &&
+				      strstr(p.tasks[i].name, "-k512"),
+			      "%s: topk %d + %d", p.tasks[i].name, p.tasks[i].topk, p.tasks[i].extra_topk);
+	plan_release(&p);
+	/* the dense card's plan names no form field */
+	card_release(&c);
+	load_variant(&c, "mla_decode_cpu_splitkv", NULL, NULL);
+	ck_assert_msg(plan_build(&p, &c, &o) == 0, "%s", vs_last_error());
+	text = NULL;
+	ck_assert_int_eq(plan_to_text(&text, &p), 0);
+	ck_assert_msg(!strstr(text, "topk") && p.tasks[0].topk == 0, "a dense plan with a topk");
+	free(text);
+	plan_release(&p);
+	card_release(&c);
+	card_release(&k);
+}
+END_TEST
+
+/*
+ * The sparse tiers hold what a DSA kernel is validated on: h_q 16/32/64/128, s_q 1 and 2, a row of
+ * all -1 (0 keys), sequences shorter and longer than topk, page 64 and an odd one, V4's main page
+ * 256, topk_length and attn_sink in V4 tasks, contexts to 128K; smoke small enough for a CPU, and
+ * the headline shapes (b 128, h_q 128, topk 2048, 8K-64K) in GPU plans only.
+ */
+START_TEST(sparse_tiers_cover_the_edge_cases)
+{
+	struct card c;
+	static const char *const tiers[] = {"smoke", "standard"};
+
+	load_sparse(&c, NULL);
+	for (int t = 0; t < 2; t++) {
+		struct plan p;
+		struct plan_options o = {.tier = tiers[t]};
+		int h[129] = {0}, sq2 = 0, empty = 0, shorter = 0, longer = 0, ps64 = 0, odd = 0, ps256 = 0, tl = 0,
+		    sink = 0, xtl = 0, single = 0, b128 = 0;
+		int max_ctx = 0;
+		double flops = 0;
+
+		ck_assert_msg(plan_build(&p, &c, &o) == 0, "%s", vs_last_error());
+		for (int i = 0; i < p.ntasks; i++) {
+			const struct task_spec *s = &p.tasks[i];
+
+			h[s->h_q] = 1;
+			sq2 |= s->s_q == 2;
+			ps64 |= s->page_size == 64;
+			odd |= s->page_size % 2 == 1;
+			ps256 |= s->page_size == 256 && s->kv_dtype == MLA_KV_FP8_MODEL1;
+			tl |= s->topk_length && s->kv_dtype == MLA_KV_FP8_MODEL1;
+			xtl |= s->extra_topk_length;
+			sink |= s->attn_sink && s->kv_dtype == MLA_KV_FP8_MODEL1;
+			single |= s->kv_dtype == MLA_KV_FP8_MODEL1 && !s->extra_topk;
+			b128 |= s->batch == 128;
+			for (int b = 0; b < s->batch; b++) {
+				empty |= s->seqlens[b] == 0;
+				shorter |= s->seqlens[b] > 0 && s->seqlens[b] < s->topk;
+				longer |= s->seqlens[b] > s->topk;
+				max_ctx = s->seqlens[b] > max_ctx ? s->seqlens[b] : max_ctx;
+			}
+			flops += 2.0 * s->batch * s->s_q * s->h_q * s->topk * 1088;
+		}
+		ck_assert_msg(h[16] && h[64] && h[128] && (t == 0 || h[32]), "%s: h_q", tiers[t]);
+		ck_assert_msg(sq2 && empty && shorter && longer && ps64 && odd && ps256 && tl && xtl && sink && single,
+			      "%s: sq2 %d empty %d shorter %d longer %d ps64 %d odd %d ps256 %d tl %d xtl %d sink %d single "
+			      "%d",
+			      tiers[t], sq2, empty, shorter, longer, ps64, odd, ps256, tl, xtl, sink, single);
+		ck_assert_msg(!b128, "%s: a headline shape in a CPU plan", tiers[t]);
+		if (t == 0)
+			ck_assert_msg(flops < 20e9 && max_ctx <= 8192, "smoke is not small: %g flop, context %d", flops,
+				      max_ctx);
+		else
+			ck_assert_int_eq(max_ctx, 131072);
+		plan_release(&p);
+	}
+	/* tier full on the CPU: the summary names the sparse grid's GPU shapes it leaves out */
+	{
+		struct plan p;
+		struct plan_options o = {.tier = "full"};
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		ck_assert_msg(plan_build(&p, &c, &o) == 0, "%s", vs_last_error());
+		plan_print_summary(&p, f);
+		fclose(f);
+		ck_assert_msg(strstr(buf, "tier full equals tier standard") && strstr(buf, "b128-h128-sq2-64k") &&
+				      !strstr(buf, "perf-h128"),
+			      "%s", buf);
+		free(buf);
+		plan_release(&p);
+	}
+	card_release(&c);
+}
+END_TEST
+
+/* The headline shapes of BENCHMARKS.md are in a GPU card's standard and full tiers. */
+START_TEST(sparse_gpu_tiers_hold_the_headline_shapes)
+{
+	struct card c;
+	char *to = fs_printf("%s", "arch_class: [deepseek_dsa]\n  gens: [sm_90]\n  dtypes: [fp8_ds_mla]");
+
+	load_variant(&c, "mla_decode_hip_port_sm90",
+		     "arch_class: [deepseek_mla]\n  gens: [sm_90]\n  dtypes: [bf16, fp8_e4m3_fnuz]", to);
+	ck_assert_int_eq(count_tasks(&c, "standard", NULL, "b128-h128-sq1-8k"), 1);
+	ck_assert_int_eq(count_tasks(&c, "standard", NULL, "b128-h128-sq2-32k"), 1);
+	ck_assert_int_eq(count_tasks(&c, "full", NULL, "b128-h128-sq2-64k"), 1);
+	ck_assert_int_eq(count_tasks(&c, "smoke", NULL, "b128"), 0);
+	ck_assert_int_eq(count_tasks(&c, "full", NULL, "fp8_model1"), 0);
+	card_release(&c);
+	free(to);
+}
+END_TEST
+
+/* s with every old replaced by new (malloc'd) */
+static char *replace_all(const char *s, const char *old, const char *new)
+{
+	char *out = strdup(s);
+
+	for (char *at; (at = strstr(out, old));) {
+		char *next = fs_printf("%.*s%s%s", (int)(at - out), out, new, at + strlen(old));
+
+		free(out);
+		out = next;
+	}
+	return out;
+}
+
+/*
+ * The plan text with the first task's topk 2048 made 1024, by text (a cJSON round trip would print
+ * the seed to 15 digits); with rehash, its hash (and the skips naming it) set to the edited spec's.
+ */
+static char *edit_topk_text(const char *text, int rehash_it)
+{
+	char *at = strstr(text, "\"topk\":\t2048"), *out, *fixed;
+	cJSON *j, *t;
+	struct task_spec s;
+	char hex[65];
+
+	ck_assert_ptr_nonnull(at);
+	out = fs_printf("%.*s\"topk\":\t1024%s", (int)(at - text), text, at + strlen("\"topk\":\t2048"));
+	if (!rehash_it)
+		return out;
+	j = cJSON_Parse(out);
+	t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
+	ck_assert_int_eq(task_spec_from_json(&s, cJSON_GetObjectItem(t, "spec"), "test"), 0);
+	ck_assert_int_eq(task_spec_hash(&s, hex), 0);
+	fixed = replace_all(out, cJSON_GetStringValue(cJSON_GetObjectItem(t, "hash")), hex);
+	task_spec_release(&s);
+	cJSON_Delete(j);
+	free(out);
+	return fixed;
+}
+
+/* plan_check_card() re-derives the sparse fields: an edited topk (hash fixed) is named by field. */
+START_TEST(sparse_plan_edited_topk_differs_from_its_card)
+{
+	struct card c;
+	struct plan p, q;
+	char *path = fs_printf("%s/x.plan.json", tmp), *text, *out, diff[1024];
+
+	plan_trimmed_for_tests = 0;
+	load_sparse(&c, NULL);
+	ck_assert_int_eq(plan_build(&p, &c, NULL), 0);
+	ck_assert_int_eq(plan_write(&p, path), 0);
+	ck_assert_msg(plan_read(&q, path) == 0, "%s", vs_last_error());
+	ck_assert_msg(plan_check_card(&q, &c, 1, diff, sizeof(diff)) == 0, "%s", diff);
+	plan_release(&q);
+	text = tu_read(path, NULL);
+	out = edit_topk_text(text, 1);
+	tu_write(path, out, strlen(out));
+	ck_assert_msg(plan_read(&q, path) == 0, "the edit reads as a plan: %s", vs_last_error());
+	ck_assert_int_eq(plan_check_card(&q, &c, 1, diff, sizeof(diff)), VS_EVERIFY);
+	ck_assert_msg(strstr(diff, "task 'fp8_ds_mla-k2048-s-h64-ps64': spec.topk is 1024 in the plan, the tool derives "
+				   "2048 from tier smoke"),
+		      "%s", diff);
+	plan_trimmed_for_tests = 1;
+	ck_assert_int_eq(plan_check_card(&q, &c, 1, diff, sizeof(diff)), VS_EVERIFY);
+	plan_release(&q);
+	free(out);
+	/* the hash left as it was: the plan is refused on reading, naming the field */
+	out = edit_topk_text(text, 0);
+	tu_write(path, out, strlen(out));
+	ck_assert_int_eq(plan_read(&q, path), VS_EVERIFY);
+	ck_assert_msg(strstr(vs_last_error(), "spec.topk is 1024 in the plan, the tool plans 2048"), "%s",
+		      vs_last_error());
+	plan_release(&p);
+	card_release(&c);
+	free(out);
+	free(text);
+	free(path);
+}
+END_TEST
 
 static void edit_configs(cJSON *j)
 {
@@ -703,6 +965,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, relaxed_parity_is_the_cards_tolerance);
 	tcase_add_test(tc, gfx942_plan_shows_both_sides_figures);
 	tcase_add_test(tc, gfx942_plan_shows_a_sides_hip_sources);
+	tcase_add_test(tc, sparse_plan_tasks_carry_topk_and_format);
+	tcase_add_test(tc, sparse_tiers_cover_the_edge_cases);
+	tcase_add_test(tc, sparse_gpu_tiers_hold_the_headline_shapes);
+	tcase_add_test(tc, sparse_plan_edited_topk_differs_from_its_card);
 	suite_add_tcase(s, tc);
 	return s;
 }

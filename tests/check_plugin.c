@@ -48,7 +48,7 @@ static const struct bad_plugin bad[] = {
 	{"missing", VS_ENOTFOUND, "does not exist"},
 	{"not_elf", VS_EIO, "cannot load plugin"},
 	{"no_symbol", VS_ESCHEMA, "does not export 'mla_decode_plugin'"},
-	{"wrong_abi", VS_EUNSUPPORTED, "built for kernel ABI version 99, this validate_skill speaks version 2"},
+	{"wrong_abi", VS_EUNSUPPORTED, "built for kernel ABI version 99, this validate_skill speaks version 3"},
 	{"name_taken", VS_EUSAGE, "implementation name 'cpu.naive' is already taken"},
 };
 

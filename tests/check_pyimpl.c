@@ -3,7 +3,9 @@
  * parent describes and registers modules through a subprocess of the interpreter (never embedding
  * it); bad declarations, duplicate configs and a missing package each give one clear line; in a
  * forked worker the embedded interpreter runs numpy.mla_decode on bf16 and fp8 tasks within the
- * parity tolerances of the oracle, deterministically, with SIGINT left to the harness; an
+ * parity tolerances of the oracle, deterministically, with SIGINT left to the harness, and the
+ * sparse form (every cache format, extra cache, topk_length, attn_sink, lonely rows) as cpu.naive;
+ * a module whose FORMS lacks "sparse" is refused the sparse form; an
  * exception in launch is one line naming the kernel file's innermost frame and the next
  * implementation still runs; a wrong module fails parity with its worst element; writes into q are
  * refused (read-only views) or visible to the input hash; a module edited after registration is
@@ -287,6 +289,9 @@ static const struct bad_module bad[] = {
 	{ "missing.py", VS_ENOTFOUND, "does not exist" },
 	{ "bad_decl.py", VS_ESCHEMA, ": declaration: BACKEND must be one of cuda, hip, cpu, got 'rocm'" },
 	{ "bad_configs.py", VS_ESCHEMA, ": declaration: configs('x86_64'): config name 'a' appears twice" },
+	{ "bad_forms.py", VS_ESCHEMA,
+	  ": declaration: KV_DTYPES names fp8_ds_mla, a format of the sparse form only, but FORMS is dense (add "
+	  "'sparse')" },
 	{ "imports_missing.py", VS_ESCHEMA, ": import: ModuleNotFoundError: No module named "
 					    "'vs_no_such_package' (at " },
 };
@@ -497,6 +502,307 @@ START_TEST(numpy_module_passes_parity_in_a_forked_worker)
 	ck_assert_msg(strstr(msg, "\"numpy\":"), "%s", msg);
 	ck_assert(!pyimpl_started()); /* the parent never embedded Python */
 	free(path);
+}
+END_TEST
+
+/* ---- the sparse form: numpy.mla_decode against cpu.naive ------------------------------------ */
+
+/*
+ * A sparse task: caches of kv_dtype, topk (+ extra_topk) entries a query row, about one in five
+ * -1; tl / etl: topk_length / extra_topk_length ({-1}: not given); sink: attn_sink (+inf, -inf,
+ * finite); lonely: query row (0, s_q - 1) all -1. Rows no valid entry names are NaN, and entries past
+ * a length name rows of the last page, which no valid entry names.
+ */
+struct sparse_case {
+	const char *name;
+	int32_t kv_dtype, batch, s_q, h_q, ps, pages, topk, eps, epages, etopk;
+	int32_t tl[2], etl[2];
+	int sink, lonely;
+};
+
+static const struct sparse_case sparse_cases[] = {
+	{ "fp8_ds_mla-ps61-len0-and-topk-sink", MLA_KV_FP8_DS_MLA, 2, 2, 16, 61, 3, 40, 0, 0, 0, { 0, 40 }, { -1 }, 1, 0 },
+	{ "fp8_model1-ps64-extra-ps69-lonely", MLA_KV_FP8_MODEL1, 2, 1, 16, 64, 2, 32, 69, 2, 16, { -1 }, { 16, 3 }, 0,
+	  1 },
+	{ "bf16-ps16-sq2-extra-sink", MLA_KV_BF16, 1, 2, 8, 16, 3, 24, 61, 2, 8, { 20 }, { -1 }, 1, 0 },
+	{ "fp8_ds_mla_fnuz-ps69-lonely", MLA_KV_FP8_DS_MLA_FNUZ, 1, 2, 4, 69, 2, 16, 0, 0, 0, { -1 }, { -1 }, 0, 1 },
+	{ "fp8_model1_fnuz-ps61-sink", MLA_KV_FP8_MODEL1_FNUZ, 2, 1, 4, 61, 2, 16, 16, 2, 8, { 16, 9 }, { 8, 0 }, 1,
+	  0 },
+};
+
+struct sparse_problem {
+	struct mla_decode_args a;
+	uint16_t *q, *out, *ref_bits;
+	uint8_t *kv, *ekv, *named, *enamed;
+	int32_t *idx, *eidx, *tl, *etl;
+	float *sink, *lse, *ref_out, *ref_lse;
+	size_t out_n, lse_n;
+	int out_dims[4], lse_dims[3];
+};
+
+/* A code finite in e4m3fn and e4m3fnuz alike (never 0x80, 0x7F or 0xFF), of magnitude <= 2^7 * 1.875. */
+static uint8_t sparse_code(uint64_t *s)
+{
+	uint8_t c = (uint8_t)(1 + rng_next(s) % 0x6f); /* exponent fields 0..13, never 0 */
+
+	return rng_next(s) & 1 ? (uint8_t)(c | 0x80) : c;
+}
+
+/* Row r of a cache: a named row gets finite codes, scales and RoPE values; any other NaN. */
+static void sparse_row(uint8_t *cache, int32_t kv_dtype, int32_t ps, int32_t r, int named, uint64_t *s)
+{
+	uint8_t *page = cache + (size_t)(r / ps) * mla_kv_page_bytes(kv_dtype, ps), *t, *sc;
+	uint8_t nan_code = mla_kv_is_fnuz(kv_dtype) ? 0x80 : 0x7f;
+	int32_t slot = r % ps;
+
+	if (kv_dtype == MLA_KV_BF16) {
+		uint16_t *row = (uint16_t *)cache + (size_t)r * MLA_D_QK;
+
+		for (int d = 0; d < MLA_D_QK; d++)
+			row[d] = named ? bf16_of(rng_uniform(s)) : 0x7fc0;
+		return;
+	}
+	if (!mla_kv_is_model1(kv_dtype)) {
+		t = page + (size_t)slot * 656;
+		for (int k = 0; k < 4; k++) {
+			float f = named ? ldexpf(1.0f + (float)(rng_next(s) % 8) / 8.0f, -9) : NAN;
+
+			memcpy(t + 512 + 4 * k, &f, 4);
+		}
+		for (int d = 0; d < 512; d++)
+			t[d] = named ? sparse_code(s) : nan_code;
+		for (int d = 0; d < 64; d++) {
+			uint16_t h = named ? bf16_of(rng_uniform(s)) : 0x7fc0;
+
+			memcpy(t + 528 + 2 * d, &h, 2);
+		}
+		return;
+	}
+	t = page + (size_t)slot * 576;
+	sc = page + (size_t)ps * 576 + (size_t)slot * 8;
+	for (int k = 0; k < 7; k++)
+		sc[k] = named ? (uint8_t)(118 + rng_next(s) % 3) : 0xff;
+	for (int d = 0; d < 448; d++)
+		t[d] = named ? sparse_code(s) : nan_code;
+	for (int d = 0; d < 64; d++) {
+		uint16_t h = named ? bf16_of(rng_uniform(s)) : 0x7fc0;
+
+		memcpy(t + 448 + 2 * d, &h, 2);
+	}
+}
+
+/* Indices [batch, s_q, k] into a cache of pages x ps rows; named[] marks the rows valid entries name. */
+static void sparse_fill_indices(int32_t *idx, uint8_t *named, const struct sparse_case *c, int32_t k,
+				const int32_t *len, int32_t ps, int32_t pages, uint64_t *s)
+{
+	int32_t live = (pages - 1) * ps;
+
+	for (int32_t b = 0; b < c->batch; b++)
+		for (int32_t i = 0; i < c->s_q; i++)
+			for (int32_t t = 0; t < k; t++) {
+				int32_t *e = idx + ((size_t)b * c->s_q + i) * k + t;
+
+				if (len && t >= len[b]) {
+					*e = live + (int32_t)(rng_next(s) % (uint64_t)ps);
+				} else if ((c->lonely && b == 0 && i == c->s_q - 1) || rng_next(s) % 5 == 0) {
+					*e = -1;
+				} else {
+					*e = (int32_t)(rng_next(s) % (uint64_t)live);
+					named[*e] = 1;
+				}
+			}
+}
+
+static uint8_t *sparse_cache(uint8_t **named, const struct sparse_case *c, int32_t ps, int32_t pages)
+{
+	size_t bytes = mla_kv_page_bytes(c->kv_dtype, ps) * pages;
+	uint8_t *kv = malloc(bytes);
+
+	*named = calloc((size_t)ps * pages, 1);
+	ck_assert(kv && *named);
+	memset(kv, 0xff, bytes);
+	return kv;
+}
+
+static int32_t *sparse_lengths(const int32_t *v, int32_t batch)
+{
+	int32_t *l;
+
+	if (v[0] < 0)
+		return NULL;
+	l = malloc((size_t)batch * sizeof(int32_t));
+	ck_assert_ptr_nonnull(l);
+	memcpy(l, v, (size_t)batch * sizeof(int32_t));
+	return l;
+}
+
+/* Build c and its reference: cpu.naive's out (as floats) and lse. */
+static void sparse_problem_init(struct sparse_problem *p, const struct sparse_case *c, uint64_t seed)
+{
+	static const float sinks[] = { INFINITY, -INFINITY, 0.75f, -2.0f };
+	const struct mla_decode_impl *naive = mla_decode_impl_find("cpu.naive");
+	struct mla_decode_config cfg;
+	int32_t d_qk = mla_kv_d_qk(c->kv_dtype);
+	size_t qn = (size_t)c->batch * c->s_q * c->h_q * d_qk;
+
+	memset(p, 0, sizeof(*p));
+	p->q = malloc(qn * 2);
+	p->idx = malloc((size_t)c->batch * c->s_q * c->topk * sizeof(int32_t));
+	ck_assert(p->q && p->idx);
+	for (size_t i = 0; i < qn; i++)
+		p->q[i] = bf16_of(rng_uniform(&seed));
+	p->tl = sparse_lengths(c->tl, c->batch);
+	p->kv = sparse_cache(&p->named, c, c->ps, c->pages);
+	sparse_fill_indices(p->idx, p->named, c, c->topk, p->tl, c->ps, c->pages, &seed);
+	for (int32_t r = 0; r < c->ps * c->pages; r++)
+		sparse_row(p->kv, c->kv_dtype, c->ps, r, p->named[r], &seed);
+	if (c->etopk) {
+		p->eidx = malloc((size_t)c->batch * c->s_q * c->etopk * sizeof(int32_t));
+		ck_assert_ptr_nonnull(p->eidx);
+		p->etl = sparse_lengths(c->etl, c->batch);
+		p->ekv = sparse_cache(&p->enamed, c, c->eps, c->epages);
+		sparse_fill_indices(p->eidx, p->enamed, c, c->etopk, p->etl, c->eps, c->epages, &seed);
+		for (int32_t r = 0; r < c->eps * c->epages; r++)
+			sparse_row(p->ekv, c->kv_dtype, c->eps, r, p->enamed[r], &seed);
+	}
+	if (c->sink) {
+		p->sink = malloc((size_t)c->h_q * sizeof(float));
+		ck_assert_ptr_nonnull(p->sink);
+		for (int32_t h = 0; h < c->h_q; h++)
+			p->sink[h] = sinks[h % 4];
+	}
+	p->out_n = (size_t)c->batch * c->s_q * c->h_q * MLA_D_V;
+	p->lse_n = (size_t)c->batch * c->h_q * c->s_q;
+	p->out = malloc(p->out_n * 2);
+	p->ref_bits = malloc(p->out_n * 2);
+	p->lse = malloc(p->lse_n * sizeof(float));
+	p->ref_out = malloc(p->out_n * sizeof(float));
+	p->ref_lse = malloc(p->lse_n * sizeof(float));
+	ck_assert(p->out && p->ref_bits && p->lse && p->ref_out && p->ref_lse);
+	p->a = (struct mla_decode_args){
+		.q = p->q, .kv_cache = p->kv, .out = p->ref_bits, .lse = p->ref_lse, .batch = c->batch,
+		.s_q = c->s_q, .h_q = c->h_q, .num_pages = c->pages, .page_size = c->ps, .kv_dtype = c->kv_dtype,
+		.softmax_scale = 0.1352f, .kv_scale = 1.0f, .num_cus = 2, .indices = p->idx, .topk_length = p->tl,
+		.attn_sink = p->sink, .extra_kv_cache = p->ekv, .extra_indices = p->eidx,
+		.extra_topk_length = p->etl, .topk = c->topk, .extra_topk = c->etopk,
+		.extra_num_pages = c->etopk ? c->epages : 0, .extra_page_size = c->etopk ? c->eps : 0,
+		.d_qk = d_qk, .d_v = MLA_D_V,
+	};
+	ck_assert_int_eq(naive->configs("x86_64", &cfg, 1), 1);
+	ck_assert_int_eq(naive->launch(&p->a, &cfg), MLA_OK);
+	for (size_t i = 0; i < p->out_n; i++) {
+		uint32_t u = (uint32_t)p->ref_bits[i] << 16;
+
+		memcpy(&p->ref_out[i], &u, 4);
+		ck_assert_msg(isfinite(p->ref_out[i]), "%s: cpu.naive out[%zu] is %g", c->name, i, p->ref_out[i]);
+	}
+	p->a.out = p->out;
+	p->a.lse = p->lse;
+	memcpy(p->out_dims, (int[4]){ c->batch, c->s_q, c->h_q, MLA_D_V }, sizeof(p->out_dims));
+	memcpy(p->lse_dims, (int[3]){ c->batch, c->h_q, c->s_q }, sizeof(p->lse_dims));
+}
+
+static void sparse_problem_release(struct sparse_problem *p)
+{
+	free(p->q);
+	free(p->out);
+	free(p->ref_bits);
+	free(p->kv);
+	free(p->ekv);
+	free(p->named);
+	free(p->enamed);
+	free(p->idx);
+	free(p->eidx);
+	free(p->tl);
+	free(p->etl);
+	free(p->sink);
+	free(p->lse);
+	free(p->ref_out);
+	free(p->ref_lse);
+}
+
+static int sparse_parity(const struct sparse_problem *p, char *msg, size_t cap)
+{
+	static const char *const on[] = { "b", "s", "h", "d" }, *const ln[] = { "b", "h", "s" };
+	struct parity_report r;
+
+	parity_compare_bf16(&r, p->out, p->ref_out, p->out_n, &tol_out, p->out_dims, 4);
+	if (!r.pass) {
+		parity_describe(msg, cap, "out", &r, on, 4);
+		return 1;
+	}
+	parity_compare_f32(&r, p->lse, p->ref_lse, p->lse_n, &tol_lse, p->lse_dims, 3);
+	if (!r.pass) {
+		parity_describe(msg, cap, "lse", &r, ln, 3);
+		return 1;
+	}
+	return 0;
+}
+
+static int numpy_sparse_worker(char *msg, size_t cap, void *arg)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("numpy.mla_decode");
+	struct mla_decode_config buf[4];
+	const struct mla_decode_config *cfg;
+	int rc = 0;
+
+	(void)arg;
+	if (pyimpl_start()) {
+		snprintf(msg, cap, "start: %s", vs_last_error());
+		return 1;
+	}
+	cfg = config_named(impl, "bn64", buf, 4);
+	for (size_t c = 0; c < sizeof(sparse_cases) / sizeof(sparse_cases[0]) && !rc; c++) {
+		const struct sparse_case *t = &sparse_cases[c];
+		struct sparse_problem p;
+		char line[512], why[160] = "";
+
+		sparse_problem_init(&p, t, 91 + c);
+		memset(p.out, 0xff, p.out_n * 2);
+		memset(p.lse, 0xff, p.lse_n * sizeof(float));
+		if (impl->supports(&p.a, why, sizeof(why)) != 1) {
+			snprintf(msg, cap, "%s: supports() refuses: %s", t->name, why);
+			rc = 1;
+		} else if (impl->prepare(&p.a, cfg) != MLA_OK || impl->launch(&p.a, cfg) != MLA_OK) {
+			snprintf(msg, cap, "%s: %s", t->name, pyimpl_last_error());
+			rc = 1;
+		} else if (sparse_parity(&p, line, sizeof(line))) {
+			snprintf(msg, cap, "%s: numpy against cpu.naive: %s", t->name, line);
+			rc = 1;
+		}
+		sparse_problem_release(&p);
+	}
+	return rc;
+}
+
+START_TEST(numpy_module_runs_the_sparse_form_as_cpu_naive)
+{
+	const struct pyimpl *p = NULL, *w = NULL;
+	struct mla_decode_args shape = { .batch = 1, .s_q = 1, .h_q = 16, .num_pages = 4, .page_size = 64,
+					 .kv_dtype = MLA_KV_BF16, .softmax_scale = 0.1f, .kv_scale = 1.0f,
+					 .num_cus = 2, .topk = 64, .d_qk = MLA_D_QK, .d_v = MLA_D_V };
+	char *path = tu_source("kernels/python/numpy_mla.py"), *wpath = res("wrong.py"), msg[4096], why[160];
+
+	ck_assert_int_eq(pyimpl_register(&p, path, "x86_64"), 0);
+	ck_assert_int_eq(pyimpl_register(&w, wpath, "x86_64"), 0);
+	/* In the parent: FORMS first (a module that does not declare "sparse" is never asked), then the
+	 * module's supports() through the co-process. */
+	ck_assert_int_eq(p->forms, PYIMPL_FORM_DENSE | PYIMPL_FORM_SPARSE);
+	ck_assert_int_eq(w->forms, PYIMPL_FORM_DENSE);
+	ck_assert_msg(p->impl.supports(&shape, why, sizeof(why)) == 1, "%s", why);
+	ck_assert_int_eq(w->impl.supports(&shape, why, sizeof(why)), 0);
+	ck_assert_str_eq(why, "sparse form: the module's FORMS lacks it");
+	shape.kv_dtype = MLA_KV_FP8_MODEL1;
+	ck_assert_int_eq(p->impl.supports(&shape, why, sizeof(why)), 0);
+	ck_assert_str_eq(why, "d_qk 576, d_v 512: fp8_model1 rows have d_qk 512, d_v 512");
+	shape.d_qk = MLA_MODEL1_D_QK;
+	ck_assert_msg(p->impl.supports(&shape, why, sizeof(why)) == 1, "%s", why);
+	shape.topk = 0;
+	ck_assert_int_eq(p->impl.supports(&shape, why, sizeof(why)), 0);
+	ck_assert_str_eq(why, "kv dtype fp8_model1: the dense form reads bf16, fp8_e4m3_fnuz");
+	ck_assert_msg(in_worker(numpy_sparse_worker, NULL, msg, sizeof(msg)) == 0, "worker: %s", msg);
+	free(path);
+	free(wpath);
 }
 END_TEST
 
@@ -842,6 +1148,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, registered_proxy_answers_configs_and_supports_without_embedding);
 	tcase_add_test(tc, ninth_module_is_refused);
 	tcase_add_test(tc, numpy_module_passes_parity_in_a_forked_worker);
+	tcase_add_test(tc, numpy_module_runs_the_sparse_form_as_cpu_naive);
 	tcase_add_test(tc, exception_in_launch_is_one_line_with_the_kernel_frame);
 	tcase_add_test(tc, wrong_module_fails_parity_with_the_worst_element);
 	tcase_add_test(tc, writes_into_q_are_refused_or_visible);

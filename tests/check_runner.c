@@ -14,6 +14,7 @@
 #include "fsutil.h"
 #include "mla_decode.h"
 #include "mla_numeric.h"
+#include "mla_decode_ref.h"
 #include "plan.h"
 #include "measure.h"
 #include "runner.h"
@@ -21,6 +22,7 @@
 #include "task.h"
 #include "vs_error.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +284,7 @@ static int count_prepare(const struct mla_decode_args *a, const struct mla_decod
 		bufsets[c->block_n][k].out = a->out;
 	}
 	prepared[c->block_n]++;
+	usleep(2000); /* a prepare that takes time: setup_ms must count it */
 	return MLA_OK;
 }
 
@@ -735,6 +738,49 @@ START_TEST(ab_speedup_two_is_measured_with_tight_ci)
 }
 END_TEST
 
+START_TEST(physical_limits_are_flagged)
+{
+	struct measure_result r;
+	struct plan p;
+	char hash[1][65];
+	cJSON *flags = cJSON_CreateArray(), *dev = cJSON_CreateObject();
+	int oom = 0;
+
+	cfgs2[0] = (struct mla_decode_config){"cost1", 1, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &honest, &honest, 1, 0), 0);
+	ck_assert(r.complete);
+	make_plan(&p, &honest, &honest, 1, 0);
+	memcpy(hash[0], r.hash, 65);
+	p.tasks = &task.spec;
+	p.task_hash = hash;
+	p.ntasks = 1;
+	cJSON_AddStringToObject(dev, "gen", "x86_64");
+	cJSON_AddNumberToObject(dev, "read_gbps", 1e9);
+	evaldir_limit_flags(&oom, flags, &r, &p, dev);
+	ck_assert_int_eq(cJSON_GetArraySize(flags), 0);
+	/* a read bandwidth below what the counted bytes need: each timed side is flagged, by name */
+	cJSON_ReplaceItemInObject(dev, "read_gbps", cJSON_CreateNumber(1e-9));
+	evaldir_limit_flags(&oom, flags, &r, &p, dev);
+	ck_assert_int_eq(cJSON_GetArraySize(flags), 2);
+	ck_assert_msg(strstr(cJSON_GetArrayItem(flags, 0)->valuestring, "read sweep measured") != NULL, "%s",
+		      cJSON_GetArrayItem(flags, 0)->valuestring);
+	/* a FLOP rate above the generation's datasheet peak (sm_90, bf16: 989.4 TFLOP/s) */
+	cJSON_ReplaceItemInObject(dev, "read_gbps", cJSON_CreateNumber(1e9));
+	cJSON_ReplaceItemInObject(dev, "gen", cJSON_CreateString("sm_90"));
+	r.flops = 1e18;
+	evaldir_limit_flags(&oom, flags, &r, &p, dev);
+	ck_assert_int_eq(cJSON_GetArraySize(flags), 4);
+	ck_assert_msg(strstr(cJSON_GetArrayItem(flags, 3)->valuestring, "datasheet peak of 989.4") != NULL, "%s",
+		      cJSON_GetArrayItem(flags, 3)->valuestring);
+	ck_assert_int_eq(oom, 0);
+	ck_assert_double_eq(vs_device_peak_tflops("sm_90", MLA_KV_FP8_E4M3_FNUZ), 1978.9);
+	ck_assert_double_eq(vs_device_peak_tflops("x86_64", MLA_KV_BF16), 0);
+	cJSON_Delete(flags);
+	cJSON_Delete(dev);
+	measure_result_release(&r);
+}
+END_TEST
+
 START_TEST(aa_run_has_ci_containing_one)
 {
 	struct measure_result r;
@@ -852,6 +898,9 @@ START_TEST(prepare_runs_once_per_config_and_buffer_set_before_its_first_launch)
 	ck_assert_int_eq(prepared_twice, 0);
 	ck_assert_int_eq(launched_unprepared, 0);
 	ck_assert_int_eq(r.complete, 1);
+	/* 14 prepare() calls of 2 ms each, all before any sample: the setup of that implementation */
+	ck_assert_msg(r.cand.setup_ms >= 28.0, "setup_ms %g", r.cand.setup_ms);
+	ck_assert_double_eq(r.base.setup_ms, r.cand.setup_ms);
 	measure_result_release(&r);
 }
 END_TEST
@@ -1270,6 +1319,166 @@ START_TEST(reference_failing_the_capture_gate_is_not_timed)
 }
 END_TEST
 
+/* ---- the sparse form through the runner (issue 36) ----------------------------------------- */
+
+/*
+ * A sparse-form implementation for the runner's plumbing: the oracle on the launch's arguments
+ * (host pointers: a "cpu" backend), out rounded to bf16. Its variants cheat: ignore topk_length
+ * (reads the NaN rows past it), write into the indices, or bake the indices in at capture.
+ */
+enum sparse_cheat { SPARSE_HONEST, SPARSE_NO_TOPK_LENGTH, SPARSE_WRITES_INDICES, SPARSE_BAKES_INDICES };
+
+static int32_t sparse_snapshot[4096];
+static const int32_t *sparse_captured_indices;
+
+static int sparse_run(const struct mla_decode_args *a, enum sparse_cheat cheat)
+{
+	size_t no = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V, ni = (size_t)a->batch * a->s_q * a->topk;
+	float *out = malloc(no * 4 + 1);
+	struct mla_decode_args b = *a;
+	int rc;
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(a->topk > 0 && a->indices && !a->block_table && !a->seqlens && a->max_pages == 0,
+		      "the runner handed the sparse form wrong arguments");
+	if (cheat == SPARSE_NO_TOPK_LENGTH)
+		b.topk_length = NULL;
+	if (cheat == SPARSE_BAKES_INDICES && sparse_captured_indices == a->indices)
+		b.indices = sparse_snapshot;
+	rc = mla_decode_reference(&b, out, a->lse, 1);
+	for (size_t e = 0; e < no; e++)
+		((uint16_t *)a->out)[e] = mla_float_to_bf16(out[e]);
+	if (cheat == SPARSE_WRITES_INDICES)
+		((int32_t *)a->indices)[ni - 1] = -1;
+	free(out);
+	virtual_ms += 1.0;
+	return rc;
+}
+
+static int sparse_supports(const struct mla_decode_args *shape, char *why, size_t cap)
+{
+	(void)shape;
+	(void)why;
+	(void)cap;
+	return 1;
+}
+
+static int sparse_honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static int sparse_cheat_launch(const struct mla_decode_args *a, const struct mla_decode_config *c);
+static const struct mla_decode_impl sparse_honest = {MLA_DECODE_ABI_VERSION, "test.sparse_honest", "cpu", "",
+						     no_configs, no_ws, sparse_honest_launch, sparse_supports, NULL};
+static const struct mla_decode_impl sparse_cheat = {MLA_DECODE_ABI_VERSION, "test.sparse_cheat", "cpu", "",
+						    no_configs, no_ws, sparse_cheat_launch, sparse_supports, NULL};
+static enum sparse_cheat sparse_cheat_kind;
+
+static int sparse_honest_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	if (captured(&sparse_honest, a, c))
+		return MLA_OK;
+	return sparse_run(a, SPARSE_HONEST);
+}
+
+static int sparse_cheat_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	struct fake_stream *s = a->stream;
+
+	if (s && s->capturing && sparse_cheat_kind == SPARSE_BAKES_INDICES) {
+		size_t ni = (size_t)a->batch * a->s_q * a->topk;
+
+		ck_assert_uint_le(ni, sizeof(sparse_snapshot) / 4);
+		memcpy(sparse_snapshot, a->indices, ni * 4);
+		sparse_captured_indices = a->indices;
+	}
+	if (captured(&sparse_cheat, a, c))
+		return MLA_OK;
+	return sparse_run(a, sparse_cheat_kind);
+}
+
+/* The tiny sparse task of check_task.c: fp8_ds_mla, topk 8, topk_length, attn_sink, an extra cache. */
+static void make_sparse_task(int32_t kv_dtype)
+{
+	static int32_t lens[3] = {5, 0, 9}, xlens[3] = {3, 1, 0};
+	struct task_spec s;
+	char *dir = NULL;
+
+	task_data_release(&task);
+	free(root);
+	memset(&s, 0, sizeof(s));
+	snprintf(s.name, sizeof(s.name), "%s-dsa-runner-test", mla_kv_dtype_name(kv_dtype));
+	s.kv_dtype = kv_dtype;
+	s.batch = 3;
+	s.s_q = 2;
+	s.h_q = 4;
+	s.page_size = 4;
+	s.max_pages = 3;
+	s.num_pages = 6;
+	s.seqlens = lens;
+	s.softmax_scale = 0.1352f;
+	s.seed = 5;
+	s.input_sets = 2;
+	s.topk = 8;
+	s.topk_length = 1;
+	s.attn_sink = 1;
+	s.extra_topk = 4;
+	s.extra_page_size = 2;
+	s.extra_max_pages = 2;
+	s.extra_num_pages = 4;
+	s.extra_seqlens = xlens;
+	s.extra_topk_length = 1;
+	task_default_tolerances(&s.tol_out, &s.tol_lse, &s);
+	root = tu_tmpdir();
+	ck_assert_msg(task_materialize(&dir, root, &s, 1) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(task_load(&task, dir), 0);
+	free(dir);
+}
+
+START_TEST(sparse_task_passes_parity_and_the_capture_gate)
+{
+	struct measure_result r;
+
+	make_sparse_task(_i ? MLA_KV_FP8_MODEL1 : MLA_KV_FP8_DS_MLA);
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &sparse_honest, &sparse_honest, 1, 1), 0);
+	ck_assert_msg(r.cand.config_pass[0] == 1, "%s", r.cand.config_detail[0] ? r.cand.config_detail[0] : "");
+	ck_assert_msg(r.cand.capture == 1, "capture: %s", r.cand.capture_detail ? r.cand.capture_detail : "");
+	ck_assert_int_eq(r.parity_pass, 1);
+	ck_assert_int_eq(r.complete, 1);
+	ck_assert_double_eq(r.flops, task_flops(&task.spec));
+	measure_result_release(&r);
+}
+END_TEST
+
+static const struct {
+	enum sparse_cheat kind;
+	int capture;
+	const char *expect;
+} sparse_cheats[] = {
+	{SPARSE_NO_TOPK_LENGTH, 0, "input set 0: "},
+	{SPARSE_WRITES_INDICES, 0, "input 'indices' of set 0 was modified"},
+	{SPARSE_BAKES_INDICES, 1, "after changing indices/topk_length in place"},
+};
+
+START_TEST(sparse_cheats_are_caught)
+{
+	struct measure_result r;
+	const char *detail;
+
+	make_sparse_task(MLA_KV_FP8_DS_MLA);
+	sparse_cheat_kind = sparse_cheats[_i].kind;
+	sparse_captured_indices = NULL;
+	cfgs2[0] = (struct mla_decode_config){"default", 0, 0, 0, 0, 0};
+	ck_assert_int_eq(run(&r, &sparse_honest, &sparse_cheat, 1, sparse_cheats[_i].capture), 0);
+	detail = sparse_cheats[_i].capture ? r.cand.capture_detail : r.cand.config_detail[0];
+	ck_assert_msg(detail && strstr(detail, sparse_cheats[_i].expect), "cheat %d: detail '%s' lacks '%s'", _i,
+		      detail ? detail : "(none)", sparse_cheats[_i].expect);
+	if (sparse_cheats[_i].capture)
+		ck_assert_int_eq(r.cand.capture, 0);
+	else
+		ck_assert_int_eq(r.cand.config_pass[0], 0);
+	measure_result_release(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("runner");
@@ -1278,6 +1487,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, ab_speedup_two_is_measured_with_tight_ci);
+	tcase_add_test(tc, physical_limits_are_flagged);
 	tcase_add_loop_test(tc, reproduce_line_passes_a_correct_implementation, 0,
 			    (int)(sizeof(reproduce_cases) / sizeof(reproduce_cases[0])));
 	tcase_add_test(tc, aa_run_has_ci_containing_one);
@@ -1298,6 +1508,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, references_are_timed_in_the_candidates_rounds);
 	tcase_add_test(tc, skipped_reference_never_runs);
 	tcase_add_test(tc, reference_failing_the_capture_gate_is_not_timed);
+	tcase_add_loop_test(tc, sparse_task_passes_parity_and_the_capture_gate, 0, 2);
+	tcase_add_loop_test(tc, sparse_cheats_are_caught, 0, (int)(sizeof(sparse_cheats) / sizeof(sparse_cheats[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -299,6 +299,200 @@ START_TEST(bytes_and_flops_follow_flashmla)
 }
 END_TEST
 
+/* ---- the sparse form's spec (issue 36) -------------------------------------------------------- */
+
+static const int32_t tiny_extra_lens[3] = { 3, 1, 0 };
+
+/*
+ * The tiny spec in the sparse form: topk 8 over seqlens {5, 0, 9} (so -1 padding in batch 0, a row
+ * of all -1 in batch 1), topk_length and attn_sink; with extra, an extra cache of pages of 2 with
+ * extra_seqlens {3, 1, 0}, extra_topk 4 and extra_topk_length.
+ */
+static void sparse_spec(struct task_spec *s, int32_t kv_dtype, int extra)
+{
+	tiny_spec(s, kv_dtype);
+	snprintf(s->name, sizeof(s->name), "tiny-dsa-%s%s", mla_kv_dtype_name(kv_dtype), extra ? "-extra" : "");
+	s->topk = 8;
+	s->topk_length = 1;
+	s->attn_sink = 1;
+	if (extra) {
+		s->extra_topk = 4;
+		s->extra_page_size = 2;
+		s->extra_max_pages = 2;
+		s->extra_num_pages = 4;
+		s->extra_topk_length = 1;
+		s->extra_seqlens = malloc(sizeof(tiny_extra_lens));
+		ck_assert_ptr_nonnull(s->extra_seqlens);
+		memcpy(s->extra_seqlens, tiny_extra_lens, sizeof(tiny_extra_lens));
+	}
+}
+
+START_TEST(dense_spec_hash_is_pinned)
+{
+	/* the sparse fields must not move a dense task's dir: the hash of main before issue 36 */
+	struct task_spec s;
+	char h[65];
+
+	tiny_spec(&s, MLA_KV_BF16);
+	ck_assert_int_eq(task_spec_hash(&s, h), 0);
+	ck_assert_str_eq(h, "71bc2ba3377f81f16881263a5fe59cf626946b33450cfb1eba3795e3c007d42d");
+	task_spec_release(&s);
+}
+END_TEST
+
+START_TEST(sparse_spec_json_round_trips)
+{
+	static const int32_t dtypes[] = { MLA_KV_BF16, MLA_KV_FP8_DS_MLA, MLA_KV_FP8_MODEL1_FNUZ };
+	struct task_spec s, back, copy;
+	cJSON *j, *parsed;
+	char *text, *text2, h1[65], h2[65], h3[65];
+	int extra = _i % 2;
+
+	sparse_spec(&s, dtypes[_i / 2], extra);
+	ck_assert_msg(task_spec_validate(&s, "sparse") == 0, "%s", vs_last_error());
+	j = task_spec_to_json(&s);
+	text = cJSON_PrintUnformatted(j);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"tol_lse\":{\"atol\":1e-06,\"rtol\":0.000122222900390625,\"cos_tol\":-1},"
+				   "\"topk\":8,\"topk_length\":true,\"attn_sink\":true") != NULL,
+		      "got %s", text);
+	ck_assert_msg((strstr(text, "\"extra_topk\":4,\"extra_page_size\":2,\"extra_max_pages\":2,"
+				    "\"extra_num_pages\":4,\"extra_seqlens\":[3,1,0],\"extra_topk_length\":true}") !=
+		       NULL) == extra,
+		      "got %s", text);
+	parsed = cJSON_Parse(text);
+	ck_assert_int_eq(task_spec_from_json(&back, parsed, "test"), 0);
+	ck_assert_int_eq(back.topk, 8);
+	ck_assert_int_eq(back.extra_topk, extra ? 4 : 0);
+	ck_assert(back.topk_length == 1 && back.attn_sink == 1 && back.extra_topk_length == extra);
+	ck_assert(extra ? back.extra_seqlens && back.extra_seqlens[0] == 3 : !back.extra_seqlens);
+	ck_assert_int_eq(task_spec_copy(&copy, &back), 0);
+	ck_assert_ptr_ne(copy.extra_seqlens, back.extra_seqlens == NULL ? (int32_t *)1 : back.extra_seqlens);
+	cJSON_Delete(j);
+	j = task_spec_to_json(&copy);
+	text2 = cJSON_PrintUnformatted(j);
+	ck_assert_str_eq(text, text2);
+	ck_assert_int_eq(task_spec_hash(&s, h1), 0);
+	ck_assert_int_eq(task_spec_hash(&back, h2), 0);
+	ck_assert_int_eq(task_spec_hash(&copy, h3), 0);
+	ck_assert_str_eq(h1, h2);
+	ck_assert_str_eq(h1, h3);
+	/* a sparse spec hashes unlike its dense twin */
+	s.topk = 0;
+	s.topk_length = s.attn_sink = 0;
+	s.extra_topk = s.extra_page_size = s.extra_max_pages = s.extra_num_pages = s.extra_topk_length = 0;
+	free(s.extra_seqlens);
+	s.extra_seqlens = NULL;
+	if (mla_kv_is_blockscaled(s.kv_dtype))
+		s.kv_dtype = MLA_KV_BF16;
+	ck_assert_int_eq(task_spec_hash(&s, h2), 0);
+	ck_assert_str_ne(h1, h2);
+	free(text);
+	free(text2);
+	cJSON_Delete(j);
+	cJSON_Delete(parsed);
+	task_spec_release(&s);
+	task_spec_release(&back);
+	task_spec_release(&copy);
+}
+END_TEST
+
+static const struct {
+	int rule;
+	const char *expect;
+} sparse_invalid[] = {
+	{ 0, "kv_dtype 2 (fp8_e4m3_fnuz) is not a format of the sparse form" },
+	{ 1, "kv_dtype 3 is neither bf16 nor fp8_e4m3_fnuz (the dense form's formats; a per-block-scaled" },
+	{ 2, "page_offset is 4, the sparse form needs 0" },
+	{ 3, "topk is -1, it must be 0 (dense) or at least 1" },
+	{ 4, "attn_sink is set, but topk is 0" },
+	{ 5, "extra_seqlens is set, but topk is 0" },
+	{ 6, "topk_length, extra_topk_length and attn_sink are 0 or 1" },
+	{ 7, "extra_topk is -2, it must be at least 0" },
+	{ 8, "extra cache fields are set, but extra_topk is 0" },
+	{ 9, "extra_page_size 0, extra_max_pages 2 and extra_num_pages 4 must be at least 1" },
+	{ 10, "has extra_topk 4 but no extra_seqlens" },
+	{ 11, "extra_seqlens[0] is 5, outside [0, extra_max_pages x extra_page_size = 4]" },
+	{ 12, "extra_num_pages is 2, but the extra_seqlens need 3 pages of 2" },
+	{ 13, "its tensors' byte sizes overflow" },
+	{ 14, "kv_dtype 9 (unknown) is not a format of the sparse form" },
+};
+
+START_TEST(validate_refuses_inconsistent_sparse_specs)
+{
+	struct task_spec s;
+	int rc;
+
+	sparse_spec(&s, MLA_KV_FP8_DS_MLA, 1);
+	switch (sparse_invalid[_i].rule) {
+	case 0: s.kv_dtype = MLA_KV_FP8_E4M3_FNUZ; break;
+	case 1: s.topk = 0; s.topk_length = s.attn_sink = 0; break; /* dense with a block-scaled format */
+	case 2: s.page_offset = 4; break;
+	case 3: s.topk = -1; break;
+	case 4:
+		s.kv_dtype = MLA_KV_BF16;
+		s.topk = s.topk_length = s.extra_topk = s.extra_page_size = 0;
+		s.extra_max_pages = s.extra_num_pages = s.extra_topk_length = 0;
+		free(s.extra_seqlens);
+		s.extra_seqlens = NULL;
+		break;
+	case 5:
+		s.kv_dtype = MLA_KV_BF16;
+		s.topk = s.topk_length = s.attn_sink = s.extra_topk = s.extra_page_size = 0;
+		s.extra_max_pages = s.extra_num_pages = s.extra_topk_length = 0;
+		break;
+	case 6: s.attn_sink = 2; break;
+	case 7: s.extra_topk = -2; break;
+	case 8: s.extra_topk = 0; break;
+	case 9: s.extra_page_size = 0; break;
+	case 10: free(s.extra_seqlens); s.extra_seqlens = NULL; break;
+	case 11: s.extra_seqlens[0] = 5; break;
+	case 12: s.extra_num_pages = 2; break;
+	case 13: s.topk = 0x7fffffff; s.s_q = 0x7fffffff; s.batch = 3; break;
+	case 14: s.kv_dtype = 9; break;
+	}
+	vs_error_set_quiet(1);
+	rc = task_spec_validate(&s, "case");
+	vs_error_set_quiet(0);
+	ck_assert_msg(rc == VS_ESCHEMA, "rule %d: validate returned %d", sparse_invalid[_i].rule, rc);
+	ck_assert_msg(strstr(vs_last_error(), sparse_invalid[_i].expect) != NULL, "rule %d: error '%s' lacks '%s'",
+		      sparse_invalid[_i].rule, vs_last_error(), sparse_invalid[_i].expect);
+	task_spec_release(&s);
+}
+END_TEST
+
+START_TEST(from_json_refuses_sparse_keys_out_of_place)
+{
+	static const struct {
+		const char *json_tail, *expect;
+	} cases[] = {
+		{ ",\"attn_sink\":true}", "sparse-form key 'attn_sink' but no 'topk'" },
+		{ ",\"topk\":0,\"topk_length\":false,\"attn_sink\":false}", "'topk' must be an integer from 1" },
+		{ ",\"topk\":8,\"attn_sink\":false}", "lacks 'topk_length'" },
+		{ ",\"topk\":8,\"topk_length\":1,\"attn_sink\":false}", "'topk_length' must be true or false" },
+		{ ",\"topk\":8,\"topk_length\":false,\"attn_sink\":false,\"extra_page_size\":2}",
+		  "has 'extra_page_size' but no 'extra_topk'" },
+		{ ",\"topk\":8,\"topk_length\":false,\"attn_sink\":false,\"extra_topk\":2}", "lacks 'extra_page_size'" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = fs_printf("%.*s%s", (int)strlen(tiny_canonical) - 1, tiny_canonical, cases[i].json_tail);
+		cJSON *j = cJSON_Parse(text);
+		struct task_spec s;
+		int rc;
+
+		ck_assert_msg(j != NULL, "case %zu is not JSON: %s", i, text);
+		vs_error_set_quiet(1);
+		rc = task_spec_from_json(&s, j, "plan.json:tasks[0]");
+		vs_error_set_quiet(0);
+		ck_assert_msg(rc == VS_ESCHEMA, "case %zu: rc %d", i, rc);
+		ck_assert_msg(strstr(vs_last_error(), cases[i].expect) != NULL, "case %zu: '%s' lacks '%s'", i,
+			      vs_last_error(), cases[i].expect);
+		cJSON_Delete(j);
+		free(text);
+	}
+}
+END_TEST
+
 /* ---- materialize ---------------------------------------------------------------------------- */
 
 static void sha_of(char out[65], const char *dir, const char *name)
@@ -891,6 +1085,432 @@ START_TEST(materialize_refuses_an_invalid_spec)
 }
 END_TEST
 
+/* ---- the sparse form's inputs (issue 36) ----------------------------------------------------- */
+
+/* One cache of a parsed sparse inputs file. */
+struct sparse_view {
+	const uint8_t *kv;
+	const int32_t *bt, *lens, *idx, *len;
+	int32_t page_size, max_pages, num_pages, topk;
+	uint64_t stream_kv;
+};
+
+static const void *tensor_data(const struct st_file *f, const char *name)
+{
+	const struct st_tensor *t = st_find(f, name);
+
+	return t ? t->data : NULL;
+}
+
+static void sparse_view_of(struct sparse_view *v, const struct st_file *f, const struct task_spec *s, int extra)
+{
+	memset(v, 0, sizeof(*v));
+	v->kv = tensor_data(f, extra ? "extra_kv_cache" : "kv_cache");
+	v->bt = tensor_data(f, extra ? "extra_block_table" : "block_table");
+	v->lens = tensor_data(f, extra ? "extra_seqlens" : "seqlens");
+	v->idx = tensor_data(f, extra ? "extra_indices" : "indices");
+	v->len = tensor_data(f, extra ? "extra_topk_length" : "topk_length");
+	v->page_size = extra ? s->extra_page_size : s->page_size;
+	v->max_pages = extra ? s->extra_max_pages : s->max_pages;
+	v->num_pages = extra ? s->extra_num_pages : s->num_pages;
+	v->topk = extra ? s->extra_topk : s->topk;
+	v->stream_kv = extra ? VS_STREAM_EXTRA_KV : VS_STREAM_KV;
+	ck_assert(v->kv && v->bt && v->lens && v->idx);
+	ck_assert_msg(!!v->len == !!(extra ? s->extra_topk_length : s->topk_length), "topk_length presence");
+}
+
+/* 1 when cache row r holds the format's NaN pattern, byte for byte. */
+static int row_is_nan(int32_t kv_dtype, const uint8_t *kv, int32_t page_size, int32_t r)
+{
+	const uint8_t *page = kv + (size_t)(r / page_size) * mla_kv_page_bytes(kv_dtype, page_size);
+	int slot = r % page_size, fnuz = mla_kv_is_fnuz(kv_dtype);
+	uint8_t code = fnuz ? 0x80 : 0x7f;
+
+	if (kv_dtype == MLA_KV_BF16) {
+		for (int d = 0; d < 576; d++)
+			if (((const uint16_t *)page)[(size_t)slot * 576 + d] != 0x7fc0)
+				return 0;
+		return 1;
+	}
+	if (!mla_kv_is_model1(kv_dtype)) {
+		const uint8_t *t = page + (size_t)slot * 656;
+
+		for (int i = 0; i < 512; i++)
+			if (t[i] != code)
+				return 0;
+		for (int k = 0; k < 4; k++)
+			if (mla_float_to_bits(mla_load_f32(t + 512 + 4 * k)) != 0x7fc00000u)
+				return 0;
+		for (int d = 0; d < 64; d++)
+			if (t[528 + 2 * d] != 0xc0 || t[529 + 2 * d] != 0x7f)
+				return 0;
+		return 1;
+	}
+	{
+		const uint8_t *t = page + (size_t)slot * 576, *sc = page + (size_t)page_size * 576 + (size_t)slot * 8;
+
+		for (int i = 0; i < 448; i++)
+			if (t[i] != code)
+				return 0;
+		for (int d = 0; d < 64; d++)
+			if (t[448 + 2 * d] != 0xc0 || t[449 + 2 * d] != 0x7f)
+				return 0;
+		for (int k = 0; k < 7; k++)
+			if (sc[k] != 0xff)
+				return 0;
+		return 1;
+	}
+}
+
+/*
+ * Selected row r against the documented value: bf16 rows exactly, fp8 rows within the block's
+ * scale step, the scale itself FlashMLA's 2^ceil(log2(max(amax / fmax, 1e-4))), RoPE exact.
+ */
+static void check_selected_row(const struct task_spec *s, int k, const struct sparse_view *v, int32_t r)
+{
+	int d_qk = mla_kv_d_qk(s->kv_dtype), fnuz = mla_kv_is_fnuz(s->kv_dtype);
+	int d_lat = d_qk - 64, blk = mla_kv_is_model1(s->kv_dtype) ? 64 : 128;
+	double sd = task_set_is_softmax(s, k) ? 1.0 : 0.1;
+	float x[576], dec[576];
+	uint64_t seed = task_set_seed(s, k);
+
+	for (int d = 0; d < d_qk; d++) {
+		double y = rng_normal(seed, v->stream_kv, (uint64_t)r * d_qk + d) * sd;
+
+		y = y < -1 ? -1 : y > 1 ? 1 : y;
+		x[d] = mla_bf16_to_float(mla_float_to_bf16((float)y));
+	}
+	if (s->kv_dtype == MLA_KV_BF16) {
+		for (int d = 0; d < 576; d++)
+			ck_assert_msg(mla_bf16_to_float(((const uint16_t *)v->kv)[(size_t)r * 576 + d]) == x[d],
+				      "bf16 row %d d %d", r, d);
+		return;
+	}
+	ck_assert_int_eq(mla_kv_decode_token(s->kv_dtype,
+					     v->kv + (size_t)(r / v->page_size) *
+							     mla_kv_page_bytes(s->kv_dtype, v->page_size),
+					     v->page_size, r % v->page_size, dec),
+			 d_qk);
+	for (int b0 = 0; b0 < d_lat; b0 += blk) {
+		float amax = 0, ratio, scale;
+
+		for (int d = b0; d < b0 + blk; d++)
+			amax = fmaxf(amax, fabsf(x[d]));
+		ratio = fmaxf(amax / (fnuz ? 240.0f : 448.0f), 1e-4f);
+		scale = exp2f(ceilf(log2f(ratio)));
+		for (int d = b0; d < b0 + blk; d++) {
+			double err = fabs((double)dec[d] - x[d]);
+
+			ck_assert_msg(isfinite(dec[d]) && err <= fabs(x[d]) / 16 + scale / 1024,
+				      "%s row %d d %d: decoded %g, value %g, scale %g", mla_kv_dtype_name(s->kv_dtype),
+				      r, d, (double)dec[d], (double)x[d], (double)scale);
+		}
+		/* the block's largest value lands in the top binade of the codes: the scale is tight */
+		ck_assert_msg(amax == 0 || amax / scale > (fnuz ? 120.0f : 224.0f) || scale == exp2f(-13),
+			      "row %d block %d: scale %g for amax %g", r, b0 / blk, (double)scale, (double)amax);
+	}
+	for (int d = d_lat; d < d_qk; d++)
+		ck_assert_msg(dec[d] == x[d], "rope row %d d %d: %g vs %g", r, d, (double)dec[d], (double)x[d]);
+}
+
+/* The indexer rules of task.h on one cache of set k, and the cache's rows: selected or NaN. */
+static void check_sparse_cache(const struct task_spec *s, int k, const struct sparse_view *v, int extra)
+{
+	int32_t rows = v->num_pages * v->page_size;
+	int32_t *owner = malloc((size_t)rows * sizeof(int32_t)); /* b * 2^20 + key, or -1 */
+	uint8_t *selected = calloc((size_t)rows, 1), *seen = calloc((size_t)rows, 1);
+	int nlen0 = 0, nlenfull = 0;
+
+	ck_assert(owner && selected && seen);
+	for (int32_t r = 0; r < rows; r++)
+		owner[r] = -1;
+	for (int b = 0; b < s->batch; b++) {
+		ck_assert_int_eq(v->lens[b], (extra ? s->extra_seqlens : s->seqlens)[(b + k) % s->batch]);
+		for (int32_t j = 0; j * v->page_size < v->lens[b]; j++)
+			for (int32_t sl = 0; sl < v->page_size && j * v->page_size + sl < v->lens[b]; sl++) {
+				int32_t r = v->bt[b * v->max_pages + j] * v->page_size + sl;
+
+				ck_assert(r >= 0 && r < rows && owner[r] == -1);
+				owner[r] = b * (1 << 20) + j * v->page_size + sl;
+			}
+	}
+	for (int b = 0; b < s->batch; b++) {
+		int32_t n = v->lens[b], len = v->len ? v->len[b] : v->topk;
+
+		ck_assert_msg(len >= 0 && len <= v->topk, "topk_length[%d] = %d", b, len);
+		nlen0 += len == 0;
+		nlenfull += len == v->topk;
+		for (int i = 0; i < s->s_q; i++) {
+			const int32_t *row = v->idx + ((size_t)b * s->s_q + i) * v->topk;
+			int32_t valid = 0, want = n < v->topk ? n : v->topk, last = 0;
+
+			for (int32_t t = 0; t < v->topk; t++) {
+				if (row[t] == -1)
+					continue;
+				ck_assert_msg(row[t] >= 0 && row[t] < rows && owner[row[t]] >= 0 &&
+						      owner[row[t]] >> 20 == b,
+					      "set %d %s b %d i %d t %d: %d is no key of sequence %d", k,
+					      extra ? "extra" : "main", b, i, t, row[t], b);
+				ck_assert_msg(!seen[row[t]], "set %d b %d i %d: %d repeated", k, b, i, row[t]);
+				seen[row[t]] = 1;
+				last |= (owner[row[t]] & 0xfffff) == n - 1;
+				valid++;
+				if (t < len)
+					selected[row[t]] = 1;
+			}
+			for (int32_t t = 0; t < v->topk; t++)
+				if (row[t] >= 0)
+					seen[row[t]] = 0;
+			ck_assert_msg(valid <= want && valid >= want - want / 16, "b %d i %d: %d valid of %d", b, i,
+				      valid, want);
+			ck_assert_msg(n == 0 || last, "b %d i %d: the last key %d is not chosen", b, i, n - 1);
+		}
+	}
+	if (v->len && s->batch > 1)
+		ck_assert_msg(nlen0 >= 1 && nlenfull >= 1, "topk_length lacks its edges (0 x%d, topk x%d)", nlen0,
+			      nlenfull);
+	for (int32_t r = 0; r < rows; r++) {
+		if (selected[r])
+			check_selected_row(s, k, v, r);
+		else
+			ck_assert_msg(row_is_nan(s->kv_dtype, v->kv, v->page_size, r),
+				      "set %d %s row %d is selected by no valid entry but is not NaN", k,
+				      extra ? "extra" : "main", r);
+	}
+	free(owner);
+	free(selected);
+	free(seen);
+}
+
+static void check_sparse_inputs(const struct task_spec *s, int k, const char *buf, size_t len)
+{
+	struct st_file f = { 0 };
+	struct sparse_view v;
+	char *copy = malloc(len);
+	const float *sink;
+
+	ck_assert_ptr_nonnull(copy);
+	memcpy(copy, buf, len);
+	ck_assert_int_eq(st_parse(&f, copy, len, "inputs"), 0);
+	ck_assert_int_eq(f.count, 4 + 1 + s->topk_length + s->attn_sink + (s->extra_topk ? 4 + s->extra_topk_length : 0));
+	sparse_view_of(&v, &f, s, 0);
+	check_sparse_cache(s, k, &v, 0);
+	if (s->extra_topk) {
+		sparse_view_of(&v, &f, s, 1);
+		check_sparse_cache(s, k, &v, 1);
+	}
+	sink = tensor_data(&f, "attn_sink");
+	ck_assert(!!sink == !!s->attn_sink);
+	for (int h = 0; sink && h < s->h_q; h++) {
+		float want = s->h_q >= 4 && h == s->h_q - 1 ? INFINITY :
+			     s->h_q >= 4 && h == s->h_q - 2 ? -INFINITY :
+							      (float)rng_normal(s->seed, VS_STREAM_ATTN_SINK, (uint64_t)h);
+
+		ck_assert_msg(sink[h] == want, "attn_sink[%d] = %g, want %g", h, (double)sink[h], (double)want);
+	}
+	st_release(&f);
+}
+
+static const int32_t sparse_dtypes[] = { MLA_KV_BF16, MLA_KV_FP8_DS_MLA, MLA_KV_FP8_DS_MLA_FNUZ, MLA_KV_FP8_MODEL1,
+					 MLA_KV_FP8_MODEL1_FNUZ };
+
+START_TEST(sparse_inputs_follow_the_indexer_rules_and_formats)
+{
+	struct task_spec s;
+
+	sparse_spec(&s, sparse_dtypes[_i / 2], _i % 2);
+	s.h_q = 4; /* the sink's +-inf heads */
+	for (int k = 0; k < s.input_sets; k++) {
+		char *buf = NULL;
+		size_t len = 0;
+		float kv_scale = 0;
+
+		ck_assert_msg(task_generate_inputs(&buf, &len, &kv_scale, &s, k) == 0, "%s", vs_last_error());
+		ck_assert(kv_scale == 1.0f);
+		check_sparse_inputs(&s, k, buf, len);
+		free(buf);
+	}
+	task_spec_release(&s);
+}
+END_TEST
+
+/* A larger task (recent-window draws, several generator threads): same bytes for 1 and 3 threads. */
+START_TEST(sparse_inputs_do_not_depend_on_the_thread_count)
+{
+	static const int32_t lens[8] = { 5000, 4097, 2048, 1, 0, 3000, 7000, 2049 };
+	static const int32_t xlens[8] = { 300, 1, 0, 64, 200, 129, 700, 33 };
+	struct task_spec s;
+	char *b1 = NULL, *b3 = NULL;
+	size_t l1 = 0, l3 = 0;
+	float sc;
+
+	sparse_spec(&s, _i ? MLA_KV_FP8_MODEL1 : MLA_KV_FP8_DS_MLA, 1);
+	s.batch = 8;
+	s.s_q = 4;
+	s.topk = _i ? 128 : 2048;
+	s.page_size = 64;
+	s.max_pages = 110;
+	s.num_pages = 450;
+	s.extra_topk = _i ? 1024 : 64;
+	s.extra_page_size = 64;
+	s.extra_max_pages = 11;
+	s.extra_num_pages = 30;
+	free(s.seqlens);
+	free(s.extra_seqlens);
+	s.seqlens = malloc(sizeof(lens));
+	s.extra_seqlens = malloc(sizeof(xlens));
+	memcpy(s.seqlens, lens, sizeof(lens));
+	memcpy(s.extra_seqlens, xlens, sizeof(xlens));
+	ck_assert_msg(task_spec_validate(&s, "big") == 0, "%s", vs_last_error());
+	setenv("VS_GEN_THREADS", "1", 1);
+	ck_assert_int_eq(task_generate_inputs(&b1, &l1, &sc, &s, 1), 0);
+	setenv("VS_GEN_THREADS", "3", 1);
+	ck_assert_int_eq(task_generate_inputs(&b3, &l3, &sc, &s, 1), 0);
+	unsetenv("VS_GEN_THREADS");
+	ck_assert_uint_eq(l1, l3);
+	ck_assert_msg(!memcmp(b1, b3, l1), "the inputs differ between 1 and 3 generator threads");
+	check_sparse_inputs(&s, 1, b1, l1);
+	free(b1);
+	free(b3);
+	task_spec_release(&s);
+}
+END_TEST
+
+START_TEST(sparse_counts_follow_flashmla)
+{
+	struct task_spec s;
+	char *buf = NULL;
+	size_t len = 0;
+	float sc;
+	struct st_file f = { 0 };
+	double attended = 0, retrieved = 0;
+	uint8_t *named;
+
+	sparse_spec(&s, MLA_KV_FP8_DS_MLA, 1);
+	ck_assert_int_eq(task_generate_inputs(&buf, &len, &sc, &s, 0), 0);
+	ck_assert_int_eq(st_parse(&f, buf, len, "inputs"), 0);
+	for (int extra = 0; extra < 2; extra++) {
+		struct sparse_view v;
+
+		sparse_view_of(&v, &f, &s, extra);
+		named = calloc((size_t)v.num_pages * v.page_size, 1);
+		for (int b = 0; b < s.batch; b++)
+			for (int i = 0; i < s.s_q; i++) {
+				for (int t = 0; t < v.len[b]; t++) {
+					int32_t r = v.idx[((size_t)b * s.s_q + i) * v.topk + t];
+
+					attended += r >= 0; /* valid entries only: the -1s do no work */
+					if (r >= 0 && !named[r]) {
+						named[r] = 1;
+						retrieved++;
+					}
+				}
+			}
+		free(named);
+	}
+	ck_assert_msg(retrieved > 0 && attended > retrieved, "retrieved %g attended %g", retrieved, attended);
+	ck_assert_double_eq(task_flops(&s), 2.0 * s.h_q * attended * (576 + 512));
+	ck_assert_double_eq(task_bytes(&s), retrieved * 656 + 3.0 * 2 * 2 * 576 * 2 + 3.0 * 2 * 2 * 512 * 2);
+	st_release(&f);
+	task_spec_release(&s);
+}
+END_TEST
+
+/* Materialize, verify, load: the loaded set is what the generator made, the reference the oracle's. */
+START_TEST(sparse_task_dir_round_trips_and_detects_tampering)
+{
+	static const char *const tamper_files[] = { "reference.safetensors", "inputs.1.safetensors" };
+	struct task_spec s;
+	struct task_data t;
+	char *root = tu_tmpdir(), *dir, *man, *mpath;
+	size_t mlen = 0;
+
+	sparse_spec(&s, _i ? MLA_KV_FP8_MODEL1_FNUZ : MLA_KV_FP8_DS_MLA, 1);
+	if (_i) /* inputs over the store limit: not stored, regenerated and checked on load */
+		setenv("VS_TASK_STORE_LIMIT_BYTES", "4096", 1);
+	dir = materialize(root, &s);
+	unsetenv("VS_TASK_STORE_LIMIT_BYTES");
+	{
+		char *in1 = path_in(dir, "inputs.1.safetensors");
+
+		ck_assert_int_eq(fs_exists(in1), !_i);
+		free(in1);
+	}
+	ck_assert_int_eq(task_verify(dir), 0);
+	ck_assert_msg(task_load(&t, dir) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(t.nsets, 2);
+	for (int k = 0; k < 2; k++) {
+		const struct task_set *ts = &t.sets[k];
+		struct task_input in[VS_TASK_MAX_INPUTS];
+		struct mla_decode_args a;
+		char *buf = NULL;
+		size_t len = 0, off;
+		float sc;
+		int32_t *bt = NULL;
+		float *out = malloc(ts->out_elems * 4), *lse = malloc(ts->lse_elems * 4);
+		int n = task_set_inputs(in, ts);
+
+		ck_assert_int_eq(n, 12);
+		ck_assert_str_eq(in[4].name, "indices");
+		ck_assert_str_eq(in[11].name, "extra_topk_length");
+		ck_assert_int_eq(task_generate_inputs(&buf, &len, &sc, &s, k), 0);
+		off = len;
+		for (int i = 0; i < n; i++)
+			off -= in[i].bytes;
+		for (int i = 0; i < n; i++) {
+			ck_assert_msg(!memcmp(in[i].host, buf + off, in[i].bytes), "set %d '%s' differs", k,
+				      in[i].name);
+			off += in[i].bytes;
+		}
+		ck_assert_uint_eq(off, len);
+		ck_assert_int_eq(task_set_oracle_args(&a, &bt, &t.spec, ts, NULL), 0);
+		ck_assert_ptr_null(bt);
+		ck_assert(a.topk == 8 && a.extra_topk == 4 && a.indices == ts->indices && !a.block_table &&
+			  a.d_qk == mla_kv_d_qk(s.kv_dtype) && a.attn_sink == ts->attn_sink);
+		ck_assert_int_eq(mla_decode_reference(&a, out, lse, 3), MLA_OK);
+		ck_assert_msg(!memcmp(out, ts->ref_out, ts->out_elems * 4) && !memcmp(lse, ts->ref_lse, ts->lse_elems * 4),
+			      "set %d: the stored reference is not the oracle's", k);
+		for (size_t e = 0; e < ts->lse_elems; e++)
+			ck_assert_msg(!isnan(ts->ref_lse[e]), "lse %zu is NaN: an unselected row was read", e);
+		free(out);
+		free(lse);
+		free(buf);
+	}
+	task_data_release(&t);
+	mpath = path_in(dir, "manifest.json");
+	man = tu_read(mpath, &mlen);
+	free(mpath);
+	ck_assert_msg(strstr(man, "\"extra_indices\":\t[3, 2, 4]") != NULL, "manifest shapes:\n%s", man);
+	ck_assert_msg(strstr(man, "\"kv_cache\":\t[6, ") != NULL, "manifest kv_cache shape:\n%s", man);
+	free(man);
+	for (size_t i = 0; i < (_i ? 1 : 2); i++) { /* loop 1 stores no inputs file */
+		char *p = path_in(dir, tamper_files[i]), *buf;
+		size_t len = 0;
+		int rc;
+
+		chmod(dir, 0755);
+		chmod(p, 0644);
+		buf = tu_read(p, &len);
+		buf[len - 3] ^= 0x01;
+		tu_write(p, buf, len);
+		vs_error_set_quiet(1);
+		rc = task_verify(dir);
+		vs_error_set_quiet(0);
+		ck_assert_int_eq(rc, VS_EVERIFY);
+		ck_assert_msg(strstr(vs_last_error(), "sha256 is") != NULL, "%s", vs_last_error());
+		buf[len - 3] ^= 0x01;
+		tu_write(p, buf, len);
+		ck_assert_int_eq(task_verify(dir), 0);
+		free(buf);
+		free(p);
+	}
+	fs_remove_tree(root);
+	free(dir);
+	free(root);
+	task_spec_release(&s);
+}
+END_TEST
+
 static Suite *task_suite(void)
 {
 	Suite *s = suite_create("task");
@@ -904,6 +1524,11 @@ static Suite *task_suite(void)
 			    (int)(sizeof(invalid) / sizeof(invalid[0])));
 	tcase_add_test(spec, from_json_names_the_bad_key);
 	tcase_add_test(spec, bytes_and_flops_follow_flashmla);
+	tcase_add_test(spec, dense_spec_hash_is_pinned);
+	tcase_add_loop_test(spec, sparse_spec_json_round_trips, 0, 6);
+	tcase_add_loop_test(spec, validate_refuses_inconsistent_sparse_specs, 0,
+			    (int)(sizeof(sparse_invalid) / sizeof(sparse_invalid[0])));
+	tcase_add_test(spec, from_json_refuses_sparse_keys_out_of_place);
 	tcase_set_timeout(dir, 120);
 	tcase_add_test(dir, materialize_writes_a_read_only_dir_named_by_the_hash);
 	tcase_add_test(dir, materialize_is_deterministic_across_roots);
@@ -917,6 +1542,10 @@ static Suite *task_suite(void)
 	tcase_add_test(dir, inputs_over_the_store_limit_are_regenerated_and_checked);
 	tcase_add_test(dir, page_offset_moves_page_indices_past_4_gib_without_storing_them);
 	tcase_add_test(dir, materialize_refuses_an_invalid_spec);
+	tcase_add_loop_test(dir, sparse_inputs_follow_the_indexer_rules_and_formats, 0, 10);
+	tcase_add_loop_test(dir, sparse_inputs_do_not_depend_on_the_thread_count, 0, 2);
+	tcase_add_test(dir, sparse_counts_follow_flashmla);
+	tcase_add_loop_test(dir, sparse_task_dir_round_trips_and_detects_tampering, 0, 2);
 	suite_add_tcase(s, spec);
 	suite_add_tcase(s, dir);
 	return s;

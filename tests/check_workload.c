@@ -70,6 +70,10 @@ static const struct {
 	{"bad_id.yaml", "bad_id.yaml:2:5: id: 'other_name' must equal the file name without .yaml ('bad_id')"},
 	{"bad_h_q.yaml", "bad_h_q.yaml:5:14: model.h_q: 129 is out of range 1..128"},
 	{"bad_s_q.yaml", "bad_s_q.yaml:5:23: model.s_q: 9 is out of range 1..8"},
+	{"bad_mtp.yaml", "bad_mtp.yaml:5:38: model.mtp_accept: needs s_q >= 2 (multi-token prediction verifies s_q - 1 "
+			 "draft tokens)"},
+	{"bad_mtp_range.yaml", "bad_mtp_range.yaml:5:38: model.mtp_accept: must be a number in [0, 1] (the chance "
+			       "each draft token is accepted)"},
 	{"bad_missing_h_q.yaml", "bad_missing_h_q.yaml:5:8: model.h_q: missing (an integer 1..128)"},
 	{"bad_page_size.yaml",
 	 "bad_page_size.yaml:5:37: model.page_size: 32 is not a page size the planner builds (1, 16 or 64)"},
@@ -303,6 +307,38 @@ START_TEST(steady_state_matches_a_hand_computed_case)
 }
 END_TEST
 
+/*
+ * MTP (s_q 2): a step attends over the prompt, the tokens done and its 2 query tokens, and keeps 2
+ * tokens when the draft is accepted (mtp_accept 1), 1 when it never is (mtp_accept 0). Requests A
+ * (10, 2), B (5, 3), C (1, 1), slots A and B, no phase, no warm-up.
+ */
+START_TEST(mtp_steps_advance_by_the_accepted_tokens)
+{
+	static const int32_t all[4][2] = {{12, 7}, {3, 9}, {12, 7}, {3, 9}};
+	static const int32_t none_[4][2] = {{12, 7}, {13, 8}, {3, 9}, {12, 7}};
+	struct workload_trace t = {.path = "hand", .requests = abc, .count = 3};
+
+	for (int k = 0; k < 2; k++) {
+		struct workload w = {.path = "hand", .s_q = 2, .mtp_accept = k ? 0.0 : 1.0};
+		struct workload_sim_options o = WORKLOAD_SIM_OPTIONS_INIT;
+		struct workload_sim sim;
+
+		o.steps = 4;
+		o.warmup = 0;
+		o.start = 0;
+		o.stride = 1;
+		o.phase = 0;
+		ck_assert_int_eq(workload_simulate(&sim, &w, &t, 2, &o), 0);
+		for (int s = 0; s < 4; s++)
+			for (int b = 0; b < 2; b++)
+				ck_assert_msg(sim.seqlens[s * 2 + b] == (k ? none_ : all)[s][b],
+					      "mtp_accept %d: step %d slot %d: %d, want %d", !k, s + 1, b,
+					      sim.seqlens[s * 2 + b], (k ? none_ : all)[s][b]);
+		workload_sim_release(&sim);
+	}
+}
+END_TEST
+
 /* The derivation as text: every field of every task. */
 static char *tasks_text(const char *path, uint64_t seed)
 {
@@ -523,8 +559,12 @@ END_TEST
 
 START_TEST(the_shipped_workloads_lint_clean_and_derive)
 {
-	static const char *const shipped[] = {"workloads/cpu_smoke.yaml", "workloads/deepseek_v3_tp8_chat.yaml",
-					      "workloads/deepseek_v3_dp_chat.yaml", "workloads/geak_v4_e2e.yaml"};
+	static const char *const shipped[] = {
+		"workloads/cpu_smoke.yaml",           "workloads/deepseek_v3_tp8_chat.yaml",
+		"workloads/deepseek_v3_dp_chat.yaml", "workloads/geak_v4_e2e.yaml",
+		"workloads/deepseek_v3_tp8_chat_mtp.yaml", "workloads/deepseek_v3_dp_chat_mtp.yaml",
+		"workloads/deepseek_v3_tp8_code.yaml", "workloads/deepseek_v3_dp_code.yaml",
+		"workloads/deepseek_v3_dp_agent.yaml"};
 
 	for (int i = 0; i < NELEM(shipped); i++) {
 		struct workload w;
@@ -582,6 +622,7 @@ static Suite *workload_suite(void)
 	tcase_add_test(tc, tasks_are_real_steps_and_weights_sum_to_one);
 	tcase_add_test(tc, a_histogram_draws_lengths_from_its_bins);
 	tcase_add_test(tc, the_steady_state_mean_matches_renewal_reward);
+	tcase_add_test(tc, mtp_steps_advance_by_the_accepted_tokens);
 	tcase_add_test(tc, the_tasks_weigh_to_the_mean_keys_per_step);
 	tcase_add_test(tc, the_shipped_workloads_lint_clean_and_derive);
 	tcase_add_test(tc, static_lints_a_workload_file);

@@ -500,10 +500,86 @@ void gpu_release(struct vs_device *d)
 	d->priv = nullptr;
 }
 
+/*
+ * The read sweep's kernel (the one device code of the harness, a measurement, not an
+ * implementation): each of the grid's `threads` threads (blocks of 256) sums 16-byte words of the
+ * buffer, grid-strided; one sum per block. hip_compat.h's vs_* helpers, not threadIdx and
+ * __syncthreads: the AMD host build has no device library (cmake/vs_hip.cmake).
+ */
+__global__ void vs_read_sweep_kernel(const uint4 *__restrict__ p, size_t n, size_t threads, unsigned long long *out)
+{
+	__shared__ unsigned long long part[256];
+	unsigned long long s = 0;
+	const int tid = vs_tid();
+
+	for (size_t i = (size_t)vs_bid_x() * 256 + (size_t)tid; i < n; i += threads) {
+		uint4 v = p[i];
+
+		s += (unsigned long long)v.x + v.y + v.z + v.w;
+	}
+	part[tid] = s;
+	vs_syncthreads();
+	for (int k = 128; k > 0; k /= 2) {
+		if (tid < k)
+			part[tid] += part[tid + k];
+		vs_syncthreads();
+	}
+	if (tid == 0)
+		out[vs_bid_x()] = part[0];
+}
+
+int gpu_read_sweep(struct vs_device *d, double *gbps)
+{
+	GpuPriv *p = priv(d);
+	size_t bytes = (size_t)1 << 30, n = bytes / 16;
+	int blocks = (d->info.compute_units > 0 ? d->info.compute_units : 1) * 8;
+	void *buf = nullptr;
+	unsigned long long *sums = nullptr, *host = nullptr, total = 0;
+	double best = 0;
+	int err = 0;
+
+	if (d->info.mem_bytes && bytes > d->info.mem_bytes / 8)
+		bytes = (size_t)(d->info.mem_bytes / 8) & ~(size_t)15, n = bytes / 16;
+	if (hipMalloc(&buf, bytes) != hipSuccess || hipMalloc((void **)&sums, blocks * sizeof(*sums)) != hipSuccess ||
+	    !(host = (unsigned long long *)malloc(blocks * sizeof(*host)))) {
+		err = vs_error(VS_ENOMEM, "out of memory for the read sweep (%zu bytes)", bytes);
+		goto done;
+	}
+	if ((err = gpu_fill(d, buf, 1, bytes)))
+		goto done;
+	for (int pass = 0; pass < 5 && !err; pass++) {
+		double ms = 0;
+
+		if ((err = gpu_timer_begin(d)))
+			break;
+		vs_read_sweep_kernel<<<blocks, 256, 0, p->stream>>>((const uint4 *)buf, n, (size_t)blocks * 256, sums);
+		if ((err = gpu_timer_end(d, &ms)))
+			break;
+		if (ms > 0 && pass > 0 && (double)bytes / (ms * 1e-3) / 1e9 > best) /* pass 0 warms up */
+			best = (double)bytes / (ms * 1e-3) / 1e9;
+	}
+	if (!err && hipMemcpy(host, sums, blocks * sizeof(*host), hipMemcpyDeviceToHost) != hipSuccess)
+		err = vs_error(VS_EDEVICE, "hipMemcpy of the read sweep's sums failed");
+	for (int b = 0; !err && b < blocks; b++)
+		total += host[b];
+	/* every byte is 1: each 16-byte word sums to 4 x 0x01010101 */
+	if (!err && total != (unsigned long long)n * 4ull * 0x01010101ull)
+		err = vs_error(VS_EDEVICE, "the read sweep summed %llu, not what it wrote", total);
+	if (!err)
+		*gbps = best;
+done:
+	if (buf)
+		(void)hipFree(buf);
+	if (sums)
+		(void)hipFree(sums);
+	free(host);
+	return err;
+}
+
 const struct vs_device_ops gpu_ops = {
 	gpu_alloc,       gpu_free,         gpu_upload,      gpu_download,    gpu_fill,      gpu_flush_llc,
 	gpu_timer_begin, gpu_timer_end,    gpu_synchronize, gpu_graph_begin, gpu_graph_end, gpu_graph_launch,
-	gpu_graph_free,  gpu_alloc_sparse, gpu_free_sparse, gpu_clocks,      gpu_release,
+	gpu_graph_free,  gpu_alloc_sparse, gpu_free_sparse, gpu_clocks,      gpu_release,   gpu_read_sweep,
 };
 
 int fill_info(struct vs_device_info *info, int ordinal)

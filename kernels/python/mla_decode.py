@@ -21,17 +21,19 @@ What a kernel module defines, at top level
     ``"bf16"``, ``"fp8_e4m3_fnuz"`` (dense form only), ``"fp8_ds_mla"``, ``"fp8_ds_mla_fnuz"``,
     ``"fp8_model1"``, ``"fp8_model1_fnuz"`` (sparse form only). A task whose format is not listed is
     refused before supports() is asked.
+``FORMS = ("dense", "sparse")`` (optional; default ``("dense",)``)
+    The forms of the operator it runs: ``"dense"`` (paged cache through block_table and seqlens,
+    causal for s_q > 1) and ``"sparse"`` (DeepSeek Sparse Attention: top-k indices, ABI 3; see
+    "The sparse form" below). A task of a form not listed is refused before supports() is asked
+    (``"sparse form: FORMS is dense"``), so a module written before the sparse form existed is never
+    handed one, whatever its supports() says. A block-scaled format in KV_DTYPES needs "sparse" here.
 ``SUMMARY = "one line"``
     What the kernel does, one line (a str).
 ``def supports(shape)`` (optional)
     ``None`` when tasks of this shape run, else a short reason string (e.g. ``"page_size 16: reads
-    pages of 64 rows"``). Called without a device, in another process than the launches. A module
-    runs the sparse form (``shape.topk > 0``) or a block-scaled format (``fp8_ds_mla*``,
-    ``fp8_model1*``) only when it defines supports() and supports() accepts the shape (as the C
-    ABI's rule for a NULL supports()); without supports() such a task is refused with the reason
-    ``"sparse form: the module defines no supports()"`` (or ``"kv dtype ...: ..."``). A module that
-    runs the sparse form must check ``shape.topk`` itself: a supports() written for the dense form
-    alone says yes to sparse tasks it cannot run.
+    pages of 64 rows"``). Called without a device, in another process than the launches, only for
+    tasks of a form in FORMS and a format in KV_DTYPES (a module that runs both forms tells them
+    apart by ``shape.topk``).
 ``def configs(arch)``
     The config space for ``arch`` (``"sm_90"``, ``"gfx942"``, ``"x86_64"``, ``"aarch64"``, ...): a
     list of dicts, ``[]`` for an arch it has no code for. Keys: ``"name"`` (str, unique within the
@@ -114,8 +116,8 @@ hands the same ``args`` object for the same buffers, so a kernel may cache per-c
 keyed by ``data_ptr()``. The cpu views of the inputs are read-only numpy arrays (the harness also
 hashes the inputs after the run: a write through any other path is caught there).
 
-Operator semantics of the dense form (kernels/mla_decode.h): for batch b, query position i < s_q, head h, the keys
-``[0, n)`` with ``n = seqlens[b] - s_q + 1 + i`` are visible (causal when s_q > 1); row j of
+Operator semantics of the dense form (kernels/mla_decode.h): for batch b, query position i < s_q,
+head h, the keys ``[0, n)`` with ``n = seqlens[b] - s_q + 1 + i`` are visible (causal when s_q > 1); row j of
 sequence b is ``kv_cache[block_table[b][j // page_size], j % page_size, 0]``;
 ``s_j = softmax_scale * dot(q[b,i,h], K_j)`` over the 576 dims, ``lse = log(sum_j exp(s_j))``,
 ``out = sum_j exp(s_j - lse) * K_j[:512]``. A query with no visible key gives out 0 and lse +inf.
@@ -152,8 +154,8 @@ packages the kernel needs, e.g. ``VS_PYTHON=/opt/torch/.venv/bin/python3`` for a
 The worker embeds the libpython of that same interpreter and takes over its ``sys.path``.
 
 ``python3 kernels/python/mla_decode.py describe FILE.py ARCH``
-    One JSON object on stdout: name, backend, summary, kv_dtypes, configs for ARCH, has_supports,
-    has_prepare, has_workspace_size, path (canonical), sha256 of the file, helpers (the helper
+    One JSON object on stdout: name, backend, summary, kv_dtypes, forms, configs for ARCH,
+    has_supports, has_prepare, has_workspace_size, path (canonical), sha256 of the file, helpers (the helper
     files: ``[{"path", "sha256"}]``, sorted by path, of every module the import loaded from a
     regular file under the module's own directory, subfolders included, itself aside; a helper's
     path is relative to that directory, its hash that of the source .py, of a sourceless .pyc or of
@@ -189,6 +191,7 @@ KNOBS = ("block_n", "block_h", "num_splits", "num_warps", "num_stages")
 KV_DTYPE_NAMES = {1: "bf16", 2: "fp8_e4m3_fnuz", 3: "fp8_ds_mla", 4: "fp8_ds_mla_fnuz", 5: "fp8_model1",
                   6: "fp8_model1_fnuz"}
 BLOCKSCALED = ("fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
+FORM_NAMES = ("dense", "sparse")
 BACKENDS = ("cuda", "hip", "cpu")
 VERSIONED = ("torch", "triton", "tilelang", "numpy")
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)+$")
@@ -508,6 +511,14 @@ class Kernel(Loaded):
                 any(d not in KV_DTYPE_NAMES.values() for d in kv)):
             raise self._bad("KV_DTYPES must be a non-empty tuple of %s, got %r"
                             % (" / ".join("'%s'" % n for n in KV_DTYPE_NAMES.values()), kv))
+        forms = getattr(m, "FORMS", ("dense",))
+        if (not isinstance(forms, (tuple, list)) or not forms or len(set(forms)) != len(forms) or
+                any(f not in FORM_NAMES for f in forms)):
+            raise self._bad("FORMS must be a non-empty tuple of distinct 'dense' / 'sparse', got %r"
+                            % (forms,))
+        if "sparse" not in forms and any(d in BLOCKSCALED for d in kv):
+            raise self._bad("KV_DTYPES names %s, a format of the sparse form only, but FORMS is %s "
+                            "(add 'sparse')" % ([d for d in kv if d in BLOCKSCALED][0], ", ".join(forms)))
         summary = getattr(m, "SUMMARY", None)
         if not isinstance(summary, str) or "\n" in summary:
             raise self._bad("SUMMARY must be a one-line str, got %r" % (summary,))
@@ -519,6 +530,7 @@ class Kernel(Loaded):
             if getattr(m, fn, None) is not None and not callable(getattr(m, fn)):
                 raise self._bad("%s is defined but not a function" % fn)
         self.name, self.backend, self.kv_dtypes, self.summary = name, backend, tuple(kv), summary
+        self.forms = tuple(forms)
 
     def configs(self, arch):
         got = self.call("configs", arch)
@@ -550,13 +562,12 @@ class Kernel(Loaded):
         return out
 
     def supports(self, shape):
+        form = "sparse" if shape.topk > 0 else "dense"
+        if form not in self.forms:
+            return "%s form: FORMS is %s" % (form, ", ".join(self.forms))
         if shape.kv_dtype not in self.kv_dtypes:
             return "kv dtype %s: KV_DTYPES is %s" % (shape.kv_dtype, ", ".join(self.kv_dtypes))
         if getattr(self.mod, "supports", None) is None:
-            if shape.topk > 0:
-                return "sparse form: the module defines no supports()"
-            if shape.kv_dtype in BLOCKSCALED:
-                return "kv dtype %s: the module defines no supports()" % shape.kv_dtype
             return None
         why = self.call("supports", shape)
         if why is not None and not isinstance(why, str):
@@ -855,6 +866,7 @@ def _describe(path, arch):
     m = k.mod
     return {
         "name": k.name, "backend": k.backend, "summary": k.summary, "kv_dtypes": list(k.kv_dtypes),
+        "forms": list(k.forms),
         "arch": arch, "configs": cfgs,
         "has_supports": getattr(m, "supports", None) is not None,
         "has_prepare": getattr(m, "prepare", None) is not None,

@@ -23,6 +23,7 @@ import numpy as np
 NAME = "numpy.mla_decode"
 BACKEND = "cpu"
 KV_DTYPES = ("bf16", "fp8_e4m3_fnuz", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
+FORMS = ("dense", "sparse")
 SUMMARY = ("numpy on the CPU: per sequence (dense) or query position (sparse), the rows read gathered "
            "and decoded to float32, softmax in float32, bf16 out rounded to nearest even")
 
@@ -125,20 +126,21 @@ def decode_rows(kv_dtype, cache, page_size, rows):
         return _bf16_to_f32(cache.reshape(-1, D_QK)[rows])
     page, slot = rows // page_size, rows % page_size
     lut = FNUZ if kv_dtype.endswith("_fnuz") else E4M3FN
-    n = len(rows)
+    flat = cache.reshape(-1)                  # [pages * page_bytes] bytes, a view
+    base = page * cache.shape[1]              # each row's page, in bytes
     if kv_dtype.startswith("fp8_ds_mla"):
-        tok = cache[:, :page_size * 656].reshape(-1, page_size, 656)[page, slot]   # [n, 656]
-        scales = np.ascontiguousarray(tok[:, 512:528]).view("<f4").astype(np.float32)  # [n, 4]
+        tok = flat[(base + slot * 656)[:, None] + np.arange(656)]                # [n, 656]
+        scales = np.ascontiguousarray(tok[:, 512:528]).view("<f4")              # [n, 4]
         nope = lut[tok[:, :512]] * np.repeat(scales, 128, axis=1)
         rope = _bf16_to_f32(np.ascontiguousarray(tok[:, 528:656]).view("<u2"))
-        return np.concatenate([nope, rope], axis=1).astype(np.float32).reshape(n, 576)
-    tok = cache[:, :page_size * 576].reshape(-1, page_size, 576)[page, slot]       # [n, 576]
-    sc = cache[:, page_size * 576:page_size * 584].reshape(-1, page_size, 8)[page, slot, :7]
-    e8m0 = np.where(sc == 0xFF, np.float32(np.nan),
-                    np.ldexp(np.float32(1), sc.astype(np.int32) - 127).astype(np.float32))
-    nope = lut[tok[:, :448]] * np.repeat(e8m0, 64, axis=1)
-    rope = _bf16_to_f32(np.ascontiguousarray(tok[:, 448:576]).view("<u2"))
-    return np.concatenate([nope, rope], axis=1).astype(np.float32).reshape(n, 512)
+    else:
+        tok = flat[(base + slot * 576)[:, None] + np.arange(576)]                # [n, 576]
+        sc = flat[(base + page_size * 576 + slot * 8)[:, None] + np.arange(7)]   # [n, 7]
+        e8m0 = np.where(sc == 0xFF, np.float32(np.nan),
+                        np.ldexp(np.float32(1), np.minimum(sc, 254).astype(np.int32) - 127).astype(np.float32))
+        nope = lut[tok[:, :448]] * np.repeat(e8m0, 64, axis=1)
+        rope = _bf16_to_f32(np.ascontiguousarray(tok[:, 448:576]).view("<u2"))
+    return np.concatenate([nope, rope], axis=1).astype(np.float32)
 
 
 def _valid(idx, length, b, i):

@@ -132,8 +132,6 @@ def _block_h(shape, config):
 
 
 def supports(shape):
-	if shape.topk > 0:
-		return "sparse form: not yet implemented (issue 39)"
 	if shape.kv_dtype not in KV_DTYPES:
 		return "kv_dtype %s: not a dtype this kernel decodes" % shape.kv_dtype
 	if shape.page_size <= 0:

@@ -352,8 +352,6 @@ def configs(arch):
 
 
 def supports(shape):
-    if shape.topk > 0:
-        return "sparse form: not yet implemented (issue 39)"
     if shape.kv_dtype not in KV_DTYPES:
         return "kv_dtype %s: triton.mla_decode runs bf16 and fp8_e4m3_fnuz" % shape.kv_dtype
     if shape.page_size < 1 or shape.s_q < 1 or shape.h_q < 1 or shape.batch < 1:

@@ -1,0 +1,312 @@
+/*
+ * check_workload_plan.c - plans, gates and records from a workload (issue 37; docs/DESIGN.md
+ * "Workloads"): the weighted gate's arithmetic, deterministic workload plans, their re-derivation
+ * from the card and the workload file, and the CPU card through --validate --workload, --verify and
+ * --report end to end.
+ */
+#include "card.h"
+#include "fsutil.h"
+#include "plan.h"
+#include "stats.h"
+#include "testutil.h"
+#include "vs_error.h"
+
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A workload small enough for a run of seconds: h_q 16, page 16, bf16, contexts 256..2048. */
+static const char tiny_workload[] = "id: wl_tiny\n"
+				    "title: \"tiny CPU workload\"\n"
+				    "source: \"test fixture\"\n"
+				    "model: {h_q: 16, s_q: 1, page_size: 16, kv_dtypes: [bf16]}\n"
+				    "concurrency: [1, 2]\n"
+				    "traffic:\n"
+				    "  histogram:\n"
+				    "    context: [[256, 512, 0.5], [513, 2048, 0.5]]\n"
+				    "    generated: [[1, 16, 1.0]]\n"
+				    "steps: 32\n"
+				    "tasks: 2\n"
+				    "seed: %d\n";
+
+static char *write_workload(const char *root, int seed)
+{
+	char *path = fs_join(root, "wl_tiny.yaml"), *text = fs_printf(tiny_workload, seed);
+
+	tu_write(path, text, strlen(text));
+	free(text);
+	return path;
+}
+
+/* root/skills/mla_decode_cpu_splitkv.md: the CPU card, gate 1.1, claiming wl_tiny when claim is set. */
+static void write_card(const char *root, int claim)
+{
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
+	char *dst = fs_join(dir, "mla_decode_cpu_splitkv.md"), *card = tu_read(src, NULL), *g, *out;
+
+	fs_mkdir_p(dir);
+	g = strstr(card, "isolated_speedup_min: 1.3");
+	ck_assert_ptr_nonnull(g);
+	memcpy(g, "isolated_speedup_min: 1.1", 25);
+	g = strstr(card, "\nexpects:\n");
+	ck_assert_ptr_nonnull(g);
+	out = fs_printf("%.*s\nexpects:\n%s%s", (int)(g - card), card, claim ? "  workloads: [wl_tiny]\n" : "",
+			g + strlen("\nexpects:\n"));
+	tu_write(dst, out, strlen(out));
+	free(out);
+	free(card);
+	free(src);
+	free(dir);
+	free(dst);
+}
+
+START_TEST(test_weighted_arithmetic)
+{
+	/* task 0: baseline 10 ms, candidate 5; task 1: baseline 1, candidate 2: geomean 1, workload
+	 * (0.5 x 10 + 0.5 x 1) / (0.5 x 5 + 0.5 x 2) = 5.5 / 3.5; weight 0.9 on task 0: 9.1 / 4.7 */
+	const double b0[] = {10, 10, 10, 10}, c0[] = {5, 5, 5, 5}, b1[] = {1, 1, 1, 1}, c1[] = {2, 2, 2, 2};
+	const double *tb[] = {b0, b1}, *tc[] = {c0, c1};
+	const int n[] = {4, 4};
+	const double half[] = {0.5, 0.5}, heavy[] = {0.9, 0.1}, zero[] = {1.0, 0.0};
+	struct stats_ci ci, g;
+
+	ck_assert_int_eq(stats_weighted_speedup(&ci, tb, tc, n, half, 2, 200, 7), 0);
+	ck_assert_double_eq_tol(ci.estimate, 5.5 / 3.5, 1e-12);
+	ck_assert_double_eq_tol(ci.lo, 5.5 / 3.5, 1e-12); /* constant times: the CI is a point */
+	ck_assert_double_eq_tol(ci.hi, 5.5 / 3.5, 1e-12);
+	ck_assert_int_eq(stats_geomean_speedup(&g, tb, tc, n, 2, 200, 7), 0);
+	ck_assert_double_eq_tol(g.estimate, 1.0, 1e-12);
+	ck_assert_int_eq(stats_weighted_speedup(&ci, tb, tc, n, heavy, 2, 200, 7), 0);
+	ck_assert_double_eq_tol(ci.estimate, 9.1 / 4.7, 1e-12);
+	vs_error_set_quiet(1);
+	ck_assert_int_eq(stats_weighted_speedup(&ci, tb, tc, n, zero, 2, 200, 7), VS_EUSAGE);
+	vs_error_set_quiet(0);
+}
+END_TEST
+
+START_TEST(test_weighted_bootstrap_keeps_pairs)
+{
+	/* Each pair's two times move together (a drifting clock): the ratio is 2 in every pair, so a
+	 * bootstrap that keeps pairs together gives a CI of exactly 2; one that resampled each side on
+	 * its own would not. */
+	double b[64], c[64];
+	const double *tb[] = {b}, *tc[] = {c};
+	const int n[] = {64};
+	const double w[] = {1};
+	struct stats_ci ci;
+
+	for (int i = 0; i < 64; i++) {
+		b[i] = 2.0 * (1 + i % 7);
+		c[i] = 1.0 * (1 + i % 7);
+	}
+	ck_assert_int_eq(stats_weighted_speedup(&ci, tb, tc, n, w, 1, 500, 3), 0);
+	ck_assert_double_eq_tol(ci.lo, 2.0, 1e-12);
+	ck_assert_double_eq_tol(ci.hi, 2.0, 1e-12);
+}
+END_TEST
+
+static char *emit(const char *root, const char *workload, const char *out_name, int expect_status, char **err_out)
+{
+	char *args = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md --workload %s --out %s", workload, out_name);
+	char *out = NULL, *err = NULL, *path = fs_join(root, out_name), *text;
+	int status = tu_run_tool(root, args, &out, &err);
+
+	ck_assert_msg(status == expect_status, "%s: exit %d: %s", args, status, err);
+	text = status == 0 ? tu_read(path, NULL) : NULL;
+	if (err_out)
+		*err_out = err;
+	else
+		free(err);
+	free(out);
+	free(args);
+	free(path);
+	return text;
+}
+
+START_TEST(test_plan_deterministic_and_seeded)
+{
+	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *a, *b, *c, *err = NULL;
+	cJSON *j, *t0;
+
+	write_card(root, 1);
+	a = emit(root, wl, "a.json", 0, NULL);
+	b = emit(root, wl, "b.json", 0, NULL);
+	ck_assert_str_eq(a, b);
+	j = cJSON_Parse(a);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(j, "tier")), "workload");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "workload"), "id")), "wl_tiny");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "gates"), "speedup_basis")),
+			 "workload");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tasks")), 2);
+	t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
+	ck_assert_int_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t0, "workload"), "concurrency")),
+			 1);
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t0, "workload"), "weight")),
+				0.5, 1e-12);
+	cJSON_Delete(j);
+	free(write_workload(root, 2));
+	c = emit(root, wl, "c.json", 0, NULL);
+	ck_assert_str_ne(a, c); /* another seed: other sampled steps, another sha256 */
+	/* a tier and a workload together are refused, naming both */
+	{
+		char *args = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md --tier smoke --workload %s", wl);
+		int status = tu_run_tool(root, args, NULL, &err);
+
+		ck_assert_int_ne(status, 0);
+		ck_assert_ptr_nonnull(strstr(err, "--tier smoke and --workload"));
+		free(args);
+		free(err);
+	}
+	/* a card that does not claim the workload is warned at --emit-plan */
+	write_card(root, 0);
+	free(emit(root, wl, "d.json", 0, &err));
+	ck_assert_msg(strstr(err, "does not claim for workload 'wl_tiny'") != NULL, "%s", err);
+	free(err);
+	free(a);
+	free(b);
+	free(c);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_plan_check_card_rederives)
+{
+	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *text, *card_path, diff[1024];
+	struct plan p;
+	struct card c;
+
+	write_card(root, 1);
+	text = emit(root, wl, "a.json", 0, NULL);
+	card_path = fs_join(root, "skills/mla_decode_cpu_splitkv.md");
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	/* the card path in the plan is relative to root: load it as the plan names it */
+	free(c.path);
+	c.path = strdup("skills/mla_decode_cpu_splitkv.md");
+	ck_assert_int_eq(plan_parse(&p, text, strlen(text), "a.json"), 0);
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), 0);
+	/* an edited weight is named */
+	p.workload->weight[0] = 0.25;
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), VS_EVERIFY);
+	ck_assert_msg(strstr(diff, "weight") != NULL, "%s", diff);
+	p.workload->weight[0] = 0.5;
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), 0);
+	/* the workload file changed since the plan: refused with both hashes */
+	free(write_workload(root, 3));
+	vs_error_set_quiet(1);
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), VS_EVERIFY);
+	vs_error_set_quiet(0);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "the workload changed since the plan was emitted"));
+	plan_release(&p);
+	/* weights that do not sum to 1 are refused on reading */
+	{
+		char *w = strstr(text, "\"weight\":\t0.5"), *bad;
+
+		ck_assert_ptr_nonnull(w);
+		bad = fs_printf("%.*s\"weight\":\t0.4%s", (int)(w - text), text, w + strlen("\"weight\":\t0.5"));
+		vs_error_set_quiet(1);
+		ck_assert_int_eq(plan_parse(&p, bad, strlen(bad), "bad.json"), VS_ESCHEMA);
+		vs_error_set_quiet(0);
+		ck_assert_ptr_nonnull(strstr(vs_last_error(), "sum to"));
+		free(bad);
+	}
+	card_release(&c);
+	free(card_path);
+	free(text);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_validate_record_verify_report)
+{
+	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *args, *out = NULL, *err = NULL, *card, *at;
+	char *card_path = fs_join(root, "skills/mla_decode_cpu_splitkv.md");
+	int status;
+
+	write_card(root, 1);
+	args = fs_printf("--validate skills/mla_decode_cpu_splitkv.md --workload %s", wl);
+	/* validated or failed, whatever this machine measures: both are recorded */
+	tu_run_tool(root, args, &out, &err);
+	ck_assert_msg(strstr(out, "workload wl_tiny speedup (2 tasks)") != NULL, "%s\n%s", out, err);
+	ck_assert_msg(strstr(out, "(validation.workloads.wl_tiny@x86_64)") != NULL, "%s\n%s", out, err);
+	card = tu_read(card_path, NULL);
+	ck_assert_msg(strstr(card, "wl_tiny@x86_64: {status: ") != NULL, "%s", card);
+	/* the tier record is untouched: still a draft */
+	ck_assert_ptr_nonnull(strstr(card, "status: draft"));
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, out, err);
+	ck_assert_msg(strstr(out, "workload wl_tiny on x86_64: ") != NULL && strstr(out, "evidence ok") != NULL, "%s",
+		      out);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--report", &out, &err);
+	ck_assert_msg(strstr(out, "deployments (verdict on the workload speedup") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "the baseline's time lies in bf16-wl-") != NULL, "%s", out);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--report --format json", &out, &err);
+	ck_assert_msg(strstr(out, "\"workload_speedup\"") != NULL, "%s", out);
+	free(out);
+	free(err);
+	/* a record whose speedup was edited by hand no longer verifies */
+	at = strstr(card, "speedup: ");
+	ck_assert_ptr_nonnull(at);
+	at[9] = at[9] == '9' ? '8' : '9';
+	tu_write(card_path, card, strlen(card));
+	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_int_ne(status, 0);
+	ck_assert_msg(strstr(err, "validation.workloads.wl_tiny@x86_64.speedup is") != NULL, "%s", err);
+	free(out);
+	free(err);
+	free(card);
+	free(args);
+	free(card_path);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_record_refuses_unclaimed)
+{
+	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *args, *out = NULL, *err = NULL;
+	int status;
+
+	write_card(root, 0);
+	args = fs_printf("--validate skills/mla_decode_cpu_splitkv.md --workload %s", wl);
+	status = tu_run_tool(root, args, &out, &err);
+	ck_assert_int_ne(status, 0);
+	ck_assert_msg(strstr(err, "which skills/mla_decode_cpu_splitkv.md does not claim for") != NULL, "%s", err);
+	free(out);
+	free(err);
+	free(args);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("workload_plan");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_weighted_arithmetic);
+	tcase_add_test(tc, test_weighted_bootstrap_keeps_pairs);
+	tcase_add_test(tc, test_plan_deterministic_and_seeded);
+	tcase_add_test(tc, test_plan_check_card_rederives);
+	tcase_add_test(tc, test_validate_record_verify_report);
+	tcase_add_test(tc, test_record_refuses_unclaimed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tu_run_suite(suite());
+}
