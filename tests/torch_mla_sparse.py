@@ -344,7 +344,10 @@ def check_supports():
          (shape("bf16", 2048), True), (shape("fp8_e4m3_fnuz", 2048), False),
          (shape("fp8_ds_mla", 0), False), (shape("bf16", 0), True),
          (shape("fp8_model1", 128, d_qk=576), False)]
-    ok = True
+    ok = tuple(getattr(M, "FORMS", ("dense",))) == ("dense", "sparse")
+    if not ok:
+        print("FAIL FORMS is %r: the contract hands a sparse task only to a module whose FORMS names it"
+              % (getattr(M, "FORMS", None),))
     for s, want in cases:
         got = M.supports(s) is None
         if got != want:

@@ -44,6 +44,7 @@ import torch
 
 NAME = "torch.mla_decode"
 BACKEND = "cuda"
+FORMS = ("dense", "sparse")
 KV_DTYPES = ("bf16", "fp8_e4m3_fnuz", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
 DENSE_KV_DTYPES = ("bf16", "fp8_e4m3_fnuz")
 SPARSE_KV_DTYPES = ("bf16", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz")
