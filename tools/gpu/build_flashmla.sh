@@ -104,8 +104,9 @@ echo "build_flashmla.sh: $layout layout, $src"
 log=$(mktemp)
 tmp=$(mktemp -d)
 trap 'rm -rf "$log" "$tmp"' EXIT
-# FlashMLA's nvcc flags (setup.py), for every translation unit
-flags=(-std=$std -O3 -DNDEBUG -D_USE_MATH_DEFINES -DFLASH_MLA_DISABLE_FP16
+# FlashMLA's nvcc flags (setup.py), for every translation unit (the commas are nvcc's)
+# shellcheck disable=SC2054
+flags=("-std=$std" -O3 -DNDEBUG -D_USE_MATH_DEFINES -DFLASH_MLA_DISABLE_FP16
 	-gencode=arch=compute_90a,code=sm_90a
 	-Wno-deprecated-declarations
 	-U__CUDA_NO_HALF_OPERATORS__ -U__CUDA_NO_HALF_CONVERSIONS__ -U__CUDA_NO_HALF2_OPERATORS__
@@ -133,7 +134,7 @@ else
 	done
 	jobs=${JOBS:-1} pids=() failed=0
 	for i in "${!srcs[@]}"; do
-		compile "${ofiles[$i]}" "${srcs[$i]}" ${defs[$i]} >"$tmp/$i.log" 2>&1 &
+		compile "${ofiles[$i]}" "${srcs[$i]}" ${defs[$i]:+"${defs[$i]}"} >"$tmp/$i.log" 2>&1 &
 		pids+=($!)
 		if [ ${#pids[@]} -ge "$jobs" ]; then
 			wait "${pids[0]}" || failed=1
