@@ -67,10 +67,11 @@
  * extra_topk_length[b] > extra_topk (FlashMLA then reads indices past the row), indices outside
  * [0, num_pages * page_size) other than -1.
  *
- * Compile-checked only (2026-12-05, nvcc 13.0, sm_90a, on a machine without a GPU): not yet run on
- * an H100/H200. The first run must check parity against the harness's CPU reference on every
- * format, h_q 64/128, s_q 1/2, with topk_length, attn_sink (+-inf too) and the extra cache, and
- * graph replay (FlashMLA's tests/test_flash_mla_sparse_decoding.py on the same shapes as a cross-check).
+ * Compile-checked only (2026-12-05, nvcc 13.0, sm_90a, on a machine without a GPU; BENCHMARKS.md):
+ * not yet run on an H100/H200. The first run: tools/gpu/flashmla_sparse_smoke.c (both formats,
+ * h_q 64/128, s_q 1/2, topk_length, attn_sink +-inf, the extra cache, splits, graph replay against
+ * a double reference), then the harness's parity and capture gates on the DSA cards' tasks
+ * (FlashMLA's tests/test_flash_mla_sparse_decoding.py on the same shapes as a cross-check).
  */
 #include "mla_decode.h"
 
