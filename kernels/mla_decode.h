@@ -336,9 +336,20 @@ static inline size_t mla_kv_page_bytes(int32_t kv_dtype, int32_t page_size)
 
 /**
  * "bf16", "fp8_e4m3_fnuz", "fp8_ds_mla", "fp8_ds_mla_fnuz", "fp8_model1", "fp8_model1_fnuz" (the
- * card schema's dtypes values), or NULL.
+ * card schema's dtypes values), or NULL. Inline: a kernel or plugin uses it without the harness.
  */
-const char *mla_kv_dtype_name(int32_t kv_dtype);
+static inline const char *mla_kv_dtype_name(int32_t kv_dtype)
+{
+	switch (kv_dtype) {
+	case MLA_KV_BF16: return "bf16";
+	case MLA_KV_FP8_E4M3_FNUZ: return "fp8_e4m3_fnuz";
+	case MLA_KV_FP8_DS_MLA: return "fp8_ds_mla";
+	case MLA_KV_FP8_DS_MLA_FNUZ: return "fp8_ds_mla_fnuz";
+	case MLA_KV_FP8_MODEL1: return "fp8_model1";
+	case MLA_KV_FP8_MODEL1_FNUZ: return "fp8_model1_fnuz";
+	}
+	return NULL;
+}
 
 /** Inverse of mla_kv_dtype_name(); 0 when unknown. */
 int32_t mla_kv_dtype_parse(const char *name);

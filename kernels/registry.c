@@ -46,19 +46,6 @@ const struct mla_decode_impl *mla_decode_impl_find(const char *name)
 	return NULL;
 }
 
-const char *mla_kv_dtype_name(int32_t kv_dtype)
-{
-	switch (kv_dtype) {
-	case MLA_KV_BF16: return "bf16";
-	case MLA_KV_FP8_E4M3_FNUZ: return "fp8_e4m3_fnuz";
-	case MLA_KV_FP8_DS_MLA: return "fp8_ds_mla";
-	case MLA_KV_FP8_DS_MLA_FNUZ: return "fp8_ds_mla_fnuz";
-	case MLA_KV_FP8_MODEL1: return "fp8_model1";
-	case MLA_KV_FP8_MODEL1_FNUZ: return "fp8_model1_fnuz";
-	}
-	return NULL;
-}
-
 int32_t mla_kv_dtype_parse(const char *name)
 {
 	if (!strcmp(name, "bf16"))

@@ -65,7 +65,7 @@ static char *tool(int want, char **err_out, const char *fmt, ...)
 static const char *const timing_keys[] = {"started", "finished", "timing", "speedup", "pairs", "stop",
 					  "tune_median_ms", "isolated", "ci_lower", "samples_sha256", "log_sha256",
 					  "timed_checks", "timed_check_failures", "sm_clock_mhz", "flags",
-					  "merged_from", "path", "verdict"};
+					  "merged_from", "path", "verdict", "read_gbps", "setup_ms"};
 
 static void strip(cJSON *j)
 {
