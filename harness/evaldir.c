@@ -1529,6 +1529,7 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 {
 	const struct plan *p = h->plan;
 	int *oom = &w->oom;
+	char label[2][256]; /* the sides as cards name them: IMPL, or IMPL@CONFIG when forced */
 
 	w->root = cJSON_CreateObject();
 	VS_CHECK_ALLOC(w->root);
@@ -1557,8 +1558,8 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 	}
 	jsonfile_put_str(oom, w->root, "started", h->started);
 	jsonfile_put_str(oom, w->root, "finished", h->finished);
-	jsonfile_put_str(oom, w->root, "baseline", p->baseline.name);
-	jsonfile_put_str(oom, w->root, "candidate", p->candidate.name);
+	jsonfile_put_str(oom, w->root, "baseline", plan_impl_label(&p->baseline, label[0], sizeof(label[0])));
+	jsonfile_put_str(oom, w->root, "candidate", plan_impl_label(&p->candidate, label[1], sizeof(label[1])));
 	jsonfile_put(oom, w->root, "plugins", evaldir_plugins_json(p));
 	if (!h->copy_from && (p->baseline.python_json || p->candidate.python_json))
 		jsonfile_put(oom, w->root, "python", evaldir_python_json(p, h->py_versions));
@@ -2686,6 +2687,19 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 			       "(hash %.12s...)",
 			       dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
 		goto done;
+	}
+	/* The sides result.json names are the plan's, a forced config included (IMPL@CONFIG). */
+	{
+		char lb[256], lc[256];
+
+		plan_impl_label(&p.baseline, lb, sizeof(lb));
+		plan_impl_label(&p.candidate, lc, sizeof(lc));
+		if (strcmp(lb, e->baseline) || strcmp(lc, e->candidate)) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: result.json measured %s -> %s, but its plan.json plans %s -> %s", dir,
+				       e->baseline, e->candidate, lb, lc);
+			goto done;
+		}
 	}
 	/* Finally the card itself: content unchanged since the plan was made. */
 	if ((err = card_hash(c, hash)))

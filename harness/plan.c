@@ -739,6 +739,60 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 	return 0;
 }
 
+const char *plan_impl_label(const struct plan_impl *pi, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s%s", pi->name ? pi->name : "", pi->forced ? "@" : "", pi->forced ? pi->forced : "");
+	return buf;
+}
+
+/*
+ * Force side pi (filled with its implementation's configs for gen) to its config named cfg
+ * (docs/DESIGN.md "Forced configs"): configs becomes that one config. A name the space lacks is
+ * refused with the names it has.
+ */
+static int plan_impl_force(struct plan_impl *pi, const char *role, const char *cfg, const char *gen)
+{
+	char names[1024] = "";
+	int k;
+
+	for (k = 0; k < pi->nconfigs && strcmp(pi->configs[k].name, cfg); k++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k ? ", " : "",
+			 pi->configs[k].name);
+	if (k == pi->nconfigs)
+		return vs_error(VS_ENOTFOUND, "%s '%s@%s': %s has no config '%s' for %s; its %d config%s: %s", role,
+				pi->name, cfg, pi->name, cfg, gen, pi->nconfigs, pi->nconfigs == 1 ? "" : "s",
+				pi->nconfigs ? names : "none");
+	if (!(pi->forced = strdup(cfg)))
+		return vs_oom();
+	if (k)
+		pi->configs[0] = pi->configs[k];
+	pi->nconfigs = 1;
+	return 0;
+}
+
+/*
+ * Split a side's value IMPL@CONFIG: *name becomes the implementation (copied into buf) and *cfg
+ * the config (borrowed from the value); a value without '@' is left as it is (*cfg untouched).
+ */
+static int side_split(char *buf, size_t cap, const char **name, const char **cfg, const char *role)
+{
+	const char *c;
+	size_t n;
+
+	if (!*name || !(c = card_backend_config(*name, &n)))
+		return 0;
+	if (!n || !*c || strchr(c, '@') || n >= cap)
+		return vs_error(VS_EUSAGE,
+				"%s '%s' is not IMPL@CONFIG: an implementation, one '@' and the config it is forced "
+				"to (cpu.splitkv@bn64-bh16-sp4-w1-st1)",
+				role, *name);
+	memcpy(buf, *name, n);
+	buf[n] = '\0';
+	*cfg = c;
+	*name = buf;
+	return 0;
+}
+
 /* A module path as plans hold it, made absolute: a relative one is relative to the repository root. */
 static char *py_abs(const char *path)
 {
@@ -1410,8 +1464,9 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 		return vs_error(VS_EUSAGE, "%d references given: a plan takes at most %d", o->nreferences,
 				VS_PLAN_MAX_REFERENCES);
 	for (int k = 0; k < o->nreferences; k++) {
-		const char *spec = o->references[k], *name = spec, *taken;
+		const char *spec = o->references[k], *name = spec, *taken, *cfg = NULL;
 		struct plan_reference *r = &np->refs[k];
+		char buf[128];
 
 		if (!spec || !*spec)
 			return vs_error(VS_EUSAGE, "--reference needs an implementation name or a plugin file");
@@ -1420,7 +1475,8 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 			name = NULL;
 			if ((err = plan_lib(&name, spec, "reference", gen)))
 				return err;
-		} else if ((err = plan_shipped(name, "reference", gen))) {
+		} else if ((err = side_split(buf, sizeof(buf), &name, &cfg, "--reference")) ||
+			   (err = plan_shipped(name, "reference", gen))) {
 			return err; /* a shipped Python module by its name, as --candidate takes it */
 		}
 		if (!mla_decode_impl_find(name))
@@ -1429,6 +1485,7 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 			return vs_error(VS_EUSAGE, "--reference '%s' is %s of this plan already", name, taken);
 		np->nrefs = k + 1;
 		if ((err = plan_impl_fill(&r->impl, "reference", name, gen, 1)) ||
+		    (cfg && (err = plan_impl_force(&r->impl, "reference", cfg, gen))) ||
 		    (err = reference_skips(&r->skip, np, &r->impl)))
 			return err;
 	}
@@ -1996,6 +2053,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	const char *gen = o && o->gen ? o->gen : NULL;
 	const char *base = o && o->baseline ? o->baseline : NULL;
 	const char *cand = o && o->candidate ? o->candidate : NULL;
+	const char *base_cfg = NULL, *cand_cfg = NULL;
+	char base_buf[128], cand_buf[128], base_label[256], cand_label[256];
 	int tier_bit = 0, nfmts = 0, err = 0, gpu;
 	struct planned_format fmts[PLAN_MAX_FORMATS];
 
@@ -2041,13 +2100,22 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	} else if (!list_has(&c->match.gens, gen)) {
 		return vs_error(VS_EUSAGE, "generation '%s' is not in %s's match.gens", gen, c->path);
 	}
+	if ((err = side_split(base_buf, sizeof(base_buf), &base, &base_cfg, "--baseline")) ||
+	    (err = side_split(cand_buf, sizeof(cand_buf), &cand, &cand_cfg, "--candidate")))
+		return err;
 	if (o && ((err = plan_lib(&base, o->baseline_lib, "baseline", gen)) ||
 		  (err = plan_lib(&cand, o->candidate_lib, "candidate", gen))))
 		return err;
-	if (!base)
+	if (!base) {
 		base = c->match.from_backend;
-	if (!cand)
+		if ((err = side_split(base_buf, sizeof(base_buf), &base, &base_cfg, "match.from_backend")))
+			return err;
+	}
+	if (!cand) {
 		cand = c->match.to_backend;
+		if ((err = side_split(cand_buf, sizeof(cand_buf), &cand, &cand_cfg, "match.to_backend")))
+			return err;
+	}
 	base = family_impl(base);
 	cand = family_impl(cand);
 	if ((err = plan_shipped(base, "baseline", gen)) || (err = plan_shipped(cand, "candidate", gen)))
@@ -2062,10 +2130,18 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		return known_impls_error("baseline", base);
 	if (!mla_decode_impl_find(cand))
 		return known_impls_error("candidate", cand);
-	if (!card_backend_matches(c->match.from_backend, base) || !card_backend_matches(c->match.to_backend, cand))
+	snprintf(base_label, sizeof(base_label), "%s%s%s", base, base_cfg ? "@" : "", base_cfg ? base_cfg : "");
+	snprintf(cand_label, sizeof(cand_label), "%s%s%s", cand, cand_cfg ? "@" : "", cand_cfg ? cand_cfg : "");
+	if (!strcmp(base_label, cand_label) && (base_cfg || cand_cfg))
+		return vs_error(VS_EUSAGE,
+				"the baseline and the candidate are both %s: forced configs of one implementation "
+				"must differ (an A/A run validates nothing)",
+				base_label);
+	if (!card_backend_matches(c->match.from_backend, base_label) ||
+	    !card_backend_matches(c->match.to_backend, cand_label))
 		vs_warn("%s names %s -> %s, this plan measures %s -> %s: its runs are an A/B of their own and cannot "
 			"be recorded into the card",
-			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base, cand);
+			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base_label, cand_label);
 
 	np.card_id = strdup(c->id);
 	np.card_path = strdup(c->path);
@@ -2084,6 +2160,10 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		err = plan_impl_fill(&np.baseline, "baseline", base, gen, 0);
 	if (!err)
 		err = plan_impl_fill(&np.candidate, "candidate", cand, gen, 0);
+	if (!err && base_cfg)
+		err = plan_impl_force(&np.baseline, "baseline", base_cfg, gen);
+	if (!err && cand_cfg)
+		err = plan_impl_force(&np.candidate, "candidate", cand_cfg, gen);
 	if (err)
 		goto done;
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
@@ -2181,6 +2261,8 @@ static cJSON *impl_to_json(int *oom, const struct plan_impl *pi)
 	}
 	if (pi->python_json)
 		jsonfile_put(oom, j, "python", cJSON_Parse(pi->python_json));
+	if (pi->forced)
+		jsonfile_put_str(oom, j, "forced", pi->forced);
 	arr = jsonfile_put_arr(oom, j, "configs");
 	for (int i = 0; i < pi->nconfigs; i++)
 		jsonfile_put(oom, arr, NULL, config_to_json(oom, &pi->configs[i]));
@@ -2727,6 +2809,25 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 			}
 	}
 	pi->nconfigs = i;
+	/* A forced side (IMPL@CONFIG) lists exactly its one config. */
+	if (cJSON_GetObjectItemCaseSensitive(j, "forced")) {
+		const char *forced = get_str(j, "forced");
+
+		if (!forced || !*forced || strlen(forced) >= sizeof(pi->configs[0].name)) {
+			err = vs_error(VS_ESCHEMA, "%s: %s.forced must be a config's name", path, role);
+			goto done;
+		}
+		if (pi->nconfigs != 1 || strcmp(pi->configs[0].name, forced)) {
+			err = vs_error(VS_ESCHEMA,
+				       "%s: %s.forced is '%s', but %s.configs lists %d config%s%s: a forced side lists "
+				       "its one config (emit the plan again)",
+				       path, role, forced, role, pi->nconfigs, pi->nconfigs == 1 ? " " : "s",
+				       pi->nconfigs == 1 ? pi->configs[0].name : "");
+			goto done;
+		}
+		if (!(pi->forced = strdup(forced)))
+			err = vs_oom();
+	}
 done:
 	free(known);
 	return err;
@@ -2906,9 +3007,9 @@ static const struct plan_keys plan_keys[] = {
 	{"workload", "id path sha256 trace_sha256 seed"},
 	{"tasks[].workload", "concurrency steps weight"},
 	{"card", "id path hash"},
-	{"baseline", "impl backend plugin python configs unsupported"},
-	{"candidate", "impl backend plugin python configs unsupported"},
-	{"references[]", "impl backend plugin python configs unsupported skips"},
+	{"baseline", "impl backend plugin python forced configs unsupported"},
+	{"candidate", "impl backend plugin python forced configs unsupported"},
+	{"references[]", "impl backend plugin python forced configs unsupported skips"},
 	{"baseline.plugin", "path sha256"},
 	{"candidate.plugin", "path sha256"},
 	{"references[].plugin", "path sha256"},
@@ -3232,14 +3333,16 @@ static double sum_lens(const struct task_spec *s)
 static void print_reference(const struct plan *p, int k, FILE *f)
 {
 	const struct plan_impl *pi = &p->refs[k].impl;
+	char label[256];
 	int nskip = 0;
 
 	for (int i = 0; i < p->ntasks; i++)
 		nskip += plan_reference_skip(p, k, i) != NULL;
 	fprintf(f,
-		"  reference  %-14s %3d config%s (%s), times against the candidate on %d of %d tasks "
+		"  reference  %-14s %3d config%s (%s%s), times against the candidate on %d of %d tasks "
 		"(never gates)\n",
-		pi->name, pi->nconfigs, pi->nconfigs == 1 ? " " : "s", pi->backend, p->ntasks - nskip, p->ntasks);
+		plan_impl_label(pi, label, sizeof(label)), pi->nconfigs, pi->nconfigs == 1 ? " " : "s", pi->backend,
+		pi->forced ? "; forced, no tuning pass" : "", p->ntasks - nskip, p->ntasks);
 	if (pi->plugin_path)
 		fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", "reference", pi->plugin_path, pi->plugin_sha256);
 	if (nskip == p->ntasks && pi->nconfigs == 0) {
@@ -3301,12 +3404,20 @@ void plan_print_summary(const struct plan *p, FILE *f)
 			}
 		}
 	}
-	w = (int)strlen(p->baseline.name) > w ? (int)strlen(p->baseline.name) : w;
-	w = (int)strlen(p->candidate.name) > w ? (int)strlen(p->candidate.name) : w;
-	fprintf(f, "  baseline   %-*s %3d config%s (%s)\n", w, p->baseline.name, p->baseline.nconfigs,
-		p->baseline.nconfigs == 1 ? " " : "s", p->baseline.backend);
-	fprintf(f, "  candidate  %-*s %3d config%s (%s)\n", w, p->candidate.name, p->candidate.nconfigs,
-		p->candidate.nconfigs == 1 ? " " : "s", p->candidate.backend);
+	for (int k = 0; k < 2; k++) {
+		char label[256];
+
+		plan_impl_label(k ? &p->candidate : &p->baseline, label, sizeof(label));
+		w = (int)strlen(label) > w ? (int)strlen(label) : w;
+	}
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		char label[256];
+
+		fprintf(f, "  %-10s %-*s %3d config%s (%s)%s\n", k ? "candidate" : "baseline", w,
+			plan_impl_label(pi, label, sizeof(label)), pi->nconfigs, pi->nconfigs == 1 ? " " : "s",
+			pi->backend, pi->forced ? ": forced, every task runs it with no tuning pass" : "");
+	}
 	for (int k = 0; k < 2; k++) {
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
 
@@ -3524,6 +3635,7 @@ static void impl_release(struct plan_impl *pi)
 	free(pi->plugin_path);
 	free(pi->python_path);
 	free(pi->python_json);
+	free(pi->forced);
 	skips_release(pi->skips, pi->nskips);
 	memset(pi, 0, sizeof(*pi));
 }
@@ -3866,13 +3978,28 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		}
 	}
 
-	/* Each side tunes over its implementation's whole config space for the generation. */
+	/*
+	 * A forced side runs its one config, and two forced sides of one implementation differ; each
+	 * other side tunes over its implementation's whole config space for the generation.
+	 */
+	for (int r = 0; r < 2; r++) {
+		const struct plan_impl *pi = r ? &p->candidate : &p->baseline;
+
+		if (pi->forced && (pi->nconfigs != 1 || strcmp(pi->configs[0].name, pi->forced)))
+			DIFFER("%s.forced is '%s' in the plan, but its configs list %d config%s: the tool plans that "
+			       "one config alone",
+			       r ? "candidate" : "baseline", pi->forced, pi->nconfigs, pi->nconfigs == 1 ? "" : "s");
+	}
+	if (p->baseline.forced && p->candidate.forced && !strcmp(p->baseline.name, p->candidate.name) &&
+	    !strcmp(p->baseline.forced, p->candidate.forced))
+		DIFFER("baseline and candidate are both %s@%s in the plan: the tool refuses an A/A of one config",
+		       p->baseline.name, p->baseline.forced);
 	for (int r = 0; configs && !plan_trimmed_for_tests && r < 2; r++) {
 		const struct plan_impl *pi = r ? &p->candidate : &p->baseline;
 		const struct mla_decode_impl *impl = mla_decode_impl_find(pi->name);
 		int n = impl ? impl->configs(p->gen, NULL, 0) : -1;
 
-		if (impl && n != pi->nconfigs)
+		if (impl && !pi->forced && n != pi->nconfigs)
 			DIFFER("%s.configs lists %d config%s in the plan, but %s has %d for %s",
 			       r ? "candidate" : "baseline", pi->nconfigs, pi->nconfigs == 1 ? "" : "s", pi->name, n,
 			       p->gen);
