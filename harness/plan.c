@@ -2137,11 +2137,6 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 				"the baseline and the candidate are both %s: forced configs of one implementation "
 				"must differ (an A/A run validates nothing)",
 				base_label);
-	if (!card_backend_matches(c->match.from_backend, base_label) ||
-	    !card_backend_matches(c->match.to_backend, cand_label))
-		vs_warn("%s names %s -> %s, this plan measures %s -> %s: its runs are an A/B of their own and cannot "
-			"be recorded into the card",
-			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base_label, cand_label);
 
 	np.card_id = strdup(c->id);
 	np.card_path = strdup(c->path);
@@ -2166,6 +2161,12 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		err = plan_impl_force(&np.candidate, "candidate", cand_cfg, gen);
 	if (err)
 		goto done;
+	if (!card_backend_matches(c->match.from_backend, base_label) ||
+	    !card_backend_matches(c->match.to_backend, cand_label))
+		vs_warn("%s names %s -> %s, this plan measures %s -> %s: its runs are an A/B of their own and cannot "
+			"be recorded into the card",
+			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base_label, cand_label);
+
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
 
 	if (o && o->workload) {
