@@ -693,6 +693,25 @@ int evaldir_ref_status_parse(const char *name)
 	return EVALDIR_REF_NOT_TIMED;
 }
 
+/*
+ * Whether result task t records that a side the plan forces to one config (IMPL@CONFIG) ran that
+ * config alone and its launch declined the task ("unsupported").
+ */
+static int forced_declined(const struct plan *p, const cJSON *t)
+{
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		const cJSON *cfgs = jget(jget(t, k ? "candidate" : "baseline"), "configs");
+		const cJSON *c = cJSON_GetArrayItem(cfgs, 0);
+
+		if (pi->forced && cJSON_GetArraySize(cfgs) == 1 && jstr(c, "name") &&
+		    !strcmp(jstr(c, "name"), pi->forced) && jstr(c, "parity") &&
+		    !strcmp(jstr(c, "parity"), "unsupported"))
+			return 1;
+	}
+	return 0;
+}
+
 /* A reference's parity on a task: "pass", "fail", "n/a" (skipped) or "not run". */
 static const char *ref_parity(const struct measure_ref *rf)
 {
@@ -2485,9 +2504,12 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 		for (int k = 0; k < p->ntasks; k++)
 			if (jstr(t, "hash") && !strcmp(p->task_hash[k], jstr(t, "hash"))) {
 				found = 1;
-				/* Skipped only where the plan lists it as unsupported (a skip is not a pass). */
+				/*
+				 * Skipped only where the plan lists it as unsupported, or where a forced
+				 * side's one config declined it (a skip is not a pass).
+				 */
 				if (jstr(t, "skipped") && !plan_skip_reason(p, &p->baseline, k) &&
-				    !plan_skip_reason(p, &p->candidate, k))
+				    !plan_skip_reason(p, &p->candidate, k) && !forced_declined(p, t))
 					found = -1;
 			}
 		if (found < 0) {

@@ -793,6 +793,15 @@ static int side_split(char *buf, size_t cap, const char **name, const char **cfg
 	return 0;
 }
 
+/* The config a card's backend value forces when it names implementation name, else NULL. */
+static const char *card_side_config(const char *value, const char *name)
+{
+	size_t n;
+	const char *cfg = card_backend_config(value, &n);
+
+	return cfg && *cfg && n == strlen(name) && !strncmp(value, name, n) ? cfg : NULL;
+}
+
 /* A module path as plans hold it, made absolute: a relative one is relative to the repository root. */
 static char *py_abs(const char *path)
 {
@@ -2106,6 +2115,11 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (o && ((err = plan_lib(&base, o->baseline_lib, "baseline", gen)) ||
 		  (err = plan_lib(&cand, o->candidate_lib, "candidate", gen))))
 		return err;
+	/* A --baseline-lib/--candidate-lib of the implementation the card forces takes its config. */
+	if (base && !base_cfg && o && o->baseline_lib && !o->baseline)
+		base_cfg = card_side_config(c->match.from_backend, base);
+	if (cand && !cand_cfg && o && o->candidate_lib && !o->candidate)
+		cand_cfg = card_side_config(c->match.to_backend, cand);
 	if (!base) {
 		base = c->match.from_backend;
 		if ((err = side_split(base_buf, sizeof(base_buf), &base, &base_cfg, "match.from_backend")))
