@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
@@ -1198,6 +1199,211 @@ done:
 	return out;
 }
 
+/* ---- the resources of a Triton module's configs (issue 41) ------------------------------- */
+
+static const char *get_str(const cJSON *o, const char *key);
+
+/* The compiler's limit of shared memory per block on the NVIDIA generations planned from Triton. */
+static long triton_smem_limit(const char *gen)
+{
+	return !strcmp(gen, "sm_90") ? 232448 : !strcmp(gen, "sm_120") ? 101376 : 0;
+}
+
+/* The interpreter that has Triton: $VS_TRITON_PYTHON, else the repository's .venv-triton. Malloc'd. */
+static char *triton_python(void)
+{
+	const char *env = getenv("VS_TRITON_PYTHON"), *venv = getenv("VS_TRITON_VENV");
+
+	if (env && *env)
+		return strdup(env);
+	return venv && *venv ? fs_printf("%s/bin/python", venv) :
+			       fs_printf("%s/.venv-triton/bin/python", vs_repo_root());
+}
+
+/* Where the figures of side pi's module for gen are kept: beside the binary. Malloc'd, or NULL. */
+static char *triton_cache_path(const struct plan_impl *pi, const char *gen)
+{
+	char exe[4096], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0 || !*pi->python_sha256)
+		return NULL;
+	exe[n] = '\0';
+	if (!(slash = strrchr(exe, '/')))
+		return NULL;
+	*slash = '\0';
+	return fs_printf("%s/%s/triton-%.16s-%s.jsonl", exe, gen, pi->python_sha256, pi->forced ? pi->forced : "all");
+}
+
+/* Append the tool's entries (one JSON object a line) in text to kernels; their count. */
+static int triton_entries(cJSON *kernels, const char *text)
+{
+	int n = 0;
+
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+		cJSON *e = cJSON_ParseWithLength(l, len);
+
+		if (e && cJSON_IsObject(e) && cJSON_IsString(cJSON_GetObjectItem(e, "config"))) {
+			cJSON_AddItemToArray(kernels, e);
+			n++;
+		} else {
+			cJSON_Delete(e);
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+/*
+ * Compile the configs of side pi (the shipped triton.mla_decode) for gen with
+ * tools/gpu/triton_cuda_resources.py and append its entries to kernels. Returns 0 with the entries,
+ * 1 with *why set (malloc'd) when the figures are not known here (no Triton, the tool failed), or
+ * VS_ENOMEM.
+ */
+static int triton_resources(cJSON *kernels, char **why, const struct plan_impl *pi, const char *gen)
+{
+	char *py = triton_python(), *tool = fs_join(vs_repo_root(), "tools/gpu/triton_cuda_resources.py");
+	char *cmd = NULL, line[8192], *cache = NULL, *cached = NULL, *out = NULL;
+	size_t clen;
+	FILE *f;
+	int n = 0, rc;
+
+	*why = NULL;
+	if (!py || !tool) {
+		free(py);
+		free(tool);
+		return vs_oom();
+	}
+	if (!fs_exists(py) || strchr(py, '\'') || strchr(tool, '\'') || !pi->nconfigs) {
+		*why = fs_printf("no Triton here (%s is not an interpreter: tools/install-deps, or VS_TRITON_PYTHON)",
+				 py);
+		goto done;
+	}
+	/*
+	 * The figures of one module's bytes, generation and configs do not change: they are kept
+	 * beside the binary (<build>/<gen>/triton-<module sha256>-<config or all>.jsonl), so that only
+	 * the first plan compiles them (about 20 s a config on two cores).
+	 */
+	cache = triton_cache_path(pi, gen);
+	if (cache && fs_read_file(&cached, &clen, cache, 16u << 20) == 0) {
+		if ((n = triton_entries(kernels, cached)) > 0)
+			goto done; /* a cache that holds no entry is compiled again */
+	}
+	cmd = fs_printf("'%s' '%s' %s --jobs 2%s%s 2>/dev/null", py, tool, gen, pi->forced ? " --config " : "",
+			pi->forced ? pi->forced : "");
+	if (!cmd || !(f = popen(cmd, "r"))) {
+		*why = fs_printf("%s could not be started", tool);
+		goto done;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t k = strlen(line), have = out ? strlen(out) : 0;
+		char *grown = realloc(out, have + k + 1);
+
+		if (!grown)
+			break;
+		out = grown;
+		memcpy(out + have, line, k + 1);
+	}
+	rc = pclose(f);
+	n = out ? triton_entries(kernels, out) : 0;
+	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) == 2 || n <= 0)
+		*why = fs_printf("%s for %s gave no figures (exit %d; run it by hand to see why)", tool, gen,
+				 rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+	else if (cache && WEXITSTATUS(rc) == 0) {
+		char *dir = strdup(cache), *slash = dir ? strrchr(dir, '/') : NULL;
+
+		if (slash)
+			*slash = '\0';
+		if (slash && fs_mkdir_p(dir) == 0)
+			fs_write_atomic(cache, out, strlen(out), 0644); /* a cache: a failed write only costs time */
+		free(dir);
+	}
+done:
+	free(cache);
+	free(cached);
+	free(out);
+	free(py);
+	free(tool);
+	free(cmd);
+	if (*why || !pi->nconfigs)
+		return *why ? 1 : 0;
+	return 0;
+}
+
+/*
+ * The resources of each Triton config of the plan's sides on an NVIDIA generation (sm_90, sm_120):
+ * the compiler's figures are appended to the plan's build figures (np->build, created for them when
+ * absent), or, when they are not known here, the build object says why ("triton": "not known: ...").
+ * A forced side (IMPL@CONFIG) whose config needs more shared memory than the generation allows per
+ * block is refused with both numbers.
+ */
+static int plan_triton_resources(struct plan *np, const char *gen)
+{
+	const struct plan_impl *sides[2] = {&np->baseline, &np->candidate};
+	long limit = triton_smem_limit(gen);
+	int err = 0, oom = 0;
+
+	if (!limit)
+		return 0;
+	for (int k = 0; k < 2 && !err; k++) {
+		const struct plan_impl *pi = sides[k];
+		cJSON *kernels;
+		char *why = NULL;
+		int rc;
+
+		if (strcmp(pi->name, "triton.mla_decode") ||
+		    (k && !strcmp(sides[0]->name, pi->name) && !sides[0]->forced == !pi->forced &&
+		     (!pi->forced || !strcmp(sides[0]->forced, pi->forced))))
+			continue;
+		if (!np->build) {
+			np->build = cJSON_CreateObject();
+			jsonfile_put_str(&oom, np->build, "target", gen);
+			jsonfile_put_str(&oom, np->build, "compiler", "triton (tools/gpu/triton_cuda_resources.py)");
+		}
+		kernels = cJSON_GetObjectItem(np->build, "kernels");
+		if (!kernels)
+			kernels = jsonfile_put_arr(&oom, np->build, "kernels");
+		if (oom || !kernels)
+			return vs_oom();
+		rc = triton_resources(kernels, &why, pi, gen);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			jsonfile_put_str(&oom, np->build, "triton", why);
+			free(why);
+			if (oom)
+				return vs_oom();
+			continue;
+		}
+		if (!pi->forced)
+			continue;
+		{
+			const cJSON *e;
+
+			cJSON_ArrayForEach(e, kernels)
+			{
+				double smem = cJSON_GetNumberValue(cJSON_GetObjectItem(e, "smem"));
+
+				if (strcmp(get_str(e, "impl") ? get_str(e, "impl") : "", pi->name) ||
+				    strcmp(get_str(e, "config") ? get_str(e, "config") : "", pi->forced))
+					continue;
+				if (smem > (double)limit)
+					return vs_error(VS_EUNSUPPORTED,
+							"%s '%s@%s': its %s (%s) needs %.0f bytes of shared memory on "
+							"%s, "
+							"above the %ld bytes a block may have there (Triton's figures: "
+							"tools/gpu/triton_cuda_resources.py %s)",
+							k ? "candidate" : "baseline", pi->name, pi->forced,
+							get_str(e, "kernel"), get_str(e, "kv_dtype"), smem, gen, limit,
+							gen);
+			}
+		}
+	}
+	return err;
+}
+
 /* ---- references ------------------------------------------------------------------------- */
 
 /* A --reference that names a file (what --candidate-lib takes) rather than an implementation. */
@@ -2242,6 +2448,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		goto done;
 	if (!strncmp(gen, "gfx", 3) || !strncmp(gen, "sm_90", 5))
 		np.build = load_build_figures(o ? o->build_figures : NULL, np.baseline.name, np.candidate.name, gen);
+	if ((err = plan_triton_resources(&np, gen)))
+		goto done;
 	*p = np;
 	return 0;
 done:
@@ -3614,13 +3822,18 @@ void plan_print_summary(const struct plan *p, FILE *f)
 #undef NUM
 			}
 		}
-	} else if (!strncmp(p->gen, "sm_90", 5) && p->build) {
-		/* tools/gpu/sm90_resources.sh (NVIDIA builds): ptxas figures, recorded, not a gate */
+	} else if (!strncmp(p->gen, "sm_", 3) && p->build) {
+		/*
+		 * tools/gpu/sm90_resources.sh (NVIDIA builds): ptxas figures, recorded, not a gate; and
+		 * Triton's configs compiled for the generation (tools/gpu/triton_cuda_resources.py)
+		 */
 		const cJSON *ks = cJSON_GetObjectItem(p->build, "kernels");
 
-		fprintf(f, "  build      sm_90a figures for %s (ptxas%s):\n", p->candidate.name,
+		fprintf(f, "  build      %s figures for %s (ptxas%s):\n", p->gen, p->candidate.name,
 			cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "; a kernel spills or exceeds 227 KiB" :
 									       "");
+		if (get_str(p->build, "triton"))
+			fprintf(f, "    Triton configs: figures not known: %s\n", get_str(p->build, "triton"));
 		fprintf(f, "    %-60s %-13s %5s %7s %7s %6s %6s\n", "kernel/config", "kv_dtype", "regs", "smem",
 			"dynamic", "stack", "spills");
 		cJSON_ArrayForEach(k, ks)
@@ -3633,10 +3846,11 @@ void plan_print_summary(const struct plan *p, FILE *f)
 #define NUM(key)                                                                                                       \
 	(isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 :                                                \
 								    cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
-			fprintf(f, "    %-60s %-13s %5.0f %7.0f %7.0f %6.0f %6.0f\n", label,
+			fprintf(f, "    %-60s %-13s %5.0f %7.0f %7.0f %6.0f %6.0f%s%s\n", label,
 				get_str(k, "kv_dtype") ? get_str(k, "kv_dtype") : "", NUM("registers"),
 				NUM("smem_static"), NUM("smem_dynamic"), NUM("stack"),
-				NUM("spill_stores") + NUM("spill_loads"));
+				NUM("spill_stores") + NUM("spill_loads"), get_str(k, "why") ? "  FAIL: " : "",
+				get_str(k, "why") ? get_str(k, "why") : "");
 #undef NUM
 		}
 	}
