@@ -1246,8 +1246,25 @@ static int triton_entries(cJSON *kernels, const char *text)
 		cJSON *e = cJSON_ParseWithLength(l, len);
 
 		if (e && cJSON_IsObject(e) && cJSON_IsString(cJSON_GetObjectItem(e, "config"))) {
-			cJSON_AddItemToArray(kernels, e);
+			const cJSON *k;
+			int seen = 0;
+
+			/* once per kernel: two forced configs of one module share its combine kernel */
+			cJSON_ArrayForEach(k, kernels)
+			{
+				seen |= !strcmp(get_str(k, "impl") ? get_str(k, "impl") : "",
+						get_str(e, "impl") ? get_str(e, "impl") : "") &&
+					!strcmp(get_str(k, "config"), get_str(e, "config")) &&
+					!strcmp(get_str(k, "kv_dtype") ? get_str(k, "kv_dtype") : "",
+						get_str(e, "kv_dtype") ? get_str(e, "kv_dtype") : "") &&
+					!strcmp(get_str(k, "kernel") ? get_str(k, "kernel") : "",
+						get_str(e, "kernel") ? get_str(e, "kernel") : "");
+			}
 			n++;
+			if (seen)
+				cJSON_Delete(e);
+			else
+				cJSON_AddItemToArray(kernels, e);
 		} else {
 			cJSON_Delete(e);
 		}
@@ -1287,7 +1304,7 @@ static int triton_resources(cJSON *kernels, char **why, const struct plan_impl *
 	 * the first plan compiles them (about 20 s a config on two cores).
 	 */
 	cache = triton_cache_path(pi, gen);
-	if (cache && fs_read_file(&cached, &clen, cache, 16u << 20) == 0) {
+	if (cache && fs_exists(cache) && fs_read_file(&cached, &clen, cache, 16u << 20) == 0) {
 		if ((n = triton_entries(kernels, cached)) > 0)
 			goto done; /* a cache that holds no entry is compiled again */
 	}

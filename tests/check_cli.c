@@ -137,7 +137,8 @@ START_TEST(static_passes_the_field_examples_and_our_cards)
 	int status = tu_run_tool(tmp, args, &out, &err);
 
 	ck_assert_msg(status == 0, "exit %d: %s", status, err);
-	ck_assert_int_eq(tu_count_lines(out), 5); /* the field's card and our 4 copies (the sparse CPU card too) */
+	ck_assert_int_eq(tu_count_lines(out), 6); /* the field's card and our 5 copies (the sparse CPU card and the
+						   * CPU config card too) */
 	free(args);
 	free(out);
 	free(err);
@@ -300,7 +301,7 @@ END_TEST
 /* The card at skills/<id>.md of the scratch repository with from/to replaced, its id kept. */
 static void put_config_card(const char *id, const char *from, const char *to)
 {
-	char *src = tu_source("skills/mla_decode_cpu_splitkv_config.md"), *text = tu_read(src, NULL);
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv_config.md"), *text = tu_read(src, NULL);
 	char *rel = fs_printf("skills/%s.md", id), *a, *b, *e, *card;
 
 	a = strstr(text, "from_backend: ");
@@ -377,7 +378,7 @@ START_TEST(config_card_validates_end_to_end)
 	char *out = NULL, *err = NULL, *card_after, *card_path = fs_join(tmp, card), *args, *plan, *pj;
 	int status;
 
-	copy_source(card, card);
+	copy_source("tests/resources/skills/mla_decode_cpu_splitkv_config.md", card);
 	args = fs_printf("--emit-plan %s", card);
 	status = tu_run_tool(tmp, args, &out, &err);
 	ck_assert_msg(status == 0, "emit: %s", err);
@@ -440,6 +441,84 @@ START_TEST(config_card_validates_end_to_end)
 	free(card_after);
 	free(card_path);
 	free(plan);
+}
+END_TEST
+
+/*
+ * The resources of triton.mla_decode's configs on sm_120 (issue 41), compiled at plan time without a
+ * GPU: the plan shows the shared memory of each config and marks the one over the 101376 bytes a
+ * block may have there; a card forcing that config is refused at plan time with both numbers; and
+ * without Triton the plan still emits, saying the figures are not known. Needs Triton
+ * ($VS_TRITON_PYTHON or the source tree's .venv-triton, from tools/install-deps): without it the
+ * test says so and checks nothing else.
+ */
+START_TEST(triton_config_resources_on_sm_120)
+{
+	const char *env = getenv("VS_TRITON_PYTHON");
+	char *py = env && *env ? strdup(env) : fs_printf("%s/.venv-triton/bin/python", getenv("VS_SOURCE_DIR"));
+	char *stub = tu_resource("torch_stub"), *out = NULL, *err = NULL;
+	int status;
+
+	if (!fs_exists(py)) {
+		fprintf(stderr, "triton_config_resources_on_sm_120: no Triton (%s): run tools/install-deps\n", py);
+		free(py);
+		free(stub);
+		return;
+	}
+	setenv("PYTHONPATH", stub, 1);
+	setenv("VS_PYTHON", py, 1);
+	setenv("VS_TRITON_PYTHON", py, 1);
+	put_config_card("tri120", "triton.mla_decode@bn32-bh16-sp0-w4-st2", "triton.mla_decode");
+	{
+		char *path = fs_join(tmp, "skills/tri120.md"), *text = tu_read(path, NULL), *at = strstr(text, "[x86_64]");
+
+		char *edited;
+
+		ck_assert_ptr_nonnull(at);
+		edited = fs_printf("%.*s[sm_120]%s", (int)(at - text), text, at + 8);
+		put("skills/tri120.md", edited);
+		free(edited);
+		free(text);
+		free(path);
+	}
+	status = tu_run_tool(tmp, "--emit-plan skills/tri120.md --out tri120.plan.json", &out, &err);
+	ck_assert_msg(status == 0, "emit: exit %d: %s", status, err);
+	ck_assert_msg(strstr(out, "build      sm_120 figures for triton.mla_decode") &&
+			      strstr(out, "FAIL: needs 122880 bytes of shared memory > 101376, the sm_120 limit per block") &&
+			      strstr(out, "mla_decode_kernel_keys bn32-bh16-sp0-w4-st2"),
+		      "%s\n%s", out, err);
+	free(out);
+	free(err);
+	put_config_card("tri120f", "triton.mla_decode@bn32-bh16-sp0-w4-st2", "triton.mla_decode@bn32-bh64-sp0-w8-st2");
+	{
+		char *path = fs_join(tmp, "skills/tri120f.md"), *text = tu_read(path, NULL), *at = strstr(text, "[x86_64]");
+
+		char *edited;
+
+		ck_assert_ptr_nonnull(at);
+		edited = fs_printf("%.*s[sm_120]%s", (int)(at - text), text, at + 8);
+		put("skills/tri120f.md", edited);
+		free(edited);
+		free(text);
+		free(path);
+	}
+	status = tu_run_tool(tmp, "--emit-plan skills/tri120f.md --out tri120f.plan.json", &out, &err);
+	ck_assert_msg(status == 3 && tu_count_lines(err) == 1 &&
+			      strstr(err, "candidate 'triton.mla_decode@bn32-bh64-sp0-w8-st2': its mla_decode_kernel (bf16) "
+					  "needs 122880 bytes of shared memory on sm_120, above the 101376 bytes"),
+		      "exit %d: %s", status, err);
+	free(out);
+	free(err);
+	setenv("VS_TRITON_PYTHON", "/nonexistent/python", 1);
+	status = tu_run_tool(tmp, "--emit-plan skills/tri120f.md --out tri120f.plan.json", &out, &err);
+	ck_assert_msg(status == 0 && strstr(out, "Triton configs: figures not known: no Triton here"), "exit %d: %s\n%s",
+		      status, out, err);
+	free(out);
+	free(err);
+	unsetenv("PYTHONPATH");
+	unsetenv("VS_TRITON_PYTHON");
+	free(py);
+	free(stub);
 }
 END_TEST
 
@@ -529,6 +608,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, sparse_cpu_card_validates_end_to_end);
 	tcase_add_test(tc, config_card_lint);
 	tcase_add_test(tc, config_card_validates_end_to_end);
+	tcase_add_test(tc, triton_config_resources_on_sm_120);
 	tcase_add_test(tc, hand_trimmed_plan_runs_only_as_scratch);
 	suite_add_tcase(s, tc);
 	return s;
