@@ -1714,7 +1714,9 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 		if (!mla_decode_impl_find(name))
 			return known_impls_error("reference", name);
 		if ((taken = role_taken(np, name, k)))
-			return vs_error(VS_EUSAGE, "--reference '%s' is %s of this plan already", name, taken);
+			return vs_error(
+				VS_EUSAGE, "--reference '%s' is %s of this plan already%s", name, taken,
+				cfg ? " (a reference is another implementation, whatever config it is forced to)" : "");
 		np->nrefs = k + 1;
 		if ((err = plan_impl_fill(&r->impl, "reference", name, gen, 1)) ||
 		    (cfg && (err = plan_impl_force(&r->impl, "reference", cfg, gen))) ||
