@@ -1943,8 +1943,12 @@ static int lint_gate(const struct card *c)
 
 	if (*from && !strcmp(from, to))
 		n += lint_at(c, "match.to_backend",
-			     "'%s' is also match.from_backend: a card compares two "
-			     "implementations (an A/A run validates nothing)",
+			     card_backend_config(to, NULL) ?
+				     "'%s' is also match.from_backend: the same config on both sides (an A/A run "
+				     "validates nothing; force another config after '@')" :
+				     "'%s' is also match.from_backend: a card compares two "
+				     "implementations or two configs of one (IMPL@CONFIG; an A/A run validates "
+				     "nothing)",
 			     to);
 	if (!c->expects.has_isolated_speedup_min || !(g > 0))
 		return n;
@@ -1960,6 +1964,94 @@ static int lint_gate(const struct card *c)
 			     "1.0",
 			     g);
 	return n;
+}
+
+/* Levenshtein distance of two config names (short: a config name holds at most 47 bytes). */
+static int name_distance(const char *a, const char *b)
+{
+	int la = (int)strlen(a), lb = (int)strlen(b), row[64], prev, tmp;
+
+	if (la > 63 || lb > 63)
+		return 64;
+	for (int j = 0; j <= lb; j++)
+		row[j] = j;
+	for (int i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = i;
+		for (int j = 1; j <= lb; j++) {
+			int best = prev + (a[i - 1] != b[j - 1]);
+
+			best = row[j] + 1 < best ? row[j] + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+static int gen_is_cpu(const char *gen)
+{
+	return strncmp(gen, "sm_", 3) && strncmp(gen, "gfx", 3);
+}
+
+/*
+ * A side forced to one config (IMPL@CONFIG, issue 41): the config is named, and where the
+ * implementation is one of this build's (a C implementation or a plugin loaded; a Python module's
+ * configs are known when it is planned, and --emit-plan refuses one it lacks), it is one of the
+ * implementation's configs on each generation of match.gens its backend runs. One line per
+ * problem, naming the nearest config and how many there are.
+ */
+static int lint_forced(const struct card *c, const char *key, const char *backend)
+{
+	const char *cfg = card_backend_config(backend, NULL);
+	char impl_name[128];
+	size_t n;
+	const struct mla_decode_impl *impl;
+	int lines = 0;
+
+	if (!cfg)
+		return 0;
+	card_backend_config(backend, &n);
+	if (!n || !*cfg || strchr(cfg, '@'))
+		return lint_at(c, key,
+			       "'%s' is not IMPL@CONFIG: an implementation, one '@' and the config it is forced to "
+			       "(cpu.splitkv@bn64-bh16-sp4-w1-st1)",
+			       backend);
+	snprintf(impl_name, sizeof(impl_name), "%.*s", (int)n, backend);
+	if (!(impl = mla_decode_impl_find(impl_name)))
+		return 0;
+	for (int g = 0; g < c->match.gens.count; g++) {
+		const char *gen = c->match.gens.items[g];
+		struct mla_decode_config *cs;
+		int nc, k, best = -1, bd = 1 << 20;
+
+		if (gen_is_cpu(gen) != !strcmp(impl->backend, "cpu"))
+			continue;
+		nc = impl->configs(gen, NULL, 0);
+		if (nc <= 0) {
+			lines += lint_at(c, key, "%s has no configs for %s, so it cannot be forced to '%s' there",
+					 impl_name, gen, cfg);
+			continue;
+		}
+		if (!(cs = calloc((size_t)nc, sizeof(*cs))))
+			return lines + 1;
+		nc = impl->configs(gen, cs, nc);
+		for (k = 0; k < nc && strcmp(cs[k].name, cfg); k++) {
+			int d = name_distance(cs[k].name, cfg);
+
+			if (d < bd) {
+				bd = d;
+				best = k;
+			}
+		}
+		if (k == nc)
+			lines += lint_at(c, key, "config '%s' is not one of the %d configs of %s for %s (nearest: %s)",
+					 cfg, nc, impl_name, gen, best >= 0 ? cs[best].name : "none");
+		free(cs);
+	}
+	return lines;
 }
 
 /* GEAK's template marks what an author fills in with REPLACE. */
@@ -2230,6 +2322,8 @@ int card_lint(const struct card *c)
 	    !(c->expects.has_isolated_speedup_min && c->expects.isolated_speedup_min > 0))
 		n += lint_at(c, "expects.isolated_speedup_min", "scope 'kernel' needs a number > 0 here");
 	n += lint_gate(c);
+	n += lint_forced(c, "match.from_backend", c->match.from_backend);
+	n += lint_forced(c, "match.to_backend", c->match.to_backend);
 	n += lint_form(c);
 	if (!strcmp(nz(c->scope), "e2e") && !c->expects.has_e2e_delta_min_pct)
 		n += lint_at(c, "expects.e2e_delta_min_pct", "scope 'e2e' needs a number here");
@@ -2966,21 +3060,37 @@ int card_parity_relaxed(const char *parity, double *tol)
 	return 1;
 }
 
+const char *card_backend_config(const char *backend, size_t *impl_len)
+{
+	const char *at = backend ? strchr(backend, '@') : NULL;
+
+	if (impl_len)
+		*impl_len = at ? (size_t)(at - backend) : backend ? strlen(backend) : 0;
+	return at ? at + 1 : NULL;
+}
+
 int card_backend_is_family(const char *want)
 {
-	return want && *want && !strchr(want, '.');
+	size_t n;
+
+	card_backend_config(want, &n);
+	return want && n && !memchr(want, '.', n);
 }
 
 int card_backend_matches(const char *want, const char *impl)
 {
-	size_t n;
+	const char *wc, *ic;
+	size_t n, k;
 
 	if (!want || !*want)
 		return 1;
 	if (!impl)
 		return 0;
+	wc = card_backend_config(want, &n);
+	ic = card_backend_config(impl, &k);
+	if (!wc != !ic || (wc && strcmp(wc, ic)))
+		return 0;
 	if (!card_backend_is_family(want))
-		return !strcmp(want, impl);
-	n = strlen(want);
-	return !strncmp(impl, want, n) && impl[n] == '.' && impl[n + 1];
+		return n == k && !strncmp(want, impl, n);
+	return k > n + 1 && !strncmp(impl, want, n) && impl[n] == '.';
 }

@@ -266,14 +266,23 @@ const struct card_workload_record *card_workload_record_find(const struct card *
 int card_parity_relaxed(const char *parity, double *tol);
 
 /**
- * Does implementation impl ("hip.flash") fill the card's backend value want? A value with a '.'
- * names one implementation (equal names); one without names a family ("hip", "triton",
- * "tilelang"), filled by any implementation named "<family>.<something>". An unset want accepts
- * any implementation.
+ * Does implementation impl ("hip.flash", or "cpu.splitkv@bn64-bh16-sp4-w1-st1" for a side forced
+ * to one config) fill the card's backend value want? A value with a '.' names one implementation
+ * (equal names); one without names a family ("hip", "triton", "tilelang"), filled by any
+ * implementation named "<family>.<something>". A config after '@' (docs/DESIGN.md "Forced
+ * configs", issue 41) must be the same on both, or absent on both. An unset want accepts any
+ * implementation.
  */
 int card_backend_matches(const char *want, const char *impl);
 
-/** 1 if the card's backend value names a family rather than one implementation. */
+/** 1 if the card's backend value names a family rather than one implementation (before any '@'). */
 int card_backend_is_family(const char *want);
+
+/**
+ * The config a backend value forces: what follows its first '@' ("IMPL@CONFIG"), or NULL when it
+ * has none. Borrowed from backend. The implementation's name is the *impl_len bytes before it (the
+ * whole value when there is no '@'); impl_len may be NULL.
+ */
+const char *card_backend_config(const char *backend, size_t *impl_len);
 
 #endif /* VS_CARD_H */

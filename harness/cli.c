@@ -171,8 +171,11 @@ static const struct cli_option options[] = {
 	MODE("--version", "", mode_version, 0, 0, M_VERSION, "tool version and kernel identity"),
 	STR("--tier", "smoke|standard|full", tier, M_ALL, "task grid of --emit-plan (default smoke)"),
 	STR("--gen", "GEN", gen, M_ALL, "target generation (default: the card's first gens entry)"),
-	STR("--baseline", "IMPL", baseline, M_ALL, "baseline implementation (default match.from_backend)"),
-	STR("--candidate", "IMPL", candidate, M_ALL, "candidate implementation (default match.to_backend)"),
+	STR("--baseline", "IMPL[@CONFIG]", baseline, M_ALL,
+	    "baseline implementation (default match.from_backend); @CONFIG forces one of its configs on every task, "
+	    "with no tuning pass"),
+	STR("--candidate", "IMPL[@CONFIG]", candidate, M_ALL,
+	    "candidate implementation (default match.to_backend); @CONFIG as for --baseline"),
 	STR("--baseline-lib", "FILE.so|FILE.py", baseline_lib, M_EMIT_PLAN | M_VALIDATE,
 	    "plugin (.so, kernels/mla_decode.h ABI) or Python module (.py, kernels/python/mla_decode.py; "
 	    "interpreter $VS_PYTHON) providing the baseline; the plan records the file and its sha256"),
@@ -181,7 +184,7 @@ static const struct cli_option options[] = {
 	STR("--timing", "graph_replay|launch", timing, M_EMIT_PLAN | M_VALIDATE,
 	    "timed sample of --emit-plan: graph_replay (GPU default: the replay of a graph holding one launch) "
 	    "or launch (CPU plans; GPU implementations that are not capture-safe)"),
-	LIST("--reference", "IMPL|FILE", references, M_EMIT_PLAN | M_VALIDATE,
+	LIST("--reference", "IMPL[@CONFIG]|FILE", references, M_EMIT_PLAN | M_VALIDATE,
 	     "repeatable (up to 4): also time this implementation (a name, or a file as --candidate-lib takes) "
 	     "against the candidate on every task it supports; reported, never gating"),
 	FLAG("--e2e", e2e, M_EMIT_PLAN | M_VALIDATE,

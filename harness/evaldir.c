@@ -693,6 +693,25 @@ int evaldir_ref_status_parse(const char *name)
 	return EVALDIR_REF_NOT_TIMED;
 }
 
+/*
+ * Whether result task t records that a side the plan forces to one config (IMPL@CONFIG) ran that
+ * config alone and its launch declined the task ("unsupported").
+ */
+static int forced_declined(const struct plan *p, const cJSON *t)
+{
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		const cJSON *cfgs = jget(jget(t, k ? "candidate" : "baseline"), "configs");
+		const cJSON *c = cJSON_GetArrayItem(cfgs, 0);
+
+		if (pi->forced && cJSON_GetArraySize(cfgs) == 1 && jstr(c, "name") &&
+		    !strcmp(jstr(c, "name"), pi->forced) && jstr(c, "parity") &&
+		    !strcmp(jstr(c, "parity"), "unsupported"))
+			return 1;
+	}
+	return 0;
+}
+
 /* A reference's parity on a task: "pass", "fail", "n/a" (skipped) or "not run". */
 static const char *ref_parity(const struct measure_ref *rf)
 {
@@ -1529,6 +1548,7 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 {
 	const struct plan *p = h->plan;
 	int *oom = &w->oom;
+	char label[2][256]; /* the sides as cards name them: IMPL, or IMPL@CONFIG when forced */
 
 	w->root = cJSON_CreateObject();
 	VS_CHECK_ALLOC(w->root);
@@ -1557,8 +1577,8 @@ int evaldir_writer_head(struct evaldir_writer *w, const struct evaldir_head *h)
 	}
 	jsonfile_put_str(oom, w->root, "started", h->started);
 	jsonfile_put_str(oom, w->root, "finished", h->finished);
-	jsonfile_put_str(oom, w->root, "baseline", p->baseline.name);
-	jsonfile_put_str(oom, w->root, "candidate", p->candidate.name);
+	jsonfile_put_str(oom, w->root, "baseline", plan_impl_label(&p->baseline, label[0], sizeof(label[0])));
+	jsonfile_put_str(oom, w->root, "candidate", plan_impl_label(&p->candidate, label[1], sizeof(label[1])));
 	jsonfile_put(oom, w->root, "plugins", evaldir_plugins_json(p));
 	if (!h->copy_from && (p->baseline.python_json || p->candidate.python_json))
 		jsonfile_put(oom, w->root, "python", evaldir_python_json(p, h->py_versions));
@@ -2484,9 +2504,12 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 		for (int k = 0; k < p->ntasks; k++)
 			if (jstr(t, "hash") && !strcmp(p->task_hash[k], jstr(t, "hash"))) {
 				found = 1;
-				/* Skipped only where the plan lists it as unsupported (a skip is not a pass). */
+				/*
+				 * Skipped only where the plan lists it as unsupported, or where a forced
+				 * side's one config declined it (a skip is not a pass).
+				 */
 				if (jstr(t, "skipped") && !plan_skip_reason(p, &p->baseline, k) &&
-				    !plan_skip_reason(p, &p->candidate, k))
+				    !plan_skip_reason(p, &p->candidate, k) && !forced_declined(p, t))
 					found = -1;
 			}
 		if (found < 0) {
@@ -2686,6 +2709,19 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 			       "(hash %.12s...)",
 			       dir, p.card_id, p.card_hash, c->id, jstr(card, "hash"));
 		goto done;
+	}
+	/* The sides result.json names are the plan's, a forced config included (IMPL@CONFIG). */
+	{
+		char lb[256], lc[256];
+
+		plan_impl_label(&p.baseline, lb, sizeof(lb));
+		plan_impl_label(&p.candidate, lc, sizeof(lc));
+		if (strcmp(lb, e->baseline) || strcmp(lc, e->candidate)) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: result.json measured %s -> %s, but its plan.json plans %s -> %s", dir,
+				       e->baseline, e->candidate, lb, lc);
+			goto done;
+		}
 	}
 	/* Finally the card itself: content unchanged since the plan was made. */
 	if ((err = card_hash(c, hash)))

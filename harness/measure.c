@@ -1998,6 +1998,21 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const 
 			goto done;
 	if (!ctx->timing)
 		goto done;
+	/*
+	 * A side forced to one config (IMPL@CONFIG) whose launch declined the task does not run it:
+	 * the task is unsupported there, skipped as a task the plan lists as unsupported is, not failed.
+	 */
+	for (int k = 0; k < 2 && !r->skipped; k++) {
+		const struct plan_impl *pi = k ? &ctx->plan->candidate : &ctx->plan->baseline;
+		const struct measure_impl *ir = k ? &r->cand : &r->base;
+
+		if (pi->forced && ir->nconfigs == 1 && ir->config_pass[0] == MEASURE_CONFIG_DECLINED &&
+		    !(r->skipped = fs_printf("%s %s@%s does not run it: %s", k ? "candidate" : "baseline", pi->name,
+					     pi->forced, ir->config_detail[0] ? ir->config_detail[0] : "declined")))
+			err = vs_oom();
+	}
+	if (err || r->skipped)
+		goto done;
 	if ((err = tune_both(ctx, t, &b, r)))
 		goto done;
 	for (int k = 0; k < r->nrefs; k++)

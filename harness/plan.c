@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
@@ -739,6 +740,69 @@ static int plan_impl_fill(struct plan_impl *pi, const char *role, const char *na
 	return 0;
 }
 
+const char *plan_impl_label(const struct plan_impl *pi, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s%s", pi->name ? pi->name : "", pi->forced ? "@" : "", pi->forced ? pi->forced : "");
+	return buf;
+}
+
+/*
+ * Force side pi (filled with its implementation's configs for gen) to its config named cfg
+ * (docs/DESIGN.md "Forced configs"): configs becomes that one config. A name the space lacks is
+ * refused with the names it has.
+ */
+static int plan_impl_force(struct plan_impl *pi, const char *role, const char *cfg, const char *gen)
+{
+	char names[1024] = "";
+	int k;
+
+	for (k = 0; k < pi->nconfigs && strcmp(pi->configs[k].name, cfg); k++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k ? ", " : "",
+			 pi->configs[k].name);
+	if (k == pi->nconfigs)
+		return vs_error(VS_ENOTFOUND, "%s '%s@%s': %s has no config '%s' for %s; its %d config%s: %s", role,
+				pi->name, cfg, pi->name, cfg, gen, pi->nconfigs, pi->nconfigs == 1 ? "" : "s",
+				pi->nconfigs ? names : "none");
+	if (!(pi->forced = strdup(cfg)))
+		return vs_oom();
+	if (k)
+		pi->configs[0] = pi->configs[k];
+	pi->nconfigs = 1;
+	return 0;
+}
+
+/*
+ * Split a side's value IMPL@CONFIG: *name becomes the implementation (copied into buf) and *cfg
+ * the config (borrowed from the value); a value without '@' is left as it is (*cfg untouched).
+ */
+static int side_split(char *buf, size_t cap, const char **name, const char **cfg, const char *role)
+{
+	const char *c;
+	size_t n;
+
+	if (!*name || !(c = card_backend_config(*name, &n)))
+		return 0;
+	if (!n || !*c || strchr(c, '@') || n >= cap)
+		return vs_error(VS_EUSAGE,
+				"%s '%s' is not IMPL@CONFIG: an implementation, one '@' and the config it is forced "
+				"to (cpu.splitkv@bn64-bh16-sp4-w1-st1)",
+				role, *name);
+	memcpy(buf, *name, n);
+	buf[n] = '\0';
+	*cfg = c;
+	*name = buf;
+	return 0;
+}
+
+/* The config a card's backend value forces when it names implementation name, else NULL. */
+static const char *card_side_config(const char *value, const char *name)
+{
+	size_t n;
+	const char *cfg = card_backend_config(value, &n);
+
+	return cfg && *cfg && n == strlen(name) && !strncmp(value, name, n) ? cfg : NULL;
+}
+
 /* A module path as plans hold it, made absolute: a relative one is relative to the repository root. */
 static char *py_abs(const char *path)
 {
@@ -1135,6 +1199,228 @@ done:
 	return out;
 }
 
+/* ---- the resources of a Triton module's configs (issue 41) ------------------------------- */
+
+static const char *get_str(const cJSON *o, const char *key);
+
+/* The compiler's limit of shared memory per block on the NVIDIA generations planned from Triton. */
+static long triton_smem_limit(const char *gen)
+{
+	return !strcmp(gen, "sm_90") ? 232448 : !strcmp(gen, "sm_120") ? 101376 : 0;
+}
+
+/* The interpreter that has Triton: $VS_TRITON_PYTHON, else the repository's .venv-triton. Malloc'd. */
+static char *triton_python(void)
+{
+	const char *env = getenv("VS_TRITON_PYTHON"), *venv = getenv("VS_TRITON_VENV");
+
+	if (env && *env)
+		return strdup(env);
+	return venv && *venv ? fs_printf("%s/bin/python", venv) :
+			       fs_printf("%s/.venv-triton/bin/python", vs_repo_root());
+}
+
+/* Where the figures of side pi's module for gen are kept: beside the binary. Malloc'd, or NULL. */
+static char *triton_cache_path(const struct plan_impl *pi, const char *gen)
+{
+	char exe[4096], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0 || !*pi->python_sha256)
+		return NULL;
+	exe[n] = '\0';
+	if (!(slash = strrchr(exe, '/')))
+		return NULL;
+	*slash = '\0';
+	return fs_printf("%s/%s/triton-%.16s-%s.jsonl", exe, gen, pi->python_sha256, pi->forced ? pi->forced : "all");
+}
+
+/* Append the tool's entries (one JSON object a line) in text to kernels; their count. */
+static int triton_entries(cJSON *kernels, const char *text)
+{
+	int n = 0;
+
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+		cJSON *e = cJSON_ParseWithLength(l, len);
+
+		if (e && cJSON_IsObject(e) && cJSON_IsString(cJSON_GetObjectItem(e, "config"))) {
+			const cJSON *k;
+			int seen = 0;
+
+			/* once per kernel: two forced configs of one module share its combine kernel */
+			cJSON_ArrayForEach(k, kernels)
+			{
+				seen |= !strcmp(get_str(k, "impl") ? get_str(k, "impl") : "",
+						get_str(e, "impl") ? get_str(e, "impl") : "") &&
+					!strcmp(get_str(k, "config"), get_str(e, "config")) &&
+					!strcmp(get_str(k, "kv_dtype") ? get_str(k, "kv_dtype") : "",
+						get_str(e, "kv_dtype") ? get_str(e, "kv_dtype") : "") &&
+					!strcmp(get_str(k, "kernel") ? get_str(k, "kernel") : "",
+						get_str(e, "kernel") ? get_str(e, "kernel") : "");
+			}
+			n++;
+			if (seen)
+				cJSON_Delete(e);
+			else
+				cJSON_AddItemToArray(kernels, e);
+		} else {
+			cJSON_Delete(e);
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+/*
+ * Compile the configs of side pi (the shipped triton.mla_decode) for gen with
+ * tools/gpu/triton_cuda_resources.py and append its entries to kernels. Returns 0 with the entries,
+ * 1 with *why set (malloc'd) when the figures are not known here (no Triton, the tool failed), or
+ * VS_ENOMEM.
+ */
+static int triton_resources(cJSON *kernels, char **why, const struct plan_impl *pi, const char *gen)
+{
+	char *py = triton_python(), *tool = fs_join(vs_repo_root(), "tools/gpu/triton_cuda_resources.py");
+	char *cmd = NULL, line[8192], *cache = NULL, *cached = NULL, *out = NULL;
+	size_t clen;
+	FILE *f;
+	int n = 0, rc;
+
+	*why = NULL;
+	if (!py || !tool) {
+		free(py);
+		free(tool);
+		return vs_oom();
+	}
+	if (!fs_exists(py) || strchr(py, '\'') || strchr(tool, '\'') || !pi->nconfigs) {
+		*why = fs_printf("no Triton here (%s is not an interpreter: tools/install-deps, or VS_TRITON_PYTHON)",
+				 py);
+		goto done;
+	}
+	/*
+	 * The figures of one module's bytes, generation and configs do not change: they are kept
+	 * beside the binary (<build>/<gen>/triton-<module sha256>-<config or all>.jsonl), so that only
+	 * the first plan compiles them (about 20 s a config on two cores).
+	 */
+	cache = triton_cache_path(pi, gen);
+	if (cache && fs_exists(cache) && fs_read_file(&cached, &clen, cache, 16u << 20) == 0) {
+		if ((n = triton_entries(kernels, cached)) > 0)
+			goto done; /* a cache that holds no entry is compiled again */
+	}
+	cmd = fs_printf("'%s' '%s' %s --jobs 2%s%s 2>/dev/null", py, tool, gen, pi->forced ? " --config " : "",
+			pi->forced ? pi->forced : "");
+	if (!cmd || !(f = popen(cmd, "r"))) {
+		*why = fs_printf("%s could not be started", tool);
+		goto done;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t k = strlen(line), have = out ? strlen(out) : 0;
+		char *grown = realloc(out, have + k + 1);
+
+		if (!grown)
+			break;
+		out = grown;
+		memcpy(out + have, line, k + 1);
+	}
+	rc = pclose(f);
+	n = out ? triton_entries(kernels, out) : 0;
+	if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) == 2 || n <= 0)
+		*why = fs_printf("%s for %s gave no figures (exit %d; run it by hand to see why)", tool, gen,
+				 rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+	else if (cache && WEXITSTATUS(rc) == 0) {
+		char *dir = strdup(cache), *slash = dir ? strrchr(dir, '/') : NULL;
+
+		if (slash)
+			*slash = '\0';
+		if (slash && fs_mkdir_p(dir) == 0)
+			fs_write_atomic(cache, out, strlen(out), 0644); /* a cache: a failed write only costs time */
+		free(dir);
+	}
+done:
+	free(cache);
+	free(cached);
+	free(out);
+	free(py);
+	free(tool);
+	free(cmd);
+	if (*why || !pi->nconfigs)
+		return *why ? 1 : 0;
+	return 0;
+}
+
+/*
+ * The resources of each Triton config of the plan's sides on an NVIDIA generation (sm_90, sm_120):
+ * the compiler's figures are appended to the plan's build figures (np->build, created for them when
+ * absent), or, when they are not known here, the build object says why ("triton": "not known: ...").
+ * A forced side (IMPL@CONFIG) whose config needs more shared memory than the generation allows per
+ * block is refused with both numbers.
+ */
+static int plan_triton_resources(struct plan *np, const char *gen)
+{
+	const struct plan_impl *sides[2] = {&np->baseline, &np->candidate};
+	long limit = triton_smem_limit(gen);
+	int err = 0, oom = 0;
+
+	if (!limit)
+		return 0;
+	for (int k = 0; k < 2 && !err; k++) {
+		const struct plan_impl *pi = sides[k];
+		cJSON *kernels;
+		char *why = NULL;
+		int rc;
+
+		if (strcmp(pi->name, "triton.mla_decode") ||
+		    (k && !strcmp(sides[0]->name, pi->name) && !sides[0]->forced == !pi->forced &&
+		     (!pi->forced || !strcmp(sides[0]->forced, pi->forced))))
+			continue;
+		if (!np->build) {
+			np->build = cJSON_CreateObject();
+			jsonfile_put_str(&oom, np->build, "target", gen);
+			jsonfile_put_str(&oom, np->build, "compiler", "triton (tools/gpu/triton_cuda_resources.py)");
+		}
+		kernels = cJSON_GetObjectItem(np->build, "kernels");
+		if (!kernels)
+			kernels = jsonfile_put_arr(&oom, np->build, "kernels");
+		if (oom || !kernels)
+			return vs_oom();
+		rc = triton_resources(kernels, &why, pi, gen);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			jsonfile_put_str(&oom, np->build, "triton", why);
+			free(why);
+			if (oom)
+				return vs_oom();
+			continue;
+		}
+		if (!pi->forced)
+			continue;
+		{
+			const cJSON *e;
+
+			cJSON_ArrayForEach(e, kernels)
+			{
+				double smem = cJSON_GetNumberValue(cJSON_GetObjectItem(e, "smem"));
+
+				if (strcmp(get_str(e, "impl") ? get_str(e, "impl") : "", pi->name) ||
+				    strcmp(get_str(e, "config") ? get_str(e, "config") : "", pi->forced))
+					continue;
+				if (smem > (double)limit)
+					return vs_error(VS_EUNSUPPORTED,
+							"%s '%s@%s': its %s (%s) needs %.0f bytes of shared memory on "
+							"%s, "
+							"above the %ld bytes a block may have there (Triton's figures: "
+							"tools/gpu/triton_cuda_resources.py %s)",
+							k ? "candidate" : "baseline", pi->name, pi->forced,
+							get_str(e, "kernel"), get_str(e, "kv_dtype"), smem, gen, limit,
+							gen);
+			}
+		}
+	}
+	return err;
+}
+
 /* ---- references ------------------------------------------------------------------------- */
 
 /* A --reference that names a file (what --candidate-lib takes) rather than an implementation. */
@@ -1410,8 +1696,9 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 		return vs_error(VS_EUSAGE, "%d references given: a plan takes at most %d", o->nreferences,
 				VS_PLAN_MAX_REFERENCES);
 	for (int k = 0; k < o->nreferences; k++) {
-		const char *spec = o->references[k], *name = spec, *taken;
+		const char *spec = o->references[k], *name = spec, *taken, *cfg = NULL;
 		struct plan_reference *r = &np->refs[k];
+		char buf[128];
 
 		if (!spec || !*spec)
 			return vs_error(VS_EUSAGE, "--reference needs an implementation name or a plugin file");
@@ -1420,15 +1707,19 @@ static int plan_references(struct plan *np, const struct plan_options *o, const 
 			name = NULL;
 			if ((err = plan_lib(&name, spec, "reference", gen)))
 				return err;
-		} else if ((err = plan_shipped(name, "reference", gen))) {
+		} else if ((err = side_split(buf, sizeof(buf), &name, &cfg, "--reference")) ||
+			   (err = plan_shipped(name, "reference", gen))) {
 			return err; /* a shipped Python module by its name, as --candidate takes it */
 		}
 		if (!mla_decode_impl_find(name))
 			return known_impls_error("reference", name);
 		if ((taken = role_taken(np, name, k)))
-			return vs_error(VS_EUSAGE, "--reference '%s' is %s of this plan already", name, taken);
+			return vs_error(
+				VS_EUSAGE, "--reference '%s' is %s of this plan already%s", name, taken,
+				cfg ? " (a reference is another implementation, whatever config it is forced to)" : "");
 		np->nrefs = k + 1;
 		if ((err = plan_impl_fill(&r->impl, "reference", name, gen, 1)) ||
+		    (cfg && (err = plan_impl_force(&r->impl, "reference", cfg, gen))) ||
 		    (err = reference_skips(&r->skip, np, &r->impl)))
 			return err;
 	}
@@ -1996,6 +2287,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	const char *gen = o && o->gen ? o->gen : NULL;
 	const char *base = o && o->baseline ? o->baseline : NULL;
 	const char *cand = o && o->candidate ? o->candidate : NULL;
+	const char *base_cfg = NULL, *cand_cfg = NULL;
+	char base_buf[128], cand_buf[128], base_label[256], cand_label[256];
 	int tier_bit = 0, nfmts = 0, err = 0, gpu;
 	struct planned_format fmts[PLAN_MAX_FORMATS];
 
@@ -2041,13 +2334,27 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	} else if (!list_has(&c->match.gens, gen)) {
 		return vs_error(VS_EUSAGE, "generation '%s' is not in %s's match.gens", gen, c->path);
 	}
+	if ((err = side_split(base_buf, sizeof(base_buf), &base, &base_cfg, "--baseline")) ||
+	    (err = side_split(cand_buf, sizeof(cand_buf), &cand, &cand_cfg, "--candidate")))
+		return err;
 	if (o && ((err = plan_lib(&base, o->baseline_lib, "baseline", gen)) ||
 		  (err = plan_lib(&cand, o->candidate_lib, "candidate", gen))))
 		return err;
-	if (!base)
+	/* A --baseline-lib/--candidate-lib of the implementation the card forces takes its config. */
+	if (base && !base_cfg && o && o->baseline_lib && !o->baseline)
+		base_cfg = card_side_config(c->match.from_backend, base);
+	if (cand && !cand_cfg && o && o->candidate_lib && !o->candidate)
+		cand_cfg = card_side_config(c->match.to_backend, cand);
+	if (!base) {
 		base = c->match.from_backend;
-	if (!cand)
+		if ((err = side_split(base_buf, sizeof(base_buf), &base, &base_cfg, "match.from_backend")))
+			return err;
+	}
+	if (!cand) {
 		cand = c->match.to_backend;
+		if ((err = side_split(cand_buf, sizeof(cand_buf), &cand, &cand_cfg, "match.to_backend")))
+			return err;
+	}
 	base = family_impl(base);
 	cand = family_impl(cand);
 	if ((err = plan_shipped(base, "baseline", gen)) || (err = plan_shipped(cand, "candidate", gen)))
@@ -2062,10 +2369,13 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		return known_impls_error("baseline", base);
 	if (!mla_decode_impl_find(cand))
 		return known_impls_error("candidate", cand);
-	if (!card_backend_matches(c->match.from_backend, base) || !card_backend_matches(c->match.to_backend, cand))
-		vs_warn("%s names %s -> %s, this plan measures %s -> %s: its runs are an A/B of their own and cannot "
-			"be recorded into the card",
-			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base, cand);
+	snprintf(base_label, sizeof(base_label), "%s%s%s", base, base_cfg ? "@" : "", base_cfg ? base_cfg : "");
+	snprintf(cand_label, sizeof(cand_label), "%s%s%s", cand, cand_cfg ? "@" : "", cand_cfg ? cand_cfg : "");
+	if (!strcmp(base_label, cand_label) && (base_cfg || cand_cfg))
+		return vs_error(VS_EUSAGE,
+				"the baseline and the candidate are both %s: forced configs of one implementation "
+				"must differ (an A/A run validates nothing)",
+				base_label);
 
 	np.card_id = strdup(c->id);
 	np.card_path = strdup(c->path);
@@ -2084,8 +2394,18 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		err = plan_impl_fill(&np.baseline, "baseline", base, gen, 0);
 	if (!err)
 		err = plan_impl_fill(&np.candidate, "candidate", cand, gen, 0);
+	if (!err && base_cfg)
+		err = plan_impl_force(&np.baseline, "baseline", base_cfg, gen);
+	if (!err && cand_cfg)
+		err = plan_impl_force(&np.candidate, "candidate", cand_cfg, gen);
 	if (err)
 		goto done;
+	if (!card_backend_matches(c->match.from_backend, base_label) ||
+	    !card_backend_matches(c->match.to_backend, cand_label))
+		vs_warn("%s names %s -> %s, this plan measures %s -> %s: its runs are an A/B of their own and cannot "
+			"be recorded into the card",
+			c->path, nz_or(c->match.from_backend), nz_or(c->match.to_backend), base_label, cand_label);
+
 	gpu = strcmp(np.candidate.backend, "cpu") != 0;
 
 	if (o && o->workload) {
@@ -2147,6 +2467,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		goto done;
 	if (!strncmp(gen, "gfx", 3) || !strncmp(gen, "sm_90", 5))
 		np.build = load_build_figures(o ? o->build_figures : NULL, np.baseline.name, np.candidate.name, gen);
+	if ((err = plan_triton_resources(&np, gen)))
+		goto done;
 	*p = np;
 	return 0;
 done:
@@ -2181,6 +2503,8 @@ static cJSON *impl_to_json(int *oom, const struct plan_impl *pi)
 	}
 	if (pi->python_json)
 		jsonfile_put(oom, j, "python", cJSON_Parse(pi->python_json));
+	if (pi->forced)
+		jsonfile_put_str(oom, j, "forced", pi->forced);
 	arr = jsonfile_put_arr(oom, j, "configs");
 	for (int i = 0; i < pi->nconfigs; i++)
 		jsonfile_put(oom, arr, NULL, config_to_json(oom, &pi->configs[i]));
@@ -2727,6 +3051,25 @@ static int impl_from_json(struct plan_impl *pi, const cJSON *j, const char *role
 			}
 	}
 	pi->nconfigs = i;
+	/* A forced side (IMPL@CONFIG) lists exactly its one config. */
+	if (cJSON_GetObjectItemCaseSensitive(j, "forced")) {
+		const char *forced = get_str(j, "forced");
+
+		if (!forced || !*forced || strlen(forced) >= sizeof(pi->configs[0].name)) {
+			err = vs_error(VS_ESCHEMA, "%s: %s.forced must be a config's name", path, role);
+			goto done;
+		}
+		if (pi->nconfigs != 1 || strcmp(pi->configs[0].name, forced)) {
+			err = vs_error(VS_ESCHEMA,
+				       "%s: %s.forced is '%s', but %s.configs lists %d config%s%s: a forced side lists "
+				       "its one config (emit the plan again)",
+				       path, role, forced, role, pi->nconfigs, pi->nconfigs == 1 ? " " : "s",
+				       pi->nconfigs == 1 ? pi->configs[0].name : "");
+			goto done;
+		}
+		if (!(pi->forced = strdup(forced)))
+			err = vs_oom();
+	}
 done:
 	free(known);
 	return err;
@@ -2906,9 +3249,9 @@ static const struct plan_keys plan_keys[] = {
 	{"workload", "id path sha256 trace_sha256 seed"},
 	{"tasks[].workload", "concurrency steps weight"},
 	{"card", "id path hash"},
-	{"baseline", "impl backend plugin python configs unsupported"},
-	{"candidate", "impl backend plugin python configs unsupported"},
-	{"references[]", "impl backend plugin python configs unsupported skips"},
+	{"baseline", "impl backend plugin python forced configs unsupported"},
+	{"candidate", "impl backend plugin python forced configs unsupported"},
+	{"references[]", "impl backend plugin python forced configs unsupported skips"},
 	{"baseline.plugin", "path sha256"},
 	{"candidate.plugin", "path sha256"},
 	{"references[].plugin", "path sha256"},
@@ -3232,14 +3575,16 @@ static double sum_lens(const struct task_spec *s)
 static void print_reference(const struct plan *p, int k, FILE *f)
 {
 	const struct plan_impl *pi = &p->refs[k].impl;
+	char label[256];
 	int nskip = 0;
 
 	for (int i = 0; i < p->ntasks; i++)
 		nskip += plan_reference_skip(p, k, i) != NULL;
 	fprintf(f,
-		"  reference  %-14s %3d config%s (%s), times against the candidate on %d of %d tasks "
+		"  reference  %-14s %3d config%s (%s%s), times against the candidate on %d of %d tasks "
 		"(never gates)\n",
-		pi->name, pi->nconfigs, pi->nconfigs == 1 ? " " : "s", pi->backend, p->ntasks - nskip, p->ntasks);
+		plan_impl_label(pi, label, sizeof(label)), pi->nconfigs, pi->nconfigs == 1 ? " " : "s", pi->backend,
+		pi->forced ? "; forced, no tuning pass" : "", p->ntasks - nskip, p->ntasks);
 	if (pi->plugin_path)
 		fprintf(f, "  %-10s plugin %s (sha256 %.16s...)\n", "reference", pi->plugin_path, pi->plugin_sha256);
 	if (nskip == p->ntasks && pi->nconfigs == 0) {
@@ -3301,12 +3646,20 @@ void plan_print_summary(const struct plan *p, FILE *f)
 			}
 		}
 	}
-	w = (int)strlen(p->baseline.name) > w ? (int)strlen(p->baseline.name) : w;
-	w = (int)strlen(p->candidate.name) > w ? (int)strlen(p->candidate.name) : w;
-	fprintf(f, "  baseline   %-*s %3d config%s (%s)\n", w, p->baseline.name, p->baseline.nconfigs,
-		p->baseline.nconfigs == 1 ? " " : "s", p->baseline.backend);
-	fprintf(f, "  candidate  %-*s %3d config%s (%s)\n", w, p->candidate.name, p->candidate.nconfigs,
-		p->candidate.nconfigs == 1 ? " " : "s", p->candidate.backend);
+	for (int k = 0; k < 2; k++) {
+		char label[256];
+
+		plan_impl_label(k ? &p->candidate : &p->baseline, label, sizeof(label));
+		w = (int)strlen(label) > w ? (int)strlen(label) : w;
+	}
+	for (int k = 0; k < 2; k++) {
+		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
+		char label[256];
+
+		fprintf(f, "  %-10s %-*s %3d config%s (%s)%s\n", k ? "candidate" : "baseline", w,
+			plan_impl_label(pi, label, sizeof(label)), pi->nconfigs, pi->nconfigs == 1 ? " " : "s",
+			pi->backend, pi->forced ? ": forced, every task runs it with no tuning pass" : "");
+	}
 	for (int k = 0; k < 2; k++) {
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
 
@@ -3488,13 +3841,18 @@ void plan_print_summary(const struct plan *p, FILE *f)
 #undef NUM
 			}
 		}
-	} else if (!strncmp(p->gen, "sm_90", 5) && p->build) {
-		/* tools/gpu/sm90_resources.sh (NVIDIA builds): ptxas figures, recorded, not a gate */
+	} else if (!strncmp(p->gen, "sm_", 3) && p->build) {
+		/*
+		 * tools/gpu/sm90_resources.sh (NVIDIA builds): ptxas figures, recorded, not a gate; and
+		 * Triton's configs compiled for the generation (tools/gpu/triton_cuda_resources.py)
+		 */
 		const cJSON *ks = cJSON_GetObjectItem(p->build, "kernels");
 
-		fprintf(f, "  build      sm_90a figures for %s (ptxas%s):\n", p->candidate.name,
+		fprintf(f, "  build      %s figures for %s (ptxas%s):\n", p->gen, p->candidate.name,
 			cJSON_IsFalse(cJSON_GetObjectItem(p->build, "pass")) ? "; a kernel spills or exceeds 227 KiB" :
 									       "");
+		if (get_str(p->build, "triton"))
+			fprintf(f, "    Triton configs: figures not known: %s\n", get_str(p->build, "triton"));
 		fprintf(f, "    %-60s %-13s %5s %7s %7s %6s %6s\n", "kernel/config", "kv_dtype", "regs", "smem",
 			"dynamic", "stack", "spills");
 		cJSON_ArrayForEach(k, ks)
@@ -3507,10 +3865,11 @@ void plan_print_summary(const struct plan *p, FILE *f)
 #define NUM(key)                                                                                                       \
 	(isnan(cJSON_GetNumberValue(cJSON_GetObjectItem(k, key))) ? 0 :                                                \
 								    cJSON_GetNumberValue(cJSON_GetObjectItem(k, key)))
-			fprintf(f, "    %-60s %-13s %5.0f %7.0f %7.0f %6.0f %6.0f\n", label,
+			fprintf(f, "    %-60s %-13s %5.0f %7.0f %7.0f %6.0f %6.0f%s%s\n", label,
 				get_str(k, "kv_dtype") ? get_str(k, "kv_dtype") : "", NUM("registers"),
 				NUM("smem_static"), NUM("smem_dynamic"), NUM("stack"),
-				NUM("spill_stores") + NUM("spill_loads"));
+				NUM("spill_stores") + NUM("spill_loads"), get_str(k, "why") ? "  FAIL: " : "",
+				get_str(k, "why") ? get_str(k, "why") : "");
 #undef NUM
 		}
 	}
@@ -3524,6 +3883,7 @@ static void impl_release(struct plan_impl *pi)
 	free(pi->plugin_path);
 	free(pi->python_path);
 	free(pi->python_json);
+	free(pi->forced);
 	skips_release(pi->skips, pi->nskips);
 	memset(pi, 0, sizeof(*pi));
 }
@@ -3866,13 +4226,28 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		}
 	}
 
-	/* Each side tunes over its implementation's whole config space for the generation. */
+	/*
+	 * A forced side runs its one config, and two forced sides of one implementation differ; each
+	 * other side tunes over its implementation's whole config space for the generation.
+	 */
+	for (int r = 0; r < 2; r++) {
+		const struct plan_impl *pi = r ? &p->candidate : &p->baseline;
+
+		if (pi->forced && (pi->nconfigs != 1 || strcmp(pi->configs[0].name, pi->forced)))
+			DIFFER("%s.forced is '%s' in the plan, but its configs list %d config%s: the tool plans that "
+			       "one config alone",
+			       r ? "candidate" : "baseline", pi->forced, pi->nconfigs, pi->nconfigs == 1 ? "" : "s");
+	}
+	if (p->baseline.forced && p->candidate.forced && !strcmp(p->baseline.name, p->candidate.name) &&
+	    !strcmp(p->baseline.forced, p->candidate.forced))
+		DIFFER("baseline and candidate are both %s@%s in the plan: the tool refuses an A/A of one config",
+		       p->baseline.name, p->baseline.forced);
 	for (int r = 0; configs && !plan_trimmed_for_tests && r < 2; r++) {
 		const struct plan_impl *pi = r ? &p->candidate : &p->baseline;
 		const struct mla_decode_impl *impl = mla_decode_impl_find(pi->name);
 		int n = impl ? impl->configs(p->gen, NULL, 0) : -1;
 
-		if (impl && n != pi->nconfigs)
+		if (impl && !pi->forced && n != pi->nconfigs)
 			DIFFER("%s.configs lists %d config%s in the plan, but %s has %d for %s",
 			       r ? "candidate" : "baseline", pi->nconfigs, pi->nconfigs == 1 ? "" : "s", pi->name, n,
 			       p->gen);

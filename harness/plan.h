@@ -76,7 +76,19 @@ struct plan_impl {
 	 * hashed has none, and the run binds those described when it runs.
 	 */
 	int python_helpers_planned;
+	/*
+	 * The config this side is forced to (IMPL@CONFIG in the card or on the command line, issue 41;
+	 * docs/DESIGN.md "Forced configs"), or NULL: configs then holds that one config, which every
+	 * task runs with no tuning pass. Owned.
+	 */
+	char *forced;
 };
+
+/**
+ * The side as cards and evidence name it: "cpu.splitkv", or "cpu.splitkv@bn64-bh16-sp4-w1-st1"
+ * when it is forced to a config. Writes at most cap bytes into buf and returns buf.
+ */
+const char *plan_impl_label(const struct plan_impl *pi, char *buf, size_t cap);
 
 /** Most reference implementations one plan names (`--reference`, repeatable). */
 #define VS_PLAN_MAX_REFERENCES 4

@@ -301,6 +301,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	struct evaldir_task_summary *sum = NULL;
 	const struct mla_decode_impl *base, *cand;
 	char *plan_text = NULL, *eval_dir = NULL, plan_hex[65], started[32], finished[32], line[640];
+	char label[2][256]; /* the sides as cards name them (IMPL@CONFIG when forced) */
 	const char *py_versions = NULL;
 	size_t plan_len = 0;
 	int err, nsel = 0, parity_only, partial, nslots, next = 0, running = 0, in_process;
@@ -405,7 +406,8 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	}
 	utc_stamp(started, sizeof(started), "%Y-%m-%dT%H:%M:%SZ");
 	snprintf(line, sizeof(line), "run %s on %s (%s, %s), plan %s: %s vs %s, %d tasks%s", eval_dir, info.name,
-		 info.arch, info.driver, o->plan_path, p.baseline.name, p.candidate.name, p.ntasks,
+		 info.arch, info.driver, o->plan_path, plan_impl_label(&p.baseline, label[0], sizeof(label[0])),
+		 plan_impl_label(&p.candidate, label[1], sizeof(label[1])), p.ntasks,
 		 partial ? " (partial: filtered)" : "");
 	fprintf(w.log, "%s\n", line);
 	log_unplanned_helpers(w.log, &p);

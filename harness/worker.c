@@ -114,6 +114,8 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 	cJSON_AddBoolToObject(j, "parity_pass", r->parity_pass); /* a parity-only run's verdict (measure.c) */
 	if (r->error)
 		cJSON_AddStringToObject(j, "error", r->error);
+	if (r->skipped) /* a forced config that declined the task (measure.c) */
+		cJSON_AddStringToObject(j, "skipped", r->skipped);
 	cJSON_AddItemToObject(j, "baseline", impl_msg(&r->base));
 	cJSON_AddItemToObject(j, "candidate", impl_msg(&r->cand));
 	if (r->nrefs)
@@ -146,6 +148,8 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	r->complete = cJSON_IsTrue(cJSON_GetObjectItem(j, "complete"));
 	r->parity_pass = cJSON_IsTrue(cJSON_GetObjectItem(j, "parity_pass"));
 	r->error = dup_or_null(cJSON_GetObjectItem(j, "error"));
+	if (cJSON_GetObjectItem(j, "skipped") && !r->skipped)
+		r->skipped = dup_or_null(cJSON_GetObjectItem(j, "skipped"));
 	impl_unmsg(&r->base, cJSON_GetObjectItem(j, "baseline"));
 	impl_unmsg(&r->cand, cJSON_GetObjectItem(j, "candidate"));
 	r->npairs = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "npairs"));

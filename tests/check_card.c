@@ -575,7 +575,7 @@ static const struct lint_case lint_cases[] = {
 	/* issue 12, case 5: a no-op change, an absurd gate, a slowdown without a reason */
 	{"lint_aa_card.md", 2,
 	 {":12:15: match.to_backend: 'cpu.splitkv' is also match.from_backend: a card compares two "
-	  "implementations (an A/A run validates nothing)",
+	  "implementations or two configs of one (IMPL@CONFIG; an A/A run validates nothing)",
 	  ":14:25: expects.isolated_speedup_min: 0.5 is below 0.95: no card can be validated by a slowdown"}},
 	{"lint_absurd_gate.md", 1,
 	 {":12:25: expects.isolated_speedup_min: 1e-320 is below 0.95: no card can be validated by a "

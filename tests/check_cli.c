@@ -9,6 +9,7 @@
 #include "vs_build_info.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,17 @@ static const struct bad_case bad[] = {
 	{"--fetch ftp://127.0.0.1/card.md", 2, "only http and https URLs are supported", 1},
 	{"--emit-plan skills/mla_decode_cpu_splitkv.md --candidate-lib nothere.so", 3, "plugin 'nothere.so' does not exist", 1},
 	{"--static skills/titled.md --slurm=1", 2, "option '--slurm=1' takes no value", 0},
+	/* forced configs (issue 41) */
+	{"--emit-plan skills/mla_decode_cpu_splitkv.md --candidate cpu.splitkv@bn64-bh16-sp2-w0-st0", 3,
+	 "candidate 'cpu.splitkv@bn64-bh16-sp2-w0-st0': cpu.splitkv has no config 'bn64-bh16-sp2-w0-st0' for x86_64; "
+	 "its 16 configs: bn16-bh8-sp0-w0-st0,", 1},
+	{"--emit-plan skills/mla_decode_cpu_splitkv.md --baseline cpu.splitkv@bn64-bh16-sp0-w0-st0 "
+	 "--candidate cpu.splitkv@bn64-bh16-sp0-w0-st0", 2,
+	 "the baseline and the candidate are both cpu.splitkv@bn64-bh16-sp0-w0-st0", 1},
+	{"--emit-plan skills/mla_decode_cpu_splitkv.md --candidate cpu.splitkv@", 2,
+	 "--candidate 'cpu.splitkv@' is not IMPL@CONFIG", 1},
+	{"--emit-plan skills/mla_decode_cpu_splitkv.md --reference cpu.naive@x", 3,
+	 "reference 'cpu.naive@x': cpu.naive has no config 'x' for x86_64", 1},
 };
 
 START_TEST(bad_input_gives_one_clear_line)
@@ -125,7 +137,8 @@ START_TEST(static_passes_the_field_examples_and_our_cards)
 	int status = tu_run_tool(tmp, args, &out, &err);
 
 	ck_assert_msg(status == 0, "exit %d: %s", status, err);
-	ck_assert_int_eq(tu_count_lines(out), 5); /* the field's card and our 4 copies (the sparse CPU card too) */
+	ck_assert_int_eq(tu_count_lines(out), 6); /* the field's card and our 5 copies (the sparse CPU card and the
+						   * CPU config card too) */
 	free(args);
 	free(out);
 	free(err);
@@ -285,6 +298,230 @@ START_TEST(sparse_cpu_card_validates_end_to_end)
 }
 END_TEST
 
+/* The card at skills/<id>.md of the scratch repository with from/to replaced, its id kept. */
+static void put_config_card(const char *id, const char *from, const char *to)
+{
+	char *src = tu_resource("skills/mla_decode_cpu_splitkv_config.md"), *text = tu_read(src, NULL);
+	char *rel = fs_printf("skills/%s.md", id), *a, *b, *e, *card;
+
+	a = strstr(text, "from_backend: ");
+	b = strstr(text, "expects:");
+	e = strstr(text, "id: mla_decode_cpu_splitkv_config\n");
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_nonnull(e);
+	card = fs_printf("%.*sid: %s\n%.*sfrom_backend: %s\n  to_backend: %s\n%s", (int)(e - text), text, id,
+			 (int)(a - e - strlen("id: mla_decode_cpu_splitkv_config\n")),
+			 e + strlen("id: mla_decode_cpu_splitkv_config\n"), from, to, b);
+	put(rel, card);
+	free(card);
+	free(rel);
+	free(text);
+	free(src);
+}
+
+/*
+ * Lint of a config card (issue 41): two configs of one implementation are a card; the same config
+ * on both sides, a config the implementation's space lacks (the nearest named) and a value that is
+ * not IMPL@CONFIG are refused, one line each.
+ */
+START_TEST(config_card_lint)
+{
+	static const struct {
+		const char *from, *to;
+		int status;
+		const char *message;
+	} cases[] = {
+		{"cpu.splitkv@bn64-bh16-sp64-w0-st0", "cpu.splitkv@bn64-bh16-sp0-w0-st0", 0, "ok"},
+		{"cpu.splitkv@bn64-bh16-sp64-w0-st0", "cpu.splitkv@bn64-bh16-sp64-w0-st0", 3,
+		 "match.to_backend: 'cpu.splitkv@bn64-bh16-sp64-w0-st0' is also match.from_backend: the same config on "
+		 "both sides"},
+		{"cpu.splitkv@bn64-bh16-sp64-w0-st0", "cpu.splitkv@bn64-bh16-sp2-w0-st0", 3,
+		 "match.to_backend: config 'bn64-bh16-sp2-w0-st0' is not one of the 16 configs of cpu.splitkv for x86_64 "
+		 "(nearest: bn64-bh16-sp0-w0-st0)"},
+		{"cpu.splitkv@", "cpu.splitkv@bn64-bh16-sp0-w0-st0", 3,
+		 "match.from_backend: 'cpu.splitkv@' is not IMPL@CONFIG"},
+		{"cpu.naive", "cpu.splitkv@bn64-bh16-sp0-w0-st0", 0, "ok"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out = NULL, *err = NULL, id[32], *args;
+		int status;
+
+		snprintf(id, sizeof(id), "cfg%zu", i);
+		put_config_card(id, cases[i].from, cases[i].to);
+		args = fs_printf("--static skills/%s.md", id);
+		status = tu_run_tool(tmp, args, &out, &err);
+		ck_assert_msg(status == cases[i].status, "%s -> %s: exit %d, want %d: %s", cases[i].from, cases[i].to,
+			      status, cases[i].status, err);
+		ck_assert_msg(strstr(status ? err : out, cases[i].message), "%s -> %s: lacks '%s':\n%s%s",
+			      cases[i].from, cases[i].to, cases[i].message, out, err);
+		if (status)
+			ck_assert_int_eq(tu_count_lines(err), 1);
+		free(args);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
+/*
+ * The shipped config card (issue 41) end to end: both sides cpu.splitkv, each forced to one config;
+ * the plan says so and lists one config per side; a trimmed plan runs with parity on both and no
+ * tuning pass; --record writes validation.implementations with the configs, and --verify accepts
+ * them; a card edited to claim another config no longer verifies.
+ */
+START_TEST(config_card_validates_end_to_end)
+{
+	static const char *const keep[] = {"bf16-ragged-h16-ps64", "fp8_e4m3_fnuz-page1-h32"};
+	const char *card = "skills/mla_decode_cpu_splitkv_config.md";
+	char *out = NULL, *err = NULL, *card_after, *card_path = fs_join(tmp, card), *args, *plan, *pj;
+	int status;
+
+	copy_source("tests/resources/skills/mla_decode_cpu_splitkv_config.md", card);
+	args = fs_printf("--emit-plan %s", card);
+	status = tu_run_tool(tmp, args, &out, &err);
+	ck_assert_msg(status == 0, "emit: %s", err);
+	ck_assert_msg(strstr(out, "baseline   cpu.splitkv@bn64-bh16-sp64-w0-st0   1 config  (cpu): forced, every task "
+				  "runs it with no tuning pass") &&
+			      strstr(out, "candidate  cpu.splitkv@bn64-bh16-sp0-w0-st0    1 config  (cpu): forced"),
+		      "%s", out);
+	free(out);
+	free(err);
+	free(args);
+	plan = fs_join(tmp, "plans/mla_decode_cpu_splitkv_config.plan.json");
+	pj = tu_read(plan, NULL);
+	ck_assert_msg(strstr(pj, "\"forced\":\t\"bn64-bh16-sp64-w0-st0\"") &&
+			      strstr(pj, "\"forced\":\t\"bn64-bh16-sp0-w0-st0\""),
+		      "%s", pj);
+	free(pj);
+	trim_plan("plans/mla_decode_cpu_splitkv_config.plan.json", keep, 2);
+	status = tu_run_tool(tmp, "--run plans/mla_decode_cpu_splitkv_config.plan.json --threads 2", &out, &err);
+	ck_assert_msg(status == 0 || status == 1, "run: exit %d: %s\n%s", status, err, out);
+	ck_assert_msg(strstr(out, "bf16-ragged-h16-ps64: speedup") && strstr(out, "fp8_e4m3_fnuz-page1-h32: speedup") &&
+			      strstr(out, "parity pass") && !strstr(out, "parity FAIL"),
+		      "%s\n%s", out, err);
+	free(out);
+	free(err);
+	args = fs_printf("--record %s", card);
+	status = tu_run_tool(tmp, args, &out, &err);
+	free(args);
+	card_after = tu_read(card_path, NULL);
+	if (VS_KERNELS_DIRTY) {
+		ck_assert_msg(status != 0 && strstr(err, "uncommitted kernels/"), "exit %d: %s", status, err);
+	} else {
+		char *edited, *at;
+
+		ck_assert_msg(status == 0, "record: exit %d: %s", status, err);
+		ck_assert_msg((strstr(card_after, "status: validated") || strstr(card_after, "status: failed")) &&
+				      strstr(card_after, "baseline: cpu.splitkv@bn64-bh16-sp64-w0-st0") &&
+				      strstr(card_after, "candidate: cpu.splitkv@bn64-bh16-sp0-w0-st0"),
+			      "card not recorded with its configs:\n%s", card_after);
+		free(out);
+		free(err);
+		args = fs_printf("--verify %s", card);
+		status = tu_run_tool(tmp, args, &out, &err);
+		ck_assert_msg(status == 0, "verify: %s", err);
+		free(out);
+		free(err);
+		/* The recorded implementations name the configs: another config is a claim the evidence lacks. */
+		edited = strdup(card_after);
+		at = strstr(edited, "candidate: cpu.splitkv@bn64-bh16-sp0-w0-st0");
+		ck_assert_ptr_nonnull(at);
+		memcpy(at + strlen("candidate: cpu.splitkv@bn64-bh16-sp"), "4", 1);
+		put(card, edited);
+		status = tu_run_tool(tmp, args, &out, &err);
+		ck_assert_msg(status != 0 && strstr(err, "validation.implementations.candidate"), "verify: exit %d: %s",
+			      status, err);
+		free(edited);
+		free(args);
+	}
+	free(out);
+	free(err);
+	free(card_after);
+	free(card_path);
+	free(plan);
+}
+END_TEST
+
+/*
+ * The resources of triton.mla_decode's configs on sm_120 (issue 41), compiled at plan time without a
+ * GPU: the plan shows the shared memory of each config and marks the one over the 101376 bytes a
+ * block may have there; a card forcing that config is refused at plan time with both numbers; and
+ * without Triton the plan still emits, saying the figures are not known. Needs Triton
+ * ($VS_TRITON_PYTHON or the source tree's .venv-triton, from tools/install-deps): without it the
+ * test says so and checks nothing else.
+ */
+START_TEST(triton_config_resources_on_sm_120)
+{
+	const char *env = getenv("VS_TRITON_PYTHON");
+	char *py = env && *env ? strdup(env) : fs_printf("%s/.venv-triton/bin/python", getenv("VS_SOURCE_DIR"));
+	char *stub = tu_resource("torch_stub"), *out = NULL, *err = NULL;
+	int status;
+
+	if (!fs_exists(py)) {
+		fprintf(stderr, "triton_config_resources_on_sm_120: no Triton (%s): run tools/install-deps\n", py);
+		free(py);
+		free(stub);
+		return;
+	}
+	setenv("PYTHONPATH", stub, 1);
+	setenv("VS_PYTHON", py, 1);
+	setenv("VS_TRITON_PYTHON", py, 1);
+	put_config_card("tri120", "triton.mla_decode@bn32-bh16-sp0-w4-st2", "triton.mla_decode");
+	{
+		char *path = fs_join(tmp, "skills/tri120.md"), *text = tu_read(path, NULL), *at = strstr(text, "[x86_64]");
+
+		char *edited;
+
+		ck_assert_ptr_nonnull(at);
+		edited = fs_printf("%.*s[sm_120]%s", (int)(at - text), text, at + 8);
+		put("skills/tri120.md", edited);
+		free(edited);
+		free(text);
+		free(path);
+	}
+	status = tu_run_tool(tmp, "--emit-plan skills/tri120.md --out tri120.plan.json", &out, &err);
+	ck_assert_msg(status == 0, "emit: exit %d: %s", status, err);
+	ck_assert_msg(strstr(out, "build      sm_120 figures for triton.mla_decode") &&
+			      strstr(out, "FAIL: needs 122880 bytes of shared memory > 101376, the sm_120 limit per block") &&
+			      strstr(out, "mla_decode_kernel_keys bn32-bh16-sp0-w4-st2"),
+		      "%s\n%s", out, err);
+	free(out);
+	free(err);
+	put_config_card("tri120f", "triton.mla_decode@bn32-bh16-sp0-w4-st2", "triton.mla_decode@bn32-bh64-sp0-w8-st2");
+	{
+		char *path = fs_join(tmp, "skills/tri120f.md"), *text = tu_read(path, NULL), *at = strstr(text, "[x86_64]");
+
+		char *edited;
+
+		ck_assert_ptr_nonnull(at);
+		edited = fs_printf("%.*s[sm_120]%s", (int)(at - text), text, at + 8);
+		put("skills/tri120f.md", edited);
+		free(edited);
+		free(text);
+		free(path);
+	}
+	status = tu_run_tool(tmp, "--emit-plan skills/tri120f.md --out tri120f.plan.json", &out, &err);
+	ck_assert_msg(status == 3 && tu_count_lines(err) == 1 &&
+			      strstr(err, "candidate 'triton.mla_decode@bn32-bh64-sp0-w8-st2': its mla_decode_kernel (bf16) "
+					  "needs 122880 bytes of shared memory on sm_120, above the 101376 bytes"),
+		      "exit %d: %s", status, err);
+	free(out);
+	free(err);
+	setenv("VS_TRITON_PYTHON", "/nonexistent/python", 1);
+	status = tu_run_tool(tmp, "--emit-plan skills/tri120f.md --out tri120f.plan.json", &out, &err);
+	ck_assert_msg(status == 0 && strstr(out, "Triton configs: figures not known: no Triton here"), "exit %d: %s\n%s",
+		      status, out, err);
+	free(out);
+	free(err);
+	unsetenv("PYTHONPATH");
+	unsetenv("VS_TRITON_PYTHON");
+	free(py);
+	free(stub);
+}
+END_TEST
+
 /*
  * Issue 35, as a user meets it with the tool itself (VS_TOOL_STRICT, not the suites' trimmed tool):
  * a plan trimmed by hand (fewer tasks, configs and pairs) is refused at --run with one line naming
@@ -369,6 +606,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, emit_plan_is_byte_identical_twice);
 	tcase_add_test(tc, main_job_records_the_cpu_card);
 	tcase_add_test(tc, sparse_cpu_card_validates_end_to_end);
+	tcase_add_test(tc, config_card_lint);
+	tcase_add_test(tc, config_card_validates_end_to_end);
+	tcase_add_test(tc, triton_config_resources_on_sm_120);
 	tcase_add_test(tc, hand_trimmed_plan_runs_only_as_scratch);
 	suite_add_tcase(s, tc);
 	return s;

@@ -740,6 +740,65 @@ START_TEST(config_that_declines_a_task_is_unsupported)
 }
 END_TEST
 
+/*
+ * A side forced to a config (IMPL@CONFIG, issue 41) whose launch declines a task does not run it:
+ * the task is skipped with the reason, neither passed nor failed, and the evidence verifies. The
+ * card names the plugin forced to its "short" config, which declines every task whose block table
+ * spans more than 128 keys; --candidate-lib takes the card's config.
+ */
+START_TEST(forced_config_that_declines_a_task_skips_it)
+{
+	char *declines = plugin("declines"), *args, *plan, *out, *eval, *full;
+	char *err = NULL;
+	cJSON *res, *t;
+	int skipped = 0, ran = 0, status;
+
+	ck_assert_int_ge(asprintf(&args, "--candidate-lib %s", declines), 0);
+	plan = tu_small_plan_edit(tmp, args, 3, 2, "to_backend: cpu.splitkv", "to_backend: example.declines@short");
+	free(args);
+	/* one task timed: its speedup gate may pass or fail (exit 0 or 1); the skips are what is checked */
+	ck_assert_int_ge(asprintf(&args, "--run %s --threads 2 --run-id forced1", plan), 0);
+	status = tu_run_tool(tmp, args, &out, &err);
+	ck_assert_msg(status == 0 || status == 1, "%s: exit %d: %s\n%s", args, status, err, out);
+	free(err);
+	eval = tu_eval_dir_of(out);
+	ck_assert_ptr_nonnull(eval);
+	full = fs_join(tmp, eval);
+	mark_clean(full);
+	res = tu_json_file(full, "result.json");
+	ck_assert_str_eq(jstr(res, "candidate"), "example.declines@short");
+	cJSON_ArrayForEach(t, cJSON_GetObjectItem(res, "tasks")) {
+		const cJSON *cfgs = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "candidate"), "configs");
+		int runs = strstr(jstr(t, "name"), "page1") != NULL; /* 127 keys at most; the others span more */
+
+		ck_assert_int_eq(cJSON_GetArraySize(cfgs), 1);
+		ck_assert_str_eq(jstr(cJSON_GetArrayItem(cfgs, 0), "name"), "short");
+		if (runs) {
+			ck_assert_str_eq(jstr(t, "parity"), "pass");
+			ran++;
+		} else {
+			ck_assert_str_eq(jstr(t, "parity"), "skipped");
+			ck_assert_str_eq(jstr(t, "skipped"),
+					 "candidate example.declines@short does not run it: example.declines short declines "
+					 "these arguments (its launch answered MLA_EUNSUPPORTED)");
+			ck_assert_str_eq(jstr(cJSON_GetArrayItem(cfgs, 0), "parity"), "unsupported");
+			skipped++;
+		}
+	}
+	ck_assert_int_eq(skipped, 2);
+	ck_assert_int_eq(ran, 1);
+	free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir %s", eval));
+	free(tool(0, NULL, "--verify skills/mla_decode_cpu_splitkv.md"));
+	cJSON_Delete(res);
+	free(out);
+	free(eval);
+	free(full);
+	free(plan);
+	free(args);
+	free(declines);
+}
+END_TEST
+
 START_TEST(parts_with_references_merge_into_evidence_that_verifies)
 {
 	char *picky = plugin("picky"), *args, *plan, *out, *merged;
@@ -795,6 +854,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
 	tcase_add_test(tc, parts_with_references_merge_into_evidence_that_verifies);
 	tcase_add_test(tc, config_that_declines_a_task_is_unsupported);
+	tcase_add_test(tc, forced_config_that_declines_a_task_skips_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
