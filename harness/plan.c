@@ -541,6 +541,16 @@ static void tolerances(struct task_spec *s)
 static int row_lens(int32_t *lens, int64_t *pages, const char *tag, int batch, int nlens, const int *explicit_lens,
 		    int uniform, int ragged_max, int page_size);
 
+/*
+ * A cache's block table columns and pages from its longest sequence and the pages its sequences
+ * need: spare pages (never referenced, NaN-filled) so that the permutation is not a bijection.
+ */
+static void cache_pages(int32_t *max_pages, int32_t *num_pages, int max_len, int64_t pages, int page_size)
+{
+	*max_pages = max_len > 0 ? (max_len + page_size - 1) / page_size : 1;
+	*num_pages = (int32_t)(pages + pages / 8 + 2);
+}
+
 static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv_dtype)
 {
 	int64_t pages = 0;
@@ -562,14 +572,8 @@ static int shape_to_spec(struct task_spec *s, const struct shape *sh, int32_t kv
 	VS_CHECK_ALLOC(s->seqlens);
 	max_len = row_lens(s->seqlens, &pages, sh->tag, sh->batch, sh->nlens, sh->lens, sh->uniform, sh->ragged_max,
 			   sh->page_size);
-	s->max_pages = (max_len + sh->page_size - 1) / sh->page_size;
-	if (s->max_pages < 1)
-		s->max_pages = 1;
-	/*
-	 * Spare pages (never referenced, NaN-filled) so that the permutation is not a bijection. The
-	 * stored cache holds num_pages pages; page_offset shifts them up a larger virtual cache.
-	 */
-	s->num_pages = (int32_t)(pages + pages / 8 + 2);
+	/* The stored cache holds num_pages pages; page_offset shifts them up a larger virtual cache. */
+	cache_pages(&s->max_pages, &s->num_pages, max_len, pages, sh->page_size);
 	return 0;
 }
 
@@ -652,8 +656,7 @@ static int sparse_to_spec(struct task_spec *s, const struct sparse_shape *sh, in
 	VS_CHECK_ALLOC(s->seqlens);
 	max_len = row_lens(s->seqlens, &pages, sh->tag, sh->batch, sh->nlens, sh->lens, sh->uniform, sh->ragged_max,
 			   sh->page_size);
-	s->max_pages = max_len > 0 ? (max_len + sh->page_size - 1) / sh->page_size : 1;
-	s->num_pages = (int32_t)(pages + pages / 8 + 2);
+	cache_pages(&s->max_pages, &s->num_pages, max_len, pages, sh->page_size);
 	if (!extra_topk)
 		return 0;
 	s->extra_topk = extra_topk;
@@ -667,8 +670,7 @@ static int sparse_to_spec(struct task_spec *s, const struct sparse_shape *sh, in
 	else
 		max_len = row_lens(s->extra_seqlens, &pages, sh->tag, sh->batch, sh->nlens, sh->lens, sh->uniform,
 				   sh->ragged_max, sh->extra_page_size);
-	s->extra_max_pages = max_len > 0 ? (max_len + sh->extra_page_size - 1) / sh->extra_page_size : 1;
-	s->extra_num_pages = (int32_t)(pages + pages / 8 + 2);
+	cache_pages(&s->extra_max_pages, &s->extra_num_pages, max_len, pages, sh->extra_page_size);
 	return 0;
 }
 
@@ -2206,19 +2208,12 @@ static int derive_workload_tasks(struct plan *np, const struct planned_format *f
 			sh.uniform = 1;
 			err = shape_to_spec(s, &sh, use[d]);
 			if (!err) {
-				int64_t pages = 0;
-				int32_t max_len = 0;
-
 				/* the sampled step's lengths, pages as shape_to_spec() counts them */
-				for (int b = 0; b < x->batch; b++) {
-					s->seqlens[b] = x->seqlens[b];
-					max_len = x->seqlens[b] > max_len ? x->seqlens[b] : max_len;
-					pages += (x->seqlens[b] + w->page_size - 1) / w->page_size;
-				}
-				s->max_pages = (max_len + w->page_size - 1) / w->page_size;
-				if (s->max_pages < 1)
-					s->max_pages = 1;
-				s->num_pages = (int32_t)(pages + pages / 8 + 2);
+				int64_t pages;
+				int max_len = row_lens(s->seqlens, &pages, tag, x->batch, x->batch, x->seqlens, 0, 0,
+						       w->page_size);
+
+				cache_pages(&s->max_pages, &s->num_pages, max_len, pages, w->page_size);
 				/* the name says the workload; the seed follows the workload's, not only the name */
 				s->seed = (fnv1a(s->name) ^ (wt->seed * 0x9e3779b97f4a7c15ull)) & ((1ull << 53) - 1);
 				if (relax > 0)

@@ -39,6 +39,17 @@ static int load_row(const struct mla_decode_args *a, int b, int j, int dims, dou
 	return MLA_OK;
 }
 
+/* The outputs of query row (b, i), rounded to float once: out[b][i][h][:] = acc[h][:] for every head. */
+static void store_out(float *out, const double *acc, const struct mla_decode_args *a, int b, int i)
+{
+	for (int h = 0; h < a->h_q; h++) {
+		float *o = out + (((size_t)b * a->s_q + i) * a->h_q + h) * MLA_D_V;
+
+		for (int d = 0; d < MLA_D_V; d++)
+			o[d] = (float)acc[(size_t)h * MLA_D_V + d];
+	}
+}
+
 /* One (batch, query position): all heads. scores is [h_q][n] doubles, row is [576]. */
 static int ref_item(const struct mla_decode_args *a, int b, int i, float *out, float *lse,
 		    double *scores, double *qd, double *acc)
@@ -107,12 +118,7 @@ static int ref_item(const struct mla_decode_args *a, int b, int i, float *out, f
 				ah[d] += p * row[d];
 		}
 	}
-	for (int h = 0; h < h_q; h++) {
-		float *o = out + (((size_t)b * a->s_q + i) * h_q + h) * MLA_D_V;
-
-		for (int d = 0; d < MLA_D_V; d++)
-			o[d] = (float)acc[(size_t)h * MLA_D_V + d];
-	}
+	store_out(out, acc, a, b, i);
 	return MLA_OK;
 }
 
@@ -273,12 +279,7 @@ static int ref_sparse_item(const struct mla_decode_args *a, int b, int i, float 
 				ah[d] += p * row[d];
 		}
 	}
-	for (int h = 0; h < h_q; h++) {
-		float *o = out + (((size_t)b * a->s_q + i) * h_q + h) * MLA_D_V;
-
-		for (int d = 0; d < MLA_D_V; d++)
-			o[d] = (float)acc[(size_t)h * MLA_D_V + d];
-	}
+	store_out(out, acc, a, b, i);
 	return MLA_OK;
 }
 
