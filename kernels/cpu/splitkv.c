@@ -249,6 +249,19 @@ static void skv_load_tile(const struct skv_job *job, int32_t b, int32_t t0, int3
 }
 
 /* Phase 1: one work item (b, split, head block) into the workspace. */
+/*
+ * The part [*lo, *hi) of n entries (keys, or a query row's topk entries) that split `split` of
+ * `splits` takes: whole tiles of bn, the tiles dealt evenly, the last one cut at n.
+ */
+static void skv_split_range(int32_t *lo, int32_t *hi, int64_t split, int64_t splits, int32_t n, int32_t bn)
+{
+	int64_t nb = ((int64_t)n + bn - 1) / bn;
+	int64_t end = (split + 1) * nb / splits * bn;
+
+	*lo = (int32_t)(split * nb / splits * bn);
+	*hi = (int32_t)(end < n ? end : n);
+}
+
 static void skv_partial(const struct skv_job *job, int64_t item, float *scratch)
 {
 	const struct mla_decode_args *a = job->a;
@@ -257,11 +270,7 @@ static void skv_partial(const struct skv_job *job, int64_t item, float *scratch)
 	int32_t hb = (int32_t)(item % p->hblocks);
 	int32_t split = (int32_t)(item / p->hblocks % p->splits);
 	int32_t b = (int32_t)(item / p->hblocks / p->splits);
-	int32_t len = a->seqlens[b];
-	int64_t nb = ((int64_t)len + bn - 1) / bn;
-	int32_t k_lo = (int32_t)(split * nb / p->splits * bn);
-	int64_t k_end = (split + 1) * nb / p->splits * bn;
-	int32_t k_hi = (int32_t)(k_end < len ? k_end : len);
+	int32_t len = a->seqlens[b], k_lo, k_hi;
 	int32_t r0 = hb * bh;
 	int32_t nr = p->rows - r0 < bh ? p->rows - r0 : bh;
 	float *kt = scratch;
@@ -272,6 +281,7 @@ static void skv_partial(const struct skv_job *job, int64_t item, float *scratch)
 	float *l = m + bh;
 	int32_t *vis = (int32_t *)(l + bh); /* visible keys of each row */
 
+	skv_split_range(&k_lo, &k_hi, split, p->splits, len, bn);
 	for (int32_t r = 0; r < nr; r++) {
 		const uint16_t *qbits = (const uint16_t *)a->q + ((size_t)b * p->rows + r0 + r) * MLA_D_QK;
 
@@ -347,11 +357,7 @@ static void skv_partial_sparse(const struct skv_job *job, int64_t item, float *s
 	int32_t split = (int32_t)(item / p->hblocks % p->splits);
 	int64_t bi = item / p->hblocks / p->splits;
 	int32_t b = (int32_t)(bi / a->s_q), i = (int32_t)(bi % a->s_q);
-	int32_t total = a->topk + a->extra_topk;
-	int64_t nb = ((int64_t)total + bn - 1) / bn;
-	int32_t e_lo = (int32_t)(split * nb / p->splits * bn);
-	int64_t e_end = (split + 1) * nb / p->splits * bn;
-	int32_t e_hi = (int32_t)(e_end < total ? e_end : total);
+	int32_t total = a->topk + a->extra_topk, e_lo, e_hi;
 	int32_t h0 = hb * bh;
 	int32_t nr = a->h_q - h0 < bh ? a->h_q - h0 : bh;
 	float *kt = scratch;
@@ -361,6 +367,7 @@ static void skv_partial_sparse(const struct skv_job *job, int64_t item, float *s
 	float *m = sc + (size_t)bh * bn;
 	float *l = m + bh;
 
+	skv_split_range(&e_lo, &e_hi, split, p->splits, total, bn);
 	for (int32_t r = 0; r < nr; r++) {
 		const uint16_t *qbits = (const uint16_t *)a->q + ((size_t)bi * a->h_q + h0 + r) * a->d_qk;
 

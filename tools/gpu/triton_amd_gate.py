@@ -25,31 +25,16 @@ stands in.
 """
 import argparse
 import concurrent.futures
-import importlib.util
 import json
 import os
 import re
 import sys
-import types
 
 sys.dont_write_bytecode = True  # no __pycache__ in kernels/ (its git status is part of the kernel identity)
 
-SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODULE = os.path.join(SRC, "kernels", "triton", "mla_decode.py")
-# Pointer types of the kernels' arguments (kernels/triton/mla_decode.py _build: q, out bf16; the
-# fp8 cache holds its codes as uint8; block_table, seqlens int32; lse and the partials fp32).
+from triton_mla_kernels import kernel_args, load_module  # noqa: E402 (after the line above)
+
 LDS_LIMIT = {"gfx942": 65536, "gfx950": 163840}
-PTRS = ("Q", "KV", "BT", "SL", "OUT", "LSE", "PO", "PL")
-SCALARS = {"qk_scale": "fp32", "out_scale": "fp32", "seq_q": "i32", "heads": "i32", "page": "i32",
-           "max_pages": "i32", "n_rows": "i32", "n_split": "i32"}
-
-
-def load_module():
-    sys.modules.setdefault("torch", types.ModuleType("torch"))
-    spec = importlib.util.spec_from_file_location("vs_triton_mla_decode", MODULE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def figures(amdgcn):
@@ -76,26 +61,11 @@ def compile_one(job):
 
     mod = load_module()
     fn = getattr(mod, kname)
-    if kname == "_mla_combine_kernel":
-        sig = {"PO": "*fp32", "PL": "*fp32", "OUT": "*bf16", "LSE": "*fp32", "seq_q": "i32", "heads": "i32",
-               "n_rows": "i32", "n_split": "i32", "NSP2": "constexpr"}
-        const = {"NSP2": mod._next_pow2(mod.MAX_SPLITS)}
-        opts = {"num_warps": 4, "num_stages": 1}
-        label = "combine"
-    else:
-        fp8 = dtype == "fp8_e4m3_fnuz"
-        sig = {p: "*fp32" for p in PTRS}
-        sig.update(Q="*bf16", KV="*u8" if fp8 else "*bf16", BT="*i32", SL="*i32", OUT="*bf16")
-        sig.update(SCALARS)
-        const = {"BLOCK_H": int(cfg["block_h"] or 64), "BLOCK_N": int(cfg["block_n"]), "FP8": fp8,
-                 "FP8_ASM": False, "SPLIT": split, "KV_INT": False}
-        for c in const:
-            sig[c] = "constexpr"
-        opts = {"num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}
+    sig, const, opts, label = kernel_args(mod, kname, cfg, dtype, split, False)
+    if cfg is not None:
         for amd in ("kpack", "matrix_instr_nonkdim", "waves_per_eu"):  # --config only: the launcher passes none
             if amd in cfg:
                 opts[amd] = int(cfg[amd])
-        label = cfg["name"]
     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const), target=GPUTarget("hip", target, 64),
                        options=opts)
     base = "triton-%s-%s-%s%s" % (label, dtype, kname.strip("_"), "-split" if split else "")

@@ -24,33 +24,20 @@ it for its launcher only, and a stub stands in. The summary goes to stderr.
 """
 import argparse
 import concurrent.futures
-import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import types
 
 sys.dont_write_bytecode = True  # no __pycache__ in kernels/ (its git status is part of the kernel identity)
 
-SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MODULE = os.path.join(SRC, "kernels", "triton", "mla_decode.py")
+from triton_mla_kernels import kernel_args, load_module  # noqa: E402 (after the line above)
+
 CC = {"sm_90": 90, "sm_120": 120}
 PTXAS_ARCH = {"sm_90": "sm_90a", "sm_120": "sm_120a"}
 SMEM_LIMIT = {"sm_90": 232448, "sm_120": 101376}
-PTRS = ("Q", "KV", "BT", "SL", "OUT", "LSE", "PO", "PL")
-SCALARS = {"qk_scale": "fp32", "out_scale": "fp32", "seq_q": "i32", "heads": "i32", "page": "i32",
-           "max_pages": "i32", "n_rows": "i32", "n_split": "i32"}
-
-
-def load_module():
-    sys.modules.setdefault("torch", types.ModuleType("torch"))
-    spec = importlib.util.spec_from_file_location("vs_triton_mla_decode", MODULE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def ptxas_path():
@@ -91,23 +78,7 @@ def compile_one(job):
 
     mod = load_module()
     fn = getattr(mod, kname)
-    if kname == "_mla_combine_kernel":
-        sig = {"PO": "*fp32", "PL": "*fp32", "OUT": "*bf16", "LSE": "*fp32", "seq_q": "i32", "heads": "i32",
-               "n_rows": "i32", "n_split": "i32", "NSP2": "constexpr"}
-        const = {"NSP2": mod._next_pow2(mod.MAX_SPLITS)}
-        opts = {"num_warps": 4, "num_stages": 1}
-        label = "combine"
-    else:
-        fp8 = dtype == "fp8_e4m3_fnuz"
-        sig = {p: "*fp32" for p in PTRS}
-        sig.update(Q="*bf16", KV="*u8" if fp8 else "*bf16", BT="*i32", SL="*i32", OUT="*bf16")
-        sig.update(SCALARS)
-        const = {"BLOCK_H": int(cfg["block_h"] or 64), "BLOCK_N": int(cfg["block_n"]), "FP8": fp8,
-                 "FP8_ASM": fp8 and mod.FP8_DECODE == "asm", "SPLIT": split, "KV_INT": False}
-        for c in const:
-            sig[c] = "constexpr"
-        opts = {"num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}
-        label = cfg["name"]
+    sig, const, opts, label = kernel_args(mod, kname, cfg, dtype, split, mod.FP8_DECODE == "asm")
     e = {"impl": mod.NAME, "config": label, "kv_dtype": dtype,
          "kernel": "%s%s" % (kname.strip("_"), " split" if split else ""), "split": split,
          "num_warps": opts["num_warps"], "num_stages": opts["num_stages"]}
