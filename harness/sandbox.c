@@ -134,17 +134,30 @@ static void close_closed_fds(const struct closed *c)
 	closedir(dp);
 }
 
-static int make_workdir(struct sandbox_state *st)
+int sandbox_make_workdir(char *dir, size_t cap)
 {
 	const char *tmp = getenv("TMPDIR");
 
-	snprintf(st->workdir, sizeof(st->workdir), "%s/vs-worker-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(st->workdir)) {
+	if (snprintf(dir, cap, "%s/vs-worker-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)cap) {
+		dir[0] = '\0';
+		return vs_error(VS_EIO, "sandbox: $TMPDIR is too long for a working directory");
+	}
+	if (!mkdtemp(dir)) {
 		int e = errno;
 
-		st->workdir[0] = '\0';
+		dir[0] = '\0';
 		return vs_error(VS_EIO, "sandbox: cannot make a working directory: %s", strerror(e));
 	}
+	return 0;
+}
+
+/* Enter st->workdir (made by the parent, or here when empty) and make it the process's $TMPDIR. */
+static int make_workdir(struct sandbox_state *st)
+{
+	int err;
+
+	if (!st->workdir[0] && (err = sandbox_make_workdir(st->workdir, sizeof(st->workdir))))
+		return err;
 	if (chdir(st->workdir) != 0)
 		return vs_error(VS_EIO, "sandbox: cannot enter '%s': %s", st->workdir, strerror(errno));
 	/*
@@ -164,7 +177,8 @@ int sandbox_enter(struct sandbox_state *st, const char *const *deny, int n)
 	char names[160] = "";
 	int abi, ruleset = -1, err = 0;
 
-	memset(st, 0, sizeof(*st));
+	st->landlock_abi = 0;
+	st->line[0] = '\0';
 	memset(&c, 0, sizeof(c));
 	for (int i = 0; i < n && c.n < SANDBOX_MAX_DENY; i++) {
 		char *rp = deny[i] ? realpath(deny[i], NULL) : NULL;

@@ -15,6 +15,8 @@
 #ifndef VS_SANDBOX_H
 #define VS_SANDBOX_H
 
+#include <stddef.h>
+
 struct sandbox_state {
 	int landlock_abi;  /* the ABI enforced, 0 when none */
 	char workdir[256]; /* the working directory made for the process ("" if none) */
@@ -22,14 +24,23 @@ struct sandbox_state {
 };
 
 /**
- * Enter the sandbox: deny[0..n) are the closed paths (missing ones are skipped). Returns 0 when the
+ * Make a fresh working directory for a worker, "$TMPDIR/vs-worker-XXXXXX" (or under /tmp), into
+ * dir[0..cap). The runner makes it before the fork and removes it, whatever it holds, after the
+ * worker is reaped: the worker itself cannot, once Landlock has closed /tmp's entries to it (a
+ * closed path under /tmp), and a worker that crashes never gets to. Errors: VS_EIO.
+ */
+int sandbox_make_workdir(char *dir, size_t cap);
+
+/**
+ * Enter the sandbox: deny[0..n) are the closed paths (missing ones are skipped). st->workdir is
+ * the working directory to enter (sandbox_make_workdir()); when it is "", one is made here. Returns 0 when the
  * process runs restricted or, without Landlock, with the warning in st->line; VS_EIO when the
  * working directory cannot be made or Landlock refuses a step after it was found (the worker
  * must not go on half-restricted).
  */
 int sandbox_enter(struct sandbox_state *st, const char *const *deny, int n);
 
-/** Remove the working directory made by sandbox_enter() if it is empty (best effort). */
+/** Remove the working directory if it is empty (best effort; the runner removes it in any case). */
 void sandbox_leave(struct sandbox_state *st);
 
 #endif /* VS_SANDBOX_H */

@@ -185,7 +185,7 @@ static int open_device(struct vs_device *d, const char *backend, int ordinal)
 }
 
 /* The body of a worker: everything a task needs, in this process. Returns the message text. */
-static char *work(const struct worker_spec *w, int *code_out)
+static char *work(const struct worker_spec *w, const char *workdir, int *code_out)
 {
 	struct measure_result r;
 	struct measure_ctx ctx = *w->ctx;
@@ -201,6 +201,7 @@ static char *work(const struct worker_spec *w, int *code_out)
 	memset(&dev, 0, sizeof(dev));
 	memset(&t, 0, sizeof(t));
 	memset(&sb, 0, sizeof(sb));
+	snprintf(sb.workdir, sizeof(sb.workdir), "%s", workdir ? workdir : "");
 	ctx.samples = fs;
 	ctx.log = fl;
 	ctx.gpu_ordinal = strcmp(w->backend, "cpu") ? w->gpu_ordinal : -1;
@@ -307,6 +308,14 @@ static int read_some(struct worker_proc *wp)
 	}
 }
 
+/* Remove a reaped worker's working directory with whatever its implementation left there. */
+static void remove_workdir(struct worker_proc *wp)
+{
+	if (wp->workdir[0])
+		fs_remove_tree(wp->workdir);
+	wp->workdir[0] = '\0';
+}
+
 int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 {
 	int fds[2], code;
@@ -314,14 +323,19 @@ int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 
 	memset(wp, 0, sizeof(*wp));
 	wp->fd = -1;
-	if (pipe(fds) != 0)
+	if (!w->in_process && (code = sandbox_make_workdir(wp->workdir, sizeof(wp->workdir))))
+		return code;
+	if (pipe(fds) != 0) {
+		remove_workdir(wp);
 		return vs_error(VS_EIO, "cannot create a pipe for the worker: %s", strerror(errno));
+	}
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
+		remove_workdir(wp);
 		return vs_error(VS_EIO, "cannot start a worker process: %s", strerror(errno));
 	}
 	if (pid == 0) {
@@ -331,7 +345,7 @@ int worker_start(struct worker_proc *wp, const struct worker_spec *w)
 		/* Die with the parent (a SIGKILLed validate_skill leaves no worker holding the device). */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 			_exit(4);
-		msg = work(w, &code);
+		msg = work(w, wp->workdir, &code);
 		if (msg)
 			write_all(fds[1], msg, strlen(msg));
 		close(fds[1]);
@@ -376,6 +390,7 @@ void worker_kill(struct worker_proc *wp)
 	if (wp->fd >= 0)
 		close(wp->fd);
 	free(wp->buf);
+	remove_workdir(wp);
 	memset(wp, 0, sizeof(*wp));
 	wp->fd = -1;
 }
@@ -393,6 +408,7 @@ int worker_finish(struct measure_result *r, struct worker_proc *wp, const struct
 	wp->pid = 0;
 	close(wp->fd);
 	wp->fd = -1;
+	remove_workdir(wp);
 	if ((err = measure_result_init(r, w->ctx, w->spec, w->task_hash)))
 		goto done;
 	j = !wp->timed_out && wp->len > 0 ? cJSON_ParseWithLength(wp->buf, wp->len) : NULL;
@@ -428,7 +444,7 @@ int worker_run_task(struct measure_result *r, const struct worker_spec *w, char 
 	*log = NULL;
 	memset(r, 0, sizeof(*r));
 	if (w->in_process) {
-		char *msg = work(w, &code);
+		char *msg = work(w, NULL, &code);
 
 		j = msg ? cJSON_Parse(msg) : NULL;
 		free(msg);

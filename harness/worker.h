@@ -46,6 +46,7 @@ struct worker_proc {
 	size_t len, cap;
 	double started, deadline; /* monotonic seconds; deadline 0 = no limit */
 	int eof, timed_out;
+	char workdir[256]; /* the worker's working directory (sandbox_make_workdir()), removed when reaped */
 };
 
 /**
