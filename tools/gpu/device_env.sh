@@ -7,7 +7,8 @@
 if [ ! -d /tmp/devlibs/lib ]; then
 	mkdir -p /tmp/devlibs && tar -xJf .dev/shared/devlibs.tar.xz -C /tmp/devlibs
 fi
-if [ ! -d /tmp/tlsite/tilelang ]; then
+# (the sparse steps need no TileLang: a call may carry none)
+if [ ! -d /tmp/tlsite/tilelang ] && [ -e .dev/shared/tilelang-0.1.15-site.tar.xz ]; then
 	mkdir -p /tmp/tlsite && tar -xJf .dev/shared/tilelang-0.1.15-site.tar.xz -C /tmp/tlsite
 fi
 export LD_LIBRARY_PATH=/tmp/devlibs/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

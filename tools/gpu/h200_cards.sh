@@ -57,6 +57,7 @@ WAIT_S=${WAIT_S:-540}
 VS=.dev/final/validate_skill
 source tools/gpu/device_env.sh
 FMLA=.dev/shared/libflashmla.so
+FMLA_SPARSE=.dev/shared/libflashmla_sparse.so
 # Plans, task dirs and eval dirs go under .dev/out (git-ignored), never plans/ or results/: a later
 # device call (the `wait` below) first copies this machine's working tree over the device's, which
 # put back plans/ as committed and deleted an eval dir under results/ that a run of the first call
@@ -88,7 +89,7 @@ run_steps() {
 	tar -C . --exclude=./.git --exclude=./$D -cf - . | tar -C "$SNAP" -xf - || { echo "copying the tree failed"; exit 1; }
 	cd "$SNAP" || exit 1
 	export VS_REPO_ROOT=$SNAP FLASHMLA_SO=$SNAP/.dev/shared/libflashmla.so
-	mkdir -p "$P/aa" "$P/headline" "$D/results" "$D/tasks"
+	mkdir -p "$P/aa" "$P/headline" "$P/dsa" "$D/results" "$D/tasks"
 	for step in "$@"; do
 		local start
 		start=$(date +%s)
@@ -142,6 +143,35 @@ run_steps() {
 		aa)
 			$VS --run $P/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \
 				--tasks-dir $D/tasks --results-dir $D/results/aa --threads "$threads" >"$WORK/aa.log" 2>&1
+			;;
+		sparse_smoke)
+			# flashmla.sparse_decode alone against a double CPU reference (both formats, splits,
+			# graph replay bit-identical): the plugin's first check, before the harness trusts it
+			.dev/final/flashmla_sparse_smoke "$FMLA_SPARSE" >"$WORK/sparse_smoke.log" 2>&1
+			echo "sparse_smoke: rc $?"
+			;;
+		dsa_plans)
+			# the sparse form (issue 36), tier full: FlashMLA's sparse decode as the baseline,
+			# torch.mla_decode as the candidate (an A/B of its own, never recorded into a card),
+			# hip.flash and triton.dsa_decode as references where the tree has them (DSA=ports):
+			# the V3.2 cache (fp8_ds_mla, topk 2048) through the HIP DSA card's grid, the V4 cache
+			# (fp8_model1, topk 128 + 1024 extra) through the V4 card's
+			local refs=""
+			[ "${DSA:-}" = ports ] && refs="--reference hip.flash --reference triton.dsa_decode"
+			{
+				$VS --emit-plan skills/dsa_decode_hip_port_sm90.md --tier full --baseline-lib "$FMLA_SPARSE" \
+					--candidate torch.mla_decode $refs --out $P/dsa/dsa_v32.full.plan.json
+				$VS --emit-plan skills/flash_mla_tilelang_to_triton_sm90.md --tier full \
+					--baseline-lib "$FMLA_SPARSE" --candidate torch.mla_decode $refs \
+					--out $P/dsa/dsa_v4.full.plan.json
+			} >"$WORK/dsa_plans.log" 2>&1
+			echo "dsa_plans: rc $?"
+			;;
+		dsa|dsa_v4)
+			local which=v32
+			[ "$step" = dsa_v4 ] && which=v4
+			$VS --run $P/dsa/dsa_$which.full.plan.json --tasks-dir $D/tasks --results-dir $D/results/dsa_$which \
+				--threads "$threads" >"$WORK/$step.log" 2>&1
 			;;
 		dev:*)
 			local name slot
