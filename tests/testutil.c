@@ -12,6 +12,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/*
+ * The test directories this process made, removed when it exits (Check runs each test in a
+ * process of its own): by the process that made them only, never by a child that forks off and
+ * exits. VS_TEST_KEEP=1 keeps them for a look after a failure. Until 2026-12-05 every test run left
+ * its directories in /tmp (5582 of them in a day).
+ */
+#define TU_MAX_TMPDIRS 64
+static char *tu_dirs[TU_MAX_TMPDIRS];
+static int tu_ndirs;
+static pid_t tu_owner;
+
+static void tu_remove_dirs(void)
+{
+	const char *keep = getenv("VS_TEST_KEEP");
+
+	if (getpid() != tu_owner || (keep && !strcmp(keep, "1")))
+		return;
+	for (int i = 0; i < tu_ndirs; i++)
+		fs_remove_tree(tu_dirs[i]);
+}
+
 char *tu_tmpdir(void)
 {
 	const char *base = getenv("TMPDIR");
@@ -21,6 +42,13 @@ char *tu_tmpdir(void)
 		ck_abort_msg("asprintf failed");
 	if (!mkdtemp(tmpl))
 		ck_abort_msg("mkdtemp failed for %s", tmpl);
+	if (tu_owner != getpid()) {
+		tu_owner = getpid();
+		tu_ndirs = 0;
+		atexit(tu_remove_dirs);
+	}
+	if (tu_ndirs < TU_MAX_TMPDIRS)
+		tu_dirs[tu_ndirs++] = strdup(tmpl);
 	return tmpl;
 }
 
