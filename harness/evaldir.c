@@ -1222,6 +1222,68 @@ done:
 }
 
 /*
+ * The workload speedup at each concurrency level of a workload plan (issue 41, item 4): for every
+ * level the timed tasks stand for, in ascending order, stats_weighted_speedup over the timed tasks of
+ * that level alone, as an array of {concurrency, tasks, weight, speedup}. conc[k] is the level of
+ * timed task k; the other arrays are workload_overall()'s. A config that wins at 96 and loses at 1
+ * says so here, whatever the whole workload's figure.
+ */
+static cJSON *per_concurrency_json(int *oom, const struct plan *p, const double *const *tb, const double *const *tc,
+				   const int *np, const double *w, const int *conc, int nspeed, int *err)
+{
+	const double **sb = calloc((size_t)nspeed + 1, sizeof(*sb)), **sc = calloc((size_t)nspeed + 1, sizeof(*sc));
+	int *sn = calloc((size_t)nspeed + 1, sizeof(int));
+	double *sw = calloc((size_t)nspeed + 1, sizeof(double));
+	cJSON *arr = cJSON_CreateArray();
+	int level = 0;
+
+	*err = 0;
+	if (!sb || !sc || !sn || !sw || !arr) {
+		*err = vs_oom();
+		goto done;
+	}
+	for (;;) {
+		int next = 0, k = 0;
+		double held = 0;
+		struct stats_ci ci;
+		cJSON *e;
+
+		for (int i = 0; i < nspeed; i++) /* the smallest level above the last one */
+			if (conc[i] > level && (!next || conc[i] < next))
+				next = conc[i];
+		if (!next)
+			break;
+		level = next;
+		for (int i = 0; i < nspeed; i++)
+			if (conc[i] == level) {
+				sb[k] = tb[i];
+				sc[k] = tc[i];
+				sw[k] = w[i];
+				held += w[i];
+				sn[k++] = np[i];
+			}
+		if ((*err = stats_weighted_speedup(&ci, sb, sc, sn, sw, k, p->protocol.resamples, p->protocol.seed)))
+			goto done;
+		e = cJSON_CreateObject();
+		jsonfile_put_num(oom, e, "concurrency", level);
+		jsonfile_put_num(oom, e, "tasks", k);
+		jsonfile_put_num(oom, e, "weight", held);
+		jsonfile_put(oom, e, "speedup", ci_json(oom, &ci));
+		jsonfile_put(oom, arr, NULL, e);
+	}
+done:
+	free(sb);
+	free(sc);
+	free(sn);
+	free(sw);
+	if (*err) {
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+/*
  * The workload speedup of a workload plan (stats_weighted_speedup) over the timed tasks, into
  * root's overall.workload: the estimate with its CI, the share of the workload's weight the timed
  * tasks hold, and the tasks that carry most of the baseline's time (weight x median t_base), at most
@@ -1229,11 +1291,11 @@ done:
  */
 static int workload_overall(int *oom, cJSON *ov, struct stats_ci *ci, const struct plan *p,
 			    const struct evaldir_task_summary *t, int n, const double **tb, const double **tc,
-			    const int *np, const double *w, int nspeed)
+			    const int *np, const double *w, const int *conc, int nspeed)
 {
 	double held = 0, total = 0, *share = NULL;
 	int err, *order = NULL;
-	cJSON *wj, *top;
+	cJSON *wj, *top, *pc;
 
 	if ((err = stats_weighted_speedup(ci, tb, tc, np, w, nspeed, p->protocol.resamples, p->protocol.seed)))
 		return err;
@@ -1267,6 +1329,12 @@ static int workload_overall(int *oom, cJSON *ov, struct stats_ci *ci, const stru
 	jsonfile_put_str(oom, wj, "id", p->workload->id);
 	jsonfile_put(oom, wj, "speedup", ci_json(oom, ci));
 	jsonfile_put_num(oom, wj, "weight_timed", held);
+	if (!(pc = per_concurrency_json(oom, p, tb, tc, np, w, conc, nspeed, &err))) {
+		free(share);
+		free(order);
+		return err;
+	}
+	jsonfile_put(oom, wj, "per_concurrency", pc);
 	top = jsonfile_put_arr(oom, wj, "time_share");
 	for (int k = 0; k < n && k < 5 && share[order[k]] > 0; k++) {
 		cJSON *e = cJSON_CreateObject();
@@ -1288,6 +1356,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	const double **tc = calloc((size_t)n + 1, sizeof(double *));
 	int *np = calloc((size_t)n + 1, sizeof(int));
 	double *tw = calloc((size_t)n + 1, sizeof(double));
+	int *tconc = calloc((size_t)n + 1, sizeof(int));
 	struct stats_ci wl = {0};
 	double gate_lo;
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0, oom = 0;
@@ -1298,7 +1367,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	cJSON *ov, *gates, *g;
 	const char *verdict;
 
-	if (!tb || !tc || !np || !tw) {
+	if (!tb || !tc || !np || !tw || !tconc) {
 		err = vs_oom();
 		cJSON_Delete(flags);
 		goto done;
@@ -1319,6 +1388,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			tb[nspeed] = t[i].t_base;
 			tc[nspeed] = t[i].t_cand;
 			tw[nspeed] = t[i].weight;
+			tconc[nspeed] = t[i].concurrency;
 			np[nspeed++] = t[i].npairs;
 		}
 	}
@@ -1338,7 +1408,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	gate_lo = overall.lo;
 	ov = jsonfile_put_obj(&oom, root, "overall");
 	if (p->workload && nspeed > 0) {
-		if ((err = workload_overall(&oom, ov, &wl, p, t, n, tb, tc, np, tw, nspeed))) {
+		if ((err = workload_overall(&oom, ov, &wl, p, t, n, tb, tc, np, tw, tconc, nspeed))) {
 			cJSON_Delete(flags);
 			goto done;
 		}
@@ -1442,10 +1512,24 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 					 "the end",
 					 *why ? ", " : "", ncomplete, p->ntasks);
 		}
-		if (p->workload && nspeed)
-			snprintf(line, cap, "workload %s speedup (%d tasks): %.3f [%.3f, %.3f]; ", p->workload->id,
+		if (p->workload && nspeed) {
+			const cJSON *pc = jget(jget(ov, "workload"), "per_concurrency"), *x;
+
+			snprintf(line, cap, "workload %s speedup (%d tasks): %.3f [%.3f, %.3f]", p->workload->id,
 				 nspeed, wl.estimate, wl.lo, wl.hi);
-		else if (p->workload)
+			cJSON_ArrayForEach(x, pc)
+			{
+				const cJSON *sp = jget(x, "speedup");
+
+				snprintf(line + strlen(line), cap - strlen(line), "%s%g: %.3f [%.3f, %.3f]",
+					 x == pc->child ? " (by concurrency " : ", ",
+					 cJSON_GetNumberValue(jget(x, "concurrency")),
+					 cJSON_GetNumberValue(jget(sp, "estimate")),
+					 cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0)),
+					 cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1)));
+			}
+			snprintf(line + strlen(line), cap - strlen(line), "%s; ", cJSON_GetArraySize(pc) ? ")" : "");
+		} else if (p->workload)
 			snprintf(line, cap, "workload %s speedup: n/a; ", p->workload->id);
 		else
 			line[0] = '\0';
@@ -1488,6 +1572,7 @@ done:
 	free(tc);
 	free(np);
 	free(tw);
+	free(tconc);
 	return err;
 }
 
@@ -2198,9 +2283,52 @@ static int e2e_recompute_overall(const struct evidence *e, const struct plan *p,
 	return 0;
 }
 
+/*
+ * A workload plan's overall.workload.per_concurrency, where result.json has it (evidence made before
+ * 2026-12-05 has none), must be what the samples give, level by level.
+ */
+static int per_concurrency_recompute(const struct evidence *e, const struct plan *p, const double **tb,
+				     const double **tc, const int *n, const double *w, const int *conc, int nspeed,
+				     int *status)
+{
+	const cJSON *got = jget(jget(jget(e->result, "overall"), "workload"), "per_concurrency");
+	int oom = 0, err;
+	cJSON *want;
+
+	if (!got)
+		return 0;
+	if (!(want = per_concurrency_json(&oom, p, tb, tc, n, w, conc, nspeed, &err)))
+		return err;
+	err = oom ? vs_oom() : 0;
+	if (!err && cJSON_GetArraySize(got) != cJSON_GetArraySize(want))
+		err = vs_error(VS_EVERIFY,
+			       "%s: result.json's workload speedup has %d concurrency levels, samples.csv "
+			       "with the plan gives %d",
+			       e->eval_dir, cJSON_GetArraySize(got), cJSON_GetArraySize(want));
+	for (int i = 0; !err && i < cJSON_GetArraySize(want); i++) {
+		const cJSON *g = cJSON_GetArrayItem(got, i), *x = cJSON_GetArrayItem(want, i);
+		const cJSON *xs = jget(x, "speedup");
+		struct stats_ci ci = {.estimate = cJSON_GetNumberValue(jget(xs, "estimate")),
+				      .lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(xs, "ci95"), 0)),
+				      .hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(xs, "ci95"), 1))};
+
+		if (!same(cJSON_GetNumberValue(jget(g, "concurrency")), cJSON_GetNumberValue(jget(x, "concurrency"))) ||
+		    !same(cJSON_GetNumberValue(jget(g, "tasks")), cJSON_GetNumberValue(jget(x, "tasks"))) ||
+		    !ci_same(jget(g, "speedup"), &ci))
+			err = vs_error(VS_EVERIFY,
+				       "%s: the workload speedup at concurrency %g in result.json does not recompute "
+				       "from samples.csv with the plan's weights",
+				       e->eval_dir, cJSON_GetNumberValue(jget(x, "concurrency")));
+	}
+	if (err == VS_EVERIFY)
+		*status = EVIDENCE_MISMATCH;
+	cJSON_Delete(want);
+	return err;
+}
+
 /* A workload plan's overall.workload.speedup must recompute from samples.csv with the plan's weights. */
 static int workload_recompute(const struct evidence *e, const struct plan *p, const double **tb, const double **tc,
-			      const int *n, const double *w, int nspeed, int *status)
+			      const int *n, const double *w, const int *conc, int nspeed, int *status)
 {
 	const cJSON *sp = jget(jget(jget(e->result, "overall"), "workload"), "speedup");
 	struct stats_ci ci;
@@ -2226,7 +2354,7 @@ static int workload_recompute(const struct evidence *e, const struct plan *p, co
 				exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1))),
 				exact(b[3], ci.estimate), exact(b[4], ci.lo), exact(b[5], ci.hi));
 	}
-	return 0;
+	return per_concurrency_recompute(e, p, tb, tc, n, w, conc, nspeed, status);
 }
 
 static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text, const char *samples_path,
@@ -2238,6 +2366,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	const double **tb = NULL, **tc = NULL;
 	int *n = NULL;
 	double *w = NULL;
+	int *conc = NULL;
 	struct e2e_acc e2e_acc = {0};
 
 	err = samples_parse(&tp, &ntp, samples_text, samples_path);
@@ -2249,7 +2378,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	tc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*tc));
 	n = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*n));
 	w = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*w));
-	if (!tb || !tc || !n || !w) {
+	conc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*conc));
+	if (!tb || !tc || !n || !w || !conc) {
 		err = vs_oom();
 		goto done;
 	}
@@ -2297,10 +2427,11 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			tb[nspeed] = tp[k].base;
 			tc[nspeed] = tp[k].cand;
 			w[nspeed] = p->workload && pi >= 0 ? p->workload->weight[pi] : 0;
+			conc[nspeed] = p->workload && pi >= 0 ? p->workload->concurrency[pi] : 0;
 			n[nspeed++] = tp[k].n;
 		}
 	}
-	if (p->workload && (err = workload_recompute(e, p, tb, tc, n, w, nspeed, status)))
+	if (p->workload && (err = workload_recompute(e, p, tb, tc, n, w, conc, nspeed, status)))
 		goto done;
 	if (nspeed > 0) {
 		struct stats_ci ov;
@@ -2340,6 +2471,7 @@ done:
 	free(tc);
 	free(n);
 	free(w);
+	free(conc);
 	return err;
 }
 

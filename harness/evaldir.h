@@ -227,6 +227,7 @@ struct evaldir_task_summary {
 	const struct measure_e2e *e2e;               /* its e2e stage (planned 0 or NULL: none) */
 	const char *name;                            /* the task's name (the plan's) */
 	double weight;                               /* its workload weight (plan_workload), 0 in a tier plan */
+	int concurrency; /* the concurrency it stands for (plan_workload), 0 in a tier plan */
 };
 
 /**

@@ -159,7 +159,7 @@ static int copy_manifest(struct evaldir_writer *w, const struct evaldir_part *pt
 
 int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const struct merge_options *o)
 {
-	char **paths = NULL, *eval_dir = NULL, *plan_path = NULL, *plan_text = NULL, line[640];
+	char **paths = NULL, *eval_dir = NULL, *plan_path = NULL, *plan_text = NULL, line[1024];
 	size_t plan_len = 0;
 	int npaths = 0, err, created = 0;
 	struct evaldir_part *parts = NULL;
@@ -241,6 +241,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		sum[i].kv_dtype = p.tasks[i].kv_dtype;
 		sum[i].name = p.tasks[i].name;
 		sum[i].weight = p.workload ? p.workload->weight[i] : 0;
+		sum[i].concurrency = p.workload ? p.workload->concurrency[i] : 0;
 		sum[i].skipped = jstr(task_json[i], "skipped");
 		if ((err = evaldir_e2e_from_task(&e2es[i], task_json[i], np > 0 ? &pairs[i][0] : NULL)))
 			goto done;

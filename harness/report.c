@@ -72,9 +72,11 @@ struct wl_row {
 	int claimed;          /* listed in expects.workloads */
 	int has_speedup;
 	double est, lo, hi, isolated;
-	char *evidence; /* ok, mismatch, missing, none */
-	char *why;      /* evidence detail or stale reason, or NULL */
-	char *weight;   /* where the time lies: "bf16-wl-c4-t3 41%, ..." from the run, or NULL */
+	char *evidence;       /* ok, mismatch, missing, none */
+	char *why;            /* evidence detail or stale reason, or NULL */
+	char *weight;         /* where the time lies: "bf16-wl-c4-t3 41%, ..." from the run, or NULL */
+	char *per_conc;       /* the speedup at each concurrency: "1: 0.952 [0.940, 0.961]; 64: 1.031 [...]", or NULL */
+	cJSON *per_conc_json; /* the run's overall.workload.per_concurrency (a copy), or NULL */
 	char *artifact;
 };
 
@@ -153,6 +155,8 @@ static void row_release(struct row *r)
 	cJSON_Delete(r->e2e);
 	for (int i = 0; i < r->nwls; i++) {
 		free(r->wls[i].workload);
+		free(r->wls[i].per_conc);
+		cJSON_Delete(r->wls[i].per_conc_json);
 		free(r->wls[i].gen);
 		free(r->wls[i].status);
 		free(r->wls[i].evidence);
@@ -965,6 +969,34 @@ static char *time_share_line(const struct evidence *e)
 }
 
 /*
+ * "1: 0.952 [0.940, 0.961]; 64: 1.031 [1.020, 1.040]": the workload speedup at each concurrency level
+ * of the run (result.json overall.workload.per_concurrency, issue 41), or NULL when it has none.
+ */
+static char *per_concurrency_line(const struct evidence *e)
+{
+	const cJSON *pc = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e->result, "overall"), "workload"),
+		"per_concurrency");
+	const cJSON *x;
+	char buf[1024] = "";
+
+	cJSON_ArrayForEach(x, pc)
+	{
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(x, "concurrency");
+		const cJSON *sp = cJSON_GetObjectItemCaseSensitive(x, "speedup");
+		const cJSON *ci = cJSON_GetObjectItemCaseSensitive(sp, "ci95");
+
+		if (cJSON_IsNumber(c) && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(sp, "estimate")) &&
+		    cJSON_GetArraySize(ci) == 2)
+			snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%d: %.3f [%.3f, %.3f]",
+				 *buf ? "; " : "", c->valueint,
+				 cJSON_GetObjectItemCaseSensitive(sp, "estimate")->valuedouble,
+				 cJSON_GetArrayItem(ci, 0)->valuedouble, cJSON_GetArrayItem(ci, 1)->valuedouble);
+	}
+	return *buf ? strdup(buf) : NULL;
+}
+
+/*
  * The card's deployments (docs/DESIGN.md "Workloads"): every validation.workloads record, checked
  * against its evidence as the card's own record is, and every workload of expects.workloads with no
  * record ("not run").
@@ -1013,6 +1045,14 @@ static void fill_workloads(struct row *r, const struct card *c, const struct rep
 		} else {
 			w->evidence = strdup("ok");
 			w->weight = time_share_line(&e);
+			w->per_conc = per_concurrency_line(&e);
+			w->per_conc_json =
+				cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+							cJSON_GetObjectItemCaseSensitive(
+								cJSON_GetObjectItemCaseSensitive(e.result, "overall"),
+								"workload"),
+							"per_concurrency"),
+						1);
 			if (strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
 				free(w->status);
 				w->status = strdup("stale");
@@ -1359,8 +1399,8 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 		fprintf(f,
 			"\n**Deployments** (a workload's verdict gates on its workload speedup, sum w x t_base / sum w "
 			"x t_cand; the equal-weight geomean stands beside it)\n\n| card | workload | gen | status | "
-			"workload speedup | geomean | evidence | where the time lies "
-			"|\n|---|---|---|---|---|---|---|---|\n");
+			"workload speedup | geomean | by concurrency | evidence | where the time lies "
+			"|\n|---|---|---|---|---|---|---|---|---|\n");
 	else
 		fprintf(f,
 			"\ndeployments (verdict on the workload speedup, sum w x t_base / sum w x t_cand; geomean "
@@ -1374,8 +1414,8 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 			wl_cells(sp, iso, w);
 			snprintf(wl, sizeof(wl), "%s%s", w->workload, w->claimed ? "" : " (not claimed)");
 			if (markdown) {
-				fprintf(f, "| %s | %s | %s | %s | %s | %s | ", rows[i].id, wl, *w->gen ? w->gen : "-",
-					w->status, sp, iso);
+				fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | ", rows[i].id, wl,
+					*w->gen ? w->gen : "-", w->status, sp, iso, w->per_conc ? w->per_conc : "-");
 				md(f, w->evidence);
 				if (w->why) {
 					fputs(": ", f);
@@ -1387,6 +1427,9 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 			} else {
 				fprintf(f, "%-30s %-28s %-8s %-10s %-25s %-8s %s\n", rows[i].id, wl,
 					*w->gen ? w->gen : "-", w->status, sp, iso, w->evidence);
+				if (w->per_conc)
+					fprintf(f, "  %s %s: by concurrency %s\n", rows[i].id, w->workload,
+						w->per_conc);
 				if (w->weight)
 					fprintf(f, "  %s %s: the baseline's time lies in %s\n", rows[i].id, w->workload,
 						w->weight);
@@ -1423,6 +1466,8 @@ static cJSON *workloads_json(const struct row *r)
 			cJSON_AddStringToObject(j, "detail", w->why);
 		if (w->weight)
 			cJSON_AddStringToObject(j, "time_share", w->weight);
+		if (w->per_conc_json)
+			cJSON_AddItemToObject(j, "per_concurrency", cJSON_Duplicate(w->per_conc_json, 1));
 		cJSON_AddStringToObject(j, "eval_dir", w->artifact ? w->artifact : "");
 		cJSON_AddItemToArray(arr, j);
 	}
@@ -2031,8 +2076,8 @@ static void print_workloads_html(FILE *f, struct row *rows, int n)
 	fprintf(f, "<h2>Deployments</h2>\n<p>A workload plan's verdict gates on the workload speedup (sum w &times; "
 		   "t_base / sum w &times; t_cand over the deployment's weighted tasks); the equal-weight geomean of "
 		   "the same run stands beside it.</p>\n<table>\n<tr><th>card</th><th>workload</th><th>gen</th>"
-		   "<th>status</th><th>workload speedup</th><th>geomean</th><th>evidence</th><th>where the time "
-		   "lies</th></tr>\n");
+		   "<th>status</th><th>workload speedup</th><th>geomean</th><th>by concurrency</th><th>evidence</th>"
+		   "<th>where the time lies</th></tr>\n");
 	for (int i = 0; i < n; i++) {
 		for (int k = 0; k < rows[i].nwls; k++) {
 			const struct wl_row *w = &rows[i].wls[k];
@@ -2046,6 +2091,7 @@ static void print_workloads_html(FILE *f, struct row *rows, int n)
 			cell(f, w->status);
 			cell(f, sp);
 			cell(f, iso);
+			cell_wrap(f, w->per_conc ? w->per_conc : "-");
 			esc_around(f, "<td>", w->evidence, "");
 			if (w->why)
 				esc_around(f, ": ", w->why, "");

@@ -300,7 +300,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	struct slot *slots = NULL;
 	struct evaldir_task_summary *sum = NULL;
 	const struct mla_decode_impl *base, *cand;
-	char *plan_text = NULL, *eval_dir = NULL, plan_hex[65], started[32], finished[32], line[640];
+	char *plan_text = NULL, *eval_dir = NULL, plan_hex[65], started[32], finished[32], line[1024];
 	char label[2][256]; /* the sides as cards name them (IMPL@CONFIG when forced) */
 	const char *py_versions = NULL;
 	size_t plan_len = 0;
@@ -583,6 +583,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 		sum[k].kv_dtype = p.tasks[i].kv_dtype;
 		sum[k].name = p.tasks[i].name;
 		sum[k].weight = p.workload ? p.workload->weight[i] : 0;
+		sum[k].concurrency = p.workload ? p.workload->concurrency[i] : 0;
 		sum[k].skipped = to->r.skipped;
 		sum[k].complete = to->r.complete;
 		sum[k].parity_pass = to->r.parity_pass;

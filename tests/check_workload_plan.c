@@ -13,6 +13,7 @@
 
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,17 +222,55 @@ START_TEST(test_plan_check_card_rederives)
 }
 END_TEST
 
+/* Scale the first per-concurrency estimate of the one eval dir's result.json by 1.25. */
+static void tamper_per_concurrency(const char *root)
+{
+	char *dir = fs_join(root, "results/mla_decode_cpu_splitkv"), *path = NULL, *text;
+	cJSON *j, *e;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			free(path);
+			path = fs_printf("%s/%s/result.json", dir, de->d_name);
+		}
+	closedir(d);
+	ck_assert_ptr_nonnull(path);
+	text = tu_read(path, NULL);
+	j = cJSON_Parse(text);
+	e = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+										   cJSON_GetObjectItem(j, "overall"), "workload"),
+									   "per_concurrency"),
+								       0),
+						    "speedup"),
+				"estimate");
+	ck_assert_ptr_nonnull(e);
+	cJSON_SetNumberValue(e, e->valuedouble * 1.25);
+	free(text);
+	text = cJSON_Print(j);
+	tu_write(path, text, strlen(text));
+	cJSON_Delete(j);
+	free(text);
+	free(path);
+	free(dir);
+}
+
 START_TEST(test_validate_record_verify_report)
 {
 	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *args, *out = NULL, *err = NULL, *card, *at;
 	char *card_path = fs_join(root, "skills/mla_decode_cpu_splitkv.md");
 	int status;
+	char was;
 
 	write_card(root, 1);
 	args = fs_printf("--validate skills/mla_decode_cpu_splitkv.md --workload %s", wl);
 	/* validated or failed, whatever this machine measures: both are recorded */
 	tu_run_tool(root, args, &out, &err);
 	ck_assert_msg(strstr(out, "workload wl_tiny speedup (2 tasks)") != NULL, "%s\n%s", out, err);
+	/* the speedup at each concurrency level the tasks stand for (issue 41, item 4) */
+	ck_assert_msg(strstr(out, " (by concurrency ") != NULL, "%s\n%s", out, err);
 	ck_assert_msg(strstr(out, "(validation.workloads.wl_tiny@x86_64)") != NULL, "%s\n%s", out, err);
 	card = tu_read(card_path, NULL);
 	ck_assert_msg(strstr(card, "wl_tiny@x86_64: {status: ") != NULL, "%s", card);
@@ -248,20 +287,32 @@ START_TEST(test_validate_record_verify_report)
 	status = tu_run_tool(root, "--report", &out, &err);
 	ck_assert_msg(strstr(out, "deployments (verdict on the workload speedup") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "the baseline's time lies in bf16-wl-") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "wl_tiny: by concurrency ") != NULL, "%s", out);
 	free(out);
 	free(err);
 	status = tu_run_tool(root, "--report --format json", &out, &err);
 	ck_assert_msg(strstr(out, "\"workload_speedup\"") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "\"per_concurrency\"") != NULL, "%s", out);
 	free(out);
 	free(err);
 	/* a record whose speedup was edited by hand no longer verifies */
 	at = strstr(card, "speedup: ");
 	ck_assert_ptr_nonnull(at);
+	was = at[9];
 	at[9] = at[9] == '9' ? '8' : '9';
 	tu_write(card_path, card, strlen(card));
 	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
 	ck_assert_int_ne(status, 0);
 	ck_assert_msg(strstr(err, "validation.workloads.wl_tiny@x86_64.speedup is") != NULL, "%s", err);
+	free(out);
+	free(err);
+	/* with the card put back, a per-concurrency figure edited in result.json no longer verifies */
+	at[9] = was;
+	tu_write(card_path, card, strlen(card));
+	tamper_per_concurrency(root);
+	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_int_ne(status, 0);
+	ck_assert_msg(strstr(err, "the workload speedup at concurrency ") != NULL, "%s\n%s", out, err);
 	free(out);
 	free(err);
 	free(card);
