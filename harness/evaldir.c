@@ -1,6 +1,7 @@
 #include "evaldir.h"
 #include "runtime.h"
 #include "fsutil.h"
+#include "op.h"
 #include "gpu_clocks.h"
 #include "jsonfile.h"
 #include "layout.h"
@@ -1005,7 +1006,7 @@ void evaldir_limit_flags(int *oom, cJSON *flags, const struct measure_result *r,
 	const double read = cJSON_GetNumberValue(jget(device, "read_gbps"));
 	const char *gen = jstr(device, "gen");
 	const int i = plan_task_index(p, r->hash);
-	const double peak = i >= 0 ? vs_device_peak_tflops(gen, p->tasks[i].kv_dtype) : 0;
+	const double peak = i >= 0 ? vs_device_peak_tflops(gen, vs_op_of(&p->tasks[i])->dtype(&p->tasks[i])) : 0;
 	const struct measure_impl *roles[2 + VS_PLAN_MAX_REFERENCES];
 	int n = 0;
 
@@ -1377,7 +1378,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			nskipped++;
 			continue;
 		}
-		ran_dtypes |= 1 << t[i].kv_dtype;
+		ran_dtypes |= 1 << t[i].dtype;
 		gate_parity &= t[i].parity_pass;
 		complete_all &= t[i].complete;
 		if (t[i].cand_capture == 0 || t[i].base_capture == 0)
@@ -1402,7 +1403,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	 * planned dtype none of whose tasks ran cannot be validated: the coverage gate fails.
 	 */
 	for (int i = 0; i < p->ntasks; i++)
-		planned_dtypes |= 1 << p->tasks[i].kv_dtype;
+		planned_dtypes |= 1 << vs_op_of(&p->tasks[i])->dtype(&p->tasks[i]);
 	pass_coverage = (planned_dtypes & ~ran_dtypes) == 0 || partial;
 	/* A workload plan gates on the workload speedup; the geomean stands beside it. */
 	gate_lo = overall.lo;
@@ -1460,7 +1461,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		missing = jsonfile_put_arr(&oom, g, "dtypes_not_run");
 		for (int d = 0; d < 31; d++)
 			if ((planned_dtypes & ~ran_dtypes) & (1 << d))
-				jsonfile_put(&oom, missing, NULL, cJSON_CreateString(mla_kv_dtype_name(d)));
+				jsonfile_put(&oom, missing, NULL,
+					     cJSON_CreateString(vs_op_of(p->tasks)->dtype_name(d)));
 		jsonfile_put_bool(&oom, g, "pass", pass_coverage);
 	}
 	if (p->e2e.enabled) {
@@ -1561,7 +1563,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			for (int d = 0; d < 31; d++)
 				if ((planned_dtypes & ~ran_dtypes) & (1 << d))
 					snprintf(dts + strlen(dts), sizeof(dts) - strlen(dts), "%s%s", *dts ? ", " : "",
-						 mla_kv_dtype_name(d));
+						 vs_op_of(p->tasks)->dtype_name(d));
 			snprintf(line + strlen(line), cap - strlen(line), " (%d task%s skipped: not supported%s%s%s)",
 				 nskipped, nskipped == 1 ? "" : "s", *dts ? "; no task of " : "", dts,
 				 *dts ? " ran: coverage FAIL" : "");

@@ -221,7 +221,7 @@ struct evaldir_task_summary {
 	int npairs;
 	int ref_status[VS_PLAN_MAX_REFERENCES];      /* enum evaldir_ref_status of the plan's references */
 	const double *t_ref[VS_PLAN_MAX_REFERENCES]; /* [npairs] ms when EVALDIR_REF_TIMED, else NULL */
-	int kv_dtype;                                /* enum mla_kv_dtype of the task */
+	int dtype;                                   /* the task's data-type class (op.h dtype) */
 	const char *skipped;                         /* why the task was not run (an implementation does not
 	                                 * support it), or NULL: not run is not passed */
 	const struct measure_e2e *e2e;               /* its e2e stage (planned 0 or NULL: none) */

@@ -1,6 +1,6 @@
 #include "freshset.h"
-#include "mla_decode_ref.h"
 #include "mla_numeric.h"
+#include "op.h"
 #include "rng.h"
 #include "vs_error.h"
 
@@ -32,7 +32,7 @@ int freshset_init(struct freshset *f, const struct task_spec *s, size_t q_elems,
 	memset(f, 0, sizeof(*f));
 	f->seed = draw_seed();
 	f->q_elems = q_elems;
-	f->oracle = task_flops(s) <= VS_FRESH_ORACLE_FLOPS;
+	f->oracle = vs_op_of(s)->flops(s) <= VS_FRESH_ORACLE_FLOPS;
 	f->threads = n > 0 ? (int)n : 1;
 	f->pool = malloc(q_elems * sizeof(uint16_t) + 1);
 	f->q = malloc(q_elems * sizeof(uint16_t) + 1);
@@ -76,19 +76,7 @@ int freshset_checked(const struct freshset *f, int pair, int every)
 
 int freshset_reference(struct freshset *f, const struct task_data *t, int set)
 {
-	const struct task_spec *s = &t->spec;
-	const struct task_set *ts = &t->sets[set];
-	struct mla_decode_args a;
-	int32_t *bt = NULL;
-	int rc, err;
-
-	if ((err = task_set_oracle_args(&a, &bt, s, ts, f->q)))
-		return err;
-	rc = mla_decode_reference(&a, f->ref_out, f->ref_lse, f->threads);
-	free(bt);
-	if (rc != MLA_OK)
-		return vs_error(VS_EFAIL, "the oracle refused the run-time input set of '%s' (status %d)", s->name, rc);
-	return 0;
+	return vs_op_of(&t->spec)->reference(f->ref_out, f->ref_lse, &t->spec, &t->sets[set], f->q, f->threads);
 }
 
 void freshset_release(struct freshset *f)

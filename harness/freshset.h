@@ -11,7 +11,7 @@
  * mask_k is set (off_k and mask_k drawn from the seed for k): as cheap as a copy, and never the
  * same bytes twice.
  *
- * The reference of a fresh q: the oracle (oracles/mla_decode_ref.h) computes it in the run, after
+ * The reference of a fresh q: the oracle (the task's operator's, op.h) computes it in the run, after
  * the implementation's launch, when the task costs at most VS_FRESH_ORACLE_FLOPS; above that bound
  * the oracle is too slow to run per check and a timed candidate output is compared with the
  * baseline's output on the same inputs instead (tolerances doubled, cos_tol four times).
@@ -24,7 +24,7 @@
 
 #include "task.h"
 
-/** Tasks up to this many flops (task_flops()) get the oracle's reference for every fresh check. */
+/** Tasks up to this many flops (the operator's count, op.h) get the oracle's reference for every fresh check. */
 #define VS_FRESH_ORACLE_FLOPS 1e9
 
 struct freshset {
@@ -52,7 +52,8 @@ int freshset_checked(const struct freshset *f, int pair, int every);
 
 /**
  * The oracle's reference of f->q on the keys, block_table and seqlens of t's set `set` into
- * f->ref_out, f->ref_lse. Errors: VS_EFAIL when the oracle refuses the arguments.
+ * f->ref_out, f->ref_lse (the operator's reference, op.h). Errors: VS_EFAIL when the oracle refuses
+ * the arguments, VS_ENOMEM.
  */
 int freshset_reference(struct freshset *f, const struct task_data *t, int set);
 

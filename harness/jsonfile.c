@@ -6,6 +6,7 @@
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,4 +132,90 @@ cJSON *jsonfile_put_arr(int *oom, cJSON *o, const char *key)
 	cJSON *c = cJSON_CreateArray();
 
 	return jsonfile_put(oom, o, key, c) ? c : NULL;
+}
+
+/* ---- numbers as text (task specs and manifests) -------------------------------------------- */
+
+/* Shortest %.Ng (N = 15..17) that strtod() reads back to v exactly. */
+static void fmt_double(char buf[40], double v)
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, 40, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* Shortest %.Ng (N = 6..9) that strtof() reads back to v exactly. */
+void jsonfile_fmt_float(char buf[40], float v)
+{
+	for (int prec = 6; prec <= 9; prec++) {
+		snprintf(buf, 40, "%.*g", prec, (double)v);
+		if (strtof(buf, NULL) == v)
+			return;
+	}
+}
+
+cJSON *jsonfile_raw_double(double v)
+{
+	char t[40];
+
+	fmt_double(t, v);
+	return cJSON_CreateRaw(t);
+}
+
+cJSON *jsonfile_raw_float(float v)
+{
+	char t[40];
+
+	jsonfile_fmt_float(t, v);
+	return cJSON_CreateRaw(t);
+}
+
+cJSON *jsonfile_raw_u64(uint64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
+	return cJSON_CreateRaw(t);
+}
+
+cJSON *jsonfile_raw_i64(int64_t v)
+{
+	char t[24];
+
+	snprintf(t, sizeof(t), "%lld", (long long)v);
+	return cJSON_CreateRaw(t);
+}
+
+int jsonfile_add(cJSON *obj, const char *key, cJSON *item)
+{
+	if (!obj || !item) {
+		cJSON_Delete(item);
+		return 0;
+	}
+	if (key ? !cJSON_AddItemToObject(obj, key, item) : !cJSON_AddItemToArray(obj, item)) {
+		cJSON_Delete(item);
+		return 0;
+	}
+	return 1;
+}
+
+int jsonfile_number(double *out, const cJSON *j)
+{
+	char *end = NULL;
+	double v;
+
+	if (cJSON_IsNumber(j)) {
+		*out = j->valuedouble;
+		return 0;
+	}
+	if (!cJSON_IsRaw(j) || !j->valuestring || !*j->valuestring)
+		return -1;
+	errno = 0;
+	v = strtod(j->valuestring, &end);
+	if (*end || errno == ERANGE)
+		return -1;
+	*out = v;
+	return 0;
 }

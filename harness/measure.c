@@ -3,6 +3,8 @@
 #include "fsutil.h"
 #include "gpu_clocks.h"
 #include "mla_numeric.h"
+#include "op.h"
+#include "op_mla.h"
 #include "parity.h"
 #include "pyimpl.h"
 #include "vs_error.h"
@@ -162,7 +164,7 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 {
 	const struct task_spec *s = &t->spec;
 
-	task_kernel_shape(a, s);
+	mla_task_kernel_shape(a, s);
 	a->q = b->q[set];
 	/*
 	 * A task with page_offset places its stored pages at page_offset.. of a larger virtual cache
@@ -175,7 +177,8 @@ static void make_args(struct mla_decode_args *a, const struct vs_device *d, cons
 	if (b->kv_sparse[set])
 		a->kv_cache = b->kv_sparse[set];
 	else
-		a->kv_cache = (const void *)((uintptr_t)b->kv[set] - (uintptr_t)s->page_offset * task_page_bytes(s));
+		a->kv_cache =
+			(const void *)((uintptr_t)b->kv[set] - (uintptr_t)s->page_offset * mla_task_page_bytes(s));
 	a->block_table = b->bt[set];
 	a->seqlens = b->sl[set];
 	if (s->topk > 0)
@@ -264,7 +267,7 @@ static int kv_alloc(struct vs_device *d, const struct measure_ctx *ctx, const st
 		    int i, int *sparse_ok)
 {
 	const struct task_spec *s = &t->spec;
-	size_t kv_bytes = t->sets[i].kv_bytes, off = (size_t)s->page_offset * task_page_bytes(s);
+	size_t kv_bytes = t->sets[i].kv_bytes, off = (size_t)s->page_offset * mla_task_page_bytes(s);
 	int err, quiet;
 
 	if (!s->page_offset || !d->ops->alloc_sparse || !*sparse_ok || !kv_bytes)
@@ -1954,8 +1957,8 @@ int measure_result_init(struct measure_result *r, const struct measure_ctx *ctx,
 	memset(r, 0, sizeof(*r));
 	snprintf(r->name, sizeof(r->name), "%s", spec->name);
 	snprintf(r->hash, sizeof(r->hash), "%s", hash);
-	r->bytes = task_bytes(spec);
-	r->flops = task_flops(spec);
+	r->bytes = vs_op_of(spec)->bytes(spec);
+	r->flops = vs_op_of(spec)->flops(spec);
 	r->sm_mhz_begin = r->sm_mhz_end = -1;
 	r->e2e.set = -1;
 	r->e2e.parity = -1;

@@ -1,6 +1,7 @@
 #include "merge.h"
 #include "evaldir.h"
 #include "fsutil.h"
+#include "op.h"
 #include "plan.h"
 #include "progress.h"
 #include "vs_error.h"
@@ -238,7 +239,7 @@ int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const s
 		sum[i].parity_pass = jstr(task_json[i], "parity") && !strcmp(jstr(task_json[i], "parity"), "pass");
 		sum[i].base_capture = capture_code(jget(task_json[i], "baseline"));
 		sum[i].cand_capture = capture_code(jget(task_json[i], "candidate"));
-		sum[i].kv_dtype = p.tasks[i].kv_dtype;
+		sum[i].dtype = vs_op_of(&p.tasks[i])->dtype(&p.tasks[i]);
 		sum[i].name = p.tasks[i].name;
 		sum[i].weight = p.workload ? p.workload->weight[i] : 0;
 		sum[i].concurrency = p.workload ? p.workload->concurrency[i] : 0;

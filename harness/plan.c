@@ -1,6 +1,8 @@
 #include "plan.h"
 #include "card.h"
 #include "layout.h"
+#include "op.h"
+#include "op_mla.h"
 #include "fsutil.h"
 #include "jsonfile.h"
 #include "plugin.h"
@@ -532,10 +534,10 @@ static uint64_t mix64(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-/* The tool's tolerances of the spec's form and format (task_default_tolerances(); set topk first). */
+/* The tool's tolerances of the spec's form and format (the operator's, op.h; set topk first). */
 static void tolerances(struct task_spec *s)
 {
-	task_default_tolerances(&s->tol_out, &s->tol_lse, s);
+	vs_op_of(s)->tolerances(&s->tol_out, &s->tol_lse, s);
 }
 
 static int row_lens(int32_t *lens, int64_t *pages, const char *tag, int batch, int nlens, const int *explicit_lens,
@@ -1047,7 +1049,7 @@ static void skips_release(struct plan_skip *s, int n)
 
 /*
  * Why impl does not run task t, into why (1), or 0 when it runs it: its supports() on the task's
- * shapes (task_kernel_shape(): every pointer NULL, kv_scale 1, no device); an implementation
+ * shapes (mla_task_kernel_shape(): every pointer NULL, kv_scale 1, no device); an implementation
  * without supports() runs the dense form with bf16 or fp8_e4m3_fnuz only (kernels/mla_decode.h).
  */
 static int impl_skips_task(const struct mla_decode_impl *impl, const struct task_spec *t, char *why, size_t cap)
@@ -1062,7 +1064,7 @@ static int impl_skips_task(const struct mla_decode_impl *impl, const struct task
 	}
 	if (!impl->supports)
 		return 0;
-	task_kernel_shape(&a, t);
+	mla_task_kernel_shape(&a, t);
 	if (impl->supports(&a, why, cap) == 1)
 		return 0;
 	why[cap - 1] = '\0';
@@ -2301,7 +2303,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 	if (!c->scope || (strcmp(c->scope, "kernel") && strcmp(c->scope, "e2e")))
 		return vs_error(VS_EUNSUPPORTED, "%s: scope '%s' cannot be planned: kernel and e2e are", c->path,
 				c->scope ? c->scope : "");
-	if (!c->match.operator_name || strcmp(c->match.operator_name, "mla_attention"))
+	if (!vs_operator_for_card(c->match.operator_name))
 		return vs_error(VS_EUNSUPPORTED,
 				"%s: match.operator '%s' is not an operator this tool plans "
 				"(mla_attention)",
@@ -2649,7 +2651,7 @@ int plan_to_text(char **out, const struct plan *p)
 	jsonfile_put_str(oom, card, "id", p->card_id);
 	jsonfile_put_str(oom, card, "path", p->card_path);
 	jsonfile_put_str(oom, card, "hash", p->card_hash);
-	jsonfile_put_str(oom, root, "operator", "mla_attention");
+	jsonfile_put_str(oom, root, "operator", vs_op_of(p->tasks)->card_operator);
 	jsonfile_put_str(oom, root, "regime", p->regime);
 	jsonfile_put_str(oom, root, "tier", p->tier);
 	jsonfile_put_str(oom, root, "gen", p->gen);
@@ -2682,9 +2684,9 @@ int plan_to_text(char **out, const struct plan *p)
 		cJSON *t = cJSON_CreateObject();
 
 		jsonfile_put_str(oom, t, "hash", p->task_hash[i]);
-		jsonfile_put_num(oom, t, "bytes", task_bytes(&p->tasks[i]));
-		jsonfile_put_num(oom, t, "flops", task_flops(&p->tasks[i]));
-		jsonfile_put(oom, t, "spec", task_spec_to_json(&p->tasks[i]));
+		jsonfile_put_num(oom, t, "bytes", vs_op_of(&p->tasks[i])->bytes(&p->tasks[i]));
+		jsonfile_put_num(oom, t, "flops", vs_op_of(&p->tasks[i])->flops(&p->tasks[i]));
+		jsonfile_put(oom, t, "spec", vs_op_of(&p->tasks[i])->spec_to_json(&p->tasks[i]));
 		if (p->workload) {
 			cJSON *wj = jsonfile_put_obj(oom, t, "workload");
 
@@ -3231,7 +3233,7 @@ done:
  * so a key it never writes is an edit (or a misspelling that would be silently ignored) and is
  * refused with its path. "*" accepts any key (objects the tool copies whole: a Python module's
  * description, the build gate's figures, a reference's pinned configs). Task specs are checked by
- * task_spec_from_json().
+ * the operator's spec_from_json() (op.h).
  */
 struct plan_keys {
 	const char *path; /* the object, as "tasks[].configs" */
@@ -3401,6 +3403,7 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 	struct plan np;
 	cJSON *root = NULL, *card, *tasks, *t, *pr, *gates;
 	const char *schema, *parity, *seed;
+	const struct vs_operator *op;
 	int err, i = 0;
 
 	memset(&np, 0, sizeof(np));
@@ -3421,6 +3424,11 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		goto done;
 	}
 	memcpy(np.card_hash, get_str(card, "hash"), 65);
+	if (!(op = vs_operator_for_card(get_str(root, "operator")))) {
+		err = vs_error(VS_ESCHEMA, "%s: \"operator\" is '%s', not an operator this tool plans", path,
+			       get_str(root, "operator") ? get_str(root, "operator") : "");
+		goto done;
+	}
 	if ((err = dup_str(&np.tier, root, "tier", path)) || (err = dup_str(&np.gen, root, "gen", path)) ||
 	    (err = dup_str(&np.model, root, "model", path)) || (err = dup_str(&np.regime, root, "regime", path)))
 		goto done;
@@ -3448,7 +3456,7 @@ int plan_parse(struct plan *p, const char *text, size_t len, const char *path)
 		const char *want = get_str(t, "hash");
 
 		snprintf(where, sizeof(where), "%s: tasks[%d]", path, i);
-		err = task_spec_from_json(&np.tasks[i], cJSON_GetObjectItemCaseSensitive(t, "spec"), where);
+		err = op->spec_from_json(&np.tasks[i], cJSON_GetObjectItemCaseSensitive(t, "spec"), where);
 		if (err)
 			goto done;
 		np.ntasks = ++i;
@@ -3555,15 +3563,6 @@ done:
 	plan_release(&np);
 	cJSON_Delete(root);
 	return err;
-}
-
-static double sum_lens(const struct task_spec *s)
-{
-	double n = 0;
-
-	for (int b = 0; b < s->batch; b++)
-		n += s->seqlens[b];
-	return n;
 }
 
 /* A reference's lines of the summary: what it is and the tasks it skips, each with the reason. */
@@ -3675,7 +3674,7 @@ void plan_print_summary(const struct plan *p, FILE *f)
 	if (p->form_note)
 		fprintf(f, "  form       %s\n", p->form_note);
 	else if (p->ntasks > 0)
-		fprintf(f, "  form       %s\n", p->tasks[0].topk ? "sparse (its tasks have topk)" : "dense");
+		fprintf(f, "  form       %s\n", vs_op_of(p->tasks)->form(p->tasks));
 	fprintf(f, "  gates      parity %s, %s CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory",
 		p->workload ? "workload speedup (sum w x t_base / sum w x t_cand; geomean beside, not gated)" :
@@ -3683,12 +3682,12 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		p->speedup_min, p->capture_required ? "required" : "n/a on the CPU");
 	if (p->ntasks > 0) {
 		const struct task_spec *t = &p->tasks[0];
-		struct task_spec tool = {.topk = t->topk};
+		struct task_tol tool_out, tool_lse;
 
-		tolerances(&tool);
+		vs_op_of(t)->tolerances(&tool_out, &tool_lse, t);
 		fprintf(f, "  tolerance  out atol %g rtol %g, lse atol %g rtol %g%s\n", t->tol_out.atol,
 			t->tol_out.rtol, t->tol_lse.atol, t->tol_lse.rtol,
-			t->tol_out.atol != tool.tol_out.atol || t->tol_out.rtol != tool.tol_out.rtol ?
+			t->tol_out.atol != tool_out.atol || t->tol_out.rtol != tool_out.rtol ?
 				" (relaxed by the card's expects.parity: relaxed(<tol>))" :
 				" (the tool's)");
 	}
@@ -3717,23 +3716,17 @@ void plan_print_summary(const struct plan *p, FILE *f)
 			p->pins_run, p->pins_sha256);
 	for (int i = 0; i < p->ntasks; i++)
 		nw = (int)strlen(p->tasks[i].name) > nw ? (int)strlen(p->tasks[i].name) : nw;
-	fprintf(f, "  %-*s %5s %4s %4s %4s %9s %9s%s%s\n", nw, "task", "b", "s_q", "h_q", "page", "sum(lens)", "MB",
-		p->ntasks > 0 && p->tasks[0].topk ? "  kv_dtype          topk" : "",
-		p->pins ? "  pinned (baseline / candidate)" : "");
+	fprintf(f, "  %-*s", nw, "task");
+	vs_op_of(p->tasks)->summary_header(f, p->ntasks > 0 ? p->tasks : NULL);
+	fprintf(f, "%s\n", p->pins ? "  pinned (baseline / candidate)" : "");
 	for (int i = 0; i < p->ntasks; i++) {
 		const struct task_spec *s = &p->tasks[i];
-		char topk[32];
+		const struct vs_operator *op = vs_op_of(s);
 
-		bytes += task_bytes(s);
-		flops += task_flops(s);
-		fprintf(f, "  %-*s %5d %4d %4d %4d %9.0f %9.1f", nw, s->name, s->batch, s->s_q, s->h_q, s->page_size,
-			sum_lens(s), task_bytes(s) / 1e6);
-		if (s->topk && s->extra_topk)
-			snprintf(topk, sizeof(topk), "%d+%d", s->topk, s->extra_topk);
-		else
-			snprintf(topk, sizeof(topk), "%d", s->topk);
-		if (p->tasks[0].topk)
-			fprintf(f, "  %-16s %6s", mla_kv_dtype_name(s->kv_dtype), topk);
+		bytes += op->bytes(s);
+		flops += op->flops(s);
+		fprintf(f, "  %-*s", nw, s->name);
+		op->summary_row(f, s, p->tasks);
 		if (p->pins) {
 			const struct plan_pin *pin = &p->pins[i];
 
@@ -4047,8 +4040,8 @@ static void spec_diff_named(char *diff, size_t cap, const struct task_spec *have
 		snprintf(diff, cap, "'%.*s' is not a task the tool plans", (int)sizeof(have->name), have->name);
 		return;
 	}
-	a = task_spec_to_json(have);
-	b = task_spec_to_json(&want);
+	a = vs_op_of(have)->spec_to_json(have);
+	b = vs_op_of(&want)->spec_to_json(&want);
 	if (a && b && json_first_diff(where, sizeof(where), vh, vw, sizeof(vh), a, b, "spec"))
 		snprintf(diff, cap, "'%.96s': %.100s is %.90s in the plan, the tool plans %.90s", want.name, where, vh,
 			 vw);
@@ -4163,8 +4156,8 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 			snprintf(source, sizeof(source), "workload %s", p->workload->path);
 		else
 			snprintf(source, sizeof(source), "tier %s", p->tier);
-		if (part_differs(diff, cap, &oom, task_spec_to_json(&p->tasks[j]), task_spec_to_json(&d.tasks[k]), "",
-				 source)) {
+		if (part_differs(diff, cap, &oom, vs_op_of(&p->tasks[j])->spec_to_json(&p->tasks[j]),
+				 vs_op_of(&d.tasks[k])->spec_to_json(&d.tasks[k]), "", source)) {
 			char line[1024];
 
 			snprintf(line, sizeof(line), "task '%s': spec.%s", p->tasks[j].name, diff);

@@ -2,6 +2,7 @@
 #include "card.h"
 #include "evaldir.h"
 #include "fsutil.h"
+#include "op.h"
 #include "layout.h"
 #include "measure.h"
 #include "plugin.h"
@@ -580,7 +581,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			fprintf(w.log, "    task %s failed: %s\n", p.tasks[i].name, to->r.error);
 		if (to->r.py_versions && !py_versions)
 			py_versions = to->r.py_versions;
-		sum[k].kv_dtype = p.tasks[i].kv_dtype;
+		sum[k].dtype = vs_op_of(&p.tasks[i])->dtype(&p.tasks[i]);
 		sum[k].name = p.tasks[i].name;
 		sum[k].weight = p.workload ? p.workload->weight[i] : 0;
 		sum[k].concurrency = p.workload ? p.workload->concurrency[i] : 0;

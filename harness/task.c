@@ -11,12 +11,13 @@
 #include "task.h"
 #include "codec.h"
 #include "fsutil.h"
+#include "jsonfile.h"
 #include "rng.h"
 #include "safetensors.h"
 #include "vs_error.h"
 #include "mla_decode.h"
-#include "mla_decode_ref.h"
 #include "mla_numeric.h"
+#include "op.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -32,597 +33,35 @@
 #include <unistd.h>
 
 #define TASK_FORMAT "validate_skill task/1"
-#define TASK_OPERATOR "mla_decode"
 #define MANIFEST_NAME "manifest.json"
 #define HEADER_SLACK ((uint64_t)64 << 10) /* disk estimate: per-file header allowance */
 #define MANIFEST_SLACK ((uint64_t)1 << 20)
 #define SIZE_LIMIT ((uint64_t)1 << 62) /* largest byte size a spec may ask for */
 
-/* ---- numbers as text ------------------------------------------------------------------------ */
-
-/* Shortest %.Ng (N = 15..17) that strtod() reads back to v exactly. */
-static void fmt_double(char buf[40], double v)
-{
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, 40, "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			return;
-	}
-}
-
-/* Shortest %.Ng (N = 6..9) that strtof() reads back to v exactly. */
-static void fmt_float(char buf[40], float v)
-{
-	for (int prec = 6; prec <= 9; prec++) {
-		snprintf(buf, 40, "%.*g", prec, (double)v);
-		if (strtof(buf, NULL) == v)
-			return;
-	}
-}
-
-static cJSON *raw_double(double v)
-{
-	char t[40];
-
-	fmt_double(t, v);
-	return cJSON_CreateRaw(t);
-}
-
-static cJSON *raw_float(float v)
-{
-	char t[40];
-
-	fmt_float(t, v);
-	return cJSON_CreateRaw(t);
-}
-
-static cJSON *raw_u64(uint64_t v)
-{
-	char t[24];
-
-	snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
-	return cJSON_CreateRaw(t);
-}
-
-static cJSON *raw_i64(int64_t v)
-{
-	char t[24];
-
-	snprintf(t, sizeof(t), "%lld", (long long)v);
-	return cJSON_CreateRaw(t);
-}
-
-/* Add item to obj under key; frees item and returns 0 if either is NULL or adding fails. */
-static int add(cJSON *obj, const char *key, cJSON *item)
-{
-	if (!obj || !item) {
-		cJSON_Delete(item);
-		return 0;
-	}
-	if (key ? !cJSON_AddItemToObject(obj, key, item) : !cJSON_AddItemToArray(obj, item)) {
-		cJSON_Delete(item);
-		return 0;
-	}
-	return 1;
-}
-
-/* The numeric value of a cJSON number or raw number item; 0 ok, -1 not a number. */
-static int json_number(double *out, const cJSON *j)
-{
-	char *end = NULL;
-	double v;
-
-	if (cJSON_IsNumber(j)) {
-		*out = j->valuedouble;
-		return 0;
-	}
-	if (!cJSON_IsRaw(j) || !j->valuestring || !*j->valuestring)
-		return -1;
-	errno = 0;
-	v = strtod(j->valuestring, &end);
-	if (*end || errno == ERANGE)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* ---- spec ----------------------------------------------------------------------------------- */
+/* ---- specs, through their operator (op.h) ---------------------------------------------------- */
 
 int task_spec_copy(struct task_spec *dst, const struct task_spec *src)
 {
-	struct task_spec c = *src;
-
-	c.seqlens = NULL;
-	c.extra_seqlens = NULL;
-	if (src->seqlens && src->batch > 0) {
-		c.seqlens = malloc((size_t)src->batch * sizeof(int32_t));
-		if (!c.seqlens)
-			return vs_error(VS_ENOMEM, "out of memory copying task spec '%s'", src->name);
-		memcpy(c.seqlens, src->seqlens, (size_t)src->batch * sizeof(int32_t));
-	}
-	if (src->extra_seqlens && src->batch > 0) {
-		c.extra_seqlens = malloc((size_t)src->batch * sizeof(int32_t));
-		if (!c.extra_seqlens) {
-			free(c.seqlens);
-			return vs_error(VS_ENOMEM, "out of memory copying task spec '%s'", src->name);
-		}
-		memcpy(c.extra_seqlens, src->extra_seqlens, (size_t)src->batch * sizeof(int32_t));
-	}
-	*dst = c;
-	return 0;
+	return vs_op_of(src)->spec_copy(dst, src);
 }
 
 void task_spec_release(struct task_spec *s)
 {
-	if (!s)
-		return;
-	free(s->seqlens);
-	free(s->extra_seqlens);
-	memset(s, 0, sizeof(*s));
+	if (s)
+		vs_op_of(s)->spec_release(s);
 }
 
-static cJSON *tol_to_json(const struct task_tol *t)
+cJSON *task_tol_to_json(const struct task_tol *t)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (!add(o, "atol", raw_double(t->atol)) || !add(o, "rtol", raw_double(t->rtol)) ||
-	    !add(o, "cos_tol", raw_double(t->cos_tol))) {
+	if (!jsonfile_add(o, "atol", jsonfile_raw_double(t->atol)) ||
+	    !jsonfile_add(o, "rtol", jsonfile_raw_double(t->rtol)) ||
+	    !jsonfile_add(o, "cos_tol", jsonfile_raw_double(t->cos_tol))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
 	return o;
-}
-
-/* The sparse keys (written only when topk > 0): 0 ok, -1 out of memory. */
-static int sparse_to_json(cJSON *j, const struct task_spec *s)
-{
-	cJSON *lens = NULL;
-
-	if (!add(j, "topk", cJSON_CreateNumber(s->topk)) || !add(j, "topk_length", cJSON_CreateBool(s->topk_length)) ||
-	    !add(j, "attn_sink", cJSON_CreateBool(s->attn_sink)))
-		return -1;
-	if (s->extra_topk <= 0)
-		return 0;
-	if (!add(j, "extra_topk", cJSON_CreateNumber(s->extra_topk)) ||
-	    !add(j, "extra_page_size", cJSON_CreateNumber(s->extra_page_size)) ||
-	    !add(j, "extra_max_pages", cJSON_CreateNumber(s->extra_max_pages)) ||
-	    !add(j, "extra_num_pages", cJSON_CreateNumber(s->extra_num_pages)) ||
-	    !add(j, "extra_seqlens", lens = cJSON_CreateArray()))
-		return -1;
-	for (int b = 0; s->extra_seqlens && b < s->batch; b++)
-		if (!add(lens, NULL, cJSON_CreateNumber(s->extra_seqlens[b])))
-			return -1;
-	return add(j, "extra_topk_length", cJSON_CreateBool(s->extra_topk_length)) ? 0 : -1;
-}
-
-cJSON *task_spec_to_json(const struct task_spec *s)
-{
-	cJSON *j = cJSON_CreateObject(), *lens = NULL;
-	const char *dt = mla_kv_dtype_name(s->kv_dtype);
-	char name[sizeof(s->name) + 1];
-
-	memcpy(name, s->name, sizeof(s->name));
-	name[sizeof(s->name)] = '\0';
-	if (!add(j, "name", cJSON_CreateString(name)) || !add(j, "kv_dtype", cJSON_CreateString(dt ? dt : "unknown")) ||
-	    !add(j, "batch", cJSON_CreateNumber(s->batch)) || !add(j, "s_q", cJSON_CreateNumber(s->s_q)) ||
-	    !add(j, "h_q", cJSON_CreateNumber(s->h_q)) || !add(j, "page_size", cJSON_CreateNumber(s->page_size)) ||
-	    !add(j, "max_pages", cJSON_CreateNumber(s->max_pages)) ||
-	    !add(j, "num_pages", cJSON_CreateNumber(s->num_pages)) || !add(j, "page_offset", raw_i64(s->page_offset)) ||
-	    !add(j, "seqlens", lens = cJSON_CreateArray()))
-		goto fail;
-	for (int b = 0; s->seqlens && b < s->batch; b++)
-		if (!add(lens, NULL, cJSON_CreateNumber(s->seqlens[b])))
-			goto fail;
-	if (!add(j, "softmax_scale", raw_float(s->softmax_scale)) || !add(j, "seed", raw_u64(s->seed)) ||
-	    !add(j, "input_sets", cJSON_CreateNumber(s->input_sets)) || !add(j, "tol_out", tol_to_json(&s->tol_out)) ||
-	    !add(j, "tol_lse", tol_to_json(&s->tol_lse)))
-		goto fail;
-	if (s->topk > 0 && sparse_to_json(j, s))
-		goto fail;
-	return j;
-fail:
-	cJSON_Delete(j);
-	return NULL;
-}
-
-static const char *const spec_keys[] = {
-	"name",        "kv_dtype", "batch",         "s_q",  "h_q",        "page_size", "max_pages", "num_pages",
-	"page_offset", "seqlens",  "softmax_scale", "seed", "input_sets", "tol_out",   "tol_lse",
-};
-
-/* The sparse form's keys, present only when topk > 0; those from EXTRA_KEY0 only when extra_topk > 0. */
-static const char *const sparse_keys[] = {
-	"topk",
-	"topk_length",
-	"attn_sink",
-	"extra_topk",
-	"extra_page_size",
-	"extra_max_pages",
-	"extra_num_pages",
-	"extra_seqlens",
-	"extra_topk_length",
-};
-#define EXTRA_KEY0 3
-#define NKEYS(a) (sizeof(a) / sizeof((a)[0]))
-
-static int get_int(int64_t *out, const cJSON *j, const char *key, int64_t lo, int64_t hi, const char *where)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, key);
-	double v;
-
-	if (!it)
-		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
-	if (json_number(&v, it) || v != floor(v) || v < (double)lo || v > (double)hi)
-		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an integer from %lld to %lld", where, key,
-				(long long)lo, (long long)hi);
-	*out = (int64_t)v;
-	return 0;
-}
-
-static int get_tol(struct task_tol *t, const cJSON *j, const char *key, const char *where)
-{
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, key), *it;
-	static const char *const names[] = {"atol", "rtol", "cos_tol"};
-	double *slots[] = {&t->atol, &t->rtol, &t->cos_tol};
-
-	if (!o)
-		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
-	if (!cJSON_IsObject(o))
-		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be an object {atol, rtol, cos_tol}", where, key);
-	cJSON_ArrayForEach(it, o)
-	{
-		int known = 0;
-
-		for (int i = 0; i < 3; i++)
-			known |= !strcmp(it->string, names[i]);
-		if (!known)
-			return vs_error(VS_ESCHEMA, "%s: task spec '%s' has unknown key '%s'", where, key, it->string);
-	}
-	for (int i = 0; i < 3; i++) {
-		it = cJSON_GetObjectItemCaseSensitive(o, names[i]);
-		if (!it)
-			return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s.%s'", where, key, names[i]);
-		if (json_number(slots[i], it))
-			return vs_error(VS_ESCHEMA, "%s: task spec '%s.%s' is not a number", where, key, names[i]);
-	}
-	return 0;
-}
-
-/* A list of batch int32 into a malloc'd *out; VS_ESCHEMA naming the key, VS_ENOMEM. */
-static int get_lens(int32_t **out, const cJSON *j, const char *key, int32_t batch, const char *where)
-{
-	const cJSON *lens = cJSON_GetObjectItemCaseSensitive(j, key), *it;
-	int32_t *v;
-	double d;
-	int b = 0;
-
-	if (!lens)
-		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
-	if (!cJSON_IsArray(lens) || cJSON_GetArraySize(lens) != batch)
-		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be a list of 'batch' (%d) integers", where, key,
-				batch);
-	v = malloc((size_t)batch * sizeof(int32_t));
-	if (!v)
-		return vs_error(VS_ENOMEM, "out of memory reading task spec");
-	cJSON_ArrayForEach(it, lens)
-	{
-		if (json_number(&d, it) || d != floor(d) || d < INT32_MIN || d > INT32_MAX) {
-			free(v);
-			return vs_error(VS_ESCHEMA, "%s: task spec '%s[%d]' is not an integer", where, key, b);
-		}
-		v[b++] = (int32_t)d;
-	}
-	*out = v;
-	return 0;
-}
-
-static int get_bool(int *out, const cJSON *j, const char *key, const char *where)
-{
-	const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, key);
-
-	if (!it)
-		return vs_error(VS_ESCHEMA, "%s: task spec lacks '%s'", where, key);
-	if (!cJSON_IsBool(it))
-		return vs_error(VS_ESCHEMA, "%s: task spec '%s' must be true or false", where, key);
-	*out = cJSON_IsTrue(it);
-	return 0;
-}
-
-/*
- * The sparse keys of a spec: none when it has no "topk" (dense), else topk, topk_length and
- * attn_sink, and the extra cache's keys all or none. Fills s (extra_seqlens malloc'd).
- */
-static int sparse_from_json(struct task_spec *s, const cJSON *j, const char *where)
-{
-	int64_t x;
-	int err;
-
-	if (!cJSON_GetObjectItemCaseSensitive(j, "topk")) {
-		for (size_t k = 0; k < NKEYS(sparse_keys); k++)
-			if (cJSON_GetObjectItemCaseSensitive(j, sparse_keys[k]))
-				return vs_error(VS_ESCHEMA,
-						"%s: task spec has the sparse-form key '%s' but no 'topk' (a dense "
-						"spec has none of them)",
-						where, sparse_keys[k]);
-		return 0;
-	}
-	if ((err = get_int(&x, j, "topk", 1, INT32_MAX, where)))
-		return err;
-	s->topk = (int32_t)x;
-	if ((err = get_bool(&s->topk_length, j, "topk_length", where)) ||
-	    (err = get_bool(&s->attn_sink, j, "attn_sink", where)))
-		return err;
-	if (!cJSON_GetObjectItemCaseSensitive(j, "extra_topk")) {
-		for (size_t k = EXTRA_KEY0 + 1; k < NKEYS(sparse_keys); k++)
-			if (cJSON_GetObjectItemCaseSensitive(j, sparse_keys[k]))
-				return vs_error(VS_ESCHEMA, "%s: task spec has '%s' but no 'extra_topk'", where,
-						sparse_keys[k]);
-		return 0;
-	}
-#define GETX(field)                                                                                                    \
-	do {                                                                                                           \
-		if ((err = get_int(&x, j, #field, 1, INT32_MAX, where)))                                               \
-			return err;                                                                                    \
-		s->field = (int32_t)x;                                                                                 \
-	} while (0)
-	GETX(extra_topk);
-	GETX(extra_page_size);
-	GETX(extra_max_pages);
-	GETX(extra_num_pages);
-#undef GETX
-	if ((err = get_bool(&s->extra_topk_length, j, "extra_topk_length", where)))
-		return err;
-	return get_lens(&s->extra_seqlens, j, "extra_seqlens", s->batch, where);
-}
-
-int task_spec_from_json(struct task_spec *out, const cJSON *j, const char *where)
-{
-	struct task_spec s;
-	const cJSON *it;
-	double v;
-	int64_t x;
-	int err = 0;
-
-	memset(&s, 0, sizeof(s));
-	if (!cJSON_IsObject(j))
-		return vs_error(VS_ESCHEMA, "%s: task spec is not an object", where);
-	cJSON_ArrayForEach(it, j)
-	{
-		int known = 0;
-
-		for (size_t k = 0; k < NKEYS(spec_keys); k++)
-			known |= !strcmp(it->string, spec_keys[k]);
-		for (size_t k = 0; k < NKEYS(sparse_keys); k++)
-			known |= !strcmp(it->string, sparse_keys[k]);
-		if (!known)
-			return vs_error(VS_ESCHEMA, "%s: task spec has unknown key '%s'", where, it->string);
-	}
-	it = cJSON_GetObjectItemCaseSensitive(j, "name");
-	if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(s.name))
-		return vs_error(VS_ESCHEMA, "%s: task spec 'name' must be a string of at most %zu bytes", where,
-				sizeof(s.name) - 1);
-	memcpy(s.name, it->valuestring, strlen(it->valuestring) + 1);
-	it = cJSON_GetObjectItemCaseSensitive(j, "kv_dtype");
-	if (!cJSON_IsString(it) || !(s.kv_dtype = mla_kv_dtype_parse(it->valuestring)))
-		return vs_error(VS_ESCHEMA,
-				"%s: task spec 'kv_dtype' must be \"bf16\", \"fp8_e4m3_fnuz\" (dense form), "
-				"\"fp8_ds_mla\", \"fp8_ds_mla_fnuz\", \"fp8_model1\" or \"fp8_model1_fnuz\" (sparse "
-				"form)",
-				where);
-#define GET32(field)                                                                                                   \
-	do {                                                                                                           \
-		if ((err = get_int(&x, j, #field, INT32_MIN, INT32_MAX, where)))                                       \
-			return err;                                                                                    \
-		s.field = (int32_t)x;                                                                                  \
-	} while (0)
-	GET32(batch);
-	GET32(s_q);
-	GET32(h_q);
-	GET32(page_size);
-	GET32(max_pages);
-	GET32(num_pages);
-	GET32(input_sets);
-#undef GET32
-	if (s.batch < 1)
-		return vs_error(VS_ESCHEMA, "%s: task spec 'batch' is %d, it must be at least 1", where, s.batch);
-	if (cJSON_GetObjectItemCaseSensitive(j, "page_offset")) {
-		if ((err = get_int(&x, j, "page_offset", INT32_MIN, INT32_MAX, where)))
-			return err;
-		s.page_offset = x;
-	}
-	if ((err = get_int(&x, j, "seed", 0, (int64_t)VS_TASK_SEED_MAX, where)))
-		return err;
-	s.seed = (uint64_t)x;
-	it = cJSON_GetObjectItemCaseSensitive(j, "softmax_scale");
-	if (!it)
-		return vs_error(VS_ESCHEMA, "%s: task spec lacks 'softmax_scale'", where);
-	if (json_number(&v, it))
-		return vs_error(VS_ESCHEMA, "%s: task spec 'softmax_scale' is not a number", where);
-	s.softmax_scale = (float)v;
-	if ((err = get_tol(&s.tol_out, j, "tol_out", where)) || (err = get_tol(&s.tol_lse, j, "tol_lse", where)))
-		return err;
-	if ((err = get_lens(&s.seqlens, j, "seqlens", s.batch, where)))
-		goto done;
-	if ((err = sparse_from_json(&s, j, where)) || (err = task_spec_validate(&s, where)))
-		goto done;
-	*out = s;
-	s.seqlens = NULL;
-	s.extra_seqlens = NULL;
-done:
-	free(s.seqlens);
-	free(s.extra_seqlens);
-	return err;
-}
-
-/* a * b into *out unless it exceeds SIZE_LIMIT; 0 ok, -1 too large. Operands are >= 0. */
-static int mul_ok(uint64_t *out, uint64_t a, uint64_t b)
-{
-	if (a != 0 && b > SIZE_LIMIT / a)
-		return -1;
-	*out = a * b;
-	return 0;
-}
-
-static int tol_ok(const struct task_tol *t)
-{
-	return isfinite(t->atol) && isfinite(t->rtol) && isfinite(t->cos_tol) && t->atol >= 0 && t->rtol >= 0;
-}
-
-/* The sparse fields: all 0 / NULL in a dense spec, consistent in a sparse one. */
-static int sparse_validate(const struct task_spec *s, const char *where)
-{
-	int64_t need = 0;
-	uint64_t n;
-
-	if (!s->topk) {
-		const char *set = s->extra_topk        ? "extra_topk" :
-				  s->extra_page_size   ? "extra_page_size" :
-				  s->extra_max_pages   ? "extra_max_pages" :
-				  s->extra_num_pages   ? "extra_num_pages" :
-				  s->extra_seqlens     ? "extra_seqlens" :
-				  s->topk_length       ? "topk_length" :
-				  s->extra_topk_length ? "extra_topk_length" :
-				  s->attn_sink         ? "attn_sink" :
-							 NULL;
-
-		if (set)
-			return vs_error(VS_ESCHEMA, "%s: task '%s': %s is set, but topk is 0 (dense: no sparse fields)",
-					where, s->name, set);
-		return 0;
-	}
-	if (s->page_offset)
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': page_offset is %lld, the sparse form needs 0 (its indices address "
-				"the stored cache)",
-				where, s->name, (long long)s->page_offset);
-	if ((s->topk_length != 0 && s->topk_length != 1) || (s->attn_sink != 0 && s->attn_sink != 1) ||
-	    (s->extra_topk_length != 0 && s->extra_topk_length != 1))
-		return vs_error(VS_ESCHEMA, "%s: task '%s': topk_length, extra_topk_length and attn_sink are 0 or 1",
-				where, s->name);
-	if (s->extra_topk < 0)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': extra_topk is %d, it must be at least 0", where, s->name,
-				s->extra_topk);
-	if (!s->extra_topk) {
-		if (s->extra_page_size || s->extra_max_pages || s->extra_num_pages || s->extra_seqlens ||
-		    s->extra_topk_length)
-			return vs_error(VS_ESCHEMA,
-					"%s: task '%s': extra cache fields are set, but extra_topk is 0 (no extra "
-					"cache)",
-					where, s->name);
-	} else {
-		if (s->extra_page_size < 1 || s->extra_max_pages < 1 || s->extra_num_pages < 1)
-			return vs_error(VS_ESCHEMA,
-					"%s: task '%s': extra_page_size %d, extra_max_pages %d and extra_num_pages %d "
-					"must be at least 1 with an extra cache",
-					where, s->name, s->extra_page_size, s->extra_max_pages, s->extra_num_pages);
-		if (!s->extra_seqlens)
-			return vs_error(VS_ESCHEMA, "%s: task '%s' has extra_topk %d but no extra_seqlens", where,
-					s->name, s->extra_topk);
-		for (int b = 0; b < s->batch; b++) {
-			if (s->extra_seqlens[b] < 0 ||
-			    (int64_t)s->extra_seqlens[b] > (int64_t)s->extra_max_pages * s->extra_page_size)
-				return vs_error(VS_ESCHEMA,
-						"%s: task '%s': extra_seqlens[%d] is %d, outside [0, extra_max_pages x "
-						"extra_page_size = %lld]",
-						where, s->name, b, s->extra_seqlens[b],
-						(long long)s->extra_max_pages * s->extra_page_size);
-			need += ((int64_t)s->extra_seqlens[b] + s->extra_page_size - 1) / s->extra_page_size;
-		}
-		if (need > s->extra_num_pages)
-			return vs_error(VS_ESCHEMA,
-					"%s: task '%s': extra_num_pages is %d, but the extra_seqlens need %lld pages "
-					"of %d",
-					where, s->name, s->extra_num_pages, (long long)need, s->extra_page_size);
-	}
-	if ((int64_t)s->num_pages * s->page_size > INT32_MAX ||
-	    (int64_t)s->extra_num_pages * s->extra_page_size > INT32_MAX)
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': a cache of more than 2^31 - 1 rows: the int32 indices cannot name them",
-				where, s->name);
-	if (mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->topk + s->extra_topk) ||
-	    mul_ok(&n, n, 4) || mul_ok(&n, (uint64_t)s->num_pages, mla_kv_page_bytes(s->kv_dtype, s->page_size)) ||
-	    mul_ok(&n, (uint64_t)s->extra_num_pages, mla_kv_page_bytes(s->kv_dtype, s->extra_page_size)) ||
-	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->extra_max_pages) || mul_ok(&n, n, 4))
-		return vs_error(VS_ESCHEMA, "%s: task '%s': its tensors' byte sizes overflow", where, s->name);
-	return 0;
-}
-
-int task_spec_validate(const struct task_spec *s, const char *where)
-{
-	int64_t need = 0;
-	uint64_t n;
-	int err;
-
-	if (!memchr(s->name, '\0', sizeof(s->name)) || !s->name[0])
-		return vs_error(VS_ESCHEMA, "%s: task spec 'name' is empty or not terminated", where);
-	if (s->topk < 0)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': topk is %d, it must be 0 (dense) or at least 1 (sparse)",
-				where, s->name, s->topk);
-	if (!s->topk && s->kv_dtype != MLA_KV_BF16 && s->kv_dtype != MLA_KV_FP8_E4M3_FNUZ)
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': kv_dtype %d is neither bf16 nor "
-				"fp8_e4m3_fnuz (the dense form's formats%s)",
-				where, s->name, s->kv_dtype,
-				mla_kv_is_blockscaled(s->kv_dtype) ? "; a per-block-scaled format needs topk > 0" : "");
-	if (s->topk && s->kv_dtype != MLA_KV_BF16 && !mla_kv_is_blockscaled(s->kv_dtype))
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': kv_dtype %d (%s) is not a format of the sparse form (bf16, fp8_ds_mla, "
-				"fp8_model1 or their fnuz twins)",
-				where, s->name, s->kv_dtype,
-				mla_kv_dtype_name(s->kv_dtype) ? mla_kv_dtype_name(s->kv_dtype) : "unknown");
-#define POSITIVE(field)                                                                                                \
-	if (s->field < 1)                                                                                              \
-	return vs_error(VS_ESCHEMA, "%s: task '%s': " #field " is %d, it must be at least 1", where, s->name, s->field)
-	POSITIVE(batch);
-	POSITIVE(s_q);
-	POSITIVE(h_q);
-	POSITIVE(page_size);
-	POSITIVE(max_pages);
-	POSITIVE(num_pages);
-#undef POSITIVE
-	if (!s->seqlens)
-		return vs_error(VS_ESCHEMA, "%s: task '%s' has no seqlens", where, s->name);
-	for (int b = 0; b < s->batch; b++) {
-		if (s->seqlens[b] < 0 || (int64_t)s->seqlens[b] > (int64_t)s->max_pages * s->page_size)
-			return vs_error(VS_ESCHEMA,
-					"%s: task '%s': seqlens[%d] is %d, outside [0, "
-					"max_pages x page_size = %lld]",
-					where, s->name, b, s->seqlens[b], (long long)s->max_pages * s->page_size);
-		need += ((int64_t)s->seqlens[b] + s->page_size - 1) / s->page_size;
-	}
-	if (need > s->num_pages)
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': num_pages is %d, but the seqlens need %lld "
-				"pages of %d",
-				where, s->name, s->num_pages, (long long)need, s->page_size);
-	if (s->page_offset < 0 || s->page_offset > (int64_t)VS_BLOCK_TABLE_SENTINEL - s->num_pages)
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': page_offset %lld puts page indices outside "
-				"[0, %d) (the block_table sentinel)",
-				where, s->name, (long long)s->page_offset, (int)VS_BLOCK_TABLE_SENTINEL);
-	if ((err = sparse_validate(s, where)))
-		return err;
-	if (mul_ok(&n, (uint64_t)s->num_pages, (uint64_t)s->page_size) || mul_ok(&n, n, MLA_D_QK * 2) ||
-	    mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->s_q) || mul_ok(&n, n, (uint64_t)s->h_q) ||
-	    mul_ok(&n, n, MLA_D_QK * 4) || mul_ok(&n, (uint64_t)s->batch, (uint64_t)s->max_pages) || mul_ok(&n, n, 4))
-		return vs_error(VS_ESCHEMA, "%s: task '%s': its tensors' byte sizes overflow", where, s->name);
-	if (!isfinite(s->softmax_scale) || !(s->softmax_scale > 0))
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': softmax_scale %g must be finite and "
-				"positive",
-				where, s->name, (double)s->softmax_scale);
-	if (s->seed > VS_TASK_SEED_MAX)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': seed %llu is above 2^53 (not exact in JSON)", where,
-				s->name, (unsigned long long)s->seed);
-	if (s->input_sets < 2 || s->input_sets > VS_TASK_MAX_SETS)
-		return vs_error(VS_ESCHEMA, "%s: task '%s': input_sets is %d, outside [2, %d]", where, s->name,
-				s->input_sets, VS_TASK_MAX_SETS);
-	if (!tol_ok(&s->tol_out) || !tol_ok(&s->tol_lse))
-		return vs_error(VS_ESCHEMA,
-				"%s: task '%s': tol_%s must have finite atol >= 0, rtol >= 0 "
-				"and a finite cos_tol",
-				where, s->name, tol_ok(&s->tol_out) ? "lse" : "out");
-	return 0;
 }
 
 int task_spec_hash(const struct task_spec *s, char hex[65])
@@ -632,7 +71,8 @@ int task_spec_hash(const struct task_spec *s, char hex[65])
 
 int task_spec_hash_for(const struct task_spec *s, const char *generator, char hex[65])
 {
-	cJSON *j = task_spec_to_json(s);
+	const struct vs_operator *op = vs_op_of(s);
+	cJSON *j = op->spec_to_json(s);
 	char *text = j ? cJSON_PrintUnformatted(j) : NULL;
 	struct fs_sha256 h;
 	int err;
@@ -645,57 +85,12 @@ int task_spec_hash_for(const struct task_spec *s, const char *generator, char he
 		fs_sha256_update(&h, text, strlen(text));
 		fs_sha256_update(&h, "\n", 1);
 		fs_sha256_update(&h, generator, strlen(generator));
-		fs_sha256_update(&h, "\n" MLA_ORACLE_VERSION, strlen("\n" MLA_ORACLE_VERSION));
+		fs_sha256_update(&h, "\n", 1);
+		fs_sha256_update(&h, op->oracle_version, strlen(op->oracle_version));
 		fs_sha256_final(&h, hex);
 	}
 	free(text);
 	return err;
-}
-
-static double seqlen_sum(const struct task_spec *s)
-{
-	double sum = 0;
-
-	for (int b = 0; s->seqlens && b < s->batch; b++)
-		sum += s->seqlens[b];
-	return sum;
-}
-
-static void sparse_counts(const struct task_spec *s, double *attended, double *retrieved);
-
-double task_bytes(const struct task_spec *s)
-{
-	double q = (double)s->batch * s->s_q * s->h_q * mla_kv_d_qk(s->kv_dtype) * 2;
-	double out = (double)s->batch * s->s_q * s->h_q * MLA_D_V * 2;
-	double attended, retrieved;
-
-	if (s->topk > 0) {
-		sparse_counts(s, &attended, &retrieved);
-		return retrieved * (double)mla_kv_token_bytes(s->kv_dtype) + q + out;
-	}
-	return seqlen_sum(s) * MLA_D_QK * (double)mla_kv_elem_size(s->kv_dtype) + q + out;
-}
-
-double task_flops(const struct task_spec *s)
-{
-	double attended, retrieved;
-
-	if (s->topk > 0) {
-		sparse_counts(s, &attended, &retrieved);
-		return 2.0 * s->h_q * attended * (mla_kv_d_qk(s->kv_dtype) + MLA_D_V);
-	}
-	return 2.0 * s->s_q * s->h_q * seqlen_sum(s) * (MLA_D_QK + MLA_D_V);
-}
-
-size_t task_page_bytes(const struct task_spec *s)
-{
-	return mla_kv_page_bytes(s->kv_dtype, s->page_size);
-}
-
-void task_default_tolerances(struct task_tol *tol_out, struct task_tol *tol_lse, const struct task_spec *s)
-{
-	*tol_out = (struct task_tol){s->topk > 0 ? 1e-3 : 8e-4, 2.01 / 128.0, 5e-6};
-	*tol_lse = (struct task_tol){1e-5, 8.01 / 65536.0, -1.0};
 }
 
 size_t task_store_limit(void)
@@ -1127,7 +522,7 @@ static void meta_add_float(struct meta *m, const char *key, float v)
 {
 	char t[40];
 
-	fmt_float(t, v);
+	jsonfile_fmt_float(t, v);
 	meta_add(m, key, t);
 }
 
@@ -1690,14 +1085,13 @@ done:
 	return err;
 }
 
-/* FlashMLA's counts of sparse input set 0 (task_bytes()); 0 when it cannot be generated. */
-static void sparse_counts(const struct task_spec *s, double *attended, double *retrieved)
+void task_sparse_counts(const struct task_spec *s, double *attended, double *retrieved)
 {
 	struct sparse_cache c;
 	int quiet = vs_error_set_quiet(1);
 
 	*attended = *retrieved = 0;
-	if (task_spec_validate(s, "count"))
+	if (vs_op_of(s)->spec_validate(s, "count"))
 		goto done;
 	for (int extra = 0; extra < (s->extra_topk > 0 ? 2 : 1); extra++) {
 		if (sparse_cache_build(&c, s, 0, extra))
@@ -1721,7 +1115,7 @@ int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct 
 	int err, n;
 
 	memset(&p, 0, sizeof(p));
-	if ((err = task_spec_validate(s, "generate")))
+	if ((err = vs_op_of(s)->spec_validate(s, "generate")))
 		return err;
 	if (k < 0 || k >= s->input_sets)
 		return vs_error(VS_EUSAGE, "task '%s' has no input set %d", s->name, k);
@@ -1805,7 +1199,7 @@ static cJSON *shape_json(const int64_t *shape, int ndim)
 	cJSON *a = cJSON_CreateArray();
 
 	for (int d = 0; d < ndim; d++)
-		if (!add(a, NULL, raw_i64(shape[d]))) {
+		if (!jsonfile_add(a, NULL, jsonfile_raw_i64(shape[d]))) {
 			cJSON_Delete(a);
 			return NULL;
 		}
@@ -1816,8 +1210,8 @@ static cJSON *file_json(const char *name, uint64_t bytes, const char *sha)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (!add(o, "name", cJSON_CreateString(name)) || !add(o, "bytes", raw_u64(bytes)) ||
-	    !add(o, "sha256", cJSON_CreateString(sha))) {
+	if (!jsonfile_add(o, "name", cJSON_CreateString(name)) || !jsonfile_add(o, "bytes", jsonfile_raw_u64(bytes)) ||
+	    !jsonfile_add(o, "sha256", cJSON_CreateString(sha))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -1838,7 +1232,7 @@ static int sparse_json(cJSON *o, const struct task_spec *s, const struct shapes 
 				 t[i].dtype == ST_F32 ? "float32" :
 							mla_kv_dtype_name(s->kv_dtype);
 
-		if (!add(o, t[i].name, dtypes ? cJSON_CreateString(dt) : shape_json(t[i].shape, t[i].ndim)))
+		if (!jsonfile_add(o, t[i].name, dtypes ? cJSON_CreateString(dt) : shape_json(t[i].shape, t[i].ndim)))
 			return 0;
 	}
 	return 1;
@@ -1852,60 +1246,70 @@ static char *manifest_text(const struct manifest *m)
 	struct shapes sh;
 	char *text = NULL, *out = NULL;
 	const char *kvd = mla_kv_dtype_name(s->kv_dtype);
+	const struct vs_operator *op = vs_op_of(s);
 
 	shapes_of(&sh, s);
-	if (!add(j, "format", cJSON_CreateString(TASK_FORMAT)) ||
-	    !add(j, "operator", cJSON_CreateString(TASK_OPERATOR)) || !add(j, "task", cJSON_CreateString(m->hash)) ||
-	    !add(j, "generator", cJSON_CreateString(VS_GENERATOR_VERSION)) ||
-	    !add(j, "rng", cJSON_CreateString(RNG_NAME)) || !add(j, "oracle", cJSON_CreateString(MLA_ORACLE_VERSION)) ||
-	    !add(j, "spec", task_spec_to_json(s)) || !add(j, "seed", raw_u64(s->seed)) ||
-	    !add(j, "shapes", o = cJSON_CreateObject()) || !add(o, "q", shape_json(sh.q, 4)) ||
-	    !add(o, "kv_cache", shape_json(sh.kv, 4)) || !add(o, "block_table", shape_json(sh.bt, 2)) ||
-	    !add(o, "seqlens", shape_json(sh.sl, 1)) || !add(o, "out", shape_json(sh.out, 4)) ||
-	    !add(o, "lse", shape_json(sh.lse, 3)) || !sparse_json(o, s, &sh, 0) ||
-	    !add(j, "dtypes", o = cJSON_CreateObject()) || !add(o, "q", cJSON_CreateString("bf16")) ||
-	    !add(o, "kv_cache", cJSON_CreateString(kvd)) ||
-	    !add(o, "kv_cache_storage", cJSON_CreateString(s->kv_dtype == MLA_KV_BF16 ? "BF16" : "U8")) ||
-	    !add(o, "block_table", cJSON_CreateString("int32")) || !add(o, "seqlens", cJSON_CreateString("int32")) ||
-	    !add(o, "out", cJSON_CreateString("float32")) || !add(o, "lse", cJSON_CreateString("float32")) ||
-	    !sparse_json(o, s, &sh, 1) || !add(j, "page_offset", raw_i64(s->page_offset)) ||
-	    !add(j, "block_table_sentinel", cJSON_CreateNumber(VS_BLOCK_TABLE_SENTINEL)) ||
-	    !add(j, "tolerances", o = cJSON_CreateObject()) || !add(o, "out", tol_to_json(&s->tol_out)) ||
-	    !add(o, "lse", tol_to_json(&s->tol_lse)) || !add(j, "sets", sets = cJSON_CreateArray()))
+	if (!jsonfile_add(j, "format", cJSON_CreateString(TASK_FORMAT)) ||
+	    !jsonfile_add(j, "operator", cJSON_CreateString(op->name)) ||
+	    !jsonfile_add(j, "task", cJSON_CreateString(m->hash)) ||
+	    !jsonfile_add(j, "generator", cJSON_CreateString(VS_GENERATOR_VERSION)) ||
+	    !jsonfile_add(j, "rng", cJSON_CreateString(RNG_NAME)) ||
+	    !jsonfile_add(j, "oracle", cJSON_CreateString(op->oracle_version)) ||
+	    !jsonfile_add(j, "spec", op->spec_to_json(s)) || !jsonfile_add(j, "seed", jsonfile_raw_u64(s->seed)) ||
+	    !jsonfile_add(j, "shapes", o = cJSON_CreateObject()) || !jsonfile_add(o, "q", shape_json(sh.q, 4)) ||
+	    !jsonfile_add(o, "kv_cache", shape_json(sh.kv, 4)) ||
+	    !jsonfile_add(o, "block_table", shape_json(sh.bt, 2)) ||
+	    !jsonfile_add(o, "seqlens", shape_json(sh.sl, 1)) || !jsonfile_add(o, "out", shape_json(sh.out, 4)) ||
+	    !jsonfile_add(o, "lse", shape_json(sh.lse, 3)) || !sparse_json(o, s, &sh, 0) ||
+	    !jsonfile_add(j, "dtypes", o = cJSON_CreateObject()) || !jsonfile_add(o, "q", cJSON_CreateString("bf16")) ||
+	    !jsonfile_add(o, "kv_cache", cJSON_CreateString(kvd)) ||
+	    !jsonfile_add(o, "kv_cache_storage", cJSON_CreateString(s->kv_dtype == MLA_KV_BF16 ? "BF16" : "U8")) ||
+	    !jsonfile_add(o, "block_table", cJSON_CreateString("int32")) ||
+	    !jsonfile_add(o, "seqlens", cJSON_CreateString("int32")) ||
+	    !jsonfile_add(o, "out", cJSON_CreateString("float32")) ||
+	    !jsonfile_add(o, "lse", cJSON_CreateString("float32")) || !sparse_json(o, s, &sh, 1) ||
+	    !jsonfile_add(j, "page_offset", jsonfile_raw_i64(s->page_offset)) ||
+	    !jsonfile_add(j, "block_table_sentinel", cJSON_CreateNumber(VS_BLOCK_TABLE_SENTINEL)) ||
+	    !jsonfile_add(j, "tolerances", o = cJSON_CreateObject()) ||
+	    !jsonfile_add(o, "out", task_tol_to_json(&s->tol_out)) ||
+	    !jsonfile_add(o, "lse", task_tol_to_json(&s->tol_lse)) ||
+	    !jsonfile_add(j, "sets", sets = cJSON_CreateArray()))
 		goto done;
 	for (int k = 0; k < s->input_sets; k++) {
 		const struct manifest_set *ms = &m->sets[k];
 		cJSON *set = cJSON_CreateObject(), *lens, *in;
 		char name[64];
 
-		if (!add(sets, NULL, set) || !add(set, "set", cJSON_CreateNumber(k)) ||
-		    !add(set, "seed", raw_u64(task_set_seed(s, k))) || !add(set, "kv_scale", raw_float(ms->kv_scale)) ||
-		    !add(set, "seqlens", lens = cJSON_CreateArray()))
+		if (!jsonfile_add(sets, NULL, set) || !jsonfile_add(set, "set", cJSON_CreateNumber(k)) ||
+		    !jsonfile_add(set, "seed", jsonfile_raw_u64(task_set_seed(s, k))) ||
+		    !jsonfile_add(set, "kv_scale", jsonfile_raw_float(ms->kv_scale)) ||
+		    !jsonfile_add(set, "seqlens", lens = cJSON_CreateArray()))
 			goto done;
 		for (int b = 0; b < s->batch; b++)
-			if (!add(lens, NULL, cJSON_CreateNumber(s->seqlens[(b + k) % s->batch])))
+			if (!jsonfile_add(lens, NULL, cJSON_CreateNumber(s->seqlens[(b + k) % s->batch])))
 				goto done;
 		file_name(name, "inputs", k);
-		if (!add(set, "inputs", in = cJSON_CreateObject()) || !add(in, "name", cJSON_CreateString(name)) ||
-		    !add(in, "generated", cJSON_CreateBool(ms->generated)) ||
-		    !add(in, "bytes", raw_u64(ms->inputs_bytes)) ||
-		    !add(in, "sha256", cJSON_CreateString(ms->inputs_sha)))
+		if (!jsonfile_add(set, "inputs", in = cJSON_CreateObject()) ||
+		    !jsonfile_add(in, "name", cJSON_CreateString(name)) ||
+		    !jsonfile_add(in, "generated", cJSON_CreateBool(ms->generated)) ||
+		    !jsonfile_add(in, "bytes", jsonfile_raw_u64(ms->inputs_bytes)) ||
+		    !jsonfile_add(in, "sha256", cJSON_CreateString(ms->inputs_sha)))
 			goto done;
 		file_name(name, "reference", k);
-		if (!add(set, "reference", cJSON_CreateString(name)))
+		if (!jsonfile_add(set, "reference", cJSON_CreateString(name)))
 			goto done;
 	}
-	if (!add(j, "files", files = cJSON_CreateArray()))
+	if (!jsonfile_add(j, "files", files = cJSON_CreateArray()))
 		goto done;
 	for (int k = 0; k < s->input_sets; k++) {
 		const struct manifest_set *ms = &m->sets[k];
 		char name[64];
 
 		file_name(name, "inputs", k);
-		if (!ms->generated && !add(files, NULL, file_json(name, ms->inputs_bytes, ms->inputs_sha)))
+		if (!ms->generated && !jsonfile_add(files, NULL, file_json(name, ms->inputs_bytes, ms->inputs_sha)))
 			goto done;
 		file_name(name, "reference", k);
-		if (!add(files, NULL, file_json(name, ms->reference_bytes, ms->reference_sha)))
+		if (!jsonfile_add(files, NULL, file_json(name, ms->reference_bytes, ms->reference_sha)))
 			goto done;
 	}
 	text = cJSON_Print(j);
@@ -1931,7 +1335,7 @@ static int json_u64(uint64_t *out, const cJSON *j)
 {
 	double v;
 
-	if (json_number(&v, j) || v < 0 || v != floor(v) || v > 9007199254740992.0)
+	if (jsonfile_number(&v, j) || v < 0 || v != floor(v) || v > 9007199254740992.0)
 		return -1;
 	*out = (uint64_t)v;
 	return 0;
@@ -1944,6 +1348,7 @@ static int json_u64(uint64_t *out, const cJSON *j)
 static int manifest_parse(struct manifest *m, const char *text, const char *path)
 {
 	cJSON *j = cJSON_Parse(text), *sets, *files, *it;
+	const struct vs_operator *op;
 	const char *str;
 	int err = 0, quiet, k;
 
@@ -1961,10 +1366,16 @@ static int manifest_parse(struct manifest *m, const char *text, const char *path
 			       str ? str : "(missing)", VS_GENERATOR_VERSION);
 		goto done;
 	}
+	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "operator"));
+	if (!(op = vs_operator_find(str))) {
+		err = vs_error(VS_EVERIFY, "'%s': operator '%s' is not one this build knows", path,
+			       str ? str : "(missing)");
+		goto done;
+	}
 	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "oracle"));
-	if (!str || strcmp(str, MLA_ORACLE_VERSION)) {
+	if (!str || strcmp(str, op->oracle_version)) {
 		err = vs_error(VS_EVERIFY, "'%s': oracle is '%s', this build's is '%s'", path, str ? str : "(missing)",
-			       MLA_ORACLE_VERSION);
+			       op->oracle_version);
 		goto done;
 	}
 	str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "task"));
@@ -1974,7 +1385,7 @@ static int manifest_parse(struct manifest *m, const char *text, const char *path
 	}
 	memcpy(m->hash, str, 65);
 	quiet = vs_error_set_quiet(1);
-	err = task_spec_from_json(&m->spec, cJSON_GetObjectItemCaseSensitive(j, "spec"), path);
+	err = op->spec_from_json(&m->spec, cJSON_GetObjectItemCaseSensitive(j, "spec"), path);
 	vs_error_set_quiet(quiet);
 	if (err) {
 		err = vs_error(VS_EVERIFY, "%s", vs_last_error());
@@ -1994,7 +1405,7 @@ static int manifest_parse(struct manifest *m, const char *text, const char *path
 		double v;
 
 		str = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "sha256"));
-		if (json_number(&v, cJSON_GetObjectItemCaseSensitive(it, "kv_scale")) || !cJSON_IsBool(gen) ||
+		if (jsonfile_number(&v, cJSON_GetObjectItemCaseSensitive(it, "kv_scale")) || !cJSON_IsBool(gen) ||
 		    !is_sha_hex(str) || json_u64(&ms->inputs_bytes, cJSON_GetObjectItemCaseSensitive(in, "bytes"))) {
 			err = vs_error(VS_EVERIFY,
 				       "'%s': input set %d lacks kv_scale or inputs "
@@ -2237,7 +1648,7 @@ static int verify_dir(const char *dir, struct manifest *m, char **keep, size_t *
 				goto done;
 			}
 			buf = NULL; /* owned by st */
-			fmt_float(want, ms->kv_scale);
+			jsonfile_fmt_float(want, ms->kv_scale);
 			meta = st_meta(&st, "kv_scale");
 			if (!meta || strcmp(meta, want)) {
 				err = vs_error(VS_EVERIFY,
@@ -2301,7 +1712,7 @@ static int progress_wanted(const struct task_spec *s)
 	if (!isatty(STDERR_FILENO))
 		return 0;
 	shapes_of(&sh, s);
-	return task_flops(s) * s->input_sets > 2e10 || sh.kv_bytes > ((size_t)64 << 20);
+	return vs_op_of(s)->flops(s) * s->input_sets > 2e10 || sh.kv_bytes > ((size_t)64 << 20);
 }
 
 static double now_s(void)
@@ -2312,91 +1723,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s)
-{
-	memset(a, 0, sizeof(*a));
-	a->batch = s->batch;
-	a->s_q = s->s_q;
-	a->h_q = s->h_q;
-	a->num_pages = (int32_t)(s->num_pages + s->page_offset);
-	a->page_size = s->page_size;
-	a->max_pages = s->topk > 0 ? 0 : s->max_pages;
-	a->kv_dtype = s->kv_dtype;
-	a->softmax_scale = s->softmax_scale;
-	a->kv_scale = 1.0f;
-	a->d_qk = mla_kv_d_qk(s->kv_dtype);
-	a->d_v = MLA_D_V;
-	if (s->topk > 0) {
-		a->topk = s->topk;
-		a->extra_topk = s->extra_topk;
-		a->extra_num_pages = s->extra_num_pages;
-		a->extra_page_size = s->extra_page_size;
-	}
-}
-
-int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
-		     const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale)
-{
-	*bt_owned = NULL;
-	memset(a, 0, sizeof(*a));
-	a->q = q;
-	a->kv_cache = kv_cache;
-	a->block_table = block_table;
-	a->seqlens = seqlens;
-	if (s->page_offset) {
-		size_t n = (size_t)s->batch * s->max_pages;
-		int32_t *bt = malloc(n * sizeof(*bt) + 1);
-
-		if (!bt)
-			return vs_error(VS_ENOMEM, "out of memory computing the reference of '%s'", s->name);
-		memcpy(bt, block_table, n * sizeof(*bt));
-		for (size_t i = 0; i < n; i++)
-			if (bt[i] != VS_BLOCK_TABLE_SENTINEL)
-				bt[i] -= (int32_t)s->page_offset;
-		a->block_table = bt;
-		*bt_owned = bt;
-	}
-	a->batch = s->batch;
-	a->s_q = s->s_q;
-	a->h_q = s->h_q;
-	a->num_pages = s->num_pages;
-	a->page_size = s->page_size;
-	a->max_pages = s->max_pages;
-	a->kv_dtype = s->kv_dtype;
-	a->softmax_scale = s->softmax_scale;
-	a->kv_scale = kv_scale;
-	a->d_qk = mla_kv_d_qk(s->kv_dtype);
-	a->d_v = MLA_D_V;
-	return 0;
-}
-
-int task_set_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s,
-			 const struct task_set *ts, const void *q)
-{
-	int err;
-
-	if (s->topk <= 0)
-		return task_oracle_args(a, bt_owned, s, q ? q : ts->q, ts->kv_cache, ts->block_table, ts->seqlens,
-					ts->kv_scale);
-	/* the sparse form: the indices address the cache, no block_table or seqlens (mla_decode.h) */
-	if ((err = task_oracle_args(a, bt_owned, s, q ? q : ts->q, ts->kv_cache, NULL, NULL, 1.0f)))
-		return err;
-	a->max_pages = 0;
-	a->indices = ts->indices;
-	a->topk_length = ts->topk_length;
-	a->attn_sink = ts->attn_sink;
-	a->topk = s->topk;
-	if (s->extra_topk > 0) {
-		a->extra_kv_cache = ts->extra_kv_cache;
-		a->extra_indices = ts->extra_indices;
-		a->extra_topk_length = ts->extra_topk_length;
-		a->extra_topk = s->extra_topk;
-		a->extra_num_pages = s->extra_num_pages;
-		a->extra_page_size = s->extra_page_size;
-	}
-	return 0;
-}
-
 /* Compute the reference of one generated input set into a reference file image. */
 static int reference_image(char **buf, size_t *len, const struct task_spec *s, int k, const char *hash,
 			   const char *inputs, size_t inputs_len, float kv_scale, int threads)
@@ -2404,12 +1730,11 @@ static int reference_image(char **buf, size_t *len, const struct task_spec *s, i
 	struct shapes sh;
 	struct st_tensor t[2];
 	struct meta m = {.count = 0};
-	struct mla_decode_args a;
+	const struct vs_operator *op = vs_op_of(s);
 	struct task_set view;
-	char sha[65], *img = NULL;
-	int32_t *bt = NULL;
+	char sha[65], format[64], *img = NULL;
 	size_t ilen = 0, off = 0, in_off;
-	int err, rc;
+	int err;
 
 	shapes_of(&sh, s);
 	in_off = inputs_len - sh.in_bytes;
@@ -2417,26 +1742,21 @@ static int reference_image(char **buf, size_t *len, const struct task_spec *s, i
 	view.kv_scale = kv_scale;
 	fs_sha256_hex(sha, inputs, inputs_len);
 	reference_tensors(t, &sh);
-	meta_add(&m, "format", "validate_skill mla_decode reference");
+	snprintf(format, sizeof(format), "validate_skill %s reference", op->name);
+	meta_add(&m, "format", format);
 	meta_add(&m, "task", hash);
-	meta_add(&m, "oracle", MLA_ORACLE_VERSION);
+	meta_add(&m, "oracle", op->oracle_version);
 	meta_add_u64(&m, "set", (uint64_t)k);
 	meta_add(&m, "inputs_sha256", sha);
 	meta_add_float(&m, "kv_scale", kv_scale);
 	if ((err = image_alloc(&img, &ilen, &off, t, 2, &m)))
 		return err;
-	if ((err = task_set_oracle_args(&a, &bt, s, &view, NULL)))
+	if ((err = op->reference((float *)(img + off), (float *)(img + off + sh.out_bytes), s, &view, NULL, threads)))
 		goto done;
-	rc = mla_decode_reference(&a, (float *)(img + off), (float *)(img + off + sh.out_bytes), threads);
-	if (rc != MLA_OK) {
-		err = vs_error(VS_EFAIL, "the reference of task '%s' set %d failed (code %d)", s->name, k, rc);
-		goto done;
-	}
 	*buf = img;
 	*len = ilen;
 	img = NULL;
 done:
-	free(bt);
 	free(img);
 	return err;
 }
@@ -2563,11 +1883,11 @@ int task_materialize(char **dir_out, const char *root, const struct task_spec *s
 	uint64_t need, avail;
 	int err;
 
-	if ((err = task_spec_validate(s, "materialize")))
+	if ((err = vs_op_of(s)->spec_validate(s, "materialize")))
 		return err;
 	if ((err = task_spec_hash(s, hash)))
 		return err;
-	parent = fs_join(root, TASK_OPERATOR);
+	parent = fs_join(root, vs_op_of(s)->name);
 	dir = parent ? fs_join(parent, hash) : NULL;
 	tmpname = fs_printf(".%s.tmp.%ld", hash, (long)getpid());
 	tmp = parent && tmpname ? fs_join(parent, tmpname) : NULL;
@@ -2685,7 +2005,7 @@ static int load_set(struct task_data *t, const struct manifest *m, int k, char *
 		free(ibuf);
 		goto done;
 	}
-	fmt_float(want, m->sets[k].kv_scale);
+	jsonfile_fmt_float(want, m->sets[k].kv_scale);
 	meta = st_meta(&in, "kv_scale");
 	if (!meta || strcmp(meta, want)) {
 		err = vs_error(VS_EVERIFY, "'%s': kv_scale %s, the manifest says %s", path, meta ? meta : "(none)",

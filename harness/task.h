@@ -18,7 +18,7 @@
  * manifest.json (format "validate_skill task/1") is canonical: task_verify() rebuilds it from the
  * values it holds and requires the same bytes, so no key can be edited unnoticed. Keys, in order:
  *   format, operator ("mla_decode"), task (the hash = the dir name), generator, rng, oracle,
- *   spec (task_spec_to_json), seed, shapes {q, kv_cache, block_table, seqlens, out, lse},
+ *   spec (the operator's spec_to_json, op.h), seed, shapes {q, kv_cache, block_table, seqlens, out, lse},
  *   dtypes {q, kv_cache, kv_cache_storage, block_table, seqlens, out, lse}, page_offset,
  *   block_table_sentinel, tolerances {out, lse},
  *   sets: [{set, seed (of the set), kv_scale, seqlens (rotated), inputs {name, generated, bytes,
@@ -93,7 +93,7 @@
  * page_offset: the stored kv_cache tensor holds num_pages pages, and its page p is page
  * page_offset + p of a larger virtual cache that nobody allocates: block_table entries are
  * page_offset + (stored page). A runner that tests large byte offsets passes
- * kv_cache = base - page_offset * task_page_bytes() (as an integer address) and
+ * kv_cache = base - page_offset * mla_task_page_bytes() (as an integer address) and
  * num_pages = page_offset + num_pages; the reference is computed with page_offset subtracted, so it
  * does not depend on page_offset. With page_offset 0 the files are a plain FlashMLA problem.
  */
@@ -102,8 +102,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-struct mla_decode_args; /* kernels/mla_decode.h */
 
 struct cJSON;
 
@@ -231,83 +229,20 @@ struct task_data {
 	void *owned[4 * VS_TASK_MAX_SETS]; /* buffers to free */
 };
 
-/** Deep copy (seqlens and extra_seqlens duplicated). */
+/** Deep copy, by the spec's operator (op.h spec_copy). Errors: VS_ENOMEM. */
 int task_spec_copy(struct task_spec *dst, const struct task_spec *src);
+
+/** Free what the spec owns and zero it, by its operator (op.h spec_release); accepts NULL. */
 void task_spec_release(struct task_spec *s);
 
-/**
- * Canonical JSON of a spec (stable key order); caller owns the result (cJSON_Delete), NULL when out
- * of memory. Keys, in order: name, kv_dtype ("bf16" / "fp8_e4m3_fnuz"), batch, s_q, h_q,
- * page_size, max_pages, num_pages, page_offset, seqlens, softmax_scale, seed, input_sets,
- * tol_out {atol, rtol, cos_tol}, tol_lse {...}; then, only when topk > 0 (the sparse form), topk,
- * topk_length (bool), attn_sink (bool) and, only when extra_topk > 0, extra_topk, extra_page_size,
- * extra_max_pages, extra_num_pages, extra_seqlens, extra_topk_length (bool). So a dense spec's text
- * and hash are those it had before the sparse form existed. Integers that fit an int are cJSON numbers; the
- * others (seed, page_offset, softmax_scale and the tolerances) are cJSON raw items holding the
- * shortest text that reads back to the same value, because cJSON 1.7's printer does not round-trip
- * every double. softmax_scale is printed as its float value (e.g. 0.1352 for 0.1352f).
- */
-struct cJSON *task_spec_to_json(const struct task_spec *s);
-
-/**
- * Parse a spec from JSON (as written by task_spec_to_json, after printing and parsing, or as the
- * raw items it holds) and validate it (task_spec_validate()). page_offset may be left out (0);
- * the sparse keys are all absent (dense) or present as task_spec_to_json() writes them (the extra
- * cache's all or none); every other key is required and unknown keys are refused. *s is set only on
- * success.
- * Errors: VS_ESCHEMA naming the key, VS_ENOMEM.
- */
-int task_spec_from_json(struct task_spec *s, const struct cJSON *j, const char *where);
-
-/**
- * Refuse a spec that cannot be materialized, with one line naming the field: unknown kv_dtype,
- * non-positive batch, s_q, h_q, page_size, max_pages or num_pages; seqlens missing, negative or
- * above max_pages x page_size; num_pages smaller than the pages the seqlens need; page_offset
- * negative or so large that page indices reach VS_BLOCK_TABLE_SENTINEL (or leave int32); byte sizes
- * that overflow; softmax_scale not finite and positive; seed above VS_TASK_SEED_MAX; input_sets
- * outside [2, VS_TASK_MAX_SETS]; tolerances negative or not finite (cos_tol < 0 means unchecked).
- * s_q > 1 is allowed (causal in the dense form).
- * Dense (topk 0): kv_dtype bf16 or fp8_e4m3_fnuz, and every sparse field 0 / NULL. Sparse (topk >= 1):
- * kv_dtype bf16 or a per-block-scaled format (mla_kv_is_blockscaled()), page_offset 0, topk_length,
- * extra_topk_length and attn_sink 0 or 1; extra_topk 0 with every extra_* field 0 / NULL, or
- * extra_topk >= 1 with extra_page_size, extra_max_pages, extra_num_pages >= 1 and extra_seqlens in
- * [0, extra_max_pages x extra_page_size] needing at most extra_num_pages pages.
- * where prefixes the message. Errors: VS_ESCHEMA.
- */
-int task_spec_validate(const struct task_spec *s, const char *where);
+/** A tolerance as the spec and the manifest write it: {atol, rtol, cos_tol}, exact raw numbers; NULL out of memory. */
+struct cJSON *task_tol_to_json(const struct task_tol *t);
 
 /** The task's identity under another generator version (VS_GENERATOR_PREVIOUS): old evidence. */
 int task_spec_hash_for(const struct task_spec *s, const char *generator, char hex[65]);
 
-/** The task's identity: sha256 hex of canonical spec JSON + generator + oracle versions. */
+/** The task's identity: sha256 hex of the operator's canonical spec JSON + generator + oracle versions. */
 int task_spec_hash(const struct task_spec *s, char hex[65]);
-
-/**
- * FlashMLA's counts for one input set: bytes moved and flops (docs/DESIGN.md).
- * Dense: bytes = sum(seqlens) x 576 x kv element size + q + out (bf16); flops = 2 x s_q x h_q x
- * sum(seqlens) x (576 + 512).
- * Sparse (FlashMLA's formula, tests/lib.py count_flop_and_mem_vol_for_decode, over the valid
- * entries), counted on the generated input set 0 (its indices and topk_length; the other sets differ
- * by little): flops = 2 x h_q x attended x (d_qk + d_v), attended = the valid entries over every
- * query row (not -1, within topk_length), the extra cache's likewise; bytes = retrieved x
- * mla_kv_token_bytes() + q + out, retrieved = the distinct cache rows that some valid entry names
- * (both caches). A spec that cannot be generated counts 0.
- */
-double task_bytes(const struct task_spec *s);
-double task_flops(const struct task_spec *s);
-
-/** Bytes of one cache page: mla_kv_page_bytes() of the spec's format and page_size. */
-size_t task_page_bytes(const struct task_spec *s);
-
-/**
- * The parity tolerances a task of spec s's form and format gets (docs/DESIGN.md "The sparse form"):
- * dense: out atol 8e-4, rtol 2.01/128, cos 5e-6; lse atol 1e-5, rtol 8.01/65536 (FlashMLA's dense
- * test, atol calibrated on our N(0,1)/10 sets). Sparse, every format: out atol 1e-3, rtol 2.01/128,
- * cos 5e-6 (FlashMLA's sparse test); lse atol 1e-5, rtol 8.01/65536. The fp8 formats need no more:
- * the reference reads the decoded values (code x a power-of-two scale, exact in bf16), as FlashMLA's
- * test compares with the dequantized cache.
- */
-void task_default_tolerances(struct task_tol *tol_out, struct task_tol *tol_lse, const struct task_spec *s);
 
 /** The store limit in force: VS_TASK_STORE_LIMIT_BYTES from the environment, else the default. */
 size_t task_store_limit(void);
@@ -315,33 +250,16 @@ size_t task_store_limit(void);
 /** 1 if input set k of s is a softmax set (q and cache N(0,1); VS_GENERATOR_VERSION). */
 int task_set_is_softmax(const struct task_spec *s, int k);
 
-/**
- * The shapes and scalars of task s as an implementation sees them (kernels/mla_decode.h): *a zeroed,
- * then batch, s_q, h_q, page_size, max_pages, kv_dtype, softmax_scale, num_pages counted from the
- * virtual base (num_pages + page_offset), kv_scale 1 (a set's own is the caller's to set), d_qk and
- * d_v; sparse form: topk, extra_topk, extra_num_pages, extra_page_size, and max_pages 0.
- */
-void task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s);
-
-/**
- * The oracle's arguments for task s on these inputs (host pointers): shapes and scalars from s, the
- * kv_scale given; when s places its pages past a virtual page_offset, block_table is copied and
- * rebased into *bt_owned (malloc'd: free it after the oracle ran; NULL when no copy was made).
- * Returns 0 or VS_ENOMEM.
- */
-int task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
-		     const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale);
-
-/**
- * The oracle's arguments for input set ts of task s, with q in place of the set's (the set's own
- * when q is NULL): task_oracle_args() and, in the sparse form, the set's indices, topk_length,
- * attn_sink and extra cache. Returns 0 or VS_ENOMEM; *bt_owned as task_oracle_args().
- */
-int task_set_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s,
-			 const struct task_set *ts, const void *q);
-
 /** The seed of input set k (VS_GENERATOR_VERSION). */
 uint64_t task_set_seed(const struct task_spec *s, int k);
+
+/**
+ * FlashMLA's counts of the sparse form (op_mla.c's bytes and flops): over input set 0 of s as
+ * generated, *attended the valid index entries of every query row (not -1, within topk_length),
+ * *retrieved the distinct cache rows they name, both caches together; 0 and 0 for a spec that
+ * cannot be generated.
+ */
+void task_sparse_counts(const struct task_spec *s, double *attended, double *retrieved);
 
 /**
  * Generate input set k of a (valid) spec: the exact bytes of its inputs.safetensors (tensors q,

@@ -5,6 +5,7 @@
 #include "fsutil.h"
 #include "plan.h"
 #include "task.h"
+#include "op.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -180,6 +181,9 @@ static const struct {
 	 "bootstrap_seed must be a decimal"},
 	{"\"isolated_speedup_min\":\t1.3", "\"isolated_speedup_min\":\t-1.3", "gates.isolated_speedup_min is -1.3"},
 	{"\"tier\":\t\"smoke\",", "\"tier\":\t\"smoke\",\n\t\"tier\":\t\"full\",", "key 'tier' appears twice"},
+	/* the plan's operator (op.h) reads its task specs: one no operator plans is refused */
+	{"\"operator\":\t\"mla_attention\"", "\"operator\":\t\"gemm\"",
+	 "\"operator\" is 'gemm', not an operator this tool plans"},
 };
 
 START_TEST(hand_edited_numbers_are_range_checked)
@@ -399,7 +403,7 @@ static void rehash(cJSON *root)
 		struct task_spec s;
 		char hex[65];
 
-		ck_assert_int_eq(task_spec_from_json(&s, cJSON_GetObjectItem(t, "spec"), "test"), 0);
+		ck_assert_int_eq(vs_op_mla_decode.spec_from_json(&s, cJSON_GetObjectItem(t, "spec"), "test"), 0);
 		ck_assert_int_eq(task_spec_hash(&s, hex), 0);
 		cJSON_ReplaceItemInObject(t, "hash", cJSON_CreateString(hex));
 		task_spec_release(&s);
@@ -651,7 +655,7 @@ static char *edit_topk_text(const char *text, int rehash_it)
 		return out;
 	j = cJSON_Parse(out);
 	t = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 0);
-	ck_assert_int_eq(task_spec_from_json(&s, cJSON_GetObjectItem(t, "spec"), "test"), 0);
+	ck_assert_int_eq(vs_op_mla_decode.spec_from_json(&s, cJSON_GetObjectItem(t, "spec"), "test"), 0);
 	ck_assert_int_eq(task_spec_hash(&s, hex), 0);
 	fixed = replace_all(out, cJSON_GetStringValue(cJSON_GetObjectItem(t, "hash")), hex);
 	task_spec_release(&s);

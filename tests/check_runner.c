@@ -20,6 +20,7 @@
 #include "runner.h"
 #include "stats.h"
 #include "task.h"
+#include "op.h"
 #include "vs_error.h"
 
 #include <cjson/cJSON.h>
@@ -1425,7 +1426,7 @@ static void make_sparse_task(int32_t kv_dtype)
 	s.extra_num_pages = 4;
 	s.extra_seqlens = xlens;
 	s.extra_topk_length = 1;
-	task_default_tolerances(&s.tol_out, &s.tol_lse, &s);
+	vs_op_mla_decode.tolerances(&s.tol_out, &s.tol_lse, &s);
 	root = tu_tmpdir();
 	ck_assert_msg(task_materialize(&dir, root, &s, 1) == 0, "%s", vs_last_error());
 	ck_assert_int_eq(task_load(&task, dir), 0);
@@ -1443,7 +1444,7 @@ START_TEST(sparse_task_passes_parity_and_the_capture_gate)
 	ck_assert_msg(r.cand.capture == 1, "capture: %s", r.cand.capture_detail ? r.cand.capture_detail : "");
 	ck_assert_int_eq(r.parity_pass, 1);
 	ck_assert_int_eq(r.complete, 1);
-	ck_assert_double_eq(r.flops, task_flops(&task.spec));
+	ck_assert_double_eq(r.flops, vs_op_mla_decode.flops(&task.spec));
 	measure_result_release(&r);
 }
 END_TEST

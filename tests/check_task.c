@@ -5,6 +5,8 @@
  */
 #include "testutil.h"
 #include "task.h"
+#include "op.h"
+#include "op_mla.h"
 #include "fsutil.h"
 #include "rng.h"
 #include "safetensors.h"
@@ -82,7 +84,7 @@ START_TEST(spec_json_is_canonical_and_round_trips)
 	char *hashed;
 
 	tiny_spec(&s, MLA_KV_BF16);
-	j = task_spec_to_json(&s);
+	j = vs_op_mla_decode.spec_to_json(&s);
 	text = cJSON_PrintUnformatted(j);
 	ck_assert_ptr_nonnull(text);
 	/* numbers print as the shortest text that reads back exactly */
@@ -91,7 +93,7 @@ START_TEST(spec_json_is_canonical_and_round_trips)
 	ck_assert_msg(!strncmp(text, "{\"name\":\"tiny-bf16\",\"kv_dtype\":\"bf16\",\"batch\":3,", 48),
 		      "got %s", text);
 	parsed = cJSON_Parse(text);
-	ck_assert_int_eq(task_spec_from_json(&back, parsed, "test"), 0);
+	ck_assert_int_eq(vs_op_mla_decode.spec_from_json(&back, parsed, "test"), 0);
 	ck_assert_int_eq(task_spec_hash(&s, h1), 0);
 	ck_assert_int_eq(task_spec_hash(&back, h2), 0);
 	ck_assert_str_eq(h1, h2);
@@ -103,7 +105,7 @@ START_TEST(spec_json_is_canonical_and_round_trips)
 	ck_assert_str_eq(h1, want);
 	task_spec_release(&back);
 	/* also straight from the raw items, without printing */
-	ck_assert_int_eq(task_spec_from_json(&back, j, "test"), 0);
+	ck_assert_int_eq(vs_op_mla_decode.spec_from_json(&back, j, "test"), 0);
 	ck_assert_int_eq(task_spec_hash(&back, h2), 0);
 	ck_assert_str_eq(h1, h2);
 	task_spec_release(&back);
@@ -123,7 +125,7 @@ START_TEST(spec_hash_is_stable_across_builds)
 	char *text;
 
 	tiny_spec(&s, MLA_KV_BF16);
-	j = task_spec_to_json(&s);
+	j = vs_op_mla_decode.spec_to_json(&s);
 	text = cJSON_PrintUnformatted(j);
 	ck_assert_msg(!strcmp(text, tiny_canonical), "canonical spec changed:\n got %s\nwant %s", text,
 		      tiny_canonical);
@@ -175,7 +177,7 @@ START_TEST(spec_hash_changes_when_any_field_changes)
 		tiny_spec(&s, MLA_KV_BF16);
 		if (i < N_FIELDS)
 			mutate(&s, i);
-		ck_assert_msg(task_spec_validate(&s, "mutated") == 0, "mutation %d is invalid: %s", i,
+		ck_assert_msg(vs_op_mla_decode.spec_validate(&s, "mutated") == 0, "mutation %d is invalid: %s", i,
 			      vs_last_error());
 		ck_assert_int_eq(task_spec_hash(&s, hashes[i]), 0);
 		for (int k = 0; k < i; k++)
@@ -238,7 +240,7 @@ START_TEST(validate_refuses_impossible_specs)
 	case 16: s.h_q = 0x7fffffff; s.s_q = 0x7fffffff; break;
 	}
 	vs_error_set_quiet(1);
-	rc = task_spec_validate(&s, "case");
+	rc = vs_op_mla_decode.spec_validate(&s, "case");
 	vs_error_set_quiet(0);
 	ck_assert_msg(rc == VS_ESCHEMA, "case %d: validate returned %d", _i, rc);
 	ck_assert_msg(strstr(vs_last_error(), invalid[_i].expect) != NULL,
@@ -273,7 +275,7 @@ START_TEST(from_json_names_the_bad_key)
 		j = cJSON_Parse(edited);
 		ck_assert_msg(j != NULL, "edit %zu is not JSON: %s", i, edited);
 		vs_error_set_quiet(1);
-		rc = task_spec_from_json(&s, j, "plan.json:tasks[0]");
+		rc = vs_op_mla_decode.spec_from_json(&s, j, "plan.json:tasks[0]");
 		vs_error_set_quiet(0);
 		ck_assert_msg(rc == VS_ESCHEMA, "edit %zu: rc %d", i, rc);
 		ck_assert_msg(strstr(vs_last_error(), edits[i].expect) != NULL, "edit %zu: '%s' lacks "
@@ -291,10 +293,10 @@ START_TEST(bytes_and_flops_follow_flashmla)
 	struct task_spec s;
 
 	tiny_spec(&s, MLA_KV_BF16);
-	ck_assert_double_eq(task_bytes(&s), 14.0 * 576 * 2 + 3 * 2 * 2 * 576 * 2 + 3 * 2 * 2 * 512 * 2);
-	ck_assert_double_eq(task_flops(&s), 2.0 * 2 * 2 * 14 * (576 + 512));
+	ck_assert_double_eq(vs_op_mla_decode.bytes(&s), 14.0 * 576 * 2 + 3 * 2 * 2 * 576 * 2 + 3 * 2 * 2 * 512 * 2);
+	ck_assert_double_eq(vs_op_mla_decode.flops(&s), 2.0 * 2 * 2 * 14 * (576 + 512));
 	s.kv_dtype = MLA_KV_FP8_E4M3_FNUZ;
-	ck_assert_double_eq(task_bytes(&s), 14.0 * 576 + 3 * 2 * 2 * 576 * 2 + 3 * 2 * 2 * 512 * 2);
+	ck_assert_double_eq(vs_op_mla_decode.bytes(&s), 14.0 * 576 + 3 * 2 * 2 * 576 * 2 + 3 * 2 * 2 * 512 * 2);
 	task_spec_release(&s);
 }
 END_TEST
@@ -327,6 +329,48 @@ static void sparse_spec(struct task_spec *s, int32_t kv_dtype, int extra)
 	}
 }
 
+/* The operator table (op.h): found by its task dir name and its card operator; the two forms share it. */
+START_TEST(operator_table_names_mla_decode_for_both_forms)
+{
+	struct task_spec d, s;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ck_assert_ptr_eq(vs_operator_find("mla_decode"), &vs_op_mla_decode);
+	ck_assert_ptr_eq(vs_operator_for_card("mla_attention"), &vs_op_mla_decode);
+	ck_assert_ptr_null(vs_operator_find("mla_attention"));
+	ck_assert_ptr_null(vs_operator_for_card("gemm"));
+	ck_assert_ptr_null(vs_operator_find(NULL));
+	ck_assert_str_eq(vs_op_mla_decode.oracle_version, MLA_ORACLE_VERSION);
+	tiny_spec(&d, MLA_KV_BF16);
+	sparse_spec(&s, MLA_KV_FP8_DS_MLA, 1);
+	ck_assert_ptr_eq(vs_op_of(&d), vs_op_of(&s));
+	ck_assert_str_eq(vs_op_mla_decode.form(&d), "dense");
+	ck_assert_str_eq(vs_op_mla_decode.form(&s), "sparse (its tasks have topk)");
+	ck_assert_int_eq(vs_op_mla_decode.dtype(&s), MLA_KV_FP8_DS_MLA);
+	ck_assert_str_eq(vs_op_mla_decode.dtype_name(vs_op_mla_decode.dtype(&d)), "bf16");
+	f = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(f);
+	vs_op_mla_decode.summary_header(f, &d);
+	fputc('|', f);
+	vs_op_mla_decode.summary_row(f, &d, &d);
+	fputc('|', f);
+	vs_op_mla_decode.summary_header(f, &s);
+	fputc('|', f);
+	vs_op_mla_decode.summary_row(f, &s, &s);
+	fclose(f);
+	/* dense: b s_q h_q page sum(lens) MB; sparse adds the cache format and topk+extra_topk */
+	ck_assert_msg(strstr(text, "     3    2    2    4        14       0.0|") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "sum(lens)        MB|") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "  kv_dtype          topk|") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "  fp8_ds_mla          8+4") != NULL, "%s", text);
+	free(text);
+	task_spec_release(&d);
+	task_spec_release(&s);
+}
+END_TEST
+
 START_TEST(dense_spec_hash_is_pinned)
 {
 	/* the sparse fields must not move a dense task's dir: the hash of main before issue 36 */
@@ -349,8 +393,8 @@ START_TEST(sparse_spec_json_round_trips)
 	int extra = _i % 2;
 
 	sparse_spec(&s, dtypes[_i / 2], extra);
-	ck_assert_msg(task_spec_validate(&s, "sparse") == 0, "%s", vs_last_error());
-	j = task_spec_to_json(&s);
+	ck_assert_msg(vs_op_mla_decode.spec_validate(&s, "sparse") == 0, "%s", vs_last_error());
+	j = vs_op_mla_decode.spec_to_json(&s);
 	text = cJSON_PrintUnformatted(j);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_msg(strstr(text, "\"tol_lse\":{\"atol\":1e-06,\"rtol\":0.000122222900390625,\"cos_tol\":-1},"
@@ -361,7 +405,7 @@ START_TEST(sparse_spec_json_round_trips)
 		       NULL) == extra,
 		      "got %s", text);
 	parsed = cJSON_Parse(text);
-	ck_assert_int_eq(task_spec_from_json(&back, parsed, "test"), 0);
+	ck_assert_int_eq(vs_op_mla_decode.spec_from_json(&back, parsed, "test"), 0);
 	ck_assert_int_eq(back.topk, 8);
 	ck_assert_int_eq(back.extra_topk, extra ? 4 : 0);
 	ck_assert(back.topk_length == 1 && back.attn_sink == 1 && back.extra_topk_length == extra);
@@ -369,7 +413,7 @@ START_TEST(sparse_spec_json_round_trips)
 	ck_assert_int_eq(task_spec_copy(&copy, &back), 0);
 	ck_assert_ptr_ne(copy.extra_seqlens, back.extra_seqlens == NULL ? (int32_t *)1 : back.extra_seqlens);
 	cJSON_Delete(j);
-	j = task_spec_to_json(&copy);
+	j = vs_op_mla_decode.spec_to_json(&copy);
 	text2 = cJSON_PrintUnformatted(j);
 	ck_assert_str_eq(text, text2);
 	ck_assert_int_eq(task_spec_hash(&s, h1), 0);
@@ -452,7 +496,7 @@ START_TEST(validate_refuses_inconsistent_sparse_specs)
 	case 14: s.kv_dtype = 9; break;
 	}
 	vs_error_set_quiet(1);
-	rc = task_spec_validate(&s, "case");
+	rc = vs_op_mla_decode.spec_validate(&s, "case");
 	vs_error_set_quiet(0);
 	ck_assert_msg(rc == VS_ESCHEMA, "rule %d: validate returned %d", sparse_invalid[_i].rule, rc);
 	ck_assert_msg(strstr(vs_last_error(), sparse_invalid[_i].expect) != NULL, "rule %d: error '%s' lacks '%s'",
@@ -482,7 +526,7 @@ START_TEST(from_json_refuses_sparse_keys_out_of_place)
 
 		ck_assert_msg(j != NULL, "case %zu is not JSON: %s", i, text);
 		vs_error_set_quiet(1);
-		rc = task_spec_from_json(&s, j, "plan.json:tasks[0]");
+		rc = vs_op_mla_decode.spec_from_json(&s, j, "plan.json:tasks[0]");
 		vs_error_set_quiet(0);
 		ck_assert_msg(rc == VS_ESCHEMA, "case %zu: rc %d", i, rc);
 		ck_assert_msg(strstr(vs_last_error(), cases[i].expect) != NULL, "case %zu: '%s' lacks '%s'", i,
@@ -782,7 +826,7 @@ START_TEST(generated_cache_follows_the_documented_formula)
 	s.max_pages = 16;
 	s.num_pages = 32;
 	s.s_q = 1;
-	ck_assert_int_eq(task_spec_validate(&s, "big"), 0);
+	ck_assert_int_eq(vs_op_mla_decode.spec_validate(&s, "big"), 0);
 	ck_assert_int_eq(task_generate_inputs(&img, &len, &kv_scale, &s, 1), 0);
 	ck_assert_int_eq(st_parse(&st, img, len, "generated"), 0);
 	kv = st_find(&st, "kv_cache");
@@ -1038,7 +1082,7 @@ START_TEST(page_offset_moves_page_indices_past_4_gib_without_storing_them)
 	tiny_spec(&s0, MLA_KV_BF16);
 	tiny_spec(&s1, MLA_KV_BF16);
 	s1.page_offset = 1000000; /* x 4608 bytes per page: byte offsets near 4.6e9 > 2^32 */
-	ck_assert(s1.page_offset * (int64_t)task_page_bytes(&s1) > ((int64_t)1 << 32));
+	ck_assert(s1.page_offset * (int64_t)mla_task_page_bytes(&s1) > ((int64_t)1 << 32));
 	d0 = materialize(root, &s0);
 	d1 = materialize(root, &s1);
 	ck_assert_int_eq(task_load(&t0, d0), 0);
@@ -1361,7 +1405,7 @@ START_TEST(sparse_inputs_do_not_depend_on_the_thread_count)
 	s.extra_seqlens = malloc(sizeof(xlens));
 	memcpy(s.seqlens, lens, sizeof(lens));
 	memcpy(s.extra_seqlens, xlens, sizeof(xlens));
-	ck_assert_msg(task_spec_validate(&s, "big") == 0, "%s", vs_last_error());
+	ck_assert_msg(vs_op_mla_decode.spec_validate(&s, "big") == 0, "%s", vs_last_error());
 	setenv("VS_GEN_THREADS", "1", 1);
 	ck_assert_int_eq(task_generate_inputs(&b1, &l1, &sc, &s, 1), 0);
 	setenv("VS_GEN_THREADS", "3", 1);
@@ -1409,8 +1453,8 @@ START_TEST(sparse_counts_follow_flashmla)
 		free(named);
 	}
 	ck_assert_msg(retrieved > 0 && attended > retrieved, "retrieved %g attended %g", retrieved, attended);
-	ck_assert_double_eq(task_flops(&s), 2.0 * s.h_q * attended * (576 + 512));
-	ck_assert_double_eq(task_bytes(&s), retrieved * 656 + 3.0 * 2 * 2 * 576 * 2 + 3.0 * 2 * 2 * 512 * 2);
+	ck_assert_double_eq(vs_op_mla_decode.flops(&s), 2.0 * s.h_q * attended * (576 + 512));
+	ck_assert_double_eq(vs_op_mla_decode.bytes(&s), retrieved * 656 + 3.0 * 2 * 2 * 576 * 2 + 3.0 * 2 * 2 * 512 * 2);
 	st_release(&f);
 	task_spec_release(&s);
 }
@@ -1463,13 +1507,18 @@ START_TEST(sparse_task_dir_round_trips_and_detects_tampering)
 			off += in[i].bytes;
 		}
 		ck_assert_uint_eq(off, len);
-		ck_assert_int_eq(task_set_oracle_args(&a, &bt, &t.spec, ts, NULL), 0);
+		ck_assert_int_eq(mla_task_set_oracle_args(&a, &bt, &t.spec, ts, NULL), 0);
 		ck_assert_ptr_null(bt);
 		ck_assert(a.topk == 8 && a.extra_topk == 4 && a.indices == ts->indices && !a.block_table &&
 			  a.d_qk == mla_kv_d_qk(s.kv_dtype) && a.attn_sink == ts->attn_sink);
 		ck_assert_int_eq(mla_decode_reference(&a, out, lse, 3), MLA_OK);
 		ck_assert_msg(!memcmp(out, ts->ref_out, ts->out_elems * 4) && !memcmp(lse, ts->ref_lse, ts->lse_elems * 4),
 			      "set %d: the stored reference is not the oracle's", k);
+		memset(out, 0, ts->out_elems * 4);
+		memset(lse, 0, ts->lse_elems * 4);
+		ck_assert_int_eq(vs_op_of(&t.spec)->reference(out, lse, &t.spec, ts, NULL, 2), 0);
+		ck_assert_msg(!memcmp(out, ts->ref_out, ts->out_elems * 4) && !memcmp(lse, ts->ref_lse, ts->lse_elems * 4),
+			      "set %d: the operator's reference is not the stored one", k);
 		for (size_t e = 0; e < ts->lse_elems; e++)
 			ck_assert_msg(!isnan(ts->ref_lse[e]), "lse %zu is NaN: an unselected row was read", e);
 		free(out);
@@ -1525,6 +1574,7 @@ static Suite *task_suite(void)
 	tcase_add_test(spec, from_json_names_the_bad_key);
 	tcase_add_test(spec, bytes_and_flops_follow_flashmla);
 	tcase_add_test(spec, dense_spec_hash_is_pinned);
+	tcase_add_test(spec, operator_table_names_mla_decode_for_both_forms);
 	tcase_add_loop_test(spec, sparse_spec_json_round_trips, 0, 6);
 	tcase_add_loop_test(spec, validate_refuses_inconsistent_sparse_specs, 0,
 			    (int)(sizeof(sparse_invalid) / sizeof(sparse_invalid[0])));

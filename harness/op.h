@@ -1,0 +1,102 @@
+/*
+ * op.h - operators: what the core knows of the problem a kernel solves, through one table
+ * (docs/DESIGN.md "Operators").
+ *
+ * The core (plans, task dirs, measure, evaldir, report) reads an operator's tasks only through
+ * struct vs_operator, as it reaches devices only through struct vs_device_ops (device.h): the
+ * spec's JSON, its validation, its bytes and FLOPs, its tolerances, its data-type class, the
+ * generator of its inputs, the oracle of its outputs and its columns of the plan summary. Each
+ * operator fills the table in its own module; MLA decode (harness/op_mla.c, vs_op_mla_decode) is
+ * the one operator today, its dense and sparse forms two shapes of it (topk 0 or > 0).
+ *
+ * A task's spec is struct task_spec (task.h): MLA decode's fields, which only the operator's
+ * module reads or writes; the core passes it through. docs/DESIGN.md "Operators" lists the places
+ * in the core that still name an MLA field and why.
+ */
+#ifndef VS_OP_H
+#define VS_OP_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct cJSON;
+struct task_spec;
+struct task_set;
+struct task_tol;
+
+struct vs_operator {
+	const char *name;           /* the task dirs' operator: root/<name>/<hash>/, manifest "operator" */
+	const char *card_operator;  /* the cards' match.operator it plans ("mla_attention") */
+	const char *oracle_version; /* what a task's hash and its reference files name */
+
+	/*
+	 * The spec. to_json: canonical JSON (stable key order; caller owns it; NULL out of memory).
+	 * from_json: parse and validate (*s set only on success; VS_ESCHEMA naming the key).
+	 * validate: refuse a spec that cannot be materialized (VS_ESCHEMA, one line naming the
+	 * field; where prefixes it). copy: deep copy (VS_ENOMEM). release: free what the spec owns
+	 * and zero it (accepts NULL).
+	 */
+	struct cJSON *(*spec_to_json)(const struct task_spec *s);
+	int (*spec_from_json)(struct task_spec *s, const struct cJSON *j, const char *where);
+	int (*spec_validate)(const struct task_spec *s, const char *where);
+	int (*spec_copy)(struct task_spec *dst, const struct task_spec *src);
+	void (*spec_release)(struct task_spec *s);
+
+	/* Counting: bytes moved and FLOPs of one input set, as the operator's reference library counts them. */
+	double (*bytes)(const struct task_spec *s);
+	double (*flops)(const struct task_spec *s);
+
+	/* The parity tolerances of a spec's shape (the tool's own; a card may relax them). */
+	void (*tolerances)(struct task_tol *out, struct task_tol *lse, const struct task_spec *s);
+
+	/*
+	 * The spec's data-type class, 0..30: the coverage gate's unit (a planned class none of whose
+	 * tasks ran fails it) and the precision of the device's peak FLOP rate
+	 * (vs_device_peak_tflops()). dtype_name: its name ("bf16"), NULL for an unknown class.
+	 */
+	int (*dtype)(const struct task_spec *s);
+	const char *(*dtype_name)(int dtype);
+
+	/*
+	 * Generate input set k of a valid spec: the bytes of its inputs file (a safetensors image,
+	 * malloc'd into *buf, *len bytes) and the set's kv_scale (1 where the format has none).
+	 * Errors: VS_ESCHEMA, VS_ENOMEM.
+	 */
+	int (*generate_inputs)(char **buf, size_t *len, float *kv_scale, const struct task_spec *s, int k);
+
+	/*
+	 * The oracle: the reference outputs of input set ts of spec s with q in place of the set's own
+	 * (the set's when q is NULL), on threads workers, into out and lse (sized as the set's ref_out
+	 * and ref_lse). Errors: VS_EFAIL (the oracle refused the arguments), VS_ENOMEM.
+	 */
+	int (*reference)(float *out, float *lse, const struct task_spec *s, const struct task_set *ts, const void *q,
+			 int threads);
+
+	/*
+	 * The plan summary: form names the shape of s as the "form" line shows it when the plan has no
+	 * note of its own ("dense"); summary_header prints the column heads and summary_row one
+	 * task's columns (after the task's name, before the plan's own columns; no newline). first:
+	 * the plan's first task (columns may depend on its shape), or NULL for an empty plan.
+	 */
+	const char *(*form)(const struct task_spec *s);
+	void (*summary_header)(FILE *f, const struct task_spec *first);
+	void (*summary_row)(FILE *f, const struct task_spec *s, const struct task_spec *first);
+};
+
+/** MLA decode (harness/op_mla.c): dense (topk 0) and sparse (topk > 0, DeepSeek Sparse Attention). */
+extern const struct vs_operator vs_op_mla_decode;
+
+/** The operator whose task dirs are named name ("mla_decode"), or NULL. */
+const struct vs_operator *vs_operator_find(const char *name);
+
+/** The operator that plans cards of match.operator card_operator ("mla_attention"), or NULL. */
+const struct vs_operator *vs_operator_for_card(const char *card_operator);
+
+/**
+ * The operator of a spec (s may be NULL: a plan's or a task dir's before its specs are read). Every
+ * spec is MLA decode's today (struct task_spec holds its fields); this is the one place that says
+ * so, and where a second operator's specs would be told apart.
+ */
+const struct vs_operator *vs_op_of(const struct task_spec *s);
+
+#endif /* VS_OP_H */

@@ -1,0 +1,44 @@
+/*
+ * op_mla.h - the MLA decode operator's own functions beyond its table (op.h vs_op_mla_decode): how
+ * a task's spec and input set become the kernel ABI's arguments (kernels/mla_decode.h), for the
+ * callers that bind them (measure's launches, the plan's supports() questions, the oracle).
+ */
+#ifndef VS_OP_MLA_H
+#define VS_OP_MLA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mla_decode_args; /* kernels/mla_decode.h */
+struct task_spec;
+struct task_set;
+
+/** Bytes of one cache page: mla_kv_page_bytes() of the spec's format and page_size. */
+size_t mla_task_page_bytes(const struct task_spec *s);
+
+/**
+ * The shapes and scalars of task s as an implementation sees them (kernels/mla_decode.h): *a zeroed,
+ * then batch, s_q, h_q, page_size, max_pages, kv_dtype, softmax_scale, num_pages counted from the
+ * virtual base (num_pages + page_offset), kv_scale 1 (a set's own is the caller's to set), d_qk and
+ * d_v; sparse form: topk, extra_topk, extra_num_pages, extra_page_size, and max_pages 0.
+ */
+void mla_task_kernel_shape(struct mla_decode_args *a, const struct task_spec *s);
+
+/**
+ * The oracle's arguments for task s on these inputs (host pointers): shapes and scalars from s, the
+ * kv_scale given; when s places its pages past a virtual page_offset, block_table is copied and
+ * rebased into *bt_owned (malloc'd: free it after the oracle ran; NULL when no copy was made).
+ * Returns 0 or VS_ENOMEM.
+ */
+int mla_task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s, const void *q,
+			 const void *kv_cache, const int32_t *block_table, const int32_t *seqlens, float kv_scale);
+
+/**
+ * The oracle's arguments for input set ts of task s, with q in place of the set's (the set's own
+ * when q is NULL): mla_task_oracle_args() and, in the sparse form, the set's indices, topk_length,
+ * attn_sink and extra cache. Returns 0 or VS_ENOMEM; *bt_owned as mla_task_oracle_args().
+ */
+int mla_task_set_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const struct task_spec *s,
+			     const struct task_set *ts, const void *q);
+
+#endif /* VS_OP_MLA_H */
