@@ -317,18 +317,22 @@ def _cfg(bn, bh, sp, w, st):
 
 
 # sm_90 (H100/H200: wgmma for 64-row tiles, 227 KB of shared memory a block): bh64 for h_q 64/128
-# (wgmma's M; two warpgroups split the 64 x 512 fp32 accumulator), bh32/bh16 for h_q 16/32 (mma.sync;
-# fewer padded rows), 2-3 stages of the gathered tiles; split gated by shape (sp0) or off (sp1).
+# (wgmma's M; two warpgroups split the 64 x 512 fp32 accumulator), bh32/bh16 for h_q 16/32 (fewer
+# padded rows), 1-3 stages of the gathered tiles; split gated by shape (sp0) or off (sp1). The
+# decoded tile passes through registers (BLOCK_N x 512 values): BLOCK_N 64 takes 8 warps, 4 warps
+# take BLOCK_N 32 (with 4 warps and BLOCK_N 64, ptxas spilled 150-1000 bytes at 255 registers).
 # Chosen from those limits and compiled for sm_90a here (tools/gpu/triton_cuda_resources.py
-# --module dsa_decode): none measured yet.
-# gfx942 (MI300X: 64-wide waves, MFMA 32x32/16x16, 64 KiB of LDS a workgroup): BLOCK_H 16/32 (MFMA
-# tiles, a smaller accumulator than bh64, which spilled in the dense port), BLOCK_N 32/64, 4 waves,
-# single-buffered. Compiled for gfx942 by the gfx942 build gate (tools/gpu/triton_amd_gate.py
-# --module dsa_decode), never run: no MI300X has been lent to this project.
+# --module dsa_decode; ~190 KB of shared memory at bh64-bn64-st2): none measured yet.
+# gfx942 (MI300X: 64-wide waves, MFMA 16x16, 64 KiB of LDS a workgroup, 512 VGPRs+AGPRs a lane):
+# BLOCK_H 16, BLOCK_N 16, 4 waves, 1-2 stages: the only ones of the gate's study (triton 3.5.1,
+# 2026-12) that neither spill nor use scratch for bf16 and both fnuz formats; bn16-bh32 spilled 2
+# VGPRs (fp8_ds_mla_fnuz), bn32-bh16 and bn32-bh32 (4 or 8 waves) and bn64-bh16 spilled 17-370
+# VGPRs, the decoded tile passing through registers. Compiled by the gfx942 and gfx950 build gates
+# (tools/gpu/triton_amd_gate.py --module dsa_decode), never run: no MI300X has been lent.
 _CONFIGS = {
     "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 0, 8, 1), _cfg(64, 64, 1, 8, 2), _cfg(32, 64, 0, 8, 3),
-              _cfg(64, 32, 0, 4, 2), _cfg(64, 16, 0, 4, 2), _cfg(64, 16, 0, 4, 3)],
-    "gfx942": [_cfg(32, 16, 0, 4, 1), _cfg(64, 16, 0, 4, 1), _cfg(32, 32, 0, 4, 1)],
+              _cfg(64, 32, 0, 8, 2), _cfg(32, 32, 0, 4, 2), _cfg(64, 16, 0, 8, 2), _cfg(32, 16, 0, 4, 3)],
+    "gfx942": [_cfg(16, 16, 0, 4, 1), _cfg(16, 16, 0, 4, 2), _cfg(16, 16, 1, 4, 1)],
 }
 
 
