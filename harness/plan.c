@@ -24,6 +24,7 @@ const char *const plan_tiers[] = {"smoke", "standard", "full", NULL};
 const struct plan_shipped_py plan_shipped_python[] = {
 	{"numpy.mla_decode", "kernels/python/numpy_mla.py"},
 	{"triton.mla_decode", "kernels/triton/mla_decode.py"},
+	{"triton.dsa_decode", "kernels/triton/dsa_decode.py"},
 	{"tilelang.mla_decode", "kernels/tilelang/mla_decode.py"},
 	{"torch.mla_decode", "kernels/torch/mla_decode.py"},
 	{NULL, NULL},
@@ -1278,7 +1279,20 @@ static int triton_entries(cJSON *kernels, const char *text)
 }
 
 /*
- * Compile the configs of side pi (the shipped triton.mla_decode) for gen with
+ * The tools/gpu/triton_cuda_resources.py argument that names the module of a shipped Triton
+ * implementation ("" for triton.mla_decode, the tool's default), or NULL for any other.
+ */
+static const char *triton_module_arg(const char *name)
+{
+	if (!strcmp(name, "triton.mla_decode"))
+		return "";
+	if (!strcmp(name, "triton.dsa_decode"))
+		return " --module dsa_decode";
+	return NULL;
+}
+
+/*
+ * Compile the configs of side pi (the shipped triton.mla_decode or triton.dsa_decode) for gen with
  * tools/gpu/triton_cuda_resources.py and append its entries to kernels. Returns 0 with the entries,
  * 1 with *why set (malloc'd) when the figures are not known here (no Triton, the tool failed), or
  * VS_ENOMEM.
@@ -1312,8 +1326,8 @@ static int triton_resources(cJSON *kernels, char **why, const struct plan_impl *
 		if ((n = triton_entries(kernels, cached)) > 0)
 			goto done; /* a cache that holds no entry is compiled again */
 	}
-	cmd = fs_printf("'%s' '%s' %s --jobs 2%s%s 2>/dev/null", py, tool, gen, pi->forced ? " --config " : "",
-			pi->forced ? pi->forced : "");
+	cmd = fs_printf("'%s' '%s' %s%s --jobs 2%s%s 2>/dev/null", py, tool, gen, triton_module_arg(pi->name),
+			pi->forced ? " --config " : "", pi->forced ? pi->forced : "");
 	if (!cmd || !(f = popen(cmd, "r"))) {
 		*why = fs_printf("%s could not be started", tool);
 		goto done;
@@ -1374,7 +1388,7 @@ static int plan_triton_resources(struct plan *np, const char *gen)
 		char *why = NULL;
 		int rc;
 
-		if (strcmp(pi->name, "triton.mla_decode") ||
+		if (!triton_module_arg(pi->name) ||
 		    (k && !strcmp(sides[0]->name, pi->name) && !sides[0]->forced == !pi->forced &&
 		     (!pi->forced || !strcmp(sides[0]->forced, pi->forced))))
 			continue;

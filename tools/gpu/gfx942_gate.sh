@@ -20,7 +20,9 @@
 # The Python kernels (step 4): tools/gpu/triton_amd_gate.py compiles every AMD config of
 # triton.mla_decode ahead of time with Triton's AMD backend (no GPU, no ROCm) for gfx942 and for
 # gfx950 (the TARGET's), checks the same limits and its entries join resources.json (impl
-# "triton.mla_decode", with "occupancy" in waves per SIMD, "pass" and "why"). Failures listed in
+# "triton.mla_decode", with "occupancy" in waves per SIMD, "pass" and "why"), and then every AMD
+# config of triton.dsa_decode, the sparse form (--module dsa_decode: bf16 and the fnuz twins, entries
+# with impl "triton.dsa_decode"). Failures listed in
 # tools/gpu/triton_amd_known.txt are recorded, not
 # fatal (see that file); any other fails the gate. Step 5 (gfx942): tools/gpu/tilelang_amd_emit.py emits the
 # HIP source of every gfx942 config of tilelang.mla_decode and compiles it with clang-19 where
@@ -154,12 +156,14 @@ while read -r src sym v a s lds scr vs ss; do
 	emit "$src" "-" "-" "$sym" "${dm%%(*}" "$v" "$a" "$s" "$lds" "$scr" "$vs" "$ss"
 done <"$OUT/kernels.tsv"
 
-# 4. The Python kernels: Triton's AMD configs for this target.
+# 4. The Python kernels: Triton's AMD configs for this target, the dense module's and the sparse one's.
 "$PY" "$SRC/tools/gpu/triton_amd_gate.py" "$OUT/triton" "$GFX" --known "$SRC/tools/gpu/triton_amd_known.txt" \
 	>"$OUT/triton.jsonl" || status=1
+"$PY" "$SRC/tools/gpu/triton_amd_gate.py" "$OUT/triton" "$GFX" --module dsa_decode \
+	--known "$SRC/tools/gpu/triton_amd_known.txt" >"$OUT/triton_dsa.jsonl" || status=1
 while IFS= read -r line; do
 	case "$line" in "{"*) entries+=("    $line") ;; esac
-done <"$OUT/triton.jsonl"
+done < <(cat "$OUT/triton.jsonl" "$OUT/triton_dsa.jsonl")
 TRITON=$("$PY" -c 'import triton; print(triton.__version__)')
 # 5. TileLang's HIP source for gfx942.
 sources=()
@@ -193,13 +197,13 @@ printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' impl config kv_dtype vgpr a
 while read -r impl cfg dtype v a s lds scr vs; do
 	printf '%-13s %-22s %-14s %5s %5s %5s %6s %7s %6s\n' "$impl" "$cfg" "$dtype" "$v" "$a" "$s" "$lds" "$scr" "$vs"
 done < <(sed -n 's/.*"impl":"\([^"]*\)","config":"\([^"]*\)","kv_dtype":"\([^"]*\)".*"vgpr":\([0-9]*\),"agpr":\([0-9]*\),"sgpr":\([0-9]*\),"lds_static":\([0-9]*\),"lds_dynamic":0,"scratch":\([0-9]*\),"vgpr_spill":\([0-9]*\).*/\1 \2 \3 \4 \5 \6 \7 \8 \9/p' "$OUT/resources.json")
-for t in "$OUT/triton.jsonl"; do
+for t in "$OUT/triton.jsonl" "$OUT/triton_dsa.jsonl"; do
 	"$PY" -c 'import json, sys
 for l in open(sys.argv[1]):
     e = json.loads(l)
-    print("%-13s %-22s %-14s %5d %5d %5d %6d %7d %6d %4d %s" % (sys.argv[2], e["config"], e["kv_dtype"], e["vgpr"], e["agpr"],
+    print("%-13s %-22s %-14s %5d %5d %5d %6d %7d %6d %4d %s" % (e["impl"].replace("_decode", "")[:13], e["config"], e["kv_dtype"], e["vgpr"], e["agpr"],
           e["sgpr"], e["lds_static"] + e["lds_dynamic"], e["scratch"], e["vgpr_spill"] + e["sgpr_spill"], e["occupancy"],
-          "ok" if e["pass"] else "KNOWN " + e["why"] if e.get("known") else "FAIL " + e["why"]))' "$t" "triton"
+          "ok" if e["pass"] else "KNOWN " + e["why"] if e.get("known") else "FAIL " + e["why"]))' "$t"
 done
 [ "$GFX" != gfx942 ] || "$PY" -c 'import json, sys
 for l in open(sys.argv[1]):

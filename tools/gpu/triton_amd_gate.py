@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""triton_amd_gate.py OUT_DIR TARGET [--jobs N] [--known FILE] - compile every AMD config of triton.mla_decode ahead of
-time for TARGET (gfx942 or gfx950) without a GPU or ROCm, and print one JSON object per kernel.
+"""triton_amd_gate.py OUT_DIR TARGET [--module mla_decode|dsa_decode] [--jobs N] [--known FILE] - compile every AMD
+config of triton.mla_decode (or, --module dsa_decode, of triton.dsa_decode: the sparse form) ahead of time for TARGET
+(gfx942 or gfx950) without a GPU or ROCm, and print one JSON object per kernel.
 
 Triton's AMD backend links in process (its own LLVM and ld.lld, its own ocml/ockl bitcode), so
 `triton.compile(ASTSource(...), target=GPUTarget("hip", TARGET, 64))` needs neither a device nor
@@ -8,7 +9,10 @@ ROCm. Each config of `configs(TARGET)` of kernels/triton/mla_decode.py (for gfx9
 has no configs for yet, its gfx942 configs, marked "from":"gfx942") is compiled for every KV dtype
 of the module and both store paths (SPLIT false: out/lse written directly; true: split-KV partials,
 then the combine kernel), with exactly the arguments and options the module's _build() passes on
-an AMD torch (FP8_ASM false: no PTX; KV_INT false; num_warps, num_stages). The figures come from the
+an AMD torch (FP8_ASM false: no PTX; KV_INT false; num_warps, num_stages). triton.dsa_decode's configs are
+compiled for bf16 and the fnuz twins (the formats gfx942 reads natively), both store paths, in the variant
+tools/gpu/triton_mla_kernels.py describes (topk_length, attn_sink, the extra cache of fp8_model1), with
+Triton's own fnuz conversion as its launcher picks it on AMD. The figures come from the
 code object's metadata (the `.amdgpu_metadata` of the amdgcn text, the same keys the HIP gate reads
 with llvm-readelf): VGPRs, AGPRs, SGPRs, scratch, VGPR/SGPR spills, and LLVM's occupancy (waves per
 SIMD); LDS is Triton's `shared` (allocated dynamically at launch, so the static LDS is 0).
@@ -32,7 +36,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in kernels/ (its git status is part of the kernel identity)
 
-from triton_mla_kernels import kernel_args, load_module  # noqa: E402 (after the line above)
+from triton_mla_kernels import MODULES, attrs, jobs, kernel_args, load_module  # noqa: E402 (after the line above)
 
 LDS_LIMIT = {"gfx942": 65536, "gfx950": 163840}
 
@@ -53,22 +57,23 @@ def figures(amdgcn):
 
 
 def compile_one(job):
-    """job: (target, out_dir, kernel name, config dict or None, kv_dtype, split) -> entry dict."""
-    target, out_dir, kname, cfg, dtype, split = job
+    """job: (target, out_dir, module, kernel name, config dict or None, kv_dtype, split) -> entry dict."""
+    target, out_dir, module, kname, cfg, dtype, split = job
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    mod = load_module()
+    mod = load_module(module)
     fn = getattr(mod, kname)
-    sig, const, opts, label = kernel_args(mod, kname, cfg, dtype, split, False)
+    sig, const, opts, label = kernel_args(mod, kname, cfg, dtype, split, False, True)
     if cfg is not None:
         for amd in ("kpack", "matrix_instr_nonkdim", "waves_per_eu"):  # --config only: the launcher passes none
             if amd in cfg:
                 opts[amd] = int(cfg[amd])
-    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const), target=GPUTarget("hip", target, 64),
-                       options=opts)
-    base = "triton-%s-%s-%s%s" % (label, dtype, kname.strip("_"), "-split" if split else "")
+    k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs(sig, kname)),
+                       target=GPUTarget("hip", target, 64), options=opts)
+    base = "triton-%s%s-%s-%s%s" % ("" if module == "mla_decode" else module + "-", label, dtype, kname.strip("_"),
+                                    "-split" if split else "")
     with open(os.path.join(out_dir, base + ".hsaco"), "wb") as f:
         f.write(k.asm["hsaco"])
     e = {"impl": mod.NAME, "config": label, "kv_dtype": dtype, "symbol": k.metadata.name,
@@ -84,6 +89,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir")
     ap.add_argument("target", choices=("gfx942", "gfx950"))
+    ap.add_argument("--module", choices=sorted(MODULES), default="mla_decode",
+                    help="kernels/triton/MODULE.py (default mla_decode)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--known", help="the known failures (TARGET CONFIG KV_DTYPE KERNEL a line)")
     ap.add_argument("--config", action="append", default=[], metavar="BN,BH,WARPS,STAGES[,KPACK,NONKDIM,WAVES]",
@@ -103,7 +110,7 @@ def main():
         import triton
     except ImportError as e:
         sys.exit("triton_amd_gate: triton is not importable (%s): run tools/install-deps" % e)
-    mod = load_module()
+    mod = load_module(a.module)
     cfgs = mod.configs(a.target)
     origin = a.target
     if a.config:
@@ -119,18 +126,10 @@ def main():
         cfgs, origin = mod.configs("gfx942"), "gfx942"
     if not cfgs:
         sys.exit("triton_amd_gate: %s has no %s configs" % (mod.NAME, a.target))
-    jobs = []
-    for cfg in cfgs:
-        kname = "_mla_decode_kernel_keys" if int(cfg["block_h"] or 64) <= mod.KEYS_MAJOR_MAX_BH else "_mla_decode_kernel"
-        for dtype in mod.KV_DTYPES:
-            for split in (False, True):
-                if split and int(cfg["num_splits"]) == 1:
-                    continue
-                jobs.append((a.target, a.out_dir, kname, cfg, dtype, split))
-    jobs.append((a.target, a.out_dir, "_mla_combine_kernel", None, "any", False))
+    todo = [(a.target, a.out_dir, a.module) + j for j in jobs(mod, cfgs, True)]
     os.makedirs(a.out_dir, exist_ok=True)
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-        results = list(ex.map(compile_one, jobs))
+        results = list(ex.map(compile_one, todo))
     status, nfail = 0, 0
     for e in results:
         if origin != a.target:
@@ -160,7 +159,8 @@ def main():
                   file=sys.stderr)
         known.discard(key)
         print(json.dumps(e, separators=(",", ":")))
-    for key in sorted(k for k in known if k[0] == a.target):
+    # the listed failures of this module's kernels (mla_* of triton.mla_decode, dsa_* of triton.dsa_decode)
+    for key in sorted(k for k in known if k[0] == a.target and k[3].startswith(a.module[:4])):
         status = 1
         print("triton_amd_gate: %s %s %s (%s) is listed in %s but was not compiled" % (key + (a.known,)),
               file=sys.stderr)

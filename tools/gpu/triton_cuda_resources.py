@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""triton_cuda_resources.py TARGET [--config NAME]... [--jobs N] - compile every config of
-triton.mla_decode for an NVIDIA generation (sm_90, sm_120) ahead of time, without a GPU, and print
-one JSON object per kernel: the resources each config needs there (issue 41).
+"""triton_cuda_resources.py TARGET [--module mla_decode|dsa_decode] [--config NAME]... [--jobs N] -
+compile every config of triton.mla_decode (or, --module dsa_decode, of triton.dsa_decode, the sparse
+form) for an NVIDIA generation (sm_90, sm_120) ahead of time, without a GPU, and print one JSON
+object per kernel: the resources each config needs there (issue 41).
 
 Triton's CUDA backend compiles to PTX in process and assembles it with the ptxas it bundles, so
 `triton.compile(ASTSource(...), target=GPUTarget("cuda", CC, 32))` needs neither a device nor a CUDA
 driver. Each config of `configs(TARGET)` of kernels/triton/mla_decode.py is compiled for every KV
 dtype of the module and both store paths (SPLIT false: out/lse written directly; true: split-KV
 partials, then the combine kernel), with exactly the arguments and options the module's _build()
-passes (FP8_ASM as its default decode, KV_INT false; num_warps, num_stages). The figures:
+passes (FP8_ASM as its default decode, KV_INT false; num_warps, num_stages); for
+kernels/triton/dsa_decode.py, every KV dtype, both store paths, the kernel variant
+tools/gpu/triton_mla_kernels.py describes (topk_length, attn_sink, the extra cache of fp8_model1),
+its sm_90 configs (a generation the module has no configs for, sm_120, compiles none). The figures:
 Triton's `shared` (the dynamic shared memory the launch asks for, bytes), and from `ptxas -v` on
 the kernel's PTX (the same ptxas, the same arch: sm_90a for sm_90, sm_120a for sm_120) the
 registers per thread, the spill stores and loads (bytes) and the static shared memory.
@@ -33,7 +37,7 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in kernels/ (its git status is part of the kernel identity)
 
-from triton_mla_kernels import kernel_args, load_module  # noqa: E402 (after the line above)
+from triton_mla_kernels import MODULES, attrs, jobs, kernel_args, load_module  # noqa: E402 (after the line above)
 
 CC = {"sm_90": 90, "sm_120": 120}
 PTXAS_ARCH = {"sm_90": "sm_90a", "sm_120": "sm_120a"}
@@ -71,20 +75,20 @@ def ptxas_figures(ptx, arch):
 
 def compile_one(job):
     """job: (target, kernel name, config dict or None, kv_dtype, split) -> entry dict."""
-    target, kname, cfg, dtype, split = job
+    target, module, kname, cfg, dtype, split = job
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    mod = load_module()
+    mod = load_module(module)
     fn = getattr(mod, kname)
-    sig, const, opts, label = kernel_args(mod, kname, cfg, dtype, split, mod.FP8_DECODE == "asm")
+    sig, const, opts, label = kernel_args(mod, kname, cfg, dtype, split, getattr(mod, "FP8_DECODE", "") == "asm")
     e = {"impl": mod.NAME, "config": label, "kv_dtype": dtype,
          "kernel": "%s%s" % (kname.strip("_"), " split" if split else ""), "split": split,
          "num_warps": opts["num_warps"], "num_stages": opts["num_stages"]}
     try:
-        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const), target=GPUTarget("cuda", CC[target], 32),
-                           options=opts)
+        k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs(sig, kname)),
+                           target=GPUTarget("cuda", CC[target], 32), options=opts)
         e["symbol"] = k.metadata.name
         e["smem_dynamic"] = int(k.metadata.shared)
         e.update(ptxas_figures(k.asm["ptx"], PTXAS_ARCH[target]))
@@ -96,6 +100,8 @@ def compile_one(job):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("target", choices=sorted(CC))
+    ap.add_argument("--module", choices=sorted(MODULES), default="mla_decode",
+                    help="kernels/triton/MODULE.py (default mla_decode)")
     ap.add_argument("--config", action="append", default=[], help="only this config (repeatable)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     a = ap.parse_args()
@@ -104,7 +110,7 @@ def main():
     except ImportError as x:
         print("triton_cuda_resources: triton is not importable (%s): run tools/install-deps" % x, file=sys.stderr)
         sys.exit(2)
-    mod = load_module()
+    mod = load_module(a.module)
     cfgs = mod.configs(a.target)
     if a.config:
         missing = sorted(set(a.config) - {c["name"] for c in cfgs})
@@ -113,17 +119,9 @@ def main():
         cfgs = [c for c in cfgs if c["name"] in a.config]
     if not cfgs:
         sys.exit("triton_cuda_resources: %s has no %s configs" % (mod.NAME, a.target))
-    jobs = []
-    for cfg in cfgs:
-        kname = "_mla_decode_kernel_keys" if int(cfg["block_h"] or 64) <= mod.KEYS_MAJOR_MAX_BH else "_mla_decode_kernel"
-        for dtype in mod.KV_DTYPES:
-            for split in (False, True):
-                if split and int(cfg["num_splits"]) == 1:
-                    continue
-                jobs.append((a.target, kname, cfg, dtype, split))
-    jobs.append((a.target, "_mla_combine_kernel", None, "any", False))
+    todo = [(a.target, a.module) + j for j in jobs(mod, cfgs, False)]
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-        results = list(ex.map(compile_one, jobs))
+        results = list(ex.map(compile_one, todo))
     status, nfail = 0, 0
     for e in results:
         why = []
