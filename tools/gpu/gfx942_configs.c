@@ -26,6 +26,13 @@ int mla_hip_flash_launch(const struct mla_decode_args *a, const struct mla_decod
 	return MLA_ENODEVICE;
 }
 
+int mla_hip_flash_sparse_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	return MLA_ENODEVICE;
+}
+
 static const char *kind_name(const struct mla_flash_entry *e)
 {
 	if (!e)
