@@ -16,7 +16,7 @@
  *   1. BLOCK_N threads read the tile's indices: page offset and slot of each valid entry, -1 for
  *      an invalid one (shared memory);
  *   2. all threads gather the valid rows, 16 bytes per load, and decode them once into a bf16 tile
- *      in shared memory (flash_sparse.h: fp8 code x its block scale rounded to bf16, RoPE copied;
+ *      in shared memory (sparse_decode.h: fp8 code x its block scale rounded to bf16, RoPE copied;
  *      an invalid entry's row is written as zeros and its cache row is never read: the tasks fill
  *      unselected rows with NaN);
  *   3. S = Q K^T on the warp-level matrix tiles of mma.h (mma.sync m16n8k16 on NVIDIA with Q in
@@ -35,7 +35,7 @@
 #include "mma.h"
 #include "hip_flash.h"
 #include "hip_impls.h"
-#include "flash_sparse.h"
+#include "sparse_decode.h"
 
 #include <math.h>
 
@@ -103,7 +103,7 @@ struct SparseState {
 	mma_frag_c o[T::NT_O];
 };
 
-/* Usable entries of cache c for batch element b (flash_sparse.h). */
+/* Usable entries of cache c for batch element b (sparse_decode.h). */
 VS_DEV int cache_entries(const SparseParams &p, int c, int b)
 {
 	return mla_sparse_entries(p.topk_length[c], b, p.topk[c]);
@@ -111,7 +111,7 @@ VS_DEV int cache_entries(const SparseParams &p, int c, int b)
 
 /*
  * Step 2: gather the tile's valid rows of cache c (sPage / sSlot) and decode them into sK.
- * Unit k of row r (flash_sparse.h) for u = r * UNITS + k; loads are issued BATCH at a time ahead of
+ * Unit k of row r (sparse_decode.h) for u = r * UNITS + k; loads are issued BATCH at a time ahead of
  * their decodes and stores, so that a thread has several 16-byte loads in flight.
  */
 template <int FMT, class T>

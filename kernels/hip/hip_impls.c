@@ -6,7 +6,7 @@
  */
 #include "hip_impls.h"
 #include "hip_flash.h"
-#include "flash_sparse.h"
+#include "sparse_decode.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * flash_sparse.h - internal to kernels/hip: the gather and decode arithmetic of hip.flash's sparse
+ * sparse_decode.h - internal to kernels/hip: the gather and decode arithmetic of hip.flash's sparse
  * (DSA) kernels (flash_sparse.hip), written once for the host and the device so that the CPU tests
  * (tests/check_hip_configs.c) check the same code the kernels run against mla_kv_decode_token().
  *
@@ -15,8 +15,8 @@
  * 576 bytes). code x scale is exact in bf16 for power-of-two scales (both formats' quantizers make
  * them so); any other fp32 scale is rounded to nearest even once, as a bf16 cache would be.
  */
-#ifndef MLA_HIP_FLASH_SPARSE_H
-#define MLA_HIP_FLASH_SPARSE_H
+#ifndef MLA_HIP_SPARSE_DECODE_H
+#define MLA_HIP_SPARSE_DECODE_H
 
 #include "../mla_decode.h"
 #include "../mla_numeric.h"
@@ -158,4 +158,4 @@ MLA_HD int64_t mla_sparse_row_page(int32_t r, int page_size, int64_t page_bytes,
 	return (int64_t)(r / page_size) * page_bytes;
 }
 
-#endif /* MLA_HIP_FLASH_SPARSE_H */
+#endif /* MLA_HIP_SPARSE_DECODE_H */
