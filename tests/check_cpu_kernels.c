@@ -1461,8 +1461,13 @@ START_TEST(supports_says_which_forms_and_formats_run)
 		  "d_qk 576, d_v 512: rows of fp8_model1_fnuz have d_qk 512 and d_v 512" },
 		{ MLA_KV_FP8_MODEL1_FNUZ, 64, 512, "cpu.splitkv", 1, "" },
 		{ MLA_KV_FP8_DS_MLA_FNUZ, 2048, 576, "cpu.naive", 1, "" },
-		{ MLA_KV_BF16, 64, 576, "hip.baseline", 0, "sparse form: not yet implemented (issue 39)" },
-		{ MLA_KV_FP8_DS_MLA, 64, 576, "hip.flash", 0, "sparse form: not yet implemented (issue 39)" },
+		{ MLA_KV_BF16, 64, 576, "hip.baseline", 0, "sparse form: hip.baseline runs the dense form only" },
+		{ MLA_KV_FP8_DS_MLA, 64, 576, "hip.flash", 1, "" },
+		{ MLA_KV_FP8_MODEL1_FNUZ, 64, 512, "hip.flash", 1, "" },
+		{ MLA_KV_BF16, 2048, 576, "hip.flash", 1, "" },
+		{ MLA_KV_FP8_E4M3_FNUZ, 64, 576, "hip.flash", 0,
+		  "kv dtype fp8_e4m3_fnuz: the sparse form reads bf16, fp8_ds_mla(_fnuz) or fp8_model1(_fnuz)" },
+		{ MLA_KV_FP8_MODEL1, 64, 576, "hip.flash", 0, "d_qk 576, d_v 512: rows of fp8_model1 have d_qk 512 and d_v 512" },
 		{ MLA_KV_FP8_MODEL1, 0, 576, "hip.flash", 0, "kv dtype fp8_model1: the dense form reads bf16 or fp8_e4m3_fnuz only" },
 		{ MLA_KV_BF16, 0, 576, "hip.flash", 1, "" },
 	};
@@ -1508,7 +1513,7 @@ static Suite *cpu_kernels_suite(void)
 	tcase_add_loop_test(tc, sparse_splitkv_thread_count_keeps_bits, 0, NSGRID);
 	tcase_add_loop_test(tc, sparse_bad_arguments_are_refused_before_writing, 0,
 			    (int)(sizeof(sbad) / sizeof(sbad[0])));
-	tcase_add_loop_test(tc, supports_says_which_forms_and_formats_run, 0, 11);
+	tcase_add_loop_test(tc, supports_says_which_forms_and_formats_run, 0, 15);
 	suite_add_tcase(s, tc);
 
 	if (getenv("VS_BENCH")) {

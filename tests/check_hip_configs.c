@@ -10,6 +10,7 @@
 #include "mla_decode.h"
 #include "mla_numeric.h"
 #include "hip/hip_flash.h"
+#include "hip/sparse_decode.h"
 #include "hip/hip_impls.h"
 #include "vs_build_info.h"
 
@@ -59,6 +60,9 @@ START_TEST(config_space_is_nonempty_with_unique_canonical_names)
 		/* the decoded-tile twin: the canonical name of its four numbers and splits, then "-dt" */
 		if (!strcmp(impl->name, "hip.flash") && mla_flash_entry_find(&cfg[i])->kind == MLA_FLASH_WARP_DT)
 			strcat(c.name, MLA_FLASH_DT_SUFFIX);
+		/* the sparse form's configs: the same, then "-dsa" */
+		if (!strcmp(impl->name, "hip.flash") && mla_flash_entry_find(&cfg[i])->kind == MLA_FLASH_SPARSE)
+			strcat(c.name, MLA_FLASH_SPARSE_SUFFIX);
 		ck_assert_msg(!strcmp(c.name, cfg[i].name), "%s on %s: config %d named '%s', canonical '%s'",
 			      impl->name, arch, i, cfg[i].name, c.name);
 		for (int j = 0; j < i; j++)
@@ -147,6 +151,17 @@ START_TEST(workspace_is_monotone_in_splits)
 			continue; /* no split at all (flash_onetile_takes_block_tables_of_one_tile) */
 		if (e && e->kind == MLA_FLASH_WARP_DT)
 			a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ; /* fp8 only */
+		if (e && e->kind == MLA_FLASH_SPARSE) { /* sparse only: 3 x 2 query rows of 20 heads, 2 x 1000 entries */
+			a.block_table = NULL;
+			a.max_pages = 0;
+			a.kv_dtype = MLA_KV_FP8_DS_MLA;
+			a.topk = 1000;
+			a.extra_topk = 1000;
+			a.extra_page_size = 64;
+			a.extra_num_pages = 4;
+			a.d_qk = MLA_D_QK;
+			a.d_v = MLA_D_V;
+		}
 		for (int sp = 1; sp <= 200; sp++) {
 			struct mla_decode_config c = cfg[i];
 			size_t ws;
@@ -395,6 +410,262 @@ START_TEST(fp8_bit_trick_is_exact_on_all_codes)
 }
 END_TEST
 
+/* A sparse shape (ABI 3): batch x s_q query rows of h_q heads, topk entries of a cache of kv_dtype. */
+static struct mla_decode_args sparse_shape(int batch, int h_q, int s_q, int topk, int32_t kv_dtype)
+{
+	struct mla_decode_args a = shape(batch, h_q, s_q, 64);
+
+	a.max_pages = 0;
+	a.num_pages = 64;
+	a.kv_dtype = kv_dtype;
+	a.topk = topk;
+	a.d_qk = mla_kv_d_qk(kv_dtype);
+	a.d_v = MLA_D_V;
+	return a;
+}
+
+/*
+ * The sparse form's configs (MLA_FLASH_SPARSE, "-dsa"): on both arches, found by their suffix only
+ * (the gfx942 ones share four numbers with dense warp configs), one shared-memory size for every
+ * format within the arch's limit; they decline dense tasks and every other config declines sparse
+ * ones; head blocks per query row, splits over the topk + extra_topk tiles from shapes, the dense
+ * workspace layout.
+ */
+START_TEST(flash_sparse_configs_and_plan)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+	struct mla_decode_config cfg[CAP], bh64 = { "", 0, 0, 0, 0, 0 }, plain;
+	struct mla_flash_plan p;
+	struct mla_decode_args a;
+	char why[160];
+
+	for (int k = 0; k < 2; k++) {
+		int n = impl->configs(arches[k], cfg, CAP), found = 0;
+
+		for (int i = 0; i < n; i++) {
+			const struct mla_flash_entry *e = mla_flash_entry_find(&cfg[i]);
+			struct mla_decode_args dense = shape(2, 16, 1, 256), sparse = sparse_shape(2, 16, 1, 256, MLA_KV_FP8_DS_MLA);
+
+			ck_assert_ptr_nonnull(e);
+			if (e->kind != MLA_FLASH_SPARSE) {
+				ck_assert_int_eq(mla_flash_plan_make(&p, &sparse, &cfg[i]), MLA_EUNSUPPORTED);
+				ck_assert_uint_eq(impl->workspace_size(&sparse, &cfg[i]), 0);
+				continue;
+			}
+			found++;
+			ck_assert_int_eq(e->amd, k);
+			ck_assert_ptr_nonnull(strstr(cfg[i].name, MLA_FLASH_SPARSE_SUFFIX));
+			ck_assert_int_eq(mla_flash_plan_make(&p, &dense, &cfg[i]), MLA_EUNSUPPORTED);
+			ck_assert_int_eq(mla_flash_plan_make(&p, &sparse, &cfg[i]), MLA_OK);
+			ck_assert_int_eq(p.sparse, 1);
+			ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_BF16), mla_flash_smem_bytes(e, MLA_KV_FP8_MODEL1));
+			ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_BF16),
+					  MLA_FLASH_SPARSE_SMEM(cfg[i].block_n, cfg[i].block_h, cfg[i].num_warps, k));
+			ck_assert_uint_le(mla_flash_smem_bytes(e, MLA_KV_BF16), k ? MLA_LDS_MAX_GFX942 : MLA_SMEM_MAX_SM90);
+			/* the name without its suffix is a dense config's, or none */
+			plain = cfg[i];
+			mla_decode_config_name(&plain);
+			ck_assert_ptr_ne(mla_flash_entry_find(&plain), e);
+			if (cfg[i].block_h == 64 && cfg[i].num_splits == 0 && !k)
+				bh64 = cfg[i];
+		}
+		ck_assert_int_ge(found, 3);
+	}
+	ck_assert_str_eq(bh64.name, "bn64-bh64-sp0-w8-st1-dsa");
+	/* b 128, h_q 128, s_q 2, topk 2048 on 132 SMs: 512 blocks fill the GPU, no split, no workspace */
+	a = sparse_shape(128, 128, 2, 2048, MLA_KV_FP8_DS_MLA);
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_OK);
+	ck_assert_int_eq(p.head_blocks, 2);
+	ck_assert_int_eq(p.m_total, 256);
+	ck_assert_int_eq(p.num_splits, 1);
+	ck_assert_uint_eq(p.workspace_bytes, 0);
+	/* one query row of 64 heads: split over the 32 tiles, the dense workspace layout */
+	a = sparse_shape(1, 64, 1, 2048, MLA_KV_FP8_MODEL1);
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_OK);
+	ck_assert_int_eq(p.head_blocks, 1);
+	ck_assert_int_gt(p.num_splits, 8);
+	ck_assert_int_le(p.num_splits, 32);
+	ck_assert_uint_ge(p.lse_part_offset, (size_t)p.num_splits * 64 * 512 * 4);
+	ck_assert_uint_eq(p.workspace_bytes, p.lse_part_offset + (size_t)p.num_splits * 64 * 4);
+	ck_assert_uint_eq(impl->workspace_size(&a, &bh64), p.workspace_bytes);
+	/* the extra cache's tiles count: topk 128 + extra 1024 is 18 tiles */
+	a = sparse_shape(1, 64, 1, 128, MLA_KV_FP8_MODEL1);
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_OK);
+	ck_assert_int_le(p.num_splits, 2);
+	a.extra_topk = 1024;
+	a.extra_page_size = 64;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_OK);
+	ck_assert_int_gt(p.num_splits, 2);
+	ck_assert_int_le(p.num_splits, 18);
+	/* h_q 20 in blocks of 64: one head block; explicit splits kept */
+	a = sparse_shape(3, 20, 2, 100, MLA_KV_BF16);
+	bh64.num_splits = 7;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_OK);
+	ck_assert_int_eq(p.head_blocks, 1);
+	ck_assert_int_eq(p.num_splits, 7);
+	ck_assert_uint_ge(p.workspace_bytes, (size_t)3 * 7 * 40 * (512 + 1) * 4);
+	/* out of contract: a dense-only format, d_qk not the format's, an extra cache without pages */
+	a.kv_dtype = MLA_KV_FP8_E4M3_FNUZ;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_EINVAL);
+	ck_assert_int_eq(impl->supports(&a, why, sizeof(why)), 0);
+	a = sparse_shape(3, 20, 2, 100, MLA_KV_FP8_MODEL1_FNUZ);
+	ck_assert_int_eq(impl->supports(&a, why, sizeof(why)), 1);
+	a.d_qk = MLA_D_QK;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_EINVAL);
+	ck_assert_int_eq(impl->supports(&a, why, sizeof(why)), 0);
+	a = sparse_shape(3, 20, 2, 100, MLA_KV_FP8_DS_MLA);
+	a.extra_topk = 64;
+	ck_assert_int_eq(mla_flash_plan_make(&p, &a, &bh64), MLA_EINVAL);
+	/* the sparse launch needs a sparse config: a dense one is declined before any pointer is read */
+	a.extra_topk = 0;
+	ck_assert_int_eq(impl->launch(&a, &cfg[0]), strcmp(VS_GPU_BUILD, "OFF") ? MLA_EUNSUPPORTED : MLA_ENODEVICE);
+}
+END_TEST
+
+/* Deterministic bytes for the decode test (splitmix64). */
+static uint64_t mix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/*
+ * sparse_decode.h, the gather and decode the sparse kernels run: for every format (fnuz twins
+ * included), page sizes 1, 61 and 64 and every slot, the units of a token cover dims [0, d_qk)
+ * once, read 16 aligned bytes inside the token's bytes of its page (scales inside the page), and
+ * decode to the bf16 of mla_kv_decode_token()'s values exactly; every code of both fp8 kinds times
+ * a power-of-two scale is exact. Entry helpers: topk_length clamped, -1 (any negative) invalid.
+ */
+START_TEST(flash_sparse_units_decode_like_the_reference)
+{
+	static const int32_t dtypes[] = { MLA_KV_BF16, MLA_KV_FP8_DS_MLA, MLA_KV_FP8_DS_MLA_FNUZ, MLA_KV_FP8_MODEL1,
+					  MLA_KV_FP8_MODEL1_FNUZ };
+	static const int page_sizes[] = { 1, 61, 64 };
+	uint64_t seed = 42;
+
+	for (size_t di = 0; di < sizeof(dtypes) / sizeof(dtypes[0]); di++)
+		for (size_t pi = 0; pi < sizeof(page_sizes) / sizeof(page_sizes[0]); pi++) {
+			const int32_t dt = dtypes[di];
+			const int ps = page_sizes[pi], fmt = mla_sparse_fmt_of(dt), d = mla_kv_d_qk(dt);
+			const int fnuz = mla_kv_is_fnuz(dt);
+			const size_t page_bytes = mla_kv_page_bytes(dt, ps), tok = mla_kv_token_bytes(dt);
+			uint8_t *page = aligned_alloc(64, (page_bytes + 63) / 64 * 64);
+
+			ck_assert_ptr_nonnull(page);
+			ck_assert_int_ge(fmt, 0);
+			ck_assert_uint_eq(page_bytes % 16, 0);
+			/* random codes (no NaN code), bf16 values of moderate range, power-of-two scales */
+			for (size_t j = 0; j < page_bytes; j++) {
+				uint8_t c = (uint8_t)mix(&seed);
+
+				if (fmt != MLA_SPARSE_BF16 && (c == 0x80 || (c & 0x7f) == 0x7f))
+					c = 0x11;
+				page[j] = c;
+			}
+			for (int slot = 0; slot < ps; slot++) {
+				uint8_t *t = page + (size_t)slot * (fmt == MLA_SPARSE_DS_MLA ? 656 : fmt == MLA_SPARSE_MODEL1 ? 576 : 1152);
+
+				if (fmt == MLA_SPARSE_BF16) {
+					for (int k = 0; k < MLA_D_QK; k++) { /* exponents near 1: no inf or NaN */
+						t[2 * k + 1] = (uint8_t)(0x3c + (mix(&seed) & 3)) | (uint8_t)(mix(&seed) & 0x80);
+					}
+				} else if (fmt == MLA_SPARSE_DS_MLA) {
+					for (int k = 0; k < 4; k++) {
+						float sc = ldexpf(1.f, (int)(mix(&seed) % 20) - 12);
+
+						memcpy(t + 512 + 4 * k, &sc, 4);
+					}
+					for (int k = 0; k < 64; k++)
+						t[528 + 2 * k + 1] = (uint8_t)(0x3c + (mix(&seed) & 3));
+				} else {
+					for (int k = 0; k < 7; k++)
+						page[(size_t)ps * 576 + (size_t)slot * 8 + k] = (uint8_t)(127 - 10 + mix(&seed) % 20);
+					for (int k = 0; k < 64; k++)
+						t[448 + 2 * k + 1] = (uint8_t)(0x3c + (mix(&seed) & 3));
+				}
+			}
+			for (int slot = 0; slot < ps; slot++) {
+				float want[MLA_D_QK];
+				uint16_t got[MLA_D_QK];
+				int covered[MLA_D_QK] = { 0 };
+				const int64_t t0 = (int64_t)slot * (fmt == MLA_SPARSE_DS_MLA ? 656 : fmt == MLA_SPARSE_MODEL1 ? 576 : 1152);
+
+				if (fmt == MLA_SPARSE_BF16)
+					for (int k = 0; k < MLA_D_QK; k++)
+						want[k] = mla_load_bf16(page + t0 + 2 * k);
+				else
+					ck_assert_int_eq(mla_kv_decode_token(dt, page, ps, slot, want), d);
+				for (int u = 0; u < MLA_SPARSE_UNITS(fmt); u++) {
+					const struct mla_sparse_unit su = mla_sparse_unit_at(fmt, ps, slot, u);
+					const int n = su.codes ? 16 : 8;
+					uint32_t w[4], o[8];
+
+					ck_assert_int_eq(su.codes, u < MLA_SPARSE_CODE_UNITS(fmt));
+					ck_assert_int_eq(su.src % 16, 0);
+					ck_assert(su.src >= t0 && su.src + 16 <= t0 + (int64_t)(fmt == MLA_SPARSE_MODEL1 ? 576 : tok));
+					ck_assert(su.dim >= 0 && su.dim + n <= d);
+					memcpy(w, page + su.src, 16);
+					if (su.codes) {
+						ck_assert(su.scale >= 0 && su.scale < (int64_t)page_bytes);
+						mla_sparse_decode16(w, mla_sparse_scale_load(fmt, page + su.scale), fnuz, o);
+					} else {
+						ck_assert_int_eq(su.scale, -1);
+						memcpy(o, w, 16);
+					}
+					for (int k = 0; k < n; k++) {
+						covered[su.dim + k]++;
+						got[su.dim + k] = (uint16_t)(o[k / 2] >> (16 * (k % 2)));
+					}
+				}
+				for (int k = 0; k < d; k++) {
+					ck_assert_msg(covered[k] == 1, "%s page %d slot %d: dim %d covered %d times",
+						      mla_kv_dtype_name(dt), ps, slot, k, covered[k]);
+					ck_assert_msg(got[k] == mla_float_to_bf16(want[k]) && mla_bf16_to_float(got[k]) == want[k],
+						      "%s page %d slot %d dim %d: 0x%04x, want %g", mla_kv_dtype_name(dt), ps,
+						      slot, k, got[k], want[k]);
+				}
+			}
+			free(page);
+		}
+	/* every code of both kinds, times powers of two across the range: exact */
+	for (int fnuz = 0; fnuz < 2; fnuz++)
+		for (int c = 0; c < 256; c++)
+			for (int e = -20; e <= 20; e += 5) {
+				float v = (fnuz ? mla_fp8_e4m3_fnuz_to_float((uint8_t)c) : mla_fp8_e4m3fn_to_float((uint8_t)c)) *
+					  ldexpf(1.f, e);
+				uint16_t b = mla_sparse_code_to_bf16((uint8_t)c, ldexpf(1.f, e), fnuz);
+
+				if (isnan(v))
+					ck_assert(isnan(mla_bf16_to_float(b)));
+				else
+					ck_assert_msg(mla_bf16_to_float(b) == v, "code 0x%02x fnuz %d 2^%d", c, fnuz, e);
+			}
+	/* entries: topk_length clamped to [0, topk]; negative indices invalid; page and slot */
+	{
+		const int32_t len[4] = { 5, -3, 100, 0 };
+		int slot = -1;
+
+		ck_assert_int_eq(mla_sparse_entries(len, 0, 64), 5);
+		ck_assert_int_eq(mla_sparse_entries(len, 1, 64), 0);
+		ck_assert_int_eq(mla_sparse_entries(len, 2, 64), 64);
+		ck_assert_int_eq(mla_sparse_entries(len, 3, 64), 0);
+		ck_assert_int_eq(mla_sparse_entries(NULL, 3, 64), 64);
+		ck_assert_int_eq(mla_sparse_entries(len, 0, 0), 0);
+		ck_assert_int_eq(mla_sparse_row_page(-1, 61, 61 * 656, &slot), -1);
+		ck_assert_int_eq(mla_sparse_row_page(-7, 61, 61 * 656, &slot), -1);
+		ck_assert_int_eq(mla_sparse_row_page(61 * 3 + 60, 61, 61 * 656, &slot), 3 * 61 * 656);
+		ck_assert_int_eq(slot, 60);
+		ck_assert_int_eq(mla_sparse_row_page(0x7fffffff, 64, (int64_t)mla_kv_page_bytes(MLA_KV_FP8_MODEL1, 64), &slot),
+				 (int64_t)(0x7fffffff / 64) * (int64_t)mla_kv_page_bytes(MLA_KV_FP8_MODEL1, 64));
+		ck_assert_int_eq(slot, 63);
+		ck_assert_int_eq(mla_sparse_fmt_of(MLA_KV_FP8_E4M3_FNUZ), -1);
+	}
+}
+END_TEST
+
 START_TEST(launch_without_gpu_build_or_with_bad_args)
 {
 	const struct mla_decode_impl *impl = mla_decode_impl_find(impl_names[_i]);
@@ -431,10 +702,12 @@ static Suite *hip_configs_suite(void)
 	tcase_add_test(tc, flash_plan_balanced_splits);
 	tcase_add_test(tc, flash_onetile_takes_block_tables_of_one_tile);
 	tcase_add_test(tc, flash_warp_dt_is_a_config_of_its_own);
+	tcase_add_test(tc, flash_sparse_configs_and_plan);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("numerics_and_launch");
 	tcase_add_test(tc, fp8_bit_trick_is_exact_on_all_codes);
+	tcase_add_test(tc, flash_sparse_units_decode_like_the_reference);
 	tcase_add_loop_test(tc, launch_without_gpu_build_or_with_bad_args, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -30,6 +30,14 @@
  *                    2026-12-03, BENCHMARKS.md), so the tuning pass chooses it per task. Its config
  *                    shares the four numbers of its MLA_FLASH_WARP twin and is named like it with
  *                    MLA_FLASH_DT_SUFFIX; bf16 tasks it declines (the twin runs the same bf16 kernel).
+ *   MLA_FLASH_SPARSE the sparse form (ABI 3, topk > 0; flash_sparse.hip): grid (batch x s_q query
+ *                    rows, head blocks of BLOCK_H heads, splits of the topk entries); each tile of
+ *                    BLOCK_N entries is gathered by index and decoded once into a bf16 tile in
+ *                    shared memory (scales folded in), shared by the BLOCK_H heads; S and P V on
+ *                    the warp-level tiles of mma.h; every sparse format (bf16, fp8_ds_mla,
+ *                    fp8_model1, the fnuz twins), the extra cache, topk_length, attn_sink. Its
+ *                    configs are named like the others with MLA_FLASH_SPARSE_SUFFIX; they decline
+ *                    dense tasks, and every other config declines sparse ones.
  * The sm_90 and gfx942 spaces never share a (block_n, block_h, num_warps, num_stages) point, so a
  * config alone says which layout (and shared-memory formula) it uses; within sm_90 only the
  * decoded-tile twin shares one, told apart by its name.
@@ -52,10 +60,13 @@ enum mla_flash_kind {
 	MLA_FLASH_WGMMA_T = 3,
 	MLA_FLASH_ONETILE = 4,
 	MLA_FLASH_WARP_DT = 5,
+	MLA_FLASH_SPARSE = 6,
 };
 
 /* The name suffix of a MLA_FLASH_WARP_DT config: "bn64-bh16-sp0-w4-st2-dt". */
 #define MLA_FLASH_DT_SUFFIX "-dt"
+/* The name suffix of a MLA_FLASH_SPARSE config: "bn64-bh64-sp0-w8-st1-dsa". */
+#define MLA_FLASH_SPARSE_SUFFIX "-dsa"
 
 
 /*
@@ -90,7 +101,11 @@ enum mla_flash_kind {
 	X(64, 32, 0, 8, 2, MLA_FLASH_WGMMA_T)    \
 	X(64, 16, 0, 4, 2, MLA_FLASH_WARP)       \
 	X(64, 16, 0, 4, 2, MLA_FLASH_WARP_DT)    \
-	X(64, 1, 1, 4, 1, MLA_FLASH_ONETILE)
+	X(64, 1, 1, 4, 1, MLA_FLASH_ONETILE)     \
+	X(64, 64, 0, 8, 1, MLA_FLASH_SPARSE)     \
+	X(64, 64, 1, 8, 1, MLA_FLASH_SPARSE)     \
+	X(64, 32, 0, 4, 1, MLA_FLASH_SPARSE)     \
+	X(64, 16, 0, 4, 1, MLA_FLASH_SPARSE)
 
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
 #define MLA_FLASH_SM90_KERNELS(X)        \
@@ -100,6 +115,12 @@ enum mla_flash_kind {
 	X(64, 16, 4, 2, MLA_FLASH_WARP)  \
 	X(64, 16, 4, 2, MLA_FLASH_WARP_DT) \
 	X(64, 1, 4, 1, MLA_FLASH_ONETILE)
+
+/* The sparse kernel instances: X(block_n, block_h, num_warps), each for the three layouts. */
+#define MLA_FLASH_SM90_SPARSE_KERNELS(X) \
+	X(64, 64, 8)                      \
+	X(64, 32, 4)                      \
+	X(64, 16, 4)
 
 /*
  * gfx942 (MI300X): wave64, 64 KiB of LDS per workgroup and per CU. Q lives in registers (MFMA A
@@ -112,7 +133,11 @@ enum mla_flash_kind {
 	X(32, 64, 0, 8, 1, MLA_FLASH_WARP)    \
 	X(32, 64, 1, 8, 1, MLA_FLASH_WARP)    \
 	X(32, 64, 64, 8, 1, MLA_FLASH_WARP)   \
-	X(32, 32, 0, 4, 1, MLA_FLASH_WARP)
+	X(32, 32, 0, 4, 1, MLA_FLASH_WARP)    \
+	X(32, 64, 0, 8, 1, MLA_FLASH_SPARSE)  \
+	X(32, 64, 1, 8, 1, MLA_FLASH_SPARSE)  \
+	X(32, 32, 0, 4, 1, MLA_FLASH_SPARSE)  \
+	X(32, 16, 0, 2, 1, MLA_FLASH_SPARSE)
 
 #define MLA_FLASH_GFX942_KERNELS(X)      \
 	X(16, 16, 1, 1, MLA_FLASH_WARP)  \
@@ -120,6 +145,11 @@ enum mla_flash_kind {
 	X(16, 32, 2, 1, MLA_FLASH_WARP)  \
 	X(32, 64, 8, 1, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 1, MLA_FLASH_WARP)
+
+#define MLA_FLASH_GFX942_SPARSE_KERNELS(X) \
+	X(32, 64, 8)                        \
+	X(32, 32, 4)                        \
+	X(32, 16, 2)
 
 /* hip.baseline: one config per arch, X(num_warps). */
 #define MLA_BASELINE_SM90_WARPS 4
@@ -177,6 +207,18 @@ enum mla_flash_kind {
 #define MLA_FLASH_WGMMA_T_SMEM(bh, fp8) \
 	(1152 * (bh) + 2 * 73728 + 128 * (bh) + 40 * (bh) + 4 * 64 * 8 + ((fp8) ? 36864 : 0))
 
+/*
+ * Sparse kernel (MLA_FLASH_SPARSE), the same for every format (rows of d_qk <= 576 dims):
+ *   Q tile        NVIDIA only      block_h x ROW_BF16 (gfx942: Q fragments in registers)
+ *   decoded tile  block_n x ROW_BF16, the gathered rows decoded to bf16 (invalid entries: zeros)
+ *   P tile        block_h x (block_n + 8) bf16
+ *   row max/sum   2 x (column groups) x block_h floats
+ *   entries       block_n int64 page offsets (-1: invalid) and block_n int32 slots
+ */
+#define MLA_FLASH_SPARSE_SMEM(bn, bh, nw, amd)                                             \
+	(((amd) ? 0 : (bh) * MLA_FLASH_ROW_BF16) + (bn) * MLA_FLASH_ROW_BF16 + (bh) * ((bn) + 8) * 2 + \
+	 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + (bn) * 12)
+
 /* One-tile kernel, num_warps nw: each warp's 512 output partials, then its running max and sum. */
 #define MLA_FLASH_ONETILE_SMEM(nw) ((nw) * (512 * 4 + 2 * 4))
 
@@ -210,6 +252,8 @@ struct mla_flash_plan {
 	int32_t head_blocks;   /* ceil(m_total / block_h) */
 	int32_t num_splits;    /* >= 1: uniform splits per sequence; balanced: parts + batch - 1 slots */
 	int32_t parts;         /* 0: uniform splits; balanced: ranges (blocks) per head block */
+	int32_t sparse;        /* 1: the sparse form (MLA_FLASH_SPARSE): head_blocks = ceil(h_q / block_h)
+				  per query row (b, i), splits of the topk + extra_topk entries */
 	size_t o_part_offset;  /* workspace: fp32 [batch * num_splits or slots][m_total][512] */
 	size_t lse_part_offset;/* workspace: fp32 [batch * num_splits or slots][m_total], log2 domain */
 	size_t workspace_bytes;/* 0 when num_splits == 1 (uniform) */
@@ -217,7 +261,9 @@ struct mla_flash_plan {
 
 /**
  * Plan a hip.flash launch. Returns MLA_OK, MLA_EINVAL for out-of-contract args (shape fields only:
- * pointers are not looked at), MLA_EUNSUPPORTED for a config of no known space.
+ * pointers are not looked at), MLA_EUNSUPPORTED for a config of no known space, a sparse config for
+ * a dense task or a dense config for a sparse one. Sparse: the workspace has the dense layout
+ * (fp32 [batch * num_splits][s_q * h_q][512] and [batch * num_splits][s_q * h_q], m = i * h_q + h).
  */
 int mla_flash_plan_make(struct mla_flash_plan *plan, const struct mla_decode_args *args,
 			const struct mla_decode_config *cfg);

@@ -23,6 +23,8 @@ extern const struct mla_decode_impl mla_hip_flash;
 /* Launch entry points (defined by the GPU build or by hip_stub.c). */
 int mla_hip_baseline_launch(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
 int mla_hip_flash_launch(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
+/* hip.flash's sparse form (topk > 0; flash_sparse.hip): hip.flash's launch calls it for sparse args. */
+int mla_hip_flash_sparse_launch(const struct mla_decode_args *args, const struct mla_decode_config *cfg);
 
 #ifdef __cplusplus
 }

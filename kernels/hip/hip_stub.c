@@ -19,3 +19,10 @@ int mla_hip_flash_launch(const struct mla_decode_args *args, const struct mla_de
 	(void)cfg;
 	return MLA_ENODEVICE;
 }
+
+int mla_hip_flash_sparse_launch(const struct mla_decode_args *args, const struct mla_decode_config *cfg)
+{
+	(void)args;
+	(void)cfg;
+	return MLA_ENODEVICE;
+}

@@ -733,6 +733,301 @@ static int fp8_probe(void)
 	return (bad != 0) | fp8_probe_nonan() | fp8_probe_f16();
 }
 
+/* ---------------------------------------------------------------- the sparse form (issue 39) */
+
+/*
+ * Sparse cases (topk > 0, every format hip.flash reads): a cache of `pages` pages filled with 0xFF
+ * (NaN in every format: bf16 0xFFFF, e4m3fn 0xFF, and for fnuz a NaN fp32 / e8m0 scale), then only
+ * the rows a valid entry names get values: random non-NaN codes under 2, power-of-two scales 1/4 to
+ * 1, N(0,1) bf16.
+ * Indices: uniform rows, about 1 in 8 entries -1; topk_length (use_len) topk in batch 0, 0 in
+ * batch 1, uniform elsewhere (entries past it keep indices to NaN rows); attn_sink N(0,1) with the
+ * last head +inf and the one before -inf; an extra cache with its own pages and indices.
+ */
+struct scase {
+	const char *name;
+	int batch, s_q, h_q, kv_dtype, page_size, pages, topk, extra_topk, extra_page_size, use_len, sink;
+};
+
+static const struct scase scases[] = {
+	{ "sparse-dsmla-b2-h64-sq2-k256", 2, 2, 64, MLA_KV_FP8_DS_MLA, 64, 16, 256, 0, 0, 1, 1 },
+	{ "sparse-dsmla-b3-h128-k2048", 3, 1, 128, MLA_KV_FP8_DS_MLA, 64, 64, 2048, 0, 0, 0, 0 },
+	{ "sparse-dsmla-b1-h16-p61-k100", 1, 1, 16, MLA_KV_FP8_DS_MLA, 61, 9, 100, 0, 0, 1, 1 },
+	{ "sparse-dsmla-fnuz-b2-h32-sq2", 2, 2, 32, MLA_KV_FP8_DS_MLA_FNUZ, 64, 8, 192, 0, 0, 1, 1 },
+	{ "sparse-model1-b2-h64-k128-x1024", 2, 1, 64, MLA_KV_FP8_MODEL1, 64, 16, 128, 1024, 64, 1, 1 },
+	{ "sparse-model1-fnuz-b2-h20-x64", 2, 2, 20, MLA_KV_FP8_MODEL1_FNUZ, 69, 6, 64, 64, 16, 1, 1 },
+	{ "sparse-bf16-b4-h16-k512", 4, 1, 16, MLA_KV_BF16, 64, 16, 512, 0, 0, 1, 0 },
+	{ "sparse-dsmla-b128-h128-sq2-k2048", 128, 2, 128, MLA_KV_FP8_DS_MLA, 64, 512, 2048, 0, 0, 0, 1 },
+};
+
+struct sinputs {
+	struct mla_decode_args a; /* host pointers */
+	uint8_t *cache[2];
+	size_t cache_bytes[2];
+	int32_t *idx[2], *len[2];
+	float *sink;
+	uint16_t *q;
+};
+
+static void sinputs_free(struct sinputs *in)
+{
+	for (int c = 0; c < 2; c++) {
+		free(in->cache[c]);
+		free(in->idx[c]);
+		free(in->len[c]);
+	}
+	free(in->sink);
+	free(in->q);
+	memset(in, 0, sizeof(*in));
+}
+
+/* A random bf16 of about N(0,1) (the dense cases' generator, times 10). */
+static uint16_t sgauss_bf16(uint64_t seed, uint64_t s, uint64_t i)
+{
+	return mla_float_to_bf16(gauss10(seed, s, i) * 10.f);
+}
+
+/* Row r of cache c gets values (codes, scales, RoPE), in the layout of kv_dtype. */
+static void sparse_fill_row(uint8_t *cache, int32_t kv_dtype, int page_size, int32_t r, uint64_t seed)
+{
+	size_t pb = mla_kv_page_bytes(kv_dtype, page_size);
+	uint8_t *page = cache + (size_t)(r / page_size) * pb;
+	int slot = r % page_size, fnuz = mla_kv_is_fnuz(kv_dtype);
+
+	if (kv_dtype == MLA_KV_BF16) {
+		for (int d = 0; d < MLA_D_QK; d++) {
+			uint16_t v = sgauss_bf16(seed, 11, (uint64_t)r * MLA_D_QK + d);
+
+			memcpy(page + (size_t)slot * 1152 + 2 * d, &v, 2);
+		}
+		return;
+	}
+	int model1 = mla_kv_is_model1(kv_dtype), ncodes = model1 ? 448 : 512;
+	uint8_t *t = page + (size_t)slot * (model1 ? 576 : 656);
+
+	for (int d = 0; d < ncodes; d++) {
+		/* exponent field below 8: magnitudes under 2 (e4m3fn) or 1 (fnuz), never a NaN code */
+		uint8_t c = (uint8_t)(splitmix(seed ^ ((uint64_t)r * 1024 + d)) & 0xbf);
+
+		t[d] = fnuz && c == 0x80 ? 0x00 : c;
+	}
+	for (int k = 0; k < 64; k++) {
+		uint16_t v = sgauss_bf16(seed, 12, (uint64_t)r * 64 + k);
+
+		memcpy(t + ncodes + (model1 ? 0 : 16) + 2 * k, &v, 2);
+	}
+	if (model1) {
+		for (int k = 0; k < 7; k++)
+			page[(size_t)page_size * 576 + (size_t)slot * 8 + k] = (uint8_t)(127 - (splitmix(seed + r * 8 + k) % 3));
+	} else {
+		for (int k = 0; k < 4; k++) {
+			float sc = ldexpf(1.f, -(int)(splitmix(seed + r * 4 + k) % 3));
+
+			memcpy(t + 512 + 4 * k, &sc, 4);
+		}
+	}
+}
+
+static int sinputs_make(struct sinputs *in, const struct scase *c, uint64_t seed)
+{
+	struct mla_decode_args *a = &in->a;
+	int d_qk = mla_kv_d_qk(c->kv_dtype);
+	size_t rows = (size_t)c->batch * c->s_q;
+
+	memset(in, 0, sizeof(*in));
+	a->batch = c->batch;
+	a->s_q = c->s_q;
+	a->h_q = c->h_q;
+	a->kv_dtype = c->kv_dtype;
+	a->page_size = c->page_size;
+	a->num_pages = c->pages;
+	a->softmax_scale = 0.0416667f; /* 576^-0.5 */
+	a->kv_scale = 1.f;
+	a->topk = c->topk;
+	a->extra_topk = c->extra_topk;
+	a->extra_page_size = c->extra_topk ? c->extra_page_size : 0;
+	a->extra_num_pages = c->extra_topk ? c->pages : 0;
+	a->d_qk = d_qk;
+	a->d_v = MLA_D_V;
+	in->q = malloc(rows * c->h_q * d_qk * 2);
+	if (!in->q)
+		return -1;
+	for (size_t i = 0; i < rows * c->h_q * d_qk; i++)
+		in->q[i] = sgauss_bf16(seed, 1, i);
+	for (int k = 0; k < (c->extra_topk ? 2 : 1); k++) {
+		int ps = k ? c->extra_page_size : c->page_size, topk = k ? c->extra_topk : c->topk;
+		int32_t nrows = c->pages * ps;
+
+		in->cache_bytes[k] = (size_t)c->pages * mla_kv_page_bytes(c->kv_dtype, ps);
+		in->cache[k] = malloc(in->cache_bytes[k]);
+		in->idx[k] = malloc(rows * topk * 4);
+		in->len[k] = malloc((size_t)c->batch * 4);
+		if (!in->cache[k] || !in->idx[k] || !in->len[k])
+			return -1;
+		memset(in->cache[k], 0xFF, in->cache_bytes[k]);
+		for (int b = 0; b < c->batch; b++) {
+			uint64_t u = splitmix(seed + 100 * k + b);
+
+			in->len[k][b] = b == 0 ? topk : b == 1 ? 0 : (int32_t)(u % (uint64_t)(topk + 1));
+		}
+		for (size_t ri = 0; ri < rows; ri++)
+			for (int t = 0; t < topk; t++) {
+				uint64_t u = splitmix(seed ^ (0x5151ull * (k + 1)) ^ (ri * 4096 + t));
+				int32_t r = (u & 7) == 0 ? -1 : (int32_t)((u >> 8) % (uint64_t)nrows);
+
+				in->idx[k][ri * topk + t] = r;
+				if (r >= 0 && (!c->use_len || t < in->len[k][ri / c->s_q]))
+					sparse_fill_row(in->cache[k], c->kv_dtype, ps, r, seed + 7 * k);
+			}
+	}
+	if (c->sink) {
+		in->sink = malloc(c->h_q * 4);
+		if (!in->sink)
+			return -1;
+		for (int h = 0; h < c->h_q; h++)
+			in->sink[h] = gauss10(seed, 9, h) * 10.f;
+		if (c->h_q >= 4) {
+			in->sink[c->h_q - 1] = INFINITY;
+			in->sink[c->h_q - 2] = -INFINITY;
+		}
+	}
+	a->q = in->q;
+	a->kv_cache = in->cache[0];
+	a->indices = in->idx[0];
+	a->topk_length = c->use_len ? in->len[0] : NULL;
+	a->attn_sink = in->sink;
+	a->extra_kv_cache = in->cache[1];
+	a->extra_indices = in->idx[1];
+	a->extra_topk_length = c->use_len && c->extra_topk ? in->len[1] : NULL;
+	return 0;
+}
+
+/* Every sparse case on every config of hip.flash that runs the sparse form, as check_config does. */
+static int sparse_parity(void)
+{
+	const struct mla_decode_impl *impl = mla_decode_impl_find("hip.flash");
+
+	if (opt.impl && strcmp(opt.impl, impl->name))
+		return 0;
+	for (size_t ci = 0; ci < sizeof(scases) / sizeof(scases[0]); ci++) {
+		const struct scase *c = &scases[ci];
+		struct mla_decode_config cfgs[MAX_CFG];
+		struct sinputs in;
+		size_t rows = (size_t)c->batch * c->s_q, nq, no, nl, ws = 0, nidx[2];
+		void *dq = NULL, *dc[2] = { NULL, NULL }, *di[2] = { NULL, NULL }, *dl[2] = { NULL, NULL }, *ds = NULL;
+		void *dout = NULL, *dlse = NULL, *dws = NULL;
+		uint16_t *out[2];
+		float *lse[2], *ref_out, *ref_lse;
+		int n = impl->configs(dev.info.arch, cfgs, MAX_CFG), rc = 0;
+
+		if (opt.case_filter && !strstr(c->name, opt.case_filter))
+			continue;
+		if (sinputs_make(&in, c, opt.seed + 1000 + ci))
+			return 2;
+		nq = rows * c->h_q * in.a.d_qk * 2;
+		no = rows * c->h_q * MLA_D_V * 2;
+		nl = rows * c->h_q * 4;
+		ref_out = malloc(no * 2);
+		ref_lse = malloc(nl);
+		out[0] = malloc(no);
+		out[1] = malloc(no);
+		lse[0] = malloc(nl);
+		lse[1] = malloc(nl);
+		if (!ref_out || !ref_lse || !out[0] || !out[1] || !lse[0] || !lse[1] ||
+		    mla_decode_reference(&in.a, ref_out, ref_lse, threads) != MLA_OK) {
+			fprintf(stderr, "sparse reference failed for '%s'\n", c->name);
+			return 2;
+		}
+		for (int k = 0; k < n && k < MAX_CFG; k++) {
+			size_t w = impl->workspace_size(&in.a, &cfgs[k]);
+
+			ws = w > ws ? w : ws;
+		}
+		nidx[0] = rows * c->topk * 4;
+		nidx[1] = rows * c->extra_topk * 4;
+		rc = dev.ops->alloc(&dev, &dq, nq) || dev.ops->alloc(&dev, &dout, no) || dev.ops->alloc(&dev, &dlse, nl) ||
+		     dev.ops->alloc(&dev, &dws, ws ? ws : 256) || dev.ops->upload(&dev, dq, in.q, nq);
+		for (int k = 0; k < (c->extra_topk ? 2 : 1) && !rc; k++)
+			rc = dev.ops->alloc(&dev, &dc[k], in.cache_bytes[k]) || dev.ops->alloc(&dev, &di[k], nidx[k]) ||
+			     dev.ops->alloc(&dev, &dl[k], (size_t)c->batch * 4) ||
+			     dev.ops->upload(&dev, dc[k], in.cache[k], in.cache_bytes[k]) ||
+			     dev.ops->upload(&dev, di[k], in.idx[k], nidx[k]) ||
+			     dev.ops->upload(&dev, dl[k], in.len[k], (size_t)c->batch * 4);
+		if (!rc && in.sink)
+			rc = dev.ops->alloc(&dev, &ds, c->h_q * 4) || dev.ops->upload(&dev, ds, in.sink, c->h_q * 4);
+		if (rc || dev.ops->synchronize(&dev)) {
+			fprintf(stderr, "sparse device buffers failed for '%s': %s\n", c->name, vs_last_error());
+			return 2;
+		}
+		for (int k = 0; k < n && k < MAX_CFG; k++) {
+			struct mla_decode_args a = in.a;
+			struct verdict v = { 1, "" };
+			int declined = 0;
+
+			if (!config_selected(cfgs[k].name))
+				continue;
+			a.q = dq;
+			a.kv_cache = dc[0];
+			a.indices = di[0];
+			a.topk_length = in.a.topk_length ? dl[0] : NULL;
+			a.extra_kv_cache = dc[1];
+			a.extra_indices = di[1];
+			a.extra_topk_length = in.a.extra_topk_length ? dl[1] : NULL;
+			a.attn_sink = ds;
+			a.out = dout;
+			a.lse = dlse;
+			a.workspace = dws;
+			a.workspace_bytes = ws;
+			a.num_cus = dev.info.compute_units;
+			a.stream = dev.stream;
+			for (int rep = 0; rep < 2 && v.ok; rep++) {
+				struct dbufs d = { 0 };
+
+				d.out[0] = dout;
+				d.lse[0] = dlse;
+				d.ws = dws;
+				d.ws_bytes = ws;
+				if (launch_poisoned(impl, &cfgs[k], &a, &d, 0, &declined) ||
+				    (!declined && (dev.ops->download(&dev, out[rep], dout, no) ||
+						   dev.ops->download(&dev, lse[rep], dlse, nl)))) {
+					fprintf(stderr, "%s %s: %s\n", c->name, cfgs[k].name, vs_last_error());
+					return 2;
+				}
+				if (declined)
+					break;
+				if (rep == 0)
+					compare(&v, &in.a, out[0], lse[0], ref_out, ref_lse);
+				else if (memcmp(out[0], out[1], no) || memcmp(lse[0], lse[1], nl))
+					fail(&v, "a second launch is not bit-identical");
+			}
+			if (declined)
+				continue; /* a dense config: it declines every sparse case */
+			printf("%s %-32s %-13s %-26s %s\n", v.ok ? "PASS" : "FAIL", c->name, impl->name, cfgs[k].name,
+			       v.ok ? "" : v.why);
+			failures += !v.ok;
+		}
+		dev.ops->free(&dev, dq);
+		dev.ops->free(&dev, dout);
+		dev.ops->free(&dev, dlse);
+		dev.ops->free(&dev, dws);
+		dev.ops->free(&dev, ds);
+		for (int k = 0; k < 2; k++) {
+			dev.ops->free(&dev, dc[k]);
+			dev.ops->free(&dev, di[k]);
+			dev.ops->free(&dev, dl[k]);
+		}
+		free(ref_out);
+		free(ref_lse);
+		free(out[0]);
+		free(out[1]);
+		free(lse[0]);
+		free(lse[1]);
+		sinputs_free(&in);
+		fflush(stdout);
+	}
+	return 0;
+}
+
 static int parity(void)
 {
 	const char *impls[] = { "hip.baseline", "hip.flash" };
@@ -804,6 +1099,8 @@ static int parity(void)
 		free(ref_lse);
 		fflush(stdout);
 	}
+	if (sparse_parity())
+		return 2;
 	printf("parity: %d failure%s\n", failures, failures == 1 ? "" : "s");
 	return failures ? 1 : 0;
 }

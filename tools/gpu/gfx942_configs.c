@@ -2,8 +2,9 @@
  * gfx942_configs.c - prints the config spaces of hip.flash and hip.baseline for an arch (default
  * gfx942), one line per config, for tools/gpu/gfx942_gate.sh: "impl name block_n block_h num_splits
  * num_warps num_stages lds_bf16 lds_fp8" (lds_* from hip_impls.c's formula; 0 where none applies).
- * With an arch argument (tools/gpu/sm90_resources.sh: "sm_90a") a tenth field names the kernel
- * kind: baseline, warp, wgmma, wgmma_t or onetile. Built with the host C compiler against
+ * With an arch argument (tools/gpu/sm90_resources.sh: "sm_90a"; tools/gpu/gfx942_gate.sh: "gfx942") a
+ * tenth field names the kernel kind: baseline, warp, warp_dt, wgmma, wgmma_t, onetile or sparse (the
+ * sparse form's kernels: one shared-memory size for every format, printed as both lds_* fields). Built with the host C compiler against
  * kernels/hip/hip_impls.c alone.
  */
 #include "../../kernels/hip/hip_flash.h"
@@ -26,6 +27,13 @@ int mla_hip_flash_launch(const struct mla_decode_args *a, const struct mla_decod
 	return MLA_ENODEVICE;
 }
 
+int mla_hip_flash_sparse_launch(const struct mla_decode_args *a, const struct mla_decode_config *c)
+{
+	(void)a;
+	(void)c;
+	return MLA_ENODEVICE;
+}
+
 static const char *kind_name(const struct mla_flash_entry *e)
 {
 	if (!e)
@@ -39,6 +47,8 @@ static const char *kind_name(const struct mla_flash_entry *e)
 		return "onetile";
 	case MLA_FLASH_WARP_DT:
 		return "warp_dt";
+	case MLA_FLASH_SPARSE:
+		return "sparse";
 	default:
 		return "warp";
 	}

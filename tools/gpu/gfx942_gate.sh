@@ -97,10 +97,10 @@ for src in "$SRC"/kernels/hip/*.hip "$SRC"/harness/gpu/*.hip; do
 done
 [ -s "$OUT/kernels.tsv" ] || die "no kernels found in the code objects"
 
-# 2. The gfx942 config spaces, from hip_impls.c itself.
+# 2. The gfx942 config spaces, from hip_impls.c itself (with their kernel kinds).
 "$HOSTCC" -std=c11 -O1 -o "$OUT/gfx942_configs" "$SRC/tools/gpu/gfx942_configs.c" "$SRC/kernels/hip/hip_impls.c" \
 	2>"$OUT/configs.log" || { cat "$OUT/configs.log" >&2; die "building the config lister failed"; }
-"$OUT/gfx942_configs" >"$OUT/configs.txt" || die "listing the gfx942 configs failed"
+"$OUT/gfx942_configs" gfx942 >"$OUT/configs.txt" || die "listing the gfx942 configs failed"
 
 # 3. Map kernels to configs (demangled template arguments), check, write resources.json.
 status=0
@@ -129,9 +129,14 @@ find_kernel() {
 	return 1
 }
 used=" "
-while read -r impl cfg bn bh sp nw st lds_bf16 lds_fp8; do
+while read -r impl cfg bn bh sp nw st lds_bf16 lds_fp8 kind; do
 	if [ "$impl" = hip.baseline ]; then
 		list=("false|bf16|^mla_baseline<$nw, false>" "true|fp8_e4m3_fnuz|^mla_baseline<$nw, true>")
+	elif [ "$kind" = sparse ]; then
+		# hip.flash's sparse form (flash_sparse.hip): one kernel per layout (MLA_SPARSE_BF16 0,
+		# _DS_MLA 1, _MODEL1 2; the fnuz twins run the fp8 ones), the same LDS for all, and its combine
+		list=("false|bf16|^mla_sparse_warp<$bn, $bh, $nw, 0>" "true|fp8_ds_mla|^mla_sparse_warp<$bn, $bh, $nw, 1>"
+		      "true|fp8_model1|^mla_sparse_warp<$bn, $bh, $nw, 2>" "-|any|^mla_sparse_combine\\(")
 	else
 		list=("false|bf16|^mla_flash_warp<$bn, $bh, $nw, $st, false(, false)?>" "true|fp8_e4m3_fnuz|^mla_flash_warp<$bn, $bh, $nw, $st, true(, false)?>"
 		      "-|any|^mla_flash_combine\\(")

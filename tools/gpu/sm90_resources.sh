@@ -89,10 +89,16 @@ while read -r impl cfg bn bh sp nw st smem_bf16 smem_fp8 kind; do
 		       "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_wgmma_t<$bh, true>") ;;
 	onetile) list=("bf16|$smem_bf16|^mla_flash_onetile<$nw, false>"
 		       "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_onetile<$nw, true>") ;;
+	# the sparse form (flash_sparse.hip): one kernel per layout (bf16 0, fp8_ds_mla 1, fp8_model1 2;
+	# the fnuz twins run the fp8 ones), the same shared memory for all, and its own combine
+	sparse) list=("bf16|$smem_bf16|^mla_sparse_warp<$bn, $bh, $nw, 0>"
+		      "fp8_ds_mla|$smem_fp8|^mla_sparse_warp<$bn, $bh, $nw, 1>"
+		      "fp8_model1|$smem_fp8|^mla_sparse_warp<$bn, $bh, $nw, 2>"
+		      "any|0|^mla_sparse_combine\\(") ;;
 	*) die "$impl $cfg: unknown kernel kind '$kind'" ;;
 	esac
 	# the combine runs after every hip.flash kernel but the one-tile one (no split)
-	[ "$impl" = hip.flash ] && [ "$kind" != onetile ] && list+=("any|0|^mla_flash_combine\\(")
+	[ "$impl" = hip.flash ] && [ "$kind" != onetile ] && [ "$kind" != sparse ] && list+=("any|0|^mla_flash_combine\\(")
 	for item in "${list[@]}"; do
 		IFS='|' read -r dtype dyn re <<<"$item"
 		k=$(find_kernel "$re") || die "$impl $cfg: no kernel matching '$re'"
