@@ -650,7 +650,7 @@ int mla_task_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, const st
 	a->kv_cache = kv_cache;
 	a->block_table = block_table;
 	a->seqlens = seqlens;
-	if (s->page_offset) {
+	if (s->page_offset && block_table) { /* the dense form's virtual cache base (task.h page_offset) */
 		size_t n = (size_t)s->batch * s->max_pages;
 		int32_t *bt = malloc(n * sizeof(*bt) + 1);
 
