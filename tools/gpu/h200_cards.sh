@@ -150,6 +150,13 @@ run_steps() {
 			.dev/final/flashmla_sparse_smoke "$FMLA_SPARSE" >"$WORK/sparse_smoke.log" 2>&1
 			echo "sparse_smoke: rc $?"
 			;;
+		ports_parity)
+			# hip.flash's sparse configs alone against the oracle (tests/gpu/gpu_parity --case
+			# sparse: every format, the extra cache, topk_length, sinks, a b128 h128 topk 2048 case),
+			# each relaunched bit-identical; .dev/final/gpu_parity is the Release build's, stripped
+			timeout 300 .dev/final/gpu_parity --case sparse >"$WORK/ports_parity.log" 2>&1
+			echo "ports_parity: rc $?"
+			;;
 		dsa_plans)
 			# the sparse form (issue 36), tier full: FlashMLA's sparse decode as the baseline,
 			# torch.mla_decode as the candidate (an A/B of its own, never recorded into a card),
