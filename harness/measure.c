@@ -961,10 +961,11 @@ static int capture_gate(const struct measure_ctx *ctx, const struct task_data *t
 	err = d->ops->graph_end(d, &graph);
 	if (rc != MLA_OK || err) {
 		ir->capture = 0;
-		ir->capture_detail = fs_printf("the launch could not be captured in a graph (launch status %d%s%s)%s%s", rc,
-					       err ? ", " : "", err ? vs_last_error() : "",
-					       rc != MLA_OK && pyimpl_for_impl(ir->impl->name) ? ": " : "",
-					       rc != MLA_OK && pyimpl_for_impl(ir->impl->name) ? pyimpl_last_error() : "");
+		ir->capture_detail =
+			fs_printf("the launch could not be captured in a graph (launch status %d%s%s)%s%s", rc,
+				  err ? ", " : "", err ? vs_last_error() : "",
+				  rc != MLA_OK && pyimpl_for_impl(ir->impl->name) ? ": " : "",
+				  rc != MLA_OK && pyimpl_for_impl(ir->impl->name) ? pyimpl_last_error() : "");
 		if (graph)
 			d->ops->graph_free(d, graph);
 		return rc == MLA_EDEVICE ? VS_EDEVICE : 0;

@@ -1537,7 +1537,8 @@ void pyimpl_autotune_log(FILE *f, const char *json)
 
 		fprintf(f, "    autotune %s (%s): %d launch%s, benchmarked %d config%s in %d tuning%s", k, impl,
 			num_of(e, "runs"), num_of(e, "runs") == 1 ? "" : "es", num_of(e, "benchmarks"),
-			num_of(e, "benchmarks") == 1 ? "" : "s", num_of(e, "tunings"), num_of(e, "tunings") == 1 ? "" : "s");
+			num_of(e, "benchmarks") == 1 ? "" : "s", num_of(e, "tunings"),
+			num_of(e, "tunings") == 1 ? "" : "s");
 		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "by_phase"))
 		{
 			fprintf(f, "%s%s %d", first ? " (" : ", ", x->string, (int)x->valuedouble);
@@ -1552,14 +1553,15 @@ void pyimpl_autotune_log(FILE *f, const char *json)
 		}
 		fprintf(f, "\n");
 		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "dropped"))
-		fprintf(f, "    autotune %s (%s): dropped %s: %s\n", k, impl, str_or(x, "config", "?"), str_or(x, "why", "?"));
+			fprintf(f, "    autotune %s (%s): dropped %s: %s\n", k, impl, str_or(x, "config", "?"),
+				str_or(x, "why", "?"));
 		if (num_of(e, "in_capture"))
 			fprintf(f, "    autotune %s (%s) benchmarked %d config%s inside a graph capture\n", k, impl,
 				num_of(e, "in_capture"), num_of(e, "in_capture") == 1 ? "" : "s");
 		if (num_of(e, "timed"))
 			fprintf(f,
-				"    autotune %s (%s) benchmarked %d config%s inside timed launches: those samples include "
-				"benchmarking\n",
+				"    autotune %s (%s) benchmarked %d config%s inside timed launches: those samples "
+				"include benchmarking\n",
 				k, impl, num_of(e, "timed"), num_of(e, "timed") == 1 ? "" : "s");
 	}
 	cJSON_Delete(j);
@@ -1646,12 +1648,16 @@ static int fit_merge(cJSON *list, const cJSON *ans, const char *gen)
 			if (!kc || strcmp(str_or(kc, "label", ""), str_or(c, "label", "?")))
 				continue;
 			cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(kc, "variants"))
-			if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(v, "shared")) &&
-			    cJSON_GetObjectItemCaseSensitive(v, "shared")->valuedouble > shared)
-				shared = cJSON_GetObjectItemCaseSensitive(v, "shared")->valuedouble;
+			{
+				double sv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "shared"));
+
+				if (sv == sv && sv > shared) /* not NaN: a variant that compiled */
+					shared = sv;
+			}
 			ca = cJSON_CreateObject();
 			if (!ca || !cJSON_AddItemToObject(c, "ahead", ca) ||
-			    !cJSON_AddBoolToObject(ca, "fits", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(kc, "fits"))) ||
+			    !cJSON_AddBoolToObject(ca, "fits",
+						   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(kc, "fits"))) ||
 			    (shared >= 0 && !cJSON_AddNumberToObject(ca, "shared", shared)) ||
 			    (str_or(kc, "why", NULL) && !cJSON_AddStringToObject(ca, "why", str_or(kc, "why", ""))))
 				return vs_oom();
@@ -1741,13 +1747,15 @@ void pyimpl_autotune_summary(FILE *f, const char *role, const char *python_json)
 		first = 1;
 		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "reset_to_zero"))
 		{
-			fprintf(f, "%s%s", first ? "; reset_to_zero " : ", ", cJSON_GetStringValue(x) ? x->valuestring : "?");
+			fprintf(f, "%s%s", first ? "; reset_to_zero " : ", ",
+				cJSON_GetStringValue(x) ? x->valuestring : "?");
 			first = 0;
 		}
 		first = 1;
 		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "restore_value"))
 		{
-			fprintf(f, "%s%s", first ? "; restore_value " : ", ", cJSON_GetStringValue(x) ? x->valuestring : "?");
+			fprintf(f, "%s%s", first ? "; restore_value " : ", ",
+				cJSON_GetStringValue(x) ? x->valuestring : "?");
 			first = 0;
 		}
 		fprintf(f, "\n");
@@ -1784,7 +1792,8 @@ int pyimpl_autotune_check(const char *python_json, const struct pyimpl *py, cons
 	if (!planned)
 		goto done;
 	if (cJSON_GetArraySize(planned) != cJSON_GetArraySize(got)) {
-		err = vs_error(VS_EVERIFY, "%s: the plan lists %d autotuned kernel%s, the module has %d now: emit the plan again",
+		err = vs_error(VS_EVERIFY,
+			       "%s: the plan lists %d autotuned kernel%s, the module has %d now: emit the plan again",
 			       who, cJSON_GetArraySize(planned), cJSON_GetArraySize(planned) == 1 ? "" : "s",
 			       cJSON_GetArraySize(got));
 		goto done;
@@ -1798,8 +1807,8 @@ int pyimpl_autotune_check(const char *python_json, const struct pyimpl *py, cons
 		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "configs")) !=
 			    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "configs"))) {
 			err = vs_error(VS_EVERIFY,
-				       "%s: autotune %s: the plan lists %d configs, the module's %s has %d now: emit the "
-				       "plan again",
+				       "%s: autotune %s: the plan lists %d configs, the module's %s has %d now: emit "
+				       "the plan again",
 				       who, str_or(e, "kernel", "?"),
 				       cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "configs")),
 				       str_or(g, "kernel", "?"),
@@ -1812,8 +1821,10 @@ int pyimpl_autotune_check(const char *python_json, const struct pyimpl *py, cons
 
 			if (strcmp(str_or(c, "label", ""), str_or(gc, "label", "?"))) {
 				err = vs_error(VS_EVERIFY,
-					       "%s: autotune %s: config '%s' of the plan is '%s' now: emit the plan again",
-					       who, str_or(e, "kernel", "?"), str_or(c, "label", ""), str_or(gc, "label", "?"));
+					       "%s: autotune %s: config '%s' of the plan is '%s' now: emit the "
+					       "plan again",
+					       who, str_or(e, "kernel", "?"), str_or(c, "label", ""),
+					       str_or(gc, "label", "?"));
 				goto done;
 			}
 		}

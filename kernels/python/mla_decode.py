@@ -58,6 +58,16 @@ What a kernel module defines, at top level
     only on the shapes and scalars. Returns ``None`` (or an ``enum mla_status`` int: 0 ok, -2 this
     config cannot run these args).
 
+``AUTOTUNE_SIGNATURES = {"_kernel": {"label": "bf16", "signature": {"Q": "*bf16", "N": "i32"},
+"constexprs": {"FP8": False}}}`` (optional)
+    For a kernel decorated with ``@triton.autotune``: the argument types a launch gives it (Triton's
+    ``ASTSource`` signature and the constexprs that are not the configs' kwargs), one dict or a list
+    of them (one per variant, e.g. per KV dtype), keyed by the @triton.jit function's ``__name__``.
+    With it, ``--emit-plan`` compiles each of the autotuner's configs for the plan's generation
+    without a GPU (tools/gpu/triton_autotune_fit.py) and names those the autotuner would drop there
+    for want of resources; without it the plan says "not checked ahead". Every autotuner of the
+    module is listed in the plan either way (docs/DESIGN.md "Autotuned kernels").
+
 ``config`` is a dict with all six keys (``name`` and the five knobs).
 
 ``shape``: attributes ``batch``, ``s_q``, ``h_q``, ``num_pages``, ``page_size``, ``max_pages``
@@ -155,7 +165,9 @@ The worker embeds the libpython of that same interpreter and takes over its ``sy
 
 ``python3 kernels/python/mla_decode.py describe FILE.py ARCH``
     One JSON object on stdout: name, backend, summary, kv_dtypes, forms, configs for ARCH,
-    has_supports, has_prepare, has_workspace_size, path (canonical), sha256 of the file, helpers (the helper
+    has_supports, has_prepare, has_workspace_size, autotune (per @triton.autotune of the module:
+    kernel, global, key, configs, prune, reset_to_zero, restore_value, do_bench, cache_results;
+    ``[]`` when none), path (canonical), sha256 of the file, helpers (the helper
     files: ``[{"path", "sha256"}]``, sorted by path, of every module the import loaded from a
     regular file under the module's own directory, subfolders included, itself aside; a helper's
     path is relative to that directory, its hash that of the source .py, of a sourceless .pyc or of
