@@ -866,6 +866,7 @@ class AutotuneWatch:
         self.tunings = []  # per tuning: {"phase", "capturing", "timed", "configs", "pruned", "chosen"}
         self.benches = []  # per config benchmark: {"config", "phase", "capturing", "timed", "dropped"}
         self._exc = None
+        self._pruned = None
 
 
 _watches = []
@@ -912,9 +913,10 @@ def _watch(w):
 
     def watched_bench(*args, config, **meta):
         w._exc = None
-        got = bench(*args, config=config, **meta)
         ph, timed, cap = _now_phase()
         e = {"config": autotune_config(config)["label"], "phase": ph, "capturing": cap, "timed": timed}
+        w.benches.append(e)  # before: a benchmark that raises (a synchronize inside a capture) counts too
+        got = bench(*args, config=config, **meta)
         try:
             dropped = all(x == float("inf") for x in (got if isinstance(got, (list, tuple)) else [got]))
         except TypeError:
@@ -922,7 +924,6 @@ def _watch(w):
         if dropped:
             e["dropped"] = ("%s: %s" % (type(w._exc).__name__, _one_line(w._exc))) if w._exc is not None else \
                 "the benchmark returned inf (OutOfResources, PTXASError or CompileTimeAssertionFailure)"
-        w.benches.append(e)
         return got
 
     def watched_prune(kwargs):
@@ -935,11 +936,11 @@ def _watch(w):
         before = len(w.benches)
         ncache = len(getattr(t, "cache", {}) or {})
         w._pruned = None
-        ph, timed, cap = _now_phase()
         try:
             return run(*args, **kwargs)
         finally:
             if len(getattr(t, "cache", {}) or {}) > ncache or len(w.benches) > before:
+                ph, timed, cap = _now_phase()  # only when it tuned: a cached launch costs nothing more
                 best = getattr(t, "best_config", None)
                 w.tunings.append({"phase": ph, "capturing": cap, "timed": timed, "configs": len(w.benches) - before,
                                   "pruned": list(w._pruned) if w._pruned else None,
