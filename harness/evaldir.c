@@ -960,6 +960,18 @@ static cJSON *task_json(int *oom, const struct measure_result *r, const struct p
 	}
 	jsonfile_put_num(oom, j, "timed_checks", r->timed_checks);
 	jsonfile_put_num(oom, j, "timed_check_failures", r->timed_check_failures);
+	if (r->py_autotune) {
+		/* what each @triton.autotune kernel did in the worker (docs/DESIGN.md "Autotuned kernels") */
+		char who[256];
+		int n = pyimpl_autotune_timed(r->py_autotune, who, sizeof(who));
+
+		jsonfile_put(oom, j, "autotune", cJSON_Parse(r->py_autotune));
+		if (n)
+			push_flag(oom, flags,
+				  fs_printf("task %s: autotune %s benchmarked %d config%s inside timed launches: its "
+					    "times include benchmarking",
+					    r->name, who, n, n == 1 ? "" : "s"));
+	}
 	if (r->sandbox[0]) {
 		jsonfile_put_str(oom, j, "sandbox", r->sandbox);
 		if (strncmp(r->sandbox, "landlock", 8))

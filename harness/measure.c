@@ -840,7 +840,9 @@ static int timed_launch(struct vs_device *d, struct bufs *b, const struct mla_de
 
 	if ((err = poison(d, b, 0)) || (err = d->ops->flush_llc(d)) || (err = d->ops->timer_begin(d)))
 		return err;
+	pyimpl_phase(-1, 1); /* an autotuner benchmarking now is inside the timed region */
 	rc = impl->launch(a, cfg);
+	pyimpl_phase(-1, 0);
 	if (rc != MLA_OK) {
 		d->ops->synchronize(d);
 		err = launch_status(rc, impl->name, cfg->name, &why);
@@ -962,8 +964,11 @@ static int capture_gate(const struct measure_ctx *ctx, const struct task_data *t
 	err = d->ops->graph_end(d, &graph);
 	if (rc != MLA_OK || err) {
 		ir->capture = 0;
-		ir->capture_detail = fs_printf("the launch could not be captured in a graph (launch status %d%s%s)", rc,
-					       err ? ", " : "", err ? vs_last_error() : "");
+		ir->capture_detail =
+			fs_printf("the launch could not be captured in a graph (launch status %d%s%s)%s%s", rc,
+				  err ? ", " : "", err ? vs_last_error() : "",
+				  rc != MLA_OK && pyimpl_for_impl(ir->impl->name) ? ": " : "",
+				  rc != MLA_OK && pyimpl_for_impl(ir->impl->name) ? pyimpl_last_error() : "");
 		if (graph)
 			d->ops->graph_free(d, graph);
 		return rc == MLA_EDEVICE ? VS_EDEVICE : 0;
@@ -1061,6 +1066,7 @@ void measure_result_release(struct measure_result *r)
 	free(r->error);
 	free(r->skipped);
 	free(r->py_versions);
+	free(r->py_autotune);
 	measure_e2e_release(&r->e2e);
 	memset(r, 0, sizeof(*r));
 }
@@ -1978,6 +1984,7 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const 
 	int err;
 
 	memset(&b, 0, sizeof(b));
+	pyimpl_phase(PYIMPL_PHASE_PARITY, 0); /* what an autotuner did, by phase (pyimpl.h) */
 	if ((err = measure_result_init(r, ctx, &t->spec, t->hash)))
 		goto done;
 	if ((err = bufs_alloc(d, ctx, t, &b)))
@@ -2016,6 +2023,7 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const 
 	}
 	if (err || r->skipped)
 		goto done;
+	pyimpl_phase(PYIMPL_PHASE_TUNING, -1);
 	if ((err = tune_both(ctx, t, &b, r)))
 		goto done;
 	for (int k = 0; k < r->nrefs; k++)
@@ -2026,18 +2034,22 @@ int measure_task(struct measure_result *r, const struct measure_ctx *ctx, const 
 		    r->base.chosen < 0 ? r->base.impl->name : r->cand.impl->name);
 		goto done;
 	}
+	pyimpl_phase(PYIMPL_PHASE_CAPTURE, -1);
 	if (ctx->plan->capture_required &&
 	    ((err = capture_gate(ctx, t, &b, &r->base)) || (err = capture_gate(ctx, t, &b, &r->cand))))
 		goto done;
 	for (int k = 0; k < r->nrefs && ctx->plan->capture_required; k++)
 		if (r->refs[k].m.chosen >= 0 && (err = capture_gate(ctx, t, &b, &r->refs[k].m)))
 			goto done;
+	pyimpl_phase(PYIMPL_PHASE_AB, -1);
 	if ((err = ab(ctx, t, &b, r)))
 		goto done;
+	pyimpl_phase(PYIMPL_PHASE_E2E, -1);
 	if (r->e2e.planned && (err = e2e_stage(ctx, t, &b, r)))
 		goto done;
 	r->complete = 1;
 done:
+	pyimpl_phase(PYIMPL_PHASE_NONE, 0);
 	/*
 	 * A parity-only run (--impl) chooses no config: it passes when each side it checked has a
 	 * passing config; the side it did not run does not fail it.

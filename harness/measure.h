@@ -128,6 +128,8 @@ struct measure_result {
 	                            * unsupported list; malloc'd), or NULL. Skipped is not passed. */
 	char *py_versions; /* the embedded interpreter's package versions in the worker
 	                            * (compact JSON, malloc'd), or NULL when no Python ran */
+	char *py_autotune; /* what the @triton.autotune kernels of the Python sides did in the worker
+	                            * (pyimpl_autotune_now(), compact JSON, malloc'd), or NULL */
 	struct measure_impl base, cand;
 	double *t_base, *t_cand; /* [npairs] ms */
 	int npairs;

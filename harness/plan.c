@@ -928,10 +928,14 @@ static int plan_lib(const char **name, const char *lib, const char *role, const 
 static char *python_json_of(const struct pyimpl *py, const char *rel)
 {
 	cJSON *j = cJSON_CreateObject(), *v = cJSON_Parse(py->versions_json), *h = cJSON_Parse(py->helpers_json);
+	cJSON *d = py->describe_json ? cJSON_Parse(py->describe_json) : NULL; /* its "autotune" list, if any */
 	char *text = NULL;
 
 	if (j && h && cJSON_AddItemToObject(j, "helpers", h))
 		h = NULL;
+	if (j && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(d, "autotune")) &&
+	    !cJSON_AddItemToObject(j, "autotune", cJSON_DetachItemFromObjectCaseSensitive(d, "autotune")))
+		v = (cJSON_Delete(v), NULL); /* out of memory: no text */
 	if (j && v && !h && cJSON_AddStringToObject(j, "path", rel) &&
 	    cJSON_AddStringToObject(j, "sha256", py->sha256) && cJSON_AddStringToObject(j, "backend", py->py_backend) &&
 	    cJSON_AddStringToObject(j, "interpreter", py->interpreter) &&
@@ -943,6 +947,7 @@ static char *python_json_of(const struct pyimpl *py, const char *rel)
 	cJSON_Delete(h);
 	cJSON_Delete(v);
 	cJSON_Delete(j);
+	cJSON_Delete(d);
 	return text;
 }
 
@@ -1435,6 +1440,26 @@ static int plan_triton_resources(struct plan *np, const char *gen)
 							gen);
 			}
 		}
+	}
+	return err;
+}
+
+/*
+ * The configs of each @triton.autotune kernel of the plan's Python sides, compiled ahead for gen
+ * (pyimpl_autotune_fit(), docs/DESIGN.md "Autotuned kernels"): their "python" objects say which
+ * configs the autotuner would prune there and why. Informative, never a refusal.
+ */
+static int plan_autotune_fit(struct plan *np, const char *gen)
+{
+	struct plan_impl *sides[2] = {&np->baseline, &np->candidate};
+	int err = 0;
+
+	for (int k = 0; k < 2 + np->nrefs && !err; k++) {
+		struct plan_impl *pi = k < 2 ? sides[k] : &np->refs[k - 2].impl;
+		const struct pyimpl *py = pi->python_json ? pyimpl_for_impl(pi->name) : NULL;
+
+		if (py && strstr(pi->python_json, "\"autotune\":"))
+			err = pyimpl_autotune_fit(&pi->python_json, py->real_path, gen);
 	}
 	return err;
 }
@@ -2478,7 +2503,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		goto done;
 	if (!strncmp(gen, "gfx", 3) || !strncmp(gen, "sm_90", 5))
 		np.build = load_build_figures(o ? o->build_figures : NULL, np.baseline.name, np.candidate.name, gen);
-	if ((err = plan_triton_resources(&np, gen)))
+	if ((err = plan_triton_resources(&np, gen)) || (err = plan_autotune_fit(&np, gen)))
 		goto done;
 	*p = np;
 	return 0;
@@ -2900,6 +2925,8 @@ static int impl_python_from_json(struct plan_impl *pi, const cJSON *pj, const ch
 	memcpy(pi->python_sha256, sha, 65);
 	pi->python_json = cJSON_PrintUnformatted(pj);
 	err = pi->python_path && pi->python_json ? 0 : vs_error(VS_ENOMEM, "out of memory");
+	if (!err)
+		err = pyimpl_autotune_check(pi->python_json, py, who);
 done:
 	free(who);
 	free(abs);
@@ -3677,6 +3704,7 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		if (pi->python_path)
 			fprintf(f, "  %-10s python %s (sha256 %.16s...), interpreter %s\n",
 				k ? "candidate" : "baseline", pi->python_path, pi->python_sha256, pyimpl_interpreter());
+		pyimpl_autotune_summary(f, k ? "candidate" : "baseline", pi->python_json);
 		for (int s = 0; s < pi->nskips; s++)
 			for (int i = 0; i < p->ntasks; i++)
 				if (!strcmp(p->task_hash[i], pi->skips[s].hash))

@@ -79,6 +79,9 @@ static const struct {
 static struct py_api py;
 static int started;
 static PyObj *fn_load, *fn_launch, *fn_prepare, *fn_workspace, *fn_supports, *fn_versions, *fn_helpers_late, *shim;
+static PyObj *fn_phase_at, *fn_autotune;
+/* The phase of the task and whether a timed launch runs (pyimpl_phase()), read by the shim in place. */
+static int phase_cell[2];
 /* The e2e step module (kernels/python/e2e_step.py's bridge), when a plan has an e2e stage. */
 static struct pyimpl *step_p;
 static char *step_load_error;
@@ -1247,13 +1250,22 @@ int pyimpl_start(void)
 		fn_supports = py.PyObject_GetAttrString(shim, "bridge_supports");
 		fn_versions = py.PyObject_GetAttrString(shim, "bridge_versions");
 		fn_helpers_late = py.PyObject_GetAttrString(shim, "bridge_helpers_late");
+		fn_phase_at = py.PyObject_GetAttrString(shim, "bridge_phase_at");
+		fn_autotune = py.PyObject_GetAttrString(shim, "bridge_autotune_report");
 	}
 	if (!shim || !fn_load || !fn_launch || !fn_prepare || !fn_workspace || !fn_supports || !fn_versions ||
-	    !fn_helpers_late) {
+	    !fn_helpers_late || !fn_phase_at || !fn_autotune) {
 		py_error_line("import");
 		return vs_error(VS_EIO, "the python bridge '%s' is incomplete: %s", shim_path(), last_error);
 	}
 	started = 1;
+	{
+		int ok;
+
+		call_int(fn_phase_at, py.Py_BuildValue("(K)", (unsigned long long)(uintptr_t)phase_cell), "phase", &ok);
+		if (!ok)
+			return vs_error(VS_EIO, "the python bridge '%s': %s", shim_path(), last_error);
+	}
 	for (int k = 0; k < nslots; k++) {
 		int ok;
 		long long idx = call_int(fn_load,
@@ -1476,4 +1488,349 @@ long long pyimpl_step_memory(int reset)
 	if (step_int(&v, fn_step_memory, "memory", NULL, NULL, NULL, 0, 0, NULL, reset) != MLA_OK)
 		return -1;
 	return v;
+}
+
+/* ---- autotuned kernels (docs/DESIGN.md "Autotuned kernels") ------------------------------------- */
+
+void pyimpl_phase(int phase, int timed)
+{
+	if (phase >= 0)
+		phase_cell[0] = phase;
+	if (timed >= 0)
+		phase_cell[1] = timed;
+}
+
+char *pyimpl_autotune_now(void)
+{
+	char *s = NULL;
+
+	if (!started || bridge_str(fn_autotune, "autotune", &s))
+		return NULL;
+	if (s && !*s) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+static const char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+
+	return s ? s : dflt;
+}
+
+static int num_of(const cJSON *o, const char *key)
+{
+	return json_int(o, key);
+}
+
+void pyimpl_autotune_log(FILE *f, const char *json)
+{
+	cJSON *j = json ? cJSON_Parse(json) : NULL;
+	const cJSON *e, *x;
+
+	cJSON_ArrayForEach(e, j)
+	{
+		const char *k = str_or(e, "kernel", "?"), *impl = str_or(e, "impl", "?");
+		int first = 1;
+
+		fprintf(f, "    autotune %s (%s): %d launch%s, benchmarked %d config%s in %d tuning%s", k, impl,
+			num_of(e, "runs"), num_of(e, "runs") == 1 ? "" : "es", num_of(e, "benchmarks"),
+			num_of(e, "benchmarks") == 1 ? "" : "s", num_of(e, "tunings"),
+			num_of(e, "tunings") == 1 ? "" : "s");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "by_phase"))
+		{
+			fprintf(f, "%s%s %d", first ? " (" : ", ", x->string, (int)x->valuedouble);
+			first = 0;
+		}
+		fprintf(f, "%s", first ? "" : ")");
+		first = 1;
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "chosen"))
+		{
+			fprintf(f, "%s%s", first ? "; chose " : " | ", cJSON_GetStringValue(x) ? x->valuestring : "?");
+			first = 0;
+		}
+		fprintf(f, "\n");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "dropped"))
+			fprintf(f, "    autotune %s (%s): dropped %s: %s\n", k, impl, str_or(x, "config", "?"),
+				str_or(x, "why", "?"));
+		if (num_of(e, "in_capture"))
+			fprintf(f, "    autotune %s (%s) benchmarked %d config%s inside a graph capture\n", k, impl,
+				num_of(e, "in_capture"), num_of(e, "in_capture") == 1 ? "" : "s");
+		if (num_of(e, "timed"))
+			fprintf(f,
+				"    autotune %s (%s) benchmarked %d config%s inside timed launches: those samples "
+				"include benchmarking\n",
+				k, impl, num_of(e, "timed"), num_of(e, "timed") == 1 ? "" : "s");
+	}
+	cJSON_Delete(j);
+}
+
+int pyimpl_autotune_timed(const char *json, char *who, size_t cap)
+{
+	cJSON *j = json ? cJSON_Parse(json) : NULL;
+	const cJSON *e;
+	int n = 0;
+
+	if (cap)
+		*who = 0;
+	cJSON_ArrayForEach(e, j)
+	{
+		if (num_of(e, "timed") && !n && cap)
+			snprintf(who, cap, "%s (%s)", str_or(e, "kernel", "?"), str_or(e, "impl", "?"));
+		n += num_of(e, "timed");
+	}
+	cJSON_Delete(j);
+	return n;
+}
+
+/* The interpreter that runs the ahead-of-time compile: the describing one when it has Triton. */
+static char *fit_python(const cJSON *pj)
+{
+	const char *venv = getenv("VS_TRITON_PYTHON");
+
+	if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pj, "versions"), "triton") &&
+	    str_or(pj, "interpreter", NULL))
+		return strdup(str_or(pj, "interpreter", NULL));
+	return venv && *venv ? strdup(venv) : fs_printf("%s/.venv-triton/bin/python", vs_repo_root());
+}
+
+/* Set "ahead" of every autotune entry of list that has none yet to {"gen", "checked": false, "why"}. */
+static int fit_unchecked(cJSON *list, const char *gen, const char *why)
+{
+	cJSON *e;
+
+	cJSON_ArrayForEach(e, list)
+	{
+		cJSON *a;
+
+		if (cJSON_GetObjectItemCaseSensitive(e, "ahead"))
+			continue;
+		a = cJSON_CreateObject();
+		if (!a || !cJSON_AddItemToObject(e, "ahead", a) || !cJSON_AddStringToObject(a, "gen", gen) ||
+		    !cJSON_AddBoolToObject(a, "checked", 0) || !cJSON_AddStringToObject(a, "why", why))
+			return vs_oom();
+	}
+	return 0;
+}
+
+/* Merge the fit tool's answer (its "kernels", in the order of list) into list. */
+static int fit_merge(cJSON *list, const cJSON *ans, const char *gen)
+{
+	const cJSON *ks = cJSON_GetObjectItemCaseSensitive(ans, "kernels");
+	const char *tv = str_or(ans, "triton", "?");
+	cJSON *e;
+	int i = 0;
+
+	cJSON_ArrayForEach(e, list)
+	{
+		const cJSON *k = cJSON_GetArrayItem(ks, i++), *kc;
+		cJSON *a, *c;
+		int ci = 0;
+
+		if (!k || strcmp(str_or(k, "kernel", ""), str_or(e, "kernel", "?")))
+			continue; /* fit_unchecked() says why */
+		a = cJSON_CreateObject();
+		if (!a || !cJSON_AddItemToObject(e, "ahead", a) || !cJSON_AddStringToObject(a, "gen", gen) ||
+		    !cJSON_AddStringToObject(a, "triton", tv) ||
+		    !cJSON_AddBoolToObject(a, "checked", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(k, "checked"))))
+			return vs_oom();
+		if (str_or(k, "why", NULL) && !cJSON_AddStringToObject(a, "why", str_or(k, "why", "")))
+			return vs_oom();
+		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(e, "configs"))
+		{
+			const cJSON *v;
+			cJSON *ca;
+			double shared = -1;
+
+			kc = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(k, "configs"), ci++);
+			if (!kc || strcmp(str_or(kc, "label", ""), str_or(c, "label", "?")))
+				continue;
+			cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(kc, "variants"))
+			{
+				double sv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "shared"));
+
+				if (sv == sv && sv > shared) /* not NaN: a variant that compiled */
+					shared = sv;
+			}
+			ca = cJSON_CreateObject();
+			if (!ca || !cJSON_AddItemToObject(c, "ahead", ca) ||
+			    !cJSON_AddBoolToObject(ca, "fits",
+						   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(kc, "fits"))) ||
+			    (shared >= 0 && !cJSON_AddNumberToObject(ca, "shared", shared)) ||
+			    (str_or(kc, "why", NULL) && !cJSON_AddStringToObject(ca, "why", str_or(kc, "why", ""))))
+				return vs_oom();
+		}
+	}
+	return 0;
+}
+
+int pyimpl_autotune_fit(char **python_json, const char *module, const char *gen)
+{
+	cJSON *pj = *python_json ? cJSON_Parse(*python_json) : NULL, *list, *ans = NULL;
+	char *pyexe = NULL, *tool = NULL, *out = NULL, *err = NULL, *why = NULL, line[512], *text;
+	char *argv[5];
+	int rc = 0, status = 0;
+
+	list = cJSON_GetObjectItemCaseSensitive(pj, "autotune");
+	if (!cJSON_GetArraySize(list)) {
+		cJSON_Delete(pj);
+		return 0;
+	}
+	pyexe = fit_python(pj);
+	tool = fs_printf("%s/tools/gpu/triton_autotune_fit.py", vs_repo_root());
+	if (!pyexe || !tool) {
+		rc = vs_oom();
+		goto done;
+	}
+	argv[0] = pyexe;
+	argv[1] = tool;
+	argv[2] = (char *)module;
+	argv[3] = (char *)gen;
+	argv[4] = NULL;
+	if (strchr(pyexe, '/') && !fs_exists(pyexe))
+		why = fs_printf("not checked ahead: no Triton here (the module's interpreter has none, nor %s: "
+				"$VS_TRITON_PYTHON or tools/install-deps)",
+				pyexe);
+	else if ((rc = run_capture(argv, &out, &err, &status)))
+		goto done;
+	else if (status != 0 || !(ans = cJSON_Parse(out))) {
+		last_line(line, sizeof(line), err ? err : "");
+		why = fs_printf("not checked ahead: %s %s failed (exit %d): %s", pyexe, tool, status, line);
+	} else if ((rc = fit_merge(list, ans, gen)))
+		goto done;
+	if ((rc = fit_unchecked(list, gen, why ? why : "not checked ahead: the compile tool did not list this kernel")))
+		goto done;
+	text = cJSON_PrintUnformatted(pj);
+	if (!text) {
+		rc = vs_oom();
+		goto done;
+	}
+	free(*python_json);
+	*python_json = text;
+done:
+	cJSON_Delete(ans);
+	cJSON_Delete(pj);
+	free(pyexe);
+	free(tool);
+	free(out);
+	free(err);
+	free(why);
+	return rc;
+}
+
+void pyimpl_autotune_summary(FILE *f, const char *role, const char *python_json)
+{
+	cJSON *pj = python_json ? cJSON_Parse(python_json) : NULL;
+	const cJSON *e, *x;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pj, "autotune"))
+	{
+		const cJSON *prune = cJSON_GetObjectItemCaseSensitive(e, "prune"), *ahead;
+		int first = 1;
+
+		fprintf(f, "  %-10s autotune %s: %d config%s, key (", role, str_or(e, "kernel", "?"),
+			cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "configs")),
+			cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "configs")) == 1 ? "" : "s");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "key"))
+		{
+			fprintf(f, "%s%s", first ? "" : ", ", cJSON_GetStringValue(x) ? x->valuestring : "?");
+			first = 0;
+		}
+		fprintf(f, ")");
+		if (str_or(prune, "early_config_prune", NULL))
+			fprintf(f, "; pruned by early_config_prune %s", str_or(prune, "early_config_prune", ""));
+		if (str_or(prune, "perf_model", NULL))
+			fprintf(f, "; pruned by perf_model %s (top_k %g)", str_or(prune, "perf_model", ""),
+				cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(prune, "top_k")));
+		first = 1;
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "reset_to_zero"))
+		{
+			fprintf(f, "%s%s", first ? "; reset_to_zero " : ", ",
+				cJSON_GetStringValue(x) ? x->valuestring : "?");
+			first = 0;
+		}
+		first = 1;
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "restore_value"))
+		{
+			fprintf(f, "%s%s", first ? "; restore_value " : ", ",
+				cJSON_GetStringValue(x) ? x->valuestring : "?");
+			first = 0;
+		}
+		fprintf(f, "\n");
+		ahead = cJSON_GetObjectItemCaseSensitive(e, "ahead");
+		if (ahead && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ahead, "checked"))) {
+			fprintf(f, "  %-10s   %s\n", "", str_or(ahead, "why", "not checked ahead"));
+			continue;
+		}
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(e, "configs"))
+		{
+			const cJSON *ca = cJSON_GetObjectItemCaseSensitive(x, "ahead");
+			double sh = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ca, "shared"));
+
+			if (!ca)
+				fprintf(f, "  %-10s   %s\n", "", str_or(x, "label", "?"));
+			else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ca, "fits")))
+				fprintf(f, "  %-10s   %s: fits %s (%.0f bytes of shared memory)\n", "",
+					str_or(x, "label", "?"), str_or(ahead, "gen", "?"), sh);
+			else
+				fprintf(f, "  %-10s   %s: %s\n", "", str_or(x, "label", "?"),
+					str_or(ca, "why", "the autotuner would prune it at launch"));
+		}
+	}
+	cJSON_Delete(pj);
+}
+
+int pyimpl_autotune_check(const char *python_json, const struct pyimpl *py, const char *who)
+{
+	cJSON *pj = python_json ? cJSON_Parse(python_json) : NULL, *now = cJSON_Parse(py->describe_json);
+	const cJSON *planned = cJSON_GetObjectItemCaseSensitive(pj, "autotune");
+	const cJSON *got = cJSON_GetObjectItemCaseSensitive(now, "autotune"), *e;
+	int err = 0, i = 0;
+
+	if (!planned)
+		goto done;
+	if (cJSON_GetArraySize(planned) != cJSON_GetArraySize(got)) {
+		err = vs_error(VS_EVERIFY,
+			       "%s: the plan lists %d autotuned kernel%s, the module has %d now: emit the plan again",
+			       who, cJSON_GetArraySize(planned), cJSON_GetArraySize(planned) == 1 ? "" : "s",
+			       cJSON_GetArraySize(got));
+		goto done;
+	}
+	cJSON_ArrayForEach(e, planned)
+	{
+		const cJSON *g = cJSON_GetArrayItem(got, i++), *c;
+		int ci = 0;
+
+		if (strcmp(str_or(e, "kernel", ""), str_or(g, "kernel", "?")) ||
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "configs")) !=
+			    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "configs"))) {
+			err = vs_error(VS_EVERIFY,
+				       "%s: autotune %s: the plan lists %d configs, the module's %s has %d now: emit "
+				       "the plan again",
+				       who, str_or(e, "kernel", "?"),
+				       cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "configs")),
+				       str_or(g, "kernel", "?"),
+				       cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(g, "configs")));
+			goto done;
+		}
+		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(e, "configs"))
+		{
+			const cJSON *gc = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(g, "configs"), ci++);
+
+			if (strcmp(str_or(c, "label", ""), str_or(gc, "label", "?"))) {
+				err = vs_error(VS_EVERIFY,
+					       "%s: autotune %s: config '%s' of the plan is '%s' now: emit the "
+					       "plan again",
+					       who, str_or(e, "kernel", "?"), str_or(c, "label", ""),
+					       str_or(gc, "label", "?"));
+				goto done;
+			}
+		}
+	}
+done:
+	cJSON_Delete(pj);
+	cJSON_Delete(now);
+	return err;
 }

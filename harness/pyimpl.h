@@ -53,6 +53,8 @@
 #include "fsutil.h"
 #include "mla_decode.h"
 
+#include <stdio.h>
+
 /** The forms of the operator a module declares in FORMS (struct pyimpl's forms). */
 #define PYIMPL_FORM_DENSE 1  /* paged cache through block_table and seqlens */
 #define PYIMPL_FORM_SPARSE 2 /* DeepSeek Sparse Attention: top-k indices (kernels/mla_decode.h ABI 3) */
@@ -192,5 +194,76 @@ int pyimpl_step_reference(float *host, const struct mla_decode_args *a, const vo
  * reset, resetting it when reset is non-zero; -1 where unknown (the cpu backend).
  */
 long long pyimpl_step_memory(int reset);
+
+/*
+ * Autotuned kernels (docs/DESIGN.md "Autotuned kernels", issue 41): the description's "autotune"
+ * list (kernels/python/mla_decode.py describe_autotune(): per @triton.autotune of the module, its
+ * kernel, key, configs and pruning), each config compiled ahead for the plan's generation at
+ * --emit-plan (tools/gpu/triton_autotune_fit.py), and in the worker what each autotuner did (its
+ * benchmarks by phase, inside a graph capture, inside a timed launch, the configs it dropped).
+ */
+
+/** The phases of a task the worker tells the shim about (kernels/python/mla_decode.py AUTOTUNE_PHASES). */
+enum pyimpl_phase {
+	PYIMPL_PHASE_NONE = 0,
+	PYIMPL_PHASE_PARITY = 1,
+	PYIMPL_PHASE_TUNING = 2,
+	PYIMPL_PHASE_CAPTURE = 3,
+	PYIMPL_PHASE_AB = 4,
+	PYIMPL_PHASE_E2E = 5,
+};
+
+/**
+ * In the worker: the phase of the task from now on (enum pyimpl_phase), and (timed) whether a
+ * timed launch is in progress (-1 for either: leave it). Two ints the shim reads when an autotuner benchmarks: no Python call,
+ * no cost; a no-op before pyimpl_start() (the values are kept for it).
+ */
+void pyimpl_phase(int phase, int timed);
+
+/**
+ * In the worker, after the task: what every autotuner of the loaded modules did (compact JSON list,
+ * malloc'd: [{"impl", "kernel", "runs", "tunings", "benchmarks", "by_phase", "in_capture", "timed",
+ * "dropped": [{"config", "why"}], "chosen", "tuning_log"}]), or NULL when no module has one or
+ * Python is not started.
+ */
+char *pyimpl_autotune_now(void);
+
+/**
+ * The lines run.log shows for a pyimpl_autotune_now() list (each indented by four spaces):
+ * "autotune KERNEL (IMPL): benchmarked N configs in T tunings (parity 3), ..." and one line per
+ * dropped config and per benchmark made inside a graph capture or a timed launch. Nothing for NULL.
+ */
+void pyimpl_autotune_log(FILE *f, const char *json);
+
+/**
+ * Of a pyimpl_autotune_now() list: the number of config benchmarks made inside timed launches, and
+ * the first such kernel's "KERNEL (IMPL)" into who (cap bytes); 0 for NULL.
+ */
+int pyimpl_autotune_timed(const char *json, char *who, size_t cap);
+
+/**
+ * At --emit-plan: compile each config of every autotuner listed in the plan's "python" object
+ * (*python_json, compact JSON, replaced) for gen with tools/gpu/triton_autotune_fit.py, run by the
+ * describing interpreter when it has Triton, else by $VS_TRITON_PYTHON or the source tree's
+ * .venv-triton; each autotune entry gets "ahead": {"gen", "checked", "why", "triton"} and each
+ * config "ahead": {"fits", "shared", "why"}. Where it cannot be checked (no Triton, a generation
+ * Triton has no target for, a kernel without AUTOTUNE_SIGNATURES) the entry says why; never an
+ * error but VS_ENOMEM. module is the module's path. Nothing to do without an "autotune" list.
+ */
+int pyimpl_autotune_fit(char **python_json, const char *module, const char *gen);
+
+/**
+ * The --emit-plan summary lines of a plan's "python" object (NULL accepted): per autotuner
+ * "ROLE autotune KERNEL: N configs, key (A, B); pruned by ...", then one line per config checked
+ * ahead (fits, or what the autotuner would prune and why), or why none was.
+ */
+void pyimpl_autotune_summary(FILE *f, const char *role, const char *python_json);
+
+/**
+ * Plan reading: the plan's "autotune" list (in python_json; a plan without one passes) against the
+ * description now: the same kernels with the same config labels, or VS_EVERIFY with one line
+ * naming who, the kernel and what differs.
+ */
+int pyimpl_autotune_check(const char *python_json, const struct pyimpl *py, const char *who);
 
 #endif /* VS_PYIMPL_H */

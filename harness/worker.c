@@ -132,6 +132,8 @@ static char *result_msg(const struct measure_result *r, int code, const char *sa
 	cJSON_AddNumberToObject(j, "throttle_end", (double)r->throttle_end);
 	if (r->py_versions)
 		cJSON_AddStringToObject(j, "py_versions", r->py_versions);
+	if (r->py_autotune)
+		cJSON_AddStringToObject(j, "py_autotune", r->py_autotune);
 	if (r->e2e.planned)
 		cJSON_AddItemToObject(j, "e2e", measure_e2e_to_msg(r));
 	cJSON_AddStringToObject(j, "sandbox", r->sandbox);
@@ -166,6 +168,7 @@ static int result_unmsg(struct measure_result *r, const cJSON *j, const struct p
 	r->throttle_begin = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_begin"));
 	r->throttle_end = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(j, "throttle_end"));
 	r->py_versions = dup_or_null(cJSON_GetObjectItem(j, "py_versions"));
+	r->py_autotune = dup_or_null(cJSON_GetObjectItem(j, "py_autotune"));
 	measure_e2e_from_msg(r, cJSON_GetObjectItem(j, "e2e"));
 	snprintf(r->sandbox, sizeof(r->sandbox), "%s",
 		 cJSON_GetStringValue(cJSON_GetObjectItem(j, "sandbox")) ?
@@ -227,6 +230,9 @@ static char *work(const struct worker_spec *w, const char *workdir, int *code_ou
 
 		code = measure_task(&r, &ctx, &t);
 		r.py_versions = pyimpl_versions_now();
+		/* What each @triton.autotune kernel did: run.log, result.json (docs/DESIGN.md "Autotuned kernels") */
+		r.py_autotune = pyimpl_autotune_now();
+		pyimpl_autotune_log(fl, r.py_autotune);
 		/*
 		 * A helper file imported lazily (in prepare() or launch()) ran code no plan hash binds:
 		 * the task fails with its line (docs/DESIGN.md "Python implementations").

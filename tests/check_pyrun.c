@@ -624,6 +624,185 @@ START_TEST(timing_mode_is_checked_at_emit)
 }
 END_TEST
 
+/* The Triton of .venv-triton (or $VS_TRITON_PYTHON) as $VS_PYTHON, or NULL (the caller says so and stops). */
+static char *triton_interpreter(const char *test)
+{
+	const char *env = getenv("VS_TRITON_PYTHON");
+	char *py = env && *env ? strdup(env) : fs_printf("%s/.venv-triton/bin/python", getenv("VS_SOURCE_DIR"));
+
+	if (fs_exists(py)) {
+		setenv("VS_PYTHON", py, 1);
+		return py;
+	}
+	fprintf(stderr, "%s: no Triton (%s): run tools/install-deps\n", test, py);
+	free(py);
+	return NULL;
+}
+
+/* The first element of result.json's task i "autotune" list, parsed into *root (freed by the caller). */
+static const cJSON *task_autotune(cJSON **root, const char *eval, int i)
+{
+	char *rel = fs_printf("%s/result.json", eval);
+
+	*root = tu_json_file(tmp, rel);
+	free(rel);
+	return cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(*root, "tasks"), i),
+						      "autotune"),
+				  0);
+}
+
+/*
+ * A module whose launch goes through Triton's Autotuner (issue 41, item 3; tests/resources/python/
+ * autotuned.py): the plan lists its autotuner (kernel, key, configs; on x86_64 "not checked
+ * ahead"), plan reading refuses a list that is not the module's any more, and the run names the
+ * config the autotuner dropped (its OutOfResources) and counts its benchmarks by phase in run.log
+ * and result.json, with no flag: it tuned once, in parity. autotuned_retune.py tunes at every
+ * launch, the timed ones included: the task is flagged, its times include benchmarking.
+ */
+START_TEST(autotuned_module_is_listed_and_its_benchmarks_reported)
+{
+	char *py = triton_interpreter("autotuned_module_is_listed_and_its_benchmarks_reported");
+	char *mod, *args, *plan, *out = NULL, *err = NULL, *eval, *log, *text, *edited, *at, *path, *cmd;
+	cJSON *p, *r;
+	const cJSON *a, *c;
+	int status;
+
+	if (!py)
+		return;
+	mod = tu_resource("python/autotuned.py");
+	args = fs_printf("--candidate-lib %s", mod);
+	plan = tu_small_plan(tmp, args, 1, 1);
+	p = tu_json_file(tmp, plan);
+	a = cJSON_GetArrayItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "python"), "autotune"), 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(a, "kernel")), "_decode");
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(a, "configs")), 3);
+	c = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "configs"), 2);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(c, "label")), "BLOCK=512, num_warps=8, num_stages=2");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "ahead"), "why")),
+			 "not checked ahead: x86_64 is not a generation Triton compiles for here (sm_90, sm_120, gfx942, "
+			 "gfx950)");
+	cJSON_Delete(p);
+	/* Plan reading re-checks the list: a config label that is not the module's is refused. */
+	path = fs_join(tmp, plan);
+	text = tu_read(path, NULL);
+	at = strstr(text, "BLOCK=512, num_warps=8");
+	ck_assert_ptr_nonnull(at);
+	edited = strdup(text);
+	memcpy(edited + (at - text), "BLOCK=256", 9);
+	tu_write(path, edited, strlen(edited));
+	cmd = fs_printf("--run %s --threads 2", plan);
+	status = tu_run_tool(tmp, cmd, &out, &err);
+	free(cmd);
+	ck_assert_msg(status != 0 && tu_count_lines(err) == 1 &&
+			      strstr(err, "autotune _decode: config 'BLOCK=256, num_warps=8, num_stages=2' of the plan is "
+					  "'BLOCK=512, num_warps=8, num_stages=2' now: emit the plan again"),
+		      "exit %d: %s", status, err);
+	free(out);
+	free(err);
+	tu_write(path, text, strlen(text));
+	eval = run_plan(plan, -1, &out, &err);
+	log = run_log(eval);
+	assert_line(log, "    autotune _decode (test.py_autotuned): dropped BLOCK=512, num_warps=8, num_stages=2: "
+			 "OutOfResources: out of resource: shared memory, Required: 262144, Hardware limit: 163840. "
+			 "Reducing block sizes or `num_stages` may help.");
+	ck_assert_msg(strstr(log, "    autotune _decode (test.py_autotuned): ") &&
+			      strstr(log, " launches, benchmarked 3 configs in 1 tuning (parity 3); chose BLOCK="),
+		      "%s", log);
+	ck_assert_msg(!strstr(log, "inside timed launches") && !strstr(log, "inside a graph capture"), "%s", log);
+	a = task_autotune(&r, eval, 0);
+	ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "benchmarks")), 3);
+	ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "timed")), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "flags")), 0);
+	cJSON_Delete(r);
+	free(log);
+	free(eval);
+	free(out);
+	free(err);
+	free(plan);
+	free(args);
+	free(mod);
+	free(text);
+	free(edited);
+
+	mod = tu_resource("python/autotuned_retune.py");
+	args = fs_printf("--candidate-lib %s", mod);
+	plan = tu_small_plan(tmp, args, 1, 1);
+	eval = run_plan(plan, -1, &out, &err);
+	log = run_log(eval);
+	ck_assert_msg(strstr(log, "    autotune _decode (test.py_autotuned_retune) benchmarked ") &&
+			      strstr(log, " configs inside timed launches: those samples include benchmarking\n"),
+		      "%s", log);
+	a = task_autotune(&r, eval, 0);
+	ck_assert_int_gt((int)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "timed")), 0);
+	ck_assert_int_gt((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "by_phase"), "A/B")), 0);
+	text = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "flags"));
+	ck_assert_msg(strstr(text, "task bf16-ragged-h16-ps64: autotune _decode (test.py_autotuned_retune) benchmarked ") &&
+			      strstr(text, " configs inside timed launches: its times include benchmarking"),
+		      "%s", text);
+	free(text);
+	cJSON_Delete(r);
+	free(log);
+	free(eval);
+	free(out);
+	free(err);
+	free(plan);
+	free(args);
+	free(mod);
+	free(path);
+	free(py);
+}
+END_TEST
+
+/*
+ * At --emit-plan for sm_90, each config of an autotuned cuda module is compiled ahead
+ * (tools/gpu/triton_autotune_fit.py): the plan and its summary name the config the autotuner would
+ * prune there, with its shared memory and the limit (tests/resources/python/autotuned_gpu.py).
+ */
+START_TEST(autotuned_configs_over_the_generation_are_named_at_emit)
+{
+	char *py = triton_interpreter("autotuned_configs_over_the_generation_are_named_at_emit");
+	char *mod, *args, *plan, *out = NULL, *err = NULL, *cmd;
+	cJSON *p;
+	const cJSON *a, *c;
+	int status;
+
+	if (!py)
+		return;
+	mod = tu_resource("python/autotuned_gpu.py");
+	args = fs_printf("--baseline hip.flash --candidate-lib %s", mod);
+	plan = tu_small_plan_edit(tmp, args, 1, 1, "gens: [x86_64]", "gens: [sm_90]");
+	p = tu_json_file(tmp, plan);
+	a = cJSON_GetArrayItem(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "candidate"), "python"), "autotune"), 0);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "ahead"), "checked")));
+	c = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "configs"), 1);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ahead"), "fits")));
+	ck_assert_int_eq((int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ahead"), "shared")), 131072);
+	c = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "configs"), 2);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ahead"), "fits")));
+	cJSON_Delete(p);
+	cmd = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md %s --out again.plan.json", args);
+	status = tu_run_tool(tmp, cmd, &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s", status, err);
+	assert_line(out, "  candidate  autotune _gemm_kernel: 3 configs, key (M, N, K); pruned by early_config_prune "
+			 "_keep_all; reset_to_zero C");
+	assert_line(out, "               BM=128, BN=128, BK=256, num_warps=8, num_stages=2: fits sm_90 (131072 bytes of "
+			 "shared memory)");
+	assert_line(out, "               BM=256, BN=256, BK=256, num_warps=8, num_stages=2, maxnreg=255: the autotuner "
+			 "would prune it at launch: out of resources: shared memory (262144 > 232448, the sm_90 limit "
+			 "per block)");
+	free(cmd);
+	free(out);
+	free(err);
+	free(plan);
+	free(args);
+	free(mod);
+	free(py);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("pyrun");
@@ -643,6 +822,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, module_writing_into_q_is_caught_by_the_input_check);
 	tcase_add_test(tc, module_bound_to_prepared_buffers_runs_on_every_buffer_set);
 	tcase_add_test(tc, timing_mode_is_checked_at_emit);
+	tcase_add_test(tc, autotuned_module_is_listed_and_its_benchmarks_reported);
+	tcase_add_test(tc, autotuned_configs_over_the_generation_are_named_at_emit);
 	suite_add_tcase(s, tc);
 	return s;
 }

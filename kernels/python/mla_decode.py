@@ -58,6 +58,16 @@ What a kernel module defines, at top level
     only on the shapes and scalars. Returns ``None`` (or an ``enum mla_status`` int: 0 ok, -2 this
     config cannot run these args).
 
+``AUTOTUNE_SIGNATURES = {"_kernel": {"label": "bf16", "signature": {"Q": "*bf16", "N": "i32"},
+"constexprs": {"FP8": False}}}`` (optional)
+    For a kernel decorated with ``@triton.autotune``: the argument types a launch gives it (Triton's
+    ``ASTSource`` signature and the constexprs that are not the configs' kwargs), one dict or a list
+    of them (one per variant, e.g. per KV dtype), keyed by the @triton.jit function's ``__name__``.
+    With it, ``--emit-plan`` compiles each of the autotuner's configs for the plan's generation
+    without a GPU (tools/gpu/triton_autotune_fit.py) and names those the autotuner would drop there
+    for want of resources; without it the plan says "not checked ahead". Every autotuner of the
+    module is listed in the plan either way (docs/DESIGN.md "Autotuned kernels").
+
 ``config`` is a dict with all six keys (``name`` and the five knobs).
 
 ``shape``: attributes ``batch``, ``s_q``, ``h_q``, ``num_pages``, ``page_size``, ``max_pages``
@@ -155,7 +165,9 @@ The worker embeds the libpython of that same interpreter and takes over its ``sy
 
 ``python3 kernels/python/mla_decode.py describe FILE.py ARCH``
     One JSON object on stdout: name, backend, summary, kv_dtypes, forms, configs for ARCH,
-    has_supports, has_prepare, has_workspace_size, path (canonical), sha256 of the file, helpers (the helper
+    has_supports, has_prepare, has_workspace_size, autotune (per @triton.autotune of the module:
+    kernel, global, key, configs, prune, reset_to_zero, restore_value, do_bench, cache_results;
+    ``[]`` when none), path (canonical), sha256 of the file, helpers (the helper
     files: ``[{"path", "sha256"}]``, sorted by path, of every module the import loaded from a
     regular file under the module's own directory, subfolders included, itself aside; a helper's
     path is relative to that directory, its hash that of the source .py, of a sourceless .pyc or of
@@ -729,6 +741,263 @@ def _config(cfg):
             "num_stages": ns}
 
 
+# ---- @triton.autotune: what the autotuner holds, and what it does in the worker -----------------
+# (docs/DESIGN.md "Autotuned kernels", issue 41.) Triton's Autotuner (triton/runtime/autotuner.py,
+# 3.5.1 and 3.9.0 alike) benchmarks every config that prune_configs() keeps the first time run()
+# sees a new key (the key arguments' values and the dtypes of the tensor arguments): _bench() runs
+# each through do_bench, and a config whose launch raises OutOfResources, PTXASError or
+# CompileTimeAssertionFailure gets [inf, inf, inf], so min() never picks it: it is dropped without
+# a word. The describe step lists each autotuner's configs; the worker wraps each one to count its
+# benchmarks by phase of the harness and by graph capture.
+
+AUTOTUNE_PHASES = ("", "parity", "tuning", "capture gate", "A/B", "e2e")
+
+
+def _autotuner_class():
+    """triton.runtime.autotuner.Autotuner when the kernel's import loaded it, else None (the shim never
+    imports Triton itself)."""
+    m = sys.modules.get("triton.runtime.autotuner")
+    return getattr(m, "Autotuner", None) if m is not None else None
+
+
+def _json_value(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return repr(v)
+
+
+def autotune_config(c):
+    """One triton.Config as the plan's dict: kwargs, num_warps, num_stages, num_ctas, maxnreg (when
+    set), pre_hook (whether it has one) and label, the text the harness names it by."""
+    kw = {str(k): _json_value(v) for k, v in (getattr(c, "kwargs", None) or {}).items()}
+    d = {"kwargs": kw, "num_warps": _json_value(getattr(c, "num_warps", None)),
+         "num_stages": _json_value(getattr(c, "num_stages", None)),
+         "num_ctas": _json_value(getattr(c, "num_ctas", 1))}
+    if getattr(c, "maxnreg", None) is not None:
+        d["maxnreg"] = _json_value(c.maxnreg)
+    d["pre_hook"] = getattr(c, "pre_hook", None) is not None
+    parts = ["%s=%s" % (k, kw[k]) for k in kw]
+    parts += ["num_warps=%s" % d["num_warps"], "num_stages=%s" % d["num_stages"]]
+    if d["num_ctas"] not in (None, 1):
+        parts.append("num_ctas=%s" % d["num_ctas"])
+    if "maxnreg" in d:
+        parts.append("maxnreg=%s" % d["maxnreg"])
+    d["label"] = ", ".join(parts)
+    return d
+
+
+def _kernel_name(t):
+    f = getattr(t, "base_fn", None)
+    depth = 0
+    if f is None:
+        f = t
+        while not hasattr(f, "__code__") and hasattr(f, "fn") and depth < 8:
+            f, depth = f.fn, depth + 1
+    return getattr(f, "__name__", "?")
+
+
+def find_autotuners(mod):
+    """[(global name, Autotuner)] reachable from the module's globals: a global that is one, one in
+    the .fn chain of a global (triton.heuristics over triton.autotune, and the reverse), and one held
+    in a global list, tuple or dict; each once, in the order of the globals."""
+    cls = _autotuner_class()
+    if cls is None:
+        return []
+    got, seen = [], set()
+
+    def visit(name, v):
+        depth = 0
+        while v is not None and depth < 8:
+            if isinstance(v, cls) and id(v) not in seen:
+                seen.add(id(v))
+                got.append((name, v))
+            v, depth = getattr(v, "fn", None), depth + 1
+
+    for name, v in list(vars(mod).items()):
+        if name.startswith("__"):
+            continue
+        if isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                visit("%s[%d]" % (name, i), x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                visit("%s[%r]" % (name, k), x)
+        else:
+            visit(name, v)
+    return got
+
+
+def _fn_name(f):
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
+
+
+def describe_autotune(mod):
+    """The plan's "autotune" list: per Autotuner of the module, its kernel (the @triton.jit function's
+    __name__), the global that holds it, its key arguments, every Config, what prunes them before
+    benchmarking (early_config_prune, perf_model with top_k), reset_to_zero / restore_value, and
+    whether it has its own do_bench or caches results on disk. [] when the module has none."""
+    out = []
+    for gname, t in find_autotuners(mod):
+        prune = {}
+        if getattr(t, "early_config_prune", None) is not None:
+            prune["early_config_prune"] = _fn_name(t.early_config_prune)
+        if getattr(t, "perf_model", None) is not None:
+            prune["perf_model"] = _fn_name(t.perf_model)
+            prune["top_k"] = _json_value(getattr(t, "configs_top_k", 1.0))
+        out.append({"kernel": _kernel_name(t), "global": gname,
+                    "key": [str(k) for k in (getattr(t, "keys", None) or [])],
+                    "configs": [autotune_config(c) for c in (getattr(t, "configs", None) or [])],
+                    "prune": prune,
+                    "reset_to_zero": [str(x) for x in (getattr(t, "reset_to_zero", None) or [])],
+                    "restore_value": [str(x) for x in (getattr(t, "restore_value", None) or [])],
+                    "do_bench": "own" if getattr(t, "_do_bench", None) is not None else "triton's",
+                    "cache_results": bool(getattr(t, "cache_results", False))})
+    return out
+
+
+class AutotuneWatch:
+    """What one autotuner did in this worker: its runs, its tunings (a run whose key was new) and
+    each config benchmark (phase of the harness, inside a graph capture or not, inside a timed
+    launch or not, dropped by the autotuner or not, with the exception it caught)."""
+
+    def __init__(self, impl, path, kernel, tuner):
+        self.impl, self.path, self.kernel, self.tuner = impl, path, kernel, tuner
+        self.runs = 0
+        self.tunings = []  # per tuning: {"phase", "capturing", "timed", "configs", "pruned", "chosen"}
+        self.benches = []  # per config benchmark: {"config", "phase", "capturing", "timed", "dropped"}
+        self._exc = None
+        self._pruned = None
+
+
+_watches = []
+_phase_cell = None     # ctypes int[2] the harness writes (phase index, inside a timed launch)
+_call = [""]          # the bridge function running now ("prepare", "launch") or ""
+
+
+def bridge_phase_at(addr):
+    """The address of the harness's int[2] (harness/pyimpl.c pyimpl_phase()): the phase index into
+    AUTOTUNE_PHASES and whether a timed launch is in progress. Read at each benchmark, never called
+    per launch."""
+    global _phase_cell
+    _phase_cell = (ctypes.c_int * 2).from_address(addr) if addr else None
+    return 0
+
+
+def _now_phase():
+    """(phase name, timed, capturing) of this moment."""
+    ph, timed = "", False
+    if _phase_cell is not None:
+        i = _phase_cell[0]
+        ph = AUTOTUNE_PHASES[i] if 0 <= i < len(AUTOTUNE_PHASES) else str(i)
+        timed = bool(_phase_cell[1])
+    if _call[0] == "prepare":
+        ph = "prepare" if not ph else "%s (prepare)" % ph
+    cap = False
+    torch = sys.modules.get("torch")
+    try:
+        cap = bool(torch is not None and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+    except Exception:  # noqa: B902 - a torch without CUDA, or a stand-in: not capturing
+        cap = False
+    return ph, timed, cap
+
+
+def _watch(w):
+    t = w.tuner
+    bench, run, post = t._bench, t.run, t.post_hook
+    prune = getattr(t, "prune_configs", None)
+
+    def post_hook(kwargs, exception):
+        if exception is not None:
+            w._exc = exception
+        return post(kwargs, exception=exception)
+
+    def watched_bench(*args, config, **meta):
+        w._exc = None
+        ph, timed, cap = _now_phase()
+        e = {"config": autotune_config(config)["label"], "phase": ph, "capturing": cap, "timed": timed}
+        w.benches.append(e)  # before: a benchmark that raises (a synchronize inside a capture) counts too
+        got = bench(*args, config=config, **meta)
+        try:
+            dropped = all(x == float("inf") for x in (got if isinstance(got, (list, tuple)) else [got]))
+        except TypeError:
+            dropped = False
+        if dropped:
+            e["dropped"] = ("%s: %s" % (type(w._exc).__name__, _one_line(w._exc))) if w._exc is not None else \
+                "the benchmark returned inf (OutOfResources, PTXASError or CompileTimeAssertionFailure)"
+        return got
+
+    def watched_prune(kwargs):
+        got = prune(kwargs)
+        w._pruned = (len(t.configs), len(got))
+        return got
+
+    def watched_run(*args, **kwargs):
+        w.runs += 1
+        before = len(w.benches)
+        ncache = len(getattr(t, "cache", {}) or {})
+        w._pruned = None
+        try:
+            return run(*args, **kwargs)
+        finally:
+            if len(getattr(t, "cache", {}) or {}) > ncache or len(w.benches) > before:
+                ph, timed, cap = _now_phase()  # only when it tuned: a cached launch costs nothing more
+                best = getattr(t, "best_config", None)
+                w.tunings.append({"phase": ph, "capturing": cap, "timed": timed, "configs": len(w.benches) - before,
+                                  "pruned": list(w._pruned) if w._pruned else None,
+                                  "chosen": autotune_config(best)["label"] if best is not None else None})
+
+    t._bench = watched_bench
+    t.run = watched_run
+    t.post_hook = post_hook
+    if prune is not None:
+        t.prune_configs = watched_prune
+
+
+def watch_autotuners(k):
+    """Wrap every autotuner of the loaded kernel k (a Kernel) so that its benchmarks are observed."""
+    for _, t in find_autotuners(k.mod):
+        if any(w.tuner is t for w in _watches):
+            continue
+        w = AutotuneWatch(k.name, k.path, _kernel_name(t), t)
+        _watch(w)
+        _watches.append(w)
+
+
+def _benches_in_capture(since):
+    """{(impl, kernel): n} of config benchmarks made inside a graph capture after the marks since."""
+    got = {}
+    for w, n in zip(_watches, since):
+        c = sum(1 for e in w.benches[n:] if e["capturing"])
+        if c:
+            got[w] = c
+    return got
+
+
+def autotune_report():
+    """What every watched autotuner did in this process, as a list of dicts (see AutotuneWatch)."""
+    out = []
+    for w in _watches:
+        by_phase = {}
+        for e in w.benches:
+            by_phase[e["phase"] or "outside"] = by_phase.get(e["phase"] or "outside", 0) + 1
+        dropped = {}
+        for e in w.benches:
+            if "dropped" in e:
+                dropped.setdefault(e["config"], e["dropped"])
+        out.append({"impl": w.impl, "kernel": w.kernel, "runs": w.runs, "tunings": len(w.tunings),
+                    "benchmarks": len(w.benches), "by_phase": by_phase,
+                    "in_capture": sum(1 for e in w.benches if e["capturing"]),
+                    "timed": sum(1 for e in w.benches if e["timed"]),
+                    "dropped": [{"config": c, "why": dropped[c]} for c in dropped],
+                    "chosen": sorted({x["chosen"] for x in w.tunings if x["chosen"]}),
+                    "tuning_log": w.tunings[:16]})
+    return out
+
+
+def bridge_autotune_report():
+    return json.dumps(autotune_report(), sort_keys=True, separators=(",", ":")) if _watches else ""
+
+
 # ---- the bridge: called from harness/pyimpl.c in the worker ------------------------------------
 # Every function returns a value and never raises for a kernel's error: the one line is kept in
 # last_error, the return value says it failed (status < 0).
@@ -749,6 +1018,7 @@ def bridge_load(path, sha256, helpers_json=""):
     index (>= 0) or MLA_EINVAL (see last_error)."""
     try:
         _kernels.append(load_checked(path, sha256, lambda: Kernel(path, len(_kernels)), helpers_json))
+        watch_autotuners(_kernels[-1])
         return len(_kernels) - 1
     except BridgeError as e:
         return _fail(str(e), MLA_EINVAL)
@@ -768,6 +1038,29 @@ def bridge_workspace_size(i, raw, cfg):
 
 
 def _run(i, function, raw, cfg):
+    marks = [len(w.benches) for w in _watches]
+    _call[0] = function
+    try:
+        rc = _run_call(i, function, raw, cfg)
+    finally:
+        _call[0] = ""
+    inside = _benches_in_capture(marks)
+    if inside:
+        # Benchmarking inside a graph capture: the graph holds every benchmark launch (each replay
+        # would run them all), or the capture broke on the benchmarker's synchronize. Either way
+        # this launch is not the kernel's: it fails, naming the kernel (docs/DESIGN.md "Autotuned
+        # kernels").
+        what = "; ".join("autotune %s benchmarked %d config%s inside a graph capture" % (
+            w.kernel, n, "" if n == 1 else "s") for w, n in inside.items())
+        line = ("%s: %s: %s (the graph would hold every benchmark launch: tune in prepare(), outside "
+                "capture, for the shapes launch() will see)" % (_kernels[i].path, function, what))
+        if rc != MLA_OK and last_error:
+            line += "; then: " + last_error
+        return _fail(line)
+    return rc
+
+
+def _run_call(i, function, raw, cfg):
     k = _kernels[i]
     try:
         a = _make_args(k, raw)
@@ -864,6 +1157,7 @@ def _describe(path, arch):
     k = Kernel(path, 0)
     cfgs = k.configs(arch)
     m = k.mod
+    tuners = describe_autotune(m)
     return {
         "name": k.name, "backend": k.backend, "summary": k.summary, "kv_dtypes": list(k.kv_dtypes),
         "forms": list(k.forms),
@@ -872,6 +1166,7 @@ def _describe(path, arch):
         "has_prepare": getattr(m, "prepare", None) is not None,
         "has_workspace_size": getattr(m, "workspace_size", None) is not None,
         "path": k.real, "sha256": k.sha256, "helpers": helper_list(k.helpers),
+        "autotune": tuners,
         "versions": versions(),
         "interpreter": {"executable": sys.executable, "prefix": sys.prefix,
                         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
