@@ -2200,8 +2200,8 @@ static int workload_tasks_of(struct workload_tasks *wt, struct workload *w, cons
  * (match.extra_topk) claims that one only. Fills np->tasks, np->task_hash and np->workload (whose
  * id, path and hashes the caller sets).
  */
-static int derive_workload_tasks(struct plan *np, const struct card *c, const struct planned_format *fmts,
-				 int nfmts, const struct workload *w, const struct workload_tasks *wt, double relax)
+static int derive_workload_tasks(struct plan *np, const struct card *c, const struct planned_format *fmts, int nfmts,
+				 const struct workload *w, const struct workload_tasks *wt, double relax)
 {
 	int32_t use[PLAN_MAX_FORMATS];
 	int nuse = 0, cap, sparse = nfmts > 0 && fmts[0].topk > 0;
@@ -2212,11 +2212,12 @@ static int derive_workload_tasks(struct plan *np, const struct card *c, const st
 			 mla_kv_dtype_name(fmts[d].kv_dtype));
 	if (sparse != (w->topk > 0))
 		return vs_error(VS_EUNSUPPORTED,
-				sparse ? "%s: a dense workload (its model has no topk and no block-scaled kv_dtype) for "
-					 "a sparse (DSA) card: give the workload model.topk and the card's cache format "
-					 "(%s)" :
-					 "%s: a sparse (DSA) workload (model.topk or a block-scaled kv_dtype) for a dense "
-					 "card (its match.arch_class names no " CARD_ARCH_SPARSE "; formats %s)",
+				sparse ?
+					"%s: a dense workload (its model has no topk and no block-scaled kv_dtype) for "
+					"a sparse (DSA) card: give the workload model.topk and the card's cache format "
+					"(%s)" :
+					"%s: a sparse (DSA) workload (model.topk or a block-scaled kv_dtype) for a "
+					"dense card (its match.arch_class names no " CARD_ARCH_SPARSE "; formats %s)",
 				w->path, names);
 	for (int d = 0; d < nfmts; d++)
 		for (int k = 0; k < w->n_kv_dtypes; k++)

@@ -382,17 +382,17 @@ static void check_unknown(struct check *c, const struct wnode *map, const char *
 
 static const char *const top_keys[] = {"id",      "title", "source", "model", "concurrency",
 				       "traffic", "steps", "tasks",  "seed",  NULL};
-static const char *const model_keys[] = {"h_q",       "s_q",        "page_size",       "kv_dtypes",
-					 "mtp_accept", "topk",      "extra_topk", "extra_compress", "extra_page_size",
-					 "attn_sink",  NULL};
+static const char *const model_keys[] = {"h_q",  "s_q",        "page_size",      "kv_dtypes",       "mtp_accept",
+					 "topk", "extra_topk", "extra_compress", "extra_page_size", "attn_sink",
+					 NULL};
 
 #define WL_DTYPES "bf16, fp8_e4m3_fnuz, fp8_ds_mla, fp8_ds_mla_fnuz, fp8_model1, fp8_model1_fnuz"
-#define WL_TOPK_MAX 65536          /* as a card's match.topk (CARD_TOPK_MAX) */
-#define WL_TOPK_V32 2048           /* DeepSeek-V3.2's indexer topk (card.h CARD_TOPK_V32) */
-#define WL_TOPK_V4 128             /* DeepSeek-V4's main-cache topk (CARD_TOPK_V4) */
-#define WL_EXTRA_TOPK_V4 1024      /* and its extra-cache topk (CARD_EXTRA_TOPK_V4) */
-#define WL_EXTRA_COMPRESS_V4 4     /* context tokens per row of V4's compressed (extra) cache */
-#define WL_SPARSE_PAGE_MAX 4096    /* a sparse cache's page (FlashMLA's tests: 2..256) */
+#define WL_TOPK_MAX 65536       /* as a card's match.topk (CARD_TOPK_MAX) */
+#define WL_TOPK_V32 2048        /* DeepSeek-V3.2's indexer topk (card.h CARD_TOPK_V32) */
+#define WL_TOPK_V4 128          /* DeepSeek-V4's main-cache topk (CARD_TOPK_V4) */
+#define WL_EXTRA_TOPK_V4 1024   /* and its extra-cache topk (CARD_EXTRA_TOPK_V4) */
+#define WL_EXTRA_COMPRESS_V4 4  /* context tokens per row of V4's compressed (extra) cache */
+#define WL_SPARSE_PAGE_MAX 4096 /* a sparse cache's page (FlashMLA's tests: 2..256) */
 
 /* The sparse keys of model m (after kv_dtypes): the form, the family's consistency, the defaults. */
 static void check_sparse(struct check *c, const struct wnode *m, const struct wnode *dt, int64_t page_size)
@@ -472,7 +472,8 @@ static void check_sparse(struct check *c, const struct wnode *m, const struct wn
 		}
 	}
 	if (sink) {
-		if (sink->kind != WN_SCALAR || !sink->plain || (strcmp(sink->value, "true") && strcmp(sink->value, "false")))
+		if (sink->kind != WN_SCALAR || !sink->plain ||
+		    (strcmp(sink->value, "true") && strcmp(sink->value, "false")))
 			bad(c, sink, "model.attn_sink", "must be true or false (the model has per-head sink logits)");
 		else
 			w->attn_sink = !strcmp(sink->value, "true");
@@ -1347,8 +1348,7 @@ int64_t workload_attended(const struct workload *w, int32_t context)
 	return n;
 }
 
-static int group_sim(struct workload_tasks *out, const struct workload *w, const struct workload_sim *sim,
-		     int budget)
+static int group_sim(struct workload_tasks *out, const struct workload *w, const struct workload_sim *sim, int budget)
 {
 	struct stepkey *keys = malloc((size_t)sim->steps * sizeof(*keys));
 	int b = 1, a, err = 0;
