@@ -2194,31 +2194,47 @@ static int workload_tasks_of(struct workload_tasks *wt, struct workload *w, cons
 
 /*
  * The tasks of a workload plan: the workload's tasks once per planned dtype that the workload runs
- * (card order), each task's weight split evenly over those dtypes. Fills np->tasks, np->task_hash
- * and np->workload (whose id, path and hashes the caller sets).
+ * (card order), each task's weight split evenly over those dtypes. The card's form and the
+ * workload's must agree (both dense, or both sparse); a sparse task takes the workload's topk and
+ * extra cache (docs/DESIGN.md "Workloads of the sparse form"), and a card that states match.topk
+ * (match.extra_topk) claims that one only. Fills np->tasks, np->task_hash and np->workload (whose
+ * id, path and hashes the caller sets).
  */
-static int derive_workload_tasks(struct plan *np, const struct planned_format *fmts, int nfmts,
+static int derive_workload_tasks(struct plan *np, const struct card *c, const struct planned_format *fmts, int nfmts,
 				 const struct workload *w, const struct workload_tasks *wt, double relax)
 {
 	int32_t use[PLAN_MAX_FORMATS];
-	int nuse = 0, cap;
+	int nuse = 0, cap, sparse = nfmts > 0 && fmts[0].topk > 0;
+	char names[128] = "";
 
-	for (int d = 0; d < nfmts; d++) {
-		if (fmts[d].topk)
-			return vs_error(
-				VS_EUNSUPPORTED,
-				"%s: a sparse (DSA) card: workloads plan the dense decode only so far (a sparse "
-				"workload needs the indexer's topk and cache format in its model: not built yet)",
-				w->path);
+	for (int d = 0; d < nfmts; d++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", d ? ", " : "",
+			 mla_kv_dtype_name(fmts[d].kv_dtype));
+	if (sparse != (w->topk > 0))
+		return vs_error(VS_EUNSUPPORTED,
+				sparse ?
+					"%s: a dense workload (its model has no topk and no block-scaled kv_dtype) for "
+					"a sparse (DSA) card: give the workload model.topk and the card's cache format "
+					"(%s)" :
+					"%s: a sparse (DSA) workload (model.topk or a block-scaled kv_dtype) for a "
+					"dense card (its match.arch_class names no " CARD_ARCH_SPARSE "; formats %s)",
+				w->path, names);
+	for (int d = 0; d < nfmts; d++)
 		for (int k = 0; k < w->n_kv_dtypes; k++)
 			if (w->kv_dtypes[k] == fmts[d].kv_dtype)
 				use[nuse++] = fmts[d].kv_dtype;
-	}
 	if (!nuse)
 		return vs_error(VS_EUNSUPPORTED,
-				"%s: model.kv_dtypes has none of the card's planned dtypes (%s%s%s): nothing to plan",
-				w->path, nfmts ? mla_kv_dtype_name(fmts[0].kv_dtype) : "", nfmts > 1 ? ", " : "",
-				nfmts > 1 ? mla_kv_dtype_name(fmts[1].kv_dtype) : "");
+				"%s: model.kv_dtypes has none of the card's planned dtypes (%s): nothing to plan",
+				w->path, names);
+	if (sparse && c->match.topk && c->match.topk != w->topk)
+		return vs_error(VS_EUNSUPPORTED,
+				"%s: model.topk is %d, but %s claims match.topk %d: the card's kernel is claimed for "
+				"another indexer topk (plan a workload of that topk, or a card without match.topk)",
+				w->path, w->topk, c->path, c->match.topk);
+	if (sparse && w->extra_topk && c->match.extra_topk && c->match.extra_topk != w->extra_topk)
+		return vs_error(VS_EUNSUPPORTED, "%s: model.extra_topk is %d, but %s claims match.extra_topk %d",
+				w->path, w->extra_topk, c->path, c->match.extra_topk);
 	cap = wt->count * nuse;
 	np->tasks = calloc((size_t)cap, sizeof(*np->tasks));
 	np->task_hash = calloc((size_t)cap, sizeof(*np->task_hash));
@@ -2235,19 +2251,35 @@ static int derive_workload_tasks(struct plan *np, const struct planned_format *f
 		for (int k = 0; k < wt->count; k++) {
 			const struct workload_task *x = &wt->items[k];
 			struct task_spec *s = &np->tasks[np->ntasks];
-			struct shape sh;
 			char tag[64];
 			int err;
 
-			memset(&sh, 0, sizeof(sh));
 			snprintf(tag, sizeof(tag), "wl-c%d-t%d", x->concurrency, k);
-			sh.tag = tag;
-			sh.batch = x->batch;
-			sh.s_q = w->s_q;
-			sh.h_q = w->h_q;
-			sh.page_size = w->page_size;
-			sh.uniform = 1;
-			err = shape_to_spec(s, &sh, use[d]);
+			if (sparse) {
+				struct sparse_shape sh = {.tag = tag,
+							  .kind = w->extra_topk ? SK_V4 : SK_V32,
+							  .batch = x->batch,
+							  .s_q = w->s_q,
+							  .h_q = w->h_q,
+							  .page_size = w->page_size,
+							  .extra_page_size = w->extra_page_size,
+							  .uniform = 1,
+							  .xuniform = 1,
+							  .attn_sink = w->attn_sink};
+
+				err = sparse_to_spec(s, &sh, use[d], w->topk, w->extra_topk);
+			} else {
+				struct shape sh;
+
+				memset(&sh, 0, sizeof(sh));
+				sh.tag = tag;
+				sh.batch = x->batch;
+				sh.s_q = w->s_q;
+				sh.h_q = w->h_q;
+				sh.page_size = w->page_size;
+				sh.uniform = 1;
+				err = shape_to_spec(s, &sh, use[d]);
+			}
 			if (!err) {
 				/* the sampled step's lengths, pages as shape_to_spec() counts them */
 				int64_t pages;
@@ -2255,6 +2287,15 @@ static int derive_workload_tasks(struct plan *np, const struct planned_format *f
 						       w->page_size);
 
 				cache_pages(&s->max_pages, &s->num_pages, max_len, pages, w->page_size);
+				if (s->extra_topk) {
+					/* V4's compressed cache: one row per extra_compress keys of the context */
+					for (int b = 0; b < x->batch; b++)
+						s->extra_seqlens[b] = x->seqlens[b] / w->extra_compress;
+					max_len = row_lens(s->extra_seqlens, &pages, tag, x->batch, x->batch,
+							   s->extra_seqlens, 0, 0, w->extra_page_size);
+					cache_pages(&s->extra_max_pages, &s->extra_num_pages, max_len, pages,
+						    w->extra_page_size);
+				}
 				/* the name says the workload; the seed follows the workload's, not only the name */
 				s->seed = (fnv1a(s->name) ^ (wt->seed * 0x9e3779b97f4a7c15ull)) & ((1ull << 53) - 1);
 				if (relax > 0)
@@ -2270,6 +2311,32 @@ static int derive_workload_tasks(struct plan *np, const struct planned_format *f
 		}
 	}
 	return 0;
+}
+
+/*
+ * The formats of a workload plan, for its summary: those of f[0..n) that the workload runs, with
+ * the workload's topk (the sparse form); compacted in place. Returns how many.
+ */
+static int workload_formats(struct planned_format *f, int n, const struct workload *w)
+{
+	int m = 0;
+
+	for (int d = 0; d < n; d++) {
+		int runs = 0;
+
+		for (int k = 0; k < w->n_kv_dtypes; k++)
+			runs |= w->kv_dtypes[k] == f[d].kv_dtype;
+		if (!runs)
+			continue;
+		f[m] = f[d];
+		if (f[m].topk) {
+			f[m].topk = w->topk;
+			f[m].extra_topk = w->extra_topk;
+			f[m].why = "the workload's model";
+		}
+		m++;
+	}
+	return m;
 }
 
 /* 1 when the card's match.dtypes lists a block-scaled cache format (the sparse form's). */
@@ -2455,7 +2522,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		}
 		err = workload_tasks_of(&wt, &w, file, NULL);
 		if (!err) {
-			err = derive_workload_tasks(&np, fmts, nfmts, &w, &wt, card_relax(c));
+			err = derive_workload_tasks(&np, c, fmts, nfmts, &w, &wt, card_relax(c));
 			rel = err ? NULL : py_rel(file);
 			if (!err && (!rel || !(np.workload->id = strdup(w.id))))
 				err = vs_oom();
@@ -2466,6 +2533,8 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 					"cannot be "
 					"recorded into the card; list it there first",
 					c->path, w.id);
+			if (!err)
+				nfmts = workload_formats(fmts, nfmts, &w);
 			workload_tasks_release(&wt);
 			workload_release(&w);
 		}
@@ -4147,7 +4216,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 
 		if ((err = workload_tasks_of(&wt, &w, p->workload->path, p->workload->sha256)))
 			goto done;
-		err = derive_workload_tasks(&d, fmts, nfmts, &w, &wt, card_relax(c));
+		err = derive_workload_tasks(&d, c, fmts, nfmts, &w, &wt, card_relax(c));
 		workload_tasks_release(&wt);
 		workload_release(&w);
 		if (err)

@@ -382,7 +382,103 @@ static void check_unknown(struct check *c, const struct wnode *map, const char *
 
 static const char *const top_keys[] = {"id",      "title", "source", "model", "concurrency",
 				       "traffic", "steps", "tasks",  "seed",  NULL};
-static const char *const model_keys[] = {"h_q", "s_q", "page_size", "kv_dtypes", "mtp_accept", NULL};
+static const char *const model_keys[] = {"h_q",  "s_q",        "page_size",      "kv_dtypes",       "mtp_accept",
+					 "topk", "extra_topk", "extra_compress", "extra_page_size", "attn_sink",
+					 NULL};
+
+#define WL_DTYPES "bf16, fp8_e4m3_fnuz, fp8_ds_mla, fp8_ds_mla_fnuz, fp8_model1, fp8_model1_fnuz"
+#define WL_TOPK_MAX 65536       /* as a card's match.topk (CARD_TOPK_MAX) */
+#define WL_TOPK_V32 2048        /* DeepSeek-V3.2's indexer topk (card.h CARD_TOPK_V32) */
+#define WL_TOPK_V4 128          /* DeepSeek-V4's main-cache topk (CARD_TOPK_V4) */
+#define WL_EXTRA_TOPK_V4 1024   /* and its extra-cache topk (CARD_EXTRA_TOPK_V4) */
+#define WL_EXTRA_COMPRESS_V4 4  /* context tokens per row of V4's compressed (extra) cache */
+#define WL_SPARSE_PAGE_MAX 4096 /* a sparse cache's page (FlashMLA's tests: 2..256) */
+
+/* The sparse keys of model m (after kv_dtypes): the form, the family's consistency, the defaults. */
+static void check_sparse(struct check *c, const struct wnode *m, const struct wnode *dt, int64_t page_size)
+{
+	struct workload *w = c->w;
+	const struct wnode *sink = map_get(m, "attn_sink");
+	static const char *const extra_keys[] = {"extra_topk", "extra_compress", "extra_page_size", NULL};
+	static const char *const extra_paths[] = {"model.extra_topk", "model.extra_compress", "model.extra_page_size"};
+	int sparse = map_get(m, "topk") != NULL, v4 = 0, v32 = 0;
+	int64_t x;
+
+	for (int i = 0; i < w->n_kv_dtypes; i++) {
+		sparse |= mla_kv_is_blockscaled(w->kv_dtypes[i]);
+		v4 |= mla_kv_is_model1(w->kv_dtypes[i]);
+		v32 |= !mla_kv_is_model1(w->kv_dtypes[i]) && w->kv_dtypes[i] != MLA_KV_FP8_E4M3_FNUZ;
+	}
+	if (!sparse) {
+		for (int k = 0; extra_keys[k]; k++)
+			if (map_get(m, extra_keys[k]))
+				bad(c, map_get(m, extra_keys[k]), extra_paths[k],
+				    "belongs to the sparse form: give model.topk or a block-scaled kv_dtype "
+				    "(fp8_ds_mla, fp8_model1)");
+		if (sink)
+			bad(c, sink, "model.attn_sink",
+			    "belongs to the sparse form: give model.topk or a block-scaled kv_dtype (fp8_ds_mla, "
+			    "fp8_model1)");
+		if (page_size && page_size != 1 && page_size != 16 && page_size != 64)
+			bad(c, map_get(m, "page_size"), "model.page_size",
+			    "%lld is not a page size the planner builds (1, 16 or 64)", (long long)page_size);
+		else
+			w->page_size = (int)page_size;
+		return;
+	}
+	if (page_size > WL_SPARSE_PAGE_MAX)
+		bad(c, map_get(m, "page_size"), "model.page_size", "%lld is out of range 1..%d for the sparse form",
+		    (long long)page_size, WL_SPARSE_PAGE_MAX);
+	else
+		w->page_size = (int)page_size;
+	for (int i = 0; dt && i < dt->n; i++) {
+		const struct wnode *v = dt->kid[i];
+		int32_t d = v->kind == WN_SCALAR ? mla_kv_dtype_parse(v->value) : 0;
+
+		if (d == MLA_KV_FP8_E4M3_FNUZ)
+			bad(c, v, "model.kv_dtypes",
+			    "'fp8_e4m3_fnuz' (one per-tensor scale) is the dense form's cache; the sparse form "
+			    "(topk) reads bf16, fp8_ds_mla(_fnuz) or fp8_model1(_fnuz)");
+		else if (d && v4 && v32 && !mla_kv_is_model1(d))
+			bad(c, v, "model.kv_dtypes",
+			    "'%s' is a DeepSeek-V3.2 cache (576-wide rows) beside a V4 one (fp8_model1): a workload "
+			    "is one model's; write one workload per model",
+			    v->value);
+	}
+	x = v4 ? WL_TOPK_V4 : WL_TOPK_V32;
+	get_int(c, m, "topk", "model.topk", 0, 1, WL_TOPK_MAX, &x, m);
+	w->topk = (int)x;
+	if (!v4) {
+		for (int k = 0; extra_keys[k]; k++)
+			if (map_get(m, extra_keys[k]))
+				bad(c, map_get(m, extra_keys[k]), extra_paths[k],
+				    "the extra cache is DeepSeek-V4's: only with fp8_model1 or fp8_model1_fnuz");
+	} else {
+		x = WL_EXTRA_TOPK_V4;
+		get_int(c, m, "extra_topk", "model.extra_topk", 0, 0, WL_TOPK_MAX, &x, m);
+		w->extra_topk = (int)x;
+		if (!w->extra_topk) {
+			for (int k = 1; extra_keys[k]; k++)
+				if (map_get(m, extra_keys[k]))
+					bad(c, map_get(m, extra_keys[k]), extra_paths[k],
+					    "extra_topk is 0 (no extra cache): nothing for it to describe");
+		} else {
+			x = WL_EXTRA_COMPRESS_V4;
+			get_int(c, m, "extra_compress", "model.extra_compress", 0, 1, 1024, &x, m);
+			w->extra_compress = (int)x;
+			x = w->page_size;
+			get_int(c, m, "extra_page_size", "model.extra_page_size", 0, 1, WL_SPARSE_PAGE_MAX, &x, m);
+			w->extra_page_size = (int)x;
+		}
+	}
+	if (sink) {
+		if (sink->kind != WN_SCALAR || !sink->plain ||
+		    (strcmp(sink->value, "true") && strcmp(sink->value, "false")))
+			bad(c, sink, "model.attn_sink", "must be true or false (the model has per-head sink logits)");
+		else
+			w->attn_sink = !strcmp(sink->value, "true");
+	}
+}
 static const char *const traffic_keys[] = {"trace", "histogram", "context_column", "generated_column", NULL};
 static const char *const histogram_keys[] = {"context", "generated", NULL};
 
@@ -390,7 +486,7 @@ static void check_model(struct check *c, const struct wnode *root)
 {
 	struct workload *w = c->w;
 	const struct wnode *m = map_get(root, "model"), *dt;
-	int64_t x;
+	int64_t x, page_size;
 
 	if (!m) {
 		bad(c, root, "model", "missing (a mapping: h_q, s_q, page_size, kv_dtypes)");
@@ -422,20 +518,15 @@ static void check_model(struct check *c, const struct wnode *root)
 		else
 			w->mtp_accept = v;
 	}
-	x = 0;
-	get_int(c, m, "page_size", "model.page_size", 1, 1, 1 << 20, &x, m);
-	if (x && x != 1 && x != 16 && x != 64)
-		bad(c, map_get(m, "page_size"), "model.page_size",
-		    "%lld is not a page size the planner builds (1, 16 or 64)", (long long)x);
-	else
-		w->page_size = (int)x;
+	page_size = 0;
+	get_int(c, m, "page_size", "model.page_size", 1, 1, 1 << 20, &page_size, m);
 	dt = map_get(m, "kv_dtypes");
 	if (!dt) {
-		bad(c, m, "model.kv_dtypes", "missing (a list of bf16, fp8_e4m3_fnuz)");
+		bad(c, m, "model.kv_dtypes", "missing (a list of " WL_DTYPES ")");
 		return;
 	}
 	if (dt->kind != WN_SEQ || dt->n == 0) {
-		bad(c, dt, "model.kv_dtypes", "must be a non-empty list of bf16, fp8_e4m3_fnuz");
+		bad(c, dt, "model.kv_dtypes", "must be a non-empty list of " WL_DTYPES);
 		return;
 	}
 	for (int i = 0; i < dt->n; i++) {
@@ -444,18 +535,19 @@ static void check_model(struct check *c, const struct wnode *root)
 		int dup = 0;
 
 		if (!d) {
-			bad(c, v, "model.kv_dtypes", "'%s' is not a kv dtype (bf16, fp8_e4m3_fnuz)",
+			bad(c, v, "model.kv_dtypes", "'%s' is not a kv dtype (" WL_DTYPES ")",
 			    v->kind == WN_SCALAR ? v->value : kind_name(v));
 			continue;
 		}
 		for (int j = 0; j < w->n_kv_dtypes; j++)
 			dup |= w->kv_dtypes[j] == d;
-		if (dup || w->n_kv_dtypes == 2) {
+		if (dup || w->n_kv_dtypes == (int)(sizeof(w->kv_dtypes) / sizeof(w->kv_dtypes[0]))) {
 			bad(c, v, "model.kv_dtypes", "'%s' is listed twice", v->value);
 			continue;
 		}
 		w->kv_dtypes[w->n_kv_dtypes++] = d;
 	}
+	check_sparse(c, m, dt, page_size);
 }
 
 static void check_concurrency(struct check *c, const struct wnode *root)
@@ -1203,8 +1295,8 @@ static int budget_of(const struct workload *w, int ci)
 }
 
 /* Group [keys, keys + n) (sorted by max) into one task: the step nearest the centroid. */
-static int group_task(struct workload_task *task, const struct workload_sim *sim, const struct stepkey *keys, int n,
-		      double scale_total, double scale_max)
+static int group_task(struct workload_task *task, const struct workload *w, const struct workload_sim *sim,
+		      const struct stepkey *keys, int n, double scale_total, double scale_max)
 {
 	double ct = 0, cm = 0, best = INFINITY;
 	int pick = keys[0].index;
@@ -1231,15 +1323,32 @@ static int group_task(struct workload_task *task, const struct workload_sim *sim
 	memcpy(task->seqlens, sim->seqlens + (size_t)pick * sim->concurrency,
 	       (size_t)sim->concurrency * sizeof(int32_t));
 	task->total_keys = 0;
+	task->attended = 0;
 	task->max_seqlen = 0;
 	for (int b = 0; b < sim->concurrency; b++) {
 		task->total_keys += task->seqlens[b];
+		task->attended += workload_attended(w, task->seqlens[b]);
 		task->max_seqlen = task->seqlens[b] > task->max_seqlen ? task->seqlens[b] : task->max_seqlen;
 	}
 	return 0;
 }
 
-static int group_sim(struct workload_tasks *out, const struct workload_sim *sim, int budget)
+int64_t workload_attended(const struct workload *w, int32_t context)
+{
+	int64_t n;
+
+	if (!w->topk)
+		return context;
+	n = context < w->topk ? context : w->topk;
+	if (w->extra_topk > 0 && w->extra_compress > 0) {
+		int32_t rows = context / w->extra_compress;
+
+		n += rows < w->extra_topk ? rows : w->extra_topk;
+	}
+	return n;
+}
+
+static int group_sim(struct workload_tasks *out, const struct workload *w, const struct workload_sim *sim, int budget)
 {
 	struct stepkey *keys = malloc((size_t)sim->steps * sizeof(*keys));
 	int b = 1, a, err = 0;
@@ -1255,7 +1364,7 @@ static int group_sim(struct workload_tasks *out, const struct workload_sim *sim,
 
 		keys[s] = (struct stepkey){0, 0, s};
 		for (int j = 0; j < sim->concurrency; j++) {
-			keys[s].total += l[j];
+			keys[s].total += workload_attended(w, l[j]);
 			keys[s].max = l[j] > keys[s].max ? l[j] : keys[s].max;
 		}
 		tmin = keys[s].total < tmin ? keys[s].total : tmin;
@@ -1274,7 +1383,7 @@ static int group_sim(struct workload_tasks *out, const struct workload_sim *sim,
 
 			if (h2 <= l2)
 				continue;
-			err = group_task(&out->items[out->count], sim, keys + l2, h2 - l2,
+			err = group_task(&out->items[out->count], w, sim, keys + l2, h2 - l2,
 					 tmax > tmin ? (double)(tmax - tmin) : 1.0,
 					 mmax > mmin ? (double)(mmax - mmin) : 1.0);
 			if (!err)
@@ -1291,6 +1400,8 @@ static int by_task(const void *a, const void *b)
 
 	if (x->concurrency != y->concurrency)
 		return x->concurrency - y->concurrency;
+	if (x->attended != y->attended)
+		return x->attended < y->attended ? -1 : 1;
 	if (x->total_keys != y->total_keys)
 		return x->total_keys < y->total_keys ? -1 : 1;
 	if (x->max_seqlen != y->max_seqlen)
@@ -1315,7 +1426,7 @@ int workload_derive(struct workload_tasks *out, const struct workload *w, const 
 		o.seed = w->seed;
 		err = workload_simulate(&sim, w, trace, w->concurrency[ci], &o);
 		if (!err)
-			err = group_sim(&t, &sim, budget_of(w, ci));
+			err = group_sim(&t, w, &sim, budget_of(w, ci));
 		workload_sim_release(&sim);
 		t.steps_total += w->steps;
 	}

@@ -51,8 +51,20 @@ struct workload {
 	int h_q, s_q, page_size;   /* model: heads per GPU (1..128), queries per sequence (1..8), 1|16|64 */
 	double mtp_accept;         /* model.mtp_accept: with s_q > 1 (multi-token prediction), the chance
 	                            * each of the s_q - 1 draft tokens of a step is accepted (default 1) */
-	int32_t kv_dtypes[2];      /* enum mla_kv_dtype, in file order */
+	int32_t kv_dtypes[4];      /* enum mla_kv_dtype, in file order */
 	int n_kv_dtypes;
+	/*
+	 * The sparse form (DeepSeek Sparse Attention; docs/DESIGN.md "Workloads of the sparse form"):
+	 * a workload is sparse when model.topk is given or kv_dtypes lists a block-scaled format
+	 * (fp8_ds_mla, fp8_model1 and their _fnuz twins); its formats are then all V3.2 ones (bf16,
+	 * fp8_ds_mla, fp8_ds_mla_fnuz) or all V4 ones (fp8_model1, fp8_model1_fnuz). topk: indices per
+	 * query row into the main cache (default 2048 for V3.2, 128 for V4; 0: the dense form).
+	 * extra_topk (V4 only, default 1024; 0: no extra cache): indices into the extra cache, V4's
+	 * compressed cache, which holds floor(context / extra_compress) rows of a sequence of context
+	 * keys (default 4) in pages of extra_page_size rows (default page_size). attn_sink: the
+	 * model has per-head sink logits (default 0).
+	 */
+	int topk, extra_topk, extra_compress, extra_page_size, attn_sink;
 	int concurrency[64]; /* ascending, distinct, 1..WORKLOAD_MAX_CONCURRENCY */
 	int n_concurrency;
 	char *trace;                                        /* traffic.trace as written (NULL with a histogram) */
@@ -114,11 +126,20 @@ struct workload_task {
 	int steps;          /* sampled steps this task stands for */
 	double weight;      /* steps / all sampled steps of the workload; the weights sum to 1 */
 	int64_t total_keys; /* sum of seqlens */
+	int64_t attended;   /* keys a decode call reads per query row, summed over the batch
+	                     * (workload_attended()): total_keys for the dense form */
 	int32_t max_seqlen;
 	int step; /* index of the represented step among its concurrency's samples */
 };
 
-/** The tasks of a workload, in order of concurrency, then total keys. Release with workload_tasks_release(). */
+/**
+ * Keys one query row of a sequence of context keys attends to: context in the dense form;
+ * min(context, topk) + min(floor(context / extra_compress), extra_topk) in the sparse form (the
+ * valid entries the generator draws, before its few holes). What grouping ranks steps by.
+ */
+int64_t workload_attended(const struct workload *w, int32_t context);
+
+/** The tasks of a workload, in order of concurrency, then attended keys (total keys for the dense form). Release with workload_tasks_release(). */
 struct workload_tasks {
 	struct workload_task *items;
 	int count;
@@ -130,7 +151,7 @@ struct workload_tasks {
 
 /**
  * Read, parse and check the workload at path: YAML, types, ranges, id against the file name, the
- * trace file present. Every problem is reported (one line each); unknown keys are warnings. On
+ * trace file present, the sparse keys consistent with the formats. Every problem is reported (one line each); unknown keys are warnings. On
  * success fills *w (release with workload_release()).
  * Errors: VS_EIO, VS_EPARSE (YAML, a file over WORKLOAD_MAX_BYTES), VS_ESCHEMA.
  */
@@ -169,7 +190,8 @@ void workload_sim_release(struct workload_sim *s);
 
 /**
  * The workload's tasks: simulate each concurrency (w->steps samples, w->seed), group its steps
- * (DESIGN.md: quantiles of total keys, then of the longest sequence within each) into its share of
+ * (DESIGN.md: quantiles of attended keys (workload_attended(); total keys in the dense form), then
+ * of the longest sequence within each) into its share of
  * w->tasks, keep per group the sampled step nearest the group's centroid. trace is NULL for a
  * histogram workload. Fills *out (release with workload_tasks_release()). Errors: VS_ENOMEM,
  * VS_ESCHEMA.

@@ -78,7 +78,27 @@ static const struct {
 	{"bad_page_size.yaml",
 	 "bad_page_size.yaml:5:37: model.page_size: 32 is not a page size the planner builds (1, 16 or 64)"},
 	{"bad_kv_dtype.yaml",
-	 "bad_kv_dtype.yaml:5:59: model.kv_dtypes: 'fp16' is not a kv dtype (bf16, fp8_e4m3_fnuz)"},
+	 "bad_kv_dtype.yaml:5:59: model.kv_dtypes: 'fp16' is not a kv dtype (bf16, fp8_e4m3_fnuz, fp8_ds_mla, "
+	 "fp8_ds_mla_fnuz, fp8_model1, fp8_model1_fnuz)"},
+	/* the sparse form's keys (docs/DESIGN.md "Workloads of the sparse form") */
+	{"bad_topk.yaml", "bad_topk.yaml:5:72: model.topk: 0 is out of range 1..65536"},
+	{"bad_extra_topk_v32.yaml", "bad_extra_topk_v32.yaml:5:78: model.extra_topk: the extra cache is DeepSeek-V4's: "
+				    "only with fp8_model1 or fp8_model1_fnuz"},
+	{"bad_sparse_fnuz.yaml", "bad_sparse_fnuz.yaml:5:53: model.kv_dtypes: 'fp8_e4m3_fnuz' (one per-tensor scale) "
+				 "is the dense form's cache; the sparse form (topk) reads bf16, fp8_ds_mla(_fnuz) or "
+				 "fp8_model1(_fnuz)"},
+	{"bad_mixed_models.yaml", "bad_mixed_models.yaml:5:65: model.kv_dtypes: 'bf16' is a DeepSeek-V3.2 cache "
+				  "(576-wide rows) beside a V4 one (fp8_model1): a workload is one model's; write one "
+				  "workload per model"},
+	{"bad_dense_sink.yaml", "bad_dense_sink.yaml:5:71: model.attn_sink: belongs to the sparse form: give model.topk "
+				"or a block-scaled kv_dtype (fp8_ds_mla, fp8_model1)"},
+	{"bad_attn_sink.yaml", "bad_attn_sink.yaml:5:77: model.attn_sink: must be true or false (the model has "
+			       "per-head sink logits)"},
+	{"bad_extra_compress.yaml", "bad_extra_compress.yaml:5:82: model.extra_compress: 0 is out of range 1..1024"},
+	{"bad_extra_without_cache.yaml", "bad_extra_without_cache.yaml:5:98: model.extra_page_size: extra_topk is 0 "
+					 "(no extra cache): nothing for it to describe"},
+	{"bad_sparse_page.yaml", "bad_sparse_page.yaml:5:37: model.page_size: 8192 is out of range 1..4096 for the "
+				 "sparse form"},
 	{"bad_concurrency.yaml", "bad_concurrency.yaml:6:21: concurrency: 2: list each concurrency once, ascending"},
 	{"bad_concurrency_range.yaml", "bad_concurrency_range.yaml:6:21: concurrency: 2048 is out of range 1..1024"},
 	{"bad_both_traffic.yaml",
@@ -373,7 +393,8 @@ static char *tasks_text(const char *path, uint64_t seed)
 
 START_TEST(the_derivation_is_deterministic_and_seeded)
 {
-	static const char *const files[] = {FIX "tiny_trace.yaml", FIX "tiny_histogram.yaml"};
+	static const char *const files[] = {FIX "tiny_trace.yaml", FIX "tiny_histogram.yaml", FIX "tiny_sparse.yaml",
+					    FIX "tiny_sparse_v4.yaml"};
 
 	for (int i = 0; i < NELEM(files); i++) {
 		char *a = tasks_text(files[i], 1), *b = tasks_text(files[i], 1), *c = tasks_text(files[i], 2);
@@ -400,7 +421,7 @@ END_TEST
 
 START_TEST(tasks_are_real_steps_and_weights_sum_to_one)
 {
-	static const char *const files[] = {FIX "tiny_trace.yaml", FIX "tiny_histogram.yaml"};
+	static const char *const files[] = {FIX "tiny_trace.yaml", FIX "tiny_histogram.yaml", FIX "tiny_sparse.yaml"};
 
 	for (int f = 0; f < NELEM(files); f++) {
 		struct workload w;
@@ -557,6 +578,75 @@ START_TEST(the_tasks_weigh_to_the_mean_keys_per_step)
 }
 END_TEST
 
+START_TEST(sparse_keys_take_the_formats_defaults)
+{
+	struct workload w;
+
+	/* V3.2: topk as written, no extra cache; a page of 61 rows is a sparse page */
+	ck_assert_msg(workload_load(&w, FIX "tiny_sparse.yaml") == 0, "%s", vs_last_error());
+	ck_assert_int_eq(w.topk, 512);
+	ck_assert_int_eq(w.extra_topk, 0);
+	ck_assert_int_eq(w.page_size, 61);
+	ck_assert_int_eq(w.n_kv_dtypes, 2);
+	ck_assert_int_eq(w.attn_sink, 0);
+	/* attended keys: min(context, topk) */
+	ck_assert_int_eq(workload_attended(&w, 0), 0);
+	ck_assert_int_eq(workload_attended(&w, 300), 300);
+	ck_assert_int_eq(workload_attended(&w, 5000), 512);
+	workload_release(&w);
+	/* V4 without topk: 128 + 1024, the extra cache compressed 4:1 in pages of the main page size */
+	ck_assert_msg(workload_load(&w, FIX "tiny_sparse_v4.yaml") == 0, "%s", vs_last_error());
+	ck_assert_int_eq(w.topk, 128);
+	ck_assert_int_eq(w.extra_topk, 1024);
+	ck_assert_int_eq(w.extra_compress, 4);
+	ck_assert_int_eq(w.extra_page_size, 64);
+	ck_assert_int_eq(workload_attended(&w, 100), 100 + 25);
+	ck_assert_int_eq(workload_attended(&w, 3000), 128 + 750);
+	ck_assert_int_eq(workload_attended(&w, 100000), 128 + 1024);
+	workload_release(&w);
+	/* the dense form: every key */
+	ck_assert_int_eq(workload_load(&w, FIX "tiny_trace.yaml"), 0);
+	ck_assert_int_eq(w.topk, 0);
+	ck_assert_int_eq(workload_attended(&w, 100000), 100000);
+	workload_release(&w);
+}
+END_TEST
+
+/* A sparse workload groups its steps by attended keys: each task's count is its seqlens', and the
+ * tasks of one concurrency are ordered by it (the dense order is by total keys). */
+START_TEST(sparse_tasks_are_ranked_by_attended_keys)
+{
+	struct workload w;
+	struct workload_trace t = {0};
+	struct workload_tasks tk;
+	int saturated = 0, short_rows = 0;
+
+	ck_assert_int_eq(workload_load(&w, FIX "tiny_sparse.yaml"), 0);
+	ck_assert_int_eq(workload_trace_read(&t, w.trace_path, NULL, NULL), 0);
+	ck_assert_int_eq(workload_derive(&tk, &w, &t), 0);
+	for (int i = 0; i < tk.count; i++) {
+		const struct workload_task *k = &tk.items[i];
+		int64_t a = 0;
+
+		for (int b = 0; b < k->batch; b++) {
+			a += k->seqlens[b] < 512 ? k->seqlens[b] : 512;
+			saturated += k->seqlens[b] > 512;
+			short_rows += k->seqlens[b] < 512;
+		}
+		ck_assert_int_eq(k->attended, a);
+		ck_assert_int_le(k->attended, k->total_keys);
+		if (i && tk.items[i - 1].concurrency == k->concurrency)
+			ck_assert_int_le(tk.items[i - 1].attended, k->attended);
+	}
+	/* the fixture's contexts fall on both sides of topk */
+	ck_assert_int_gt(saturated, 0);
+	ck_assert_int_gt(short_rows, 0);
+	workload_tasks_release(&tk);
+	workload_trace_release(&t);
+	workload_release(&w);
+}
+END_TEST
+
 START_TEST(the_shipped_workloads_lint_clean_and_derive)
 {
 	static const char *const shipped[] = {
@@ -564,7 +654,9 @@ START_TEST(the_shipped_workloads_lint_clean_and_derive)
 		"workloads/deepseek_v3_dp_chat.yaml", "workloads/geak_v4_e2e.yaml",
 		"workloads/deepseek_v3_tp8_chat_mtp.yaml", "workloads/deepseek_v3_dp_chat_mtp.yaml",
 		"workloads/deepseek_v3_tp8_code.yaml", "workloads/deepseek_v3_dp_code.yaml",
-		"workloads/deepseek_v3_dp_agent.yaml"};
+		"workloads/deepseek_v3_dp_agent.yaml", "workloads/cpu_dsa_smoke.yaml",
+		"workloads/deepseek_v32_dp_chat.yaml", "workloads/deepseek_v32_tp8_chat.yaml",
+		"workloads/deepseek_v4_dp_chat.yaml"};
 
 	for (int i = 0; i < NELEM(shipped); i++) {
 		struct workload w;
@@ -624,6 +716,8 @@ static Suite *workload_suite(void)
 	tcase_add_test(tc, the_steady_state_mean_matches_renewal_reward);
 	tcase_add_test(tc, mtp_steps_advance_by_the_accepted_tokens);
 	tcase_add_test(tc, the_tasks_weigh_to_the_mean_keys_per_step);
+	tcase_add_test(tc, sparse_keys_take_the_formats_defaults);
+	tcase_add_test(tc, sparse_tasks_are_ranked_by_attended_keys);
 	tcase_add_test(tc, the_shipped_workloads_lint_clean_and_derive);
 	tcase_add_test(tc, static_lints_a_workload_file);
 	suite_add_tcase(s, tc);

@@ -64,6 +64,63 @@ static void write_card(const char *root, int claim)
 	free(dst);
 }
 
+/*
+ * Sparse (DSA) workloads for the CPU DSA card: V3.2 (fp8_ds_mla, topk 64) or V4 (fp8_model1, topk
+ * 16 + extra 32, the extra cache compressed 4:1 in pages of 8), contexts 16..256, h_q 16.
+ */
+static const char dsa_workload[] = "id: wl_dsa\n"
+				   "title: \"tiny CPU DSA workload\"\n"
+				   "source: \"test fixture\"\n"
+				   "model: {h_q: 16, s_q: 1, page_size: 16, kv_dtypes: [%s], %s}\n"
+				   "concurrency: [1, 2]\n"
+				   "traffic:\n"
+				   "  histogram:\n"
+				   "    context: [[16, 64, 0.5], [65, 256, 0.5]]\n"
+				   "    generated: [[1, 16, 1.0]]\n"
+				   "steps: 32\n"
+				   "tasks: 2\n"
+				   "seed: %d\n";
+
+static char *write_dsa_workload(const char *root, int v4, int seed)
+{
+	char *path = fs_join(root, "wl_dsa.yaml"),
+	     *text = fs_printf(dsa_workload, v4 ? "fp8_model1" : "fp8_ds_mla",
+			       v4 ? "topk: 16, extra_topk: 32, extra_compress: 4, extra_page_size: 8, attn_sink: true" :
+				    "topk: 64",
+			       seed);
+
+	tu_write(path, text, strlen(text));
+	free(text);
+	return path;
+}
+
+/* root/skills/dsa_decode_cpu_splitkv.md: the CPU DSA card (the test copy), gate 1.1, claiming wl_dsa, with extra
+ * match lines (e.g. "  topk: 2048\n") when match_extra is not "". */
+static void write_dsa_card(const char *root, const char *match_extra)
+{
+	char *src = tu_resource("skills/dsa_decode_cpu_splitkv.md"), *dir = fs_join(root, "skills");
+	char *dst = fs_join(dir, "dsa_decode_cpu_splitkv.md"), *card = tu_read(src, NULL), *g, *out, *m;
+
+	fs_mkdir_p(dir);
+	g = strstr(card, "isolated_speedup_min: 1.3");
+	ck_assert_ptr_nonnull(g);
+	memcpy(g, "isolated_speedup_min: 1.1", 25);
+	g = strstr(card, "\nexpects:\n");
+	m = strstr(card, "  to_backend: cpu.splitkv\n");
+	ck_assert_ptr_nonnull(g);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(m < g);
+	m += strlen("  to_backend: cpu.splitkv\n");
+	g += strlen("\nexpects:\n");
+	out = fs_printf("%.*s%s%.*s  workloads: [wl_dsa]\n%s", (int)(m - card), card, match_extra, (int)(g - m), m, g);
+	tu_write(dst, out, strlen(out));
+	free(out);
+	free(card);
+	free(src);
+	free(dir);
+	free(dst);
+}
+
 START_TEST(test_weighted_arithmetic)
 {
 	/* task 0: baseline 10 ms, candidate 5; task 1: baseline 1, candidate 2: geomean 1, workload
@@ -222,6 +279,179 @@ START_TEST(test_plan_check_card_rederives)
 }
 END_TEST
 
+static char *emit_card(const char *root, const char *card, const char *workload, const char *out_name,
+		       int expect_status, char **err_out)
+{
+	char *args = fs_printf("--emit-plan %s --workload %s --out %s", card, workload, out_name);
+	char *out = NULL, *err = NULL, *path = fs_join(root, out_name), *text;
+	int status = tu_run_tool(root, args, &out, &err);
+
+	ck_assert_msg(status == expect_status, "%s: exit %d: %s", args, status, err);
+	text = status == 0 ? tu_read(path, NULL) : NULL;
+	if (err_out)
+		*err_out = err;
+	else
+		free(err);
+	free(out);
+	free(args);
+	free(path);
+	return text;
+}
+
+#define DSA_CARD "skills/dsa_decode_cpu_splitkv.md"
+
+START_TEST(test_sparse_plan_deterministic_and_matched)
+{
+	char *root = tu_tmpdir(), *wl = write_dsa_workload(root, 0, 1), *a, *b, *c, *err = NULL;
+	cJSON *j, *tasks, *t0, *spec;
+
+	write_dsa_card(root, "");
+	a = emit_card(root, DSA_CARD, wl, "a.json", 0, NULL);
+	b = emit_card(root, DSA_CARD, wl, "b.json", 0, NULL);
+	ck_assert_str_eq(a, b);
+	j = cJSON_Parse(a);
+	tasks = cJSON_GetObjectItem(j, "tasks");
+	/* the card plans fp8_ds_mla and fp8_model1; the workload runs fp8_ds_mla: its tasks only */
+	ck_assert_int_eq(cJSON_GetArraySize(tasks), 2);
+	t0 = cJSON_GetArrayItem(tasks, 0);
+	spec = cJSON_GetObjectItem(t0, "spec");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(spec, "name")), "fp8_ds_mla-k64-wl-c1-t0");
+	ck_assert_int_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "topk")), 64);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(spec, "kv_dtype")), "fp8_ds_mla");
+	ck_assert_ptr_null(cJSON_GetObjectItem(spec, "extra_topk"));
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t0, "workload"), "weight")),
+				0.5, 1e-12);
+	cJSON_Delete(j);
+	free(write_dsa_workload(root, 0, 2));
+	c = emit_card(root, DSA_CARD, wl, "c.json", 0, NULL);
+	ck_assert_str_ne(a, c);
+	/* a card that states another topk claims that one only */
+	write_dsa_card(root, "  topk: 2048\n");
+	free(emit_card(root, DSA_CARD, wl, "d.json", 3, &err));
+	ck_assert_msg(strstr(err, "model.topk is 64, but skills/dsa_decode_cpu_splitkv.md claims match.topk 2048") !=
+			      NULL,
+		      "%s", err);
+	free(err);
+	/* a dense workload for the sparse card, and the sparse workload for the dense card */
+	write_dsa_card(root, "");
+	write_card(root, 1);
+	free(wl);
+	wl = write_workload(root, 1);
+	free(emit_card(root, DSA_CARD, wl, "e.json", 3, &err));
+	ck_assert_msg(strstr(err, "a dense workload (its model has no topk and no block-scaled kv_dtype) for a sparse "
+				  "(DSA) card") != NULL,
+		      "%s", err);
+	free(err);
+	free(wl);
+	wl = write_dsa_workload(root, 0, 1);
+	free(emit_card(root, "skills/mla_decode_cpu_splitkv.md", wl, "f.json", 3, &err));
+	ck_assert_msg(strstr(err, "a sparse (DSA) workload (model.topk or a block-scaled kv_dtype) for a dense card") !=
+			      NULL,
+		      "%s", err);
+	free(err);
+	free(a);
+	free(b);
+	free(c);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_sparse_plan_rederives)
+{
+	char *root = tu_tmpdir(), *wl = write_dsa_workload(root, 1, 1), *text, *card_path, diff[1024];
+	struct plan p;
+	struct card c;
+	cJSON *j, *spec;
+	int32_t keep;
+
+	write_dsa_card(root, "");
+	text = emit_card(root, DSA_CARD, wl, "a.json", 0, NULL);
+	/* V4: the extra cache is the compressed one, a row per 4 keys of the context */
+	j = cJSON_Parse(text);
+	spec = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "tasks"), 1), "spec");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(spec, "kv_dtype")), "fp8_model1");
+	ck_assert_int_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "topk")), 16);
+	ck_assert_int_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "extra_topk")), 32);
+	ck_assert_int_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(spec, "extra_page_size")), 8);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(spec, "attn_sink")));
+	for (int b = 0; b < 2; b++)
+		ck_assert_int_eq(cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "extra_seqlens"), b)),
+				 (int)cJSON_GetNumberValue(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "seqlens"), b)) / 4);
+	cJSON_Delete(j);
+	card_path = fs_join(root, DSA_CARD);
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	free(c.path);
+	c.path = strdup(DSA_CARD);
+	ck_assert_int_eq(plan_parse(&p, text, strlen(text), "a.json"), 0);
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), 0);
+	/* an edited extra cache length is named (the hash is the plan's own: plan_check_card compares specs) */
+	keep = p.tasks[1].extra_seqlens[0];
+	p.tasks[1].extra_seqlens[0] = keep + 1;
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), VS_EVERIFY);
+	ck_assert_msg(strstr(diff, "spec.extra_seqlens") != NULL, "%s", diff);
+	p.tasks[1].extra_seqlens[0] = keep;
+	/* and an edited topk */
+	p.tasks[0].topk = 17;
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), VS_EVERIFY);
+	ck_assert_msg(strstr(diff, "spec.topk") != NULL, "%s", diff);
+	p.tasks[0].topk = 16;
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), 0);
+	/* the workload's topk edited since: the file's hash says so */
+	{
+		char *w = tu_read(wl, NULL), *at = strstr(w, "topk: 16");
+
+		ck_assert_ptr_nonnull(at);
+		at[7] = '2';
+		tu_write(wl, w, strlen(w));
+		free(w);
+	}
+	vs_error_set_quiet(1);
+	ck_assert_int_eq(plan_check_card(&p, &c, 0, diff, sizeof(diff)), VS_EVERIFY);
+	vs_error_set_quiet(0);
+	ck_assert_ptr_nonnull(strstr(vs_last_error(), "the workload changed since the plan was emitted"));
+	plan_release(&p);
+	card_release(&c);
+	free(card_path);
+	free(text);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_sparse_validate_and_verify)
+{
+	char *root = tu_tmpdir(), *wl = write_dsa_workload(root, 0, 1), *args, *out = NULL, *err = NULL, *card;
+	char *card_path = fs_join(root, DSA_CARD);
+	int status;
+
+	write_dsa_card(root, "");
+	args = fs_printf("--validate " DSA_CARD " --workload %s", wl);
+	tu_run_tool(root, args, &out, &err);
+	ck_assert_msg(strstr(out, "workload wl_dsa speedup (2 tasks)") != NULL, "%s\n%s", out, err);
+	ck_assert_msg(strstr(out, "(validation.workloads.wl_dsa@x86_64)") != NULL, "%s\n%s", out, err);
+	card = tu_read(card_path, NULL);
+	ck_assert_msg(strstr(card, "wl_dsa@x86_64: {status: ") != NULL, "%s", card);
+	free(card);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--verify " DSA_CARD, &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, out, err);
+	ck_assert_msg(strstr(out, "workload wl_dsa on x86_64: ") != NULL && strstr(out, "evidence ok") != NULL, "%s",
+		      out);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--report", &out, &err);
+	ck_assert_msg(strstr(out, "the baseline's time lies in fp8_ds_mla-k64-wl-") != NULL, "%s", out);
+	free(out);
+	free(err);
+	free(args);
+	free(card_path);
+	free(wl);
+	free(root);
+}
+END_TEST
+
 /* Scale the first per-concurrency estimate of the one eval dir's result.json by 1.25. */
 static void tamper_per_concurrency(const char *root)
 {
@@ -353,6 +583,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_plan_check_card_rederives);
 	tcase_add_test(tc, test_validate_record_verify_report);
 	tcase_add_test(tc, test_record_refuses_unclaimed);
+	tcase_add_test(tc, test_sparse_plan_deterministic_and_matched);
+	tcase_add_test(tc, test_sparse_plan_rederives);
+	tcase_add_test(tc, test_sparse_validate_and_verify);
 	suite_add_tcase(s, tc);
 	return s;
 }
