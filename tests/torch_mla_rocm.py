@@ -10,6 +10,8 @@ What runs here:
   * _open_runtime(): the HIP library torch mapped (a fake /proc/self/maps) opened first, the next
     name when it does not load, the calls bound to the runtime's symbols with their argument types,
     a library lacking a call refused; the CUDA one opens libcuda.so.1;
+  * the real libraries where present (Debian's libamdhip64 5.2, CUDA's libcuda stub): every call
+    binds; a libamdhip64 this process loaded is found in /proc/self/maps and opened by its path;
   * launch() against a fake runtime and a fake torch: not capturing -> the graph launch on the
     harness's stream; capturing -> capture info, child graph node on its dependencies, the
     dependencies set to that node (SET_CAPTURE_DEPENDENCIES); a failing call raises, naming it;
@@ -250,6 +252,47 @@ def check_open():
     check(libc is not None and os.path.exists(libc), "_mapped_library finds this process's libc (%s)" % libc)
 
 
+HIP_LIBS = ("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so")
+CUDA_LIBS = ("/usr/local/cuda/lib64/stubs/libcuda.so",)
+
+
+def check_real_libraries():
+    """
+    Where a real HIP runtime (Debian's libamdhip64 5.2) or CUDA's libcuda stub is on this machine,
+    every call binds to it (nothing is called); a HIP runtime this process loaded is found in the
+    real /proc/self/maps and opened by that path.
+    """
+    seen = 0
+    for path in HIP_LIBS:
+        if not os.path.exists(path):
+            continue
+        seen += 1
+        try:
+            ctypes.CDLL(path)          # as torch would have loaded it
+        except OSError as e:
+            check(False, "%s loads: %s" % (path, e))
+            continue
+        mapped = M._mapped_library("libamdhip64.so")
+        check(mapped is not None and os.path.realpath(mapped) == os.path.realpath(path),
+              "the loaded %s is found mapped (%s)" % (path, mapped))
+        try:
+            rt = M._open_runtime("hip")
+            check(os.path.realpath(rt.lib._name) == os.path.realpath(path),
+                  "hip: opens the mapped copy %s (%s)" % (path, rt.lib._name))
+        except RuntimeError as e:
+            check(False, "hip: every call binds to %s: %s" % (path, e))
+        break
+    for path in CUDA_LIBS:
+        if not os.path.exists(path):
+            continue
+        seen += 1
+        try:
+            M._open_runtime("cuda", lambda n: ctypes.CDLL(path))
+        except RuntimeError as e:
+            check(False, "cuda: every call binds to %s: %s" % (path, e))
+    print("real runtime libraries bound: %d" % seen)
+
+
 def fake_torch(stream_handle):
     st = types.SimpleNamespace(cuda_stream=stream_handle)
     return types.SimpleNamespace(cuda=types.SimpleNamespace(current_stream=lambda: st),
@@ -330,6 +373,7 @@ def main():
     check_headers()
     check_runtime_name()
     check_open()
+    check_real_libraries()
     check_launch()
     check_pointer_attribute()
     check_configs()
