@@ -18,10 +18,11 @@ What runs here:
   * prepare()'s pointer check asks DEVICE_POINTER; configs(): gfx942 and gfx950 plan as sm_90 does,
     other arches get none; BACKEND stays "cuda" (the contract's GPU-tensor backend on both vendors).
 
-  python3 tests/torch_mla_rocm.py          (exit 0 pass, 1 fail, 77 skip: torch not importable)
+  python3 tests/torch_mla_rocm.py          (exit 0 pass, 1 fail)
 
 Without torch in this interpreter it re-runs itself under $VS_PYTHON when that one differs, else
-skips. The HIP path itself has not run on an MI300X: this checks its wiring, not the runtime.
+runs with a stub torch module (the module under test runs nothing of torch at import, nor do these
+checks). The HIP path itself has not run on an MI300X: this checks its wiring, not the runtime.
 """
 import ctypes
 import glob
@@ -33,18 +34,23 @@ import sys
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SKIP = 77
 
 try:
     import torch
+    STUB = False
 except ImportError as e:
     other = os.environ.get("VS_PYTHON")
     if other and os.path.abspath(other) != os.path.abspath(sys.executable) and \
        not os.environ.get("VS_TORCH_ROCM_REEXEC"):
         env = dict(os.environ, VS_TORCH_ROCM_REEXEC="1")
         sys.exit(subprocess.call([other, os.path.abspath(__file__)] + sys.argv[1:], env=env))
-    print("torch_mla_rocm: skipped: %s (%s)" % (e, sys.executable))
-    sys.exit(SKIP)
+    # No torch anywhere (CI): the module's import needs only the name (nothing of torch runs at
+    # import, and nothing checked here calls torch): a stub torch, a CUDA build of it.
+    print("torch_mla_rocm: no torch (%s): a stub module stands for it" % e)
+    torch = types.ModuleType("torch")
+    torch.version = types.SimpleNamespace(hip=None, cuda="13.0")
+    sys.modules["torch"] = torch
+    STUB = True
 
 spec = importlib.util.spec_from_file_location("torch_mla_decode_rocm",
                                               os.path.join(ROOT, "kernels", "torch", "mla_decode.py"))
@@ -127,8 +133,8 @@ def check_headers():
             names = [sym] + re.findall(r"#define\s+(\w+)\s+(?:__CUDA_API_\w+\()?%s\b" % re.escape(sym), text)
             check(any(re.search(r"CUresult CUDAAPI %s\(" % re.escape(n), text) for n in names),
                   "cuda.h declares %s" % sym)
-    hip_dirs = ["/usr/include/hip"] + glob.glob(os.path.join(
-        os.path.dirname(os.path.dirname(torch.__file__)), "triton", "backends", "amd", "include", "hip"))
+    hip_dirs = ["/usr/include/hip"] + sorted({os.path.realpath(d) for p in sys.path if p for d in glob.glob(
+        os.path.join(p, "triton", "backends", "amd", "include", "hip"))})
     for d in hip_dirs:
         api, types_h = os.path.join(d, "hip_runtime_api.h"), os.path.join(d, "driver_types.h")
         if not (os.path.exists(api) and os.path.exists(types_h)):
