@@ -16,11 +16,24 @@ harness's graph still writes it). So prepare() compiles the function, runs it tw
 one call into a CUDA graph (torch.cuda.CUDAGraph, keep_graph=True) over the harness's own buffers,
 its intermediates in a private memory pool owned by this module (shared by all of this module's
 graphs: they only ever run one at a time on the worker's stream, and the pool holds scratch only,
-never an output), and instantiates it through the CUDA driver. launch() enqueues that graph on the
-current stream (the harness's): cuGraphLaunch when the stream is not capturing; when it is (the
+never an output), and instantiates it through the runtime (below). launch() enqueues that graph on
+the current stream (the harness's): cuGraphLaunch when the stream is not capturing; when it is (the
 harness capturing launch()), the graph is added to the capture as a child graph node
 (cuStreamGetCaptureInfo + cuGraphAddChildGraphNode + cuStreamUpdateCaptureDependencies), since
 torch's CUDAGraph.replay() refuses to run under a capture. No allocation, no host sync either way.
+
+ROCm (gfx942, gfx950): the same module, the same BACKEND "cuda" (the contract's name for "GPU
+buffers as torch tensors", kernels/python/mla_decode.py; harness/pyimpl.c runs every BACKEND but
+"cpu" on its GPU backend, and torch for ROCm names its HIP device "cuda"). _driver() picks the
+runtime by torch.version.hip: libcuda, or the libamdhip64 torch itself loaded (found in
+/proc/self/maps: its streams and graphs belong to that copy), with the HIP twins of every call
+(hipGraphInstantiateWithFlags, hipGraphLaunch, hipStreamIsCapturing, hipStreamGetCaptureInfo_v2,
+hipGraphAddChildGraphNode, hipStreamUpdateCaptureDependencies, hipPointerGetAttribute) and each
+runtime's enum values (RUNTIMES). That path is written against the HIP headers (Debian's HIP 5.2,
+Triton's bundled HIP 7.1, ROCm's graph-management reference) and has NOT run on an MI300X (none is
+lent): its first device run is its test. It also assumes what torch for ROCm documents for CUDA
+graphs: CUDAGraph(keep_graph=True).raw_cuda_graph() returning the hipGraph_t, Stream.cuda_stream the
+hipStream_t.
 
 The sparse form (ABI 3, DeepSeek Sparse Attention; kernels/mla_decode.h, FlashMLA's
 tests/ref.py::ref_sparse_attn_decode), every cache format (bf16, fp8_ds_mla, fp8_model1 and the fnuz
@@ -62,8 +75,14 @@ MODEL1_SCALES = 8      # 7 e8m0 scales and one unused byte per token
 COMPILE = os.environ.get("VS_TORCH_MLA_COMPILE", "1") != "0"
 
 
+# AMD generations this module plans for: torch.compile for ROCm generates Triton kernels for them
+# (written against the HIP headers, not run on an MI300X: see "ROCm" above).
+AMD_ARCHS = ("gfx942", "gfx950")
+
+
 def configs(arch):
-    if isinstance(arch, str) and arch.startswith("sm_"):
+    """One config ("inductor-graph": torch.compile picks its kernels) for sm_* and AMD_ARCHS."""
+    if isinstance(arch, str) and (arch.startswith("sm_") or arch in AMD_ARCHS):
         return [{"name": "inductor-graph", "block_n": 0, "block_h": 0, "num_splits": 0,
                  "num_warps": 0, "num_stages": 0}]
     return []
@@ -294,32 +313,150 @@ _graphs = {}
 _pool = None
 _cu = None
 
+# The graph and stream calls prepare() and launch() make, in each runtime torch can be built for:
+# the CUDA driver (libcuda, cuda.h of CUDA 13.0) and the HIP runtime (libamdhip64; prototypes and
+# enum values from Debian's HIP 5.2 headers, /usr/include/hip/hip_runtime_api.h and driver_types.h,
+# unchanged in the HIP 7.1 headers Triton 3.9 bundles, triton/backends/amd/include/hip/, and in
+# ROCm's "Graph management" reference, rocm.docs.amd.com/projects/HIP/en/latest/reference/
+# hip_runtime_api/modules/graph_management.html). The two take the same arguments in the same
+# order; the enum values are the same too, but are written per runtime so that neither is assumed:
+#   capture status "none"            CU_STREAM_CAPTURE_STATUS_NONE 0, hipStreamCaptureStatusNone 0
+#   set the capture's dependencies   CU_STREAM_SET_CAPTURE_DEPENDENCIES 1,
+#                                    hipStreamSetCaptureDependencies 1 (Add is 0 in both)
+#   a pointer's device address       CU_POINTER_ATTRIBUTE_DEVICE_POINTER 3,
+#                                    HIP_POINTER_ATTRIBUTE_DEVICE_POINTER 3 (CONTEXT 1, MEMORY_TYPE 2)
+#   success                          CUDA_SUCCESS 0, hipSuccess 0
+# The HIP path is written against those headers and has not run on an MI300X (none is lent).
+RUNTIMES = {
+    "cuda": {
+        "libraries": ("libcuda.so.1",),
+        "error": "CUresult",
+        "graph_instantiate": "cuGraphInstantiateWithFlags",
+        "graph_launch": "cuGraphLaunch",
+        "stream_is_capturing": "cuStreamIsCapturing",
+        "stream_get_capture_info": "cuStreamGetCaptureInfo_v2",
+        "graph_add_child_graph_node": "cuGraphAddChildGraphNode",
+        "stream_update_capture_dependencies": "cuStreamUpdateCaptureDependencies",
+        "pointer_get_attribute": "cuPointerGetAttribute",
+        "CAPTURE_STATUS_NONE": 0,
+        "SET_CAPTURE_DEPENDENCIES": 1,
+        "POINTER_ATTRIBUTE_DEVICE_POINTER": 3,
+    },
+    "hip": {
+        "libraries": ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"),
+        "error": "hipError_t",
+        "graph_instantiate": "hipGraphInstantiateWithFlags",
+        "graph_launch": "hipGraphLaunch",
+        "stream_is_capturing": "hipStreamIsCapturing",
+        "stream_get_capture_info": "hipStreamGetCaptureInfo_v2",
+        "graph_add_child_graph_node": "hipGraphAddChildGraphNode",
+        "stream_update_capture_dependencies": "hipStreamUpdateCaptureDependencies",
+        "pointer_get_attribute": "hipPointerGetAttribute",
+        "CAPTURE_STATUS_NONE": 0,
+        "SET_CAPTURE_DEPENDENCIES": 1,
+        "POINTER_ATTRIBUTE_DEVICE_POINTER": 3,
+    },
+}
+CALLS = ("graph_instantiate", "graph_launch", "stream_is_capturing", "stream_get_capture_info",
+         "graph_add_child_graph_node", "stream_update_capture_dependencies", "pointer_get_attribute")
+
+
+def runtime_name(torch_module=None):
+    """'hip' for a torch built for ROCm (torch.version.hip set), else 'cuda'."""
+    t = torch if torch_module is None else torch_module
+    return "hip" if getattr(getattr(t, "version", None), "hip", None) else "cuda"
+
+
+def _mapped_library(stem, maps_text=None):
+    """
+    The path of a library named stem* already mapped into this process (/proc/self/maps), or None.
+    The HIP runtime must be the copy torch loaded (its streams and graphs are that copy's objects;
+    a second copy, e.g. /opt/rocm's beside the wheel's torch/lib one, would not know them).
+    """
+    if maps_text is None:
+        try:
+            with open("/proc/self/maps") as f:
+                maps_text = f.read()
+        except OSError:
+            return None
+    for line in maps_text.splitlines():
+        fields = line.split(None, 5)          # address perms offset dev inode [path]
+        path = fields[5].strip() if len(fields) == 6 else ""
+        if path.startswith("/") and os.path.basename(path).startswith(stem):
+            return path
+    return None
+
+
+class _Runtime:
+    """The calls of RUNTIMES[name] from an opened library, argument types set (ctypes)."""
+
+    def __init__(self, name, lib):
+        import ctypes as c
+        t = RUNTIMES[name]
+        self.name, self.error, self.lib, self.ctypes = name, t["error"], lib, c
+        self.CAPTURE_STATUS_NONE = t["CAPTURE_STATUS_NONE"]
+        self.SET_CAPTURE_DEPENDENCIES = t["SET_CAPTURE_DEPENDENCIES"]
+        self.POINTER_ATTRIBUTE_DEVICE_POINTER = t["POINTER_ATTRIBUTE_DEVICE_POINTER"]
+        p, u64, sz = c.c_void_p, c.c_uint64, c.c_size_t
+        argtypes = {
+            # (exec*, graph, unsigned long long flags)
+            "graph_instantiate": [c.POINTER(p), p, c.c_ulonglong],
+            # (exec, stream)
+            "graph_launch": [p, p],
+            # (stream, status*): enum, an int
+            "stream_is_capturing": [p, c.POINTER(c.c_int)],
+            # (stream, status*, unsigned long long id*, graph*, const node** deps, size_t* ndeps)
+            "stream_get_capture_info": [p, c.POINTER(c.c_int), c.POINTER(u64), c.POINTER(p),
+                                        c.POINTER(c.POINTER(p)), c.POINTER(sz)],
+            # (node*, graph, const node* deps, size_t ndeps, child graph)
+            "graph_add_child_graph_node": [c.POINTER(p), p, c.POINTER(p), sz, p],
+            # (stream, node* deps, size_t ndeps, unsigned int flags)
+            "stream_update_capture_dependencies": [p, c.POINTER(p), sz, c.c_uint],
+            # (void* data, enum attribute, device pointer)
+            "pointer_get_attribute": [p, c.c_int, c.c_uint64],
+        }
+        self.symbols = {}
+        for call in CALLS:
+            fn = getattr(lib, t[call])
+            fn.argtypes = argtypes[call]
+            fn.restype = c.c_int
+            setattr(self, call, fn)
+            self.symbols[call] = t[call]
+
+
+def _open_runtime(name, cdll=None, maps_text=None):
+    """
+    Opens the runtime `name` ('cuda' or 'hip'): cuda: libcuda.so.1 (the driver, one per system);
+    hip: the libamdhip64 torch has mapped (see _mapped_library), else the first of RUNTIMES' names
+    that loads. cdll opens a library by path or name (ctypes.CDLL by default; tests pass a fake).
+    """
+    import ctypes
+    opener = cdll or ctypes.CDLL
+    names = list(RUNTIMES[name]["libraries"])
+    if name == "hip":
+        mapped = _mapped_library("libamdhip64.so", maps_text)
+        if mapped:
+            names.insert(0, mapped)
+    errors = []
+    for lib_name in names:
+        try:
+            return _Runtime(name, opener(lib_name))
+        except (OSError, AttributeError) as e:         # not found; a call missing from it
+            errors.append("%s: %s" % (lib_name, e))
+    raise RuntimeError("%s: the %s runtime does not load (%s)" % (NAME, name, "; ".join(errors)))
+
 
 def _driver():
-    """libcuda through ctypes: the five calls launch() needs, each checked."""
+    """The runtime of this torch (runtime_name()), opened once: the calls prepare() and launch() make."""
     global _cu
     if _cu is None:
-        import ctypes
-        lib = ctypes.CDLL("libcuda.so.1")
-        p, u64, sz = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t
-        lib.cuGraphInstantiateWithFlags.argtypes = [ctypes.POINTER(p), p, ctypes.c_ulonglong]
-        lib.cuGraphLaunch.argtypes = [p, p]
-        lib.cuStreamIsCapturing.argtypes = [p, ctypes.POINTER(ctypes.c_int)]
-        lib.cuStreamGetCaptureInfo_v2.argtypes = [p, ctypes.POINTER(ctypes.c_int),
-                                                  ctypes.POINTER(u64), ctypes.POINTER(p),
-                                                  ctypes.POINTER(ctypes.POINTER(p)),
-                                                  ctypes.POINTER(sz)]
-        lib.cuGraphAddChildGraphNode.argtypes = [ctypes.POINTER(p), p, ctypes.POINTER(p), sz, p]
-        lib.cuStreamUpdateCaptureDependencies.argtypes = [p, ctypes.POINTER(p), sz,
-                                                          ctypes.c_uint]
-        lib.cuPointerGetAttribute.argtypes = [p, ctypes.c_int, ctypes.c_uint64]
-        _cu = (ctypes, lib)
+        _cu = _open_runtime(runtime_name())
     return _cu
 
 
-def _check(rc, what):
+def _check(rt, rc, what):
     if rc != 0:
-        raise RuntimeError("%s: %s failed with CUresult %d" % (NAME, what, rc))
+        raise RuntimeError("%s: %s failed with %s %d" % (NAME, what, rt.error, rc))
 
 
 def _compile(fn):
@@ -394,16 +531,21 @@ def prepare(args, config):
     why = supports(args)
     if why is not None:
         raise ValueError("%s: %s" % (NAME, why))
-    ctypes, cu = _driver()
-    # CU_POINTER_ATTRIBUTE_DEVICE_POINTER (2): a page-offset task's cache base lies below its stored
-    # pages, outside every allocation; the Triton kernels inductor generates are launched through
-    # Triton's launcher, which refuses such a pointer (on the H200, 2026-12-01: "Failed during launch")
+    rt = _driver()
+    ctypes = rt.ctypes
+    # The device address of the cache base (CU_/HIP_POINTER_ATTRIBUTE_DEVICE_POINTER, the query
+    # Triton's launcher makes for each pointer argument, on NVIDIA and on AMD): a page-offset task's
+    # cache base lies below its stored pages, outside every allocation, and the Triton kernels
+    # inductor generates are launched through that launcher, which refuses such a pointer (on the
+    # H200, 2026-12-01: "Failed during launch"). (This asked attribute 2, MEMORY_TYPE, until the
+    # HIP path came: it fails for the same pointers, CUDA_ERROR_INVALID_VALUE.)
     caches = [args.kv_cache]
     if _topk(args) > 0 and int(getattr(args, "extra_topk", 0) or 0) > 0:
         caches.append(args.extra_kv_cache)
     for cache in caches:
         val = ctypes.c_uint64(0)
-        if cu.cuPointerGetAttribute(ctypes.byref(val), 2, ctypes.c_uint64(cache.data_ptr())) != 0:
+        if rt.pointer_get_attribute(ctypes.byref(val), rt.POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                    ctypes.c_uint64(cache.data_ptr())) != 0:
             raise ValueError("%s: the cache base %#x lies outside every allocation (a page-offset "
                              "task): the Triton kernels torch.compile generates cannot take it"
                              % (NAME, cache.data_ptr()))
@@ -425,7 +567,7 @@ def prepare(args, config):
     torch.cuda.synchronize()
     graph = ctypes.c_void_p(g.raw_cuda_graph())
     exe = ctypes.c_void_p()
-    _check(cu.cuGraphInstantiateWithFlags(ctypes.byref(exe), graph, 0), "cuGraphInstantiate")
+    _check(rt, rt.graph_instantiate(ctypes.byref(exe), graph, 0), rt.symbols["graph_instantiate"])
     _graphs[key] = (g, graph, exe)
 
 
@@ -434,20 +576,22 @@ def launch(args, config):
     if entry is None:
         raise RuntimeError("%s: launch() before prepare() for these buffers" % NAME)
     _, graph, exe = entry
-    ctypes, cu = _driver()
+    rt = _driver()
+    ctypes, sym = rt.ctypes, rt.symbols
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     status = ctypes.c_int(0)
-    _check(cu.cuStreamIsCapturing(stream, ctypes.byref(status)), "cuStreamIsCapturing")
-    if status.value == 0:
-        _check(cu.cuGraphLaunch(exe, stream), "cuGraphLaunch")
+    _check(rt, rt.stream_is_capturing(stream, ctypes.byref(status)), sym["stream_is_capturing"])
+    if status.value == rt.CAPTURE_STATUS_NONE:
+        _check(rt, rt.graph_launch(exe, stream), sym["graph_launch"])
         return
     cap_graph, deps, ndeps, cid = ctypes.c_void_p(), ctypes.POINTER(ctypes.c_void_p)(), \
         ctypes.c_size_t(0), ctypes.c_uint64(0)
-    _check(cu.cuStreamGetCaptureInfo_v2(stream, ctypes.byref(status), ctypes.byref(cid),
-                                        ctypes.byref(cap_graph), ctypes.byref(deps),
-                                        ctypes.byref(ndeps)), "cuStreamGetCaptureInfo")
+    _check(rt, rt.stream_get_capture_info(stream, ctypes.byref(status), ctypes.byref(cid),
+                                          ctypes.byref(cap_graph), ctypes.byref(deps),
+                                          ctypes.byref(ndeps)), sym["stream_get_capture_info"])
     node = ctypes.c_void_p()
-    _check(cu.cuGraphAddChildGraphNode(ctypes.byref(node), cap_graph, deps, ndeps, graph),
-           "cuGraphAddChildGraphNode")
-    _check(cu.cuStreamUpdateCaptureDependencies(stream, ctypes.byref(node), 1, 1),
-           "cuStreamUpdateCaptureDependencies")
+    _check(rt, rt.graph_add_child_graph_node(ctypes.byref(node), cap_graph, deps, ndeps, graph),
+           sym["graph_add_child_graph_node"])
+    _check(rt, rt.stream_update_capture_dependencies(stream, ctypes.byref(node), 1,
+                                                     rt.SET_CAPTURE_DEPENDENCIES),
+           sym["stream_update_capture_dependencies"])

@@ -110,6 +110,8 @@ run_steps() {
 					--candidate triton.mla_decode --out $P/aa/mla_tilelang_to_triton_sm90.aa.plan.json
 				$VS --emit-plan skills/mla_tilelang_to_triton.md --tier standard --out $P/mla_tilelang_to_triton.plan.json
 				$VS --emit-plan skills/mla_decode_hip_port.md --tier standard --out $P/mla_decode_hip_port.plan.json
+				$VS --emit-plan skills/dsa_decode_hip_port.md --tier standard --out $P/dsa_decode_hip_port.plan.json
+				$VS --emit-plan skills/dsa_decode_triton_port.md --tier standard --out $P/dsa_decode_triton_port.plan.json
 			} >"$WORK/plans.log" 2>&1
 			;;
 		warm)

@@ -338,6 +338,14 @@ def worker(kind, cfg_name, env, cases, do_capture):
                                                              " ".join(str(ex).split())[:300])]}
 
 
+def device_arch(torch):
+    """The configs' arch name of device 0: "sm_90" on NVIDIA; on ROCm's torch (torch.version.hip)
+    the gfx name ("gfx942" of "gfx942:sramecc+:xnack-"), where get_device_capability() gives (9, 4)."""
+    if getattr(torch.version, "hip", None):
+        return torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
+    return "sm_%d%d" % torch.cuda.get_device_capability()
+
+
 def _worker_star(job):
     return worker(*job)
 
@@ -347,7 +355,7 @@ def worker_cases(kind, cfg_name, env, cases, do_capture):
     import torch
     device = "cuda"
     mod = load_module(kind)
-    arch = "sm_%d%d" % torch.cuda.get_device_capability()
+    arch = device_arch(torch)
     cfg = [c for c in mod.configs(arch) if c["name"] == cfg_name][0]
     tag = kind + ("[" + env["VS_TRITON_FP8_DECODE"] + "]" if "VS_TRITON_FP8_DECODE" in env else "")
     lines, npass, nfail = [], 0, 0
@@ -406,7 +414,7 @@ def bench(torch, kinds, passed, budget, t_start, log):
         flops = 2.0 * h_q * sum(lens) * 1088
         for kind in kinds:
             mod = load_module(kind)
-            arch = "sm_%d%d" % torch.cuda.get_device_capability()
+            arch = device_arch(torch)
             for cfg in mod.configs(arch):
                 if (kind, cfg["name"]) not in passed:
                     continue
@@ -448,7 +456,7 @@ def main():
     jobs = []
     # configs are read without a device: import the modules here only for their names
     import torch
-    arch = "sm_%d%d" % torch.cuda.get_device_capability()
+    arch = device_arch(torch)
     names = {k: [c["name"] for c in load_module(k).configs(arch)] for k in kinds}
     all_cases = [c[0] for c in CASES]
     if "parity" in steps or "capture" in steps:
