@@ -19,18 +19,22 @@
  * its directories in /tmp (5582 of them in a day).
  */
 #define TU_MAX_TMPDIRS 64
-static char *tu_dirs[TU_MAX_TMPDIRS];
+static struct {
+	char *path;
+	pid_t owner; /* the process that made it, the only one that removes it */
+} tu_dirs[TU_MAX_TMPDIRS];
 static int tu_ndirs;
-static pid_t tu_owner;
+static int tu_registered; /* tu_remove_dirs is on the atexit() list (a forked child inherits it) */
 
 static void tu_remove_dirs(void)
 {
 	const char *keep = getenv("VS_TEST_KEEP");
 
-	if (getpid() != tu_owner || (keep && !strcmp(keep, "1")))
+	if (keep && !strcmp(keep, "1"))
 		return;
 	for (int i = 0; i < tu_ndirs; i++)
-		fs_remove_tree(tu_dirs[i]);
+		if (tu_dirs[i].owner == getpid())
+			fs_remove_tree(tu_dirs[i].path);
 }
 
 char *tu_tmpdir(void)
@@ -42,13 +46,14 @@ char *tu_tmpdir(void)
 		ck_abort_msg("asprintf failed");
 	if (!mkdtemp(tmpl))
 		ck_abort_msg("mkdtemp failed for %s", tmpl);
-	if (tu_owner != getpid()) {
-		tu_owner = getpid();
-		tu_ndirs = 0;
+	if (!tu_registered) {
+		tu_registered = 1;
 		atexit(tu_remove_dirs);
 	}
-	if (tu_ndirs < TU_MAX_TMPDIRS)
-		tu_dirs[tu_ndirs++] = strdup(tmpl);
+	if (tu_ndirs < TU_MAX_TMPDIRS) {
+		tu_dirs[tu_ndirs].path = strdup(tmpl);
+		tu_dirs[tu_ndirs++].owner = getpid();
+	}
 	return tmpl;
 }
 
