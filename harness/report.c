@@ -947,12 +947,18 @@ static void evidence_mismatch(struct row *r, const char *evidence, const char *w
 	unverified(r);
 }
 
+/* result.json's overall.workload.<key> of a workload run, or NULL. */
+static const cJSON *workload_result(const struct evidence *e, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e->result, "overall"), "workload"),
+		key);
+}
+
 /* "task 41%, task 30%": the tasks carrying most of the workload's baseline time (result.json). */
 static char *time_share_line(const struct evidence *e)
 {
-	const cJSON *ts = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e->result, "overall"), "workload"),
-		"time_share");
+	const cJSON *ts = workload_result(e, "time_share");
 	const cJSON *x;
 	char buf[512] = "";
 
@@ -974,9 +980,7 @@ static char *time_share_line(const struct evidence *e)
  */
 static char *per_concurrency_line(const struct evidence *e)
 {
-	const cJSON *pc = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e->result, "overall"), "workload"),
-		"per_concurrency");
+	const cJSON *pc = workload_result(e, "per_concurrency");
 	const cJSON *x;
 	char buf[1024] = "";
 
@@ -1046,13 +1050,7 @@ static void fill_workloads(struct row *r, const struct card *c, const struct rep
 			w->evidence = strdup("ok");
 			w->weight = time_share_line(&e);
 			w->per_conc = per_concurrency_line(&e);
-			w->per_conc_json =
-				cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
-							cJSON_GetObjectItemCaseSensitive(
-								cJSON_GetObjectItemCaseSensitive(e.result, "overall"),
-								"workload"),
-							"per_concurrency"),
-						1);
+			w->per_conc_json = cJSON_Duplicate(workload_result(&e, "per_concurrency"), 1);
 			if (strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
 				free(w->status);
 				w->status = strdup("stale");
