@@ -484,6 +484,38 @@ START_TEST(exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped)
 }
 END_TEST
 
+/*
+ * A parity-only run (--impl) skips a task only for the side it checks: the baseline's parity on a
+ * task the candidate refuses is checked (as the candidate's on the tasks FlashMLA's sparse decode,
+ * a baseline, refuses at h_q 16), and the candidate's run still skips it.
+ */
+START_TEST(parity_only_run_checks_a_task_the_other_side_refuses)
+{
+	char *mod = tu_resource("python/raises_launch.py"), *args = fs_printf("--candidate-lib %s", mod), *plan;
+	char *out = NULL, *err = NULL, *run;
+	int status;
+
+	plan = tu_small_plan_edit(tmp, args, 6, 1, "to_backend: cpu.splitkv", "to_backend: test.py_raises");
+	run = fs_printf("--run %s --task bf16-causal-h7-ps16 --impl cpu.naive --threads 2", plan);
+	status = tu_run_tool(tmp, run, &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, err, out);
+	assert_line(out, "[2/6] bf16-causal-h7-ps16: parity pass, not timed");
+	free(out);
+	free(err);
+	free(run);
+	run = fs_printf("--run %s --task bf16-causal-h7-ps16 --impl test.py_raises --threads 2", plan);
+	status = tu_run_tool(tmp, run, &out, &err);
+	assert_line(out, "[2/6] bf16-causal-h7-ps16: SKIPPED: candidate test.py_raises does not support it: page_size "
+		    "16: this module reads pages of 64 rows");
+	free(out);
+	free(err);
+	free(run);
+	free(plan);
+	free(args);
+	free(mod);
+}
+END_TEST
+
 /* A plan whose unsupported list was edited (a task skipped by hand) is refused. */
 START_TEST(edited_unsupported_list_is_refused)
 {
@@ -818,6 +850,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, helper_imported_lazily_fails_the_task);
 	tcase_add_test(tc, wrong_module_is_caught_with_its_worst_element);
 	tcase_add_test(tc, exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped);
+	tcase_add_test(tc, parity_only_run_checks_a_task_the_other_side_refuses);
 	tcase_add_test(tc, edited_unsupported_list_is_refused);
 	tcase_add_test(tc, module_writing_into_q_is_caught_by_the_input_check);
 	tcase_add_test(tc, module_bound_to_prepared_buffers_runs_on_every_buffer_set);

@@ -4,8 +4,9 @@
  * small development benchmark (--bench). GPU build only; exits 77 (skipped) when no GPU is present.
  *
  * Per case and config: out and lse poisoned (0xFF: NaN), launch, compare with the reference
- * (out: atol 8e-4 or rtol 2.01/128 per element and 1 - cos <= 5e-6; lse: atol 1e-5 or rtol
- * 8.01/65536; non-finite masks equal); a second launch into other poisoned buffers must be
+ * (out: atol 8e-4 (8e-3 on the sparse cases, whose values are 10x the dense sets') or rtol 2.01/128
+ * per element and 1 - cos <= 5e-6; lse: atol 1e-5 or rtol 8.01/65536; non-finite masks equal); a
+ * second launch into other poisoned buffers must be
  * bit-identical; inputs must be unchanged. For hip.flash, one case per config is also captured in a
  * graph, replayed, then seqlens and block_table are changed in place and the replay must match
  * the new reference (capture safety). A config whose first launch declines a case (MLA_EUNSUPPORTED:
@@ -285,9 +286,18 @@ static void fail(struct verdict *v, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * vscale: the case's value scale over the dense sets' (N(0,1)/10, clipped), which the out atol is
+ * multiplied by, as harness/measure.c scales a task's atol by its set's value scale: 1 for the
+ * dense cases, 10 for the sparse ones (their cache values are N(0,1) or e4m3 codes under 2 times a
+ * scale of at most 1; with |v| near 1, the bf16 rounding of P (2^-9 relative, FlashMLA's too) alone
+ * allows errors near 2e-3 on outputs near 0, where the rtol does not reach)
+ */
 static void compare(struct verdict *v, const struct mla_decode_args *a, const uint16_t *out, const float *lse,
-		    const float *ref_out, const float *ref_lse)
+		    const float *ref_out, const float *ref_lse, double vscale)
 {
+	const double out_atol = OUT_ATOL * vscale;
+
 	size_t n_out = (size_t)a->batch * a->s_q * a->h_q * MLA_D_V;
 	size_t n_lse = (size_t)a->batch * a->h_q * a->s_q;
 	double sxy = 0.0, sxx = 0.0, worst = -1.0;
@@ -295,7 +305,7 @@ static void compare(struct verdict *v, const struct mla_decode_args *a, const ui
 
 	for (size_t i = 0; i < n_out; i++) {
 		double x = mla_bf16_to_float(out[i]), r = ref_out[i], err = fabs(x - r);
-		int pass = isnan(r) ? isnan(x) : isfinite(x) && (err <= OUT_ATOL || err <= OUT_RTOL * fabs(r));
+		int pass = isnan(r) ? isnan(x) : isfinite(x) && (err <= out_atol || err <= OUT_RTOL * fabs(r));
 
 		if (!pass) {
 			bad++;
@@ -495,7 +505,7 @@ static int check_config(const struct pcase *c, const struct inputs *in, struct d
 		fail(&v, "launch failed: %s", vs_last_error());
 		goto done;
 	}
-	compare(&v, &in->a, out0, lse0, ref_out, ref_lse);
+	compare(&v, &in->a, out0, lse0, ref_out, ref_lse, 1.0);
 	if (launch_poisoned(impl, cfg, &a1, d, 1, NULL) || dev.ops->download(&dev, out1, d->out[1], no * 2) ||
 	    dev.ops->download(&dev, lse1, d->lse[1], nl * 4)) {
 		fail(&v, "second launch failed: %s", vs_last_error());
@@ -558,7 +568,7 @@ static void check_capture(const struct pcase *c, struct inputs *in, struct dbufs
 		fail(&v, "graph replay failed: %s", vs_last_error());
 		goto done;
 	}
-	compare(&v, &in->a, out, lse, ref_out, ref_lse);
+	compare(&v, &in->a, out, lse, ref_out, ref_lse, 1.0);
 	/* New lengths and pages, in place. */
 	for (int b = 0; b < in->a.batch; b++) {
 		int32_t *row = in->bt_host + (size_t)b * in->a.max_pages, *rowd = in->bt_dev + (size_t)b * in->a.max_pages;
@@ -586,7 +596,7 @@ static void check_capture(const struct pcase *c, struct inputs *in, struct dbufs
 		fail(&v, "replay after the change failed: %s", vs_last_error());
 		goto restore;
 	}
-	compare(&v, &in->a, out, lse, ref2_out, ref2_lse);
+	compare(&v, &in->a, out, lse, ref2_out, ref2_lse, 1.0);
 restore:
 	memcpy(in->seqlens, old_len, in->a.batch * 4);
 	memcpy(in->bt_host, old_bt, nbt * 4);
@@ -781,7 +791,7 @@ static void sinputs_free(struct sinputs *in)
 	memset(in, 0, sizeof(*in));
 }
 
-/* A random bf16 of about N(0,1) (the dense cases' generator, times 10). */
+/* A random bf16 of about N(0,1), clipped to +-10 (the dense cases' generator, times 10). */
 static uint16_t sgauss_bf16(uint64_t seed, uint64_t s, uint64_t i)
 {
 	return mla_float_to_bf16(gauss10(seed, s, i) * 10.f);
@@ -996,7 +1006,7 @@ static int sparse_parity(void)
 				if (declined)
 					break;
 				if (rep == 0)
-					compare(&v, &in.a, out[0], lse[0], ref_out, ref_lse);
+					compare(&v, &in.a, out[0], lse[0], ref_out, ref_lse, 10.0);
 				else if (memcmp(out[0], out[1], no) || memcmp(lse[0], lse[1], nl))
 					fail(&v, "a second launch is not bit-identical");
 			}

@@ -45,6 +45,9 @@
 #   headline  the four bf16 headline shapes of tier full, every implementation in one run
 #   tiny      the tiny tasks of tier full (one key; empty sequences), every implementation in one run
 #   aa        A/A of triton.mla_decode against itself on one task
+#   sparse_smoke, ports_parity, dsa_plans, dsa, dsa_v4: the sparse form (issue 36, 39; comments below)
+#   dsa_edge, dsa_parity, dsa_ncu, dsa_v4_head: per-implementation parity of the sparse plans
+#             (after dsa_plans), Nsight Compute on the headline sparse task, the V4 headline timed
 #   dev:NAME[:SECONDS]  an experiment in the same call: .dev/NAME/run.sh (a carried, git-ignored
 #             folder) with OUT=$WORK/NAME, under a timeout (default 300 s); its files come back as
 #             NAME.tgz, its output as NAME.log. Before the card steps, it may change the tree they
@@ -175,6 +178,45 @@ run_steps() {
 					--out $P/dsa/dsa_v4.full.plan.json
 			} >"$WORK/dsa_plans.log" 2>&1
 			echo "dsa_plans: rc $?"
+			;;
+		dsa_edge)
+			# the V4 edge task (sinks, an empty main cache, an empty extra one, a 4099-key row) whose
+			# A/B failed parity on 2026-12-05 (13:00) with the side unknown: each implementation's
+			# parity alone (--impl: no timing), run.log in its eval dir
+			for impl in flashmla.sparse_decode torch.mla_decode hip.flash triton.dsa_decode; do
+				$VS --run $P/dsa/dsa_v4.full.plan.json --task v4-edge --impl $impl --tasks-dir $D/tasks \
+					--results-dir $D/results/dsa_edge/$impl --threads "$threads"
+				echo "dsa_edge $impl: rc $?"
+			done >"$WORK/dsa_edge.log" 2>&1
+			;;
+		dsa_parity)
+			# parity alone (no timing) of torch and both ports on every task of both sparse plans,
+			# the h_q 16 and 32 tasks included, which the A/B skips (FlashMLA, the baseline, refuses them)
+			for which in v32 v4; do
+				for impl in torch.mla_decode hip.flash triton.dsa_decode; do
+					$VS --run $P/dsa/dsa_$which.full.plan.json --impl $impl --tasks-dir $D/tasks \
+						--results-dir $D/results/dsa_parity/$which/$impl --threads "$threads"
+					echo "dsa_parity $which $impl: rc $?"
+				done
+			done >"$WORK/dsa_parity.log" 2>&1
+			;;
+		dsa_ncu)
+			# Nsight Compute on the headline sparse task (b 128, h_q 128, s_q 2, 32K keys, topk 2048):
+			# each implementation's kernels in its parity launches (every config once)
+			for impl in flashmla.sparse_decode hip.flash triton.dsa_decode; do
+				timeout 240 ncu --target-processes all --graph-profiling node -k regex:'sparse|dsa|mla' \
+					--launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy \
+					--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+					--section SchedulerStats \
+					$VS --run $P/dsa/dsa_v32.full.plan.json --task b128-h128-sq2-32k --impl $impl \
+					--tasks-dir $D/tasks --results-dir $D/results/dsa_ncu/$impl --threads "$threads"
+				echo "dsa_ncu $impl: rc $?"
+			done >"$WORK/dsa_ncu.log" 2>&1
+			;;
+		dsa_v4_head)
+			# the V4 headline tasks timed (b 128, 64, 2 at h_q 128, s_q 2, 16K keys), every implementation
+			$VS --run $P/dsa/dsa_v4.full.plan.json --task v4-b --tasks-dir $D/tasks \
+				--results-dir $D/results/dsa_v4_head --threads "$threads" >"$WORK/dsa_v4_head.log" 2>&1
 			;;
 		dsa|dsa_v4)
 			local which=v32
