@@ -204,7 +204,7 @@ run_steps() {
 			# Nsight Compute on the headline sparse task (b 128, h_q 128, s_q 2, 32K keys, topk 2048):
 			# each implementation's kernels in its parity launches (every config once)
 			for impl in flashmla.sparse_decode hip.flash triton.dsa_decode; do
-				timeout 240 ncu --target-processes all --graph-profiling node -k regex:'sparse|dsa|mla' \
+				timeout 240 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node -k regex:'sparse|dsa|mla' \
 					--launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy \
 					--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
 					--section SchedulerStats \
