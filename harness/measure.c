@@ -1123,6 +1123,17 @@ static int parity_only_pass(const struct measure_ctx *ctx, const struct measure_
 		if (!pass)
 			return 0;
 	}
+	for (int k = 0; k < r->nrefs; k++) { /* a reference named by --impl: its own configs */
+		int pass = 0;
+
+		if (!(ctx->check_refs >> k & 1u) || r->refs[k].skip)
+			continue;
+		any_side = 1;
+		for (int i = 0; i < r->refs[k].m.nconfigs; i++)
+			pass |= r->refs[k].m.config_pass[i] == 1;
+		if (!pass)
+			return 0;
+	}
 	return any_side;
 }
 

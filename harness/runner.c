@@ -184,18 +184,19 @@ struct slot {
 static int skip_task(struct measure_result *r, const struct measure_ctx *ctx, const struct plan *p, int i)
 {
 	const struct plan_impl *pi = &p->baseline;
-	const char *why = ctx->check_base ? plan_skip_reason(p, pi, i) : NULL;
+	const char *why = ctx->check_base ? plan_skip_reason(p, pi, i) : NULL, *role = "baseline";
 	int err;
 
 	if (!why && ctx->check_cand)
-		why = plan_skip_reason(p, pi = &p->candidate, i);
-
+		why = plan_skip_reason(p, pi = &p->candidate, i), role = "candidate";
+	for (int k = 0; !why && !ctx->check_base && !ctx->check_cand && k < p->nrefs; k++) /* --impl REFERENCE */
+		if (ctx->check_refs >> k & 1u)
+			why = plan_reference_skip(p, k, i), pi = &p->refs[k].impl, role = "reference";
 	if (!why)
 		return 0;
 	if ((err = measure_result_init(r, ctx, &p->tasks[i], p->task_hash[i])))
 		return err;
-	r->skipped = fs_printf("%s %s does not support it: %s", pi == &p->baseline ? "baseline" : "candidate", pi->name,
-			       why);
+	r->skipped = fs_printf("%s %s does not support it: %s", role, pi->name, why);
 	return r->skipped ? 1 : vs_error(VS_ENOMEM, "out of memory");
 }
 

@@ -487,7 +487,9 @@ END_TEST
 /*
  * A parity-only run (--impl) skips a task only for the side it checks: the baseline's parity on a
  * task the candidate refuses is checked (as the candidate's on the tasks FlashMLA's sparse decode,
- * a baseline, refuses at h_q 16), and the candidate's run still skips it.
+ * a baseline, refuses at h_q 16), and the candidate's run still skips it. A reference's run passes
+ * on its own parity (before 2026-12-05 16:00 every such run said FAIL: no side of the A/B was
+ * checked) and skips the tasks that reference refuses.
  */
 START_TEST(parity_only_run_checks_a_task_the_other_side_refuses)
 {
@@ -506,6 +508,25 @@ START_TEST(parity_only_run_checks_a_task_the_other_side_refuses)
 	run = fs_printf("--run %s --task bf16-causal-h7-ps16 --impl test.py_raises --threads 2", plan);
 	status = tu_run_tool(tmp, run, &out, &err);
 	assert_line(out, "[2/6] bf16-causal-h7-ps16: SKIPPED: candidate test.py_raises does not support it: page_size "
+		    "16: this module reads pages of 64 rows");
+	free(out);
+	free(err);
+	free(run);
+	free(plan);
+	free(args);
+	/* A reference named by --impl: its parity is the run's, and its own refusals skip. */
+	args = fs_printf("--reference numpy.mla_decode --reference %s", mod);
+	plan = tu_small_plan(tmp, args, 6, 1);
+	run = fs_printf("--run %s --task bf16-ragged-h16-ps64 --impl numpy.mla_decode --threads 2", plan);
+	status = tu_run_tool(tmp, run, &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, err, out);
+	assert_line(out, "[1/6] bf16-ragged-h16-ps64: parity pass, not timed");
+	free(out);
+	free(err);
+	free(run);
+	run = fs_printf("--run %s --task bf16-causal-h7-ps16 --impl test.py_raises --threads 2", plan);
+	status = tu_run_tool(tmp, run, &out, &err);
+	assert_line(out, "[2/6] bf16-causal-h7-ps16: SKIPPED: reference test.py_raises does not support it: page_size "
 		    "16: this module reads pages of 64 rows");
 	free(out);
 	free(err);
