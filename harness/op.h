@@ -23,6 +23,7 @@ struct cJSON;
 struct task_spec;
 struct task_set;
 struct task_tol;
+struct st_tensor; /* safetensors.h */
 
 struct vs_operator {
 	const char *name;           /* the task dirs' operator: root/<name>/<hash>/, manifest "operator" */
@@ -63,6 +64,17 @@ struct vs_operator {
 	 * Errors: VS_ESCHEMA, VS_ENOMEM.
 	 */
 	int (*generate_inputs)(char **buf, size_t *len, float *kv_scale, const struct task_spec *s, int k);
+
+	/*
+	 * The tensors of a task's files, which the core writes, hashes, checks and loads by name
+	 * (task.c). inputs: the inputs file's, in file order, into t (room for VS_TASK_MAX_INPUTS;
+	 * names static, data unset); returns how many. outputs: the reference file's two, out and
+	 * lse. manifest_tensors: the manifest's "shapes" and "dtypes" objects of a spec (keys in the
+	 * operator's order); returns 1, or 0 out of memory.
+	 */
+	int (*inputs)(struct st_tensor *t, const struct task_spec *s);
+	void (*outputs)(struct st_tensor *t, const struct task_spec *s);
+	int (*manifest_tensors)(struct cJSON *shapes, struct cJSON *dtypes, const struct task_spec *s);
 
 	/*
 	 * The oracle: the reference outputs of input set ts of spec s with q in place of the set's own

@@ -1,8 +1,8 @@
 /*
  * op_mla.c - the MLA decode operator (op.h, op_mla.h): its spec's JSON and validation, its counting
  * (FlashMLA's), its tolerances, its oracle call and its columns of the plan summary, for the dense
- * form (topk 0) and the sparse form (topk > 0, DeepSeek Sparse Attention) alike. The generator of
- * its inputs is task.c's (task_generate_inputs()); the oracle is oracles/mla_decode_ref.c.
+ * form (topk 0) and the sparse form (topk > 0, DeepSeek Sparse Attention) alike. Its inputs (the
+ * tensors of its files and their generator) are op_mla_gen.c's; the oracle is oracles/mla_decode_ref.c.
  */
 #include "op_mla.h"
 #include "op.h"
@@ -581,7 +581,7 @@ static double bytes(const struct task_spec *s)
 	double attended, retrieved;
 
 	if (s->topk > 0) {
-		task_sparse_counts(s, &attended, &retrieved);
+		mla_sparse_counts(s, &attended, &retrieved);
 		return retrieved * (double)mla_kv_token_bytes(s->kv_dtype) + q + out;
 	}
 	return seqlen_sum(s) * MLA_D_QK * (double)mla_kv_elem_size(s->kv_dtype) + q + out;
@@ -592,7 +592,7 @@ static double flops(const struct task_spec *s)
 	double attended, retrieved;
 
 	if (s->topk > 0) {
-		task_sparse_counts(s, &attended, &retrieved);
+		mla_sparse_counts(s, &attended, &retrieved);
 		return 2.0 * s->h_q * attended * (mla_kv_d_qk(s->kv_dtype) + MLA_D_V);
 	}
 	return 2.0 * s->s_q * s->h_q * seqlen_sum(s) * (MLA_D_QK + MLA_D_V);
@@ -771,7 +771,10 @@ const struct vs_operator vs_op_mla_decode = {
 	.tolerances = tolerances,
 	.dtype = dtype,
 	.dtype_name = mla_kv_dtype_name,
-	.generate_inputs = task_generate_inputs,
+	.generate_inputs = mla_generate_inputs,
+	.inputs = mla_task_inputs,
+	.outputs = mla_task_outputs,
+	.manifest_tensors = mla_manifest_tensors,
 	.reference = reference,
 	.form = form,
 	.summary_header = summary_header,
