@@ -24,6 +24,10 @@ struct task_spec;
 struct task_set;
 struct task_tol;
 struct st_tensor; /* safetensors.h */
+struct card;
+struct plan;
+struct workload;
+struct workload_tasks;
 
 struct vs_operator {
 	const char *name;           /* the task dirs' operator: root/<name>/<hash>/, manifest "operator" */
@@ -83,6 +87,28 @@ struct vs_operator {
 	 */
 	int (*reference)(float *out, float *lse, const struct task_spec *s, const struct task_set *ts, const void *q,
 			 int threads);
+
+	/*
+	 * Planning (plan.c; docs/DESIGN.md "Tiers", "Workloads"). plan_card: refuse a card whose match
+	 * block selects nothing this operator plans (VS_EUNSUPPORTED, one line saying what to add).
+	 * derive_tasks: a plan's tasks into np->tasks, np->task_hash, np->ntasks (the caller zeroes np
+	 * and frees them): tier tier_bit's (bit i: plan_tiers[i]; GPU shapes only when gpu) when w is
+	 * NULL, else those of workload w's sampled traffic wt, np->workload with them (the caller sets
+	 * its id and path); the card's relaxed parity applied (Errors: VS_EUNSUPPORTED, one line, when
+	 * the card and the workload disagree; VS_ENOMEM). form_note: the summary's form line of the
+	 * plan (malloc'd into *out; of workload w's formats when w is given). full_tier_extra: the
+	 * shapes tier full adds to standard that a gpu (0/1) backend cannot run, as "a, b" into buf,
+	 * and how many it adds that it can (first: the plan's first task or NULL). spec_named: the spec
+	 * the tiers plan under a task's name (0, VS_ENOTFOUND). e2e_task: 1 when the e2e stage follows
+	 * task s (docs/DESIGN.md "End to end").
+	 */
+	int (*plan_card)(const struct card *c);
+	int (*derive_tasks)(struct plan *np, const struct card *c, int tier_bit, int gpu, const struct workload *w,
+			    const struct workload_tasks *wt);
+	int (*form_note)(char **out, const struct card *c, const struct workload *w);
+	int (*full_tier_extra)(char *buf, size_t cap, int gpu, const struct task_spec *first);
+	int (*spec_named)(struct task_spec *s, const char *name);
+	int (*e2e_task)(const struct task_spec *s);
 
 	/*
 	 * The plan summary: form names the shape of s as the "form" line shows it when the plan has no

@@ -14,6 +14,10 @@ struct task_spec;
 struct task_set;
 struct st_tensor; /* safetensors.h */
 struct cJSON;
+struct card;
+struct plan;
+struct workload;
+struct workload_tasks;
 
 /** Bytes of one cache page: mla_kv_page_bytes() of the spec's format and page_size. */
 size_t mla_task_page_bytes(const struct task_spec *s);
@@ -76,5 +80,20 @@ void mla_task_outputs(struct st_tensor *t, const struct task_spec *s);
  * kv_cache_storage after kv_cache. Returns 1, or 0 out of memory.
  */
 int mla_manifest_tensors(struct cJSON *shapes, struct cJSON *dtypes, const struct task_spec *s);
+
+/*
+ * MLA decode's plans (op_mla_plan.c; the entries of op.h's "Planning"): the card's formats checked
+ * (mla_plan_card), the tasks of a tier or a workload (mla_derive_tasks: the shape grids, the
+ * formats card_form() selects with their topk, the workload's sampled steps), the form line, the
+ * full tier's GPU-only shapes, the spec of a task's name and the e2e stage's tasks (s_q 1, bf16,
+ * dense, h_q dividing 128: DeepSeek-V3's attention block at a TP degree).
+ */
+int mla_plan_card(const struct card *c);
+int mla_derive_tasks(struct plan *np, const struct card *c, int tier_bit, int gpu, const struct workload *w,
+		     const struct workload_tasks *wt);
+int mla_plan_form(char **out, const struct card *c, const struct workload *w);
+int mla_full_tier_extra(char *buf, size_t cap, int gpu, const struct task_spec *first);
+int mla_spec_named(struct task_spec *s, const char *name);
+int mla_e2e_task(const struct task_spec *s);
 
 #endif /* VS_OP_MLA_H */
