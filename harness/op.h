@@ -89,6 +89,13 @@ struct vs_operator {
 			 int threads);
 
 	/*
+	 * Whether an implementation of this operator's kernel ABI (MLA decode: a struct
+	 * mla_decode_impl, kernels/mla_decode.h) skips task t: 1 with the reason in why (cap bytes),
+	 * else 0. What a plan's skips lists (plan.c).
+	 */
+	int (*impl_skips)(const void *impl, const struct task_spec *t, char *why, size_t cap);
+
+	/*
 	 * Planning (plan.c; docs/DESIGN.md "Tiers", "Workloads"). plan_card: refuse a card whose match
 	 * block selects nothing this operator plans (VS_EUNSUPPORTED, one line saying what to add).
 	 * derive_tasks: a plan's tasks into np->tasks, np->task_hash, np->ntasks (the caller zeroes np
@@ -126,6 +133,9 @@ extern const struct vs_operator vs_op_mla_decode;
 
 /** The operator whose task dirs are named name ("mla_decode"), or NULL. */
 const struct vs_operator *vs_operator_find(const char *name);
+
+/** Operator i of this build (0, 1, ...), NULL past the last: what walks every operator's task dirs (--gc). */
+const struct vs_operator *vs_operator_at(int i);
 
 /** The operator that plans cards of match.operator card_operator ("mla_attention"), or NULL. */
 const struct vs_operator *vs_operator_for_card(const char *card_operator);

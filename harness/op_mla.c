@@ -757,6 +757,33 @@ static int dtype(const struct task_spec *s)
 	return s->kv_dtype;
 }
 
+/*
+ * Why impl does not run task t, into why (1), or 0 when it runs it: its supports() on the task's
+ * shapes (mla_task_kernel_shape(): every pointer NULL, kv_scale 1, no device); an implementation
+ * without supports() runs the dense form with bf16 or fp8_e4m3_fnuz only (kernels/mla_decode.h).
+ */
+static int impl_skips(const void *implementation, const struct task_spec *t, char *why, size_t cap)
+{
+	const struct mla_decode_impl *impl = implementation;
+	struct mla_decode_args a;
+
+	*why = '\0';
+	if (!impl->supports && (t->topk || (t->kv_dtype != MLA_KV_BF16 && t->kv_dtype != MLA_KV_FP8_E4M3_FNUZ))) {
+		snprintf(why, cap, "%s has no supports(): it runs the dense form only (bf16, fp8_e4m3_fnuz), not %s",
+			 impl->name, t->topk ? "the sparse form" : mla_kv_dtype_name(t->kv_dtype));
+		return 1;
+	}
+	if (!impl->supports)
+		return 0;
+	mla_task_kernel_shape(&a, t);
+	if (impl->supports(&a, why, cap) == 1)
+		return 0;
+	why[cap - 1] = '\0';
+	if (!*why)
+		snprintf(why, cap, "not supported (supports() gave no reason)");
+	return 1;
+}
+
 const struct vs_operator vs_op_mla_decode = {
 	.name = "mla_decode",
 	.card_operator = "mla_attention",
@@ -776,6 +803,7 @@ const struct vs_operator vs_op_mla_decode = {
 	.outputs = mla_task_outputs,
 	.manifest_tensors = mla_manifest_tensors,
 	.reference = reference,
+	.impl_skips = impl_skips,
 	.plan_card = mla_plan_card,
 	.derive_tasks = mla_derive_tasks,
 	.form_note = mla_plan_form,

@@ -56,9 +56,10 @@ int mla_task_set_oracle_args(struct mla_decode_args *a, int32_t **bt_owned, cons
 void mla_sparse_counts(const struct task_spec *s, double *attended, double *retrieved);
 
 /**
- * The generator (op_mla_gen.c; op.h generate_inputs). Generate input set k of a (valid) spec: the exact bytes of its inputs.safetensors (tensors as
- * mla_task_inputs() lists them; metadata format, task, generator, set, seed, kv_dtype, kv_scale,
- * softmax_scale, page_offset) into a malloc'd *buf of *len bytes, and its kv_scale (1 for bf16).
+ * The generator (op_mla_gen.c; op.h generate_inputs). Generate input set k of a (valid) spec:
+ * the exact bytes of its inputs.safetensors (tensors as mla_task_inputs() lists them; metadata
+ * format, task, generator, set, seed, kv_dtype, kv_scale, softmax_scale, page_offset) into a
+ * malloc'd *buf of *len bytes, and its kv_scale (1 for bf16).
  * Errors: VS_ESCHEMA (invalid spec), VS_ENOMEM.
  */
 int mla_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct task_spec *s, int k);

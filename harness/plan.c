@@ -407,32 +407,9 @@ static void skips_release(struct plan_skip *s, int n)
 }
 
 /*
- * Why impl does not run task t, into why (1), or 0 when it runs it: its supports() on the task's
- * shapes (mla_task_kernel_shape(): every pointer NULL, kv_scale 1, no device); an implementation
- * without supports() runs the dense form with bf16 or fp8_e4m3_fnuz only (kernels/mla_decode.h).
+ * Ask impl about every task of p (its operator's impl_skips, op.h). *out (malloc'd, *n entries)
+ * lists the tasks it skips.
  */
-static int impl_skips_task(const struct mla_decode_impl *impl, const struct task_spec *t, char *why, size_t cap)
-{
-	struct mla_decode_args a;
-
-	*why = '\0';
-	if (!impl->supports && (t->topk || (t->kv_dtype != MLA_KV_BF16 && t->kv_dtype != MLA_KV_FP8_E4M3_FNUZ))) {
-		snprintf(why, cap, "%s has no supports(): it runs the dense form only (bf16, fp8_e4m3_fnuz), not %s",
-			 impl->name, t->topk ? "the sparse form" : mla_kv_dtype_name(t->kv_dtype));
-		return 1;
-	}
-	if (!impl->supports)
-		return 0;
-	mla_task_kernel_shape(&a, t);
-	if (impl->supports(&a, why, cap) == 1)
-		return 0;
-	why[cap - 1] = '\0';
-	if (!*why)
-		snprintf(why, cap, "not supported (supports() gave no reason)");
-	return 1;
-}
-
-/* Ask impl about every task of p (impl_skips_task()). *out (malloc'd, *n entries) lists the tasks it skips. */
 static int skips_compute(struct plan_skip **out, int *n, const struct mla_decode_impl *impl, const struct plan *p)
 {
 	struct plan_skip *s = calloc((size_t)p->ntasks + 1, sizeof(*s));
@@ -443,7 +420,7 @@ static int skips_compute(struct plan_skip **out, int *n, const struct mla_decode
 	for (int i = 0; i < p->ntasks; i++) {
 		char why[256];
 
-		if (!impl_skips_task(impl, &p->tasks[i], why, sizeof(why)))
+		if (!vs_op_of(&p->tasks[i])->impl_skips(impl, &p->tasks[i], why, sizeof(why)))
 			continue;
 		memcpy(s[k].hash, p->task_hash[i], sizeof(s[k].hash));
 		s[k].reason = strdup(why);
@@ -843,7 +820,7 @@ static int reference_skips(char ***out, const struct plan *p, const struct plan_
 
 		if (ref->nconfigs == 0)
 			skip[i] = fs_printf("no configs for generation '%s'", p->gen);
-		else if (impl && impl_skips_task(impl, &p->tasks[i], why, sizeof(why)))
+		else if (impl && vs_op_of(&p->tasks[i])->impl_skips(impl, &p->tasks[i], why, sizeof(why)))
 			skip[i] = strdup(why);
 		else
 			continue;
