@@ -5,9 +5,11 @@
  * The core (plans, task dirs, measure, evaldir, report) reads an operator's tasks only through
  * struct vs_operator, as it reaches devices only through struct vs_device_ops (device.h): the
  * spec's JSON, its validation, its bytes and FLOPs, its tolerances, its data-type class, the
- * generator of its inputs, the oracle of its outputs and its columns of the plan summary. Each
- * operator fills the table in its own module; MLA decode (harness/op_mla.c, vs_op_mla_decode) is
- * the one operator today, its dense and sparse forms two shapes of it (topk 0 or > 0).
+ * generator of its inputs and the tensors of its task files, the oracle of its outputs, which
+ * tasks an implementation skips, the tasks a card's tier or workload plans, and its lines of the
+ * plan summary. Each operator fills the table in its own modules; MLA decode (vs_op_mla_decode:
+ * harness/op_mla.c, op_mla_gen.c, op_mla_plan.c) is the one operator today, its dense and sparse
+ * forms two shapes of it (topk 0 or > 0).
  *
  * A task's spec is struct task_spec (task.h): MLA decode's fields, which only the operator's
  * module reads or writes; the core passes it through. docs/DESIGN.md "Operators" lists the places
