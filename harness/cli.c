@@ -6,6 +6,7 @@
  * evidence that does not verify, a device or I/O error).
  */
 #include "cli.h"
+#include "op.h"
 #include "card.h"
 #include "card_cmd.h"
 #include "fsutil.h"
@@ -1073,6 +1074,7 @@ static int mode_gc(const struct cli_args *a)
 	const char *plans_dir = a->layout.plans;
 	const char *tasks_root = a->layout.tasks;
 	char **keep = NULL, *opdir = NULL;
+	const struct vs_operator *op;
 	int nkeep = 0, removed = 0, temporaries = 0, runs = 0, err = 0;
 	DIR *d = opendir(plans_dir);
 	struct dirent *de;
@@ -1095,30 +1097,35 @@ static int mode_gc(const struct cli_args *a)
 		closedir(d);
 	if (err)
 		goto done;
-	opdir = fs_join(tasks_root, "mla_decode");
-	d = opdir ? opendir(opdir) : NULL;
-	while (d && (de = readdir(d)) && !err) {
-		int used = 0;
-		char *victim;
+	/* every operator's task dirs: root/<operator>/<hash>/ */
+	for (int o = 0; !err && (op = vs_operator_at(o)); o++) {
+		opdir = fs_join(tasks_root, op->name);
+		d = opdir ? opendir(opdir) : NULL;
+		while (d && (de = readdir(d)) && !err) {
+			int used = 0;
+			char *victim;
 
-		if (de->d_name[0] == '.')
-			continue; /* temporaries: below */
-		for (int i = 0; i < nkeep; i++)
-			used |= !strcmp(keep[i], de->d_name);
-		if (used)
-			continue;
-		victim = fs_join(opdir, de->d_name);
-		err = victim ? fs_remove_tree(victim) : vs_oom();
-		if (!err) {
-			printf("removed %s\n", victim);
-			removed++;
+			if (de->d_name[0] == '.')
+				continue; /* temporaries: below */
+			for (int i = 0; i < nkeep; i++)
+				used |= !strcmp(keep[i], de->d_name);
+			if (used)
+				continue;
+			victim = fs_join(opdir, de->d_name);
+			err = victim ? fs_remove_tree(victim) : vs_oom();
+			if (!err) {
+				printf("removed %s\n", victim);
+				removed++;
+			}
+			free(victim);
 		}
-		free(victim);
+		if (d)
+			closedir(d);
+		if (!err && opdir)
+			err = gc_temporaries(opdir, 0, &temporaries);
+		free(opdir);
+		opdir = NULL;
 	}
-	if (d)
-		closedir(d);
-	if (!err && opdir)
-		err = gc_temporaries(opdir, 0, &temporaries);
 	if (!err)
 		err = gc_temporaries(a->layout.skills, 1, &temporaries); /* skills/<id>/skill.md too */
 	if (!err)

@@ -15,6 +15,11 @@ const struct vs_operator *vs_operator_find(const char *name)
 	return NULL;
 }
 
+const struct vs_operator *vs_operator_at(int i)
+{
+	return i >= 0 && i < (int)(sizeof(operators) / sizeof(operators[0])) - 1 ? operators[i] : NULL;
+}
+
 const struct vs_operator *vs_operator_for_card(const char *card_operator)
 {
 	for (int i = 0; card_operator && operators[i]; i++)

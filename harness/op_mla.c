@@ -1,8 +1,8 @@
 /*
  * op_mla.c - the MLA decode operator (op.h, op_mla.h): its spec's JSON and validation, its counting
  * (FlashMLA's), its tolerances, its oracle call and its columns of the plan summary, for the dense
- * form (topk 0) and the sparse form (topk > 0, DeepSeek Sparse Attention) alike. The generator of
- * its inputs is task.c's (task_generate_inputs()); the oracle is oracles/mla_decode_ref.c.
+ * form (topk 0) and the sparse form (topk > 0, DeepSeek Sparse Attention) alike. Its inputs (the
+ * tensors of its files and their generator) are op_mla_gen.c's; the oracle is oracles/mla_decode_ref.c.
  */
 #include "op_mla.h"
 #include "op.h"
@@ -581,7 +581,7 @@ static double bytes(const struct task_spec *s)
 	double attended, retrieved;
 
 	if (s->topk > 0) {
-		task_sparse_counts(s, &attended, &retrieved);
+		mla_sparse_counts(s, &attended, &retrieved);
 		return retrieved * (double)mla_kv_token_bytes(s->kv_dtype) + q + out;
 	}
 	return seqlen_sum(s) * MLA_D_QK * (double)mla_kv_elem_size(s->kv_dtype) + q + out;
@@ -592,7 +592,7 @@ static double flops(const struct task_spec *s)
 	double attended, retrieved;
 
 	if (s->topk > 0) {
-		task_sparse_counts(s, &attended, &retrieved);
+		mla_sparse_counts(s, &attended, &retrieved);
 		return 2.0 * s->h_q * attended * (mla_kv_d_qk(s->kv_dtype) + MLA_D_V);
 	}
 	return 2.0 * s->s_q * s->h_q * seqlen_sum(s) * (MLA_D_QK + MLA_D_V);
@@ -757,6 +757,33 @@ static int dtype(const struct task_spec *s)
 	return s->kv_dtype;
 }
 
+/*
+ * Why impl does not run task t, into why (1), or 0 when it runs it: its supports() on the task's
+ * shapes (mla_task_kernel_shape(): every pointer NULL, kv_scale 1, no device); an implementation
+ * without supports() runs the dense form with bf16 or fp8_e4m3_fnuz only (kernels/mla_decode.h).
+ */
+static int impl_skips(const void *implementation, const struct task_spec *t, char *why, size_t cap)
+{
+	const struct mla_decode_impl *impl = implementation;
+	struct mla_decode_args a;
+
+	*why = '\0';
+	if (!impl->supports && (t->topk || (t->kv_dtype != MLA_KV_BF16 && t->kv_dtype != MLA_KV_FP8_E4M3_FNUZ))) {
+		snprintf(why, cap, "%s has no supports(): it runs the dense form only (bf16, fp8_e4m3_fnuz), not %s",
+			 impl->name, t->topk ? "the sparse form" : mla_kv_dtype_name(t->kv_dtype));
+		return 1;
+	}
+	if (!impl->supports)
+		return 0;
+	mla_task_kernel_shape(&a, t);
+	if (impl->supports(&a, why, cap) == 1)
+		return 0;
+	why[cap - 1] = '\0';
+	if (!*why)
+		snprintf(why, cap, "not supported (supports() gave no reason)");
+	return 1;
+}
+
 const struct vs_operator vs_op_mla_decode = {
 	.name = "mla_decode",
 	.card_operator = "mla_attention",
@@ -771,8 +798,18 @@ const struct vs_operator vs_op_mla_decode = {
 	.tolerances = tolerances,
 	.dtype = dtype,
 	.dtype_name = mla_kv_dtype_name,
-	.generate_inputs = task_generate_inputs,
+	.generate_inputs = mla_generate_inputs,
+	.inputs = mla_task_inputs,
+	.outputs = mla_task_outputs,
+	.manifest_tensors = mla_manifest_tensors,
 	.reference = reference,
+	.impl_skips = impl_skips,
+	.plan_card = mla_plan_card,
+	.derive_tasks = mla_derive_tasks,
+	.form_note = mla_plan_form,
+	.full_tier_extra = mla_full_tier_extra,
+	.spec_named = mla_spec_named,
+	.e2e_task = mla_e2e_task,
 	.form = form,
 	.summary_header = summary_header,
 	.summary_row = summary_row,

@@ -37,7 +37,7 @@
  * elements are set to +1 and -1), so the codes include 0x7F and 0xFF and the input sets of a task
  * share one kv_scale, as a model's per-tensor scale is shared by every batch.
  *
- * VS_GENERATOR_VERSION "vs_gen/3" is, exactly (harness/rng.h, harness/task.c):
+ * VS_GENERATOR_VERSION "vs_gen/3" is, exactly (harness/rng.h, harness/op_mla_gen.c):
  *   sd_k        0.1, or 1 in a softmax set: every odd set k, and set 0 of a one-set task
  *               (task_set_is_softmax()); a softmax set's logits spread like a model's (FlashMLA's
  *               tests draw q and the cache N(0,1)), so lse lies far from log(seqlen) and the
@@ -68,7 +68,7 @@
  *   q           as the dense form's, d_qk wide
  *   seqlens     rotated by k; extra_seqlens likewise
  *   pages       as the dense form's (stream VS_STREAM_PERM); the extra cache's on VS_STREAM_EXTRA_PERM
- *   indices     row r = b x s_q + i, n = seqlens[b]: index_row() in task.c, draws rng_below(s_k,
+ *   indices     row r = b x s_q + i, n = seqlens[b]: index_row() in op_mla_gen.c, draws rng_below(s_k,
  *               VS_STREAM_INDICES, r x 2^32 + j, .): v = min(topk, n) less a uniform [0, v/16]
  *               holes; the last key n-1; when the other v-1 are at least half of [0, n-1) a partial
  *               Fisher-Yates over it, else (v-1)/2 from [n-1-w, n-1), w = min(n-1, 2 topk), and the
@@ -102,6 +102,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+struct st_tensor; /* safetensors.h */
 
 struct cJSON;
 
@@ -253,21 +255,33 @@ int task_set_is_softmax(const struct task_spec *s, int k);
 /** The seed of input set k (VS_GENERATOR_VERSION). */
 uint64_t task_set_seed(const struct task_spec *s, int k);
 
-/**
- * FlashMLA's counts of the sparse form (op_mla.c's bytes and flops): over input set 0 of s as
- * generated, *attended the valid index entries of every query row (not -1, within topk_length),
- * *retrieved the distinct cache rows they name, both caches together; 0 and 0 for a spec that
- * cannot be generated.
+/*
+ * The metadata of a safetensors file an operator's generator or the core writes: up to 12
+ * key/value pairs (the values formatted in place, at most 71 characters).
  */
-void task_sparse_counts(const struct task_spec *s, double *attended, double *retrieved);
+struct task_meta {
+	const char *keys[12];
+	const char *values[12];
+	char text[12][72];
+	int count;
+};
+
+/** Add key = value (copied); key must outlive m. */
+void task_meta_add(struct task_meta *m, const char *key, const char *value);
+
+/** Add key = v in decimal. */
+void task_meta_add_u64(struct task_meta *m, const char *key, uint64_t v);
+
+/** Add key = v as the manifest writes a float (jsonfile_fmt_float()). */
+void task_meta_add_float(struct task_meta *m, const char *key, float v);
 
 /**
- * Generate input set k of a (valid) spec: the exact bytes of its inputs.safetensors (tensors q,
- * kv_cache, block_table, seqlens; metadata format, task, generator, set, seed, kv_dtype, kv_scale,
- * softmax_scale, page_offset) into a malloc'd *buf of *len bytes, and its kv_scale (1 for bf16).
- * Errors: VS_ESCHEMA (invalid spec), VS_ENOMEM.
+ * Build a safetensors file image: the header for tensors t[0..n) (their data unused) and metadata
+ * m, then room for the data. *buf (malloc'd) holds *len bytes, the data starting at *data_off.
+ * Errors: as st_serialize_header(), VS_ENOMEM.
  */
-int task_generate_inputs(char **buf, size_t *len, float *kv_scale, const struct task_spec *s, int k);
+int task_image_alloc(char **buf, size_t *len, size_t *data_off, const struct st_tensor *t, int n,
+		     const struct task_meta *m);
 
 /**
  * Write the task dir for spec under root (root/mla_decode/<hash>/) unless a verified one exists

@@ -57,7 +57,7 @@
 static const struct task_tol tol_out = { TOL_OUT_ATOL, TOL_OUT_RTOL, TOL_OUT_COS };
 static const struct task_tol tol_lse = { TOL_LSE_ATOL, TOL_LSE_RTOL, -1.0 };
 
-/* ---- a small local input generator (independent of harness/task.c) ------------------------- */
+/* ---- a small local input generator (independent of harness/op_mla_gen.c) ------------------------- */
 
 static uint64_t gen_next(uint64_t *s)
 {

@@ -770,7 +770,7 @@ START_TEST(load_returns_what_the_generator_produces)
 		struct st_file st;
 		uint64_t seed = task_set_seed(&s, k);
 
-		ck_assert_int_eq(task_generate_inputs(&img, &len, &kv_scale, &s, k), 0);
+		ck_assert_int_eq(mla_generate_inputs(&img, &len, &kv_scale, &s, k), 0);
 		snprintf(name, sizeof(name), k ? "inputs.%d.safetensors" : "inputs.safetensors", k);
 		file = path_in(dir, name);
 		free(tu_read(file, &flen));
@@ -827,7 +827,7 @@ START_TEST(generated_cache_follows_the_documented_formula)
 	s.num_pages = 32;
 	s.s_q = 1;
 	ck_assert_int_eq(vs_op_mla_decode.spec_validate(&s, "big"), 0);
-	ck_assert_int_eq(task_generate_inputs(&img, &len, &kv_scale, &s, 1), 0);
+	ck_assert_int_eq(mla_generate_inputs(&img, &len, &kv_scale, &s, 1), 0);
 	ck_assert_int_eq(st_parse(&st, img, len, "generated"), 0);
 	kv = st_find(&st, "kv_cache");
 	bt = st_find(&st, "block_table");
@@ -1038,7 +1038,7 @@ START_TEST(inputs_over_the_store_limit_are_regenerated_and_checked)
 		float kv_scale;
 		struct st_file st;
 
-		ck_assert_int_eq(task_generate_inputs(&img, &len, &kv_scale, &s, k), 0);
+		ck_assert_int_eq(mla_generate_inputs(&img, &len, &kv_scale, &s, k), 0);
 		ck_assert_int_eq(st_parse(&st, img, len, "generated"), 0);
 		ck_assert(!memcmp(st_find(&st, "kv_cache")->data, t.sets[k].kv_cache, t.sets[k].kv_bytes));
 		ck_assert(kv_scale == t.sets[k].kv_scale);
@@ -1369,7 +1369,7 @@ START_TEST(sparse_inputs_follow_the_indexer_rules_and_formats)
 		size_t len = 0;
 		float kv_scale = 0;
 
-		ck_assert_msg(task_generate_inputs(&buf, &len, &kv_scale, &s, k) == 0, "%s", vs_last_error());
+		ck_assert_msg(mla_generate_inputs(&buf, &len, &kv_scale, &s, k) == 0, "%s", vs_last_error());
 		ck_assert(kv_scale == 1.0f);
 		check_sparse_inputs(&s, k, buf, len);
 		free(buf);
@@ -1407,9 +1407,9 @@ START_TEST(sparse_inputs_do_not_depend_on_the_thread_count)
 	memcpy(s.extra_seqlens, xlens, sizeof(xlens));
 	ck_assert_msg(vs_op_mla_decode.spec_validate(&s, "big") == 0, "%s", vs_last_error());
 	setenv("VS_GEN_THREADS", "1", 1);
-	ck_assert_int_eq(task_generate_inputs(&b1, &l1, &sc, &s, 1), 0);
+	ck_assert_int_eq(mla_generate_inputs(&b1, &l1, &sc, &s, 1), 0);
 	setenv("VS_GEN_THREADS", "3", 1);
-	ck_assert_int_eq(task_generate_inputs(&b3, &l3, &sc, &s, 1), 0);
+	ck_assert_int_eq(mla_generate_inputs(&b3, &l3, &sc, &s, 1), 0);
 	unsetenv("VS_GEN_THREADS");
 	ck_assert_uint_eq(l1, l3);
 	ck_assert_msg(!memcmp(b1, b3, l1), "the inputs differ between 1 and 3 generator threads");
@@ -1431,7 +1431,7 @@ START_TEST(sparse_counts_follow_flashmla)
 	uint8_t *named;
 
 	sparse_spec(&s, MLA_KV_FP8_DS_MLA, 1);
-	ck_assert_int_eq(task_generate_inputs(&buf, &len, &sc, &s, 0), 0);
+	ck_assert_int_eq(mla_generate_inputs(&buf, &len, &sc, &s, 0), 0);
 	ck_assert_int_eq(st_parse(&f, buf, len, "inputs"), 0);
 	for (int extra = 0; extra < 2; extra++) {
 		struct sparse_view v;
@@ -1497,7 +1497,7 @@ START_TEST(sparse_task_dir_round_trips_and_detects_tampering)
 		ck_assert_int_eq(n, 12);
 		ck_assert_str_eq(in[4].name, "indices");
 		ck_assert_str_eq(in[11].name, "extra_topk_length");
-		ck_assert_int_eq(task_generate_inputs(&buf, &len, &sc, &s, k), 0);
+		ck_assert_int_eq(mla_generate_inputs(&buf, &len, &sc, &s, k), 0);
 		off = len;
 		for (int i = 0; i < n; i++)
 			off -= in[i].bytes;
