@@ -302,6 +302,16 @@ struct evidence {
 	const char *workload; /* a workload plan's workload id (points into result), NULL for a tier plan */
 	int has_workload;     /* the workload speedup below is set (some task was timed) */
 	double workload_speedup, workload_lo, workload_hi;
+	/*
+	 * A workload plan of several kv dtypes: the workload speedup of each timed kv dtype
+	 * (overall.workload.per_kv_dtype, plan order; kv_dtype points into result); nkv 0 with one kv
+	 * dtype and in evidence written before per_kv_dtype.
+	 */
+	struct {
+		const char *kv_dtype;
+		double speedup, lo, hi;
+	} kv[CARD_MAX_KV_DTYPES];
+	int nkv;
 	int has_e2e;                    /* the plan had an e2e stage and some task was timed */
 	double e2e_pct, e2e_lo, e2e_hi; /* overall e2e_pct (geomean step-time ratio) and CI */
 	char result_sha256[65];
