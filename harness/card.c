@@ -1150,10 +1150,11 @@ static int record_number(const struct doc *d, const struct ynode *v, const char 
 static int record_kv(const struct doc *d, const struct ynode *v, const char *key, struct card_workload_record *r)
 {
 	if (v->kind != YN_MAP)
-		return scalar_unset(v) ? 0 :
-					 doc_err(d, VS_ESCHEMA, v->b, key,
-						 "expected a mapping {<kv dtype>: {speedup, ci95_lo, ci95_hi}, ...}, found %s",
-						 kind_name(v));
+		return scalar_unset(v) ?
+			       0 :
+			       doc_err(d, VS_ESCHEMA, v->b, key,
+				       "expected a mapping {<kv dtype>: {speedup, ci95_lo, ci95_hi}, ...}, found %s",
+				       kind_name(v));
 	for (int i = 0; i + 1 < v->n; i += 2) {
 		const struct ynode *k = v->kid[i], *x = v->kid[i + 1];
 		struct card_kv_speedup *s = &r->kv[r->nkv];
@@ -1166,8 +1167,8 @@ static int record_kv(const struct doc *d, const struct ynode *v, const char *key
 		if (r->nkv == CARD_MAX_KV_DTYPES)
 			return doc_err(d, VS_ESCHEMA, k->b, fk, "more than %d kv dtypes", CARD_MAX_KV_DTYPES);
 		if (x->kind != YN_MAP)
-			return doc_err(d, VS_ESCHEMA, x->b, fk, "expected a mapping {speedup, ci95_lo, ci95_hi}, found %s",
-				       kind_name(x));
+			return doc_err(d, VS_ESCHEMA, x->b, fk,
+				       "expected a mapping {speedup, ci95_lo, ci95_hi}, found %s", kind_name(x));
 		r->nkv++;
 		if ((err = set_str(&s->kv_dtype, k->value)))
 			return err;

@@ -1655,11 +1655,11 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 						continue;
 					if (cJSON_IsObject(sp))
 						snprintf(why + at, sizeof(why) - at, "%s%s %.3f [%.3f, %.3f] < %g",
-							 first ? ": " : "; ", jstr(x, "kv_dtype"), ci_est(sp), ci_lo(sp),
-							 ci_hi(sp), p->speedup_min);
+							 first ? ": " : "; ", jstr(x, "kv_dtype"), ci_est(sp),
+							 ci_lo(sp), ci_hi(sp), p->speedup_min);
 					else
-						snprintf(why + at, sizeof(why) - at, "%s%s not timed", first ? ": " : "; ",
-							 jstr(x, "kv_dtype"));
+						snprintf(why + at, sizeof(why) - at, "%s%s not timed",
+							 first ? ": " : "; ", jstr(x, "kv_dtype"));
 					first = 0;
 				}
 			}
@@ -1699,7 +1699,8 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 
 					if (cJSON_IsObject(sp))
 						snprintf(line + at, cap - at,
-							 "workload %s speedup on %s (%g tasks): %.3f [%.3f, %.3f]; gate >= "
+							 "workload %s speedup on %s (%g tasks): %.3f [%.3f, %.3f]; "
+							 "gate >= "
 							 "%g: %s\n",
 							 p->workload->id, jstr(x, "kv_dtype"),
 							 cJSON_GetNumberValue(jget(x, "tasks")), ci_est(sp), ci_lo(sp),
@@ -2535,9 +2536,8 @@ static int per_concurrency_recompute(const struct evidence *e, const struct plan
  * written before per_kv_dtype has none: it verifies as before, with a warning when its plan has
  * several kv dtypes (its verdict gated on their mix).
  */
-static int per_kv_dtype_recompute(const struct evidence *e, const struct plan *p, const double **tb,
-				  const double **tc, const int *n, const double *w, const int *dt, int nspeed,
-				  int *status)
+static int per_kv_dtype_recompute(const struct evidence *e, const struct plan *p, const double **tb, const double **tc,
+				  const int *n, const double *w, const int *dt, int nspeed, int *status)
 {
 	const cJSON *got = jget(jget(jget(e->result, "overall"), "workload"), "per_kv_dtype");
 	int oom = 0, err, dts[32], ndt = plan_kv_dtypes(p, dts, 32);
@@ -2555,7 +2555,8 @@ static int per_kv_dtype_recompute(const struct evidence *e, const struct plan *p
 	err = oom ? vs_oom() : 0;
 	if (!err && cJSON_GetArraySize(got) != cJSON_GetArraySize(want))
 		err = vs_error(VS_EVERIFY,
-			       "%s: result.json's workload speedup has %d kv dtypes, samples.csv with the plan gives %d",
+			       "%s: result.json's workload speedup has %d kv dtypes, samples.csv with the plan gives "
+			       "%d",
 			       e->eval_dir, cJSON_GetArraySize(got), cJSON_GetArraySize(want));
 	for (int i = 0; !err && i < cJSON_GetArraySize(want); i++) {
 		const cJSON *g = cJSON_GetArrayItem(got, i), *x = cJSON_GetArrayItem(want, i);
@@ -2574,8 +2575,8 @@ static int per_kv_dtype_recompute(const struct evidence *e, const struct plan *p
 			err = vs_error(VS_EVERIFY,
 				       "%s: result.json says validated, but the workload speedup on kv dtype %s is %s "
 				       "(gate: each kv dtype's CI lower bound >= %g)",
-				       e->eval_dir, jstr(x, "kv_dtype"), cJSON_IsObject(xs) ? "below the gate" : "not timed",
-				       p->speedup_min);
+				       e->eval_dir, jstr(x, "kv_dtype"),
+				       cJSON_IsObject(xs) ? "below the gate" : "not timed", p->speedup_min);
 	}
 	if (err == VS_EVERIFY)
 		*status = EVIDENCE_MISMATCH;
@@ -3339,7 +3340,8 @@ int evidence_check_workload_claims(const struct card_workload_record *have, cons
 			      want.speedup_lo, want.speedup_hi);
 	/* the speedup of each kv dtype: the dtypes, in order, and their numbers */
 	for (int k = 0; k < have->nkv || k < want.nkv; k++) {
-		const struct card_kv_speedup *h = k < have->nkv ? &have->kv[k] : NULL, *x = k < want.nkv ? &want.kv[k] : NULL;
+		const struct card_kv_speedup *h = k < have->nkv ? &have->kv[k] : NULL,
+					     *x = k < want.nkv ? &want.kv[k] : NULL;
 
 		if (h && x && str_eq(h->kv_dtype, x->kv_dtype) && fabs(h->speedup - x->speedup) <= 0.0005 &&
 		    fabs(h->lo - x->lo) <= 0.0005 && fabs(h->hi - x->hi) <= 0.0005)
@@ -3347,7 +3349,8 @@ int evidence_check_workload_claims(const struct card_workload_record *have, cons
 		if (x)
 			claim_problem(&problems, why, why_cap,
 				      "validation.workloads per_kv_dtype differs from the evidence",
-				      "%s: validation.workloads.%s.per_kv_dtype.%s is %s%g [%g, %g] but the evidence says "
+				      "%s: validation.workloads.%s.per_kv_dtype.%s is %s%g [%g, %g] but the evidence "
+				      "says "
 				      "%s %.3f [%.3f, %.3f]",
 				      card_path, have->key, h ? h->kv_dtype : x->kv_dtype, h ? "" : "missing, ",
 				      h ? h->speedup : 0, h ? h->lo : 0, h ? h->hi : 0, x->kv_dtype, x->speedup, x->lo,
@@ -3355,7 +3358,8 @@ int evidence_check_workload_claims(const struct card_workload_record *have, cons
 		else
 			claim_problem(&problems, why, why_cap,
 				      "validation.workloads per_kv_dtype differs from the evidence",
-				      "%s: validation.workloads.%s.per_kv_dtype.%s is %g [%g, %g] but the evidence has no "
+				      "%s: validation.workloads.%s.per_kv_dtype.%s is %g [%g, %g] but the evidence has "
+				      "no "
 				      "speedup for that kv dtype%s",
 				      card_path, have->key, h->kv_dtype, h->speedup, h->lo, h->hi,
 				      want.nkv ? "" : " (one kv dtype, or written before per_kv_dtype)");

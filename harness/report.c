@@ -1465,7 +1465,9 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 				fprintf(f, "%-30s %-28s %-8s %-10s %-25s %-8s %s\n", rows[i].id, wl,
 					*w->gen ? w->gen : "-", w->status, sp, iso, w->evidence);
 				if (w->per_kv)
-					fprintf(f, "  %s %s: by kv dtype (each gated) %s; the speedup above is their mix\n",
+					fprintf(f,
+						"  %s %s: by kv dtype (each gated) %s; the speedup above is their "
+						"mix\n",
 						rows[i].id, w->workload, w->per_kv);
 				if (w->per_conc)
 					fprintf(f, "  %s %s: by concurrency %s\n", rows[i].id, w->workload,

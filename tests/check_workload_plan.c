@@ -763,7 +763,7 @@ START_TEST(test_two_kv_dtypes_record_verify_report)
 	ck_assert_msg(strstr(out, "workload wl_tiny speedup on fp8_e4m3_fnuz (2 tasks): ") != NULL, "%s\n%s", out, err);
 	ck_assert_msg(strstr(out, "workload wl_tiny speedup, bf16 + fp8_e4m3_fnuz mixed (4 tasks, not gated): ") != NULL,
 		      "%s\n%s", out, err);
-	ck_assert_msg(strstr(out, "the mix of its kv dtypes, each gated: bf16 ") != NULL, "%s\n%s", out, err);
+	ck_assert_msg(strstr(out, "(its kv dtypes mixed; each gated: bf16 ") != NULL, "%s\n%s", out, err);
 	/* run.log says the same */
 	res = only_result(root);
 	log = fs_printf("%.*srun.log", (int)(strlen(res) - strlen("result.json")), res);
