@@ -252,7 +252,10 @@ void evaldir_writer_release(struct evaldir_writer *w);
  * has references: per reference the geometric mean over the tasks it was timed on of its ratio
  * t_ref / t_cand, with the joint CI; never a gate), "gates", "flags" (takes
  * ownership of flags; NULL for none) and "verdict" to a result.json object, from n task outcomes
- * of plan p. line (may be NULL) receives the one-line summary. Returns 0 or VS_ENOMEM.
+ * of plan p. A workload plan adds overall.workload (the workload speedup, per_concurrency,
+ * per_kv_dtype, time_share) and gates on it; with several kv dtypes on each dtype's workload speedup
+ * (docs/DESIGN.md "Per KV dtype"). line (may be NULL) receives the summary: one line, or with
+ * several kv dtypes one line per dtype before it ('\n'-separated). Returns 0 or VS_ENOMEM.
  */
 int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
 		    struct cJSON *flags, char *line, size_t cap);
