@@ -1144,6 +1144,58 @@ static int record_number(const struct doc *d, const struct ynode *v, const char 
 }
 
 /*
+ * A workload record's per_kv_dtype (card.h): a mapping of kv dtype names to {speedup, ci95_lo,
+ * ci95_hi}, all three numbers, at most CARD_MAX_KV_DTYPES of them.
+ */
+static int record_kv(const struct doc *d, const struct ynode *v, const char *key, struct card_workload_record *r)
+{
+	if (v->kind != YN_MAP)
+		return scalar_unset(v) ?
+			       0 :
+			       doc_err(d, VS_ESCHEMA, v->b, key,
+				       "expected a mapping {<kv dtype>: {speedup, ci95_lo, ci95_hi}, ...}, found %s",
+				       kind_name(v));
+	for (int i = 0; i + 1 < v->n; i += 2) {
+		const struct ynode *k = v->kid[i], *x = v->kid[i + 1];
+		struct card_kv_speedup *s = &r->kv[r->nkv];
+		char fk[CARD_PATH_MAX];
+		int has[3] = {0, 0, 0}, err = 0;
+
+		snprintf(fk, sizeof(fk), "%.200s.%.50s", key, k->value ? k->value : "");
+		if (!k->value || !*k->value)
+			return doc_err(d, VS_ESCHEMA, k->b, key, "a kv dtype name is empty");
+		if (r->nkv == CARD_MAX_KV_DTYPES)
+			return doc_err(d, VS_ESCHEMA, k->b, fk, "more than %d kv dtypes", CARD_MAX_KV_DTYPES);
+		if (x->kind != YN_MAP)
+			return doc_err(d, VS_ESCHEMA, x->b, fk,
+				       "expected a mapping {speedup, ci95_lo, ci95_hi}, found %s", kind_name(x));
+		r->nkv++;
+		if ((err = set_str(&s->kv_dtype, k->value)))
+			return err;
+		for (int j = 0; !err && j + 1 < x->n; j += 2) {
+			const char *f = x->kid[j]->value ? x->kid[j]->value : "";
+			char nk[CARD_PATH_MAX];
+
+			snprintf(nk, sizeof(nk), "%.200s.%.20s", fk, f);
+			if (!strcmp(f, "speedup"))
+				err = record_number(d, x->kid[j + 1], nk, &s->speedup, &has[0]);
+			else if (!strcmp(f, "ci95_lo"))
+				err = record_number(d, x->kid[j + 1], nk, &s->lo, &has[1]);
+			else if (!strcmp(f, "ci95_hi"))
+				err = record_number(d, x->kid[j + 1], nk, &s->hi, &has[2]);
+			else
+				err = doc_err(d, VS_ESCHEMA, x->kid[j]->b, nk,
+					      "unknown key of a kv dtype's speedup (speedup, ci95_lo, ci95_hi)");
+		}
+		if (err)
+			return err;
+		if (!has[0] || !has[1] || !has[2])
+			return doc_err(d, VS_ESCHEMA, x->b, fk, "speedup, ci95_lo and ci95_hi come together");
+	}
+	return 0;
+}
+
+/*
  * validation.workloads: a mapping of "<workload>@<gen>" to a record mapping (card.h), written by
  * --record; every key of a record is known (a misspelt one would be a claim nobody checks).
  */
@@ -1203,10 +1255,12 @@ static int schema_workloads(const struct doc *d, struct card *c, const struct yn
 				err = record_number(d, x, fk, &r->speedup_hi, &has_hi);
 			else if (!strcmp(f, "isolated"))
 				err = record_number(d, x, fk, &r->isolated, &r->has_isolated);
+			else if (!strcmp(f, "per_kv_dtype"))
+				err = record_kv(d, x, fk, r);
 			else
 				err = doc_err(d, VS_ESCHEMA, v->kid[j]->b, fk,
 					      "unknown key of a workload record (status, last_verified, gpu, speedup, "
-					      "ci95_lo, ci95_hi, isolated, parity, artifact)");
+					      "ci95_lo, ci95_hi, per_kv_dtype, isolated, parity, artifact)");
 		}
 		if (err)
 			return err;
@@ -1461,6 +1515,8 @@ void card_release(struct card *c)
 		free(r->gpu);
 		free(r->parity);
 		free(r->artifact);
+		for (int k = 0; k < r->nkv; k++)
+			free(r->kv[k].kv_dtype);
 	}
 	free(c->validation.workloads);
 	list_release(&c->match.from_backends);
@@ -2965,6 +3021,18 @@ done:
 	return err;
 }
 
+/* Two records' per_kv_dtype hold the same dtypes (in order) and numbers. */
+static int kv_same(const struct card_workload_record *a, const struct card_workload_record *b)
+{
+	if (a->nkv != b->nkv)
+		return 0;
+	for (int k = 0; k < a->nkv; k++)
+		if (strcmp(nz(a->kv[k].kv_dtype), nz(b->kv[k].kv_dtype)) || a->kv[k].speedup != b->kv[k].speedup ||
+		    a->kv[k].lo != b->kv[k].lo || a->kv[k].hi != b->kv[k].hi)
+			return 0;
+	return 1;
+}
+
 int card_set_workload_record(char **out, size_t *out_len, const struct card *c, const struct card_workload_record *r)
 {
 	struct doc d;
@@ -2975,6 +3043,8 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 	const struct card_workload_record *back;
 	char hash[FS_SHA256_HEX], h2[FS_SHA256_HEX];
 	int err, quiet;
+	/* per_kv_dtype, after ci95_hi, only for a plan of several kv dtypes */
+	struct rval kv_num[CARD_MAX_KV_DTYPES][3], kv_rv[CARD_MAX_KV_DTYPES];
 	const struct rval fields_rv[] = {
 		{"status", R_STR, nz(r->status), 0, 0, NULL, 0},
 		{"last_verified", R_DATE, nz(r->last_verified), 0, 0, NULL, 0},
@@ -2982,18 +3052,37 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 		{"speedup", R_NUM, "", r->has_speedup, r->speedup, NULL, 0},
 		{"ci95_lo", R_NUM, "", r->has_speedup, r->speedup_lo, NULL, 0},
 		{"ci95_hi", R_NUM, "", r->has_speedup, r->speedup_hi, NULL, 0},
+		{"per_kv_dtype", R_MAP, "", 0, 0, kv_rv, r->nkv},
 		{"isolated", R_NUM, "", r->has_isolated, r->isolated, NULL, 0},
 		{"parity", R_STR, nz(r->parity), 0, 0, NULL, 0},
 		{"artifact", R_STR, nz(r->artifact), 0, 0, NULL, 0},
 	};
-	const struct rval rec = {r->key, R_MAP, "", 0, 0, fields_rv, (int)(sizeof(fields_rv) / sizeof(fields_rv[0]))};
+	struct rval fields_used[sizeof(fields_rv) / sizeof(fields_rv[0])];
+	int nfields = 0;
+	struct rval rec = {r->key, R_MAP, "", 0, 0, fields_used, 0};
 	const struct rval top = {"workloads", R_MAP, "", 0, 0, &rec, 1};
 
 	memset(&tmp, 0, sizeof(tmp));
+	for (size_t i = 0; i < sizeof(fields_rv) / sizeof(fields_rv[0]); i++)
+		if (fields_rv[i].kind != R_MAP || r->nkv > 0)
+			fields_used[nfields++] = fields_rv[i];
+	rec.nsub = nfields;
+	for (int k = 0; k < r->nkv && k < CARD_MAX_KV_DTYPES; k++) {
+		const struct card_kv_speedup *s = &r->kv[k];
+
+		kv_num[k][0] = (struct rval){"speedup", R_NUM, "", 1, s->speedup, NULL, 0};
+		kv_num[k][1] = (struct rval){"ci95_lo", R_NUM, "", 1, s->lo, NULL, 0};
+		kv_num[k][2] = (struct rval){"ci95_hi", R_NUM, "", 1, s->hi, NULL, 0};
+		kv_rv[k] = (struct rval){s->kv_dtype, R_MAP, "", 0, 0, kv_num[k], 3};
+		if (!s->kv_dtype || !*s->kv_dtype || !plain_safe(s->kv_dtype) ||
+		    !(isfinite(s->speedup) && isfinite(s->lo) && isfinite(s->hi)))
+			return vs_error(VS_ESCHEMA, "%s: validation.workloads: cannot record '%s' (per_kv_dtype %d)",
+					c->path, nz(r->key), k);
+	}
 	if (!r->key || !strchr(r->key, '@') || !plain_safe(r->key) || !enum_has(status_values, nz(r->status)) ||
 	    !strcmp(nz(r->status), "draft") || (*nz(r->last_verified) && !valid_date(r->last_verified)) ||
 	    (r->has_speedup && !(isfinite(r->speedup) && isfinite(r->speedup_lo) && isfinite(r->speedup_hi))) ||
-	    (r->has_isolated && !isfinite(r->isolated)))
+	    (r->has_isolated && !isfinite(r->isolated)) || r->nkv < 0 || r->nkv > CARD_MAX_KV_DTYPES)
 		return vs_error(VS_ESCHEMA, "%s: validation.workloads: cannot record '%s' (%s)", c->path, nz(r->key),
 				nz(r->status));
 	if ((err = doc_open(&d, c->path, c->text, c->text_len)))
@@ -3026,7 +3115,8 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 	if (!back || strcmp(hash, h2) || strcmp(nz(back->status), nz(r->status)) ||
 	    strcmp(nz(back->artifact), nz(r->artifact)) || back->has_speedup != r->has_speedup ||
 	    (r->has_speedup &&
-	     (back->speedup != r->speedup || back->speedup_lo != r->speedup_lo || back->speedup_hi != r->speedup_hi))) {
+	     (back->speedup != r->speedup || back->speedup_lo != r->speedup_lo || back->speedup_hi != r->speedup_hi)) ||
+	    !kv_same(back, r)) {
 		err = vs_error(VS_EPARSE,
 			       "%s: validation.workloads.%s: internal error: the recorded card does not read back the "
 			       "values written (nothing was written)",

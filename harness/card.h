@@ -36,6 +36,8 @@ struct card_unknown {
  *                                    95% CI: what the verdict gated on
  *   isolated                         the equal-weight geomean of the same run, beside it
  */
+#define CARD_MAX_KV_DTYPES 8 /* per_kv_dtype entries of a workload record */
+
 struct card_workload_record {
 	char *key;      /* "<workload id>@<gen>", as written */
 	char *workload; /* the part before '@' */
@@ -49,6 +51,17 @@ struct card_workload_record {
 	double isolated;
 	char *parity; /* "pass", "fail" or "" */
 	char *artifact;
+	/*
+	 * per_kv_dtype: {<kv dtype>: {speedup, ci95_lo, ci95_hi}, ...}, the workload speedup of each kv
+	 * dtype of a plan of several (docs/DESIGN.md "Workloads": a deployment runs one kv dtype, and
+	 * the verdict gates on each); absent (nkv 0) for a plan of one kv dtype and in records made
+	 * before. In the order of the plan's tasks; a kv dtype with no timed task is not listed.
+	 */
+	struct card_kv_speedup {
+		char *kv_dtype;
+		double speedup, lo, hi;
+	} kv[CARD_MAX_KV_DTYPES];
+	int nkv;
 };
 
 struct card_validation {

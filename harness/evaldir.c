@@ -584,6 +584,22 @@ static void push_flag(int *oom, cJSON *flags, char *msg)
 	free(msg);
 }
 
+/* The estimate, lower and upper bound of a ci_json() object. */
+static double ci_est(const cJSON *j)
+{
+	return cJSON_GetNumberValue(jget(j, "estimate"));
+}
+
+static double ci_lo(const cJSON *j)
+{
+	return cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 0));
+}
+
+static double ci_hi(const cJSON *j)
+{
+	return cJSON_GetNumberValue(cJSON_GetArrayItem(jget(j, "ci95"), 1));
+}
+
 static cJSON *ci_json(int *oom, const struct stats_ci *ci)
 {
 	cJSON *j = cJSON_CreateObject(), *arr = cJSON_CreateArray();
@@ -1297,18 +1313,95 @@ done:
 }
 
 /*
+ * The kv dtypes of plan p's tasks (op.h dtype class), each once, in the order of their first task:
+ * into out (cap entries); returns how many.
+ */
+static int plan_kv_dtypes(const struct plan *p, int *out, int cap)
+{
+	int n = 0;
+
+	for (int i = 0; i < p->ntasks; i++) {
+		int d = vs_op_of(&p->tasks[i])->dtype(&p->tasks[i]), k;
+
+		for (k = 0; k < n && out[k] != d; k++)
+			;
+		if (k == n && n < cap)
+			out[n++] = d;
+	}
+	return n;
+}
+
+/*
+ * The workload speedup of each kv dtype of a workload plan (issue 37, a deployment runs one KV
+ * dtype): for every kv dtype of the plan's tasks (plan order), stats_weighted_speedup over the timed
+ * tasks of that dtype alone (the weights as planned: the ratio is scale-free), as an array of
+ * {kv_dtype, tasks, weight, speedup}; a dtype with no timed task has tasks 0, weight 0 and speedup
+ * null. dt[k] is the dtype class of timed task k; the other arrays are workload_overall()'s.
+ */
+static cJSON *per_kv_dtype_json(int *oom, const struct plan *p, const double *const *tb, const double *const *tc,
+				const int *np, const double *w, const int *dt, int nspeed, int *err)
+{
+	const double **sb = calloc((size_t)nspeed + 1, sizeof(*sb)), **sc = calloc((size_t)nspeed + 1, sizeof(*sc));
+	int *sn = calloc((size_t)nspeed + 1, sizeof(int)), dts[32], ndt = plan_kv_dtypes(p, dts, 32);
+	double *sw = calloc((size_t)nspeed + 1, sizeof(double));
+	cJSON *arr = cJSON_CreateArray();
+
+	*err = 0;
+	if (!sb || !sc || !sn || !sw || !arr) {
+		*err = vs_oom();
+		goto done;
+	}
+	for (int d = 0; d < ndt; d++) {
+		int k = 0;
+		double held = 0;
+		struct stats_ci ci;
+		const char *name = vs_op_of(p->tasks)->dtype_name(dts[d]);
+		cJSON *e;
+
+		for (int i = 0; i < nspeed; i++)
+			if (dt[i] == dts[d]) {
+				sb[k] = tb[i];
+				sc[k] = tc[i];
+				sw[k] = w[i];
+				held += w[i];
+				sn[k++] = np[i];
+			}
+		if (k &&
+		    (*err = stats_weighted_speedup(&ci, sb, sc, sn, sw, k, p->protocol.resamples, p->protocol.seed)))
+			goto done;
+		e = cJSON_CreateObject();
+		jsonfile_put_str(oom, e, "kv_dtype", name ? name : "unknown");
+		jsonfile_put_num(oom, e, "tasks", k);
+		jsonfile_put_num(oom, e, "weight", held);
+		jsonfile_put(oom, e, "speedup", k ? ci_json(oom, &ci) : cJSON_CreateNull());
+		jsonfile_put(oom, arr, NULL, e);
+	}
+done:
+	free(sb);
+	free(sc);
+	free(sn);
+	free(sw);
+	if (*err) {
+		cJSON_Delete(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+/*
  * The workload speedup of a workload plan (stats_weighted_speedup) over the timed tasks, into
  * root's overall.workload: the estimate with its CI, the share of the workload's weight the timed
- * tasks hold, and the tasks that carry most of the baseline's time (weight x median t_base), at most
- * five, largest first.
+ * tasks hold, the speedup at each concurrency level (per_concurrency) and of each kv dtype
+ * (per_kv_dtype), and the tasks that carry most of the baseline's time (weight x median t_base), at
+ * most five, largest first.
  */
 static int workload_overall(int *oom, cJSON *ov, struct stats_ci *ci, const struct plan *p,
 			    const struct evaldir_task_summary *t, int n, const double **tb, const double **tc,
-			    const int *np, const double *w, const int *conc, int nspeed)
+			    const int *np, const double *w, const int *conc, const int *dt, int nspeed)
 {
 	double held = 0, total = 0, *share = NULL;
 	int err, *order = NULL;
-	cJSON *wj, *top, *pc;
+	cJSON *wj, *top, *pc, *pk;
 
 	if ((err = stats_weighted_speedup(ci, tb, tc, np, w, nspeed, p->protocol.resamples, p->protocol.seed)))
 		return err;
@@ -1348,6 +1441,12 @@ static int workload_overall(int *oom, cJSON *ov, struct stats_ci *ci, const stru
 		return err;
 	}
 	jsonfile_put(oom, wj, "per_concurrency", pc);
+	if (!(pk = per_kv_dtype_json(oom, p, tb, tc, np, w, dt, nspeed, &err))) {
+		free(share);
+		free(order);
+		return err;
+	}
+	jsonfile_put(oom, wj, "per_kv_dtype", pk);
 	top = jsonfile_put_arr(oom, wj, "time_share");
 	for (int k = 0; k < n && k < 5 && share[order[k]] > 0; k++) {
 		cJSON *e = cJSON_CreateObject();
@@ -1370,17 +1469,18 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	int *np = calloc((size_t)n + 1, sizeof(int));
 	double *tw = calloc((size_t)n + 1, sizeof(double));
 	int *tconc = calloc((size_t)n + 1, sizeof(int));
+	int *tdt = calloc((size_t)n + 1, sizeof(int));
 	struct stats_ci wl = {0};
 	double gate_lo;
 	int gate_parity = 1, gate_capture = 1, complete_all = 1, nspeed = 0, err = 0, oom = 0;
-	int nskipped = 0, ran_dtypes = 0, planned_dtypes = 0, pass_coverage;
+	int nskipped = 0, ran_dtypes = 0, planned_dtypes = 0, pass_coverage, nkv = 0;
 	int pass_speed, pass_parity, verdict_ok;
 	struct stats_ci overall = {0};
 	struct e2e_overall_out e2e = {0};
 	cJSON *ov, *gates, *g;
 	const char *verdict;
 
-	if (!tb || !tc || !np || !tw || !tconc) {
+	if (!tb || !tc || !np || !tw || !tconc || !tdt) {
 		err = vs_oom();
 		cJSON_Delete(flags);
 		goto done;
@@ -1402,6 +1502,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			tc[nspeed] = t[i].t_cand;
 			tw[nspeed] = t[i].weight;
 			tconc[nspeed] = t[i].concurrency;
+			tdt[nspeed] = t[i].dtype;
 			np[nspeed++] = t[i].npairs;
 		}
 	}
@@ -1421,11 +1522,30 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	gate_lo = overall.lo;
 	ov = jsonfile_put_obj(&oom, root, "overall");
 	if (p->workload && nspeed > 0) {
-		if ((err = workload_overall(&oom, ov, &wl, p, t, n, tb, tc, np, tw, tconc, nspeed))) {
+		if ((err = workload_overall(&oom, ov, &wl, p, t, n, tb, tc, np, tw, tconc, tdt, nspeed))) {
 			cJSON_Delete(flags);
 			goto done;
 		}
 		gate_lo = wl.lo;
+		/*
+		 * A deployment runs one kv dtype: with several, the gate is each dtype's workload speedup,
+		 * and its lower bound is the smallest of theirs (a dtype with no timed task: 0); the mix
+		 * of the dtypes stands beside it and gates nothing.
+		 */
+		nkv = cJSON_GetArraySize(jget(jget(ov, "workload"), "per_kv_dtype"));
+		if (nkv > 1) {
+			const cJSON *x;
+
+			cJSON_ArrayForEach(x, jget(jget(ov, "workload"), "per_kv_dtype"))
+			{
+				const cJSON *sp = jget(x, "speedup");
+				double lo = cJSON_IsObject(sp) ? ci_lo(sp) : 0;
+
+				gate_lo = x == jget(jget(ov, "workload"), "per_kv_dtype")->child || lo < gate_lo ?
+						  lo :
+						  gate_lo;
+			}
+		}
 	}
 	pass_speed = nspeed > 0 && complete_all && gate_lo >= p->speedup_min;
 	pass_parity = n - nskipped > 0 && gate_parity;
@@ -1459,6 +1579,22 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		jsonfile_put_str(&oom, g, "basis", "workload");
 	jsonfile_put_num(&oom, g, "isolated_speedup_min", p->speedup_min);
 	jsonfile_put_num(&oom, g, "ci_lower", nspeed ? gate_lo : 0);
+	if (nkv > 1) {
+		cJSON *arr = jsonfile_put_arr(&oom, g, "per_kv_dtype");
+		const cJSON *x;
+
+		cJSON_ArrayForEach(x, jget(jget(ov, "workload"), "per_kv_dtype"))
+		{
+			cJSON *e = cJSON_CreateObject();
+			const cJSON *sp = jget(x, "speedup");
+
+			jsonfile_put_str(&oom, e, "kv_dtype", jstr(x, "kv_dtype"));
+			jsonfile_put(&oom, e, "ci_lower",
+				     cJSON_IsObject(sp) ? cJSON_CreateNumber(ci_lo(sp)) : cJSON_CreateNull());
+			jsonfile_put_bool(&oom, e, "pass", cJSON_IsObject(sp) && ci_lo(sp) >= p->speedup_min);
+			jsonfile_put(&oom, arr, NULL, e);
+		}
+	}
 	jsonfile_put_bool(&oom, g, "pass", pass_speed);
 	g = jsonfile_put_obj(&oom, gates, "capture");
 	jsonfile_put_bool(&oom, g, "required", p->capture_required);
@@ -1492,7 +1628,7 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 	if (oom)
 		err = vs_oom();
 	if (line) {
-		char iso[96] = "n/a", why[256] = "";
+		char iso[96] = "n/a", why[512] = "";
 		int ncomplete = 0;
 
 		for (int i = 0; i < n; i++)
@@ -1506,6 +1642,27 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 			if (!pass_speed)
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sspeedup gate",
 					 *why ? ", " : "");
+			if (!pass_speed && nkv > 1) { /* the kv dtypes that failed it, each with its speedup */
+				const cJSON *x;
+				int first = 1;
+
+				cJSON_ArrayForEach(x, jget(jget(ov, "workload"), "per_kv_dtype"))
+				{
+					const cJSON *sp = jget(x, "speedup");
+					size_t at = strlen(why);
+
+					if (cJSON_IsObject(sp) && ci_lo(sp) >= p->speedup_min)
+						continue;
+					if (cJSON_IsObject(sp))
+						snprintf(why + at, sizeof(why) - at, "%s%s %.3f [%.3f, %.3f] < %g",
+							 first ? ": " : "; ", jstr(x, "kv_dtype"), ci_est(sp),
+							 ci_lo(sp), ci_hi(sp), p->speedup_min);
+					else
+						snprintf(why + at, sizeof(why) - at, "%s%s not timed",
+							 first ? ": " : "; ", jstr(x, "kv_dtype"));
+					first = 0;
+				}
+			}
 			if (!pass_parity && p->parity_required)
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), "%sparity", *why ? ", " : "");
 			if (p->capture_required && !(gate_capture && complete_all))
@@ -1529,8 +1686,40 @@ int evaldir_verdict(cJSON *root, const struct plan *p, const struct evaldir_task
 		if (p->workload && nspeed) {
 			const cJSON *pc = jget(jget(ov, "workload"), "per_concurrency"), *x;
 
-			snprintf(line, cap, "workload %s speedup (%d tasks): %.3f [%.3f, %.3f]", p->workload->id,
-				 nspeed, wl.estimate, wl.lo, wl.hi);
+			line[0] = '\0';
+			if (nkv > 1) {
+				/* one line per kv dtype, each gated; then the mix of them, which gates nothing */
+				const cJSON *pk = jget(jget(ov, "workload"), "per_kv_dtype");
+				char mix[160] = "";
+
+				cJSON_ArrayForEach(x, pk)
+				{
+					const cJSON *sp = jget(x, "speedup");
+					size_t at = strlen(line);
+
+					if (cJSON_IsObject(sp))
+						snprintf(line + at, cap - at,
+							 "workload %s speedup on %s (%g tasks): %.3f [%.3f, %.3f]; "
+							 "gate >= "
+							 "%g: %s\n",
+							 p->workload->id, jstr(x, "kv_dtype"),
+							 cJSON_GetNumberValue(jget(x, "tasks")), ci_est(sp), ci_lo(sp),
+							 ci_hi(sp), p->speedup_min,
+							 ci_lo(sp) >= p->speedup_min ? "pass" : "FAIL");
+					else
+						snprintf(line + at, cap - at,
+							 "workload %s speedup on %s: no task timed; gate >= %g: FAIL\n",
+							 p->workload->id, jstr(x, "kv_dtype"), p->speedup_min);
+					snprintf(mix + strlen(mix), sizeof(mix) - strlen(mix), "%s%s",
+						 x == pk->child ? "" : " + ", jstr(x, "kv_dtype"));
+				}
+				snprintf(line + strlen(line), cap - strlen(line),
+					 "workload %s speedup, %s mixed (%d tasks, not gated): %.3f [%.3f, %.3f]",
+					 p->workload->id, mix, nspeed, wl.estimate, wl.lo, wl.hi);
+			} else {
+				snprintf(line, cap, "workload %s speedup (%d tasks): %.3f [%.3f, %.3f]",
+					 p->workload->id, nspeed, wl.estimate, wl.lo, wl.hi);
+			}
 			cJSON_ArrayForEach(x, pc)
 			{
 				const cJSON *sp = jget(x, "speedup");
@@ -1587,6 +1776,7 @@ done:
 	free(np);
 	free(tw);
 	free(tconc);
+	free(tdt);
 	return err;
 }
 
@@ -2340,9 +2530,63 @@ static int per_concurrency_recompute(const struct evidence *e, const struct plan
 	return err;
 }
 
+/*
+ * A workload plan's overall.workload.per_kv_dtype must be what the samples give, dtype by dtype, and
+ * with several kv dtypes a "validated" verdict needs each one's lower bound at the gate. Evidence
+ * written before per_kv_dtype has none: it verifies as before, with a warning when its plan has
+ * several kv dtypes (its verdict gated on their mix).
+ */
+static int per_kv_dtype_recompute(const struct evidence *e, const struct plan *p, const double **tb, const double **tc,
+				  const int *n, const double *w, const int *dt, int nspeed, int *status)
+{
+	const cJSON *got = jget(jget(jget(e->result, "overall"), "workload"), "per_kv_dtype");
+	int oom = 0, err, dts[32], ndt = plan_kv_dtypes(p, dts, 32);
+	cJSON *want;
+
+	if (!got) {
+		if (ndt > 1)
+			vs_warn("%s: written before the workload speedup of each kv dtype: its workload speedup and "
+				"verdict are of the mix of its plan's %d kv dtypes",
+				e->eval_dir, ndt);
+		return 0;
+	}
+	if (!(want = per_kv_dtype_json(&oom, p, tb, tc, n, w, dt, nspeed, &err)))
+		return err;
+	err = oom ? vs_oom() : 0;
+	if (!err && cJSON_GetArraySize(got) != cJSON_GetArraySize(want))
+		err = vs_error(VS_EVERIFY,
+			       "%s: result.json's workload speedup has %d kv dtypes, samples.csv with the plan gives "
+			       "%d",
+			       e->eval_dir, cJSON_GetArraySize(got), cJSON_GetArraySize(want));
+	for (int i = 0; !err && i < cJSON_GetArraySize(want); i++) {
+		const cJSON *g = cJSON_GetArrayItem(got, i), *x = cJSON_GetArrayItem(want, i);
+		const cJSON *xs = jget(x, "speedup"), *gs = jget(g, "speedup");
+		struct stats_ci ci = {.estimate = ci_est(xs), .lo = ci_lo(xs), .hi = ci_hi(xs)};
+
+		if (!jstr(g, "kv_dtype") || strcmp(jstr(g, "kv_dtype"), jstr(x, "kv_dtype")) ||
+		    !same(cJSON_GetNumberValue(jget(g, "tasks")), cJSON_GetNumberValue(jget(x, "tasks"))) ||
+		    cJSON_IsObject(gs) != cJSON_IsObject(xs) || (cJSON_IsObject(xs) && !ci_same(gs, &ci)))
+			err = vs_error(VS_EVERIFY,
+				       "%s: the workload speedup on kv dtype %s in result.json does not recompute "
+				       "from samples.csv with the plan's weights",
+				       e->eval_dir, jstr(x, "kv_dtype"));
+		else if (ndt > 1 && e->verdict && !strcmp(e->verdict, "validated") &&
+			 !(cJSON_IsObject(xs) && ci.lo >= p->speedup_min))
+			err = vs_error(VS_EVERIFY,
+				       "%s: result.json says validated, but the workload speedup on kv dtype %s is %s "
+				       "(gate: each kv dtype's CI lower bound >= %g)",
+				       e->eval_dir, jstr(x, "kv_dtype"),
+				       cJSON_IsObject(xs) ? "below the gate" : "not timed", p->speedup_min);
+	}
+	if (err == VS_EVERIFY)
+		*status = EVIDENCE_MISMATCH;
+	cJSON_Delete(want);
+	return err;
+}
+
 /* A workload plan's overall.workload.speedup must recompute from samples.csv with the plan's weights. */
 static int workload_recompute(const struct evidence *e, const struct plan *p, const double **tb, const double **tc,
-			      const int *n, const double *w, const int *conc, int nspeed, int *status)
+			      const int *n, const double *w, const int *conc, const int *dt, int nspeed, int *status)
 {
 	const cJSON *sp = jget(jget(jget(e->result, "overall"), "workload"), "speedup");
 	struct stats_ci ci;
@@ -2368,7 +2612,9 @@ static int workload_recompute(const struct evidence *e, const struct plan *p, co
 				exact(b[2], cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1))),
 				exact(b[3], ci.estimate), exact(b[4], ci.lo), exact(b[5], ci.hi));
 	}
-	return per_concurrency_recompute(e, p, tb, tc, n, w, conc, nspeed, status);
+	if ((err = per_concurrency_recompute(e, p, tb, tc, n, w, conc, nspeed, status)))
+		return err;
+	return per_kv_dtype_recompute(e, p, tb, tc, n, w, dt, nspeed, status);
 }
 
 static int recompute(const struct evidence *e, const struct plan *p, const char *samples_text, const char *samples_path,
@@ -2380,7 +2626,7 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	const double **tb = NULL, **tc = NULL;
 	int *n = NULL;
 	double *w = NULL;
-	int *conc = NULL;
+	int *conc = NULL, *dt = NULL;
 	struct e2e_acc e2e_acc = {0};
 
 	err = samples_parse(&tp, &ntp, samples_text, samples_path);
@@ -2393,7 +2639,8 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 	n = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*n));
 	w = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*w));
 	conc = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*conc));
-	if (!tb || !tc || !n || !w || !conc) {
+	dt = calloc((size_t)cJSON_GetArraySize(tasks) + 1, sizeof(*dt));
+	if (!tb || !tc || !n || !w || !conc || !dt) {
 		err = vs_oom();
 		goto done;
 	}
@@ -2442,10 +2689,11 @@ static int recompute(const struct evidence *e, const struct plan *p, const char 
 			tc[nspeed] = tp[k].cand;
 			w[nspeed] = p->workload && pi >= 0 ? p->workload->weight[pi] : 0;
 			conc[nspeed] = p->workload && pi >= 0 ? p->workload->concurrency[pi] : 0;
+			dt[nspeed] = pi >= 0 ? vs_op_of(&p->tasks[pi])->dtype(&p->tasks[pi]) : -1;
 			n[nspeed++] = tp[k].n;
 		}
 	}
-	if (p->workload && (err = workload_recompute(e, p, tb, tc, n, w, conc, nspeed, status)))
+	if (p->workload && (err = workload_recompute(e, p, tb, tc, n, w, conc, dt, nspeed, status)))
 		goto done;
 	if (nspeed > 0) {
 		struct stats_ci ov;
@@ -2486,6 +2734,7 @@ done:
 	free(n);
 	free(w);
 	free(conc);
+	free(dt);
 	return err;
 }
 
@@ -2843,6 +3092,22 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 			e->workload_lo = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 0));
 			e->workload_hi = cJSON_GetNumberValue(cJSON_GetArrayItem(jget(sp, "ci95"), 1));
 		}
+		/* the timed kv dtypes of a plan of several (recompute() checked them against the samples) */
+		if (cJSON_GetArraySize(jget(wj, "per_kv_dtype")) > 1) {
+			const cJSON *x;
+
+			cJSON_ArrayForEach(x, jget(wj, "per_kv_dtype"))
+			{
+				const cJSON *xs = jget(x, "speedup");
+
+				if (!cJSON_IsObject(xs) || !jstr(x, "kv_dtype") || e->nkv == CARD_MAX_KV_DTYPES)
+					continue;
+				e->kv[e->nkv].kv_dtype = jstr(x, "kv_dtype");
+				e->kv[e->nkv].speedup = ci_est(xs);
+				e->kv[e->nkv].lo = ci_lo(xs);
+				e->kv[e->nkv++].hi = ci_hi(xs);
+			}
+		}
 	} else if (jget(ov, "workload")) {
 		status = EVIDENCE_MISMATCH;
 		err = vs_error(VS_EVERIFY, "%s: result.json has overall.workload, its plan has no workload", dir);
@@ -3030,6 +3295,13 @@ void evidence_workload_record(struct card_workload_record *r, char *key, size_t 
 	r->isolated = round(e->isolated * 1000.0) / 1000.0;
 	r->parity = (char *)e->parity;
 	r->artifact = (char *)artifact;
+	r->nkv = e->nkv;
+	for (int k = 0; k < e->nkv; k++) {
+		r->kv[k].kv_dtype = (char *)e->kv[k].kv_dtype;
+		r->kv[k].speedup = round(e->kv[k].speedup * 1000.0) / 1000.0;
+		r->kv[k].lo = round(e->kv[k].lo * 1000.0) / 1000.0;
+		r->kv[k].hi = round(e->kv[k].hi * 1000.0) / 1000.0;
+	}
 }
 
 int evidence_check_workload_claims(const struct card_workload_record *have, const struct evidence *e,
@@ -3066,6 +3338,33 @@ int evidence_check_workload_claims(const struct card_workload_record *have, cons
 			      "%.3f]",
 			      card_path, have->key, have->speedup, have->speedup_lo, have->speedup_hi, want.speedup,
 			      want.speedup_lo, want.speedup_hi);
+	/* the speedup of each kv dtype: the dtypes, in order, and their numbers */
+	for (int k = 0; k < have->nkv || k < want.nkv; k++) {
+		const struct card_kv_speedup *h = k < have->nkv ? &have->kv[k] : NULL,
+					     *x = k < want.nkv ? &want.kv[k] : NULL;
+
+		if (h && x && str_eq(h->kv_dtype, x->kv_dtype) && fabs(h->speedup - x->speedup) <= 0.0005 &&
+		    fabs(h->lo - x->lo) <= 0.0005 && fabs(h->hi - x->hi) <= 0.0005)
+			continue;
+		if (x)
+			claim_problem(&problems, why, why_cap,
+				      "validation.workloads per_kv_dtype differs from the evidence",
+				      "%s: validation.workloads.%s.per_kv_dtype.%s is %s%g [%g, %g] but the evidence "
+				      "says "
+				      "%s %.3f [%.3f, %.3f]",
+				      card_path, have->key, h ? h->kv_dtype : x->kv_dtype, h ? "" : "missing, ",
+				      h ? h->speedup : 0, h ? h->lo : 0, h ? h->hi : 0, x->kv_dtype, x->speedup, x->lo,
+				      x->hi);
+		else
+			claim_problem(&problems, why, why_cap,
+				      "validation.workloads per_kv_dtype differs from the evidence",
+				      "%s: validation.workloads.%s.per_kv_dtype.%s is %g [%g, %g] but the evidence has "
+				      "no "
+				      "speedup for that kv dtype%s",
+				      card_path, have->key, h->kv_dtype, h->speedup, h->lo, h->hi,
+				      want.nkv ? "" : " (one kv dtype, or written before per_kv_dtype)");
+		break;
+	}
 	if (have->has_isolated != want.has_isolated ||
 	    (want.has_isolated && fabs(have->isolated - want.isolated) > 0.0005))
 		claim_problem(&problems, why, why_cap, "validation.workloads isolated differs from the evidence",

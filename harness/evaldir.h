@@ -252,7 +252,10 @@ void evaldir_writer_release(struct evaldir_writer *w);
  * has references: per reference the geometric mean over the tasks it was timed on of its ratio
  * t_ref / t_cand, with the joint CI; never a gate), "gates", "flags" (takes
  * ownership of flags; NULL for none) and "verdict" to a result.json object, from n task outcomes
- * of plan p. line (may be NULL) receives the one-line summary. Returns 0 or VS_ENOMEM.
+ * of plan p. A workload plan adds overall.workload (the workload speedup, per_concurrency,
+ * per_kv_dtype, time_share) and gates on it; with several kv dtypes on each dtype's workload speedup
+ * (docs/DESIGN.md "Per KV dtype"). line (may be NULL) receives the summary: one line, or with
+ * several kv dtypes one line per dtype before it ('\n'-separated). Returns 0 or VS_ENOMEM.
  */
 int evaldir_verdict(struct cJSON *root, const struct plan *p, const struct evaldir_task_summary *t, int n, int partial,
 		    struct cJSON *flags, char *line, size_t cap);
@@ -302,6 +305,16 @@ struct evidence {
 	const char *workload; /* a workload plan's workload id (points into result), NULL for a tier plan */
 	int has_workload;     /* the workload speedup below is set (some task was timed) */
 	double workload_speedup, workload_lo, workload_hi;
+	/*
+	 * A workload plan of several kv dtypes: the workload speedup of each timed kv dtype
+	 * (overall.workload.per_kv_dtype, plan order; kv_dtype points into result); nkv 0 with one kv
+	 * dtype and in evidence written before per_kv_dtype.
+	 */
+	struct {
+		const char *kv_dtype;
+		double speedup, lo, hi;
+	} kv[CARD_MAX_KV_DTYPES];
+	int nkv;
 	int has_e2e;                    /* the plan had an e2e stage and some task was timed */
 	double e2e_pct, e2e_lo, e2e_hi; /* overall e2e_pct (geomean step-time ratio) and CI */
 	char result_sha256[65];

@@ -160,7 +160,7 @@ static int copy_manifest(struct evaldir_writer *w, const struct evaldir_part *pt
 
 int merge_parts(char **eval_dir_out, const char *const *dirs, int ndirs, const struct merge_options *o)
 {
-	char **paths = NULL, *eval_dir = NULL, *plan_path = NULL, *plan_text = NULL, line[1024];
+	char **paths = NULL, *eval_dir = NULL, *plan_path = NULL, *plan_text = NULL, line[4096];
 	size_t plan_len = 0;
 	int npaths = 0, err, created = 0;
 	struct evaldir_part *parts = NULL;

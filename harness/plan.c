@@ -2734,21 +2734,35 @@ void plan_print_summary(const struct plan *p, FILE *f)
 {
 	double bytes = 0, flops = 0;
 	const cJSON *k;
-	int w = 14, nw = 34;
+	int w = 14, nw = 34, ndt = 0;
 
 	fprintf(f, "plan for %s (%s), tier %s, generation %s\n", p->card_id, p->card_path, p->tier, p->gen);
 	if (p->workload) {
-		int conc = -1;
+		int conc = -1, dt = -1;
 
 		fprintf(f, "  workload   %s (%s, sha256 %.16s...%s%.16s%s, seed %llu): %d tasks from its traffic\n",
 			p->workload->id, p->workload->path, p->workload->sha256,
 			*p->workload->trace_sha256 ? "; trace " : "", p->workload->trace_sha256,
 			*p->workload->trace_sha256 ? "..." : "", (unsigned long long)p->workload->seed, p->ntasks);
+		for (int i = 0; i < p->ntasks; i++) /* the tasks come in one group per kv dtype */
+			if (!i || vs_op_of(&p->tasks[i])->dtype(&p->tasks[i]) !=
+					  vs_op_of(&p->tasks[i - 1])->dtype(&p->tasks[i - 1]))
+				ndt++;
 		for (int i = 0; i < p->ntasks; i++) {
+			int d = vs_op_of(&p->tasks[i])->dtype(&p->tasks[i]);
+
+			if (ndt > 1 && d != dt) {
+				dt = d;
+				conc = -1;
+				fprintf(f, "             %s (each kv dtype is gated on its own):\n",
+					vs_op_of(&p->tasks[i])->dtype_name(d));
+			}
 			if (p->workload->concurrency[i] != conc) {
 				conc = p->workload->concurrency[i];
-				fprintf(f, "             concurrency %d:", conc);
-				for (int j = i; j < p->ntasks && p->workload->concurrency[j] == conc; j++)
+				fprintf(f, "             %sconcurrency %d:", ndt > 1 ? "  " : "", conc);
+				for (int j = i; j < p->ntasks && p->workload->concurrency[j] == conc &&
+						vs_op_of(&p->tasks[j])->dtype(&p->tasks[j]) == d;
+				     j++)
 					fprintf(f, " %.3f", p->workload->weight[j]);
 				fprintf(f, " (weights)\n");
 			}
@@ -2792,8 +2806,10 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		fprintf(f, "  form       %s\n", vs_op_of(p->tasks)->form(p->tasks));
 	fprintf(f, "  gates      parity %s, %s CI lower bound >= %g, capture %s\n",
 		p->parity_required ? "required" : "advisory",
-		p->workload ? "workload speedup (sum w x t_base / sum w x t_cand; geomean beside, not gated)" :
-			      "isolated speedup",
+		!p->workload ? "isolated speedup" :
+		ndt > 1 ? "each kv dtype's workload speedup (sum w x t_base / sum w x t_cand over its tasks; their mix "
+			  "and the geomean beside, not gated)" :
+			  "workload speedup (sum w x t_base / sum w x t_cand; geomean beside, not gated)",
 		p->speedup_min, p->capture_required ? "required" : "n/a on the CPU");
 	if (p->ntasks > 0) {
 		const struct task_spec *t = &p->tasks[0];

@@ -147,11 +147,16 @@ static int record_workload(const char *card_path, const struct card *c, const st
 	evidence_workload_record(&r, key, sizeof(key), e, artifact);
 	if (!(err = card_set_workload_record(&text, &len, c, &r)) &&
 	    !(err = fs_write_atomic(card_path, text, len, 0644))) {
-		char sp[96] = "n/a (no task timed with passing parity)";
+		char sp[640] = "n/a (no task timed with passing parity)";
 
 		if (r.has_speedup)
 			snprintf(sp, sizeof(sp), "%.3f [%.3f, %.3f]", e->workload_speedup, e->workload_lo,
 				 e->workload_hi);
+		/* several kv dtypes: each one's speedup (the gate), the figure above their mix */
+		for (int k = 0; r.has_speedup && k < e->nkv; k++)
+			snprintf(sp + strlen(sp), sizeof(sp) - strlen(sp), "%s%s %.3f [%.3f, %.3f]%s",
+				 k ? ", " : " (its kv dtypes mixed; each gated: ", e->kv[k].kv_dtype, e->kv[k].speedup,
+				 e->kv[k].lo, e->kv[k].hi, k + 1 == e->nkv ? ")" : "");
 		printf("%s: recorded %s for workload %s on %s (workload speedup %s, geomean %.3f beside it, parity "
 		       "%s, %s, %s) from %s (validation.workloads.%s)\n",
 		       card_path, r.status, e->workload, e->gen, sp, e->isolated, e->parity ? e->parity : "n/a",

@@ -77,6 +77,9 @@ struct wl_row {
 	char *weight;         /* where the time lies: "bf16-wl-c4-t3 41%, ..." from the run, or NULL */
 	char *per_conc;       /* the speedup at each concurrency: "1: 0.952 [0.940, 0.961]; 64: 1.031 [...]", or NULL */
 	cJSON *per_conc_json; /* the run's overall.workload.per_concurrency (a copy), or NULL */
+	char *per_kv;         /* the record's per_kv_dtype: "bf16 1.312 [1.300, 1.330]; fp8_e4m3_fnuz ...", or NULL
+	                       * (a plan of one kv dtype) */
+	cJSON *per_kv_json;   /* the same as [{kv_dtype, speedup {estimate, ci95}}], or NULL */
 	char *artifact;
 };
 
@@ -157,6 +160,8 @@ static void row_release(struct row *r)
 		free(r->wls[i].workload);
 		free(r->wls[i].per_conc);
 		cJSON_Delete(r->wls[i].per_conc_json);
+		free(r->wls[i].per_kv);
+		cJSON_Delete(r->wls[i].per_kv_json);
 		free(r->wls[i].gen);
 		free(r->wls[i].status);
 		free(r->wls[i].evidence);
@@ -1001,6 +1006,32 @@ static char *per_concurrency_line(const struct evidence *e)
 }
 
 /*
+ * The workload speedup of each kv dtype of a record (validation.workloads.<w>@<gen>.per_kv_dtype),
+ * as a line "bf16 1.312 [1.300, 1.330]; fp8_e4m3_fnuz 0.910 [0.900, 0.920]" into w->per_kv and as
+ * JSON into w->per_kv_json; nothing for a record without it (a plan of one kv dtype).
+ */
+static void per_kv_fill(struct wl_row *w, const struct card_workload_record *rec)
+{
+	char buf[1024] = "";
+
+	if (!rec->nkv)
+		return;
+	w->per_kv_json = cJSON_CreateArray();
+	for (int k = 0; k < rec->nkv; k++) {
+		const struct card_kv_speedup *s = &rec->kv[k];
+		cJSON *j = cJSON_CreateObject(), *ci = cJSON_AddObjectToObject(j, "speedup");
+
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s %.3f [%.3f, %.3f]", k ? "; " : "",
+			 s->kv_dtype, s->speedup, s->lo, s->hi);
+		cJSON_AddStringToObject(j, "kv_dtype", s->kv_dtype);
+		cJSON_AddNumberToObject(ci, "estimate", s->speedup);
+		cJSON_AddItemToObject(ci, "ci95", cJSON_CreateDoubleArray((double[]){s->lo, s->hi}, 2));
+		cJSON_AddItemToArray(w->per_kv_json, j);
+	}
+	w->per_kv = strdup(buf);
+}
+
+/*
  * The card's deployments (docs/DESIGN.md "Workloads"): every validation.workloads record, checked
  * against its evidence as the card's own record is, and every workload of expects.workloads with no
  * record ("not run").
@@ -1030,6 +1061,7 @@ static void fill_workloads(struct row *r, const struct card *c, const struct rep
 		w->lo = rec->speedup_lo;
 		w->hi = rec->speedup_hi;
 		w->isolated = rec->isolated;
+		per_kv_fill(w, rec);
 		for (int k = 0; k < c->expects.workloads.count; k++)
 			w->claimed |= !strcmp(c->expects.workloads.items[k], rec->workload);
 		quiet = vs_error_set_quiet(1);
@@ -1412,8 +1444,15 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 			wl_cells(sp, iso, w);
 			snprintf(wl, sizeof(wl), "%s%s", w->workload, w->claimed ? "" : " (not claimed)");
 			if (markdown) {
-				fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | ", rows[i].id, wl,
-					*w->gen ? w->gen : "-", w->status, sp, iso, w->per_conc ? w->per_conc : "-");
+				/* several kv dtypes: each one's speedup (the gate) in the cell, the mix after them */
+				if (w->per_kv)
+					fprintf(f, "| %s | %s | %s | %s | %s; mix %s | %s | %s | ", rows[i].id, wl,
+						*w->gen ? w->gen : "-", w->status, w->per_kv, sp, iso,
+						w->per_conc ? w->per_conc : "-");
+				else
+					fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | ", rows[i].id, wl,
+						*w->gen ? w->gen : "-", w->status, sp, iso,
+						w->per_conc ? w->per_conc : "-");
 				md(f, w->evidence);
 				if (w->why) {
 					fputs(": ", f);
@@ -1425,6 +1464,11 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 			} else {
 				fprintf(f, "%-30s %-28s %-8s %-10s %-25s %-8s %s\n", rows[i].id, wl,
 					*w->gen ? w->gen : "-", w->status, sp, iso, w->evidence);
+				if (w->per_kv)
+					fprintf(f,
+						"  %s %s: by kv dtype (each gated) %s; the speedup above is their "
+						"mix\n",
+						rows[i].id, w->workload, w->per_kv);
 				if (w->per_conc)
 					fprintf(f, "  %s %s: by concurrency %s\n", rows[i].id, w->workload,
 						w->per_conc);
@@ -1466,6 +1510,8 @@ static cJSON *workloads_json(const struct row *r)
 			cJSON_AddStringToObject(j, "time_share", w->weight);
 		if (w->per_conc_json)
 			cJSON_AddItemToObject(j, "per_concurrency", cJSON_Duplicate(w->per_conc_json, 1));
+		if (w->per_kv_json)
+			cJSON_AddItemToObject(j, "per_kv_dtype", cJSON_Duplicate(w->per_kv_json, 1));
 		cJSON_AddStringToObject(j, "eval_dir", w->artifact ? w->artifact : "");
 		cJSON_AddItemToArray(arr, j);
 	}
@@ -2087,7 +2133,14 @@ static void print_workloads_html(FILE *f, struct row *rows, int n)
 			cell(f, w->workload);
 			cell(f, *w->gen ? w->gen : "-");
 			cell(f, w->status);
-			cell(f, sp);
+			if (w->per_kv) {
+				char mix[1200];
+
+				snprintf(mix, sizeof(mix), "%s; mix %s", w->per_kv, sp);
+				cell_wrap(f, mix);
+			} else {
+				cell(f, sp);
+			}
 			cell(f, iso);
 			cell_wrap(f, w->per_conc ? w->per_conc : "-");
 			esc_around(f, "<td>", w->evidence, "");

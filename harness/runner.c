@@ -307,7 +307,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	struct slot *slots = NULL;
 	struct evaldir_task_summary *sum = NULL;
 	const struct mla_decode_impl *base, *cand;
-	char *plan_text = NULL, *eval_dir = NULL, plan_hex[65], started[32], finished[32], line[1024];
+	char *plan_text = NULL, *eval_dir = NULL, plan_hex[65], started[32], finished[32], line[4096];
 	char label[2][256]; /* the sides as cards name them (IMPL@CONFIG when forced) */
 	const char *py_versions = NULL;
 	size_t plan_len = 0;

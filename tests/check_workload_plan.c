@@ -5,7 +5,9 @@
  * --report end to end.
  */
 #include "card.h"
+#include "evaldir.h"
 #include "fsutil.h"
+#include "op.h"
 #include "plan.h"
 #include "stats.h"
 #include "testutil.h"
@@ -38,6 +40,21 @@ static char *write_workload(const char *root, int seed)
 	char *path = fs_join(root, "wl_tiny.yaml"), *text = fs_printf(tiny_workload, seed);
 
 	tu_write(path, text, strlen(text));
+	free(text);
+	return path;
+}
+
+/* wl_tiny with both kv dtypes of the CPU card: a deployment runs one of them, each is gated. */
+static char *write_workload_2kv(const char *root, int seed)
+{
+	char *path = fs_join(root, "wl_tiny.yaml"), *text = fs_printf(tiny_workload, seed), *at;
+	char *two;
+
+	at = strstr(text, "kv_dtypes: [bf16]");
+	ck_assert_ptr_nonnull(at);
+	two = fs_printf("%.*skv_dtypes: [bf16, fp8_e4m3_fnuz]%s", (int)(at - text), text, at + strlen("kv_dtypes: [bf16]"));
+	tu_write(path, two, strlen(two));
+	free(two);
 	free(text);
 	return path;
 }
@@ -560,6 +577,298 @@ START_TEST(test_record_refuses_unclaimed)
 }
 END_TEST
 
+/*
+ * The verdict of a workload plan of two kv dtypes from injected times (constant per task, so every
+ * CI is a point): each bf16 task baseline base_bf16 ms against candidate 1 ms, each fp8 task
+ * baseline base_fp8 against 1. Returns the result object; *line gets the summary line.
+ */
+static cJSON *verdict_2kv(const struct plan *p, double base_bf16, double base_fp8, char *line, size_t cap)
+{
+	static double one[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+	double bb[8], bf[8];
+	struct evaldir_task_summary t[16];
+	cJSON *root = cJSON_CreateObject();
+
+	ck_assert_int_le(p->ntasks, 16);
+	for (int i = 0; i < 8; i++) {
+		bb[i] = base_bf16;
+		bf[i] = base_fp8;
+	}
+	memset(t, 0, sizeof(t));
+	for (int i = 0; i < p->ntasks; i++) {
+		int d = vs_op_of(&p->tasks[i])->dtype(&p->tasks[i]);
+		const char *name = vs_op_of(&p->tasks[i])->dtype_name(d);
+
+		t[i].complete = t[i].parity_pass = 1;
+		t[i].base_capture = t[i].cand_capture = -1;
+		t[i].t_base = !strcmp(name, "bf16") ? bb : bf;
+		t[i].t_cand = one;
+		t[i].npairs = 8;
+		t[i].dtype = d;
+		t[i].name = p->tasks[i].name;
+		t[i].weight = p->workload->weight[i];
+		t[i].concurrency = p->workload->concurrency[i];
+	}
+	ck_assert_int_eq(evaldir_verdict(root, p, t, p->ntasks, 0, NULL, line, cap), 0);
+	return root;
+}
+
+START_TEST(test_gate_per_kv_dtype)
+{
+	char *root = tu_tmpdir(), *wl = write_workload_2kv(root, 1), *text, *out = NULL, *err = NULL, *args;
+	char line[4096];
+	struct plan p;
+	cJSON *r, *pk, *g;
+
+	write_card(root, 1);
+	text = emit(root, wl, "a.json", 0, NULL);
+	ck_assert_int_eq(plan_parse(&p, text, strlen(text), "a.json"), 0);
+	ck_assert_int_eq(p.ntasks, 4); /* 2 workload tasks x 2 kv dtypes, bf16 first (the card's order) */
+	/*
+	 * bf16 wins 2x, fp8 loses 0.8x: the mix, (2 + 2 + 0.8 + 0.8) / 4 over equal weights... as times,
+	 * (2 + 2 + 0.8 + 0.8) / (1 + 1 + 1 + 1) = 1.4, clears the gate of 1.1; fp8 alone does not.
+	 */
+	r = verdict_2kv(&p, 2.0, 0.8, line, sizeof(line));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "verdict")), "failed");
+	pk = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "overall"), "workload"), "per_kv_dtype");
+	ck_assert_int_eq(cJSON_GetArraySize(pk), 2);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(pk, 0), "kv_dtype")), "bf16");
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(pk, 1), "kv_dtype")),
+			 "fp8_e4m3_fnuz");
+	ck_assert_int_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(pk, 1), "tasks")), 2);
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(pk, 1), "weight")), 0.5,
+				1e-12);
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(
+					cJSON_GetObjectItem(cJSON_GetArrayItem(pk, 0), "speedup"), "estimate")),
+				2.0, 1e-12);
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(
+					cJSON_GetObjectItem(cJSON_GetArrayItem(pk, 1), "speedup"), "estimate")),
+				0.8, 1e-12);
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(
+					cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "overall"), "workload"),
+							    "speedup"),
+					"estimate")),
+				1.4, 1e-12);
+	/* the gate's JSON names the kv dtype that failed it, and its lower bound is the smallest */
+	g = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "gates"), "speedup");
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(g, "pass")));
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(g, "ci_lower")), 0.8, 1e-12);
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(g, "per_kv_dtype"), 0), "pass")));
+	ck_assert(
+		cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(g, "per_kv_dtype"), 1), "pass")));
+	/* one line per kv dtype, the mix labelled as such, the verdict naming the kv dtype */
+	ck_assert_msg(strstr(line, "workload wl_tiny speedup on bf16 (2 tasks): 2.000 [2.000, 2.000]; gate >= 1.1: "
+				   "pass\n") != NULL,
+		      "%s", line);
+	ck_assert_msg(strstr(line, "workload wl_tiny speedup on fp8_e4m3_fnuz (2 tasks): 0.800 [0.800, 0.800]; gate "
+				   ">= 1.1: FAIL\n") != NULL,
+		      "%s", line);
+	ck_assert_msg(strstr(line, "workload wl_tiny speedup, bf16 + fp8_e4m3_fnuz mixed (4 tasks, not gated): 1.400 "
+				   "[1.400, 1.400]") != NULL,
+		      "%s", line);
+	ck_assert_msg(strstr(line, "verdict failed (speedup gate: fp8_e4m3_fnuz 0.800 [0.800, 0.800] < 1.1)") != NULL,
+		      "%s", line);
+	cJSON_Delete(r);
+	/* both kv dtypes clear the gate: validated */
+	r = verdict_2kv(&p, 1.5, 1.25, line, sizeof(line));
+	ck_assert_msg(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r, "verdict")), "validated"), "%s", line);
+	ck_assert_msg(strstr(line, "; verdict validated") != NULL, "%s", line);
+	g = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "gates"), "speedup");
+	ck_assert_double_eq_tol(cJSON_GetNumberValue(cJSON_GetObjectItem(g, "ci_lower")), 1.25, 1e-12);
+	cJSON_Delete(r);
+	/* bf16 fails and fp8 passes: the other kv dtype named */
+	r = verdict_2kv(&p, 1.05, 3.0, line, sizeof(line));
+	ck_assert_msg(strstr(line, "verdict failed (speedup gate: bf16 1.050 [1.050, 1.050] < 1.1)") != NULL, "%s",
+		      line);
+	cJSON_Delete(r);
+	plan_release(&p);
+	/* --emit-plan's summary: the weight rows once per kv dtype, each group named */
+	args = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md --workload %s --out b.json", wl);
+	ck_assert_int_eq(tu_run_tool(root, args, &out, &err), 0);
+	ck_assert_msg(strstr(out, "             bf16 (each kv dtype is gated on its own):\n               concurrency 1:") !=
+			      NULL,
+		      "%s", out);
+	ck_assert_msg(strstr(out, "             fp8_e4m3_fnuz (each kv dtype is gated on its own):\n") != NULL, "%s",
+		      out);
+	free(out);
+	free(err);
+	free(args);
+	free(text);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+/* One plan of one kv dtype: per_kv_dtype has its one entry, and the gate and line are as before. */
+START_TEST(test_gate_one_kv_dtype_unchanged)
+{
+	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *text;
+	char line[4096];
+	struct plan p;
+	cJSON *r, *pk, *g;
+
+	write_card(root, 1);
+	text = emit(root, wl, "a.json", 0, NULL);
+	ck_assert_int_eq(plan_parse(&p, text, strlen(text), "a.json"), 0);
+	r = verdict_2kv(&p, 2.0, 0.8, line, sizeof(line));
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(r, "verdict")), "validated");
+	pk = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "overall"), "workload"), "per_kv_dtype");
+	ck_assert_int_eq(cJSON_GetArraySize(pk), 1);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(pk, 0), "kv_dtype")), "bf16");
+	g = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "gates"), "speedup");
+	ck_assert_ptr_null(cJSON_GetObjectItem(g, "per_kv_dtype"));
+	ck_assert_msg(!strncmp(line, "workload wl_tiny speedup (2 tasks): 2.000 [2.000, 2.000] (by concurrency ", 73),
+		      "%s", line);
+	ck_assert_ptr_null(strchr(line, '\n'));
+	cJSON_Delete(r);
+	plan_release(&p);
+	free(text);
+	free(wl);
+	free(root);
+}
+END_TEST
+
+/* The one eval dir of the CPU card under root: its result.json path (malloc'd). */
+static char *only_result(const char *root)
+{
+	char *dir = fs_join(root, "results/mla_decode_cpu_splitkv"), *path = NULL;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			free(path);
+			path = fs_printf("%s/%s/result.json", dir, de->d_name);
+		}
+	closedir(d);
+	free(dir);
+	ck_assert_ptr_nonnull(path);
+	return path;
+}
+
+START_TEST(test_two_kv_dtypes_record_verify_report)
+{
+	char *root = tu_tmpdir(), *wl = write_workload_2kv(root, 1), *args, *out = NULL, *err = NULL, *card, *at;
+	char *card_path = fs_join(root, "skills/mla_decode_cpu_splitkv.md"), *res, *text, *log, *tampered;
+	int status;
+	char was;
+	cJSON *j, *e;
+
+	write_card(root, 1);
+	args = fs_printf("--validate skills/mla_decode_cpu_splitkv.md --workload %s", wl);
+	/* validated or failed, whatever this machine measures: each kv dtype gets its line */
+	tu_run_tool(root, args, &out, &err);
+	ck_assert_msg(strstr(out, "workload wl_tiny speedup on bf16 (2 tasks): ") != NULL, "%s\n%s", out, err);
+	ck_assert_msg(strstr(out, "workload wl_tiny speedup on fp8_e4m3_fnuz (2 tasks): ") != NULL, "%s\n%s", out, err);
+	ck_assert_msg(strstr(out, "workload wl_tiny speedup, bf16 + fp8_e4m3_fnuz mixed (4 tasks, not gated): ") != NULL,
+		      "%s\n%s", out, err);
+	ck_assert_msg(strstr(out, "(its kv dtypes mixed; each gated: bf16 ") != NULL, "%s\n%s", out, err);
+	/* run.log says the same */
+	res = only_result(root);
+	log = fs_printf("%.*srun.log", (int)(strlen(res) - strlen("result.json")), res);
+	text = tu_read(log, NULL);
+	ck_assert_msg(strstr(text, "workload wl_tiny speedup on fp8_e4m3_fnuz (2 tasks): ") != NULL, "%s", text);
+	free(text);
+	card = tu_read(card_path, NULL);
+	ck_assert_msg(strstr(card, "per_kv_dtype: {bf16: {speedup: ") != NULL, "%s", card);
+	ck_assert_msg(strstr(card, "}, fp8_e4m3_fnuz: {speedup: ") != NULL, "%s", card);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, out, err);
+	free(out);
+	free(err);
+	/* every report format shows each kv dtype's speedup */
+	status = tu_run_tool(root, "--report", &out, &err);
+	ck_assert_msg(strstr(out, "wl_tiny: by kv dtype (each gated) bf16 ") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "; fp8_e4m3_fnuz ") != NULL, "%s", out);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--report --format markdown", &out, &err);
+	ck_assert_msg(strstr(out, "| bf16 ") != NULL && strstr(out, "; mix ") != NULL, "%s", out);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--report --format json", &out, &err);
+	j = cJSON_Parse(out);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_msg(strstr(out, "\"per_kv_dtype\"") != NULL && strstr(out, "\"fp8_e4m3_fnuz\"") != NULL, "%s", out);
+	cJSON_Delete(j);
+	free(out);
+	free(err);
+	status = tu_run_tool(root, "--report --format html", &out, &err);
+	ck_assert_msg(strstr(out, "<td>bf16 ") != NULL && strstr(out, "; mix ") != NULL, "%s", out);
+	free(out);
+	free(err);
+	/* a per-kv-dtype figure edited in the card no longer verifies */
+	at = strstr(card, "fp8_e4m3_fnuz: {speedup: ");
+	ck_assert_ptr_nonnull(at);
+	at += strlen("fp8_e4m3_fnuz: {speedup: ");
+	was = at[0];
+	at[0] = at[0] == '9' ? '8' : '9';
+	tu_write(card_path, card, strlen(card));
+	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_int_ne(status, 0);
+	ck_assert_msg(strstr(err, "validation.workloads.wl_tiny@x86_64.per_kv_dtype.fp8_e4m3_fnuz is") != NULL, "%s",
+		      err);
+	free(out);
+	free(err);
+	at[0] = was;
+	tu_write(card_path, card, strlen(card));
+	/* a per-kv-dtype figure edited in result.json no longer verifies */
+	text = tu_read(res, NULL);
+	j = cJSON_Parse(text);
+	e = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "overall"),
+											   "workload"),
+							 "per_kv_dtype"),
+					    1),
+				    "speedup"),
+		"estimate");
+	ck_assert_ptr_nonnull(e);
+	cJSON_SetNumberValue(e, e->valuedouble * 1.25);
+	tampered = cJSON_Print(j);
+	tu_write(res, tampered, strlen(tampered));
+	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_int_ne(status, 0);
+	ck_assert_msg(strstr(err, "the workload speedup on kv dtype fp8_e4m3_fnuz in result.json does not recompute") !=
+			      NULL,
+		      "%s\n%s", out, err);
+	free(out);
+	free(err);
+	/* evidence written before per_kv_dtype (none in result.json) verifies, with a warning */
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "overall"), "workload"), "per_kv_dtype");
+	free(tampered);
+	tampered = cJSON_Print(j);
+	tu_write(res, tampered, strlen(tampered));
+	at = strstr(card, "per_kv_dtype: {");
+	ck_assert_ptr_nonnull(at);
+	{
+		char *end = strstr(at, "}}, "), *old;
+
+		ck_assert_ptr_nonnull(end);
+		old = fs_printf("%.*s%s", (int)(at - card), card, end + 4);
+		tu_write(card_path, old, strlen(old));
+		free(old);
+	}
+	status = tu_run_tool(root, "--verify skills/mla_decode_cpu_splitkv.md", &out, &err);
+	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, out, err);
+	ck_assert_msg(strstr(err, "written before the workload speedup of each kv dtype") != NULL, "%s", err);
+	free(out);
+	free(err);
+	cJSON_Delete(j);
+	free(tampered);
+	free(text);
+	free(log);
+	free(res);
+	free(card);
+	free(args);
+	free(card_path);
+	free(wl);
+	free(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("workload_plan");
@@ -572,6 +881,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_plan_check_card_rederives);
 	tcase_add_test(tc, test_validate_record_verify_report);
 	tcase_add_test(tc, test_record_refuses_unclaimed);
+	tcase_add_test(tc, test_gate_per_kv_dtype);
+	tcase_add_test(tc, test_gate_one_kv_dtype_unchanged);
+	tcase_add_test(tc, test_two_kv_dtypes_record_verify_report);
 	tcase_add_test(tc, test_sparse_plan_deterministic_and_matched);
 	tcase_add_test(tc, test_sparse_plan_rederives);
 	tcase_add_test(tc, test_sparse_validate_and_verify);
