@@ -137,8 +137,8 @@ START_TEST(static_passes_the_field_examples_and_our_cards)
 	int status = tu_run_tool(tmp, args, &out, &err);
 
 	ck_assert_msg(status == 0, "exit %d: %s", status, err);
-	ck_assert_int_eq(tu_count_lines(out), 6); /* the field's card and our 5 copies (the sparse CPU card and the
-						   * CPU config card too) */
+	ck_assert_int_eq(tu_count_lines(out), 8); /* the field's card and our 7 copies (the sparse CPU card, the
+						   * CPU config card and the two Triton config cards too) */
 	free(args);
 	free(out);
 	free(err);
