@@ -137,8 +137,8 @@ START_TEST(static_passes_the_field_examples_and_our_cards)
 	int status = tu_run_tool(tmp, args, &out, &err);
 
 	ck_assert_msg(status == 0, "exit %d: %s", status, err);
-	ck_assert_int_eq(tu_count_lines(out), 6); /* the field's card and our 5 copies (the sparse CPU card and the
-						   * CPU config card too) */
+	ck_assert_int_eq(tu_count_lines(out), 8); /* the field's card and our 7 copies (the sparse CPU card, the
+						   * CPU config card and the two Triton config cards too) */
 	free(args);
 	free(out);
 	free(err);
@@ -523,6 +523,70 @@ START_TEST(triton_config_resources_on_sm_120)
 END_TEST
 
 /*
+ * Our own Triton config cards (issue 41, item 5), as shipped: both lint clean; with Triton, the sm_90
+ * card plans only its fp8 tasks, both sides forced to their config, with the two configs' ptxas
+ * figures for sm_90 (registers, shared memory, spills), and its sm_120 twin is refused at plan time,
+ * one line naming the candidate's config, its bytes and the 101376-byte limit. Without Triton the
+ * test says so after the lint.
+ */
+START_TEST(triton_config_cards_plan_as_designed)
+{
+	static const char *const ids[] = {"mla_decode_triton_config_sm90", "mla_decode_triton_config_sm120"};
+	const char *env = getenv("VS_TRITON_PYTHON");
+	char *py = env && *env ? strdup(env) : fs_printf("%s/.venv-triton/bin/python", getenv("VS_SOURCE_DIR"));
+	char *stub = tu_resource("torch_stub"), *out = NULL, *err = NULL;
+	int status;
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		char *src = fs_printf("tests/resources/skills/%s.md", ids[i]), *dst = fs_printf("skills/%s.md", ids[i]);
+		char *ok = fs_printf("skills/%s.md: ok", ids[i]);
+
+		copy_source(src, dst);
+		status = tu_run_tool(tmp, dst, &out, &err);
+		ck_assert_msg(status == 0 && strstr(out, ok) && !*err, "lint %s: exit %d:\n%s%s", dst, status, out, err);
+		free(out);
+		free(err);
+		free(ok);
+		free(src);
+		free(dst);
+	}
+	if (!fs_exists(py)) {
+		fprintf(stderr, "triton_config_cards_plan_as_designed: no Triton (%s): run tools/install-deps\n", py);
+		free(py);
+		free(stub);
+		return;
+	}
+	setenv("PYTHONPATH", stub, 1);
+	setenv("VS_PYTHON", py, 1);
+	setenv("VS_TRITON_PYTHON", py, 1);
+	status = tu_run_tool(tmp, "--emit-plan skills/mla_decode_triton_config_sm90.md --tier standard --out cfg90.plan.json",
+			     &out, &err);
+	ck_assert_msg(status == 0, "emit sm_90: exit %d: %s", status, err);
+	ck_assert_msg(strstr(out, "baseline   triton.mla_decode@bn64-bh16-sp0-w4-st2   1 config") &&
+			      strstr(out, "candidate  triton.mla_decode@bn64-bh16-sp0-w8-st2   1 config") &&
+			      strstr(out, "forced, every task runs it with no tuning pass") &&
+			      strstr(out, "build      sm_90 figures for triton.mla_decode") &&
+			      strstr(out, "mla_decode_kernel_keys bn64-bh16-sp0-w4-st2                  fp8_e4m3_fnuz   255") &&
+			      strstr(out, "mla_decode_kernel_keys bn64-bh16-sp0-w8-st2                  fp8_e4m3_fnuz   255") &&
+			      strstr(out, "  fp8_e4m3_fnuz-") && !strstr(out, "\n  bf16-"),
+		      "%s\n%s", out, err);
+	free(out);
+	free(err);
+	status = tu_run_tool(tmp, "--emit-plan skills/mla_decode_triton_config_sm120.md --out cfg120.plan.json", &out, &err);
+	ck_assert_msg(status == 3 && tu_count_lines(err) == 1 &&
+			      strstr(err, "candidate 'triton.mla_decode@bn32-bh64-sp0-w8-st2': its mla_decode_kernel (bf16) "
+					  "needs 122880 bytes of shared memory on sm_120, above the 101376 bytes"),
+		      "exit %d: %s%s", status, out, err);
+	free(out);
+	free(err);
+	unsetenv("PYTHONPATH");
+	unsetenv("VS_TRITON_PYTHON");
+	free(py);
+	free(stub);
+}
+END_TEST
+
+/*
  * Issue 35, as a user meets it with the tool itself (VS_TOOL_STRICT, not the suites' trimmed tool):
  * a plan trimmed by hand (fewer tasks, configs and pairs) is refused at --run with one line naming
  * what differs; --scratch runs it under .debug/ as partial evidence, which --record refuses.
@@ -609,6 +673,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, config_card_lint);
 	tcase_add_test(tc, config_card_validates_end_to_end);
 	tcase_add_test(tc, triton_config_resources_on_sm_120);
+	tcase_add_test(tc, triton_config_cards_plan_as_designed);
 	tcase_add_test(tc, hand_trimmed_plan_runs_only_as_scratch);
 	suite_add_tcase(s, tc);
 	return s;

@@ -48,6 +48,10 @@
 #   sparse_smoke, ports_parity, dsa_plans, dsa, dsa_v4: the sparse form (issue 36, 39; comments below)
 #   dsa_edge, dsa_parity, dsa_ncu, dsa_v4_head: per-implementation parity of the sparse plans
 #             (after dsa_plans), Nsight Compute on the headline sparse task, the V4 headline timed
+#   config    the config card skills/mla_decode_triton_config_sm90.md (issue 41, item 5: fp8,
+#             triton.mla_decode@bn64-bh16-sp0-w4-st2 -> @bn64-bh16-sp0-w8-st2): --emit-plan (tier
+#             standard; the configs' registers/spills/shared memory compiled for sm_90 by the
+#             device's Triton) and --run, then its workload deepseek_v3_tp8_chat the same way
 #   dev:NAME[:SECONDS]  an experiment in the same call: .dev/NAME/run.sh (a carried, git-ignored
 #             folder) with OUT=$WORK/NAME, under a timeout (default 300 s); its files come back as
 #             NAME.tgz, its output as NAME.log. Before the card steps, it may change the tree they
@@ -148,6 +152,21 @@ run_steps() {
 		aa)
 			$VS --run $P/aa/mla_tilelang_to_triton_sm90.aa.plan.json --task bf16-ragged-h16-ps64 \
 				--tasks-dir $D/tasks --results-dir $D/results/aa --threads "$threads" >"$WORK/aa.log" 2>&1
+			;;
+		config)
+			# both sides forced, no tuning pass: two configs of one kernel (docs/DESIGN.md "Forced
+			# configs"); the eval dirs go to $D/results/mla_decode_triton_config_sm90/
+			local cfg=skills/mla_decode_triton_config_sm90.md wl=deepseek_v3_tp8_chat
+			{
+				VS_TRITON_PYTHON=$VS_PYTHON $VS --emit-plan $cfg --tier standard \
+					--out $P/mla_decode_triton_config_sm90.plan.json &&
+					$VS --run $P/mla_decode_triton_config_sm90.plan.json $RUN --threads "$threads"
+				echo "config tier: rc $?"
+				VS_TRITON_PYTHON=$VS_PYTHON $VS --emit-plan $cfg --workload $wl \
+					--out $P/mla_decode_triton_config_sm90.wl-$wl.plan.json &&
+					$VS --run $P/mla_decode_triton_config_sm90.wl-$wl.plan.json $RUN --threads "$threads"
+				echo "config $wl: rc $?"
+			} >"$WORK/config.log" 2>&1
 			;;
 		sparse_smoke)
 			# flashmla.sparse_decode alone against a double CPU reference (both formats, splits,
