@@ -30,6 +30,14 @@
  * mla_sparse_combine merges them by their LSE, applies the sink and writes out and lse. Nothing is
  * allocated, the host never synchronizes, and the result does not depend on the schedule
  * (deterministic: fixed split ranges, fixed reduction order).
+ *
+ * num_stages (the kernel's ST, a config field): 1 is the loop above (software fp8 decode, one tile
+ * in flight). 2 on sm_90 is the pipelined loop (sparse_pipeline, fp8 layouts): step 1 of the next
+ * tile and its rows' bytes copied verbatim by cp.async into a raw stage (sparse_decode.h's raw rows)
+ * run while this tile's steps 3-5 do; step 2 then decodes the raw stage from shared memory with the
+ * hardware conversions (sparse_decode_hw.h, the software decode's bits). 2 on gfx942 is the loop
+ * above with the hardware fnuz decode (64 KiB of LDS leaves no room for a raw stage). bf16 caches
+ * run the loop above at either num_stages.
  */
 #include "hip_compat.h"
 #include "mma.h"
@@ -460,7 +468,7 @@ VS_DEV void sparse_raw_decode(const unsigned char *sRaw, unsigned char *sK, cons
  * The tile loop of the pipelined kernel (fp8 layouts), tiles [t_begin, t_end) of query row `row`.
  * Two entry buffers (sPage / sSlot: [0] and the PAGE1 / SLOT1 pair), one raw stage, one decoded tile:
  *   prologue   entries of t_begin -> buffer 0; barrier; its raw rows issued (cp.async).
- *   tile t     (cur = its entry buffer, nxt the other)
+ *   tile t     (cur = its entry buffer, nxt the other: buffer 0 for even t - t_begin)
  *     a. entry tid of tile t + 1 read from global memory (a register; not waited on yet);
  *     b. wait for this thread's copies; barrier: tile t's raw stage is complete, and every warp is
  *        done with tile t - 1 (sK, sP, sMax, and the entries in nxt, its mask);
@@ -481,20 +489,22 @@ VS_DEV void sparse_pipeline(const SparseParams &p, SparseState<T> &st, const uin
 	unsigned char *sK = smem + T::K_OFF;
 	uint16_t *sP = (uint16_t *)(smem + T::P_OFF);
 	float *sMax = (float *)(smem + T::MAX_OFF);
-	long long *sPg[2] = { (long long *)(smem + T::PAGE_OFF), (long long *)(smem + T::PAGE1_OFF) };
-	int *sSl[2] = { (int *)(smem + T::SLOT_OFF), (int *)(smem + T::SLOT1_OFF) };
+	long long *const sPg0 = (long long *)(smem + T::PAGE_OFF), *const sPg1 = (long long *)(smem + T::PAGE1_OFF);
+	int *const sSl0 = (int *)(smem + T::SLOT_OFF), *const sSl1 = (int *)(smem + T::SLOT1_OFF);
 	unsigned char *sRaw = smem + T::RAW_OFF;
 
 	if (t_begin >= t_end)
 		return;
 	if (tid < T::BN)
 		sparse_entry_store(p, t_begin < tiles0 ? 0 : 1,
-				   sparse_tile_index<T::BN>(p, row, tiles0, len0, len1, t_begin, tid), sPg[0], sSl[0], tid);
+				   sparse_tile_index<T::BN>(p, row, tiles0, len0, len1, t_begin, tid), sPg0, sSl0, tid);
 	vs_syncthreads();
-	sparse_raw_issue<FMT, T>(p, t_begin < tiles0 ? 0 : 1, sRaw, sPg[0], sSl[0], tid);
+	sparse_raw_issue<FMT, T>(p, t_begin < tiles0 ? 0 : 1, sRaw, sPg0, sSl0, tid);
 	sparse_cp_commit();
 	for (int t = t_begin; t < t_end; t++) {
-		const int cur = (t - t_begin) & 1, nxt = cur ^ 1;
+		const bool odd = ((t - t_begin) & 1) != 0;
+		long long *const pg_cur = odd ? sPg1 : sPg0, *const pg_nxt = odd ? sPg0 : sPg1;
+		int *const sl_nxt = odd ? sSl0 : sSl1;
 		const bool more = t + 1 < t_end;
 		const int c_next = t + 1 < tiles0 ? 0 : 1;
 		int32_t idx_next = -1;
@@ -504,15 +514,15 @@ VS_DEV void sparse_pipeline(const SparseParams &p, SparseState<T> &st, const uin
 		sparse_cp_wait_all(); /* b. */
 		vs_syncthreads();
 		if (more && tid < T::BN) /* c. */
-			sparse_entry_store(p, c_next, idx_next, sPg[nxt], sSl[nxt], tid);
-		sparse_raw_decode<FMT, T>(sRaw, sK, sPg[cur], p.fnuz, tid);
+			sparse_entry_store(p, c_next, idx_next, pg_nxt, sl_nxt, tid);
+		sparse_raw_decode<FMT, T>(sRaw, sK, pg_cur, p.fnuz, tid);
 		vs_syncthreads(); /* d. */
 		if (more) { /* e. */
-			sparse_raw_issue<FMT, T>(p, c_next, sRaw, sPg[nxt], sSl[nxt], tid);
+			sparse_raw_issue<FMT, T>(p, c_next, sRaw, pg_nxt, sl_nxt, tid);
 			sparse_cp_commit();
 		}
 		/* f. */
-		sparse_tile<T, D>(st, nullptr, sQ, (const uint16_t *)sK, sP, sMax, sPg[cur], p.scale_log2, lane, rg, cg);
+		sparse_tile<T, D>(st, nullptr, sQ, (const uint16_t *)sK, sP, sMax, pg_cur, p.scale_log2, lane, rg, cg);
 	}
 }
 #endif /* VS_PLATFORM_NVIDIA */
