@@ -460,13 +460,14 @@ START_TEST(flash_sparse_configs_and_plan)
 			ck_assert_int_eq(p.sparse, 1);
 			ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_BF16), mla_flash_smem_bytes(e, MLA_KV_FP8_MODEL1));
 			ck_assert_uint_eq(mla_flash_smem_bytes(e, MLA_KV_BF16),
-					  MLA_FLASH_SPARSE_SMEM(cfg[i].block_n, cfg[i].block_h, cfg[i].num_warps, k));
+					  MLA_FLASH_SPARSE_SMEM_ST(cfg[i].block_n, cfg[i].block_h, cfg[i].num_warps,
+								   cfg[i].num_stages, k));
 			ck_assert_uint_le(mla_flash_smem_bytes(e, MLA_KV_BF16), k ? MLA_LDS_MAX_GFX942 : MLA_SMEM_MAX_SM90);
 			/* the name without its suffix is a dense config's, or none */
 			plain = cfg[i];
 			mla_decode_config_name(&plain);
 			ck_assert_ptr_ne(mla_flash_entry_find(&plain), e);
-			if (cfg[i].block_h == 64 && cfg[i].num_splits == 0 && !k)
+			if (cfg[i].block_h == 64 && cfg[i].num_splits == 0 && cfg[i].num_stages == 1 && !k)
 				bh64 = cfg[i];
 		}
 		ck_assert_int_ge(found, 3);
@@ -666,6 +667,96 @@ START_TEST(flash_sparse_units_decode_like_the_reference)
 }
 END_TEST
 
+/*
+ * The raw stage of the pipelined sparse kernel (num_stages 2, sparse_decode.h): for both fp8 layouts
+ * (fnuz twins included), page sizes 1, 61 and 64 and every slot, the chunks of a token copy aligned
+ * sources (16 bytes, or the 8 scale bytes) that lie in the token's bytes or its scales inside the
+ * page, into disjoint places that cover the raw row's bytes once (656 for fp8_ds_mla, 584 for
+ * fp8_model1) within MLA_SPARSE_RAW_ROW; decoding the raw row by mla_sparse_unit_raw's units gives
+ * the bytes of decoding the page by mla_sparse_unit_at's, unit for unit.
+ */
+START_TEST(flash_sparse_raw_stage_decodes_like_the_page)
+{
+	static const int32_t dtypes[] = { MLA_KV_FP8_DS_MLA, MLA_KV_FP8_DS_MLA_FNUZ, MLA_KV_FP8_MODEL1,
+					  MLA_KV_FP8_MODEL1_FNUZ };
+	static const int page_sizes[] = { 1, 61, 64 };
+	uint64_t seed = 7;
+
+	for (size_t di = 0; di < sizeof(dtypes) / sizeof(dtypes[0]); di++)
+		for (size_t pi = 0; pi < sizeof(page_sizes) / sizeof(page_sizes[0]); pi++) {
+			const int32_t dt = dtypes[di];
+			const int ps = page_sizes[pi], fmt = mla_sparse_fmt_of(dt), fnuz = mla_kv_is_fnuz(dt);
+			const size_t page_bytes = mla_kv_page_bytes(dt, ps);
+			const int tok = fmt == MLA_SPARSE_DS_MLA ? 656 : 576, used = fmt == MLA_SPARSE_DS_MLA ? 656 : 584;
+			uint8_t *page = malloc(page_bytes);
+
+			ck_assert_ptr_nonnull(page);
+			ck_assert_int_le(used, MLA_SPARSE_RAW_ROW);
+			for (size_t j = 0; j < page_bytes; j++)
+				page[j] = (uint8_t)mix(&seed);
+			/* finite scales: fp32 powers of two (fp8_ds_mla), e8m0 near 1 (fp8_model1) */
+			for (int slot = 0; slot < ps; slot++)
+				for (int k = 0; k < (fmt == MLA_SPARSE_DS_MLA ? 4 : 8); k++) {
+					if (fmt == MLA_SPARSE_DS_MLA) {
+						float sc = ldexpf(1.f, (int)(mix(&seed) % 20) - 12);
+
+						memcpy(page + (size_t)slot * 656 + 512 + 4 * k, &sc, 4);
+					} else {
+						page[(size_t)ps * 576 + (size_t)slot * 8 + k] = (uint8_t)(117 + mix(&seed) % 20);
+					}
+				}
+			for (int slot = 0; slot < ps; slot++) {
+				uint8_t raw[MLA_SPARSE_RAW_ROW];
+				int cover[MLA_SPARSE_RAW_ROW] = { 0 };
+
+				memset(raw, 0xA5, sizeof(raw));
+				for (int k = 0; k < MLA_SPARSE_RAW_CHUNKS(fmt); k++) {
+					const struct mla_sparse_chunk ch = mla_sparse_raw_chunk(fmt, ps, slot, k);
+					const int64_t t0 = (int64_t)slot * tok, sc0 = (int64_t)ps * 576 + (int64_t)slot * 8;
+
+					ck_assert(ch.bytes == 16 || ch.bytes == 8);
+					ck_assert_int_eq(ch.src % ch.bytes, 0);
+					ck_assert_int_eq(ch.dst % ch.bytes, 0);
+					ck_assert(ch.dst >= 0 && ch.dst + ch.bytes <= used);
+					ck_assert((ch.src >= t0 && ch.src + ch.bytes <= t0 + tok) ||
+						  (fmt == MLA_SPARSE_MODEL1 && ch.src == sc0 && ch.bytes == 8));
+					ck_assert(ch.src + ch.bytes <= (int64_t)page_bytes);
+					memcpy(raw + ch.dst, page + ch.src, (size_t)ch.bytes);
+					for (int b = 0; b < ch.bytes; b++)
+						cover[ch.dst + b]++;
+				}
+				for (int b = 0; b < used; b++)
+					ck_assert_msg(cover[b] == 1, "%s page %d slot %d: raw byte %d copied %d times",
+						      mla_kv_dtype_name(dt), ps, slot, b, cover[b]);
+				for (int u = 0; u < MLA_SPARSE_UNITS(fmt); u++) {
+					const struct mla_sparse_unit sp = mla_sparse_unit_at(fmt, ps, slot, u);
+					const struct mla_sparse_unit sr = mla_sparse_unit_raw(fmt, u);
+					uint32_t wp[4], wr[4], op[8], orw[8];
+
+					ck_assert_int_eq(sr.dim, sp.dim);
+					ck_assert_int_eq(sr.codes, sp.codes);
+					ck_assert_int_eq(sr.src % 16, 0);
+					ck_assert(sr.src >= 0 && sr.src + 16 <= used);
+					memcpy(wp, page + sp.src, 16);
+					memcpy(wr, raw + sr.src, 16);
+					if (!sp.codes) {
+						ck_assert_int_eq(sr.scale, -1);
+						ck_assert(!memcmp(wp, wr, 16));
+						continue;
+					}
+					ck_assert(sr.scale >= 0 && sr.scale < used);
+					ck_assert_int_eq(sr.scale % (fmt == MLA_SPARSE_DS_MLA ? 4 : 1), 0);
+					mla_sparse_decode16(wp, mla_sparse_scale_load(fmt, page + sp.scale), fnuz, op);
+					mla_sparse_decode16(wr, mla_sparse_scale_load(fmt, raw + sr.scale), fnuz, orw);
+					ck_assert_msg(!memcmp(op, orw, sizeof(op)), "%s page %d slot %d unit %d",
+						      mla_kv_dtype_name(dt), ps, slot, u);
+				}
+			}
+			free(page);
+		}
+}
+END_TEST
+
 START_TEST(launch_without_gpu_build_or_with_bad_args)
 {
 	const struct mla_decode_impl *impl = mla_decode_impl_find(impl_names[_i]);
@@ -708,6 +799,7 @@ static Suite *hip_configs_suite(void)
 	tc = tcase_create("numerics_and_launch");
 	tcase_add_test(tc, fp8_bit_trick_is_exact_on_all_codes);
 	tcase_add_test(tc, flash_sparse_units_decode_like_the_reference);
+	tcase_add_test(tc, flash_sparse_raw_stage_decodes_like_the_page);
 	tcase_add_loop_test(tc, launch_without_gpu_build_or_with_bad_args, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

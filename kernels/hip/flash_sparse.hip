@@ -30,12 +30,21 @@
  * mla_sparse_combine merges them by their LSE, applies the sink and writes out and lse. Nothing is
  * allocated, the host never synchronizes, and the result does not depend on the schedule
  * (deterministic: fixed split ranges, fixed reduction order).
+ *
+ * num_stages (the kernel's ST, a config field): 1 is the loop above (software fp8 decode, one tile
+ * in flight). 2 on sm_90 is the pipelined loop (sparse_pipeline, fp8 layouts): step 1 of the next
+ * tile and its rows' bytes copied verbatim by cp.async into a raw stage (sparse_decode.h's raw rows)
+ * run while this tile's steps 3-5 do; step 2 then decodes the raw stage from shared memory with the
+ * hardware conversions (sparse_decode_hw.h, the software decode's bits). 2 on gfx942 is the loop
+ * above with the hardware fnuz decode (64 KiB of LDS leaves no room for a raw stage). bf16 caches
+ * run the loop above at either num_stages.
  */
 #include "hip_compat.h"
 #include "mma.h"
 #include "hip_flash.h"
 #include "hip_impls.h"
 #include "sparse_decode.h"
+#include "sparse_decode_hw.h"
 
 #include <math.h>
 
@@ -66,13 +75,14 @@ struct SparseParams {
 	float scale_log2;               /* softmax_scale * log2(e) */
 };
 
-template <int BN, int BH, int NW>
+template <int BN_, int BH, int NW, int ST>
 struct SparseTraits {
 #if defined(VS_PLATFORM_AMD)
 	static constexpr bool AMD = true;
 #else
 	static constexpr bool AMD = false;
 #endif
+	static constexpr int BN = BN_;
 	static constexpr int RG = BH / 16;   /* row groups of 16 heads */
 	static constexpr int CG = NW / RG;   /* column groups: keys of S, columns of O */
 	static constexpr int NKW = BN / CG;  /* keys per warp in S */
@@ -87,9 +97,16 @@ struct SparseTraits {
 	static constexpr int SUM_OFF = MAX_OFF + CG * BH * 4;
 	static constexpr int PAGE_OFF = SUM_OFF + CG * BH * 4;
 	static constexpr int SLOT_OFF = PAGE_OFF + BN * 8;
-	static constexpr int SMEM = SLOT_OFF + BN * 4;
+	/* num_stages 2 on NVIDIA: the next tile's entries and its raw rows (cp.async) */
+	static constexpr bool RAW_STAGE = !AMD && ST >= 2;
+	static constexpr int PAGE1_OFF = SLOT_OFF + BN * 4;
+	static constexpr int SLOT1_OFF = PAGE1_OFF + (RAW_STAGE ? BN * 8 : 0);
+	static constexpr int RAW_OFF = SLOT1_OFF + (RAW_STAGE ? BN * 4 : 0);
+	static constexpr int SMEM = RAW_OFF + (RAW_STAGE ? BN * MLA_SPARSE_RAW_ROW : 0);
 
-	static_assert(SMEM == MLA_FLASH_SPARSE_SMEM(BN, BH, NW, AMD), "smem formula");
+	static_assert(SMEM == MLA_FLASH_SPARSE_SMEM_ST(BN, BH, NW, ST, AMD), "smem formula");
+	static_assert(ST == 1 || ST == 2, "num_stages 1 or 2");
+	static_assert(PAGE1_OFF % 8 == 0 && RAW_OFF % 16 == 0 && MLA_SPARSE_RAW_ROW % 16 == 0, "aligned stages");
 	static_assert(BH % 16 == 0 && NW % RG == 0 && NKW % 16 == 0 && NKW >= 16 && NCW % 16 == 0, "tile shape");
 	static_assert(THREADS >= BN, "one thread per entry of a tile");
 	static_assert(PAGE_OFF % 8 == 0, "aligned entries");
@@ -112,9 +129,10 @@ VS_DEV int cache_entries(const SparseParams &p, int c, int b)
 /*
  * Step 2: gather the tile's valid rows of cache c (sPage / sSlot) and decode them into sK.
  * Unit k of row r (sparse_decode.h) for u = r * UNITS + k; loads are issued BATCH at a time ahead of
- * their decodes and stores, so that a thread has several 16-byte loads in flight.
+ * their decodes and stores, so that a thread has several 16-byte loads in flight. HW: the hardware
+ * fp8 decode (sparse_decode_hw.h, the same bits), else the software one.
  */
-template <int FMT, class T>
+template <int FMT, class T, bool HW = false>
 VS_DEV void sparse_gather(const SparseParams &p, int c, unsigned char *sK, const long long *sPage,
 			  const int *sSlot, int tid)
 {
@@ -167,7 +185,10 @@ VS_DEV void sparse_gather(const SparseParams &p, int c, unsigned char *sK, const
 				const uint32_t in[4] = { w[j].x, w[j].y, w[j].z, w[j].w };
 				uint32_t o[8];
 
-				mla_sparse_decode16(in, sc[j], fnuz, o);
+				if (HW)
+					mla_sparse_decode16_hw(in, sc[j], fnuz, o);
+				else
+					mla_sparse_decode16(in, sc[j], fnuz, o);
 				d[0] = vs_u32x4{ o[0], o[1], o[2], o[3] };
 				d[1] = vs_u32x4{ o[4], o[5], o[6], o[7] };
 			} else {
@@ -333,16 +354,189 @@ VS_DEV void sparse_tile(SparseState<T> &st, const mma_frag_a *qf, const uint16_t
 	}
 }
 
+#if defined(VS_PLATFORM_NVIDIA)
+/* ------------------------------------------------ the pipelined kernel (num_stages 2, NVIDIA) */
+
+/* cp.async of 16 bytes (L2 only) or 8 bytes, global -> shared; both addresses aligned to the size. */
+VS_DEV void sparse_cp16(void *dst, const void *src)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(vs_smem_addr(dst)), "l"(src) : "memory");
+}
+
+VS_DEV void sparse_cp8(void *dst, const void *src)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(vs_smem_addr(dst)), "l"(src) : "memory");
+}
+
+VS_DEV void sparse_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+VS_DEV void sparse_cp_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+/*
+ * The cache index of entry e_t (0 <= e_t < BN) of tile t of query row `row`: tiles [0, tiles0) are
+ * the main cache's, the rest the extra cache's; -1 past the cache's usable entries (never read), as
+ * the num_stages 1 kernel's entries.
+ */
+template <int BN>
+VS_DEV int32_t sparse_tile_index(const SparseParams &p, int row, int tiles0, int len0, int len1, int t, int e_t)
+{
+	const int c = t < tiles0 ? 0 : 1;
+	const int e = (c ? t - tiles0 : t) * BN + e_t;
+
+	return e < (c ? len1 : len0) ? p.indices[c][(size_t)row * p.topk[c] + e] : -1;
+}
+
+/* Its page offset (-1: invalid) and slot in cache c, into entry e_t of sPage / sSlot. */
+VS_DEV void sparse_entry_store(const SparseParams &p, int c, int32_t idx, long long *sPage, int *sSlot, int e_t)
+{
+	int sl = 0;
+	const long long pg = mla_sparse_row_page(idx, p.page_size[c], p.page_bytes[c], &sl);
+
+	sPage[e_t] = pg;
+	sSlot[e_t] = sl;
+}
+
+/*
+ * Issue the cp.async copies of a tile's valid rows of cache c into the raw stage (rows of
+ * MLA_SPARSE_RAW_ROW bytes; sparse_decode.h's chunks); invalid rows are neither read nor written.
+ */
+template <int FMT, class T>
+VS_DEV void sparse_raw_issue(const SparseParams &p, int c, unsigned char *sRaw, const long long *sPage,
+			     const int *sSlot, int tid)
+{
+	constexpr int CH = MLA_SPARSE_RAW_CHUNKS(FMT);
+	constexpr int TOTAL = T::BN * CH;
+	const uint8_t *kv = p.kv[c];
+	const int ps = p.page_size[c];
+
+#pragma unroll 4
+	for (int u = tid; u < TOTAL; u += T::THREADS) {
+		const int r = u / CH, k = u % CH;
+		const long long pg = sPage[r];
+
+		if (pg < 0)
+			continue;
+		const struct mla_sparse_chunk ch = mla_sparse_raw_chunk(FMT, ps, sSlot[r], k);
+		unsigned char *dst = sRaw + r * MLA_SPARSE_RAW_ROW + ch.dst;
+		const uint8_t *src = kv + pg + ch.src;
+
+		if (ch.bytes == 16)
+			sparse_cp16(dst, src);
+		else
+			sparse_cp8(dst, src);
+	}
+}
+
+/*
+ * Decode the raw stage into the bf16 tile sK (the hardware decode; sparse_decode.h's raw units),
+ * zeros for the invalid rows (their raw rows hold stale bytes and are not read).
+ */
+template <int FMT, class T>
+VS_DEV void sparse_raw_decode(const unsigned char *sRaw, unsigned char *sK, const long long *sPage, int fnuz, int tid)
+{
+	constexpr int UNITS = MLA_SPARSE_UNITS(FMT);
+	constexpr int TOTAL = T::BN * UNITS;
+
+#pragma unroll 2
+	for (int u = tid; u < TOTAL; u += T::THREADS) {
+		const int r = u / UNITS, k = u % UNITS;
+		const struct mla_sparse_unit su = mla_sparse_unit_raw(FMT, k);
+		vs_u32x4 *d = (vs_u32x4 *)(sK + r * ROW + 2 * su.dim);
+
+		if (sPage[r] < 0) {
+			d[0] = vs_u32x4{ 0u, 0u, 0u, 0u };
+			if (su.codes)
+				d[1] = vs_u32x4{ 0u, 0u, 0u, 0u };
+			continue;
+		}
+		const unsigned char *raw = sRaw + r * MLA_SPARSE_RAW_ROW;
+		const vs_u32x4 w = *(const vs_u32x4 *)(raw + su.src);
+
+		if (su.codes) {
+			const uint32_t in[4] = { w.x, w.y, w.z, w.w };
+			uint32_t o[8];
+
+			mla_sparse_decode16_hw(in, mla_sparse_scale_load(FMT, raw + su.scale), fnuz, o);
+			d[0] = vs_u32x4{ o[0], o[1], o[2], o[3] };
+			d[1] = vs_u32x4{ o[4], o[5], o[6], o[7] };
+		} else {
+			d[0] = w;
+		}
+	}
+}
+
+/*
+ * The tile loop of the pipelined kernel (fp8 layouts), tiles [t_begin, t_end) of query row `row`.
+ * Two entry buffers (sPage / sSlot: [0] and the PAGE1 / SLOT1 pair), one raw stage, one decoded tile:
+ *   prologue   entries of t_begin -> buffer 0; barrier; its raw rows issued (cp.async).
+ *   tile t     (cur = its entry buffer, nxt the other: buffer 0 for even t - t_begin)
+ *     a. entry tid of tile t + 1 read from global memory (a register; not waited on yet);
+ *     b. wait for this thread's copies; barrier: tile t's raw stage is complete, and every warp is
+ *        done with tile t - 1 (sK, sP, sMax, and the entries in nxt, its mask);
+ *     c. tile t + 1's entries -> nxt; the raw stage decoded into sK (entries cur);
+ *     d. barrier: sK and nxt complete, the raw stage read by all;
+ *     e. tile t + 1's raw rows issued into the raw stage (in flight during f);
+ *     f. S, softmax, P V on sK (sparse_tile; its own barriers), masked by the entries in cur.
+ * A buffer is rewritten only after a barrier that follows every read of it: the raw stage (read in
+ * c, rewritten in e after d), sK (read in f, rewritten in c of the next tile after its b), the entry
+ * buffer cur (read in c and f, rewritten as nxt in c of the next tile after its b). No copy is in
+ * flight after the last tile (none issued past t_end - 1).
+ */
+template <int FMT, class T, int D>
+VS_DEV void sparse_pipeline(const SparseParams &p, SparseState<T> &st, const uint16_t *sQ, unsigned char *smem,
+			    int row, int tiles0, int len0, int len1, int t_begin, int t_end, int tid, int lane, int rg,
+			    int cg)
+{
+	unsigned char *sK = smem + T::K_OFF;
+	uint16_t *sP = (uint16_t *)(smem + T::P_OFF);
+	float *sMax = (float *)(smem + T::MAX_OFF);
+	long long *const sPg0 = (long long *)(smem + T::PAGE_OFF), *const sPg1 = (long long *)(smem + T::PAGE1_OFF);
+	int *const sSl0 = (int *)(smem + T::SLOT_OFF), *const sSl1 = (int *)(smem + T::SLOT1_OFF);
+	unsigned char *sRaw = smem + T::RAW_OFF;
+
+	if (t_begin >= t_end)
+		return;
+	if (tid < T::BN)
+		sparse_entry_store(p, t_begin < tiles0 ? 0 : 1,
+				   sparse_tile_index<T::BN>(p, row, tiles0, len0, len1, t_begin, tid), sPg0, sSl0, tid);
+	vs_syncthreads();
+	sparse_raw_issue<FMT, T>(p, t_begin < tiles0 ? 0 : 1, sRaw, sPg0, sSl0, tid);
+	sparse_cp_commit();
+	for (int t = t_begin; t < t_end; t++) {
+		const bool odd = ((t - t_begin) & 1) != 0;
+		long long *const pg_cur = odd ? sPg1 : sPg0, *const pg_nxt = odd ? sPg0 : sPg1;
+		int *const sl_nxt = odd ? sSl0 : sSl1;
+		const bool more = t + 1 < t_end;
+		const int c_next = t + 1 < tiles0 ? 0 : 1;
+		int32_t idx_next = -1;
+
+		if (more && tid < T::BN) /* a. */
+			idx_next = sparse_tile_index<T::BN>(p, row, tiles0, len0, len1, t + 1, tid);
+		sparse_cp_wait_all(); /* b. */
+		vs_syncthreads();
+		if (more && tid < T::BN) /* c. */
+			sparse_entry_store(p, c_next, idx_next, pg_nxt, sl_nxt, tid);
+		sparse_raw_decode<FMT, T>(sRaw, sK, pg_cur, p.fnuz, tid);
+		vs_syncthreads(); /* d. */
+		if (more) { /* e. */
+			sparse_raw_issue<FMT, T>(p, c_next, sRaw, pg_nxt, sl_nxt, tid);
+			sparse_cp_commit();
+		}
+		/* f. */
+		sparse_tile<T, D>(st, nullptr, sQ, (const uint16_t *)sK, sP, sMax, pg_cur, p.scale_log2, lane, rg, cg);
+	}
+}
+#endif /* VS_PLATFORM_NVIDIA */
+
 /* The sink factor of head h for a row of natural-log lse (finite: some entry was valid). */
 VS_DEV float sink_factor(const SparseParams &p, int h, float lse)
 {
 	return p.attn_sink ? 1.f / (1.f + vs_exp2f((p.attn_sink[h] - lse) * VS_LOG2E)) : 1.f;
 }
 
-template <int BN, int BH, int NW, int FMT>
+template <int BN, int BH, int NW, int FMT, int ST>
 __global__ void __launch_bounds__(NW * VS_WARP) mla_sparse_warp(SparseParams p)
 {
-	typedef SparseTraits<BN, BH, NW> T;
+	typedef SparseTraits<BN, BH, NW, ST> T;
 	constexpr int D = FMT == MLA_SPARSE_MODEL1 ? MLA_MODEL1_D_QK : MLA_D_QK;
 #if defined(VS_PLATFORM_AMD)
 	__shared__ __attribute__((aligned(16))) unsigned char smem[T::SMEM];
@@ -409,6 +603,11 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_sparse_warp(SparseParams p)
 		}
 #endif /* platform */
 
+#if defined(VS_PLATFORM_NVIDIA)
+	if constexpr (T::RAW_STAGE && FMT != MLA_SPARSE_BF16)
+		sparse_pipeline<FMT, T, D>(p, st, sQ, smem, row, tiles0, len0, len1, t_begin, t_end, tid, lane, rg, cg);
+	else
+#endif /* VS_PLATFORM_NVIDIA */
 	for (int t = t_begin; t < t_end; t++) {
 		const int c = t < tiles0 ? 0 : 1;
 		const int e0 = (c ? t - tiles0 : t) * BN;
@@ -426,7 +625,7 @@ __global__ void __launch_bounds__(NW * VS_WARP) mla_sparse_warp(SparseParams p)
 			sSlot[tid] = sl;
 		}
 		vs_syncthreads();
-		sparse_gather<FMT, T>(p, c, sK, sPage, sSlot, tid);
+		sparse_gather<FMT, T, (ST >= 2)>(p, c, sK, sPage, sSlot, tid);
 		vs_syncthreads();
 		sparse_tile<T, D>(st, qf, sQ, (const uint16_t *)sK, sP, sMax, sPage, p.scale_log2, lane, rg, cg);
 	}
@@ -582,16 +781,16 @@ __global__ void __launch_bounds__(COMBINE_THREADS) mla_sparse_combine(SparsePara
 typedef void (*SparseKernel)(SparseParams);
 
 struct SparseInstance {
-	int bn, bh, nw;
+	int bn, bh, nw, st;
 	SparseKernel kernel[3]; /* [MLA_SPARSE_BF16, _DS_MLA, _MODEL1] */
 	int smem;
 };
 
-#define MLA_SPARSE_INSTANCE(bn, bh, nw)                                                           \
-	{ bn, bh, nw,                                                                              \
-	  { mla_sparse_warp<bn, bh, nw, MLA_SPARSE_BF16>, mla_sparse_warp<bn, bh, nw, MLA_SPARSE_DS_MLA>, \
-	    mla_sparse_warp<bn, bh, nw, MLA_SPARSE_MODEL1> },                                       \
-	  SparseTraits<bn, bh, nw>::SMEM },
+#define MLA_SPARSE_INSTANCE(bn, bh, nw, st)                                                       \
+	{ bn, bh, nw, st,                                                                          \
+	  { mla_sparse_warp<bn, bh, nw, MLA_SPARSE_BF16, st>, mla_sparse_warp<bn, bh, nw, MLA_SPARSE_DS_MLA, st>, \
+	    mla_sparse_warp<bn, bh, nw, MLA_SPARSE_MODEL1, st> },                                   \
+	  SparseTraits<bn, bh, nw, st>::SMEM },
 
 const SparseInstance sparse_instances[] = {
 #if defined(VS_PLATFORM_AMD)
@@ -616,7 +815,8 @@ extern "C" int mla_hip_flash_sparse_launch(const struct mla_decode_args *a, cons
 	if (rc != MLA_OK)
 		return rc;
 	for (const SparseInstance &in : sparse_instances)
-		if (in.bn == cfg->block_n && in.bh == cfg->block_h && in.nw == cfg->num_warps)
+		if (in.bn == cfg->block_n && in.bh == cfg->block_h && in.nw == cfg->num_warps &&
+		    in.st == cfg->num_stages)
 			inst = &in;
 	fmt = mla_sparse_fmt_of(a->kv_dtype);
 	if (!inst || fmt < 0 || !plan.sparse)

@@ -37,7 +37,11 @@
  *                    the warp-level tiles of mma.h; every sparse format (bf16, fp8_ds_mla,
  *                    fp8_model1, the fnuz twins), the extra cache, topk_length, attn_sink. Its
  *                    configs are named like the others with MLA_FLASH_SPARSE_SUFFIX; they decline
- *                    dense tasks, and every other config declines sparse ones.
+ *                    dense tasks, and every other config declines sparse ones. num_stages 1: one
+ *                    tile in flight, software fp8 decode; num_stages 2 (sm_90): the next tile's
+ *                    raw rows copied by cp.async during this tile's math, hardware fp8 decode;
+ *                    num_stages 2 (gfx942): the hardware fnuz decode only (LDS has no room for
+ *                    a raw stage beside the decoded tile at block_h 64).
  * The sm_90 and gfx942 spaces never share a (block_n, block_h, num_warps, num_stages) point, so a
  * config alone says which layout (and shared-memory formula) it uses; within sm_90 only the
  * decoded-tile twin shares one, told apart by its name.
@@ -105,7 +109,10 @@ enum mla_flash_kind {
 	X(64, 64, 0, 8, 1, MLA_FLASH_SPARSE)     \
 	X(64, 64, 1, 8, 1, MLA_FLASH_SPARSE)     \
 	X(64, 32, 0, 4, 1, MLA_FLASH_SPARSE)     \
-	X(64, 16, 0, 4, 1, MLA_FLASH_SPARSE)
+	X(64, 16, 0, 4, 1, MLA_FLASH_SPARSE)     \
+	X(64, 64, 0, 8, 2, MLA_FLASH_SPARSE)     \
+	X(64, 64, 1, 8, 2, MLA_FLASH_SPARSE)     \
+	X(64, 32, 0, 4, 2, MLA_FLASH_SPARSE)
 
 /* The kernel instances behind them: X(block_n, block_h, num_warps, num_stages, kind). */
 #define MLA_FLASH_SM90_KERNELS(X)        \
@@ -116,11 +123,18 @@ enum mla_flash_kind {
 	X(64, 16, 4, 2, MLA_FLASH_WARP_DT) \
 	X(64, 1, 4, 1, MLA_FLASH_ONETILE)
 
-/* The sparse kernel instances: X(block_n, block_h, num_warps), each for the three layouts. */
+/*
+ * The sparse kernel instances: X(block_n, block_h, num_warps, num_stages), each for the three
+ * layouts. num_stages 1: one tile in flight, decoded in software. num_stages 2 (issue 39): the
+ * pipelined kernel: the next tile's raw fp8 rows are copied (cp.async) into a raw stage while this
+ * tile's S, softmax and P V run, and decoded with the hardware conversions (flash_sparse.hip).
+ */
 #define MLA_FLASH_SM90_SPARSE_KERNELS(X) \
-	X(64, 64, 8)                      \
-	X(64, 32, 4)                      \
-	X(64, 16, 4)
+	X(64, 64, 8, 1)                   \
+	X(64, 32, 4, 1)                   \
+	X(64, 16, 4, 1)                   \
+	X(64, 64, 8, 2)                   \
+	X(64, 32, 4, 2)
 
 /*
  * gfx942 (MI300X): wave64, 64 KiB of LDS per workgroup and per CU. Q lives in registers (MFMA A
@@ -137,7 +151,9 @@ enum mla_flash_kind {
 	X(32, 64, 0, 8, 1, MLA_FLASH_SPARSE)  \
 	X(32, 64, 1, 8, 1, MLA_FLASH_SPARSE)  \
 	X(32, 32, 0, 4, 1, MLA_FLASH_SPARSE)  \
-	X(32, 16, 0, 2, 1, MLA_FLASH_SPARSE)
+	X(32, 16, 0, 2, 1, MLA_FLASH_SPARSE)  \
+	X(32, 64, 0, 8, 2, MLA_FLASH_SPARSE)  \
+	X(32, 32, 0, 4, 2, MLA_FLASH_SPARSE)
 
 #define MLA_FLASH_GFX942_KERNELS(X)      \
 	X(16, 16, 1, 1, MLA_FLASH_WARP)  \
@@ -146,10 +162,13 @@ enum mla_flash_kind {
 	X(32, 64, 8, 1, MLA_FLASH_WARP)  \
 	X(32, 32, 4, 1, MLA_FLASH_WARP)
 
+/* num_stages 2 on gfx942: the num_stages 1 kernel with the hardware fnuz decode (no raw stage: LDS). */
 #define MLA_FLASH_GFX942_SPARSE_KERNELS(X) \
-	X(32, 64, 8)                        \
-	X(32, 32, 4)                        \
-	X(32, 16, 2)
+	X(32, 64, 8, 1)                     \
+	X(32, 32, 4, 1)                     \
+	X(32, 16, 2, 1)                     \
+	X(32, 64, 8, 2)                     \
+	X(32, 32, 4, 2)
 
 /* hip.baseline: one config per arch, X(num_warps). */
 #define MLA_BASELINE_SM90_WARPS 4
@@ -214,10 +233,16 @@ enum mla_flash_kind {
  *   P tile        block_h x (block_n + 8) bf16
  *   row max/sum   2 x (column groups) x block_h floats
  *   entries       block_n int64 page offsets (-1: invalid) and block_n int32 slots
+ * and with num_stages 2 on NVIDIA (the pipelined kernel):
+ *   next entries  block_n int64 page offsets and block_n int32 slots of the next tile
+ *   raw stage     block_n x MLA_SPARSE_RAW_ROW (656) bytes: the next tile's fp8 rows as gathered
+ * MLA_FLASH_SPARSE_SMEM is num_stages 1's (and gfx942's), MLA_FLASH_SPARSE_SMEM_ST any's.
  */
 #define MLA_FLASH_SPARSE_SMEM(bn, bh, nw, amd)                                             \
 	(((amd) ? 0 : (bh) * MLA_FLASH_ROW_BF16) + (bn) * MLA_FLASH_ROW_BF16 + (bh) * ((bn) + 8) * 2 + \
 	 2 * MLA_FLASH_CG(bh, nw) * (bh) * 4 + (bn) * 12)
+#define MLA_FLASH_SPARSE_SMEM_ST(bn, bh, nw, st, amd) \
+	(MLA_FLASH_SPARSE_SMEM(bn, bh, nw, amd) + (((st) >= 2 && !(amd)) ? (bn) * (12 + 656) : 0))
 
 /* One-tile kernel, num_warps nw: each warp's 512 output partials, then its running max and sum. */
 #define MLA_FLASH_ONETILE_SMEM(nw) ((nw) * (512 * 4 + 2 * 4))

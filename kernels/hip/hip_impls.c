@@ -112,7 +112,7 @@ size_t mla_flash_smem_bytes(const struct mla_flash_entry *e, int32_t kv_dtype)
 	int fp8 = kv_dtype == MLA_KV_FP8_E4M3_FNUZ;
 
 	if (e->kind == MLA_FLASH_SPARSE) /* every format the same */
-		return (size_t)MLA_FLASH_SPARSE_SMEM(c->block_n, c->block_h, c->num_warps, e->amd);
+		return (size_t)MLA_FLASH_SPARSE_SMEM_ST(c->block_n, c->block_h, c->num_warps, c->num_stages, e->amd);
 	if (e->kind == MLA_FLASH_WGMMA)
 		return MLA_FLASH_WGMMA_SMEM;
 	if (e->kind == MLA_FLASH_WGMMA_T)

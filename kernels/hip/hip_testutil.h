@@ -47,6 +47,14 @@ int mla_hip_test_fp8_decode_fast(uint16_t out[256], uint32_t nan[128]);
  */
 int mla_hip_test_fp8_decode_f16(uint16_t out[5 * 256]);
 
+/**
+ * The hardware fp8 decode of the pipelined sparse kernels (sparse_decode_hw.h: mla_sparse_decode16_hw)
+ * on the 256 codes of both kinds times each of nscales scales (host memory, 1 <= nscales <= 1024):
+ * out[(fnuz * nscales + s) * 256 + c] is the bf16 of code c (e4m3fn for fnuz 0, e4m3fnuz for 1) times
+ * scales[s]; out holds 2 * nscales * 256 entries. Synchronous. Returns 0, MLA_EINVAL or MLA_EDEVICE.
+ */
+int mla_hip_test_sparse_decode(const float *scales, int nscales, uint16_t *out);
+
 #ifdef __cplusplus
 }
 #endif

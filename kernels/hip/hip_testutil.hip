@@ -3,6 +3,7 @@
 #include "mla_decode.h"
 #include "mma.h"
 #include "hip_testutil.h"
+#include "sparse_decode_hw.h"
 
 namespace {
 
@@ -111,6 +112,25 @@ __global__ void fp8_decode_f16_kernel(uint16_t *out)
 }
 #endif /* VS_PLATFORM_NVIDIA */
 
+/*
+ * The sparse kernels' hardware decode: block (s, fnuz), 16 threads of 16 consecutive codes each
+ * (words of 4 codes, byte i = code 4k + i), times scales[s] (mla_hip_test_sparse_decode).
+ */
+__global__ void sparse_decode_kernel(const float *scales, int nscales, uint16_t *out)
+{
+	const int s = vs_bid_x(), fnuz = vs_bid_y(), t = vs_tid(), c0 = 16 * t;
+	uint32_t w[4], o[8];
+
+	for (int k = 0; k < 4; k++) {
+		const uint32_t c = (uint32_t)(c0 + 4 * k);
+
+		w[k] = c | (c + 1) << 8 | (c + 2) << 16 | (c + 3) << 24;
+	}
+	mla_sparse_decode16_hw(w, scales[s], fnuz, o);
+	for (int i = 0; i < 16; i++)
+		out[((size_t)fnuz * nscales + s) * 256 + c0 + i] = (uint16_t)(o[i / 2] >> (16 * (i % 2)));
+}
+
 } /* namespace */
 
 extern "C" int mla_hip_test_fill(void *dst, size_t n, int kind, uint64_t seed, float amp, void *stream)
@@ -189,4 +209,30 @@ extern "C" int mla_hip_test_fp8_decode_fast(uint16_t out[256], uint32_t nan[128]
 	(void)nan;
 	return MLA_EUNSUPPORTED; /* gfx942 decodes exactly in hardware: no fast decoder */
 #endif
+}
+
+extern "C" int mla_hip_test_sparse_decode(const float *scales, int nscales, uint16_t *out)
+{
+	const size_t n = (size_t)2 * (size_t)nscales * 256;
+	float *ds = nullptr;
+	uint16_t *d = nullptr;
+	hipError_t e;
+
+	if (!scales || !out || nscales < 1 || nscales > 1024)
+		return MLA_EINVAL;
+	HIP_CHECK_RET(hipMalloc((void **)&ds, (size_t)nscales * sizeof(float)), MLA_EDEVICE);
+	e = hipMalloc((void **)&d, n * sizeof(uint16_t));
+	if (e == hipSuccess)
+		e = hipMemcpy(ds, scales, (size_t)nscales * sizeof(float), hipMemcpyHostToDevice);
+	if (e == hipSuccess) {
+		sparse_decode_kernel<<<dim3((unsigned)nscales, 2), 16>>>(ds, nscales, d);
+		e = hipGetLastError();
+	}
+	if (e == hipSuccess)
+		e = hipMemcpy(out, d, n * sizeof(uint16_t), hipMemcpyDeviceToHost);
+	(void)hipFree(ds);
+	(void)hipFree(d);
+	if (e != hipSuccess)
+		return (MLA_HIP_REPORT("sparse fp8 decode probe", e), MLA_EDEVICE);
+	return 0;
 }

@@ -35,6 +35,8 @@
  *    NVIDIA also mma_fp8x4_to_bf16x4_nonan (0x80 -> -0) with mma_fp8x4_nan_bits to find 0x80, and
  *    f16 decoders at 2^-7 of the value (mma_fp8x4_to_f16x4, mma_fp8_pair_to_f16x2) for the f16
  *    m16n8k16 (mma_m16n8k16_f16) of the warp kernel's fp8 path.
+ *    To exact floats (the pipelined sparse kernel's decode, sparse_decode.h): mma_fnuz_x4_to_f32
+ *    (both platforms) and, NVIDIA only, mma_e4m3fn_x4_to_f32 (cvt.rn.f16x2.e4m3x2, sm_89+).
  */
 #ifndef MLA_HIP_MMA_H
 #define MLA_HIP_MMA_H
@@ -157,6 +159,37 @@ VS_DEV void mma_fp8x4_to_bf16x4(uint32_t w, uint32_t &lo, uint32_t &hi)
 {
 	lo = mma_fnuz_pair_to_bf16x2(__byte_perm(w, 0u, 0x1404u));
 	hi = mma_fnuz_pair_to_bf16x2(__byte_perm(w, 0u, 0x3424u));
+}
+
+/* Four fnuz codes (byte i = element i) -> their exact floats (0x80: NaN), through the bf16 decode. */
+VS_DEV void mma_fnuz_x4_to_f32(uint32_t w, float (&f)[4])
+{
+	uint32_t lo, hi;
+
+	mma_fp8x4_to_bf16x4(w, lo, hi);
+	f[0] = __uint_as_float(lo << 16);
+	f[1] = __uint_as_float(lo & 0xFFFF0000u);
+	f[2] = __uint_as_float(hi << 16);
+	f[3] = __uint_as_float(hi & 0xFFFF0000u);
+}
+
+/*
+ * Four e4m3fn codes (byte i = element i) -> their exact floats: cvt.rn.f16x2.e4m3x2 (PTX ISA, sm_89+;
+ * the low byte to the low half) makes two f16 of two codes (every e4m3fn value is a f16; 0x7F and
+ * 0xFF give NaN), cvt.f32.f16 widens them exactly.
+ */
+VS_DEV void mma_e4m3fn_x4_to_f32(uint32_t w, float (&f)[4])
+{
+	uint32_t h01, h23;
+
+	asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h01) : "h"((unsigned short)(w & 0xFFFFu)));
+	asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h23) : "h"((unsigned short)(w >> 16)));
+	asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+	    : "=f"(f[0]), "=f"(f[1])
+	    : "r"(h01));
+	asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+	    : "=f"(f[2]), "=f"(f[3])
+	    : "r"(h23));
 }
 
 /*
@@ -492,6 +525,18 @@ VS_DEV void mma_fp8x4_to_bf16x4(uint32_t w, uint32_t &lo, uint32_t &hi)
 	     (__builtin_bit_cast(uint32_t, f01[1]) & 0xFFFF0000u);
 	hi = (__builtin_bit_cast(uint32_t, f23[0]) >> 16) |
 	     (__builtin_bit_cast(uint32_t, f23[1]) & 0xFFFF0000u);
+}
+
+/* Four fp8 fnuz codes -> their exact floats (v_cvt_pk_f32_fp8; 0x80: NaN). */
+VS_DEV void mma_fnuz_x4_to_f32(uint32_t w, float (&f)[4])
+{
+	auto f01 = __builtin_amdgcn_cvt_pk_f32_fp8((int)w, false);
+	auto f23 = __builtin_amdgcn_cvt_pk_f32_fp8((int)w, true);
+
+	f[0] = f01[0];
+	f[1] = f01[1];
+	f[2] = f23[0];
+	f[3] = f23[1];
 }
 
 /* B[k][n] = decode(base[n * ld + k]), fp8 codes in LDS (ld in bytes, 4-byte aligned rows). */

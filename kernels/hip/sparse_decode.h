@@ -95,6 +95,52 @@ MLA_HD struct mla_sparse_unit mla_sparse_unit_at(int fmt, int page_size, int slo
 	return r;
 }
 
+/*
+ * The raw row of the pipelined kernels (num_stages 2, flash_sparse.hip): a gathered fp8 token's bytes
+ * copied verbatim into shared memory (cp.async) one tile ahead of their decode, MLA_SPARSE_RAW_ROW
+ * bytes per row. fp8_ds_mla: the token's 656 bytes. fp8_model1: its 576 bytes, then its 8 scale
+ * bytes at 576. Both are the token as a page of page_size 1 would hold it, slot 0: unit u of a raw
+ * row is mla_sparse_unit_at(fmt, 1, 0, u) (mla_sparse_unit_raw). bf16 has no raw row (the kernels
+ * gather it directly).
+ */
+#define MLA_SPARSE_RAW_ROW 656
+/* Copies (chunks) per raw row: 41 of 16 bytes (fp8_ds_mla); 36 of 16 and one of 8 (fp8_model1). */
+#define MLA_SPARSE_RAW_CHUNKS(fmt) ((fmt) == MLA_SPARSE_DS_MLA ? 41 : (fmt) == MLA_SPARSE_MODEL1 ? 37 : 0)
+
+/** One copy into a raw row: bytes (16 or 8) from src (bytes from the page's first byte) to dst (bytes in the row). */
+struct mla_sparse_chunk {
+	int64_t src;
+	int dst;
+	int bytes;
+};
+
+/**
+ * Chunk k (0 <= k < MLA_SPARSE_RAW_CHUNKS(fmt)) of token `slot` of a page of page_size tokens of an
+ * fp8 layout. Sources are aligned to their size (16; the fp8_model1 scales to 8). Pure arithmetic.
+ */
+MLA_HD struct mla_sparse_chunk mla_sparse_raw_chunk(int fmt, int page_size, int slot, int k)
+{
+	struct mla_sparse_chunk r;
+
+	r.bytes = 16;
+	r.dst = 16 * k;
+	if (fmt == MLA_SPARSE_DS_MLA) {
+		r.src = (int64_t)slot * 656 + 16 * k;
+	} else if (k < 36) {
+		r.src = (int64_t)slot * 576 + 16 * k;
+	} else {
+		r.src = (int64_t)page_size * 576 + (int64_t)slot * 8;
+		r.bytes = 8;
+	}
+	return r;
+}
+
+/** Unit u of a raw row (offsets within the row; see MLA_SPARSE_RAW_ROW). */
+MLA_HD struct mla_sparse_unit mla_sparse_unit_raw(int fmt, int u)
+{
+	return mla_sparse_unit_at(fmt, 1, 0, u);
+}
+
 /** The scale a code unit's `scale` offset points at: fp32 (fp8_ds_mla, 4-byte aligned) or e8m0. */
 MLA_HD float mla_sparse_scale_load(int fmt, const uint8_t *p)
 {

@@ -27,6 +27,7 @@
 #include "mla_numeric.h"
 #include "mla_decode_ref.h"
 #include "../../kernels/hip/hip_testutil.h"
+#include "../../kernels/hip/sparse_decode.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1038,6 +1039,54 @@ static int sparse_parity(void)
 	return 0;
 }
 
+/*
+ * The hardware fp8 decode of hip.flash's pipelined sparse kernels (sparse_decode_hw.h) against
+ * sparse_decode.h's software decode (mla_sparse_code_to_bf16, what the num_stages 1 kernels and the
+ * CPU tests use): every code of both kinds times powers of two from 2^-40 to 2^40, the e8m0 range's
+ * ends, and non-power-of-two scales (one fp32 rounding of the product, then the bf16 one); equal
+ * bits, or both NaN.
+ */
+static int sparse_decode_probe(void)
+{
+	float scales[96];
+	uint16_t *got;
+	int ns = 0, bad = 0, rc;
+
+	for (int e = -40; e <= 40; e++)
+		scales[ns++] = ldexpf(1.f, e);
+	scales[ns++] = ldexpf(1.f, -127);
+	scales[ns++] = ldexpf(1.f, 127);
+	scales[ns++] = 0.0123456789f;
+	scales[ns++] = 1.f / 3.f;
+	scales[ns++] = 3.3e-3f;
+	scales[ns++] = 7.77e5f;
+	scales[ns++] = 1.0000001f;
+	scales[ns++] = 2.5e-38f;
+	got = malloc((size_t)2 * ns * 256 * sizeof(uint16_t));
+	if (!got)
+		return 1;
+	rc = mla_hip_test_sparse_decode(scales, ns, got);
+	if (rc) {
+		free(got);
+		return 1;
+	}
+	for (int fnuz = 0; fnuz < 2; fnuz++)
+		for (int si = 0; si < ns; si++)
+			for (int c = 0; c < 256; c++) {
+				const uint16_t want = mla_sparse_code_to_bf16((uint8_t)c, scales[si], fnuz);
+				const uint16_t g = got[((size_t)fnuz * ns + si) * 256 + c];
+				const int both_nan = (want & 0x7fff) > 0x7f80 && (g & 0x7fff) > 0x7f80;
+
+				if (g != want && !both_nan && bad++ < 8)
+					printf("sparse fp8 decode: code 0x%02x fnuz %d scale %g -> 0x%04x, expected 0x%04x\n",
+					       c, fnuz, (double)scales[si], g, want);
+			}
+	free(got);
+	printf("%-4s sparse hardware fp8 decode on all 256 codes of both kinds x %d scales (%d wrong)\n",
+	       bad ? "FAIL" : "PASS", ns, bad);
+	return bad != 0;
+}
+
 static int parity(void)
 {
 	const char *impls[] = { "hip.baseline", "hip.flash" };
@@ -1109,6 +1158,8 @@ static int parity(void)
 		free(ref_lse);
 		fflush(stdout);
 	}
+	if ((!opt.case_filter || strstr("sparse-decode", opt.case_filter)) && sparse_decode_probe())
+		failures++;
 	if (sparse_parity())
 		return 2;
 	printf("parity: %d failure%s\n", failures, failures == 1 ? "" : "s");

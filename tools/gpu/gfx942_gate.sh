@@ -134,9 +134,10 @@ while read -r impl cfg bn bh sp nw st lds_bf16 lds_fp8 kind; do
 		list=("false|bf16|^mla_baseline<$nw, false>" "true|fp8_e4m3_fnuz|^mla_baseline<$nw, true>")
 	elif [ "$kind" = sparse ]; then
 		# hip.flash's sparse form (flash_sparse.hip): one kernel per layout (MLA_SPARSE_BF16 0,
-		# _DS_MLA 1, _MODEL1 2; the fnuz twins run the fp8 ones), the same LDS for all, and its combine
-		list=("false|bf16|^mla_sparse_warp<$bn, $bh, $nw, 0>" "true|fp8_ds_mla|^mla_sparse_warp<$bn, $bh, $nw, 1>"
-		      "true|fp8_model1|^mla_sparse_warp<$bn, $bh, $nw, 2>" "-|any|^mla_sparse_combine\\(")
+		# _DS_MLA 1, _MODEL1 2; the fnuz twins run the fp8 ones) and num_stages (2: the hardware fp8
+		# decode), the same LDS for all, and its combine
+		list=("false|bf16|^mla_sparse_warp<$bn, $bh, $nw, 0, $st>" "true|fp8_ds_mla|^mla_sparse_warp<$bn, $bh, $nw, 1, $st>"
+		      "true|fp8_model1|^mla_sparse_warp<$bn, $bh, $nw, 2, $st>" "-|any|^mla_sparse_combine\\(")
 	else
 		list=("false|bf16|^mla_flash_warp<$bn, $bh, $nw, $st, false(, false)?>" "true|fp8_e4m3_fnuz|^mla_flash_warp<$bn, $bh, $nw, $st, true(, false)?>"
 		      "-|any|^mla_flash_combine\\(")

@@ -90,10 +90,11 @@ while read -r impl cfg bn bh sp nw st smem_bf16 smem_fp8 kind; do
 	onetile) list=("bf16|$smem_bf16|^mla_flash_onetile<$nw, false>"
 		       "fp8_e4m3_fnuz|$smem_fp8|^mla_flash_onetile<$nw, true>") ;;
 	# the sparse form (flash_sparse.hip): one kernel per layout (bf16 0, fp8_ds_mla 1, fp8_model1 2;
-	# the fnuz twins run the fp8 ones), the same shared memory for all, and its own combine
-	sparse) list=("bf16|$smem_bf16|^mla_sparse_warp<$bn, $bh, $nw, 0>"
-		      "fp8_ds_mla|$smem_fp8|^mla_sparse_warp<$bn, $bh, $nw, 1>"
-		      "fp8_model1|$smem_fp8|^mla_sparse_warp<$bn, $bh, $nw, 2>"
+	# the fnuz twins run the fp8 ones) and num_stages (2: the pipelined kernel), the same shared
+	# memory for all, and its own combine
+	sparse) list=("bf16|$smem_bf16|^mla_sparse_warp<$bn, $bh, $nw, 0, $st>"
+		      "fp8_ds_mla|$smem_fp8|^mla_sparse_warp<$bn, $bh, $nw, 1, $st>"
+		      "fp8_model1|$smem_fp8|^mla_sparse_warp<$bn, $bh, $nw, 2, $st>"
 		      "any|0|^mla_sparse_combine\\(") ;;
 	*) die "$impl $cfg: unknown kernel kind '$kind'" ;;
 	esac
