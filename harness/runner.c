@@ -11,6 +11,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,25 +128,30 @@ static void log_unplanned_helpers(FILE *log, const struct plan *p)
 			p->e2e.step_path);
 }
 
-/* The one line a finished task gets on stdout. */
-static void task_line(struct progress *pg, int i, int n, const struct measure_result *r)
+/* The one line a finished task gets on stdout (and in run.log.partial), allocated; NULL: no memory. */
+static char *task_line_text(int i, int n, const struct measure_result *r)
 {
 	if (r->skipped)
-		progress_line(pg, "[%d/%d] %s: SKIPPED: %s", i + 1, n, r->name, r->skipped);
-	else if (r->error)
-		progress_line(pg, "[%d/%d] %s: FAILED: %s", i + 1, n, r->name, r->error);
-	else if (!r->complete)
-		progress_line(pg, "[%d/%d] %s: parity %s, not timed", i + 1, n, r->name,
-			      r->parity_pass ? "pass" : "FAIL (details in run.log)");
-	else if (!r->parity_pass) /* a speedup of wrong outputs means nothing: none is printed */
-		progress_line(pg,
-			      "[%d/%d] %s: parity FAIL (details in run.log), base %.4f ms, cand %.4f ms, no "
-			      "speedup",
-			      i + 1, n, r->name, r->base.timing.median, r->cand.timing.median);
-	else
-		progress_line(pg, "[%d/%d] %s: speedup %.3f [%.3f, %.3f], base %.4f ms, cand %.4f ms, parity pass",
-			      i + 1, n, r->name, r->speedup.estimate, r->speedup.lo, r->speedup.hi,
-			      r->base.timing.median, r->cand.timing.median);
+		return fs_printf("[%d/%d] %s: SKIPPED: %s", i + 1, n, r->name, r->skipped);
+	if (r->error)
+		return fs_printf("[%d/%d] %s: FAILED: %s", i + 1, n, r->name, r->error);
+	if (!r->complete)
+		return fs_printf("[%d/%d] %s: parity %s, not timed", i + 1, n, r->name,
+				 r->parity_pass ? "pass" : "FAIL (details in run.log)");
+	if (!r->parity_pass) /* a speedup of wrong outputs means nothing: none is printed */
+		return fs_printf("[%d/%d] %s: parity FAIL (details in run.log), base %.4f ms, cand %.4f ms, no speedup",
+				 i + 1, n, r->name, r->base.timing.median, r->cand.timing.median);
+	return fs_printf("[%d/%d] %s: speedup %.3f [%.3f, %.3f], base %.4f ms, cand %.4f ms, parity pass", i + 1, n,
+			 r->name, r->speedup.estimate, r->speedup.lo, r->speedup.hi, r->base.timing.median,
+			 r->cand.timing.median);
+}
+
+static void task_line(struct progress *pg, int i, int n, const struct measure_result *r)
+{
+	char *text = task_line_text(i, n, r);
+
+	progress_line(pg, "%s", text ? text : r->name);
+	free(text);
 }
 
 /* 1 if a and b name the same directory. */
@@ -198,6 +204,40 @@ static int skip_task(struct measure_result *r, const struct measure_ctx *ctx, co
 		return err;
 	r->skipped = fs_printf("%s %s does not support it: %s", role, pi->name, why);
 	return r->skipped ? 1 : vs_error(VS_ENOMEM, "out of memory");
+}
+
+/*
+ * Append a finished task's lines (its stdout line, then its worker's run.log lines) to
+ * <eval dir>/run.log.partial as soon as it finishes: run.log itself is written once, at the end,
+ * and a run cut short (a device lease that ends, a kill) would otherwise keep no per-config detail
+ * of the tasks it finished (2026-12-05: the V4 A/B's parity failure at 13:00, whose run.log was
+ * never written). The run removes the file before it commits; best effort: an error here loses
+ * only this copy.
+ */
+static void keep_partial_log(const char *eval_dir, const struct task_out *to, int n)
+{
+	char *path = fs_join(eval_dir, "run.log.partial"), *line = task_line_text(to->plan_index, n, &to->r);
+	char *text = path && line ? fs_printf("%s\n%s", line, to->log ? to->log : "") : NULL;
+	int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+
+	if (fd >= 0 && text) {
+		size_t n = strlen(text), off = 0;
+
+		while (off < n) {
+			ssize_t k = write(fd, text + off, n - off);
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			off += (size_t)k;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	free(line);
+	free(path);
 }
 
 /* Materialize task i and copy its manifest into the eval dir; *dir is its task dir. */
@@ -515,6 +555,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 				}
 				progress_step(&pg);
 				task_line(&pg, i, p.ntasks, &to->r);
+				keep_partial_log(eval_dir, to, p.ntasks);
 				if (pg.tty && to->log && *to->log)
 					progress_line(&pg, "%.*s", (int)strlen(to->log) - 1, to->log);
 				next++;
@@ -556,6 +597,7 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 			}
 			progress_step(&pg);
 			task_line(&pg, to->plan_index, p.ntasks, &to->r);
+			keep_partial_log(eval_dir, to, p.ntasks);
 			if (pg.tty && to->log && *to->log)
 				progress_line(&pg, "%.*s", (int)strlen(to->log) - 1, to->log);
 		}
@@ -646,6 +688,13 @@ int runner_run(char **eval_dir_out, const struct runner_options *o)
 	}
 	fprintf(w.log, "eval dir: %s\n", eval_dir);
 	progress_line(&pg, "eval dir: %s", eval_dir);
+	{
+		char *partial_path = fs_join(eval_dir, "run.log.partial");
+
+		if (partial_path)
+			unlink(partial_path); /* run.log holds it all now */
+		free(partial_path);
+	}
 	if ((err = evaldir_writer_commit(&w, plan_text, plan_len)))
 		goto done;
 	*eval_dir_out = eval_dir;

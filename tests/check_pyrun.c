@@ -537,6 +537,50 @@ START_TEST(parity_only_run_checks_a_task_the_other_side_refuses)
 }
 END_TEST
 
+/*
+ * A run cut short (the runner killed after its first task, as a device lease that ends kills it)
+ * keeps the finished task's run.log lines in run.log.partial; a run that completes removes it.
+ */
+START_TEST(run_cut_short_keeps_the_finished_tasks_log)
+{
+	char *mod = tu_resource("python/kills_runner.py"), *args = fs_printf("--candidate-lib %s", mod), *plan;
+	char *out = NULL, *err = NULL, *run, *path, *text;
+	int status;
+
+	plan = tu_small_plan_edit(tmp, args, 2, 1, "to_backend: cpu.splitkv", "to_backend: test.py_kills_runner");
+	run = fs_printf("--run %s --threads 2 --run-id cut-short", plan);
+	status = tu_run_tool(tmp, run, &out, &err);
+	ck_assert_msg(status != 0, "the run was not cut short: %s\n%s", err, out);
+	path = fs_printf("%s/results/mla_decode_cpu_splitkv/cut-short/run.log.partial", tmp);
+	text = tu_read(path, NULL);
+	ck_assert_msg(text != NULL, "no %s: %s\n%s", path, err, out);
+	ck_assert_msg(!strncmp(text, "[1/2] bf16-ragged-h16-ps64: speedup ", 36) && strstr(text, ", parity pass\n"),
+		      "%s", text);
+	ck_assert_ptr_null(strstr(text, "bf16-causal-h7-ps16"));
+	free(text);
+	free(path);
+	free(out);
+	free(err);
+	free(run);
+	/* A run that completes leaves run.log only. */
+	run = fs_printf("--run %s --threads 2 --task bf16-ragged --run-id completes", plan);
+	status = tu_run_tool(tmp, run, &out, &err);
+	ck_assert_msg(status == 0 || status == 1, "exit %d: %s\n%s", status, err, out);
+	path = fs_printf("%s/results/mla_decode_cpu_splitkv/.debug/completes/run.log.partial", tmp);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	free(path);
+	path = fs_printf("%s/results/mla_decode_cpu_splitkv/.debug/completes/run.log", tmp);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	free(path);
+	free(out);
+	free(err);
+	free(run);
+	free(plan);
+	free(args);
+	free(mod);
+}
+END_TEST
+
 /* A plan whose unsupported list was edited (a task skipped by hand) is refused. */
 START_TEST(edited_unsupported_list_is_refused)
 {
@@ -872,6 +916,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, wrong_module_is_caught_with_its_worst_element);
 	tcase_add_test(tc, exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped);
 	tcase_add_test(tc, parity_only_run_checks_a_task_the_other_side_refuses);
+	tcase_add_test(tc, run_cut_short_keeps_the_finished_tasks_log);
 	tcase_add_test(tc, edited_unsupported_list_is_refused);
 	tcase_add_test(tc, module_writing_into_q_is_caught_by_the_input_check);
 	tcase_add_test(tc, module_bound_to_prepared_buffers_runs_on_every_buffer_set);
