@@ -48,6 +48,9 @@
 #   sparse_smoke, ports_parity, dsa_plans, dsa, dsa_v4: the sparse form (issue 36, 39; comments below)
 #   dsa_edge, dsa_parity, dsa_ncu, dsa_v4_head: per-implementation parity of the sparse plans
 #             (after dsa_plans), Nsight Compute on the headline sparse task, the V4 headline timed
+#   dsa_ab_edge  the V4 edge task's A/B three times (after dsa_plans)
+#   dsa_cards the two sm_90 DSA cards on their claimed workload (issue 39, item 3)
+#   wl_cards  both dense sm_90 cards on each workload their expects.workloads claims (issue 37)
 #   config    the config card skills/mla_decode_triton_config_sm90.md (issue 41, item 5: fp8,
 #             triton.mla_decode@bn64-bh16-sp0-w4-st2 -> @bn64-bh16-sp0-w8-st2): --emit-plan (tier
 #             standard; the configs' registers/spills/shared memory compiled for sm_90 by the
@@ -167,6 +170,47 @@ run_steps() {
 					$VS --run $P/mla_decode_triton_config_sm90.wl-$wl.plan.json $RUN --threads "$threads"
 				echo "config $wl: rc $?"
 			} >"$WORK/config.log" 2>&1
+			;;
+		dsa_cards)
+			# the two sm_90 DSA cards (issue 39, item 3) on the deployment they claim
+			# (expects.workloads: deepseek_v32_dp_chat): FlashMLA's sparse decode the baseline, torch
+			# and the other port as references; eval dirs under $D/results/<card>/, for --record here
+			local wl=deepseek_v32_dp_chat
+			{
+				for c in dsa_decode_hip_port_sm90:triton.dsa_decode dsa_decode_triton_port_sm90:hip.flash; do
+					local card=${c%%:*} other=${c##*:}
+					$VS --emit-plan skills/$card.md --workload $wl --baseline-lib "$FMLA_SPARSE" \
+						--reference torch.mla_decode --reference $other --out $P/dsa/$card.wl-$wl.plan.json &&
+						$VS --run $P/dsa/$card.wl-$wl.plan.json $RUN --threads "$threads"
+					echo "dsa_cards $card: rc $?"
+				done
+			} >"$WORK/dsa_cards.log" 2>&1
+			;;
+		dsa_ab_edge)
+			# the V4 edge task's A/B (FlashMLA against torch, both ports as references: capture gate
+			# and timed checks included) three times, each eval dir kept: the parity failure of
+			# 2026-12-05 13:00 (H200) did not show in each implementation's parity alone (15:09, H100)
+			for k in 1 2 3; do
+				$VS --run $P/dsa/dsa_v4.full.plan.json --task v4-edge --tasks-dir $D/tasks \
+					--results-dir $D/results/dsa_ab_edge/$k --threads "$threads"
+				echo "dsa_ab_edge $k: rc $?"
+			done >"$WORK/dsa_ab_edge.log" 2>&1
+			;;
+		wl_cards)
+			# both dense sm_90 cards on the workloads they claim (issue 37, item 6), FlashMLA, torch
+			# and the other port as references (the tier plans' references); needs the TileLang
+			# site tarball and the dense FlashMLA plugin in .dev/shared
+			{
+				for c in mla_decode_hip_port_sm90:triton.mla_decode mla_tilelang_to_triton_sm90:hip.flash; do
+					local card=${c%%:*} other=${c##*:} wl
+					for wl in $(sed -n 's/^  workloads: \[\(.*\)\]$/\1/p' skills/$card.md | tr -d ' ' | tr , ' '); do
+						$VS --emit-plan skills/$card.md --workload $wl --reference $FMLA --reference torch.mla_decode \
+							--reference $other --out $P/$card.wl-$wl.plan.json &&
+							$VS --run $P/$card.wl-$wl.plan.json $RUN --threads "$threads"
+						echo "wl_cards $card $wl: rc $?"
+					done
+				done
+			} >"$WORK/wl_cards.log" 2>&1
 			;;
 		sparse_smoke)
 			# flashmla.sparse_decode alone against a double CPU reference (both formats, splits,
