@@ -547,10 +547,15 @@ END_TEST
 START_TEST(the_tasks_weigh_to_the_mean_keys_per_step)
 {
 	struct workload w;
+	struct workload_trace t = {0};
 	struct workload_tasks tk;
 
+	/* a shipped workload on a real trace (the Azure LLM inference trace 2023, conversation) */
 	ck_assert_int_eq(workload_load(&w, "workloads/deepseek_v3_tp8_chat.yaml"), 0);
-	ck_assert_int_eq(workload_derive(&tk, &w, NULL), 0);
+	ck_assert_ptr_nonnull(w.trace_path);
+	ck_assert_msg(workload_trace_read(&t, w.trace_path, w.context_column, w.generated_column) == 0, "%s",
+		      vs_last_error());
+	ck_assert_int_eq(workload_derive(&tk, &w, &t), 0);
 	for (int c = 0; c < w.n_concurrency; c++) {
 		struct workload_sim_options o = WORKLOAD_SIM_OPTIONS_INIT;
 		struct workload_sim sim;
@@ -558,7 +563,7 @@ START_TEST(the_tasks_weigh_to_the_mean_keys_per_step)
 
 		o.steps = w.steps;
 		o.seed = w.seed;
-		ck_assert_int_eq(workload_simulate(&sim, &w, NULL, w.concurrency[c], &o), 0);
+		ck_assert_int_eq(workload_simulate(&sim, &w, &t, w.concurrency[c], &o), 0);
 		for (int64_t k = 0; k < (int64_t)sim.steps * sim.concurrency; k++)
 			mean += sim.seqlens[k];
 		mean /= sim.steps;
@@ -574,6 +579,7 @@ START_TEST(the_tasks_weigh_to_the_mean_keys_per_step)
 		workload_sim_release(&sim);
 	}
 	workload_tasks_release(&tk);
+	workload_trace_release(&t);
 	workload_release(&w);
 }
 END_TEST
