@@ -692,6 +692,8 @@ START_TEST(flash_sparse_raw_stage_decodes_like_the_page)
 
 			ck_assert_ptr_nonnull(page);
 			ck_assert_int_le(used, MLA_SPARSE_RAW_ROW);
+			/* every page starts 16-aligned in the cache, so a chunk 16-aligned in its page is (cp.async) */
+			ck_assert_uint_eq(page_bytes % 16, 0);
 			for (size_t j = 0; j < page_bytes; j++)
 				page[j] = (uint8_t)mix(&seed);
 			/* finite scales: fp32 powers of two (fp8_ds_mla), e8m0 near 1 (fp8_model1) */

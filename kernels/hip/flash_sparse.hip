@@ -828,6 +828,9 @@ extern "C" int mla_hip_flash_sparse_launch(const struct mla_decode_args *a, cons
 	if (!a->q || !a->kv_cache || !a->indices || !a->out || !a->lse ||
 	    (a->extra_topk > 0 && (!a->extra_kv_cache || !a->extra_indices)))
 		return MLA_EINVAL;
+	/* the caches are read 16 bytes at a time (cp.async and 128-bit loads) from 16-aligned pages */
+	if (((uintptr_t)a->kv_cache | (a->extra_topk > 0 ? (uintptr_t)a->extra_kv_cache : 0)) & 15)
+		return MLA_EUNSUPPORTED;
 
 	sp.q = (const uint16_t *)a->q;
 	sp.kv[0] = (const uint8_t *)a->kv_cache;
