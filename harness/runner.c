@@ -221,10 +221,10 @@ static void keep_partial_log(const char *eval_dir, const struct task_out *to, in
 	int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
 
 	if (fd >= 0 && text) {
-		size_t n = strlen(text), off = 0;
+		size_t len = strlen(text), off = 0;
 
-		while (off < n) {
-			ssize_t k = write(fd, text + off, n - off);
+		while (off < len) {
+			ssize_t k = write(fd, text + off, len - off);
 
 			if (k < 0 && errno == EINTR)
 				continue;
