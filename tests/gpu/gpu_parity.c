@@ -6,8 +6,9 @@
  * Per case and config: out and lse poisoned (0xFF: NaN), launch, compare with the reference
  * (out: atol 8e-4 (8e-3 on the sparse cases, whose values are 10x the dense sets') or rtol 2.01/128
  * per element and 1 - cos <= 5e-6; lse: atol 1e-5 or rtol 8.01/65536; non-finite masks equal); a
- * second launch into other poisoned buffers must be
- * bit-identical; inputs must be unchanged. For hip.flash, one case per config is also captured in a
+ * second launch into other poisoned buffers must be bit-identical; inputs must be unchanged (a
+ * sparse pipelined config's out and lse must also equal its num_stages 1 twin's). For hip.flash,
+ * one case per config is also captured in a
  * graph, replayed, then seqlens and block_table are changed in place and the replay must match
  * the new reference (capture safety). A config whose first launch declines a case (MLA_EUNSUPPORTED:
  * hip.flash's one-tile config past 64 keys of block table) is listed SKIP there, and not captured.
