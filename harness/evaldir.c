@@ -1250,6 +1250,68 @@ done:
 	return err;
 }
 
+/* Scratch arrays for the timed tasks of one subset (a concurrency level, a kv dtype). */
+struct subset {
+	const double **tb, **tc;
+	int *np;
+	double *w;
+};
+
+static int subset_init(struct subset *s, int nspeed)
+{
+	s->tb = calloc((size_t)nspeed + 1, sizeof(*s->tb));
+	s->tc = calloc((size_t)nspeed + 1, sizeof(*s->tc));
+	s->np = calloc((size_t)nspeed + 1, sizeof(int));
+	s->w = calloc((size_t)nspeed + 1, sizeof(double));
+	return s->tb && s->tc && s->np && s->w ? 0 : vs_oom();
+}
+
+static void subset_release(struct subset *s)
+{
+	free(s->tb);
+	free(s->tc);
+	free(s->np);
+	free(s->w);
+}
+
+/*
+ * One entry of per_concurrency / per_kv_dtype: stats_weighted_speedup over the timed tasks i whose
+ * key[i] is want (the other arrays are workload_overall()'s), as {<name>: value, tasks, weight,
+ * speedup}; value is the string sval when not NULL, else the number nval. A subset with no timed
+ * task gets tasks 0, weight 0 and speedup null. Errors: stats_weighted_speedup's.
+ */
+static int subset_entry(int *oom, cJSON *arr, struct subset *s, const struct plan *p, const double *const *tb,
+			const double *const *tc, const int *np, const double *w, const int *key, int want, int nspeed,
+			const char *name, const char *sval, double nval)
+{
+	int k = 0, err;
+	double held = 0;
+	struct stats_ci ci;
+	cJSON *e;
+
+	for (int i = 0; i < nspeed; i++)
+		if (key[i] == want) {
+			s->tb[k] = tb[i];
+			s->tc[k] = tc[i];
+			s->w[k] = w[i];
+			held += w[i];
+			s->np[k++] = np[i];
+		}
+	if (k &&
+	    (err = stats_weighted_speedup(&ci, s->tb, s->tc, s->np, s->w, k, p->protocol.resamples, p->protocol.seed)))
+		return err;
+	e = cJSON_CreateObject();
+	if (sval)
+		jsonfile_put_str(oom, e, name, sval);
+	else
+		jsonfile_put_num(oom, e, name, nval);
+	jsonfile_put_num(oom, e, "tasks", k);
+	jsonfile_put_num(oom, e, "weight", held);
+	jsonfile_put(oom, e, "speedup", k ? ci_json(oom, &ci) : cJSON_CreateNull());
+	jsonfile_put(oom, arr, NULL, e);
+	return 0;
+}
+
 /*
  * The workload speedup at each concurrency level of a workload plan (issue 41, item 4): for every
  * level the timed tasks stand for, in ascending order, stats_weighted_speedup over the timed tasks of
@@ -1260,22 +1322,15 @@ done:
 static cJSON *per_concurrency_json(int *oom, const struct plan *p, const double *const *tb, const double *const *tc,
 				   const int *np, const double *w, const int *conc, int nspeed, int *err)
 {
-	const double **sb = calloc((size_t)nspeed + 1, sizeof(*sb)), **sc = calloc((size_t)nspeed + 1, sizeof(*sc));
-	int *sn = calloc((size_t)nspeed + 1, sizeof(int));
-	double *sw = calloc((size_t)nspeed + 1, sizeof(double));
+	struct subset s;
 	cJSON *arr = cJSON_CreateArray();
 	int level = 0;
 
-	*err = 0;
-	if (!sb || !sc || !sn || !sw || !arr) {
+	*err = subset_init(&s, nspeed);
+	if (!*err && !arr)
 		*err = vs_oom();
-		goto done;
-	}
-	for (;;) {
-		int next = 0, k = 0;
-		double held = 0;
-		struct stats_ci ci;
-		cJSON *e;
+	while (!*err) {
+		int next = 0;
 
 		for (int i = 0; i < nspeed; i++) /* the smallest level above the last one */
 			if (conc[i] > level && (!next || conc[i] < next))
@@ -1283,28 +1338,9 @@ static cJSON *per_concurrency_json(int *oom, const struct plan *p, const double 
 		if (!next)
 			break;
 		level = next;
-		for (int i = 0; i < nspeed; i++)
-			if (conc[i] == level) {
-				sb[k] = tb[i];
-				sc[k] = tc[i];
-				sw[k] = w[i];
-				held += w[i];
-				sn[k++] = np[i];
-			}
-		if ((*err = stats_weighted_speedup(&ci, sb, sc, sn, sw, k, p->protocol.resamples, p->protocol.seed)))
-			goto done;
-		e = cJSON_CreateObject();
-		jsonfile_put_num(oom, e, "concurrency", level);
-		jsonfile_put_num(oom, e, "tasks", k);
-		jsonfile_put_num(oom, e, "weight", held);
-		jsonfile_put(oom, e, "speedup", ci_json(oom, &ci));
-		jsonfile_put(oom, arr, NULL, e);
+		*err = subset_entry(oom, arr, &s, p, tb, tc, np, w, conc, level, nspeed, "concurrency", NULL, level);
 	}
-done:
-	free(sb);
-	free(sc);
-	free(sn);
-	free(sw);
+	subset_release(&s);
 	if (*err) {
 		cJSON_Delete(arr);
 		return NULL;
@@ -1341,46 +1377,20 @@ static int plan_kv_dtypes(const struct plan *p, int *out, int cap)
 static cJSON *per_kv_dtype_json(int *oom, const struct plan *p, const double *const *tb, const double *const *tc,
 				const int *np, const double *w, const int *dt, int nspeed, int *err)
 {
-	const double **sb = calloc((size_t)nspeed + 1, sizeof(*sb)), **sc = calloc((size_t)nspeed + 1, sizeof(*sc));
-	int *sn = calloc((size_t)nspeed + 1, sizeof(int)), dts[32], ndt = plan_kv_dtypes(p, dts, 32);
-	double *sw = calloc((size_t)nspeed + 1, sizeof(double));
+	struct subset s;
+	int dts[32], ndt = plan_kv_dtypes(p, dts, 32);
 	cJSON *arr = cJSON_CreateArray();
 
-	*err = 0;
-	if (!sb || !sc || !sn || !sw || !arr) {
+	*err = subset_init(&s, nspeed);
+	if (!*err && !arr)
 		*err = vs_oom();
-		goto done;
-	}
-	for (int d = 0; d < ndt; d++) {
-		int k = 0;
-		double held = 0;
-		struct stats_ci ci;
+	for (int d = 0; d < ndt && !*err; d++) {
 		const char *name = vs_op_of(p->tasks)->dtype_name(dts[d]);
-		cJSON *e;
 
-		for (int i = 0; i < nspeed; i++)
-			if (dt[i] == dts[d]) {
-				sb[k] = tb[i];
-				sc[k] = tc[i];
-				sw[k] = w[i];
-				held += w[i];
-				sn[k++] = np[i];
-			}
-		if (k &&
-		    (*err = stats_weighted_speedup(&ci, sb, sc, sn, sw, k, p->protocol.resamples, p->protocol.seed)))
-			goto done;
-		e = cJSON_CreateObject();
-		jsonfile_put_str(oom, e, "kv_dtype", name ? name : "unknown");
-		jsonfile_put_num(oom, e, "tasks", k);
-		jsonfile_put_num(oom, e, "weight", held);
-		jsonfile_put(oom, e, "speedup", k ? ci_json(oom, &ci) : cJSON_CreateNull());
-		jsonfile_put(oom, arr, NULL, e);
+		*err = subset_entry(oom, arr, &s, p, tb, tc, np, w, dt, dts[d], nspeed, "kv_dtype",
+				    name ? name : "unknown", 0);
 	}
-done:
-	free(sb);
-	free(sc);
-	free(sn);
-	free(sw);
+	subset_release(&s);
 	if (*err) {
 		cJSON_Delete(arr);
 		return NULL;
