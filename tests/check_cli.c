@@ -445,6 +445,27 @@ START_TEST(config_card_validates_end_to_end)
 END_TEST
 
 /*
+ * The interpreter with Triton for the Python configs' compiler figures ($VS_TRITON_PYTHON, else the
+ * source tree's .venv-triton from tools/install-deps), set as VS_PYTHON and VS_TRITON_PYTHON with
+ * stub (torch_stub) on PYTHONPATH; NULL, said on stderr for test and nothing set, when it is absent.
+ */
+static char *use_triton(const char *test, const char *stub)
+{
+	const char *env = getenv("VS_TRITON_PYTHON");
+	char *py = env && *env ? strdup(env) : fs_printf("%s/.venv-triton/bin/python", getenv("VS_SOURCE_DIR"));
+
+	if (!fs_exists(py)) {
+		fprintf(stderr, "%s: no Triton (%s): run tools/install-deps\n", test, py);
+		free(py);
+		return NULL;
+	}
+	setenv("PYTHONPATH", stub, 1);
+	setenv("VS_PYTHON", py, 1);
+	setenv("VS_TRITON_PYTHON", py, 1);
+	return py;
+}
+
+/*
  * The resources of triton.mla_decode's configs on sm_120 (issue 41), compiled at plan time without a
  * GPU: the plan shows the shared memory of each config and marks the one over the 101376 bytes a
  * block may have there; a card forcing that config is refused at plan time with both numbers; and
@@ -454,20 +475,14 @@ END_TEST
  */
 START_TEST(triton_config_resources_on_sm_120)
 {
-	const char *env = getenv("VS_TRITON_PYTHON");
-	char *py = env && *env ? strdup(env) : fs_printf("%s/.venv-triton/bin/python", getenv("VS_SOURCE_DIR"));
-	char *stub = tu_resource("torch_stub"), *out = NULL, *err = NULL;
+	char *stub = tu_resource("torch_stub"), *py = use_triton("triton_config_resources_on_sm_120", stub);
+	char *out = NULL, *err = NULL;
 	int status;
 
-	if (!fs_exists(py)) {
-		fprintf(stderr, "triton_config_resources_on_sm_120: no Triton (%s): run tools/install-deps\n", py);
-		free(py);
+	if (!py) {
 		free(stub);
 		return;
 	}
-	setenv("PYTHONPATH", stub, 1);
-	setenv("VS_PYTHON", py, 1);
-	setenv("VS_TRITON_PYTHON", py, 1);
 	put_config_card("tri120", "triton.mla_decode@bn32-bh16-sp0-w4-st2", "triton.mla_decode");
 	{
 		char *path = fs_join(tmp, "skills/tri120.md"), *text = tu_read(path, NULL), *at = strstr(text, "[x86_64]");
@@ -532,9 +547,7 @@ END_TEST
 START_TEST(triton_config_cards_plan_as_designed)
 {
 	static const char *const ids[] = {"mla_decode_triton_config_sm90", "mla_decode_triton_config_sm120"};
-	const char *env = getenv("VS_TRITON_PYTHON");
-	char *py = env && *env ? strdup(env) : fs_printf("%s/.venv-triton/bin/python", getenv("VS_SOURCE_DIR"));
-	char *stub = tu_resource("torch_stub"), *out = NULL, *err = NULL;
+	char *stub = tu_resource("torch_stub"), *py, *out = NULL, *err = NULL;
 	int status;
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
@@ -550,15 +563,10 @@ START_TEST(triton_config_cards_plan_as_designed)
 		free(src);
 		free(dst);
 	}
-	if (!fs_exists(py)) {
-		fprintf(stderr, "triton_config_cards_plan_as_designed: no Triton (%s): run tools/install-deps\n", py);
-		free(py);
+	if (!(py = use_triton("triton_config_cards_plan_as_designed", stub))) {
 		free(stub);
 		return;
 	}
-	setenv("PYTHONPATH", stub, 1);
-	setenv("VS_PYTHON", py, 1);
-	setenv("VS_TRITON_PYTHON", py, 1);
 	status = tu_run_tool(tmp, "--emit-plan skills/mla_decode_triton_config_sm90.md --tier standard --out cfg90.plan.json",
 			     &out, &err);
 	ck_assert_msg(status == 0, "emit sm_90: exit %d: %s", status, err);

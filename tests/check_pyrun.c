@@ -484,6 +484,19 @@ START_TEST(exception_in_launch_gives_one_line_and_unsupported_tasks_are_skipped)
 }
 END_TEST
 
+/* `--run plan --task task --impl impl`: stdout has line; the exit is want_status unless that is -1. */
+static void parity_only_line(const char *plan, const char *task, const char *impl, int want_status, const char *line)
+{
+	char *run = fs_printf("--run %s --task %s --impl %s --threads 2", plan, task, impl), *out = NULL, *err = NULL;
+	int status = tu_run_tool(tmp, run, &out, &err);
+
+	ck_assert_msg(want_status < 0 || status == want_status, "exit %d: %s\n%s", status, err, out);
+	assert_line(out, line);
+	free(out);
+	free(err);
+	free(run);
+}
+
 /*
  * A parity-only run (--impl) skips a task only for the side it checks: the baseline's parity on a
  * task the candidate refuses is checked (as the candidate's on the tasks FlashMLA's sparse decode,
@@ -494,43 +507,22 @@ END_TEST
 START_TEST(parity_only_run_checks_a_task_the_other_side_refuses)
 {
 	char *mod = tu_resource("python/raises_launch.py"), *args = fs_printf("--candidate-lib %s", mod), *plan;
-	char *out = NULL, *err = NULL, *run;
-	int status;
 
 	plan = tu_small_plan_edit(tmp, args, 6, 1, "to_backend: cpu.splitkv", "to_backend: test.py_raises");
-	run = fs_printf("--run %s --task bf16-causal-h7-ps16 --impl cpu.naive --threads 2", plan);
-	status = tu_run_tool(tmp, run, &out, &err);
-	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, err, out);
-	assert_line(out, "[2/6] bf16-causal-h7-ps16: parity pass, not timed");
-	free(out);
-	free(err);
-	free(run);
-	run = fs_printf("--run %s --task bf16-causal-h7-ps16 --impl test.py_raises --threads 2", plan);
-	status = tu_run_tool(tmp, run, &out, &err);
-	assert_line(out, "[2/6] bf16-causal-h7-ps16: SKIPPED: candidate test.py_raises does not support it: page_size "
-		    "16: this module reads pages of 64 rows");
-	free(out);
-	free(err);
-	free(run);
+	parity_only_line(plan, "bf16-causal-h7-ps16", "cpu.naive", 0, "[2/6] bf16-causal-h7-ps16: parity pass, not timed");
+	parity_only_line(plan, "bf16-causal-h7-ps16", "test.py_raises", -1,
+			 "[2/6] bf16-causal-h7-ps16: SKIPPED: candidate test.py_raises does not support it: page_size 16: "
+			 "this module reads pages of 64 rows");
 	free(plan);
 	free(args);
 	/* A reference named by --impl: its parity is the run's, and its own refusals skip. */
 	args = fs_printf("--reference numpy.mla_decode --reference %s", mod);
 	plan = tu_small_plan(tmp, args, 6, 1);
-	run = fs_printf("--run %s --task bf16-ragged-h16-ps64 --impl numpy.mla_decode --threads 2", plan);
-	status = tu_run_tool(tmp, run, &out, &err);
-	ck_assert_msg(status == 0, "exit %d: %s\n%s", status, err, out);
-	assert_line(out, "[1/6] bf16-ragged-h16-ps64: parity pass, not timed");
-	free(out);
-	free(err);
-	free(run);
-	run = fs_printf("--run %s --task bf16-causal-h7-ps16 --impl test.py_raises --threads 2", plan);
-	status = tu_run_tool(tmp, run, &out, &err);
-	assert_line(out, "[2/6] bf16-causal-h7-ps16: SKIPPED: reference test.py_raises does not support it: page_size "
-		    "16: this module reads pages of 64 rows");
-	free(out);
-	free(err);
-	free(run);
+	parity_only_line(plan, "bf16-ragged-h16-ps64", "numpy.mla_decode", 0,
+			 "[1/6] bf16-ragged-h16-ps64: parity pass, not timed");
+	parity_only_line(plan, "bf16-causal-h7-ps16", "test.py_raises", -1,
+			 "[2/6] bf16-causal-h7-ps16: SKIPPED: reference test.py_raises does not support it: page_size 16: "
+			 "this module reads pages of 64 rows");
 	free(plan);
 	free(args);
 	free(mod);

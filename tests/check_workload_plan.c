@@ -458,11 +458,10 @@ START_TEST(test_sparse_validate_and_verify)
 }
 END_TEST
 
-/* Scale the first per-concurrency estimate of the one eval dir's result.json by 1.25. */
-static void tamper_per_concurrency(const char *root)
+/* The one eval dir of the CPU card under root: its result.json path (malloc'd). */
+static char *only_result(const char *root)
 {
-	char *dir = fs_join(root, "results/mla_decode_cpu_splitkv"), *path = NULL, *text;
-	cJSON *j, *e;
+	char *dir = fs_join(root, "results/mla_decode_cpu_splitkv"), *path = NULL;
 	DIR *d = opendir(dir);
 	struct dirent *de;
 
@@ -473,7 +472,17 @@ static void tamper_per_concurrency(const char *root)
 			path = fs_printf("%s/%s/result.json", dir, de->d_name);
 		}
 	closedir(d);
+	free(dir);
 	ck_assert_ptr_nonnull(path);
+	return path;
+}
+
+/* Scale the first per-concurrency estimate of the one eval dir's result.json by 1.25. */
+static void tamper_per_concurrency(const char *root)
+{
+	char *path = only_result(root), *text;
+	cJSON *j, *e;
+
 	text = tu_read(path, NULL);
 	j = cJSON_Parse(text);
 	e = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
@@ -490,7 +499,6 @@ static void tamper_per_concurrency(const char *root)
 	cJSON_Delete(j);
 	free(text);
 	free(path);
-	free(dir);
 }
 
 START_TEST(test_validate_record_verify_report)
@@ -727,25 +735,6 @@ START_TEST(test_gate_one_kv_dtype_unchanged)
 	free(root);
 }
 END_TEST
-
-/* The one eval dir of the CPU card under root: its result.json path (malloc'd). */
-static char *only_result(const char *root)
-{
-	char *dir = fs_join(root, "results/mla_decode_cpu_splitkv"), *path = NULL;
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.') {
-			free(path);
-			path = fs_printf("%s/%s/result.json", dir, de->d_name);
-		}
-	closedir(d);
-	free(dir);
-	ck_assert_ptr_nonnull(path);
-	return path;
-}
 
 START_TEST(test_two_kv_dtypes_record_verify_report)
 {
