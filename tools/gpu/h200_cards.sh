@@ -173,14 +173,16 @@ run_steps() {
 			;;
 		dsa_cards)
 			# the two sm_90 DSA cards (issue 39, item 3) on the deployment they claim
-			# (expects.workloads: deepseek_v32_dp_chat): FlashMLA's sparse decode the baseline, torch
-			# and the other port as references; eval dirs under $D/results/<card>/, for --record here
+			# (expects.workloads: deepseek_v32_dp_chat): FlashMLA's sparse decode the baseline, the
+			# other port as a reference (both ports beside FlashMLA per task); not torch, whose
+			# inductor compile per shape was most of the dsa step's 728 s on 2026-12-05 and which
+			# that step measured on these shapes; eval dirs under $D/results/<card>/, for --record here
 			local wl=deepseek_v32_dp_chat
 			{
 				for c in dsa_decode_hip_port_sm90:triton.dsa_decode dsa_decode_triton_port_sm90:hip.flash; do
 					local card=${c%%:*} other=${c##*:}
 					$VS --emit-plan skills/$card.md --workload $wl --baseline-lib "$FMLA_SPARSE" \
-						--reference torch.mla_decode --reference $other --out $P/dsa/$card.wl-$wl.plan.json &&
+						--reference $other --out $P/dsa/$card.wl-$wl.plan.json &&
 						$VS --run $P/dsa/$card.wl-$wl.plan.json $RUN --threads "$threads"
 					echo "dsa_cards $card: rc $?"
 				done
