@@ -3060,7 +3060,11 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 	struct rval fields_used[sizeof(fields_rv) / sizeof(fields_rv[0])];
 	int nfields = 0;
 	struct rval rec = {r->key, R_MAP, "", 0, 0, fields_used, 0};
-	const struct rval top = {"workloads", R_MAP, "", 0, 0, &rec, 1};
+	/* a card with no validation block gets one whose tier status is draft (what its absence
+	 * means), the workload record beside it: a block without status does not parse */
+	const struct rval fresh[] = {{"status", R_STR, "draft", 0, 0, NULL, 0},
+				     {"workloads", R_MAP, "", 0, 0, &rec, 1}};
+	const struct rval *top = &fresh[1];
 
 	memset(&tmp, 0, sizeof(tmp));
 	for (size_t i = 0; i < sizeof(fields_rv) / sizeof(fields_rv[0]); i++)
@@ -3097,12 +3101,12 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 	}
 	vn = map_find(d.root, "validation", NULL);
 	if (!vn)
-		err = edit_append(&d, &top, 1, &ed);
+		err = edit_append(&d, fresh, 2, &ed);
 	else if (vn->kind != YN_MAP)
 		err = doc_err(&d, VS_ESCHEMA, vn->b, "validation", "expected a mapping of keys, found %s",
 			      kind_name(vn));
 	else
-		err = edit_map(&d, vn, "validation", &top, 1, &ed);
+		err = edit_map(&d, vn, "validation", top, 1, &ed);
 	if (err || (err = apply_edits(&res, c, &ed)))
 		goto done;
 	/* it must read back: the same hash, the record as given */

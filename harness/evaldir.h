@@ -103,6 +103,7 @@ struct evaldir_run {
 	char *verdict, *device, *gen; /* malloc'd */
 	char *baseline, *candidate;   /* the implementations measured (malloc'd) */
 	char *finished;               /* when the run ended, ISO 8601 UTC (malloc'd) */
+	char *workload;               /* a workload plan's workload id, "" for a tier plan (malloc'd) */
 	int has_isolated;             /* the overall speedup and its 95% CI */
 	double isolated, isolated_lo, isolated_hi;
 };

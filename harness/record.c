@@ -45,7 +45,8 @@ static void run_brief(char *buf, size_t cap, const struct evaldir_run *r)
 
 /*
  * Which run is recorded (docs/DESIGN.md "Which run a card records"): list the card's complete runs
- * on the same device, generation and implementations as eval_dir's, the one recorded marked; say
+ * on the same device, generation and implementations as eval_dir's, of a tier plan as it is (a
+ * workload plan's runs measure other tasks, and are recorded apart), the one recorded marked; say
  * when another disagrees in verdict or its CI does not overlap; refuse a run older than one of them
  * unless older (then *over says which newer run it was recorded over); *spread the range of their
  * speedups when there are several. Returns 0, or VS_EVERIFY (an older run without older).
@@ -77,7 +78,7 @@ static int record_which_run(char *spread, size_t scap, char *over, size_t ocap, 
 		const struct evaldir_run *r = &runs[i];
 
 		if (strcmp(r->device, e->device_name) || strcmp(r->gen, e->gen) || strcmp(r->baseline, e->baseline) ||
-		    strcmp(r->candidate, e->candidate))
+		    strcmp(r->candidate, e->candidate) || *r->workload)
 			continue;
 		if (!nsame++)
 			printf("complete runs of %s -> %s on %s (%s), newest first:\n", e->baseline, e->candidate,

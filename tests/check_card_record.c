@@ -494,6 +494,49 @@ START_TEST(test_record_inserts_in_block_indentation)
 }
 END_TEST
 
+/* A workload record into a card with no validation block: the block is created, its tier status
+ * draft (a block without status does not parse; on 2026-12-05 the config card's record failed so) */
+START_TEST(test_workload_record_without_validation)
+{
+	char *path = rec_path("rec_no_validation.md"), *out = NULL;
+	const struct card_workload_record *back;
+	struct card c, r;
+	struct card_workload_record w;
+	size_t n = 0;
+	int q, err;
+
+	memset(&w, 0, sizeof(w));
+	w.key = "chat@sm_90";
+	w.status = "validated";
+	w.last_verified = "2026-12-05";
+	w.gpu = "NVIDIA H100 80GB HBM3";
+	w.has_speedup = 1;
+	w.speedup = 1.5;
+	w.speedup_lo = 1.498;
+	w.speedup_hi = 1.504;
+	w.parity = "pass";
+	w.artifact = "results/rec/run-1";
+	raw_card(&c, path);
+	q = vs_error_set_quiet(1);
+	err = card_set_workload_record(&out, &n, &c, &w);
+	vs_error_set_quiet(q);
+	ck_assert_msg(err == 0, "%s", vs_last_error());
+	ck_assert_msg(strstr(out, "supersedes: []\nvalidation:\n  status: draft\n  workloads: {chat@sm_90: {status: "
+				  "validated,") != NULL,
+		      "%.*s", (int)n, out);
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(card_parse(&r, path, out, n), 0);
+	ck_assert_str_eq(r.validation.status, "draft");
+	back = card_workload_record_find(&r, "chat@sm_90");
+	ck_assert_ptr_nonnull(back);
+	ck_assert(back->speedup == 1.5);
+	card_release(&r);
+	card_release(&c);
+	free(out);
+	free(path);
+}
+END_TEST
+
 /* NULL strings count as "" */
 START_TEST(test_record_null_strings_are_unset)
 {
@@ -577,6 +620,7 @@ static Suite *record_suite(void)
 	tcase_add_loop_test(t, test_record_numbers, 0, NELEM(number_cases));
 	tcase_add_test(t, test_record_inserts_in_block_indentation);
 	tcase_add_test(t, test_record_null_strings_are_unset);
+	tcase_add_test(t, test_workload_record_without_validation);
 	tcase_add_loop_test(t, test_record_error, 0, NELEM(record_errors));
 	suite_add_tcase(s, t);
 	return s;

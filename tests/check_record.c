@@ -455,6 +455,40 @@ START_TEST(older_run_needs_older_and_the_card_says_so)
 }
 END_TEST
 
+/*
+ * A newer run of a workload plan is not a newer run of the tier: it measured other tasks and is
+ * recorded under validation.workloads, so the tier run is recorded without --older and is the only
+ * run listed (2026-12-05: the config card's tier record was refused for its workload run).
+ */
+START_TEST(a_workload_run_is_not_a_newer_tier_run)
+{
+	struct runner_options ro;
+	struct card c;
+	char *second = NULL;
+	cJSON *wl = cJSON_CreateObject();
+
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = fs_join(tmp, "results");
+	ro.threads = 2;
+	ro.run_id = "wlrun";
+	ck_assert_msg(runner_run(&second, &ro) == 0, "%s", vs_last_error());
+	mark_clean();
+	edit_result_in(second, "tool", "kernels_dirty", cJSON_CreateFalse());
+	cJSON_AddStringToObject(wl, "id", "wl_tiny");
+	edit_result_in(second, "overall", "workload", wl);
+	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
+	ck_assert_int_eq(card_load(&c, card_path), 0);
+	ck_assert_str_eq(c.validation.recorded_over, "");
+	ck_assert_str_eq(c.validation.spread, "");
+	card_release(&c);
+	free(second);
+	free((char *)ro.tasks_root);
+	free((char *)ro.results_root);
+}
+END_TEST
+
 static char *report_text(int *status, const char *format)
 {
 	struct report_options ro;
@@ -763,6 +797,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, claims_are_one_answer_for_verify_and_report);
 	tcase_add_test(tc, partial_run_is_not_recorded);
 	tcase_add_test(tc, older_run_needs_older_and_the_card_says_so);
+	tcase_add_test(tc, a_workload_run_is_not_a_newer_tier_run);
 	tcase_add_test(tc, report_shows_recorded_card_and_staleness);
 	tcase_add_test(tc, report_marks_claims_without_evidence);
 	tcase_add_test(tc, typed_block_is_read_never_trusted_and_replaced_by_record);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 static char *tmp;
@@ -683,6 +684,59 @@ START_TEST(run_times_references_and_never_gates_on_them)
 END_TEST
 
 /*
+ * A plugin absent from the checkout after its run was recorded: a baseline's (what the field runs
+ * today, built from its own sources: FlashMLA's sparse decode for the sm_90 DSA cards) leaves the
+ * card verifying, with a warning that names its sha256; a candidate's, the kernel the card
+ * recommends, does not verify. Either present but changed does not verify.
+ */
+START_TEST(absent_baseline_plugin_warns_absent_candidate_fails)
+{
+	char *example = plugin("example"), *copy = fs_join(tmp, "plugin_copy.so"), *hold = fs_join(tmp, "held.so");
+	char *text, *args, *plan, *out, *err;
+	size_t len;
+
+	text = tu_read(example, &len);
+	for (int side = 0; side < 2; side++) {
+		const char *key = side ? "to_backend: cpu.splitkv" : "from_backend: cpu.naive";
+		char *replace = fs_printf("%s: example.online", side ? "to_backend" : "from_backend");
+
+		tu_write(copy, text, len);
+		ck_assert_int_ge(asprintf(&args, "--%s-lib %s", side ? "candidate" : "baseline", copy), 0);
+		plan = tu_small_plan_edit(tmp, args, 2, 2, key, replace);
+		out = tool(0, NULL, "--run %s --threads 2 --run-id side%d", plan, side);
+		free(out);
+		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir results/mla_decode_cpu_splitkv/side%d",
+			  side));
+		ck_assert_int_eq(rename(copy, hold), 0);
+		free(tool(side ? 3 : 0, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
+		if (side)
+			ck_assert_msg(strstr(err, "the candidate plugin") && strstr(err, "is gone"), "%s", err);
+		else
+			ck_assert_msg(strstr(err, "warning: ") && strstr(err, "the baseline plugin") &&
+					      strstr(err, "is not in this checkout") && strstr(err, "is not re-checked"),
+				      "%s", err);
+		free(err);
+		/* back, but not the file that ran */
+		text[len / 2] ^= 1;
+		tu_write(copy, text, len);
+		text[len / 2] ^= 1;
+		free(tool(3, &err, "--verify skills/mla_decode_cpu_splitkv.md"));
+		ck_assert_msg(strstr(err, "plugin_copy.so") && strstr(err, "changed"), "%s", err);
+		free(err);
+		unlink(hold);
+		unlink(copy);
+		free(plan);
+		free(args);
+		free(replace);
+	}
+	free(text);
+	free(hold);
+	free(copy);
+	free(example);
+}
+END_TEST
+
+/*
  * A config whose launch declines a task (MLA_EUNSUPPORTED: "this config cannot run these args",
  * kernels/mla_decode.h) is recorded "unsupported" with the reason: neither a pass nor a failure,
  * never tuned nor chosen there; the implementation runs with its other config, and the evidence
@@ -852,6 +906,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, chosen_config_timed_far_from_its_tuning_is_flagged);
 	tcase_add_test(tc, report_flags_the_tasks_a_slower_candidate_lost);
 	tcase_add_test(tc, run_times_references_and_never_gates_on_them);
+	tcase_add_test(tc, absent_baseline_plugin_warns_absent_candidate_fails);
 	tcase_add_test(tc, parts_with_references_merge_into_evidence_that_verifies);
 	tcase_add_test(tc, config_that_declines_a_task_is_unsupported);
 	tcase_add_test(tc, forced_config_that_declines_a_task_skips_it);
