@@ -267,7 +267,12 @@ run_steps() {
 			;;
 		dsa_ncu)
 			# Nsight Compute on the headline sparse task (b 128, h_q 128, s_q 2, 32K keys, topk 2048):
-			# each implementation's kernels in its parity launches (every config once)
+			# each implementation's kernels in its parity launches (every config once). ncu's lock
+			# directory is made first: the worker's sandbox (harness/sandbox.c) grants rights on the
+			# entries of /tmp that exist when it starts, since a closed path (the results) lies under
+			# /tmp here, so ncu in the worker could not create /tmp/nvidia (2026-12-05, 18:33:
+			# "Failed to open/create lock directory /tmp/nvidia/nsight_compute", every implementation)
+			mkdir -p /tmp/nvidia/nsight_compute && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
 			for impl in flashmla.sparse_decode hip.flash triton.dsa_decode; do
 				timeout 240 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node -k regex:'sparse|dsa|mla' \
 					--launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy \
