@@ -702,12 +702,28 @@ done:
 	return 0;
 }
 
+/* 1 if a kernel figure's kv_dtype ("any" for a combine kernel) is one some task of np plans. */
+static int plan_runs_kv_dtype(const struct plan *np, const char *kv_dtype)
+{
+	if (!kv_dtype || !strcmp(kv_dtype, "any"))
+		return 1;
+	for (int i = 0; i < np->ntasks; i++) {
+		const struct vs_operator *op = vs_op_of(&np->tasks[i]);
+		const char *name = op->dtype_name(op->dtype(&np->tasks[i]));
+
+		if (name && !strcmp(name, kv_dtype))
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * The resources of each Triton config of the plan's sides on an NVIDIA generation (sm_90, sm_120):
  * the compiler's figures are appended to the plan's build figures (np->build, created for them when
  * absent), or, when they are not known here, the build object says why ("triton": "not known: ...").
  * A forced side (IMPL@CONFIG) whose config needs more shared memory than the generation allows per
- * block is refused with both numbers.
+ * block, in a kernel of a kv dtype the plan's tasks run, is refused with both numbers (the module's
+ * kernels of other dtypes are listed, never a reason: an fp8 card is not refused for a bf16 kernel).
  */
 static int plan_triton_resources(struct plan *np, const char *gen)
 {
@@ -757,7 +773,8 @@ static int plan_triton_resources(struct plan *np, const char *gen)
 				double smem = cJSON_GetNumberValue(cJSON_GetObjectItem(e, "smem"));
 
 				if (strcmp(get_str(e, "impl") ? get_str(e, "impl") : "", pi->name) ||
-				    strcmp(get_str(e, "config") ? get_str(e, "config") : "", pi->forced))
+				    strcmp(get_str(e, "config") ? get_str(e, "config") : "", pi->forced) ||
+				    !plan_runs_kv_dtype(np, get_str(e, "kv_dtype")))
 					continue;
 				if (smem > (double)limit)
 					return vs_error(VS_EUNSUPPORTED,
@@ -2778,9 +2795,12 @@ void plan_print_summary(const struct plan *p, FILE *f)
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;
 		char label[256];
 
-		fprintf(f, "  %-10s %-*s %3d config%s (%s)%s\n", k ? "candidate" : "baseline", w,
+		/* a Python module runs under the ABI's GPU backend ("hip"), but is no HIP kernel */
+		fprintf(f, "  %-10s %-*s %3d config%s (%s%s)%s\n", k ? "candidate" : "baseline", w,
 			plan_impl_label(pi, label, sizeof(label)), pi->nconfigs, pi->nconfigs == 1 ? " " : "s",
-			pi->backend, pi->forced ? ": forced, every task runs it with no tuning pass" : "");
+			pi->python_path ? "python, " : "",
+			pi->python_path ? (strcmp(pi->backend, "cpu") ? "gpu" : "cpu") : pi->backend,
+			pi->forced ? ": forced, every task runs it with no tuning pass" : "");
 	}
 	for (int k = 0; k < 2; k++) {
 		const struct plan_impl *pi = k ? &p->candidate : &p->baseline;

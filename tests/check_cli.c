@@ -570,7 +570,7 @@ START_TEST(triton_config_cards_plan_as_designed)
 	status = tu_run_tool(tmp, "--emit-plan skills/mla_decode_triton_config_sm90.md --tier standard --out cfg90.plan.json",
 			     &out, &err);
 	ck_assert_msg(status == 0, "emit sm_90: exit %d: %s", status, err);
-	ck_assert_msg(strstr(out, "baseline   triton.mla_decode@bn64-bh16-sp0-w4-st2   1 config") &&
+	ck_assert_msg(strstr(out, "baseline   triton.mla_decode@bn64-bh16-sp0-w4-st2   1 config  (python, gpu)") &&
 			      strstr(out, "candidate  triton.mla_decode@bn64-bh16-sp0-w8-st2   1 config") &&
 			      strstr(out, "forced, every task runs it with no tuning pass") &&
 			      strstr(out, "build      sm_90 figures for triton.mla_decode") &&
@@ -580,10 +580,12 @@ START_TEST(triton_config_cards_plan_as_designed)
 		      "%s\n%s", out, err);
 	free(out);
 	free(err);
+	/* the card plans fp8 only: its fp8 kernel is the reason, not the module's bf16 one */
 	status = tu_run_tool(tmp, "--emit-plan skills/mla_decode_triton_config_sm120.md --out cfg120.plan.json", &out, &err);
 	ck_assert_msg(status == 3 && tu_count_lines(err) == 1 &&
-			      strstr(err, "candidate 'triton.mla_decode@bn32-bh64-sp0-w8-st2': its mla_decode_kernel (bf16) "
-					  "needs 122880 bytes of shared memory on sm_120, above the 101376 bytes"),
+			      strstr(err, "candidate 'triton.mla_decode@bn32-bh64-sp0-w8-st2': its mla_decode_kernel "
+					  "(fp8_e4m3_fnuz) needs 106496 bytes of shared memory on sm_120, above the 101376 "
+					  "bytes"),
 		      "exit %d: %s%s", status, out, err);
 	free(out);
 	free(err);
