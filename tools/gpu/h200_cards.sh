@@ -49,6 +49,7 @@
 #   dsa_edge, dsa_parity, dsa_ncu, dsa_v4_head: per-implementation parity of the sparse plans
 #             (after dsa_plans), Nsight Compute on the headline sparse task, the V4 headline timed
 #   dsa_ab_edge  the V4 edge task's A/B three times (after dsa_plans)
+#   dsa_v4_parity  FlashMLA's and torch's parity alone on every V4 task (after dsa_plans)
 #   dsa_cards the two sm_90 DSA cards on their claimed workload (issue 39, item 3)
 #   wl_cards  both dense sm_90 cards on each workload their expects.workloads claims (issue 37)
 #   config    the config card skills/mla_decode_triton_config_sm90.md (issue 41, item 5: fp8,
@@ -264,6 +265,16 @@ run_steps() {
 					echo "dsa_parity $which $impl: rc $?"
 				done
 			done >"$WORK/dsa_parity.log" 2>&1
+			;;
+		dsa_v4_parity)
+			# parity alone (no timing) of FlashMLA's sparse decode and torch on every task of the V4
+			# plan (issue 36: the oracle against FlashMLA on each format it reads; the 5 tasks the
+			# budget left out of the V4 A/B on 2026-12-05 18:36 among them), run.log per implementation
+			for impl in flashmla.sparse_decode torch.mla_decode; do
+				$VS --run $P/dsa/dsa_v4.full.plan.json --impl $impl --tasks-dir $D/tasks \
+					--results-dir $D/results/dsa_v4_parity/$impl --threads "$threads"
+				echo "dsa_v4_parity $impl: rc $?"
+			done >"$WORK/dsa_v4_parity.log" 2>&1
 			;;
 		dsa_ncu)
 			# Nsight Compute on the headline sparse task (b 128, h_q 128, s_q 2, 32K keys, topk 2048):
