@@ -81,6 +81,14 @@ struct wl_row {
 	                       * (a plan of one kv dtype) */
 	cJSON *per_kv_json;   /* the same as [{kv_dtype, speedup {estimate, ci95}}], or NULL */
 	char *artifact;
+	/*
+	 * The run's tasks when its evidence verifies, or NULL: a row (heap) holding only what
+	 * fill_shapes() and fill_refs() read (each task's baseline and candidate medians and speedup,
+	 * each reference's median and t_ref / t_cand) and the implementations: the per-task table of
+	 * the deployment, every reference beside the baseline (issue 39: both DSA ports beside
+	 * FlashMLA's sparse decode). Released with its row.
+	 */
+	struct row *detail;
 };
 
 /* One task shape's measured speedup, from result.json. */
@@ -168,6 +176,10 @@ static void row_release(struct row *r)
 		free(r->wls[i].why);
 		free(r->wls[i].weight);
 		free(r->wls[i].artifact);
+		if (r->wls[i].detail) {
+			row_release(r->wls[i].detail);
+			free(r->wls[i].detail);
+		}
 	}
 	free(r->wls);
 }
@@ -1083,6 +1095,13 @@ static void fill_workloads(struct row *r, const struct card *c, const struct rep
 			w->weight = time_share_line(&e);
 			w->per_conc = per_concurrency_line(&e);
 			w->per_conc_json = cJSON_Duplicate(workload_result(&e, "per_concurrency"), 1);
+			w->detail = calloc(1, sizeof(*w->detail));
+			if (w->detail) {
+				fill_shapes(w->detail, &e);
+				fill_refs(w->detail, &e);
+				w->detail->baseline = dupz(e.baseline);
+				w->detail->candidate = dupz(e.candidate);
+			}
 			if (strcmp(e.kernels_tree, VS_KERNELS_TREE)) {
 				free(w->status);
 				w->status = strdup("stale");
@@ -1482,6 +1501,126 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 	}
 }
 
+/* At most this many references in a deployment's per-task table (a plan has at most 4). */
+#define REPORT_MAX_REFS 8
+
+static void ref_cell(char *buf, size_t cap, const struct ref_task *rt, int with_reason);
+static cJSON *ci_obj(int has, double est, double lo, double hi);
+
+/* A median in ms, or "-" (not timed). */
+static void ms_text(char *buf, size_t cap, double ms)
+{
+	if (ms > 0)
+		snprintf(buf, cap, "%.4f", ms);
+	else
+		snprintf(buf, cap, "-");
+}
+
+/*
+ * Each deployment's tasks (a verified workload run): per task the baseline's and the candidate's
+ * median ms, the speedup with its 95% CI, and each reference's median ms and t_ref / t_cand, so
+ * every implementation of the run stands beside the baseline task by task; text or markdown.
+ */
+static void print_workload_tasks_text(FILE *f, struct row *rows, int n, int markdown)
+{
+	char c[256], b[32], d[32];
+
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < rows[i].nwls; k++) {
+			const struct wl_row *w = &rows[i].wls[k];
+			const struct row *t = w->detail;
+
+			int wb, wc, wr[REPORT_MAX_REFS];
+
+			if (!t || !t->nshapes)
+				continue;
+			/* text columns as wide as the implementations' names (FlashMLA's is 22) */
+			wb = (int)strlen(t->baseline) > 12 ? (int)strlen(t->baseline) : 12;
+			wc = (int)strlen(t->candidate) > 12 ? (int)strlen(t->candidate) : 12;
+			for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++)
+				wr[r] = (int)strlen(t->refs[r].impl) > 12 ? (int)strlen(t->refs[r].impl) : 12;
+			if (markdown) {
+				fprintf(f,
+					"\n### %s on %s@%s: per task\n\nMedian ms of each implementation (graph replay "
+					"or launch, as planned) and, for the candidate, the speedup t_base / t_cand; "
+					"for "
+					"each reference, t_ref / t_cand (above 1 the candidate is faster; references "
+					"never "
+					"gate).\n\n| task | %s ms | %s ms | speedup |",
+					rows[i].id, w->workload, w->gen, t->baseline, t->candidate);
+				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++)
+					fprintf(f, " %s ms | %s t_ref / t_cand |", t->refs[r].impl, t->refs[r].impl);
+				fprintf(f, "\n|---|---|---|---|");
+				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++)
+					fprintf(f, "---|---|");
+				fprintf(f, "\n");
+			} else {
+				fprintf(f,
+					"  %s on %s@%s, per task (median ms; speedup t_base / t_cand; t_ref / "
+					"t_cand):\n",
+					rows[i].id, w->workload, w->gen);
+				fprintf(f, "    %-34s %-*s %-*s %-24s", "task", wb, t->baseline, wc, t->candidate,
+					"speedup");
+				for (int r = 0; r < t->nrefs; r++)
+					fprintf(f, " %-*s %-24s", wr[r], t->refs[r].impl, "t_ref / t_cand");
+				fprintf(f, "\n");
+			}
+			for (int s = 0; s < t->nshapes; s++) {
+				const struct shape_speedup *sh = &t->shapes[s];
+
+				ms_text(b, sizeof(b), sh->base_ms);
+				ms_text(d, sizeof(d), sh->cand_ms);
+				if (sh->timed)
+					snprintf(c, sizeof(c), "%.3f [%.3f, %.3f]", sh->est, sh->lo, sh->hi);
+				else
+					snprintf(c, sizeof(c), "%s", sh->skipped ? "skipped" : "not timed");
+				if (markdown)
+					fprintf(f, "| %s | %s | %s | %s |", sh->name, b, d, c);
+				else
+					fprintf(f, "    %-34s %-*s %-*s %-24s", sh->name, wb, b, wc, d, c);
+				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++) {
+					ms_text(b, sizeof(b), t->refs[r].tasks[s].ms);
+					ref_cell(c, sizeof(c), &t->refs[r].tasks[s], 0);
+					if (markdown)
+						fprintf(f, " %s | %s |", b, c);
+					else
+						fprintf(f, " %-*s %-24s", wr[r], b, c);
+				}
+				fprintf(f, "\n");
+			}
+		}
+	}
+}
+
+/* A deployment's tasks as JSON (print_workload_tasks_text()'s numbers; ms 0 when not timed). */
+static cJSON *workload_tasks_json(const struct row *t)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (int s = 0; arr && s < t->nshapes; s++) {
+		const struct shape_speedup *sh = &t->shapes[s];
+		cJSON *j = cJSON_CreateObject(), *refs;
+
+		cJSON_AddStringToObject(j, "task", sh->name);
+		cJSON_AddNumberToObject(j, "baseline_ms", sh->base_ms);
+		cJSON_AddNumberToObject(j, "candidate_ms", sh->cand_ms);
+		cJSON_AddItemToObject(j, "speedup", ci_obj(sh->timed, sh->est, sh->lo, sh->hi));
+		refs = cJSON_AddArrayToObject(j, "references");
+		for (int r = 0; refs && r < t->nrefs; r++) {
+			const struct ref_task *rt = &t->refs[r].tasks[s];
+			cJSON *o = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(o, "impl", t->refs[r].impl);
+			cJSON_AddStringToObject(o, "status", rt->status);
+			cJSON_AddNumberToObject(o, "ms", rt->ms);
+			cJSON_AddItemToObject(o, "ratio", ci_obj(rt->has, rt->est, rt->lo, rt->hi));
+			cJSON_AddItemToArray(refs, o);
+		}
+		cJSON_AddItemToArray(arr, j);
+	}
+	return arr;
+}
+
 static cJSON *workloads_json(const struct row *r)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -1513,6 +1652,11 @@ static cJSON *workloads_json(const struct row *r)
 		if (w->per_kv_json)
 			cJSON_AddItemToObject(j, "per_kv_dtype", cJSON_Duplicate(w->per_kv_json, 1));
 		cJSON_AddStringToObject(j, "eval_dir", w->artifact ? w->artifact : "");
+		if (w->detail && w->detail->nshapes) {
+			cJSON_AddStringToObject(j, "baseline", w->detail->baseline);
+			cJSON_AddStringToObject(j, "candidate", w->detail->candidate);
+			cJSON_AddItemToObject(j, "tasks", workload_tasks_json(w->detail));
+		}
 		cJSON_AddItemToArray(arr, j);
 	}
 	return arr;
@@ -2154,6 +2298,60 @@ static void print_workloads_html(FILE *f, struct row *rows, int n)
 	fputs("</table>\n", f);
 }
 
+/* Each deployment's tasks (print_workload_tasks_text()), one table per (card, workload, gen). */
+static void print_workload_tasks_html(FILE *f, struct row *rows, int n)
+{
+	char c[256], b[32];
+
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < rows[i].nwls; k++) {
+			const struct wl_row *w = &rows[i].wls[k];
+			const struct row *t = w->detail;
+
+			if (!t || !t->nshapes)
+				continue;
+			esc_around(f, "<h3>", rows[i].id, "");
+			esc_around(f, " on ", w->workload, "");
+			esc_around(f, "@", w->gen, ": per task</h3>\n");
+			fputs("<p>Median ms of each implementation; the candidate's speedup t_base / t_cand; each "
+			      "reference's t_ref / t_cand (above 1 the candidate is faster; references never "
+			      "gate).</p>\n"
+			      "<table>\n<tr><th>task</th>",
+			      f);
+			esc_around(f, "<th>", t->baseline, " ms</th>");
+			esc_around(f, "<th>", t->candidate, " ms</th><th>speedup</th>");
+			for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++) {
+				esc_around(f, "<th>", t->refs[r].impl, " ms</th>");
+				esc_around(f, "<th>", t->refs[r].impl, " t_ref / t_cand</th>");
+			}
+			fputs("</tr>\n", f);
+			for (int s = 0; s < t->nshapes; s++) {
+				const struct shape_speedup *sh = &t->shapes[s];
+
+				fputs("<tr>", f);
+				cell(f, sh->name);
+				ms_text(b, sizeof(b), sh->base_ms);
+				cell(f, b);
+				ms_text(b, sizeof(b), sh->cand_ms);
+				cell(f, b);
+				if (sh->timed)
+					snprintf(c, sizeof(c), "%.3f [%.3f, %.3f]", sh->est, sh->lo, sh->hi);
+				else
+					snprintf(c, sizeof(c), "%s", sh->skipped ? "skipped" : "not timed");
+				cell(f, c);
+				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++) {
+					ms_text(b, sizeof(b), t->refs[r].tasks[s].ms);
+					cell(f, b);
+					ref_cell(c, sizeof(c), &t->refs[r].tasks[s], 0);
+					cell(f, c);
+				}
+				fputs("</tr>\n", f);
+			}
+			fputs("</table>\n", f);
+		}
+	}
+}
+
 static void print_refs_html(FILE *f, struct row *rows, int n)
 {
 	int any = 0;
@@ -2485,6 +2683,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 	print_times_html(f, rows, n);
 	print_refs_html(f, rows, n);
 	print_workloads_html(f, rows, n);
+	print_workload_tasks_html(f, rows, n);
 	print_e2e_html(f, rows, n);
 	fputs("</body>\n</html>\n", f);
 }
@@ -2527,6 +2726,7 @@ int report_run(const struct report_options *o)
 		if (!strcmp(format, "text") || !strcmp(format, "markdown")) {
 			print_refs_text(f, rows, n, !strcmp(format, "markdown"));
 			print_workloads_text(f, rows, n, !strcmp(format, "markdown"));
+			print_workload_tasks_text(f, rows, n, !strcmp(format, "markdown"));
 			print_e2e_text(f, rows, n, !strcmp(format, "markdown"));
 		}
 		if (mismatches) {

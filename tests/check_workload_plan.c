@@ -537,8 +537,36 @@ START_TEST(test_validate_record_verify_report)
 	status = tu_run_tool(root, "--report --format json", &out, &err);
 	ck_assert_msg(strstr(out, "\"workload_speedup\"") != NULL, "%s", out);
 	ck_assert_msg(strstr(out, "\"per_concurrency\"") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "\"baseline_ms\"") != NULL && strstr(out, "\"candidate_ms\"") != NULL, "%s", out);
 	free(out);
 	free(err);
+	/* the deployment's tasks, each with the run's medians (issue 39: every implementation beside the
+	 * baseline, task by task) */
+	{
+		char *res_path = only_result(root), *text = tu_read(res_path, NULL), line[256];
+		cJSON *res = cJSON_Parse(text), *t0 = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "tasks"), 0);
+		double base = cJSON_GetNumberValue(cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(t0, "baseline"), "timing"), "median_ms"));
+		double cand = cJSON_GetNumberValue(cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(t0, "candidate"), "timing"), "median_ms"));
+
+		snprintf(line, sizeof(line), "| %s | %.4f | %.4f | ",
+			 cJSON_GetStringValue(cJSON_GetObjectItem(t0, "name")), base, cand);
+		tu_run_tool(root, "--report --format markdown", &out, &err);
+		ck_assert_msg(strstr(out, "### mla_decode_cpu_splitkv on wl_tiny@x86_64: per task") != NULL &&
+				      strstr(out, "| task | cpu.naive ms | cpu.splitkv ms | speedup |") != NULL &&
+				      strstr(out, line) != NULL,
+			      "want '%s' in:\n%s", line, out);
+		free(out);
+		free(err);
+		tu_run_tool(root, "--report", &out, &err);
+		ck_assert_msg(strstr(out, "mla_decode_cpu_splitkv on wl_tiny@x86_64, per task") != NULL, "%s", out);
+		free(out);
+		free(err);
+		cJSON_Delete(res);
+		free(text);
+		free(res_path);
+	}
 	/* a record whose speedup was edited by hand no longer verifies */
 	at = strstr(card, "speedup: ");
 	ck_assert_ptr_nonnull(at);
