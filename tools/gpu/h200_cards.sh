@@ -100,6 +100,9 @@ run_steps() {
 	tar -C . --exclude=./.git --exclude=./$D -cf - . | tar -C "$SNAP" -xf - || { echo "copying the tree failed"; exit 1; }
 	cd "$SNAP" || exit 1
 	export VS_REPO_ROOT=$SNAP FLASHMLA_SO=$SNAP/.dev/shared/libflashmla.so
+	# the Triton that compiles each config's figures at --emit-plan is the device's (torch's venv):
+	# without it the DSA cards' plans of 2026-12-05 18:20 said "figures not known"
+	export VS_TRITON_PYTHON=$VS_PYTHON
 	mkdir -p "$P/aa" "$P/headline" "$P/dsa" "$D/results" "$D/tasks"
 	for step in "$@"; do
 		local start
@@ -162,11 +165,11 @@ run_steps() {
 			# configs"); the eval dirs go to $D/results/mla_decode_triton_config_sm90/
 			local cfg=skills/mla_decode_triton_config_sm90.md wl=deepseek_v3_tp8_chat
 			{
-				VS_TRITON_PYTHON=$VS_PYTHON $VS --emit-plan $cfg --tier standard \
+				$VS --emit-plan $cfg --tier standard \
 					--out $P/mla_decode_triton_config_sm90.plan.json &&
 					$VS --run $P/mla_decode_triton_config_sm90.plan.json $RUN --threads "$threads"
 				echo "config tier: rc $?"
-				VS_TRITON_PYTHON=$VS_PYTHON $VS --emit-plan $cfg --workload $wl \
+				$VS --emit-plan $cfg --workload $wl \
 					--out $P/mla_decode_triton_config_sm90.wl-$wl.plan.json &&
 					$VS --run $P/mla_decode_triton_config_sm90.wl-$wl.plan.json $RUN --threads "$threads"
 				echo "config $wl: rc $?"
