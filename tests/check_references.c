@@ -703,8 +703,17 @@ START_TEST(absent_baseline_plugin_warns_absent_candidate_fails)
 		tu_write(copy, text, len);
 		ck_assert_int_ge(asprintf(&args, "--%s-lib %s", side ? "candidate" : "baseline", copy), 0);
 		plan = tu_small_plan_edit(tmp, args, 2, 2, key, replace);
-		out = tool(0, NULL, "--run %s --threads 2 --run-id side%d", plan, side);
-		free(out);
+		{
+			/* validated or failed (the example plugin and cpu.naive are close: about 1.1, the
+			 * gate), both recorded: the verdict is not what this test checks */
+			char *run = fs_printf("--run %s --threads 2 --run-id side%d", plan, side);
+			int status = tu_run_tool(tmp, run, &out, &err);
+
+			ck_assert_msg(status == 0 || status == 1, "%s: exit %d\n%s\n%s", run, status, out, err);
+			free(out);
+			free(err);
+			free(run);
+		}
 		free(tool(0, NULL, "--record skills/mla_decode_cpu_splitkv.md --eval-dir results/mla_decode_cpu_splitkv/side%d",
 			  side));
 		ck_assert_int_eq(rename(copy, hold), 0);
