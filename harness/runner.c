@@ -217,8 +217,28 @@ static int skip_task(struct measure_result *r, const struct measure_ctx *ctx, co
 static void keep_partial_log(const char *eval_dir, const struct task_out *to, int n)
 {
 	char *path = fs_join(eval_dir, "run.log.partial"), *line = task_line_text(to->plan_index, n, &to->r);
-	char *text = path && line ? fs_printf("%s\n%s", line, to->log ? to->log : "") : NULL;
-	int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+	char *refs = strdup(""), *text;
+	int fd;
+
+	/* each reference's outcome on the task, which only result.json holds once the run ends (the
+	 * V4 run cut short on 2026-12-05 18:43 kept no reference figure) */
+	for (int k = 0; refs && k < to->r.nrefs; k++) {
+		const struct measure_ref *rf = &to->r.refs[k];
+		const char *name = rf->m.impl && rf->m.impl->name ? rf->m.impl->name : "?";
+		char *more;
+
+		if (rf->skip)
+			more = fs_printf("%s    reference %s: skipped: %s\n", refs, name, rf->skip);
+		else if (rf->has_ratio)
+			more = fs_printf("%s    reference %s: %.4f ms, t_ref / t_cand %.3f [%.3f, %.3f]\n", refs, name,
+					 rf->m.timing.median, rf->ratio.estimate, rf->ratio.lo, rf->ratio.hi);
+		else
+			more = fs_printf("%s    reference %s: not timed\n", refs, name);
+		free(refs);
+		refs = more;
+	}
+	text = path && line && refs ? fs_printf("%s\n%s%s", line, refs, to->log ? to->log : "") : NULL;
+	fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
 
 	if (fd >= 0 && text) {
 		size_t len = strlen(text), off = 0;
@@ -236,6 +256,7 @@ static void keep_partial_log(const char *eval_dir, const struct task_out *to, in
 	if (fd >= 0)
 		close(fd);
 	free(text);
+	free(refs);
 	free(line);
 	free(path);
 }

@@ -531,11 +531,13 @@ END_TEST
 
 /*
  * A run cut short (the runner killed after its first task, as a device lease that ends kills it)
- * keeps the finished task's run.log lines in run.log.partial; a run that completes removes it.
+ * keeps the finished task's run.log lines, and its reference's outcome, in run.log.partial; a run
+ * that completes removes it.
  */
 START_TEST(run_cut_short_keeps_the_finished_tasks_log)
 {
-	char *mod = tu_resource("python/kills_runner.py"), *args = fs_printf("--candidate-lib %s", mod), *plan;
+	char *mod = tu_resource("python/kills_runner.py"), *plan;
+	char *args = fs_printf("--candidate-lib %s --reference cpu.splitkv", mod);
 	char *out = NULL, *err = NULL, *run, *path, *text;
 	int status;
 
@@ -548,6 +550,8 @@ START_TEST(run_cut_short_keeps_the_finished_tasks_log)
 	ck_assert_msg(text != NULL, "no %s: %s\n%s", path, err, out);
 	ck_assert_msg(!strncmp(text, "[1/2] bf16-ragged-h16-ps64: speedup ", 36) && strstr(text, ", parity pass\n"),
 		      "%s", text);
+	/* the reference's outcome on the task too, which run.log.partial alone keeps of a cut run */
+	ck_assert_msg(strstr(text, "\n    reference cpu.splitkv: ") && strstr(text, " ms, t_ref / t_cand "), "%s", text);
 	ck_assert_ptr_null(strstr(text, "bf16-causal-h7-ps16"));
 	free(text);
 	free(path);
