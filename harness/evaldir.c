@@ -2842,27 +2842,24 @@ static int check_run(const struct evidence *e, struct plan *p, const char *dir, 
 			goto done;
 		}
 		/*
-		 * A reference never gates the verdict and is often built from sources outside the
-		 * repository (FlashMLA: tools/gpu/build_flashmla.sh): a checkout without its file can
-		 * still verify the card; where the file is present it must be the one that ran.
+		 * A plugin absent from the checkout. A reference never gates the verdict and is often
+		 * built from sources outside the repository (FlashMLA: tools/gpu/build_flashmla.sh): the
+		 * card still verifies. A baseline is what the field runs today, built from its own sources
+		 * (FlashMLA's sparse decode, the sm_90 DSA cards' baseline), and cannot ship with a clone:
+		 * the card verifies with a warning naming its sha256, which a rebuild from the pinned
+		 * sources reproduces (build_flashmla.sh strips it). A candidate, the kernel a card
+		 * recommends, must be present. Where the file is present it must be the one that ran.
 		 */
-		if (!fs_exists(lib) && role && !strncmp(role, "reference", 9))
-			continue;
-		/*
-		 * A baseline plugin is what the field runs today, built from its own sources (FlashMLA's
-		 * sparse decode, the sm_90 DSA cards' baseline): it cannot ship with a clone. Its sha256
-		 * stays bound and is checked where the file is; a rebuild from the pinned sources gives
-		 * the same bytes (build_flashmla.sh strips it). A candidate plugin, the kernel a card
-		 * recommends, must be present.
-		 */
-		if (!fs_exists(lib) && role && !strcmp(role, "baseline")) {
-			vs_warn("%s: the baseline plugin '%s' is not in this checkout: its sha256 %.16s... is not "
-				"re-checked here (a rebuild from the same sources checks it; FlashMLA's: "
-				"tools/gpu/build_flashmla.sh)",
-				dir, lib, want);
-			continue;
-		}
 		if (!fs_exists(lib)) {
+			if (role && !strncmp(role, "reference", 9))
+				continue;
+			if (role && !strcmp(role, "baseline")) {
+				vs_warn("%s: the baseline plugin '%s' is not in this checkout: its sha256 %.16s... is "
+					"not re-checked here (a rebuild from the same sources checks it; FlashMLA's: "
+					"tools/gpu/build_flashmla.sh)",
+					dir, lib, want);
+				continue;
+			}
 			err = vs_error(VS_EVERIFY,
 				       "%s: the %s plugin '%s' that ran is gone: the evidence cannot be "
 				       "checked against it",

@@ -1501,9 +1501,6 @@ static void print_workloads_text(FILE *f, struct row *rows, int n, int markdown)
 	}
 }
 
-/* At most this many references in a deployment's per-task table (a plan has at most 4). */
-#define REPORT_MAX_REFS 8
-
 static void ref_cell(char *buf, size_t cap, const struct ref_task *rt, int with_reason);
 static cJSON *ci_obj(int has, double est, double lo, double hi);
 
@@ -1514,6 +1511,23 @@ static void ms_text(char *buf, size_t cap, double ms)
 		snprintf(buf, cap, "%.4f", ms);
 	else
 		snprintf(buf, cap, "-");
+}
+
+/* A task's speedup cell: "est [lo, hi]", or why it has none. */
+static void speedup_text(char *buf, size_t cap, const struct shape_speedup *sh)
+{
+	if (sh->timed)
+		snprintf(buf, cap, "%.3f [%.3f, %.3f]", sh->est, sh->lo, sh->hi);
+	else
+		snprintf(buf, cap, "%s", sh->skipped ? "skipped" : "not timed");
+}
+
+/* A text column as wide as the implementation's name, 12 at least (FlashMLA's name is 22). */
+static int name_width(const char *name)
+{
+	int n = (int)strlen(name);
+
+	return n > 12 ? n : 12;
 }
 
 /*
@@ -1529,29 +1543,25 @@ static void print_workload_tasks_text(FILE *f, struct row *rows, int n, int mark
 		for (int k = 0; k < rows[i].nwls; k++) {
 			const struct wl_row *w = &rows[i].wls[k];
 			const struct row *t = w->detail;
-
-			int wb, wc, wr[REPORT_MAX_REFS];
+			int wb, wc;
 
 			if (!t || !t->nshapes)
 				continue;
-			/* text columns as wide as the implementations' names (FlashMLA's is 22) */
-			wb = (int)strlen(t->baseline) > 12 ? (int)strlen(t->baseline) : 12;
-			wc = (int)strlen(t->candidate) > 12 ? (int)strlen(t->candidate) : 12;
-			for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++)
-				wr[r] = (int)strlen(t->refs[r].impl) > 12 ? (int)strlen(t->refs[r].impl) : 12;
+			wb = name_width(t->baseline);
+			wc = name_width(t->candidate);
 			if (markdown) {
 				fprintf(f,
 					"\n### %s on %s@%s: per task\n\nMedian ms of each implementation (graph replay "
-					"or launch, as planned) and, for the candidate, the speedup t_base / t_cand; "
-					"for "
-					"each reference, t_ref / t_cand (above 1 the candidate is faster; references "
-					"never "
+					"or "
+					"launch, as planned) and, for the candidate, the speedup t_base / t_cand; for "
+					"each "
+					"reference, t_ref / t_cand (above 1 the candidate is faster; references never "
 					"gate).\n\n| task | %s ms | %s ms | speedup |",
 					rows[i].id, w->workload, w->gen, t->baseline, t->candidate);
-				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++)
+				for (int r = 0; r < t->nrefs; r++)
 					fprintf(f, " %s ms | %s t_ref / t_cand |", t->refs[r].impl, t->refs[r].impl);
 				fprintf(f, "\n|---|---|---|---|");
-				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++)
+				for (int r = 0; r < t->nrefs; r++)
 					fprintf(f, "---|---|");
 				fprintf(f, "\n");
 			} else {
@@ -1562,7 +1572,8 @@ static void print_workload_tasks_text(FILE *f, struct row *rows, int n, int mark
 				fprintf(f, "    %-34s %-*s %-*s %-24s", "task", wb, t->baseline, wc, t->candidate,
 					"speedup");
 				for (int r = 0; r < t->nrefs; r++)
-					fprintf(f, " %-*s %-24s", wr[r], t->refs[r].impl, "t_ref / t_cand");
+					fprintf(f, " %-*s %-24s", name_width(t->refs[r].impl), t->refs[r].impl,
+						"t_ref / t_cand");
 				fprintf(f, "\n");
 			}
 			for (int s = 0; s < t->nshapes; s++) {
@@ -1570,21 +1581,18 @@ static void print_workload_tasks_text(FILE *f, struct row *rows, int n, int mark
 
 				ms_text(b, sizeof(b), sh->base_ms);
 				ms_text(d, sizeof(d), sh->cand_ms);
-				if (sh->timed)
-					snprintf(c, sizeof(c), "%.3f [%.3f, %.3f]", sh->est, sh->lo, sh->hi);
-				else
-					snprintf(c, sizeof(c), "%s", sh->skipped ? "skipped" : "not timed");
+				speedup_text(c, sizeof(c), sh);
 				if (markdown)
 					fprintf(f, "| %s | %s | %s | %s |", sh->name, b, d, c);
 				else
 					fprintf(f, "    %-34s %-*s %-*s %-24s", sh->name, wb, b, wc, d, c);
-				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++) {
+				for (int r = 0; r < t->nrefs; r++) {
 					ms_text(b, sizeof(b), t->refs[r].tasks[s].ms);
 					ref_cell(c, sizeof(c), &t->refs[r].tasks[s], 0);
 					if (markdown)
 						fprintf(f, " %s | %s |", b, c);
 					else
-						fprintf(f, " %-*s %-24s", wr[r], b, c);
+						fprintf(f, " %-*s %-24s", name_width(t->refs[r].impl), b, c);
 				}
 				fprintf(f, "\n");
 			}
@@ -2320,7 +2328,7 @@ static void print_workload_tasks_html(FILE *f, struct row *rows, int n)
 			      f);
 			esc_around(f, "<th>", t->baseline, " ms</th>");
 			esc_around(f, "<th>", t->candidate, " ms</th><th>speedup</th>");
-			for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++) {
+			for (int r = 0; r < t->nrefs; r++) {
 				esc_around(f, "<th>", t->refs[r].impl, " ms</th>");
 				esc_around(f, "<th>", t->refs[r].impl, " t_ref / t_cand</th>");
 			}
@@ -2334,12 +2342,9 @@ static void print_workload_tasks_html(FILE *f, struct row *rows, int n)
 				cell(f, b);
 				ms_text(b, sizeof(b), sh->cand_ms);
 				cell(f, b);
-				if (sh->timed)
-					snprintf(c, sizeof(c), "%.3f [%.3f, %.3f]", sh->est, sh->lo, sh->hi);
-				else
-					snprintf(c, sizeof(c), "%s", sh->skipped ? "skipped" : "not timed");
+				speedup_text(c, sizeof(c), sh);
 				cell(f, c);
-				for (int r = 0; r < t->nrefs && r < REPORT_MAX_REFS; r++) {
+				for (int r = 0; r < t->nrefs; r++) {
 					ms_text(b, sizeof(b), t->refs[r].tasks[s].ms);
 					cell(f, b);
 					ref_cell(c, sizeof(c), &t->refs[r].tasks[s], 0);
