@@ -63,11 +63,38 @@ static void mark_clean(void)
 	edit_result("tool", "kernels_dirty", cJSON_CreateFalse());
 }
 
+/* A complete run of the test plan with run_id as its id; its eval dir. */
+static char *run_as(const char *run_id)
+{
+	struct runner_options ro;
+	char *dir = NULL;
+
+	memset(&ro, 0, sizeof(ro));
+	ro.plan_path = plan_path;
+	ro.tasks_root = fs_join(tmp, "tasks");
+	ro.results_root = fs_join(tmp, "results");
+	ro.threads = 2;
+	ro.run_id = run_id;
+	ck_assert_msg(runner_run(&dir, &ro) == 0, "runner_run: %s", vs_last_error());
+	free((char *)ro.tasks_root);
+	free((char *)ro.results_root);
+	return dir;
+}
+
+/* A second complete run, as a clean build's (mark_clean() for the first too). */
+static char *another_run(const char *run_id)
+{
+	char *dir = run_as(run_id);
+
+	mark_clean();
+	edit_result_in(dir, "tool", "kernels_dirty", cJSON_CreateFalse());
+	return dir;
+}
+
 static void setup(void)
 {
 	struct card c;
 	struct plan p;
-	struct runner_options ro;
 	char *src = tu_resource("skills/mla_decode_cpu_splitkv.md"), *text = tu_read(src, NULL);
 	char *skills, *plans;
 
@@ -92,16 +119,7 @@ static void setup(void)
 	p.protocol.review_bound = 1.2; /* the CPU pair is several times faster: flagged for review */
 	plan_path = fs_join(plans, "mla_decode_cpu_splitkv.plan.json");
 	ck_assert_int_eq(plan_write(&p, plan_path), 0);
-	memset(&ro, 0, sizeof(ro));
-	ro.plan_path = plan_path;
-	ro.tasks_root = fs_join(tmp, "tasks");
-	ro.results_root = fs_join(tmp, "results");
-	ro.threads = 2;
-	ro.run_id = "run1";
-	eval_dir = NULL;
-	ck_assert_msg(runner_run(&eval_dir, &ro) == 0, "runner_run: %s", vs_last_error());
-	free((char *)ro.tasks_root);
-	free((char *)ro.results_root);
+	eval_dir = run_as("run1");
 	plan_release(&p);
 	card_release(&c);
 	free(src);
@@ -397,19 +415,9 @@ END_TEST
  */
 START_TEST(older_run_needs_older_and_the_card_says_so)
 {
-	struct runner_options ro;
 	struct card c;
-	char *second = NULL, *text;
+	char *second = another_run("run2"), *text;
 
-	memset(&ro, 0, sizeof(ro));
-	ro.plan_path = plan_path;
-	ro.tasks_root = fs_join(tmp, "tasks");
-	ro.results_root = fs_join(tmp, "results");
-	ro.threads = 2;
-	ro.run_id = "run2";
-	ck_assert_msg(runner_run(&second, &ro) == 0, "%s", vs_last_error());
-	mark_clean();
-	edit_result_in(second, "tool", "kernels_dirty", cJSON_CreateFalse());
 	text = tu_read(card_path, NULL);
 	ck_assert_int_eq(record_card(card_path, eval_dir), VS_EVERIFY);
 	ck_assert_msg(strstr(vs_last_error(), "is older than") && strstr(vs_last_error(), "run2") &&
@@ -450,8 +458,6 @@ START_TEST(older_run_needs_older_and_the_card_says_so)
 	ck_assert_msg(strstr(vs_last_error(), "validation.measured.spread"), "%s", vs_last_error());
 	free(text);
 	free(second);
-	free((char *)ro.tasks_root);
-	free((char *)ro.results_root);
 }
 END_TEST
 
@@ -462,20 +468,10 @@ END_TEST
  */
 START_TEST(a_workload_run_is_not_a_newer_tier_run)
 {
-	struct runner_options ro;
 	struct card c;
-	char *second = NULL;
+	char *second = another_run("wlrun");
 	cJSON *wl = cJSON_CreateObject();
 
-	memset(&ro, 0, sizeof(ro));
-	ro.plan_path = plan_path;
-	ro.tasks_root = fs_join(tmp, "tasks");
-	ro.results_root = fs_join(tmp, "results");
-	ro.threads = 2;
-	ro.run_id = "wlrun";
-	ck_assert_msg(runner_run(&second, &ro) == 0, "%s", vs_last_error());
-	mark_clean();
-	edit_result_in(second, "tool", "kernels_dirty", cJSON_CreateFalse());
 	cJSON_AddStringToObject(wl, "id", "wl_tiny");
 	edit_result_in(second, "overall", "workload", wl);
 	ck_assert_msg(record_card(card_path, eval_dir) == 0, "%s", vs_last_error());
@@ -484,8 +480,6 @@ START_TEST(a_workload_run_is_not_a_newer_tier_run)
 	ck_assert_str_eq(c.validation.spread, "");
 	card_release(&c);
 	free(second);
-	free((char *)ro.tasks_root);
-	free((char *)ro.results_root);
 }
 END_TEST
 
