@@ -2407,34 +2407,88 @@ static void doc_validation_range(const struct doc *d, size_t *b, size_t *e)
 	*e = line_after(d, v->ce);
 }
 
-static int doc_hash(const struct doc *d, char hex[FS_SHA256_HEX])
+/*
+ * Byte range of the claims list `expects.workloads` (key line to end of its value's last line),
+ * empty where expects is absent or written in flow style (a line range cannot be cut from it).
+ */
+static void doc_claims_range(const struct doc *d, size_t *b, size_t *e)
+{
+	const struct ynode *x = map_find(d->root, "expects", NULL);
+	const struct ynode *v;
+	int i;
+
+	*b = *e = d->fm_end;
+	if (!x || x->kind != YN_MAP || x->style == 1 || !(v = map_find(x, "workloads", &i)))
+		return;
+	*b = line_start(d, x->kid[i]->b);
+	*e = line_after(d, v->ce);
+}
+
+/* sha256 of the front matter less the validation block (and the claims list, with claims 0), then the body. */
+static int doc_hash(const struct doc *d, int claims, char hex[FS_SHA256_HEX])
 {
 	struct fs_sha256 h;
-	size_t vb, ve;
+	size_t cut[2][2], at;
 	int err = fs_sha256_init(&h);
 
 	if (err)
 		return err;
-	doc_validation_range(d, &vb, &ve);
-	fs_sha256_update(&h, d->text + d->fm_begin, vb - d->fm_begin);
-	fs_sha256_update(&h, d->text + ve, d->fm_end - ve);
+	doc_validation_range(d, &cut[0][0], &cut[0][1]);
+	cut[1][0] = cut[1][1] = d->fm_end;
+	if (!claims)
+		doc_claims_range(d, &cut[1][0], &cut[1][1]);
+	if (cut[1][0] < cut[0][0]) {
+		size_t t0 = cut[0][0], t1 = cut[0][1];
+
+		cut[0][0] = cut[1][0], cut[0][1] = cut[1][1];
+		cut[1][0] = t0, cut[1][1] = t1;
+	}
+	at = d->fm_begin;
+	for (int k = 0; k < 2; k++) {
+		fs_sha256_update(&h, d->text + at, cut[k][0] - at);
+		at = cut[k][1];
+	}
+	fs_sha256_update(&h, d->text + at, d->fm_end - at);
 	fs_sha256_update(&h, d->text + d->body_begin, d->len - d->body_begin);
 	fs_sha256_final(&h, hex);
 	return 0;
 }
 
-int card_hash(const struct card *c, char hex[65])
+static int card_hash_of(const struct card *c, int claims, char hex[65])
 {
 	struct doc d;
 	char tmp[FS_SHA256_HEX];
 	int err = doc_open(&d, c->path, c->text, c->text_len);
 
 	if (!err)
-		err = doc_hash(&d, tmp);
+		err = doc_hash(&d, claims, tmp);
 	if (!err)
 		memcpy(hex, tmp, FS_SHA256_HEX);
 	doc_release(&d);
 	return err;
+}
+
+int card_hash(const struct card *c, char hex[65])
+{
+	return card_hash_of(c, 0, hex);
+}
+
+int card_hash_check(const struct card *c, const char *stored, char hex[65], int *same)
+{
+	char full[65];
+	int err;
+
+	*same = 0;
+	if ((err = card_hash_of(c, 0, hex)))
+		return err;
+	if (!strcmp(stored, hex)) {
+		*same = 1;
+		return 0;
+	}
+	if ((err = card_hash_of(c, 1, full)))
+		return err;
+	*same = !strcmp(stored, full);
+	return 0;
 }
 
 /* ---- recording ----------------------------------------------------------------------------- */
@@ -2888,7 +2942,7 @@ static int check_edited_card(const struct card *c, const char *hash, const char 
 	if (!err && vn && vn->kind == YN_MAP)
 		err = schema_map(&d, &tmp, vn, "validation");
 	if (!err)
-		err = doc_hash(&d, h2);
+		err = doc_hash(&d, 0, h2);
 	ok = !err && vn && vn->kind == YN_MAP && !strcmp(hash, h2) && same_str(w->status, v->status) &&
 	     same_str(w->last_verified, v->last_verified) && same_str(w->gpu, v->gpu) && same_str(w->gen, v->gen) &&
 	     same_str(w->model, v->model) && same_str(w->measured_parity, v->measured_parity) &&
@@ -2989,7 +3043,7 @@ int card_set_validation(char **out, size_t *out_len, const struct card *c, const
 	err = check_validation_values(c, v);
 	if (err)
 		goto done;
-	err = doc_hash(&d, hash);
+	err = doc_hash(&d, 0, hash);
 	if (err)
 		goto done;
 	if (d.root->style == 1) {
@@ -3091,7 +3145,7 @@ int card_set_workload_record(char **out, size_t *out_len, const struct card *c, 
 				nz(r->status));
 	if ((err = doc_open(&d, c->path, c->text, c->text_len)))
 		return err;
-	if ((err = doc_hash(&d, hash)))
+	if ((err = doc_hash(&d, 0, hash)))
 		goto done;
 	if (d.root->style == 1) {
 		err = doc_err(&d, VS_ESCHEMA, d.root->b, "front matter",

@@ -235,10 +235,21 @@ int card_locate(const struct card *c, const char *key, int *line, int *col);
 void card_release(struct card *c);
 
 /**
- * The card hash recorded as evidence: sha256 over the front matter with the `validation` block
- * removed, followed by the body. Recording (which only changes `validation`) does not change it.
+ * The card hash recorded as evidence: sha256 over the front matter with the `validation` block and
+ * the claims list `expects.workloads` removed (each whole line of them; a flow-style `expects` is
+ * kept whole), followed by the body. Recording (which only changes `validation`) does not change
+ * it, nor does claiming one more deployment: each claim's verdict is bound to its own evidence (the
+ * workload's sha256 in its plan), and no verdict reads the list. hex: 64 lowercase hex digits.
+ * Errors: VS_EPARSE (the card no longer parses), VS_ENOMEM.
  */
 int card_hash(const struct card *c, char hex[65]);
+
+/**
+ * Whether evidence that stored the card hash `stored` was made from this card: *same is 1 when
+ * stored is card_hash() (set in hex), or the hash with the claims list kept, which the builds up
+ * to 2026-12-05 recorded (the evidence committed until then binds it). Errors: as card_hash().
+ */
+int card_hash_check(const struct card *c, const char *stored, char hex[65], int *same);
 
 /**
  * Produce the text of the card with its validation block set to v: every scalar under

@@ -2988,7 +2988,7 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 	size_t len;
 	const cJSON *card, *plan, *dev, *ov, *iso, *tool;
 	struct plan p;
-	int err, status = EVIDENCE_OK;
+	int err, card_same, status = EVIDENCE_OK;
 
 	memset(e, 0, sizeof(*e));
 	memset(&p, 0, sizeof(p));
@@ -3158,9 +3158,9 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 		}
 	}
 	/* Finally the card itself: content unchanged since the plan was made. */
-	if ((err = card_hash(c, hash)))
+	if ((err = card_hash_check(c, jstr(card, "hash"), hash, &card_same)))
 		goto done;
-	if (strcmp(hash, jstr(card, "hash"))) {
+	if (!card_same) {
 		status = EVIDENCE_STALE_CARD;
 		err = vs_error(VS_EVERIFY,
 			       "%s: the card changed since this evidence was produced (card hash "

@@ -3172,7 +3172,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 	struct plan d;
 	char hex[65], source[320];
 	const struct vs_operator *op = vs_op_of(p->ntasks > 0 ? p->tasks : NULL);
-	int err = 0, oom = 0, tier_bit = 0, gpu, differs = 0;
+	int err = 0, oom = 0, tier_bit = 0, gpu, differs = 0, same;
 
 	memset(&d, 0, sizeof(d));
 	diff[0] = '\0';
@@ -3185,9 +3185,9 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 	} while (0)
 	if (strcmp(p->card_id, c->id))
 		DIFFER("card.id is '%s' in the plan, but the card's id is '%s'", p->card_id, c->id);
-	if ((err = card_hash(c, hex)))
+	if ((err = card_hash_check(c, p->card_hash, hex, &same)))
 		goto done;
-	if (strcmp(p->card_hash, hex))
+	if (!same)
 		DIFFER("card.hash is %.12s... in the plan, but %s hashes to %.12s... (the card changed since the plan "
 		       "was emitted)",
 		       p->card_hash, c->path, hex);

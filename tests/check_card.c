@@ -726,6 +726,11 @@ START_TEST(test_hash_sensitivity)
 		{"isolated_speedup_min: 1.5", "isolated_speedup_min: 1.6", 0},
 		{"Split-KV with an online softmax.", "Split-KV.", 0},
 		{"role: advisory_prior", "role: advisory", 0},
+		/* the claims list is not hashed: claiming a deployment leaves the tier's evidence valid */
+		{"  parity: required\n", "  parity: required\n  workloads: [cpu_smoke]\n", 1},
+		{"  parity: required\n", "  workloads:\n    - cpu_smoke\n    - other # two\n  parity: required\n", 1},
+		{"expects:\n  isolated_speedup_min: 1.5\n  parity: required\n",
+		 "expects: {isolated_speedup_min: 1.5, parity: required, workloads: [cpu_smoke]}\n", 0},
 	};
 
 	hash_of_text(base, path, text);
@@ -738,6 +743,45 @@ START_TEST(test_hash_sensitivity)
 			      base);
 		free(t);
 	}
+	free(text);
+	free(path);
+}
+END_TEST
+
+/* Evidence of the builds that hashed the claims list still matches its card; other hashes do not. */
+START_TEST(test_hash_check_takes_the_hash_with_claims)
+{
+	char *path = card_path("ok_minimal.md");
+	char *text = tu_read(path, NULL);
+	char *claimed = replace_once(text, "  parity: required\n", "  parity: required\n  workloads: [cpu_smoke]\n");
+	char full[FS_SHA256_HEX], now[FS_SHA256_HEX], hex[FS_SHA256_HEX], other[FS_SHA256_HEX];
+	const char *v = strstr(claimed, "\nvalidation:\n") + 1, *role = strstr(claimed, "\nrole: ") + 1;
+	struct fs_sha256 h;
+	struct card c;
+	int same = -1;
+
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(card_parse(&c, path, claimed, strlen(claimed)), 0);
+	ck_assert_int_eq(fs_sha256_init(&h), 0);
+	fs_sha256_update(&h, claimed + 4, (size_t)(v - claimed) - 4);
+	fs_sha256_update(&h, role, (size_t)(claimed + c.fm_end - role));
+	fs_sha256_update(&h, claimed + c.body_begin, c.text_len - c.body_begin);
+	fs_sha256_final(&h, full);
+	ck_assert_int_eq(card_hash(&c, now), 0);
+	ck_assert_str_ne(full, now);
+	hash_of_text(other, path, text);
+	ck_assert_str_eq(other, now);
+	ck_assert_int_eq(card_hash_check(&c, now, hex, &same), 0);
+	ck_assert_int_eq(same, 1);
+	ck_assert_str_eq(hex, now);
+	ck_assert_int_eq(card_hash_check(&c, full, hex, &same), 0);
+	ck_assert_int_eq(same, 1);
+	ck_assert_str_eq(hex, now);
+	memset(other, '0', 64);
+	ck_assert_int_eq(card_hash_check(&c, other, hex, &same), 0);
+	ck_assert_int_eq(same, 0);
+	card_release(&c);
+	free(claimed);
 	free(text);
 	free(path);
 }
@@ -1007,6 +1051,7 @@ static Suite *card_suite(void)
 	t = tcase_create("hash");
 	tcase_add_test(t, test_hash_is_front_matter_without_validation_plus_body);
 	tcase_add_test(t, test_hash_sensitivity);
+	tcase_add_test(t, test_hash_check_takes_the_hash_with_claims);
 	tcase_add_test(t, test_hash_unchanged_by_recording);
 	suite_add_tcase(s, t);
 	return s;

@@ -51,7 +51,8 @@
 #   dsa_ab_edge  the V4 edge task's A/B three times (after dsa_plans)
 #   dsa_v4_parity  FlashMLA's and torch's parity alone on every V4 task (after dsa_plans)
 #   dsa_cards the two sm_90 DSA cards on their claimed workload (issue 39, item 3)
-#   wl_cards  both dense sm_90 cards on each workload their expects.workloads claims (issue 37)
+#   wl_warm   the workload plans of both dense sm_90 cards (expects.workloads), TileLang warmed
+#   wl:CARD   that card on each workload it claims, from wl_warm's plans (issue 37)
 #   config    the config card skills/mla_decode_triton_config_sm90.md (issue 41, item 5: fp8,
 #             triton.mla_decode@bn64-bh16-sp0-w4-st2 -> @bn64-bh16-sp0-w8-st2): --emit-plan (tier
 #             standard; the configs' registers/spills/shared memory compiled for sm_90 by the
@@ -91,6 +92,11 @@ pins() {
 	[ "${PIN_CONFIGS:-0}" = 1 ] || return 0
 	a=$(sed -n 's/^  artifact: "\(.*\)"$/\1/p' "$1")
 	[ -n "$a" ] && echo "--configs-from $a"
+}
+
+# the workloads card $1 claims (expects.workloads: [a, b])
+wl_claims() {
+	sed -n 's/^  workloads: \[\(.*\)\]$/\1/p' "$1" | tr -d ' ' | tr , ' '
 }
 
 run_steps() {
@@ -202,21 +208,33 @@ run_steps() {
 				echo "dsa_ab_edge $k: rc $?"
 			done >"$WORK/dsa_ab_edge.log" 2>&1
 			;;
-		wl_cards)
-			# both dense sm_90 cards on the workloads they claim (issue 37, item 6), FlashMLA, torch
-			# and the other port as references (the tier plans' references); needs the TileLang
-			# site tarball and the dense FlashMLA plugin in .dev/shared
+		wl_warm)
+			# the workload plans of both dense sm_90 cards (issue 37, item 6: one per claimed workload,
+			# FlashMLA the reference, the e2e stage planned), then their TileLang kernels compiled in
+			# parallel into TileLang's disk cache, as `warm` does for the tier plans
 			{
-				for c in mla_decode_hip_port_sm90:triton.mla_decode mla_tilelang_to_triton_sm90:hip.flash; do
-					local card=${c%%:*} other=${c##*:} wl
-					for wl in $(sed -n 's/^  workloads: \[\(.*\)\]$/\1/p' skills/$card.md | tr -d ' ' | tr , ' '); do
-						$VS --emit-plan skills/$card.md --workload $wl --reference $FMLA --reference torch.mla_decode \
-							--reference $other --out $P/$card.wl-$wl.plan.json &&
-							$VS --run $P/$card.wl-$wl.plan.json $RUN --threads "$threads"
-						echo "wl_cards $card $wl: rc $?"
+				local card wl warms=""
+				for card in mla_tilelang_to_triton_sm90 mla_decode_hip_port_sm90; do
+					for wl in $(wl_claims skills/$card.md); do
+						$VS --emit-plan skills/$card.md --workload $wl --e2e --reference $FMLA \
+							--out $P/$card.wl-$wl.plan.json && warms="$warms --warm-plan $P/$card.wl-$wl.plan.json"
 					done
 				done
-			} >"$WORK/wl_cards.log" 2>&1
+				[ -n "$warms" ] && timeout 240 $VS_PYTHON tools/gpu/tilelang_check.py \
+					--module kernels/tilelang/mla_decode.py $warms --jobs 16 --compile-budget 220 2>&1 |
+					grep -v ':INFO\] ' | tail -n 20
+			} >"$WORK/wl_warm.log" 2>&1
+			;;
+		wl:*)
+			# one dense sm_90 card on each workload its expects.workloads claims (issue 37, item 6),
+			# from wl_warm's plans; eval dirs under $D/results/<card>/, for --record here. Not torch
+			# nor the other port as references: their figures on these shapes come from the tier runs,
+			# and a workload is 32 tasks (16 per KV dtype) against the tier's 19
+			local card=${step#wl:} wl
+			for wl in $(wl_claims skills/$card.md); do
+				$VS --run $P/$card.wl-$wl.plan.json $RUN --threads "$threads"
+				echo "wl $card $wl: rc $?"
+			done >"$WORK/wl-$card.log" 2>&1
 			;;
 		sparse_smoke)
 			# flashmla.sparse_decode alone against a double CPU reference (both formats, splits,
@@ -285,15 +303,18 @@ run_steps() {
 			# directory is made first: the worker's sandbox (harness/sandbox.c) grants rights on the
 			# entries of /tmp that exist when it starts, since a closed path (the results) lies under
 			# /tmp here, so ncu in the worker could not create /tmp/nvidia (2026-12-05, 18:33:
-			# "Failed to open/create lock directory /tmp/nvidia/nsight_compute", every implementation)
-			mkdir -p /tmp/nvidia/nsight_compute && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
+			# "Failed to open/create lock directory /tmp/nvidia/nsight_compute", every implementation).
+			# The task and eval dirs go outside /tmp as well ($NCU_DIR), so that no closed path lies
+			# under /tmp and the sandbox grants /tmp whole to ncu's injected library
+			local NCU_DIR=/var/tmp/vs_ncu
+			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
 			for impl in flashmla.sparse_decode hip.flash triton.dsa_decode; do
-				timeout 240 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node -k regex:'sparse|dsa|mla' \
+				timeout 180 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node -k regex:'sparse|dsa|mla' \
 					--launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy \
 					--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
 					--section SchedulerStats \
 					$VS --run $P/dsa/dsa_v32.full.plan.json --task b128-h128-sq2-32k --impl $impl \
-					--tasks-dir $D/tasks --results-dir $D/results/dsa_ncu/$impl --threads "$threads"
+					--tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$impl --threads "$threads"
 				echo "dsa_ncu $impl: rc $?"
 			done >"$WORK/dsa_ncu.log" 2>&1
 			;;
