@@ -55,16 +55,25 @@ struct timed_graph {
 	void *graph;
 };
 
+/* The setup time (wall ms) of one config of one implementation on the task being measured. */
+struct setup_entry {
+	const struct mla_decode_impl *impl;
+	const char *cfg; /* the config's name, borrowed from the plan */
+	double ms;
+};
+
 /* Device buffers of one task: every input set, two output pairs at distinct addresses, workspace. */
 struct bufs {
 	struct timed_graph *graphs; /* captured once each, replayed by every timed sample; freed with b */
 	int ngraphs, graphs_cap;
 	struct timed_graph *prepared; /* (impl, cfg) pairs whose prepare() ran for this task (graph NULL) */
 	int nprepared;
-	struct {
-		const struct mla_decode_impl *impl;
-		double ms;
-	} setup[2 + VS_PLAN_MAX_REFERENCES]; /* wall ms of each implementation's prepare() and captures */
+	/*
+	 * wall ms of each (implementation, config)'s prepare(), first launch and captures: a side's
+	 * setup is the sum over its own configs, so that two sides of one implementation (an A/A run,
+	 * a config card's two configs) each count what they use, a config both use in both
+	 */
+	struct setup_entry *setup;
 	int nsetup;
 	int nsets;
 	void *q[VS_TASK_MAX_SETS], *kv[VS_TASK_MAX_SETS], *bt[VS_TASK_MAX_SETS], *sl[VS_TASK_MAX_SETS];
@@ -123,6 +132,7 @@ static void bufs_release(struct vs_device *d, struct bufs *b)
 		d->ops->graph_free(d, b->graphs[g].graph);
 	free(b->graphs);
 	free(b->prepared);
+	free(b->setup);
 	free(b->h_guard);
 	free(b->h_cmp_out);
 	freshset_release(&b->fresh);
@@ -667,28 +677,36 @@ static int buffer_sets(struct mla_decode_args *out, int cap, const struct vs_dev
 	return n;
 }
 
-/* Add ms to impl's setup time on this task (measure_impl.setup_ms). */
-static void setup_add(struct bufs *b, const struct mla_decode_impl *impl, double ms)
+/* Add ms to the setup time of impl's config cfg on this task (measure_impl.setup_ms). */
+static int setup_add(struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
+		     double ms)
 {
 	int k = 0;
 
-	while (k < b->nsetup && b->setup[k].impl != impl)
+	while (k < b->nsetup && (b->setup[k].impl != impl || strcmp(b->setup[k].cfg, cfg->name)))
 		k++;
 	if (k == b->nsetup) {
-		if (k == (int)(sizeof(b->setup) / sizeof(b->setup[0])))
-			return;
-		b->setup[b->nsetup++].impl = impl;
-		b->setup[k].ms = 0;
+		void *np = realloc(b->setup, (size_t)(k + 1) * sizeof(*b->setup));
+
+		if (!np)
+			return vs_error(VS_ENOMEM, "out of memory");
+		b->setup = np;
+		b->setup[b->nsetup++] = (struct setup_entry){impl, cfg->name, 0};
 	}
 	b->setup[k].ms += ms;
+	return 0;
 }
 
-static double setup_of(const struct bufs *b, const struct mla_decode_impl *impl)
+/* A side's setup on this task: the sum over the configs it runs. */
+static double setup_of(const struct bufs *b, const struct measure_impl *m)
 {
+	double ms = 0;
+
 	for (int k = 0; k < b->nsetup; k++)
-		if (b->setup[k].impl == impl)
-			return b->setup[k].ms;
-	return 0;
+		for (int c = 0; c < m->nconfigs; c++)
+			if (b->setup[k].impl == m->impl && !strcmp(b->setup[k].cfg, m->configs[c].name))
+				ms += b->setup[k].ms;
+	return ms;
 }
 
 /*
@@ -723,7 +741,8 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 		b->prepared = np;
 		b->prepared[b->nprepared++] = (struct timed_graph){.impl = impl, .cfg = cfg};
 		err = d->ops->synchronize(d);
-		setup_add(b, impl, (now_s() - t0) * 1e3);
+		if (!err)
+			err = setup_add(b, impl, cfg, (now_s() - t0) * 1e3);
 		return err ? err : 1;
 	}
 	if (pyimpl_for_impl(impl->name) && *pyimpl_last_error())
@@ -761,8 +780,9 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 		make_args(&a, d, t, b, set, 0);
 		t0 = now_s();
 		rc = impl->launch(&a, cfg);
-		if (set == 0 && rc == MLA_OK && !(err = d->ops->synchronize(d)))
-			setup_add(b, impl, (now_s() - t0) * 1e3); /* the config's first launch: JIT compiles here */
+		if (set == 0 && rc == MLA_OK && !(err = d->ops->synchronize(d)) &&
+		    (err = setup_add(b, impl, cfg, (now_s() - t0) * 1e3))) /* the first launch: JIT compiles here */
+			return err;
 		if (rc == MLA_EUNSUPPORTED && set == 0) {
 			free(why);
 			*detail = fs_printf("%s %s declines these arguments (its launch answered MLA_EUNSUPPORTED)",
@@ -909,7 +929,8 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 	/* One untimed replay: the first launch of an instantiated graph uploads it. */
 	if ((err = poison(d, b, 0)) || (err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
 		return err;
-	setup_add(b, impl, (now_s() - t0) * 1e3);
+	if ((err = setup_add(b, impl, cfg, (now_s() - t0) * 1e3)))
+		return err;
 	*graph = g;
 	return 0;
 }
@@ -2072,10 +2093,10 @@ done:
 		r->complete = 0;
 		r->parity_pass = 0;
 	}
-	r->base.setup_ms = setup_of(&b, r->base.impl);
-	r->cand.setup_ms = setup_of(&b, r->cand.impl);
+	r->base.setup_ms = setup_of(&b, &r->base);
+	r->cand.setup_ms = setup_of(&b, &r->cand);
 	for (int k = 0; k < r->nrefs; k++)
-		r->refs[k].m.setup_ms = setup_of(&b, r->refs[k].m.impl);
+		r->refs[k].m.setup_ms = setup_of(&b, &r->refs[k].m);
 	if (d->ops)
 		bufs_release(d, &b);
 	return err;

@@ -151,6 +151,28 @@ START_TEST(numpy_by_its_name_passes_parity_and_is_bound_by_sha256)
 }
 END_TEST
 
+/*
+ * Two configs of one module on the two sides (a config card's A/B): each side's setup is its own
+ * config's, not the module's whole (until 2026-12-05 both sides showed the sum of the two).
+ */
+START_TEST(config_sides_of_one_module_have_their_own_setup)
+{
+	char *plan = tu_small_plan(tmp, "--baseline numpy.mla_decode@bn64 --candidate numpy.mla_decode@bn256", 1, 1);
+	char *out = NULL, *err = NULL, *eval = run_plan(plan, -1, &out, &err), *rel = fs_printf("%s/result.json", eval);
+	cJSON *r = tu_json_file(tmp, rel), *t = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "tasks"), 0);
+	double sb = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "baseline"), "setup_ms"));
+	double sc = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "candidate"), "setup_ms"));
+
+	ck_assert_msg(sb > 0 && sc > 0 && sb != sc, "setup_ms: baseline %g, candidate %g", sb, sc);
+	cJSON_Delete(r);
+	free(rel);
+	free(out);
+	free(err);
+	free(eval);
+	free(plan);
+}
+END_TEST
+
 /* A user's module by path, edited after the plan (and after the run): --run and --verify refuse it. */
 START_TEST(module_edited_after_the_plan_is_refused)
 {
@@ -904,6 +926,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, numpy_by_its_name_passes_parity_and_is_bound_by_sha256);
+	tcase_add_test(tc, config_sides_of_one_module_have_their_own_setup);
 	tcase_add_test(tc, numpy_by_its_name_is_a_reference);
 	tcase_add_test(tc, module_edited_after_the_plan_is_refused);
 	tcase_add_test(tc, helper_file_is_bound_by_the_plan_and_the_evidence);
