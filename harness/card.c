@@ -2487,7 +2487,7 @@ int card_hash_check(const struct card *c, const char *stored, char hex[65], int 
 	}
 	if ((err = card_hash_of(c, 1, full)))
 		return err;
-	*same = !strcmp(stored, full);
+	*same = strcmp(stored, full) ? 0 : 2;
 	return 0;
 }
 

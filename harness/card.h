@@ -246,8 +246,9 @@ int card_hash(const struct card *c, char hex[65]);
 
 /**
  * Whether evidence that stored the card hash `stored` was made from this card: *same is 1 when
- * stored is card_hash() (set in hex), or the hash with the claims list kept, which the builds up
- * to 2026-12-05 recorded (the evidence committed until then binds it). Errors: as card_hash().
+ * stored is card_hash() (set in hex), 2 when it is the hash with the claims list kept, which the
+ * builds up to 2026-12-05 recorded (the evidence committed until then binds it: the card and its
+ * claims are as they were), 0 otherwise. Errors: as card_hash().
  */
 int card_hash_check(const struct card *c, const char *stored, char hex[65], int *same);
 

@@ -1576,7 +1576,9 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 				err = vs_oom();
 			if (!err)
 				np.workload->path = rel;
-			if (!err && !list_has(&c->expects.workloads, w.id))
+			if (!err)
+				np.workload->claimed = list_has(&c->expects.workloads, w.id);
+			if (!err && !np.workload->claimed)
 				vs_warn("%s does not claim for workload '%s' (expects.workloads): this plan's runs "
 					"cannot be "
 					"recorded into the card; list it there first",
@@ -1833,6 +1835,8 @@ int plan_to_text(char **out, const struct plan *p)
 		jsonfile_put_str(oom, wj, "sha256", p->workload->sha256);
 		jsonfile_put_str(oom, wj, "trace_sha256", p->workload->trace_sha256);
 		add_u64(oom, wj, "seed", p->workload->seed);
+		if (p->workload->claimed >= 0)
+			jsonfile_put_bool(oom, wj, "claimed", p->workload->claimed);
 	}
 	tasks = jsonfile_put_arr(oom, root, "tasks");
 	for (int i = 0; i < p->ntasks; i++) {
@@ -2400,7 +2404,7 @@ struct plan_keys {
 static const struct plan_keys plan_keys[] = {
 	{"", "schema card operator regime tier gen model baseline candidate references build pinned workload tasks "
 	     "protocol gates e2e"},
-	{"workload", "id path sha256 trace_sha256 seed"},
+	{"workload", "id path sha256 trace_sha256 seed claimed"},
 	{"tasks[].workload", "concurrency steps weight"},
 	{"card", "id path hash"},
 	{"baseline", "impl backend plugin python forced configs unsupported"},
@@ -2531,6 +2535,14 @@ static int workload_from_json(struct plan *np, const cJSON *root, const char *pa
 	if (!seed || !*seed || strspn(seed, "0123456789") != strlen(seed))
 		return vs_error(VS_ESCHEMA, "%s: workload.seed must be a decimal string", path);
 	w->seed = strtoull(seed, NULL, 10);
+	w->claimed = -1;
+	if (cJSON_GetObjectItemCaseSensitive(wj, "claimed")) {
+		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(wj, "claimed");
+
+		if (!cJSON_IsBool(cl))
+			return vs_error(VS_ESCHEMA, "%s: workload.claimed must be true or false", path);
+		w->claimed = cJSON_IsTrue(cl);
+	}
 	for (int i = 0; i < np->ntasks; i++) {
 		const cJSON *tw = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tasks, i), "workload");
 		char where[64];
@@ -3172,7 +3184,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 	struct plan d;
 	char hex[65], source[320];
 	const struct vs_operator *op = vs_op_of(p->ntasks > 0 ? p->tasks : NULL);
-	int err = 0, oom = 0, tier_bit = 0, gpu, differs = 0, same;
+	int err = 0, oom = 0, tier_bit = 0, gpu, differs = 0, same, claimed, at_emit;
 
 	memset(&d, 0, sizeof(d));
 	diff[0] = '\0';
@@ -3224,6 +3236,17 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 			DIFFER("workload.seed is %llu in the plan, but %s says %llu",
 			       (unsigned long long)p->workload->seed, p->workload->path,
 			       (unsigned long long)d.workload->seed);
+		/*
+		 * The claim comes before the run, like a threshold: the card claims the workload now if and
+		 * only if it did when the plan was emitted (a plan without the field: the card hash, which
+		 * then covered the claims list, matched with it, or the card did not claim then).
+		 */
+		claimed = list_has(&c->expects.workloads, p->workload->id);
+		at_emit = p->workload->claimed >= 0 ? p->workload->claimed : same == 2 && claimed;
+		if (claimed != at_emit)
+			DIFFER("%s %s workload '%s' since the plan was emitted (expects.workloads): a claim comes "
+			       "before the run",
+			       c->path, claimed ? "claims" : "no longer claims", p->workload->id);
 	} else if ((err = op->derive_tasks(&d, c, tier_bit, gpu, NULL, NULL))) {
 		goto done;
 	}

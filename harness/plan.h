@@ -149,6 +149,9 @@ struct plan_workload {
 	char sha256[65];       /* of the file when planned */
 	char trace_sha256[65]; /* of its trace, "" for a histogram */
 	uint64_t seed;         /* the simulation's */
+	int claimed;           /* 1: the card claimed the workload (expects.workloads) when the plan was
+				* emitted, 0: it did not, -1: a plan from before 2026-12-05, without the
+				* field (the card hash bound the claims list then) */
 	int *concurrency;      /* [plan ntasks]: the concurrency (= batch) task i stands for */
 	int *steps;            /* [plan ntasks]: the sampled decode steps it stands for */
 	double *weight;        /* [plan ntasks]: its weight; the weights of a plan sum to 1 */

@@ -613,6 +613,42 @@ START_TEST(test_record_refuses_unclaimed)
 }
 END_TEST
 
+/* A claim added after the plan was emitted: the plan does not run (a claim comes before the run). */
+START_TEST(test_claim_added_after_the_plan_is_refused)
+{
+	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *args, *out = NULL, *err = NULL;
+	cJSON *plan;
+	int status;
+
+	write_card(root, 0);
+	args = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md --workload %s --out wl.plan.json", wl);
+	ck_assert_int_eq(tu_run_tool(root, args, &out, &err), 0);
+	plan = tu_json_file(root, "wl.plan.json");
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(plan, "workload"), "claimed")));
+	cJSON_Delete(plan);
+	free(out);
+	free(err);
+	write_card(root, 1);
+	status = tu_run_tool(root, "--run wl.plan.json --threads 1", &out, &err);
+	ck_assert_int_ne(status, 0);
+	ck_assert_msg(strstr(err, "skills/mla_decode_cpu_splitkv.md claims workload 'wl_tiny' since the plan was "
+				  "emitted (expects.workloads): a claim comes before the run") != NULL,
+		      "%s", err);
+	free(out);
+	free(err);
+	/* emitted again with the claim, the plan says so */
+	ck_assert_int_eq(tu_run_tool(root, args, &out, &err), 0);
+	plan = tu_json_file(root, "wl.plan.json");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(plan, "workload"), "claimed")));
+	cJSON_Delete(plan);
+	free(out);
+	free(err);
+	free(args);
+	free(wl);
+	free(root);
+}
+END_TEST
+
 /*
  * The verdict of a workload plan of two kv dtypes from injected times (constant per task, so every
  * CI is a point): each bf16 task baseline base_bf16 ms against candidate 1 ms, each fp8 task
@@ -898,6 +934,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_plan_check_card_rederives);
 	tcase_add_test(tc, test_validate_record_verify_report);
 	tcase_add_test(tc, test_record_refuses_unclaimed);
+	tcase_add_test(tc, test_claim_added_after_the_plan_is_refused);
 	tcase_add_test(tc, test_gate_per_kv_dtype);
 	tcase_add_test(tc, test_gate_one_kv_dtype_unchanged);
 	tcase_add_test(tc, test_two_kv_dtypes_record_verify_report);
