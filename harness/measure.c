@@ -678,8 +678,7 @@ static int buffer_sets(struct mla_decode_args *out, int cap, const struct vs_dev
 }
 
 /* Add ms to the setup time of impl's config cfg on this task (measure_impl.setup_ms). */
-static int setup_add(struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
-		     double ms)
+static int setup_add(struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, double ms)
 {
 	int k = 0;
 
