@@ -308,8 +308,13 @@ run_steps() {
 			# under /tmp and the sandbox grants /tmp whole to ncu's injected library
 			local NCU_DIR=/var/tmp/vs_ncu
 			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
+			# hip.flash: its st2 configs (the template's last argument 2), which its tuning chooses;
+			# on 2026-12-05 (22:37) the first 8 launches were all st1 configs'
+			local impl kern
 			for impl in flashmla.sparse_decode hip.flash triton.dsa_decode; do
-				timeout 180 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node -k regex:'sparse|dsa|mla' \
+				kern='sparse|dsa|mla'
+				[ "$impl" = hip.flash ] && kern='mla_sparse_warp<.*, 2>'
+				timeout 180 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node -k "regex:$kern" \
 					--launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy \
 					--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
 					--section SchedulerStats \
