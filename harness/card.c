@@ -1776,7 +1776,7 @@ static int lint_body(const struct card *c)
 	return problems;
 }
 
-static int list_has(const struct card_list *l, const char *s)
+int card_list_has(const struct card_list *l, const char *s)
 {
 	for (int i = 0; i < l->count; i++)
 		if (!strcmp(l->items[i], s))
@@ -1833,7 +1833,7 @@ static int lint_validated(const struct card *c)
 	if (!strcmp(nz(c->scope), "e2e") && !v->has_e2e_pct)
 		n += lint_at(c, "validation.measured.e2e_pct",
 			     "status 'validated' on an e2e card needs the measured e2e delta");
-	if (*nz(v->gen) && !list_has(&c->match.gens, v->gen))
+	if (*nz(v->gen) && !card_list_has(&c->match.gens, v->gen))
 		n += lint_at(c, "validation.gen",
 			     "measured generation '%s' is not in match.gens (a card is validated "
 			     "only on a generation it lists)",
@@ -2164,7 +2164,7 @@ static int lint_typed(const struct card *c)
 
 int card_sparse(const struct card *c)
 {
-	return list_has(&c->match.arch_class, CARD_ARCH_SPARSE);
+	return card_list_has(&c->match.arch_class, CARD_ARCH_SPARSE);
 }
 
 int card_form(const struct card *c, int kv_dtype, int *topk, int *extra_topk, const char **why)
@@ -2265,7 +2265,7 @@ static int lint_form(const struct card *c)
 
 	if (!card_operator_planned(c))
 		return 0;
-	if (sparse && list_has(&c->match.arch_class, CARD_ARCH_DENSE))
+	if (sparse && card_list_has(&c->match.arch_class, CARD_ARCH_DENSE))
 		n += lint_at(c, "match.arch_class",
 			     "lists both %s (dense MLA decode) and %s (its sparse form): a plan takes one form; "
 			     "write a card per form",
@@ -2479,15 +2479,10 @@ int card_hash_check(const struct card *c, const char *stored, char hex[65], int 
 	int err;
 
 	*same = 0;
-	if ((err = card_hash_of(c, 0, hex)))
+	if ((err = card_hash_of(c, 0, hex)) || (err = card_hash_of(c, 1, full)))
 		return err;
-	if (!strcmp(stored, hex)) {
-		*same = 1;
-		return 0;
-	}
-	if ((err = card_hash_of(c, 1, full)))
-		return err;
-	*same = strcmp(stored, full) ? 0 : 2;
+	/* the hash with the claims first: equal to hex where nothing is cut (no claims line, flow style) */
+	*same = !strcmp(stored, full) ? 2 : !strcmp(stored, hex) ? 1 : 0;
 	return 0;
 }
 

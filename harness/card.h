@@ -18,6 +18,9 @@ struct card_list {
 	int count;
 };
 
+/** 1 when s is one of l's items (exact, case-sensitive), else 0. */
+int card_list_has(const struct card_list *l, const char *s);
+
 /** An unknown key kept verbatim: dotted path ("match.extra", "notes") and its value's source text. */
 struct card_unknown {
 	char *path;
@@ -245,10 +248,11 @@ void card_release(struct card *c);
 int card_hash(const struct card *c, char hex[65]);
 
 /**
- * Whether evidence that stored the card hash `stored` was made from this card: *same is 1 when
- * stored is card_hash() (set in hex), 2 when it is the hash with the claims list kept, which the
- * builds up to 2026-12-05 recorded (the evidence committed until then binds it: the card and its
- * claims are as they were), 0 otherwise. Errors: as card_hash().
+ * Whether evidence that stored the card hash `stored` was made from this card (card_hash() is set
+ * in hex): *same is 2 when stored is the hash with the claims list kept, which the builds up to
+ * 2026-12-05 recorded (the card and its claims are byte for byte as they were; where nothing is cut,
+ * no claims line or a flow-style `expects`, that is card_hash() too), 1 when stored is card_hash()
+ * and not that one, 0 otherwise. Errors: as card_hash().
  */
 int card_hash_check(const struct card *c, const char *stored, char hex[65], int *same);
 

@@ -3160,6 +3160,16 @@ static int evidence_load_files(struct evidence *e, int *status_out, const char *
 	/* Finally the card itself: content unchanged since the plan was made. */
 	if ((err = card_hash_check(c, jstr(card, "hash"), hash, &card_same)))
 		goto done;
+	if (card_same && !plan_claim_unchanged(&p, c, card_same)) {
+		status = EVIDENCE_STALE_CARD;
+		err = vs_error(VS_EVERIFY,
+			       "%s: %s %s workload '%s' since this evidence's plan was emitted (expects.workloads): a "
+			       "claim comes before the run; emit the plan and run again",
+			       dir, c->path,
+			       card_list_has(&c->expects.workloads, p.workload->id) ? "claims" : "no longer claims",
+			       p.workload->id);
+		goto done;
+	}
 	if (!card_same) {
 		status = EVIDENCE_STALE_CARD;
 		err = vs_error(VS_EVERIFY,

@@ -55,10 +55,15 @@ struct timed_graph {
 	void *graph;
 };
 
-/* The setup time (wall ms) of one config of one implementation on the task being measured. */
+/*
+ * The setup time (wall ms) of one config of one implementation on the task being measured: its
+ * prepare(), run once for every side with that config name (at NULL), or one side's first launch
+ * and graph captures (at: that side's config, in its measure_impl.configs).
+ */
 struct setup_entry {
 	const struct mla_decode_impl *impl;
-	const char *cfg; /* the config's name, borrowed from the plan */
+	const char *cfg;                    /* the config's name, borrowed from the plan */
+	const struct mla_decode_config *at; /* the side's config, or NULL for prepare() */
 	double ms;
 };
 
@@ -71,7 +76,8 @@ struct bufs {
 	/*
 	 * wall ms of each (implementation, config)'s prepare(), first launch and captures: a side's
 	 * setup is the sum over its own configs, so that two sides of one implementation (an A/A run,
-	 * a config card's two configs) each count what they use, a config both use in both
+	 * a config card's two configs) each count what they use: the prepare() of a config both run
+	 * in both, each one's own launches and captures
 	 */
 	struct setup_entry *setup;
 	int nsetup;
@@ -677,12 +683,19 @@ static int buffer_sets(struct mla_decode_args *out, int cap, const struct vs_dev
 	return n;
 }
 
-/* Add ms to the setup time of impl's config cfg on this task (measure_impl.setup_ms). */
-static int setup_add(struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg, double ms)
+/*
+ * Add ms to the setup time of impl's config cfg on this task (measure_impl.setup_ms): shared 1 for
+ * its prepare() (every side running a config of that name), 0 for the launches and captures of the
+ * side whose config cfg is.
+ */
+static int setup_add(struct bufs *b, const struct mla_decode_impl *impl, const struct mla_decode_config *cfg,
+		     int shared, double ms)
 {
+	const struct mla_decode_config *at = shared ? NULL : cfg;
 	int k = 0;
 
-	while (k < b->nsetup && (b->setup[k].impl != impl || strcmp(b->setup[k].cfg, cfg->name)))
+	while (k < b->nsetup &&
+	       (b->setup[k].impl != impl || b->setup[k].at != at || strcmp(b->setup[k].cfg, cfg->name)))
 		k++;
 	if (k == b->nsetup) {
 		void *np = realloc(b->setup, (size_t)(k + 1) * sizeof(*b->setup));
@@ -690,7 +703,7 @@ static int setup_add(struct bufs *b, const struct mla_decode_impl *impl, const s
 		if (!np)
 			return vs_error(VS_ENOMEM, "out of memory");
 		b->setup = np;
-		b->setup[b->nsetup++] = (struct setup_entry){impl, cfg->name, 0};
+		b->setup[b->nsetup++] = (struct setup_entry){impl, cfg->name, at, 0};
 	}
 	b->setup[k].ms += ms;
 	return 0;
@@ -703,7 +716,9 @@ static double setup_of(const struct bufs *b, const struct measure_impl *m)
 
 	for (int k = 0; k < b->nsetup; k++)
 		for (int c = 0; c < m->nconfigs; c++)
-			if (b->setup[k].impl == m->impl && !strcmp(b->setup[k].cfg, m->configs[c].name))
+			if (b->setup[k].impl == m->impl &&
+			    (b->setup[k].at ? b->setup[k].at == &m->configs[c] :
+					      !strcmp(b->setup[k].cfg, m->configs[c].name)))
 				ms += b->setup[k].ms;
 	return ms;
 }
@@ -741,7 +756,7 @@ static int prepare_config(const struct measure_ctx *ctx, const struct task_data 
 		b->prepared[b->nprepared++] = (struct timed_graph){.impl = impl, .cfg = cfg};
 		err = d->ops->synchronize(d);
 		if (!err)
-			err = setup_add(b, impl, cfg, (now_s() - t0) * 1e3);
+			err = setup_add(b, impl, cfg, 1, (now_s() - t0) * 1e3);
 		return err ? err : 1;
 	}
 	if (pyimpl_for_impl(impl->name) && *pyimpl_last_error())
@@ -779,8 +794,9 @@ static int parity_config(const struct measure_ctx *ctx, const struct task_data *
 		make_args(&a, d, t, b, set, 0);
 		t0 = now_s();
 		rc = impl->launch(&a, cfg);
-		if (set == 0 && rc == MLA_OK && !(err = d->ops->synchronize(d)) &&
-		    (err = setup_add(b, impl, cfg, (now_s() - t0) * 1e3))) /* the first launch: JIT compiles here */
+		/* the first launch: JIT compiles here */
+		if (set == 0 && rc == MLA_OK &&
+		    ((err = d->ops->synchronize(d)) || (err = setup_add(b, impl, cfg, 0, (now_s() - t0) * 1e3))))
 			return err;
 		if (rc == MLA_EUNSUPPORTED && set == 0) {
 			free(why);
@@ -928,7 +944,7 @@ static int timed_graph_for(void **graph, const struct measure_ctx *ctx, struct b
 	/* One untimed replay: the first launch of an instantiated graph uploads it. */
 	if ((err = poison(d, b, 0)) || (err = d->ops->graph_launch(d, g)) || (err = d->ops->synchronize(d)))
 		return err;
-	if ((err = setup_add(b, impl, cfg, (now_s() - t0) * 1e3)))
+	if ((err = setup_add(b, impl, cfg, 0, (now_s() - t0) * 1e3)))
 		return err;
 	*graph = g;
 	return 0;

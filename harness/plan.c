@@ -434,14 +434,6 @@ static int skips_compute(struct plan_skip **out, int *n, const struct mla_decode
 	return 0;
 }
 
-static int list_has(const struct card_list *l, const char *s)
-{
-	for (int i = 0; i < l->count; i++)
-		if (!strcmp(l->items[i], s))
-			return 1;
-	return 0;
-}
-
 /*
  * Directory of the running binary + "/gfx942/resources.json" (the gfx942 gate's output in the build
  * dir; "/gfx950/..." for gfx950) or "/sm_90/resources.json" (tools/gpu/sm90_resources.sh, after an
@@ -1473,7 +1465,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 				"%s: match.operator '%s' is not an operator this tool plans "
 				"(mla_attention)",
 				c->path, c->match.operator_name ? c->match.operator_name : "");
-	if (!list_has(&c->match.regimes, "decode"))
+	if (!card_list_has(&c->match.regimes, "decode"))
 		return vs_error(VS_EUNSUPPORTED, "%s: match.regimes has no 'decode': only MLA decode is planned",
 				c->path);
 	if ((err = op->plan_card(c)))
@@ -1482,7 +1474,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 		if (c->match.gens.count < 1)
 			return vs_error(VS_ESCHEMA, "%s: match.gens is empty", c->path);
 		gen = c->match.gens.items[0];
-	} else if (!list_has(&c->match.gens, gen)) {
+	} else if (!card_list_has(&c->match.gens, gen)) {
 		return vs_error(VS_EUSAGE, "generation '%s' is not in %s's match.gens", gen, c->path);
 	}
 	if ((err = side_split(base_buf, sizeof(base_buf), &base, &base_cfg, "--baseline")) ||
@@ -1577,7 +1569,7 @@ int plan_build(struct plan *p, const struct card *c, const struct plan_options *
 			if (!err)
 				np.workload->path = rel;
 			if (!err)
-				np.workload->claimed = list_has(&c->expects.workloads, w.id);
+				np.workload->claimed = card_list_has(&c->expects.workloads, w.id);
 			if (!err && !np.workload->claimed)
 				vs_warn("%s does not claim for workload '%s' (expects.workloads): this plan's runs "
 					"cannot be "
@@ -3179,12 +3171,27 @@ static void spec_list_release(struct task_spec *t, int n)
 	free(t);
 }
 
+int plan_claim_unchanged(const struct plan *p, const struct card *c, int same)
+{
+	int claimed, at_emit;
+
+	if (!p->workload)
+		return 1;
+	/*
+	 * A plan without the field: its card hash covered the claims list, so the card claimed the
+	 * workload then if that hash still matches (same 2) and the card claims it now.
+	 */
+	claimed = card_list_has(&c->expects.workloads, p->workload->id);
+	at_emit = p->workload->claimed >= 0 ? p->workload->claimed : same == 2 && claimed;
+	return claimed == at_emit;
+}
+
 int plan_check_card(const struct plan *p, const struct card *c, int configs, char *diff, size_t cap)
 {
 	struct plan d;
 	char hex[65], source[320];
 	const struct vs_operator *op = vs_op_of(p->ntasks > 0 ? p->tasks : NULL);
-	int err = 0, oom = 0, tier_bit = 0, gpu, differs = 0, same, claimed, at_emit;
+	int err = 0, oom = 0, tier_bit = 0, gpu, differs = 0, same;
 
 	memset(&d, 0, sizeof(d));
 	diff[0] = '\0';
@@ -3207,7 +3214,7 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 		DIFFER("tier is '%s' in the plan: the tiers are smoke, standard and full (and 'workload' with a "
 		       "workload)",
 		       p->tier);
-	if (!list_has(&c->match.gens, p->gen))
+	if (!card_list_has(&c->match.gens, p->gen))
 		DIFFER("gen is '%s' in the plan, which is not in %s's match.gens", p->gen, c->path);
 	if (strcmp(p->regime, "decode"))
 		DIFFER("regime is '%s' in the plan, but the tool plans 'decode'", p->regime);
@@ -3236,17 +3243,12 @@ int plan_check_card(const struct plan *p, const struct card *c, int configs, cha
 			DIFFER("workload.seed is %llu in the plan, but %s says %llu",
 			       (unsigned long long)p->workload->seed, p->workload->path,
 			       (unsigned long long)d.workload->seed);
-		/*
-		 * The claim comes before the run, like a threshold: the card claims the workload now if and
-		 * only if it did when the plan was emitted (a plan without the field: the card hash, which
-		 * then covered the claims list, matched with it, or the card did not claim then).
-		 */
-		claimed = list_has(&c->expects.workloads, p->workload->id);
-		at_emit = p->workload->claimed >= 0 ? p->workload->claimed : same == 2 && claimed;
-		if (claimed != at_emit)
+		if (!plan_claim_unchanged(p, c, same))
 			DIFFER("%s %s workload '%s' since the plan was emitted (expects.workloads): a claim comes "
 			       "before the run",
-			       c->path, claimed ? "claims" : "no longer claims", p->workload->id);
+			       c->path,
+			       card_list_has(&c->expects.workloads, p->workload->id) ? "claims" : "no longer claims",
+			       p->workload->id);
 	} else if ((err = op->derive_tasks(&d, c, tier_bit, gpu, NULL, NULL))) {
 		goto done;
 	}

@@ -329,9 +329,17 @@ int plan_read_task_hashes(char ***hashes, int *n, const char *path);
 extern int plan_trimmed_for_tests;
 
 /**
+ * A claim comes before the run: 1 when card c claims p's workload (expects.workloads) now if and only
+ * if it did when p was emitted (workload.claimed; for a plan without it, when same, card_hash_check()'s
+ * answer for p's card hash, is 2 and c claims it), and for every tier plan; 0 otherwise.
+ */
+int plan_claim_unchanged(const struct plan *p, const struct card *c, int same);
+
+/**
  * Compare plan p with the plan the tool derives from card c and the options p records (its tier,
- * gen, implementations, references, timing mode, e2e stage and pins): the card's id and hash, the
- * task set of the tier for the card's dtypes (names, order, every spec field, tolerances included),
+ * gen, implementations, references, timing mode, e2e stage and pins): the card's id and hash (either
+ * of card_hash_check()'s), the claim of a workload plan (plan_claim_unchanged()), the task set of the
+ * tier for the card's dtypes (names, order, every spec field, tolerances included),
  * the protocol, the gates (from c's expects, never from the plan), the e2e stage's bounds, and with
  * configs != 0 each side's config count against its implementation's for the generation (what a
  * run can ask; evidence keeps the configs it ran). Returns 0 when they agree; VS_EVERIFY with one

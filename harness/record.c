@@ -8,14 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int list_has(const struct card_list *l, const char *s)
-{
-	for (int i = 0; i < l->count; i++)
-		if (!strcmp(l->items[i], s))
-			return 1;
-	return 0;
-}
-
 /* The eval dir as a path relative to the working directory (the repository root) when possible. */
 static char *relative_artifact(const char *dir)
 {
@@ -138,7 +130,7 @@ static int record_workload(const char *card_path, const struct card *c, const st
 	size_t len;
 	int err;
 
-	if (!list_has(&c->expects.workloads, e->workload))
+	if (!card_list_has(&c->expects.workloads, e->workload))
 		return vs_error(VS_EVERIFY,
 				"%s: a run of workload '%s', which %s does not claim for: list it in "
 				"expects.workloads (then emit the plan and run again: the claim comes before the run)",
@@ -202,7 +194,7 @@ int record_card_run(const char *card_path, const char *eval_dir, int older)
 			       eval_dir);
 		goto done;
 	}
-	if (!list_has(&c.match.gens, e.gen)) {
+	if (!card_list_has(&c.match.gens, e.gen)) {
 		err = vs_error(VS_EVERIFY,
 			       "%s: measured on '%s' (%s), which is not in %s's match.gens: this evidence "
 			       "cannot speak for the card",

@@ -643,9 +643,53 @@ START_TEST(test_claim_added_after_the_plan_is_refused)
 	cJSON_Delete(plan);
 	free(out);
 	free(err);
+	/* and with the claim dropped again, it does not run either */
+	write_card(root, 0);
+	status = tu_run_tool(root, "--run wl.plan.json --threads 1", &out, &err);
+	ck_assert_int_ne(status, 0);
+	ck_assert_msg(strstr(err, "skills/mla_decode_cpu_splitkv.md no longer claims workload 'wl_tiny' since the "
+				  "plan was emitted") != NULL,
+		      "%s", err);
+	free(out);
+	free(err);
 	free(args);
 	free(wl);
 	free(root);
+}
+END_TEST
+
+/*
+ * The claim of a plan without workload.claimed (before 2026-12-05) is read from the card hash it
+ * stored: card_hash_check() answers 2 when that hash still covers the claims list as it is.
+ */
+START_TEST(test_claim_of_a_plan_without_the_field)
+{
+	static char wl_tiny[] = "wl_tiny";
+	char *items[] = {wl_tiny};
+	struct plan_workload w;
+	struct plan p;
+	struct card c;
+
+	memset(&w, 0, sizeof(w));
+	memset(&p, 0, sizeof(p));
+	memset(&c, 0, sizeof(c));
+	w.id = wl_tiny;
+	p.workload = &w;
+	w.claimed = -1;
+	c.expects.workloads = (struct card_list){items, 1};
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 2), 1); /* claimed then and now */
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 1), 0); /* the claim line is new */
+	c.expects.workloads.count = 0;
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 2), 1); /* claimed neither then nor now */
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 1), 1);
+	w.claimed = 1;
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 1), 0); /* the field: claimed then, not now */
+	c.expects.workloads.count = 1;
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 1), 1);
+	w.claimed = 0;
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 2), 0);
+	p.workload = NULL; /* a tier plan */
+	ck_assert_int_eq(plan_claim_unchanged(&p, &c, 0), 1);
 }
 END_TEST
 
@@ -935,6 +979,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_validate_record_verify_report);
 	tcase_add_test(tc, test_record_refuses_unclaimed);
 	tcase_add_test(tc, test_claim_added_after_the_plan_is_refused);
+	tcase_add_test(tc, test_claim_of_a_plan_without_the_field);
 	tcase_add_test(tc, test_gate_per_kv_dtype);
 	tcase_add_test(tc, test_gate_one_kv_dtype_unchanged);
 	tcase_add_test(tc, test_two_kv_dtypes_record_verify_report);

@@ -96,7 +96,10 @@ pins() {
 
 # the workloads card $1 claims (expects.workloads: [a, b])
 wl_claims() {
-	sed -n 's/^  workloads: \[\(.*\)\]$/\1/p' "$1" | tr -d ' ' | tr , ' '
+	local ids
+	ids=$(sed -n 's/^  workloads: \[\(.*\)\]$/\1/p' "$1" | tr -d ' ' | tr , ' ')
+	[ -n "$ids" ] || echo "$1: no one-line 'workloads: [...]' under expects: nothing to run" >&2
+	echo "$ids"
 }
 
 run_steps() {
@@ -309,12 +312,13 @@ run_steps() {
 			local NCU_DIR=/var/tmp/vs_ncu
 			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
 			# hip.flash: its st2 configs (the template's last argument 2), which its tuning chooses;
-			# on 2026-12-05 (22:37) the first 8 launches were all st1 configs'
+			# on 2026-12-05 (22:37) the first 8 launches were all st1 configs. The names are matched
+			# demangled (ncu's default base, "function", has no template arguments)'
 			local impl kern
 			for impl in flashmla.sparse_decode hip.flash triton.dsa_decode; do
 				kern='sparse|dsa|mla'
 				[ "$impl" = hip.flash ] && kern='mla_sparse_warp<.*, 2>'
-				timeout 180 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node -k "regex:$kern" \
+				timeout 180 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node --kernel-name-base demangled -k "regex:$kern" \
 					--launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy \
 					--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
 					--section SchedulerStats \
