@@ -63,8 +63,8 @@ static void mark_clean(void)
 	edit_result("tool", "kernels_dirty", cJSON_CreateFalse());
 }
 
-/* A complete run of the test plan with run_id as its id; its eval dir. */
-static char *run_as(const char *run_id)
+/* A run of the test plan with run_id as its id, of impl_filter's side alone when not NULL; its eval dir. */
+static char *run_as(const char *run_id, const char *impl_filter)
 {
 	struct runner_options ro;
 	char *dir = NULL;
@@ -75,6 +75,7 @@ static char *run_as(const char *run_id)
 	ro.results_root = fs_join(tmp, "results");
 	ro.threads = 2;
 	ro.run_id = run_id;
+	ro.impl_filter = impl_filter;
 	ck_assert_msg(runner_run(&dir, &ro) == 0, "runner_run: %s", vs_last_error());
 	free((char *)ro.tasks_root);
 	free((char *)ro.results_root);
@@ -84,7 +85,7 @@ static char *run_as(const char *run_id)
 /* A second complete run, as a clean build's (mark_clean() for the first too). */
 static char *another_run(const char *run_id)
 {
-	char *dir = run_as(run_id);
+	char *dir = run_as(run_id, NULL);
 
 	mark_clean();
 	edit_result_in(dir, "tool", "kernels_dirty", cJSON_CreateFalse());
@@ -119,7 +120,7 @@ static void setup(void)
 	p.protocol.review_bound = 1.2; /* the CPU pair is several times faster: flagged for review */
 	plan_path = fs_join(plans, "mla_decode_cpu_splitkv.plan.json");
 	ck_assert_int_eq(plan_write(&p, plan_path), 0);
-	eval_dir = run_as("run1");
+	eval_dir = run_as("run1", NULL);
 	plan_release(&p);
 	card_release(&c);
 	free(src);
@@ -388,21 +389,11 @@ END_TEST
 
 START_TEST(partial_run_is_not_recorded)
 {
-	struct runner_options ro;
-	char *dir = NULL;
+	char *dir = run_as("partial", "cpu.splitkv");
 
-	memset(&ro, 0, sizeof(ro));
-	ro.plan_path = plan_path;
-	ro.tasks_root = fs_join(tmp, "tasks");
-	ro.results_root = fs_join(tmp, "results");
-	ro.impl_filter = "cpu.splitkv";
-	ro.run_id = "partial";
-	ck_assert_int_eq(runner_run(&dir, &ro), 0);
 	edit_result_in(dir, "tool", "kernels_dirty", cJSON_CreateFalse());
 	ck_assert_int_eq(record_card(card_path, dir), VS_EVERIFY);
 	ck_assert_ptr_nonnull(strstr(vs_last_error(), "partial"));
-	free((char *)ro.tasks_root);
-	free((char *)ro.results_root);
 	free(dir);
 }
 END_TEST

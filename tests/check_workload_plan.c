@@ -613,46 +613,45 @@ START_TEST(test_record_refuses_unclaimed)
 }
 END_TEST
 
+/* root/wl.plan.json emitted for the CPU card and workload wl: its workload.claimed is want. */
+static void emit_claimed(const char *root, const char *wl, int want)
+{
+	char *text = emit_card(root, "skills/mla_decode_cpu_splitkv.md", wl, "wl.plan.json", 0, NULL);
+	cJSON *plan = cJSON_Parse(text);
+	const cJSON *claimed = cJSON_GetObjectItem(cJSON_GetObjectItem(plan, "workload"), "claimed");
+
+	ck_assert_msg(cJSON_IsBool(claimed) && cJSON_IsTrue(claimed) == want, "workload.claimed is not %d", want);
+	cJSON_Delete(plan);
+	free(text);
+}
+
+/* --run of root/wl.plan.json fails, saying line. */
+static void run_refused(const char *root, const char *line)
+{
+	char *out = NULL, *err = NULL;
+
+	ck_assert_int_ne(tu_run_tool(root, "--run wl.plan.json --threads 1", &out, &err), 0);
+	ck_assert_msg(strstr(err, line) != NULL, "%s", err);
+	free(out);
+	free(err);
+}
+
 /* A claim added after the plan was emitted: the plan does not run (a claim comes before the run). */
 START_TEST(test_claim_added_after_the_plan_is_refused)
 {
-	char *root = tu_tmpdir(), *wl = write_workload(root, 1), *args, *out = NULL, *err = NULL;
-	cJSON *plan;
-	int status;
+	char *root = tu_tmpdir(), *wl = write_workload(root, 1);
 
 	write_card(root, 0);
-	args = fs_printf("--emit-plan skills/mla_decode_cpu_splitkv.md --workload %s --out wl.plan.json", wl);
-	ck_assert_int_eq(tu_run_tool(root, args, &out, &err), 0);
-	plan = tu_json_file(root, "wl.plan.json");
-	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(plan, "workload"), "claimed")));
-	cJSON_Delete(plan);
-	free(out);
-	free(err);
+	emit_claimed(root, wl, 0);
 	write_card(root, 1);
-	status = tu_run_tool(root, "--run wl.plan.json --threads 1", &out, &err);
-	ck_assert_int_ne(status, 0);
-	ck_assert_msg(strstr(err, "skills/mla_decode_cpu_splitkv.md claims workload 'wl_tiny' since the plan was "
-				  "emitted (expects.workloads): a claim comes before the run") != NULL,
-		      "%s", err);
-	free(out);
-	free(err);
+	run_refused(root, "skills/mla_decode_cpu_splitkv.md claims workload 'wl_tiny' since the plan was emitted "
+			  "(expects.workloads): a claim comes before the run");
 	/* emitted again with the claim, the plan says so */
-	ck_assert_int_eq(tu_run_tool(root, args, &out, &err), 0);
-	plan = tu_json_file(root, "wl.plan.json");
-	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(plan, "workload"), "claimed")));
-	cJSON_Delete(plan);
-	free(out);
-	free(err);
+	emit_claimed(root, wl, 1);
 	/* and with the claim dropped again, it does not run either */
 	write_card(root, 0);
-	status = tu_run_tool(root, "--run wl.plan.json --threads 1", &out, &err);
-	ck_assert_int_ne(status, 0);
-	ck_assert_msg(strstr(err, "skills/mla_decode_cpu_splitkv.md no longer claims workload 'wl_tiny' since the "
-				  "plan was emitted") != NULL,
-		      "%s", err);
-	free(out);
-	free(err);
-	free(args);
+	run_refused(root, "skills/mla_decode_cpu_splitkv.md no longer claims workload 'wl_tiny' since the plan was "
+			  "emitted");
 	free(wl);
 	free(root);
 }
