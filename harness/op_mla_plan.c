@@ -64,6 +64,23 @@ static const struct shape shapes[] = {
 	/* the other two of the four headline shapes of the side-by-side table (BENCHMARKS.md) */
 	{"perf-h128-b64-8k", T_FULL, 64, 1, 128, 64, 0, {0}, 0, 8192, 0, 0, 1},
 	{"perf-h16-b128-4k", T_FULL, 128, 1, 16, 64, 0, {0}, 0, 4096, 0, 0, 1},
+	/* the Triton port against torch (issue 42, item 3): h_q 128, bf16, page 64, batch x context */
+	{"sweep-h128-b8-1k", T_FULL, 8, 1, 128, 64, 0, {0}, 0, 1024, 0, 1, 1},
+	{"sweep-h128-b8-4k", T_FULL, 8, 1, 128, 64, 0, {0}, 0, 4096, 0, 1, 1},
+	{"sweep-h128-b8-8k", T_FULL, 8, 1, 128, 64, 0, {0}, 0, 8192, 0, 1, 1},
+	{"sweep-h128-b8-32k", T_FULL, 8, 1, 128, 64, 0, {0}, 0, 32768, 0, 1, 1},
+	{"sweep-h128-b32-1k", T_FULL, 32, 1, 128, 64, 0, {0}, 0, 1024, 0, 1, 1},
+	{"sweep-h128-b32-4k", T_FULL, 32, 1, 128, 64, 0, {0}, 0, 4096, 0, 1, 1},
+	{"sweep-h128-b32-8k", T_FULL, 32, 1, 128, 64, 0, {0}, 0, 8192, 0, 1, 1},
+	{"sweep-h128-b32-32k", T_FULL, 32, 1, 128, 64, 0, {0}, 0, 32768, 0, 1, 1},
+	{"sweep-h128-b64-1k", T_FULL, 64, 1, 128, 64, 0, {0}, 0, 1024, 0, 1, 1},
+	{"sweep-h128-b64-4k", T_FULL, 64, 1, 128, 64, 0, {0}, 0, 4096, 0, 1, 1},
+	{"sweep-h128-b64-8k", T_FULL, 64, 1, 128, 64, 0, {0}, 0, 8192, 0, 1, 1},
+	{"sweep-h128-b64-32k", T_FULL, 64, 1, 128, 64, 0, {0}, 0, 32768, 0, 1, 1},
+	{"sweep-h128-b128-1k", T_FULL, 128, 1, 128, 64, 0, {0}, 0, 1024, 0, 1, 1},
+	{"sweep-h128-b128-4k", T_FULL, 128, 1, 128, 64, 0, {0}, 0, 4096, 0, 1, 1},
+	{"sweep-h128-b128-8k", T_FULL, 128, 1, 128, 64, 0, {0}, 0, 8192, 0, 1, 1},
+	{"sweep-h128-b128-32k", T_FULL, 128, 1, 128, 64, 0, {0}, 0, 32768, 0, 1, 1},
 	/* tiny GPU tasks, launch-bound (issue 17): one key; empty sequences only (s_q 2) */
 	{"tiny-h128-len1", T_FULL, 1, 1, 128, 64, 1, {1}, 0, 0, 0, 0, 1},
 	{"tiny-empty-h16-sq2", T_FULL, 3, 2, 16, 64, 3, {0, 0, 0}, 0, 0, 0, 0, 1},

@@ -279,6 +279,10 @@ START_TEST(tiers_cover_the_edge_cases)
 	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "fp8"), count_tasks(&gpu, "standard", NULL, "bf16") - 1);
 	ck_assert_int_eq(count_tasks(&gpu, "full", NULL, "perf-"), 8);
 	ck_assert_int_eq(count_tasks(&gpu, "full", NULL, "tiny-"), 6);
+	/* the 4 x 4 sweep of issue 42 (batch x context at h_q 128): bf16 only, GPU only */
+	ck_assert_int_eq(count_tasks(&gpu, "full", NULL, "sweep-"), 16);
+	ck_assert_int_eq(count_tasks(&gpu, "full", NULL, "fp8_e4m3_fnuz-sweep-"), 0);
+	ck_assert_int_eq(count_tasks(&cpu, "full", NULL, "sweep-"), 0);
 	ck_assert_int_eq(count_tasks(&cpu, "full", NULL, "tiny-"), 0);
 	ck_assert_int_eq(count_tasks(&gpu, "standard", NULL, "perf-"), 0);
 	card_release(&cpu);

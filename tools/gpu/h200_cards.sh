@@ -53,6 +53,9 @@
 #   dsa_cards the two sm_90 DSA cards on their claimed workload (issue 39, item 3)
 #   wl_warm   the workload plans of both dense sm_90 cards (expects.workloads), TileLang warmed
 #   wl:CARD   that card on each workload it claims, from wl_warm's plans (issue 37)
+#   sweep     issue 42: triton.mla_decode against torch.mla_decode on tier full's 4 x 4 sweep- grid,
+#             FlashMLA and hip.flash as references
+#   dense_ncu issue 42: Nsight Compute on the dense headline tasks (after sweep)
 #   config    the config card skills/mla_decode_triton_config_sm90.md (issue 41, item 5: fp8,
 #             triton.mla_decode@bn64-bh16-sp0-w4-st2 -> @bn64-bh16-sp0-w8-st2): --emit-plan (tier
 #             standard; the configs' registers/spills/shared memory compiled for sm_90 by the
@@ -238,6 +241,39 @@ run_steps() {
 				$VS --run $P/$card.wl-$wl.plan.json $RUN --threads "$threads"
 				echo "wl $card $wl: rc $?"
 			done >"$WORK/wl-$card.log" 2>&1
+			;;
+		sweep)
+			# issue 42, item 3: the Triton port against torch on the 4 x 4 grid of tier full
+			# (sweep-: batch 8, 32, 64, 128 x context 1K, 4K, 8K, 32K; h_q 128, bf16, page 64) in one
+			# run, FlashMLA and hip.flash as references; the same plan serves dense_ncu
+			{
+				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier full --baseline torch.mla_decode \
+					--candidate triton.mla_decode --reference $FMLA --reference hip.flash \
+					--out $P/headline/sweep.plan.json &&
+					$VS --run $P/headline/sweep.plan.json --task sweep- --tasks-dir $D/tasks \
+						--results-dir $D/results/sweep --threads "$threads"
+				echo "sweep: rc $?"
+			} >"$WORK/sweep.log" 2>&1
+			;;
+		dense_ncu)
+			# issue 42: Nsight Compute on the dense headline tasks (h_q 128 b 128 8K, h_q 16 b 128
+			# 32K; after sweep, from its plan): the Triton port's and hip.flash's kernels in their
+			# parity launches (every config once), as dsa_ncu does for the sparse form
+			local NCU_DIR=/var/tmp/vs_ncu_dense impl task kern
+			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
+			for task in perf-h128-b128-8k perf-h16-b128-32k; do
+				for impl in triton.mla_decode hip.flash; do
+					kern='_mla_decode_kernel'
+					[ "$impl" = hip.flash ] && kern='mla|flash'
+					timeout 150 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all \
+						--graph-profiling node -k "regex:$kern" --launch-count 12 --section SpeedOfLight \
+						--section LaunchStats --section Occupancy --section WarpStateStats \
+						--section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats \
+						$VS --run $P/headline/sweep.plan.json --task bf16-$task --impl $impl \
+						--tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$task/$impl --threads "$threads"
+					echo "dense_ncu $task $impl: rc $?"
+				done
+			done >"$WORK/dense_ncu.log" 2>&1
 			;;
 		sparse_smoke)
 			# flashmla.sparse_decode alone against a double CPU reference (both formats, splits,
