@@ -54,7 +54,7 @@
 #   wl_warm   the workload plans of both dense sm_90 cards (expects.workloads), TileLang warmed
 #   wl:CARD   that card on each workload it claims, from wl_warm's plans (issue 37)
 #   sweep     issue 42: triton.mla_decode against torch.mla_decode on tier full's 4 x 4 sweep- grid,
-#             FlashMLA and hip.flash as references
+#             FlashMLA as a reference
 #   dense_ncu issue 42: Nsight Compute on the dense headline tasks (after sweep)
 #   config    the config card skills/mla_decode_triton_config_sm90.md (issue 41, item 5: fp8,
 #             triton.mla_decode@bn64-bh16-sp0-w4-st2 -> @bn64-bh16-sp0-w8-st2): --emit-plan (tier
@@ -245,10 +245,12 @@ run_steps() {
 		sweep)
 			# issue 42, item 3: the Triton port against torch on the 4 x 4 grid of tier full
 			# (sweep-: batch 8, 32, 64, 128 x context 1K, 4K, 8K, 32K; h_q 128, bf16, page 64) in one
-			# run, FlashMLA and hip.flash as references; the same plan serves dense_ncu
+			# run, FlashMLA as a reference (not hip.flash: its tuning pass over every config per task
+			# would add minutes to a step that torch's compile per shape already makes long); the same
+			# plan serves dense_ncu
 			{
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier full --baseline torch.mla_decode \
-					--candidate triton.mla_decode --reference $FMLA --reference hip.flash \
+					--candidate triton.mla_decode --reference $FMLA \
 					--out $P/headline/sweep.plan.json &&
 					$VS --run $P/headline/sweep.plan.json --task sweep- --tasks-dir $D/tasks \
 						--results-dir $D/results/sweep --threads "$threads"
@@ -257,14 +259,13 @@ run_steps() {
 			;;
 		dense_ncu)
 			# issue 42: Nsight Compute on the dense headline tasks (h_q 128 b 128 8K, h_q 16 b 128
-			# 32K; after sweep, from its plan): the Triton port's and hip.flash's kernels in their
-			# parity launches (every config once), as dsa_ncu does for the sparse form
+			# 32K; after sweep, from its plan): the Triton port's kernels in their parity launches
+			# (every config once), as dsa_ncu does for the sparse form
 			local NCU_DIR=/var/tmp/vs_ncu_dense impl task kern
 			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
 			for task in perf-h128-b128-8k perf-h16-b128-32k; do
-				for impl in triton.mla_decode hip.flash; do
+				for impl in triton.mla_decode; do
 					kern='_mla_decode_kernel'
-					[ "$impl" = hip.flash ] && kern='mla|flash'
 					timeout 150 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all \
 						--graph-profiling node -k "regex:$kern" --launch-count 12 --section SpeedOfLight \
 						--section LaunchStats --section Occupancy --section WarpStateStats \
