@@ -261,19 +261,17 @@ run_steps() {
 			# issue 42: Nsight Compute on the dense headline tasks (h_q 128 b 128 8K, h_q 16 b 128
 			# 32K; after sweep, from its plan): the Triton port's kernels in their parity launches
 			# (every config once), as dsa_ncu does for the sparse form
-			local NCU_DIR=/var/tmp/vs_ncu_dense impl task kern
+			# (_mla_decode_kernel and _mla_decode_kernel_keys; 9 configs, so 12 launches catch each)
+			local NCU_DIR=/var/tmp/vs_ncu_dense task
 			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
 			for task in perf-h128-b128-8k perf-h16-b128-32k; do
-				for impl in triton.mla_decode; do
-					kern='_mla_decode_kernel'
-					timeout 150 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all \
-						--graph-profiling node -k "regex:$kern" --launch-count 12 --section SpeedOfLight \
-						--section LaunchStats --section Occupancy --section WarpStateStats \
-						--section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats \
-						$VS --run $P/headline/sweep.plan.json --task bf16-$task --impl $impl \
-						--tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$task/$impl --threads "$threads"
-					echo "dense_ncu $task $impl: rc $?"
-				done
+				timeout 150 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all \
+					--graph-profiling node -k "regex:_mla_decode_kernel" --launch-count 12 --section SpeedOfLight \
+					--section LaunchStats --section Occupancy --section WarpStateStats \
+					--section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats \
+					$VS --run $P/headline/sweep.plan.json --task bf16-$task --impl triton.mla_decode \
+					--tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$task --threads "$threads"
+				echo "dense_ncu $task: rc $?"
 			done >"$WORK/dense_ncu.log" 2>&1
 			;;
 		sparse_smoke)
