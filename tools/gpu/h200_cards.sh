@@ -105,6 +105,24 @@ wl_claims() {
 	echo "$ids"
 }
 
+# Nsight Compute over one validate_skill --run (the remaining arguments): the first $2 launches of
+# the kernels whose demangled name (template arguments included) matches the regex $1, the same
+# sections for every profile. ncu's lock directory is made first: the worker's sandbox
+# (harness/sandbox.c) grants rights on the entries of /tmp that exist when it starts, since a closed
+# path (the results) lies under /tmp here, so ncu in the worker could not create /tmp/nvidia
+# (2026-12-05, 18:33: "Failed to open/create lock directory /tmp/nvidia/nsight_compute", every
+# implementation). The callers put their task and eval dirs outside /tmp as well, so that no closed
+# path lies under /tmp and the sandbox grants /tmp whole to ncu's injected library.
+ncu_run() {
+	local regex=$1 count=$2
+	shift 2
+	mkdir -p /tmp/nvidia/nsight_compute && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
+	timeout 180 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node \
+		--kernel-name-base demangled -k "regex:$regex" --launch-count "$count" --section SpeedOfLight \
+		--section LaunchStats --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
+		--section ComputeWorkloadAnalysis --section SchedulerStats "$@"
+}
+
 run_steps() {
 	local threads
 	threads=$(nproc)
@@ -263,14 +281,11 @@ run_steps() {
 			# (every config once), as dsa_ncu does for the sparse form
 			# (_mla_decode_kernel and _mla_decode_kernel_keys; 9 configs, so 12 launches catch each)
 			local NCU_DIR=/var/tmp/vs_ncu_dense task
-			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
+			mkdir -p $NCU_DIR
 			for task in perf-h128-b128-8k perf-h16-b128-32k; do
-				timeout 150 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all \
-					--graph-profiling node -k "regex:_mla_decode_kernel" --launch-count 12 --section SpeedOfLight \
-					--section LaunchStats --section Occupancy --section WarpStateStats \
-					--section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section SchedulerStats \
-					$VS --run $P/headline/sweep.plan.json --task bf16-$task --impl triton.mla_decode \
-					--tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$task --threads "$threads"
+				ncu_run _mla_decode_kernel 12 $VS --run $P/headline/sweep.plan.json --task bf16-$task \
+					--impl triton.mla_decode --tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$task \
+					--threads "$threads"
 				echo "dense_ncu $task: rc $?"
 			done >"$WORK/dense_ncu.log" 2>&1
 			;;
@@ -337,27 +352,18 @@ run_steps() {
 			;;
 		dsa_ncu)
 			# Nsight Compute on the headline sparse task (b 128, h_q 128, s_q 2, 32K keys, topk 2048):
-			# each implementation's kernels in its parity launches (every config once). ncu's lock
-			# directory is made first: the worker's sandbox (harness/sandbox.c) grants rights on the
-			# entries of /tmp that exist when it starts, since a closed path (the results) lies under
-			# /tmp here, so ncu in the worker could not create /tmp/nvidia (2026-12-05, 18:33:
-			# "Failed to open/create lock directory /tmp/nvidia/nsight_compute", every implementation).
-			# The task and eval dirs go outside /tmp as well ($NCU_DIR), so that no closed path lies
-			# under /tmp and the sandbox grants /tmp whole to ncu's injected library
+			# each implementation's kernels in its parity launches (every config once), task and eval
+			# dirs outside /tmp (ncu_run says why)
 			local NCU_DIR=/var/tmp/vs_ncu
-			mkdir -p /tmp/nvidia/nsight_compute $NCU_DIR && chmod 1777 /tmp/nvidia /tmp/nvidia/nsight_compute
+			mkdir -p $NCU_DIR
 			# hip.flash: its st2 configs (the template's last argument 2), which its tuning chooses;
 			# on 2026-12-05 (22:37) the first 8 launches were all st1 configs. The names are matched
-			# demangled (ncu's default base, "function", has no template arguments)'
+			# demangled (ncu's default base, "function", has no template arguments)
 			local impl kern
 			for impl in flashmla.sparse_decode hip.flash triton.dsa_decode; do
 				kern='sparse|dsa|mla'
 				[ "$impl" = hip.flash ] && kern='mla_sparse_warp<.*, 2>'
-				timeout 180 "$(command -v ncu || echo /usr/local/cuda/bin/ncu)" --target-processes all --graph-profiling node --kernel-name-base demangled -k "regex:$kern" \
-					--launch-count 8 --section SpeedOfLight --section LaunchStats --section Occupancy \
-					--section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
-					--section SchedulerStats \
-					$VS --run $P/dsa/dsa_v32.full.plan.json --task b128-h128-sq2-32k --impl $impl \
+				ncu_run "$kern" 8 $VS --run $P/dsa/dsa_v32.full.plan.json --task b128-h128-sq2-32k --impl $impl \
 					--tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$impl --threads "$threads"
 				echo "dsa_ncu $impl: rc $?"
 			done >"$WORK/dsa_ncu.log" 2>&1
