@@ -133,23 +133,110 @@ def _kv_pointer(KV, FP8: tl.constexpr, KV_INT: tl.constexpr):
     return p
 
 
+@triton.jit
+def _load_tile(KV, bt_row, pg0, n0, end, page, offs_d, offs_r, BLOCK_N: tl.constexpr):
+    """One KV tile by pointers: keys n0 .. n0 + BLOCK_N - 1 of a sequence, those at or past end
+    masked (read as 0, never their NaN rows), through the block table (any page_size)."""
+    offs_n = n0 + tl.arange(0, BLOCK_N)
+    nmask = offs_n < end
+    # Masked-off keys address the sequence's first row (never page 0 of the cache: a cache
+    # base may lie outside every allocation, and a masked cp.async may still translate it).
+    pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
+    pg = tl.where(nmask, pg, pg0)
+    kv_off = (pg.to(tl.int64) * page + tl.where(nmask, offs_n % page, 0)) * 576
+    kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
+    kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
+    return kn, kr, offs_n
+
+
+@triton.jit
+def _tma_row(bt_row, n0, page):
+    """The cache row of key n0 (TMA tiles: page_size a multiple of BLOCK_N, so a tile is the
+    page's rows n0 % page .. + BLOCK_N - 1, contiguous; rows < 2^31, checked on the host)."""
+    pg = tl.load(bt_row + n0 // page)
+    return pg * page + n0 % page
+
+
+@triton.jit
+def _decode(kn, kr, FP8: tl.constexpr, FP8_ASM: tl.constexpr):
+    if FP8:
+        if FP8_ASM:
+            kn = _fnuz_decode_asm(kn)
+            kr = _fnuz_decode_asm(kr)
+        else:
+            kn = _fnuz_decode_ref(kn)
+            kr = _fnuz_decode_ref(kr)
+    return kn, kr
+
+
+@triton.jit
+def _step_heads(q_nope, q_pe, kn, kr, offs_n, lim, m_i, l_i, acc, qk_scale, FP8: tl.constexpr,
+                FP8_ASM: tl.constexpr, MASK: tl.constexpr):
+    """One KV tile, heads-major: S = q K^T (query rows as M), online softmax, acc += P V."""
+    kn, kr = _decode(kn, kr, FP8, FP8_ASM)
+    s = tl.dot(q_pe, tl.trans(kr))
+    s = tl.dot(q_nope, tl.trans(kn), s)
+    s = s * qk_scale
+    if MASK:
+        s = tl.where(offs_n[None, :] < lim[:, None], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.math.exp2(m_i - m_use)
+    p = tl.math.exp2(s - m_use[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    acc = acc * alpha[:, None]
+    acc = tl.dot(p.to(tl.bfloat16), kn, acc)
+    return m_new, l_i, acc
+
+
+@triton.jit
+def _step_keys(qt_nope, qt_pe, kn, kr, offs_n, lim, m_i, l_i, acc, qk_scale, FP8: tl.constexpr,
+               FP8_ASM: tl.constexpr, MASK: tl.constexpr):
+    """One KV tile, keys-major: S^T = K q^T (keys as M), online softmax, acc^T += V^T P^T."""
+    kn, kr = _decode(kn, kr, FP8, FP8_ASM)
+    st = tl.dot(kr, qt_pe)
+    st = tl.dot(kn, qt_nope, st)
+    st = st * qk_scale
+    if MASK:
+        st = tl.where(offs_n[:, None] < lim[None, :], st, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(st, 0))
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    alpha = tl.math.exp2(m_i - m_use)
+    pt = tl.math.exp2(st - m_use[None, :])
+    l_i = l_i * alpha + tl.sum(pt, 0)
+    acc = acc * alpha[None, :]
+    acc = tl.dot(tl.trans(kn), pt.to(tl.bfloat16), acc)
+    return m_new, l_i, acc
+
+
+@triton.jit
+def _split_range(SL, b, sp, seq_q, n_split, BLOCK_N: tl.constexpr):
+    """This split's keys [start, end) (an equal share of the sequence's tiles), the sequence's
+    length, and full_end: the end of the tiles from start on that every query row sees whole
+    (keys < seqlen - s_q + 1, the causal limit of row 0), which the TMA configs load unmasked."""
+    seqlen = tl.load(SL + b)
+    n_tiles = tl.cdiv(seqlen, BLOCK_N)
+    per = tl.cdiv(n_tiles, n_split)
+    start = sp * per * BLOCK_N
+    end = tl.minimum(start + per * BLOCK_N, seqlen)
+    vis = tl.minimum(end, seqlen - seq_q + 1)
+    full_end = start + (tl.maximum(vis - start, 0) // BLOCK_N) * BLOCK_N
+    return seqlen, start, end, full_end
+
+
 @triton.jit(do_not_specialize=["seq_q", "heads", "page", "max_pages", "n_rows", "n_split"])
-def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
+def _mla_decode_kernel(Q, KV, KD, KRD, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
                        seq_q, heads, page, max_pages, n_rows, n_split,
                        BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr,
-                       FP8_ASM: tl.constexpr, SPLIT: tl.constexpr, KV_INT: tl.constexpr):
+                       FP8_ASM: tl.constexpr, SPLIT: tl.constexpr, KV_INT: tl.constexpr,
+                       TMA: tl.constexpr):
     KV = _kv_pointer(KV, FP8, KV_INT)
     pid_h = tl.program_id(0)
     b = tl.program_id(1)
     sp = tl.program_id(2)
     rows = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     rmask = rows < n_rows
-    seqlen = tl.load(SL + b)
-    # This split's keys: an equal share of the sequence's tiles.
-    n_tiles = tl.cdiv(seqlen, BLOCK_N)
-    per = tl.cdiv(n_tiles, n_split)
-    start = sp * per * BLOCK_N
-    end = tl.minimum(start + per * BLOCK_N, seqlen)
+    seqlen, start, end, full_end = _split_range(SL, b, sp, seq_q, n_split, BLOCK_N)
     # Causal: row r sees keys [0, seqlen - s_q + 1 + r // h_q); at most this split's end.
     lim = tl.minimum(seqlen - seq_q + 1 + rows // heads, end)
 
@@ -164,35 +251,21 @@ def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
     acc = tl.zeros([BLOCK_H, 512], dtype=tl.float32)
     bt_row = BT + b.to(tl.int64) * max_pages
     pg0 = tl.load(bt_row, mask=seqlen > 0, other=0)
-    for n0 in range(start, end, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        nmask = offs_n < end
-        # Masked-off keys address the sequence's first row (never page 0 of the cache: a cache
-        # base may lie outside every allocation, and a masked cp.async may still translate it).
-        pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
-        pg = tl.where(nmask, pg, pg0)
-        kv_off = (pg.to(tl.int64) * page + tl.where(nmask, offs_n % page, 0)) * 576
-        kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
-        kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
-        if FP8:
-            if FP8_ASM:
-                kn = _fnuz_decode_asm(kn)
-                kr = _fnuz_decode_asm(kr)
-            else:
-                kn = _fnuz_decode_ref(kn)
-                kr = _fnuz_decode_ref(kr)
-        s = tl.dot(q_pe, tl.trans(kr))
-        s = tl.dot(q_nope, tl.trans(kn), s)
-        s = s * qk_scale
-        s = tl.where(offs_n[None, :] < lim[:, None], s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.math.exp2(m_i - m_use)
-        p = tl.math.exp2(s - m_use[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p.to(tl.bfloat16), kn, acc)
-        m_i = m_new
+    tail = start
+    if TMA:
+        # Whole tiles by TMA (the copy engine, no address registers), unmasked; the last,
+        # partial tile and the causal rows' tiles by the masked loop below.
+        for n0 in range(start, full_end, BLOCK_N):
+            r0 = _tma_row(bt_row, n0, page)
+            kn = KD.load([r0, 0])
+            kr = KRD.load([r0, 512])
+            m_i, l_i, acc = _step_heads(q_nope, q_pe, kn, kr, n0, lim, m_i, l_i, acc, qk_scale,
+                                        FP8, FP8_ASM, False)
+        tail = full_end
+    for n0 in range(tail, end, BLOCK_N):
+        kn, kr, offs_n = _load_tile(KV, bt_row, pg0, n0, end, page, offs_d, offs_r, BLOCK_N)
+        m_i, l_i, acc = _step_heads(q_nope, q_pe, kn, kr, offs_n, lim, m_i, l_i, acc, qk_scale,
+                                    FP8, FP8_ASM, True)
 
     l_div = tl.where(l_i == 0.0, 1.0, l_i)
     if SPLIT:
@@ -211,10 +284,11 @@ def _mla_decode_kernel(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
 
 
 @triton.jit(do_not_specialize=["seq_q", "heads", "page", "max_pages", "n_rows", "n_split"])
-def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
+def _mla_decode_kernel_keys(Q, KV, KD, KRD, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale,
                             seq_q, heads, page, max_pages, n_rows, n_split,
                             BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr, FP8: tl.constexpr,
-                            FP8_ASM: tl.constexpr, SPLIT: tl.constexpr, KV_INT: tl.constexpr):
+                            FP8_ASM: tl.constexpr, SPLIT: tl.constexpr, KV_INT: tl.constexpr,
+                            TMA: tl.constexpr):
     """The same computation, keys-major, for few query rows (BLOCK_H <= 32): S^T = K . q^T puts
     BLOCK_N keys on the MMA's M axis (wgmma needs M = 64 per warpgroup; heads-major would pad 16
     rows to 64 or, with mma.sync, replicate the QK product in every warp), out^T = V^T . P^T."""
@@ -224,11 +298,7 @@ def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale
     sp = tl.program_id(2)
     rows = pid_h * BLOCK_H + tl.arange(0, BLOCK_H)
     rmask = rows < n_rows
-    seqlen = tl.load(SL + b)
-    n_tiles = tl.cdiv(seqlen, BLOCK_N)
-    per = tl.cdiv(n_tiles, n_split)
-    start = sp * per * BLOCK_N
-    end = tl.minimum(start + per * BLOCK_N, seqlen)
+    seqlen, start, end, full_end = _split_range(SL, b, sp, seq_q, n_split, BLOCK_N)
     lim = tl.minimum(seqlen - seq_q + 1 + rows // heads, end)
 
     offs_d = tl.arange(0, 512)
@@ -242,35 +312,19 @@ def _mla_decode_kernel_keys(Q, KV, BT, SL, OUT, LSE, PO, PL, qk_scale, out_scale
     acc = tl.zeros([512, BLOCK_H], dtype=tl.float32)
     bt_row = BT + b.to(tl.int64) * max_pages
     pg0 = tl.load(bt_row, mask=seqlen > 0, other=0)
-    for n0 in range(start, end, BLOCK_N):
-        offs_n = n0 + tl.arange(0, BLOCK_N)
-        nmask = offs_n < end
-        # Masked-off keys address the sequence's first row (never page 0 of the cache: a cache
-        # base may lie outside every allocation, and a masked cp.async may still translate it).
-        pg = tl.load(bt_row + offs_n // page, mask=nmask, other=0)
-        pg = tl.where(nmask, pg, pg0)
-        kv_off = (pg.to(tl.int64) * page + tl.where(nmask, offs_n % page, 0)) * 576
-        kn = tl.load(KV + kv_off[:, None] + offs_d[None, :], mask=nmask[:, None], other=0)
-        kr = tl.load(KV + kv_off[:, None] + 512 + offs_r[None, :], mask=nmask[:, None], other=0)
-        if FP8:
-            if FP8_ASM:
-                kn = _fnuz_decode_asm(kn)
-                kr = _fnuz_decode_asm(kr)
-            else:
-                kn = _fnuz_decode_ref(kn)
-                kr = _fnuz_decode_ref(kr)
-        st = tl.dot(kr, qt_pe)
-        st = tl.dot(kn, qt_nope, st)
-        st = st * qk_scale
-        st = tl.where(offs_n[:, None] < lim[None, :], st, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(st, 0))
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.math.exp2(m_i - m_use)
-        pt = tl.math.exp2(st - m_use[None, :])
-        l_i = l_i * alpha + tl.sum(pt, 0)
-        acc = acc * alpha[None, :]
-        acc = tl.dot(tl.trans(kn), pt.to(tl.bfloat16), acc)
-        m_i = m_new
+    tail = start
+    if TMA:
+        for n0 in range(start, full_end, BLOCK_N):
+            r0 = _tma_row(bt_row, n0, page)
+            kn = KD.load([r0, 0])
+            kr = KRD.load([r0, 512])
+            m_i, l_i, acc = _step_keys(qt_nope, qt_pe, kn, kr, n0, lim, m_i, l_i, acc, qk_scale,
+                                       FP8, FP8_ASM, False)
+        tail = full_end
+    for n0 in range(tail, end, BLOCK_N):
+        kn, kr, offs_n = _load_tile(KV, bt_row, pg0, n0, end, page, offs_d, offs_r, BLOCK_N)
+        m_i, l_i, acc = _step_keys(qt_nope, qt_pe, kn, kr, offs_n, lim, m_i, l_i, acc, qk_scale,
+                                   FP8, FP8_ASM, True)
 
     l_div = tl.where(l_i == 0.0, 1.0, l_i)
     o = acc * (out_scale / l_div)[None, :]
@@ -310,9 +364,16 @@ def _mla_combine_kernel(PO, PL, OUT, LSE, seq_q, heads, n_rows, n_split, NSP2: t
     tl.store(LSE + (b * heads + r % heads) * seq_q + r // heads, lse)
 
 
-def _cfg(bn, bh, sp, w, st):
-    return {"name": "bn%d-bh%d-sp%d-w%d-st%d" % (bn, bh, sp, w, st), "block_n": bn, "block_h": bh,
-            "num_splits": sp, "num_warps": w, "num_stages": st}
+def _cfg(bn, bh, sp, w, st, tma=False):
+    """A config; tma: whole KV tiles by TMA (a name ending in "-tma", the only place the harness's
+    five knobs leave for it; such a config declines a task whose page_size is not a multiple of
+    block_n or whose cache base Triton cannot address)."""
+    return {"name": "bn%d-bh%d-sp%d-w%d-st%d%s" % (bn, bh, sp, w, st, "-tma" if tma else ""),
+            "block_n": bn, "block_h": bh, "num_splits": sp, "num_warps": w, "num_stages": st}
+
+
+def _tma(config):
+    return config["name"].endswith("-tma")
 
 
 # sm_90, every one measured on the H200 (parity and speed, tools/gpu/py_kernels_check.py): bh64/w8
@@ -328,7 +389,10 @@ def _cfg(bn, bh, sp, w, st):
 _CONFIGS = {
     "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 0, 8, 3), _cfg(64, 64, 2, 8, 2),
               _cfg(64, 16, 0, 4, 2), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 3),
-              _cfg(64, 32, 0, 8, 2), _cfg(64, 16, 2, 4, 2), _cfg(64, 16, 4, 4, 2)],
+              _cfg(64, 32, 0, 8, 2), _cfg(64, 16, 2, 4, 2), _cfg(64, 16, 4, 4, 2),
+              _cfg(64, 64, 0, 8, 2, tma=True), _cfg(64, 64, 0, 8, 3, tma=True),
+              _cfg(32, 64, 0, 8, 4, tma=True), _cfg(64, 16, 0, 4, 3, tma=True),
+              _cfg(64, 16, 0, 8, 3, tma=True), _cfg(64, 16, 2, 4, 3, tma=True)],
     # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles
     # (bn32-bh16 keys-major, bn32-bh64 heads-major; the latter needs 112 KiB, sm_80 only).
     # Compiled for sm_80 here, not run on a device.
@@ -475,10 +539,20 @@ def _build(args, config, fp8_decode):
                          "(VS_TRITON_KV_INT=1) hit an illegal address on the H200 (2026-12-01)"
                          % (NAME, args.kv_cache.data_ptr()))
     kv = args.kv_cache.data_ptr() if kv_int else args.kv_cache
-    kargs = (args.q, kv, args.block_table, args.seqlens, args.out, args.lse, po, pl,
+    kd = krd = None
+    if _tma(config):
+        # Two descriptors over the cache as rows of 576: the latent part ([bn, 512] boxes at
+        # column 0) and the rope part ([bn, 64] at column 512); Triton splits each box into TMA
+        # copies of its swizzle width and passes the descriptors by value (nothing allocated).
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        flat = args.kv_cache.view(-1, D_QK)
+        kd = TensorDescriptor(flat, [flat.shape[0], D_QK], [D_QK, 1], [bn, D_V])
+        krd = TensorDescriptor(flat, [flat.shape[0], D_QK], [D_QK, 1], [bn, D_ROPE])
+    kargs = (args.q, kv, kd, krd, args.block_table, args.seqlens, args.out, args.lse, po, pl,
              qk_scale, kvs, args.s_q, args.h_q, args.page_size, args.max_pages, rows, ns)
     kw = dict(BLOCK_H=bh, BLOCK_N=bn, FP8=fp8, FP8_ASM=(fp8_decode == "asm"), SPLIT=ns > 1,
-              KV_INT=kv_int, num_warps=int(config["num_warps"]), num_stages=int(config["num_stages"]))
+              KV_INT=kv_int, TMA=kd is not None, num_warps=int(config["num_warps"]),
+              num_stages=int(config["num_stages"]))
     comb = None
     if ns > 1:
         comb = ((rows, args.batch), (po, pl, args.out, args.lse, args.s_q, args.h_q, rows, ns),
@@ -501,9 +575,31 @@ def _fp8_mode(args):
     return FP8_DECODE
 
 
+MLA_EUNSUPPORTED = -2  # kernels/mla_decode.h: this config cannot run these args
+_DECLINED = "declined"
+
+
+def _tma_declines(args, config):
+    """Why a TMA config cannot run these args (None when it can): a tile must be rows of one page
+    (page_size a multiple of block_n), the cache an allocation Triton's launcher accepts, its base
+    16-byte aligned and its rows addressable by TMA's int32 coordinates."""
+    if not _tma(config):
+        return None
+    if args.page_size % int(config["block_n"]) != 0:
+        return "page_size %d is not a multiple of block_n %d" % (args.page_size, config["block_n"])
+    if not _kv_addressable(args.kv_cache.data_ptr()) or args.kv_cache.data_ptr() % 16 != 0:
+        return "the cache base is not an aligned allocation"
+    if args.num_pages * args.page_size >= 2 ** 31:
+        return "more than 2^31 cache rows"
+    return None
+
+
 def prepare(args, config):
     """Builds the launch plan for these buffers and config and compiles the kernels (one run)."""
     key = _key(args, config)
+    if _tma_declines(args, config) is not None:
+        _plans[key] = _DECLINED
+        return
     mode = _fp8_mode(args)
     plan = _build(args, config, mode)
     try:
@@ -519,6 +615,8 @@ def prepare(args, config):
 
 def launch(args, config):
     plan = _plans.get(_key(args, config))
+    if plan is _DECLINED or (plan is None and _tma_declines(args, config) is not None):
+        return MLA_EUNSUPPORTED
     if plan is None:
         plan = _build(args, config, _fp8_mode(args))
         _plans[_key(args, config)] = plan

@@ -81,11 +81,18 @@ def kernel_args(mod, kname, cfg, dtype, split, fp8_asm, hip=False):
                "n_rows": "i32", "n_split": "i32", "NSP2": "constexpr"}
         return sig, {"NSP2": mod._next_pow2(mod.MAX_SPLITS)}, {"num_warps": 4, "num_stages": 1}, "combine"
     fp8 = dtype == "fp8_e4m3_fnuz"
+    tma = mod._tma(cfg)
     sig = {p: "*fp32" for p in PTRS}
     sig.update(Q="*bf16", KV="*u8" if fp8 else "*bf16", BT="*i32", SL="*i32", OUT="*bf16")
     sig.update(SCALARS)
     const = {"BLOCK_H": int(cfg["block_h"] or 64), "BLOCK_N": int(cfg["block_n"]), "FP8": fp8,
-             "FP8_ASM": fp8 and fp8_asm, "SPLIT": split, "KV_INT": False}
+             "FP8_ASM": fp8 and fp8_asm, "SPLIT": split, "KV_INT": False, "TMA": tma}
+    if tma:  # the cache's two descriptors (_build): [block_n, 512] and [block_n, 64] boxes
+        el = "u8" if fp8 else "bf16"
+        sig["KD"] = "tensordesc<%s[%d,%d]>" % (el, int(cfg["block_n"]), mod.D_V)
+        sig["KRD"] = "tensordesc<%s[%d,%d]>" % (el, int(cfg["block_n"]), mod.D_ROPE)
+    else:
+        const.update(KD=None, KRD=None)
     for c in const:
         sig[c] = "constexpr"
     opts = {"num_warps": int(cfg["num_warps"]), "num_stages": int(cfg["num_stages"])}
