@@ -20,6 +20,12 @@ Design (one program = BLOCK_H query rows of one sequence and one KV split):
     wgmma M, for many heads) and keys-major (BLOCK_H <= 32: S^T = K q^T with BLOCK_N keys as M,
     out^T = V^T P^T, for few heads, where heads-major would pad 16 rows to 64 or, on mma.sync,
     replicate the QK product in every warp). KV tiles are multi-buffered by Triton's pipeliner.
+  - TMA configs (names ending "-tma"; page_size a multiple of BLOCK_N, so a tile is rows of one
+    page): the tiles every query row sees whole are copied by TMA (two tensor descriptors over the
+    cache as rows of 576: the latent [BLOCK_N, 512] and rope [BLOCK_N, 64] boxes), unmasked, no
+    address registers; the last, partial tile and the causal rows' tiles take the masked pointer
+    loop (rows past a sequence's length hold NaN and must be read as 0 for P V). Other pages, or
+    a cache base Triton cannot address, and the config declines (MLA_EUNSUPPORTED).
   - Split-KV (flash decoding): num_splits programs per (sequence, head block) each take an equal
     share of that sequence's tiles; partial outputs and lse (log2) go to the workspace and a combine
     kernel merges them by LSE. num_splits 1 writes out/lse directly (no combine, no workspace).
@@ -386,13 +392,23 @@ def _tma(config):
 # 2.03 in the earlier run): at b 128 the auto split count is 1, one CTA per SM, too few bytes in
 # flight; sp4 beside it, untimed. Measured and dropped: keys-major for bh64 at h_q 128 (154 against
 # 217 TFLOPS), bn32-bh16 with 3-4 stages (0.56-1.09 TB/s at 32K).
+# Added 2026-12-06 (issue 42; H100, py_kernels_check.py bench and tier full's 4 x 4 sweep, parity on
+# every edge case; BENCHMARKS.md "2026-12-06 (05:26-05:42 UTC)"): the TMA configs. bn64-bh64-sp0-w8-
+# st2-tma won every bf16 h_q 128 shape (273 TFLOPS at b 128 8K against 217 for the best pointer
+# config; 1.03-1.34x on the sweep's 16 shapes) and fp8 at h_q 16 b 128 32K (0.85 against 0.76 TB/s);
+# bn64-bh16-sp0-w4-st3-tma won bf16 at h_q 16 (3.02 TB/s at b 128 32K against 2.20, 2.74 at 4K
+# against 2.07; its 3 stages put the block_table load a stage ahead of the TMA copy). Measured and
+# dropped, slower than those two on every shape: bn64-bh64-sp0-w8-st3-tma (248 TFLOPS),
+# bn32-bh64-sp0-w8-st4-tma (187), bn64-bh16-sp0-w8-st3-tma (2.35 TB/s), bn64-bh16-sp2-w4-st3-tma
+# (2.99 TB/s at 32K, 2.59 at 4K). The pointer configs stay: tasks with pages of 16 or 1, which the
+# TMA configs decline, need them, and on fp8 at h_q 16 the TMA keys-major kernel runs at 0.19 TB/s
+# (the decoded tile goes through registers and spills); which pointer configs still win somewhere
+# the TMA ones also run is for the next card run's per-config timings to show.
 _CONFIGS = {
     "sm_90": [_cfg(64, 64, 0, 8, 2), _cfg(64, 64, 0, 8, 3), _cfg(64, 64, 2, 8, 2),
               _cfg(64, 16, 0, 4, 2), _cfg(64, 16, 0, 8, 2), _cfg(64, 16, 0, 8, 3),
               _cfg(64, 32, 0, 8, 2), _cfg(64, 16, 2, 4, 2), _cfg(64, 16, 4, 4, 2),
-              _cfg(64, 64, 0, 8, 2, tma=True), _cfg(64, 64, 0, 8, 3, tma=True),
-              _cfg(32, 64, 0, 8, 4, tma=True), _cfg(64, 16, 0, 4, 3, tma=True),
-              _cfg(64, 16, 0, 8, 3, tma=True), _cfg(64, 16, 2, 4, 3, tma=True)],
+              _cfg(64, 64, 0, 8, 2, tma=True), _cfg(64, 16, 0, 4, 3, tma=True)],
     # Other CUDA generations (sm_80/86/89: mma.sync, 100-164 KiB of shared memory): small tiles
     # (bn32-bh16 keys-major, bn32-bh64 heads-major; the latter needs 112 KiB, sm_80 only).
     # Compiled for sm_80 here, not run on a device.

@@ -55,7 +55,10 @@
 #   wl:CARD   that card on each workload it claims, from wl_warm's plans (issue 37)
 #   sweep     issue 42: triton.mla_decode against torch.mla_decode on tier full's 4 x 4 sweep- grid,
 #             FlashMLA as a reference
-#   dense_ncu issue 42: Nsight Compute on the dense headline tasks (after sweep)
+#   triton_check  issue 42: triton.mla_decode's configs alone (tools/gpu/py_kernels_check.py --impl
+#             triton: parity on every edge case, capture, do_bench on the headline shapes), then
+#             Nsight Compute over every config on the two dense headline shapes
+#             (tools/gpu/triton_ncu.py; here: tools/gpu/ncu_table.py ncu_*.txt)
 #   config    the config card skills/mla_decode_triton_config_sm90.md (issue 41, item 5: fp8,
 #             triton.mla_decode@bn64-bh16-sp0-w4-st2 -> @bn64-bh16-sp0-w8-st2): --emit-plan (tier
 #             standard; the configs' registers/spills/shared memory compiled for sm_90 by the
@@ -264,8 +267,7 @@ run_steps() {
 			# issue 42, item 3: the Triton port against torch on the 4 x 4 grid of tier full
 			# (sweep-: batch 8, 32, 64, 128 x context 1K, 4K, 8K, 32K; h_q 128, bf16, page 64) in one
 			# run, FlashMLA as a reference (not hip.flash: its tuning pass over every config per task
-			# would add minutes to a step that torch's compile per shape already makes long); the same
-			# plan serves dense_ncu
+			# would add minutes to a step that torch's compile per shape already makes long)
 			{
 				$VS --emit-plan skills/mla_tilelang_to_triton_sm90.md --tier full --baseline torch.mla_decode \
 					--candidate triton.mla_decode --reference $FMLA \
@@ -275,19 +277,22 @@ run_steps() {
 				echo "sweep: rc $?"
 			} >"$WORK/sweep.log" 2>&1
 			;;
-		dense_ncu)
-			# issue 42: Nsight Compute on the dense headline tasks (h_q 128 b 128 8K, h_q 16 b 128
-			# 32K; after sweep, from its plan): the Triton port's kernels in their parity launches
-			# (every config once), as dsa_ncu does for the sparse form
-			# (_mla_decode_kernel and _mla_decode_kernel_keys; 9 configs, so 12 launches catch each)
-			local NCU_DIR=/var/tmp/vs_ncu_dense task
-			mkdir -p $NCU_DIR
-			for task in perf-h128-b128-8k perf-h16-b128-32k; do
-				ncu_run _mla_decode_kernel 12 $VS --run $P/headline/sweep.plan.json --task bf16-$task \
-					--impl triton.mla_decode --tasks-dir $NCU_DIR/tasks --results-dir $NCU_DIR/results/$task \
-					--threads "$threads"
-				echo "dense_ncu $task: rc $?"
-			done >"$WORK/dense_ncu.log" 2>&1
+		triton_check)
+			# issue 42: the Triton port's configs alone, then ncu on each (prepare's launch and
+			# launch()'s; ncu_table.py reads the second). Not through the harness: its worker's
+			# sandbox and the tuning pass would decide which launches ncu sees (2026-12-06)
+			local NCU_OUT=$WORK/triton_check shape
+			mkdir -p "$NCU_OUT"
+			{
+				$VS_PYTHON tools/gpu/py_kernels_check.py --impl triton --budget 330 --workers 14 \
+					--log "$NCU_OUT/py_kernels_check.log"
+				echo "py_kernels_check: rc $?"
+				for shape in h128-b128-8k h16-b128-32k; do
+					ncu_run _mla_decode_kernel 99 $VS_PYTHON tools/gpu/triton_ncu.py $shape >"$NCU_OUT/ncu_$shape.txt" 2>&1
+					echo "ncu $shape: rc $?"
+				done
+			} >"$WORK/triton_check.log" 2>&1
+			tar czf "$WORK/triton_check.tgz.$$" -C "$WORK" triton_check && mv "$WORK/triton_check.tgz.$$" "$WORK/triton_check.tgz"
 			;;
 		sparse_smoke)
 			# flashmla.sparse_decode alone against a double CPU reference (both formats, splits,
