@@ -2599,7 +2599,7 @@ static void print_html(FILE *f, struct row *rows, int n)
 	      "<title>validate_skill report</title>\n<style>\n"
 	      "body{font-family:system-ui,sans-serif;margin:2em;color:#222}\n"
 	      "table{border-collapse:collapse;margin-bottom:2em;max-width:100%}\n"
-	      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px;overflow-wrap:break-word}\n"
+	      "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px;overflow-wrap:anywhere}\n"
 	      "th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
 	      "#status{table-layout:fixed;width:100%}#status th{font-size:13px}#status td.run{font-size:13px}\n"
 	      "svg{max-width:100%;height:auto}\n"

@@ -408,7 +408,14 @@ START_TEST(repository_report_reads_at_1400px)
 	{
 		const cJSON *run = cJSON_GetObjectItem(c, "run");
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(c, "id"));
+		const char *ev = cJSON_GetStringValue(cJSON_GetObjectItem(c, "evidence"));
 
+		/*
+		 * Every committed record verifies: one made before a shipped kernel changed reads stale,
+		 * never unverified (evaldir.c, the Python modules under kernels/ as the C kernels).
+		 */
+		ck_assert_msg(ev && (!strcmp(ev, "ok") || !strcmp(ev, "none")), "%s: evidence '%s' (status %s)", id,
+			      ev ? ev : "(none)", cJSON_GetStringValue(cJSON_GetObjectItem(c, "status")));
 		if (!run)
 			continue;
 		measured++;
