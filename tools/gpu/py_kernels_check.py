@@ -254,8 +254,9 @@ def check_one(torch, mod, args, cfg, kv_ref, lens, stream):
 
 def capture_check(torch, mod, cfg, kv_dtype, device):
     """Capture launch() once, replay, change seqlens/block_table/cache in place, replay again."""
-    # pages of 64 for the TMA configs, which decline pages of 16
-    dims = dict(batch=4, s_q=2, h_q=16, page=64 if cfg["name"].endswith("-tma") else 16)
+    # pages of 64 for triton.mla_decode's TMA configs (its _tma()), which decline pages of 16
+    tma = getattr(mod, "_tma", None)
+    dims = dict(batch=4, s_q=2, h_q=16, page=64 if tma is not None and tma(cfg) else 16)
     lens1, lens2 = [300, 0, 17, 129], [5, 260, 0, 64]
     a1, r1 = make_inputs(torch, device, dims["batch"], dims["s_q"], dims["h_q"], dims["page"],
                          lens1, kv_dtype, 11, **FIXED)
